@@ -1,0 +1,1 @@
+"""The `aipager` command line (typer), one sub-app per noun."""

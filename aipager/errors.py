@@ -1,0 +1,92 @@
+"""One error tree for everything aipager raises on purpose.
+
+    AipagerError
+    ├── ConfigError              config file missing, unreadable or invalid
+    ├── SettingsError            ~/.claude/settings.json cannot be read or written safely
+    ├── PolicyError              a policy file or rule is unusable
+    │   ├── PolicySchemaError    the document does not match policy/schema.json
+    │   └── PatternError         a pattern is outside the portable dialect
+    ├── DaemonError
+    │   ├── DaemonUnavailable    nobody listens on the control socket
+    │   └── DaemonAlreadyRunning the single-instance lock is held
+    ├── SessionError
+    │   ├── InvalidSessionName   not letters, digits, '-' or '_'
+    │   └── SessionNotFound      no live dtach socket for that name
+    └── TelegramError
+        ├── TokenRejected        getMe answered 401/404
+        ├── TelegramUnreachable  no answer from the Bot API
+        └── ChatUnreachable      the chat never talked to the bot / is unknown
+
+Each error carries a message meant for a person; the CLI prints it without a
+traceback and maps the class to an exit code (``exit_code``).  Boundaries
+translate foreign exceptions into these with ``raise X(msg) from exc``.
+"""
+
+from __future__ import annotations
+
+
+class AipagerError(Exception):
+    """Base of every error aipager raises deliberately."""
+
+    #: exit code the CLI uses when this error ends a command
+    exit_code = 1
+
+
+class ConfigError(AipagerError):
+    exit_code = 3
+
+
+class SettingsError(AipagerError):
+    exit_code = 3
+
+
+class PolicyError(AipagerError):
+    exit_code = 3
+
+
+class PolicySchemaError(PolicyError):
+    pass
+
+
+class PatternError(PolicyError):
+    pass
+
+
+class DaemonError(AipagerError):
+    pass
+
+
+class DaemonUnavailable(DaemonError):
+    exit_code = 7
+
+
+class DaemonAlreadyRunning(DaemonError):
+    exit_code = 9
+
+
+class SessionError(AipagerError):
+    pass
+
+
+class InvalidSessionName(SessionError):
+    exit_code = 2
+
+
+class SessionNotFound(SessionError):
+    exit_code = 4
+
+
+class TelegramError(AipagerError):
+    pass
+
+
+class TokenRejected(TelegramError):
+    exit_code = 4
+
+
+class TelegramUnreachable(TelegramError):
+    exit_code = 7
+
+
+class ChatUnreachable(TelegramError):
+    exit_code = 5

@@ -1,0 +1,140 @@
+"""Where every aipager file lives, as pure functions of an environment mapping.
+
+The compiled hook (`_fasthook/paths.pxi`) resolves the same names in C; the
+shared table in ``tests/cases/paths.json`` keeps the two in step.  Nothing here
+touches the file system, so callers (and tests) pass the environment they mean.
+
+Layout:
+- control folder: the folder of the control socket.  It holds the socket,
+  the spool of events the socket could not take, and model-switch markers.
+- session folder: ``$AIPAGER_INSTANCE_DIR`` or ``/tmp``.  Per-session files
+  the hook and Claude Code's status line read and write (status, task rules,
+  permission notes, dtach sockets).
+- config/state/data folders follow XDG with ``HOME`` as the base.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+SOCKET_NAME = "aipager.sock"
+SPOOL_NAME = "aipager-spool"
+SESSION_PREFIX = "claude-"
+
+
+def socket_path(env: Mapping[str, str]) -> str:
+    """The control socket, first match of the documented order."""
+    inst = env.get("AIPAGER_INSTANCE_DIR")
+    if inst:
+        return os.path.join(inst, SOCKET_NAME)
+    explicit = env.get("AIPAGER_SOCKET_PATH")
+    if explicit:
+        return explicit
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, SOCKET_NAME)
+    return os.path.join("/tmp", SOCKET_NAME)
+
+
+def control_dir(env: Mapping[str, str]) -> str:
+    return os.path.dirname(socket_path(env)) or "."
+
+
+def spool_dir(env: Mapping[str, str]) -> str:
+    """Events the hook could not send (queue full) wait here for the daemon."""
+    return os.path.join(control_dir(env), SPOOL_NAME)
+
+
+def session_dir(env: Mapping[str, str]) -> str:
+    return env.get("AIPAGER_INSTANCE_DIR") or "/tmp"
+
+
+def status_file(env: Mapping[str, str], session: str) -> str:
+    return os.path.join(session_dir(env), f"claude-status-{session}.json")
+
+
+def policy_file(env: Mapping[str, str], session: str) -> str:
+    """The current task's rules, written at UserPromptSubmit, read at PreToolUse."""
+    return os.path.join(session_dir(env), f"claude-policy-{session}.json")
+
+
+def task_mark(env: Mapping[str, str], session: str) -> str:
+    """Exists while a task is open (UserPromptSubmit until Stop)."""
+    return os.path.join(session_dir(env), f"claude-policy-{session}.open")
+
+
+def notes_dir(env: Mapping[str, str], session: str) -> str:
+    """One permission note per chat message the daemon typed into the session."""
+    return os.path.join(session_dir(env), f"claude-notes-{session}")
+
+
+def floor_file(env: Mapping[str, str]) -> str:
+    """The effective safety floor the daemon publishes for the hook."""
+    return os.path.join(session_dir(env), f"claude-policy-.floor-{os.getuid()}.json")
+
+
+def modelswitch_marker(env: Mapping[str, str], session: str) -> str:
+    return os.path.join(control_dir(env), f"aipager-modelswitch-{session}.json")
+
+
+def dtach_socket(env: Mapping[str, str], session: str) -> str:
+    """dtach socket of session ``claude-NAME``: ``claude-dtach-NAME.sock``."""
+    name = session[len(SESSION_PREFIX):] if session.startswith(SESSION_PREFIX) else session
+    return os.path.join(session_dir(env), f"claude-dtach-{name}.sock")
+
+
+def home(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
+
+
+def _xdg(env: Mapping[str, str], var: str, default: str) -> str:
+    value = env.get(var)
+    # XDG says relative values are invalid and must be ignored.
+    if value and os.path.isabs(value):
+        return value
+    return os.path.join(home(env), default)
+
+
+def config_dir(env: Mapping[str, str]) -> str:
+    return os.path.join(_xdg(env, "XDG_CONFIG_HOME", ".config"), "aipager")
+
+
+def state_dir(env: Mapping[str, str]) -> str:
+    return os.path.join(_xdg(env, "XDG_STATE_HOME", ".local/state"), "aipager")
+
+
+def data_dir(env: Mapping[str, str]) -> str:
+    return os.path.join(_xdg(env, "XDG_DATA_HOME", ".local/share"), "aipager")
+
+
+def config_file(env: Mapping[str, str]) -> str:
+    return os.path.join(config_dir(env), "config.json")
+
+
+def policy_user_file(env: Mapping[str, str]) -> str:
+    """The owner's own policy additions (roles, floor additions)."""
+    return os.path.join(config_dir(env), "policy.json")
+
+
+def daemon_state_file(env: Mapping[str, str]) -> str:
+    return os.path.join(state_dir(env), "daemon-state.json")
+
+
+def audit_log(env: Mapping[str, str]) -> str:
+    return os.path.join(state_dir(env), "audit.jsonl")
+
+
+def log_file(env: Mapping[str, str]) -> str:
+    return os.path.join(state_dir(env), "daemon.log")
+
+
+def lock_file(env: Mapping[str, str]) -> str:
+    inst = env.get("AIPAGER_INSTANCE_DIR")
+    if inst:
+        return os.path.join(inst, "daemon.lock")
+    return os.path.join(data_dir(env), "daemon.lock")
+
+
+def claude_settings(env: Mapping[str, str]) -> str:
+    return os.path.join(home(env), ".claude", "settings.json")
