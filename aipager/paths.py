@@ -16,7 +16,12 @@ Layout:
 from __future__ import annotations
 
 import os
-from typing import Mapping
+
+# typing imports re; the pure-Python hook twin imports this module on its hot
+# path, so the annotation-only import stays out of the runtime.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping
 
 SOCKET_NAME = "aipager.sock"
 SPOOL_NAME = "aipager-spool"
