@@ -12,10 +12,11 @@
     ├── SessionError
     │   ├── InvalidSessionName   not letters, digits, '-' or '_'
     │   └── SessionNotFound      no live dtach socket for that name
-    └── TelegramError
-        ├── TokenRejected        getMe answered 401/404
-        ├── TelegramUnreachable  no answer from the Bot API
-        └── ChatUnreachable      the chat never talked to the bot / is unknown
+    ├── TelegramError
+    │   ├── TokenRejected        getMe answered 401/404
+    │   ├── TelegramUnreachable  no answer from the Bot API
+    │   └── ChatUnreachable      the chat never talked to the bot / is unknown
+    └── ServiceError             systemctl is missing or refused a command
 
 Each error carries a message meant for a person; the CLI prints it without a
 traceback and maps the class to an exit code (``exit_code``).  Boundaries
@@ -90,3 +91,7 @@ class TelegramUnreachable(TelegramError):
 
 class ChatUnreachable(TelegramError):
     exit_code = 5
+
+
+class ServiceError(AipagerError):
+    exit_code = 6
