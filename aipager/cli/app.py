@@ -1,12 +1,19 @@
-"""Root of the `aipager` command (placeholder until the CLI issue lands)."""
+"""Root of the `aipager` command: one sub-app or command module per noun.
+
+Only typer and light aipager modules are imported here; aiogram and the
+daemon are imported inside the commands that need them, so `aipager --help`
+stays fast.
+"""
 
 from __future__ import annotations
 
 import typer
 
 from aipager import __version__
+from aipager.cli import config_cmd, doctor_cmd, lifecycle, session_cmd, setup_cmd, status_cmd
 
-app = typer.Typer(no_args_is_help=True, add_completion=False)
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
 def _version(value: bool) -> None:
@@ -17,10 +24,22 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Show the version and exit."),
 ) -> None:
     """Telegram remote control for Claude Code."""
 
 
+app.command("setup")(setup_cmd.setup)
+app.add_typer(config_cmd.app, name="config")
+app.command("start")(lifecycle.start)
+app.command("uninstall")(lifecycle.uninstall)
+app.add_typer(lifecycle.service_app, name="service")
+app.command("status")(status_cmd.status)
+app.command("doctor")(doctor_cmd.doctor)
+app.add_typer(session_cmd.app, name="session")
+app.command("send")(session_cmd.send)
+
+
 def main() -> None:
-    app()
+    app(prog_name="aipager")

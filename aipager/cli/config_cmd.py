@@ -1,0 +1,160 @@
+"""`aipager config`: show and change the settings after setup.
+
+A running daemon reads the config at start; changes apply at its next start.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from aipager import config, paths, wiring
+from aipager.cli._common import env as _env
+from aipager.cli._common import handles_errors, interactive, print_json
+from aipager.cli.setup_cmd import read_token
+
+app = typer.Typer(help="Show or change token, chat, members, policy file, wiring.")
+member_app = typer.Typer(help="Team members and their roles.")
+app.add_typer(member_app, name="member")
+
+_RESTART = "Restart the daemon to apply (`aipager service stop && aipager service start`)."
+
+
+@app.callback(invoke_without_command=True)
+@handles_errors
+def main(ctx: typer.Context) -> None:
+    """Without a subcommand: show the configuration (token masked)."""
+    if ctx.invoked_subcommand is None:
+        show(as_json=False)
+
+
+@app.command("show")
+@handles_errors
+def show(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """Show the configuration; the token is masked."""
+    env = _env()
+    cfg = config.load(env)
+    doc = cfg.to_json()
+    doc["bot_token"] = config.mask_token(cfg.bot_token)
+    doc["config_file"] = paths.config_file(env)
+    if as_json:
+        print_json(doc)
+        return
+    typer.echo(f"config file:  {doc['config_file']}")
+    typer.echo(f"bot token:    {doc['bot_token']}")
+    typer.echo(f"chat id:      {cfg.chat_id}")
+    typer.echo(f"policy file:  {cfg.policy_file or '(default: ' + paths.policy_user_file(env) + ')'}")
+    typer.echo(f"claude path:  {cfg.claude_path or '(claude on PATH)'}")
+    typer.echo("members:" + ("" if cfg.members else "      (none)"))
+    for m in cfg.members:
+        typer.echo(f"  {m.id:<14} {m.role:<10} {m.label}")
+
+
+@app.command("token")
+@handles_errors
+def token(
+    token_file: Optional[Path] = typer.Option(None, "--token-file", help="Read it from a file ('-' = stdin)."),
+) -> None:
+    """Replace the bot token (checked with Telegram first; never taken as an argument)."""
+    from aipager import telegram_check as tg
+
+    env = _env()
+    cfg = config.load(env)
+    new = read_token(token_file, interactive())
+    bot = tg.run(tg.check_token(new, tg.api_base(env)))
+    tg.run(tg.check_chat(new, cfg.chat_id, tg.api_base(env)))
+    config.save(env, replace(cfg, bot_token=new))
+    typer.echo(f"Token saved for @{bot.username}. {_RESTART}")
+
+
+@app.command("chat")
+@handles_errors
+def chat(chat_id: int = typer.Argument(..., help="Telegram chat id.")) -> None:
+    """Report to another chat (a test message is sent there first)."""
+    from aipager import telegram_check as tg
+
+    env = _env()
+    cfg = config.load(env)
+    info = tg.run(tg.check_chat(cfg.bot_token, chat_id, tg.api_base(env)))
+    config.save(env, replace(cfg, chat_id=info.id))
+    typer.echo(f"Chat set to {info.title} ({info.id}). {_RESTART}")
+
+
+@member_app.command("add")
+@handles_errors
+def member_add(
+    user_id: int = typer.Argument(..., help="Telegram user id."),
+    role: str = typer.Option("user", "--role", help=f"One of: {', '.join(config.ROLES)}."),
+    label: str = typer.Option("", "--label", help="A name to show for this person."),
+) -> None:
+    """Add a member, or change an existing member's role and label."""
+    env = _env()
+    cfg = config.load(env)
+    member = config.Member(id=user_id, role=config.check_role(role), label=label)
+    config.save(env, cfg.with_member(member))
+    typer.echo(f"Member {user_id} is now {role}. {_RESTART}")
+
+
+@member_app.command("remove")
+@handles_errors
+def member_remove(user_id: int = typer.Argument(..., help="Telegram user id.")) -> None:
+    """Remove a member."""
+    env = _env()
+    cfg = config.load(env)
+    if all(m.id != user_id for m in cfg.members):
+        typer.echo(f"No member {user_id}; nothing changed.")
+        return
+    config.save(env, cfg.without_member(user_id))
+    typer.echo(f"Member {user_id} removed. {_RESTART}")
+
+
+@app.command("policy-file")
+@handles_errors
+def policy_file(
+    path: Optional[Path] = typer.Argument(None, help="Policy JSON file; omit with --clear."),
+    clear: bool = typer.Option(False, "--clear", help="Go back to the default file."),
+) -> None:
+    """Use another policy file (the default is the config folder's policy.json)."""
+    env = _env()
+    cfg = config.load(env)
+    if clear or path is None:
+        config.save(env, replace(cfg, policy_file=None))
+        typer.echo(f"Policy file: default ({paths.policy_user_file(env)}). {_RESTART}")
+        return
+    target = os.path.abspath(path)
+    if not os.path.isfile(target):
+        typer.echo(f"Note: {target} does not exist yet.")
+    config.save(env, replace(cfg, policy_file=target))
+    typer.echo(f"Policy file: {target}. {_RESTART}")
+
+
+@app.command("claude-path")
+@handles_errors
+def claude_path(
+    path: Optional[Path] = typer.Argument(None, help="The Claude Code program; omit with --clear."),
+    clear: bool = typer.Option(False, "--clear", help="Use `claude` from PATH again."),
+) -> None:
+    """Pin the Claude Code program sessions run."""
+    env = _env()
+    cfg = config.load(env)
+    target = None if clear or path is None else os.path.abspath(path)
+    config.save(env, replace(cfg, claude_path=target))
+    typer.echo(f"Claude Code: {target or 'claude on PATH'}.")
+
+
+@app.command("rewire")
+@handles_errors
+def rewire() -> None:
+    """Write aipager's entries into ~/.claude/settings.json again (idempotent)."""
+    result = wiring.install(_env())
+    if not result.changed:
+        typer.echo(f"Claude Code already wired: {result.path}")
+        return
+    typer.echo(f"Claude Code wired: {result.path}"
+               + (f" (backup: {result.backup})" if result.backup else ""))
+    for note in result.notes:
+        typer.echo(f"Note: {note}")

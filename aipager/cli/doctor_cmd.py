@@ -1,0 +1,142 @@
+"""`aipager doctor`: every check, and a fix printed for each problem."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+import typer
+
+from aipager import config, dtach, paths, wiring
+from aipager.cli._common import env as _env
+from aipager.cli._common import handles_errors, print_json
+from aipager.cli._daemon import daemon_pids
+from aipager.errors import AipagerError
+
+#: Linux's sun_path limit, including the terminating NUL
+_SUN_PATH_MAX = 108
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _config(env: dict[str, str]) -> tuple[Check, config.Config | None]:
+    try:
+        cfg = config.load(env)
+    except AipagerError as exc:
+        return Check("config", False, str(exc), "run `aipager setup`"), None
+    return Check("config", True, paths.config_file(env)), cfg
+
+
+def _telegram(env: dict[str, str], cfg: config.Config | None) -> list[Check]:
+    if cfg is None:
+        return [Check("token", False, "no config", "run `aipager setup`")]
+    from aipager import telegram_check as tg
+
+    base = tg.api_base(env)
+    try:
+        bot = tg.run(tg.check_token(cfg.bot_token, base))
+    except AipagerError as exc:
+        return [Check("token", False, str(exc), "run `aipager config token`")]
+    checks = [Check("token", True, f"@{bot.username}")]
+    try:
+        chat = tg.run(tg.check_chat(cfg.bot_token, cfg.chat_id, base, send_test=False))
+        checks.append(Check("chat", True, f"{chat.title} ({chat.id})"))
+    except AipagerError as exc:
+        checks.append(Check("chat", False, str(exc), "run `aipager config chat <id>`"))
+    return checks
+
+
+def _program(name: str, find: Callable[[], str], fix: str) -> Check:
+    try:
+        path = find()
+    except AipagerError as exc:
+        return Check(name, False, str(exc), fix)
+    if not os.access(path, os.X_OK):
+        return Check(name, False, f"{path} is not executable", fix)
+    return Check(name, True, path)
+
+
+def _hooks(env: dict[str, str]) -> list[Check]:
+    fix_native = "reinstall aipager where a C compiler is available (pip install --force-reinstall aipager)"
+    try:
+        bins = wiring.find_binaries(env)
+    except AipagerError as exc:
+        return [Check("hook binaries", False, str(exc), "reinstall aipager")]
+    checks = []
+    for path in (bins.hook, bins.statusline):
+        if wiring.is_native(path):
+            checks.append(Check("hook binaries", True, f"{path} (native)"))
+        else:
+            what = f"{path} is not the native build (a script: every hook event costs a Python start)"
+            checks.append(Check("hook binaries", False, what, fix_native))
+    return checks
+
+
+def _wiring(env: dict[str, str]) -> list[Check]:
+    problems = wiring.check(env)
+    if not problems:
+        return [Check("settings.json", True, paths.claude_settings(env))]
+    return [Check("settings.json", False, p.what, p.fix) for p in problems]
+
+
+def _socket(env: dict[str, str]) -> Check:
+    sock = paths.socket_path(env)
+    folder = os.path.dirname(sock) or "."
+    if len(sock.encode()) >= _SUN_PATH_MAX:
+        return Check("socket", False, f"{sock} is longer than a Unix socket path may be",
+                     "set AIPAGER_SOCKET_PATH or XDG_RUNTIME_DIR to a shorter folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return Check("socket", False, f"{folder} is not writable",
+                     "set XDG_RUNTIME_DIR (or AIPAGER_SOCKET_PATH) to a folder you own")
+    return Check("socket", True, sock)
+
+
+def _daemon(env: dict[str, str]) -> Check:
+    pids = sorted(daemon_pids(env))
+    if pids:
+        return Check("daemon", True, f"running (pid {', '.join(map(str, pids))})")
+    return Check("daemon", False, "not running",
+                 "run `aipager start` (foreground) or `aipager service install`")
+
+
+def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
+    """Every check, in the order a person would fix them."""
+    first, cfg = _config(env)
+    checks = [first]
+    if not offline:
+        checks += _telegram(env, cfg)
+    checks.append(_program("dtach", lambda: dtach.dtach_binary(env),
+                           "reinstall aipager (it brings dtach-bin) or install dtach"))
+    checks.append(_program("claude", lambda: dtach.claude_binary(env, cfg.claude_path if cfg else None),
+                           "install Claude Code, or `aipager config claude-path PATH`"))
+    checks += _wiring(env)
+    checks += _hooks(env)
+    checks.append(_socket(env))
+    checks.append(_daemon(env))
+    return checks
+
+
+@handles_errors
+def doctor(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    offline: bool = typer.Option(False, "--offline", help="Skip the Telegram checks."),
+) -> None:
+    """Check config, token, chat, dtach, claude, wiring, hook builds, socket and daemon."""
+    checks = run_checks(_env(), offline=offline)
+    failed = [c for c in checks if not c.ok]
+    if as_json:
+        print_json([c.__dict__ for c in checks])
+    else:
+        for c in checks:
+            typer.echo(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<14} {c.detail}")
+            if not c.ok and c.fix:
+                typer.echo(f"      {'':<14} fix: {c.fix}")
+        typer.echo("all good" if not failed else f"{len(failed)} problem(s)")
+    raise typer.Exit(1 if failed else 0)

@@ -1,0 +1,132 @@
+"""`aipager setup`: token, chat, config file and Claude Code wiring in one go.
+
+Interactive when stdin is a terminal; otherwise fully scriptable:
+``aipager setup --token-file F --chat-id N --yes`` or the token on stdin.  The
+token is never accepted as an argument (it would land in shell history and
+``ps``), never echoed and never logged.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Mapping, Optional
+
+import typer
+
+from aipager import config, wiring
+from aipager.cli._common import env as _env
+from aipager.cli._common import handles_errors, interactive
+from aipager.errors import ChatUnreachable, ConfigError, TokenRejected
+
+
+def read_token(token_file: Path | None, ask: bool) -> str:
+    """The token from ``token_file`` ("-" = stdin), a hidden prompt, or stdin.
+
+    Raises:
+        TokenRejected: empty or not shaped like a bot token.
+        ConfigError: the file cannot be read.
+    """
+    if token_file is not None and str(token_file) != "-":
+        try:
+            raw = token_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            msg = f"cannot read the token file {token_file}: {exc.strerror}"
+            raise ConfigError(msg) from exc
+    elif ask and token_file is None:
+        raw = typer.prompt("Bot token (from @BotFather; input hidden)", hide_input=True)
+    else:
+        raw = sys.stdin.readline()
+    try:
+        return config.check_token_shape(raw)
+    except ConfigError as exc:
+        raise TokenRejected(str(exc)) from None
+
+
+def run_setup(
+    env: Mapping[str, str],
+    token_file: Path | None = None,
+    chat_id: int | None = None,
+    yes: bool = False,
+    wait: float = 120.0,
+    ask: bool | None = None,
+) -> config.Config:
+    """The whole setup; returns the saved config.  ``ask`` None = ask if on a terminal."""
+    from aipager import telegram_check as tg
+
+    ask = interactive() if ask is None else ask
+    previous = _previous(env)
+    if previous is not None and not yes:
+        if not ask:
+            msg = "aipager is already set up; pass --yes to replace the token and chat"
+            raise ConfigError(msg)
+        if not typer.confirm("aipager is already set up. Replace the token and chat?"):
+            raise typer.Exit(0)
+
+    base = tg.api_base(env)
+    # Even with --yes a terminal gets a hidden prompt, never an echoed read.
+    token = read_token(token_file, ask or interactive())
+    bot = tg.run(tg.check_token(token, base))
+    typer.echo(f"Bot: @{bot.username} ({bot.name})")
+
+    if chat_id is None and ask:
+        answer = typer.prompt("Your chat id (leave empty to detect it)", default="",
+                              show_default=False)
+        chat_id = int(answer) if answer.strip().lstrip("-").isdigit() else None
+    if chat_id is None:
+        typer.echo(f"Send any message to @{bot.username} in Telegram; waiting up to {wait:.0f} s…")
+        found = tg.run(tg.detect_chat(token, base, wait=wait))
+        if found is None:
+            msg = (f"no message reached @{bot.username} within {wait:.0f} s; "
+                   "send it a message, or pass --chat-id")
+            raise ChatUnreachable(msg)
+        chat_id = found.id
+    chat = tg.run(tg.check_chat(token, chat_id, base))
+    typer.echo(f"Chat: {chat.title} ({chat.id}); a test message was sent there.")
+
+    cfg = config.Config(bot_token=token, chat_id=chat.id)
+    if previous is not None:
+        cfg = replace(previous, bot_token=token, chat_id=chat.id)
+    if chat.kind == "private":
+        cfg = cfg.with_member(config.Member(id=chat.id, role="owner", label=chat.title))
+    path = config.save(env, cfg)
+    typer.echo(f"Config written to {path} (owner-only).")
+
+    result = wiring.install(env)
+    if result.changed:
+        typer.echo(f"Claude Code wired: {result.path}"
+                   + (f" (backup: {result.backup})" if result.backup else ""))
+    else:
+        typer.echo(f"Claude Code already wired: {result.path}")
+    for note in result.notes:
+        typer.echo(f"Note: {note}")
+    return cfg
+
+
+def _previous(env: Mapping[str, str]) -> config.Config | None:
+    if not config.exists(env):
+        return None
+    try:
+        return config.load(env)
+    except ConfigError:
+        return None  # a broken file is simply replaced by setup
+
+
+@handles_errors
+def setup(
+    token_file: Optional[Path] = typer.Option(
+        None, "--token-file", help="Read the bot token from this file ('-' = stdin)."),
+    chat_id: Optional[int] = typer.Option(
+        None, "--chat-id", help="Telegram chat id to report to (detected when omitted)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Replace an existing setup, ask nothing."),
+    wait: float = typer.Option(120.0, "--wait", help="Seconds to wait for a message when detecting the chat."),
+) -> None:
+    """First-time setup: check the bot token and chat, save the config, wire Claude Code.
+
+    Without --token-file the token is read from a hidden prompt (terminal) or
+    from stdin (scripts).  It is never taken as an argument.
+    """
+    run_setup(_env(), token_file=token_file, chat_id=chat_id, yes=yes, wait=wait,
+              ask=interactive() and not yes)
+    typer.echo("Done. Run `aipager start` (or `aipager service install`) to start the daemon.")

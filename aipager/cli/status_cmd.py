@@ -1,0 +1,80 @@
+"""`aipager status`: the daemon and every session, readable when the daemon is down."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import typer
+
+from aipager import dtach, paths
+from aipager.cli._common import env as _env
+from aipager.cli._common import handles_errors, print_json
+from aipager.cli._daemon import daemon_pids
+
+#: session fields shown in the table, in order, when the state has them
+_COLUMNS = ("state", "model", "context_pct", "cost_usd", "waiting")
+
+
+def _plain(value: Any) -> Any:
+    """The daemon's state as JSON-ready data, whatever shape it comes in."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def _load_state(env: dict[str, str]) -> tuple[Any, str | None]:
+    try:
+        from aipager.daemon.persist import load_state
+    except ImportError:
+        return None, "the daemon's saved state is not readable by this build yet"
+    try:
+        return _plain(load_state(env)), None
+    except Exception as exc:  # the state file is the daemon's; never crash status on it
+        return None, f"cannot read the daemon's state ({paths.daemon_state_file(env)}): {exc}"
+
+
+def _sessions_of(state: Any) -> list[dict[str, Any]]:
+    sessions = state.get("sessions") if isinstance(state, dict) else None
+    if isinstance(sessions, dict):
+        return [{"name": k, **v} if isinstance(v, dict) else {"name": k} for k, v in sessions.items()]
+    if isinstance(sessions, list):
+        return [s for s in sessions if isinstance(s, dict)]
+    return []
+
+
+@handles_errors
+def status(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """The daemon and every session: state, model, context %, cost, what it waits for."""
+    env = _env()
+    pids = sorted(daemon_pids(env))
+    state, problem = _load_state(env)
+    terminals = [s.to_json() for s in dtach.list_sessions(env)]
+    if as_json:
+        print_json({
+            "daemon": {"running": bool(pids), "pids": pids, "socket": paths.socket_path(env)},
+            "state": state,
+            "state_error": problem,
+            "dtach_sessions": terminals,
+        })
+        return
+    where = paths.socket_path(env)
+    typer.echo(f"daemon: {'running (pid ' + ', '.join(map(str, pids)) + ')' if pids else 'not running'}"
+               f"  [{where}]")
+    if problem:
+        typer.echo(f"state: {problem}")
+    rows = _sessions_of(state)
+    live = {t["session"]: t["live"] for t in terminals}
+    if not rows and not terminals:
+        typer.echo("no sessions")
+        return
+    for row in rows:
+        name = str(row.get("name") or row.get("session") or "?")
+        cells = [f"{key}={row[key]}" for key in _COLUMNS if row.get(key) not in (None, "")]
+        terminal = live.pop(name, live.pop(paths.SESSION_PREFIX + name, None))
+        cells.append("terminal=" + {True: "live", False: "stale", None: "none"}[terminal])
+        typer.echo(f"  {name:<20} " + "  ".join(cells))
+    for name, is_live in sorted(live.items()):
+        typer.echo(f"  {name:<20} terminal={'live' if is_live else 'stale'}")

@@ -1,0 +1,228 @@
+"""aipager's own configuration: one owner-only JSON file at ``paths.config_file``.
+
+The file holds the bot token, so it is written 0600 through a temporary file
+and a rename (a crash never leaves half a token on disk), and ``Config``'s
+``repr`` masks the token so it can never reach a log by accident.
+
+Layout (``schema_version`` 1)::
+
+    {"schema_version": 1, "bot_token": "123:abc", "chat_id": 42,
+     "members": [{"id": 7, "label": "alice", "role": "admin"}],
+     "policy_file": null, "claude_path": null}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from aipager import paths
+from aipager.errors import ConfigError
+
+SCHEMA_VERSION = 1
+
+#: team roles, strongest first; the owner is the chat the bot was set up with
+ROLES = ("owner", "admin", "user", "read_only")
+
+# The Bot API token shape: "<bot id>:<secret>".  Checked before any network
+# call so a pasted chat id or a stray newline fails with a clear message.
+_TOKEN_RE = re.compile(r"^\d{3,}:[A-Za-z0-9_-]{20,}$")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One person allowed to drive sessions from the chat."""
+
+    id: int
+    role: str = "user"
+    label: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "label": self.label, "role": self.role}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration.  Immutable: change it with ``dataclasses.replace``."""
+
+    bot_token: str
+    chat_id: int
+    members: tuple[Member, ...] = ()
+    policy_file: str | None = None
+    claude_path: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __repr__(self) -> str:
+        # Never let the secret half of the token reach a log or a traceback.
+        return (
+            f"Config(bot_token={mask_token(self.bot_token)!r}, chat_id={self.chat_id}, "
+            f"members={self.members!r}, policy_file={self.policy_file!r}, "
+            f"claude_path={self.claude_path!r})"
+        )
+
+    __str__ = __repr__
+
+    def to_json(self) -> dict[str, Any]:
+        doc = dict(self.extra)
+        doc.update(
+            schema_version=SCHEMA_VERSION,
+            bot_token=self.bot_token,
+            chat_id=self.chat_id,
+            members=[m.to_json() for m in self.members],
+            policy_file=self.policy_file,
+            claude_path=self.claude_path,
+        )
+        return doc
+
+    def with_member(self, member: Member) -> Config:
+        """A copy with ``member`` added, or replacing the member with the same id."""
+        others = tuple(m for m in self.members if m.id != member.id)
+        return replace(self, members=others + (member,))
+
+    def without_member(self, member_id: int) -> Config:
+        """A copy without the member ``member_id`` (unknown ids change nothing)."""
+        return replace(self, members=tuple(m for m in self.members if m.id != member_id))
+
+
+def mask_token(token: str) -> str:
+    """The token as it may be shown: the bot id and the last two characters."""
+    bot_id, sep, secret = token.partition(":")
+    if not sep:
+        return "***"
+    return f"{bot_id}:…{secret[-2:]}" if len(secret) > 6 else f"{bot_id}:***"
+
+
+def check_token_shape(token: str) -> str:
+    """Return ``token`` stripped, or raise ``ConfigError`` if it cannot be a bot token.
+
+    The message never contains the token itself.
+    """
+    token = token.strip()
+    if not _TOKEN_RE.match(token):
+        msg = "that is not a bot token (expected '<digits>:<secret>', as @BotFather gives it)"
+        raise ConfigError(msg)
+    return token
+
+
+def check_role(role: str) -> str:
+    """Return ``role`` if it is one of ``ROLES``, else raise ``ConfigError``."""
+    if role not in ROLES:
+        msg = f"unknown role {role!r}; use one of: {', '.join(ROLES)}"
+        raise ConfigError(msg)
+    return role
+
+
+def exists(env: Mapping[str, str]) -> bool:
+    """Whether a config file is present (it may still be invalid)."""
+    return os.path.isfile(paths.config_file(env))
+
+
+def load(env: Mapping[str, str]) -> Config:
+    """Read and validate the config file.
+
+    Raises:
+        ConfigError: the file is missing, unreadable, not JSON, or a field is
+            missing or of the wrong type.  The message names the file and the
+            field, never the token.
+    """
+    path = paths.config_file(env)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = fh.read()
+    except FileNotFoundError as exc:
+        msg = f"aipager is not set up yet ({path} does not exist); run `aipager setup`"
+        raise ConfigError(msg) from exc
+    except OSError as exc:
+        msg = f"cannot read {path}: {exc.strerror}"
+        raise ConfigError(msg) from exc
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        # Not chained with the decoder's text: that could quote the token.
+        msg = f"{path} is not valid JSON (line {getattr(exc, 'lineno', '?')}); fix or delete it"
+        raise ConfigError(msg) from None
+    return from_json(doc, path)
+
+
+def from_json(doc: Any, where: str = "config") -> Config:
+    """Build a ``Config`` from a decoded document, validating every field."""
+    if not isinstance(doc, dict):
+        msg = f"{where}: expected a JSON object at the top level"
+        raise ConfigError(msg)
+    version = doc.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        msg = f"{where}: schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
+        raise ConfigError(msg)
+    token = doc.get("bot_token")
+    if not isinstance(token, str) or not token:
+        msg = f"{where}: bot_token is missing"
+        raise ConfigError(msg)
+    chat_id = doc.get("chat_id")
+    if not isinstance(chat_id, int) or isinstance(chat_id, bool):
+        msg = f"{where}: chat_id must be an integer"
+        raise ConfigError(msg)
+    members = tuple(_member(m, where) for m in doc.get("members") or ())
+    policy_file = _opt_str(doc, "policy_file", where)
+    claude_path = _opt_str(doc, "claude_path", where)
+    known = {"schema_version", "bot_token", "chat_id", "members", "policy_file", "claude_path"}
+    # Unknown keys survive a load/save round trip (a newer aipager may have written them).
+    extra = {k: v for k, v in doc.items() if k not in known}
+    return Config(token, chat_id, members, policy_file, claude_path, extra)
+
+
+def _member(doc: Any, where: str) -> Member:
+    if not isinstance(doc, dict) or not isinstance(doc.get("id"), int):
+        msg = f"{where}: each member needs an integer id"
+        raise ConfigError(msg)
+    role = doc.get("role", "user")
+    check_role(role)
+    label = doc.get("label") or ""
+    return Member(id=doc["id"], role=role, label=str(label))
+
+
+def _opt_str(doc: dict, key: str, where: str) -> str | None:
+    value = doc.get(key)
+    if value is not None and not isinstance(value, str):
+        msg = f"{where}: {key} must be a string or null"
+        raise ConfigError(msg)
+    return value or None
+
+
+def save(env: Mapping[str, str], cfg: Config) -> str:
+    """Write ``cfg`` owner-only (0600) and atomically; return the path.
+
+    Raises:
+        ConfigError: the folder cannot be created or the file written.
+    """
+    path = paths.config_file(env)
+    folder = os.path.dirname(path)
+    data = json.dumps(cfg.to_json(), indent=2, sort_keys=True) + "\n"
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        # mkstemp creates the file 0600 before a byte of the token is written.
+        fd, tmp = tempfile.mkstemp(prefix=".config-", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+    except OSError as exc:
+        msg = f"cannot write {path}: {exc.strerror}"
+        raise ConfigError(msg) from exc
+    return path
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

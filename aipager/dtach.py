@@ -1,0 +1,459 @@
+"""Claude Code sessions in dtach: create, attach, list, kill, type into.
+
+A session ``claude-NAME`` is a dtach master on ``paths.dtach_socket(env, NAME)``
+running Claude Code with ``CLAUDE_DTACH_SESSION=claude-NAME`` in its
+environment (the hook reads it to name the session).  dtach comes from the
+``dtach-bin`` package, so nothing needs a system install.
+
+The argv builders (``create_argv``, ``attach_argv``, ``push_argv``) and
+``typing_writes`` are public so the daemon can run the same commands with
+asyncio; the functions below them are the synchronous API the CLI uses.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from aipager import paths
+from aipager.errors import AipagerError, InvalidSessionName, SessionError, SessionNotFound
+
+#: detach key for attached terminals: Ctrl-\ (dtach's ``-e`` notation)
+DETACH_KEY = "^\\"
+ENTER = b"\r"
+#: how long ``dtach -p`` may take before we give up on a session
+PUSH_TIMEOUT = 5.0
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_SOCKET_RE = re.compile(r"^claude-dtach-([A-Za-z0-9_-]+)\.sock$")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One dtach socket found in the session folder."""
+
+    name: str  # what the user typed: "x1"
+    session: str  # the internal name: "claude-x1"
+    socket: str
+    live: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "session": self.session, "socket": self.socket,
+                "live": self.live}
+
+
+# ---------------------------------------------------------------- names
+
+
+def check_name(name: str) -> str:
+    """Return the bare session name (``x1`` for ``x1`` or ``claude-x1``).
+
+    Raises:
+        InvalidSessionName: empty, longer than 64, or not letters, digits, ``-``, ``_``.
+    """
+    bare = name[len(paths.SESSION_PREFIX):] if name.startswith(paths.SESSION_PREFIX) else name
+    if not _NAME_RE.match(bare):
+        msg = (
+            f"invalid session name {name!r}: use 1-64 letters, digits, '-' or '_' "
+            "(for example: api-fix or x1)"
+        )
+        raise InvalidSessionName(msg)
+    return bare
+
+
+def session_name(name: str) -> str:
+    """The internal name ``claude-NAME`` for a (validated) name."""
+    return paths.SESSION_PREFIX + check_name(name)
+
+
+# ---------------------------------------------------------------- programs
+
+
+def dtach_binary(env: Mapping[str, str] | None = None) -> str:
+    """Absolute path of dtach: the one ``dtach-bin`` installed, else ``PATH``.
+
+    Raises:
+        SessionError: no dtach anywhere.
+    """
+    env = os.environ if env is None else env
+    explicit = env.get("AIPAGER_DTACH_BIN")
+    if explicit:
+        return explicit
+    # dtach-bin drops its binary in the environment's bin folder; asking the
+    # package keeps working for pipx/uv layouts where that folder isn't on PATH.
+    try:
+        import dtach_bin
+
+        return dtach_bin.path()
+    except (ImportError, FileNotFoundError):
+        pass
+    found = shutil.which("dtach", path=env.get("PATH"))
+    if found:
+        return found
+    msg = "dtach not found: reinstall aipager (it brings dtach-bin) or install dtach"
+    raise SessionError(msg)
+
+
+def claude_binary(env: Mapping[str, str] | None = None, claude_path: str | None = None) -> str:
+    """The Claude Code program: ``AIPAGER_CLAUDE_BIN``, config ``claude_path``, ``PATH``.
+
+    Args:
+        env: environment to read (default ``os.environ``).
+        claude_path: the config's ``claude_path``; read from the config file
+            when None (a missing or broken config is ignored here).
+
+    Raises:
+        SessionError: Claude Code was not found.
+    """
+    env = os.environ if env is None else env
+    explicit = env.get("AIPAGER_CLAUDE_BIN")
+    if explicit:
+        return explicit
+    if claude_path is None:
+        claude_path = _configured_claude(env)
+    if claude_path:
+        return claude_path
+    found = shutil.which("claude", path=env.get("PATH"))
+    if found:
+        return found
+    msg = "Claude Code (`claude`) not found on PATH; install it or set claude_path with `aipager config`"
+    raise SessionError(msg)
+
+
+def _configured_claude(env: Mapping[str, str]) -> str | None:
+    from aipager import config
+
+    try:
+        return config.load(env).claude_path
+    except AipagerError:
+        return None
+
+
+# ---------------------------------------------------------------- argv builders
+
+
+def create_argv(dtach: str, socket_path: str, program: Sequence[str]) -> list[str]:
+    """``dtach -n``: create the session detached, running ``program``."""
+    # -z: Ctrl-Z goes to Claude Code instead of suspending the dtach client.
+    return [dtach, "-n", socket_path, "-z", *program]
+
+
+def attach_argv(dtach: str, socket_path: str) -> list[str]:
+    """``dtach -a``: attach this terminal; Ctrl-\\ detaches, WINCH forces a redraw."""
+    return [dtach, "-a", socket_path, "-e", DETACH_KEY, "-r", "winch", "-z"]
+
+
+def push_argv(dtach: str, socket_path: str) -> list[str]:
+    """``dtach -p``: copy stdin into the session as if typed."""
+    return [dtach, "-p", socket_path]
+
+
+def session_env(base: Mapping[str, str], name: str) -> dict[str, str]:
+    """The environment Claude Code runs with inside session ``name``."""
+    env = dict(base)
+    env["CLAUDE_DTACH_SESSION"] = session_name(name)
+    # A session started from inside Claude Code must not think it is nested.
+    env.pop("CLAUDECODE", None)
+    return env
+
+
+def typing_writes(text: str) -> list[tuple[bytes, float]]:
+    """The writes that type ``text`` and press Enter: ``[(bytes, pause_after)]``.
+
+    Text and Enter are separate writes with a pause between them: Claude Code
+    treats a burst that ends in CR as a paste and would keep the CR as a
+    newline inside the prompt instead of submitting it.
+    """
+    data = text.encode("utf-8")
+    # Longer text takes the TUI longer to draw before it reads the Enter.
+    gap = min(0.5, 0.15 + 0.003 * len(text))
+    return [(data, gap), (ENTER, 0.0)] if data else [(ENTER, 0.0)]
+
+
+# ---------------------------------------------------------------- liveness
+
+
+def is_live(socket_path: str) -> bool:
+    """Whether a dtach master answers on ``socket_path``."""
+    try:
+        if not stat.S_ISSOCK(os.stat(socket_path).st_mode):
+            return False
+    except OSError:
+        return False
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)
+    try:
+        sock.connect(socket_path)
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
+def list_sessions(env: Mapping[str, str], clean: bool = False) -> list[SessionInfo]:
+    """Every ``claude-dtach-*.sock`` in the session folder, sorted by name.
+
+    Args:
+        env: environment deciding the session folder.
+        clean: remove stale sockets (nobody answers) and leave them out.
+    """
+    folder = paths.session_dir(env)
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        match = _SOCKET_RE.match(entry)
+        if not match:
+            continue
+        name = match.group(1)
+        sock = os.path.join(folder, entry)
+        live = is_live(sock)
+        if not live and clean:
+            _unlink(sock)
+            continue
+        found.append(SessionInfo(name, paths.SESSION_PREFIX + name, sock, live))
+    return found
+
+
+# ---------------------------------------------------------------- sync API
+
+
+def create(
+    env: Mapping[str, str],
+    name: str,
+    args: Sequence[str] = (),
+    cwd: str | None = None,
+    program: Sequence[str] | None = None,
+    wait: float = 3.0,
+) -> str:
+    """Start session ``name`` detached, running Claude Code in ``cwd``.
+
+    Args:
+        env: environment for paths and for the session itself.
+        name: the session name (validated).
+        args: extra arguments for Claude Code.
+        cwd: working folder (default: the current one).
+        program: the command to run instead of ``[claude, *args]``.
+        wait: seconds to wait for the socket to answer.
+
+    Returns:
+        The socket path.
+
+    Raises:
+        InvalidSessionName: bad name.
+        SessionError: the session is already live, or dtach failed to start it.
+    """
+    name = check_name(name)
+    sock = paths.dtach_socket(env, name)
+    if is_live(sock):
+        msg = f"session {name} is already running; attach with `aipager session {name}`"
+        raise SessionError(msg)
+    _unlink(sock)  # stale: dtach refuses to create over an existing file
+    os.makedirs(os.path.dirname(sock), exist_ok=True)
+    command = list(program) if program is not None else [claude_binary(env), *args]
+    argv = create_argv(dtach_binary(env), sock, command)
+    proc = subprocess.run(
+        argv, env=session_env(env, name), cwd=cwd or os.getcwd(),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        msg = f"dtach could not start session {name}: {proc.stderr.strip() or proc.returncode}"
+        raise SessionError(msg)
+    deadline = time.monotonic() + wait
+    while not is_live(sock):
+        if time.monotonic() > deadline:
+            msg = f"session {name} did not come up (no answer on {sock})"
+            raise SessionError(msg)
+        time.sleep(0.02)
+    return sock
+
+
+def attach(env: Mapping[str, str], name: str) -> int:
+    """Attach this terminal to live session ``name``; return dtach's exit code.
+
+    Raises:
+        SessionNotFound: nothing answers on the session's socket.
+    """
+    sock = _live_socket(env, name)
+    return subprocess.call(attach_argv(dtach_binary(env), sock))
+
+
+def type_text(env: Mapping[str, str], name: str, text: str, timeout: float = PUSH_TIMEOUT) -> None:
+    """Type ``text`` into session ``name`` and press Enter.
+
+    Raises:
+        SessionNotFound: the session is not live.
+        SessionError: dtach failed or took longer than ``timeout``.
+    """
+    sock = _live_socket(env, name)
+    proc = subprocess.Popen(
+        push_argv(dtach_binary(env), sock), stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    try:
+        for data, pause in typing_writes(text):
+            # One os.write per chunk: dtach -p forwards each read as one packet.
+            os.write(proc.stdin.fileno(), data)
+            if pause:
+                time.sleep(pause)
+        proc.stdin.close()
+        proc.wait(timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc.kill()
+        proc.wait()
+        msg = f"typing into session {name} failed: {exc}"
+        raise SessionError(msg) from exc
+    finally:
+        err = proc.stderr.read() if proc.stderr else b""
+        if proc.stderr:
+            proc.stderr.close()
+    if proc.returncode != 0:
+        detail = err.decode(errors="replace").strip()
+        msg = f"typing into session {name} failed: {detail or proc.returncode}"
+        raise SessionError(msg)
+
+
+def kill(env: Mapping[str, str], name: str, grace: float = 3.0) -> bool:
+    """End session ``name``: SIGTERM its dtach master, SIGKILL after ``grace``.
+
+    Returns:
+        True if a live session was ended, False if there was only a stale
+        socket (removed) or nothing.
+    """
+    name = check_name(name)
+    sock = paths.dtach_socket(env, name)
+    if not is_live(sock):
+        _unlink(sock)
+        return False
+    # Only the master and its own tree: another session (or another test run)
+    # may use the same name in a different folder.
+    pids = descendants(socket_holders(sock))
+    pids.discard(os.getpid())
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        if alive(pid):
+            _signal(pid, signal.SIGKILL)
+    _unlink(sock)
+    return True
+
+
+def socket_holders(socket_path: str) -> set[int]:
+    """PIDs with the listening Unix socket bound at ``socket_path`` open (Linux /proc)."""
+    inodes = set()
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as fh:
+            next(fh, None)
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 8 and parts[7] == socket_path:
+                    inodes.add(f"socket:[{parts[6]}]")
+    except OSError:
+        return set()
+    return {pid for pid in _own_pids() if inodes & _fd_targets(pid)}
+
+
+def descendants(pids: set[int]) -> set[int]:
+    """``pids`` and every process below them (Claude Code and what it started)."""
+    children: dict[int, list[int]] = {}
+    for pid in _own_pids():
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    return found
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _live_socket(env: Mapping[str, str], name: str) -> str:
+    name = check_name(name)
+    sock = paths.dtach_socket(env, name)
+    if not is_live(sock):
+        msg = f"no running session {name}; start it with `aipager session {name}`"
+        raise SessionNotFound(msg)
+    return sock
+
+
+def _own_pids() -> list[int]:
+    uid = os.getuid()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def _fd_targets(pid: int) -> set[str]:
+    folder = f"/proc/{pid}/fd"
+    targets = set()
+    try:
+        for fd in os.listdir(folder):
+            try:
+                targets.add(os.readlink(os.path.join(folder, fd)))
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return targets
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); it is dead for our purpose.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError as exc:
+        if exc.errno != errno.ESRCH:
+            print(f"aipager: cannot signal {pid}: {exc.strerror}", file=sys.stderr)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,148 @@
+"""Checking a bot token and a chat against the Bot API (setup, config, doctor).
+
+Uses aiogram's own ``Bot`` so the checks exercise exactly the client the
+daemon runs.  The API base is ``AIPAGER_TELEGRAM_API_BASE`` when set (tests
+point it at a local fake), Telegram's otherwise.  Every aiogram/aiohttp error
+is translated here into ``TokenRejected``, ``TelegramUnreachable`` or
+``ChatUnreachable``; the token never appears in a message.
+
+aiogram is imported inside the functions: ``aipager --help`` must stay fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from aipager.errors import ChatUnreachable, TelegramError, TelegramUnreachable, TokenRejected
+
+DEFAULT_TIMEOUT = 15.0
+TEST_MESSAGE = "✅ aipager is connected. Claude Code sessions will report here."
+
+
+@dataclass(frozen=True)
+class BotInfo:
+    id: int
+    username: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ChatInfo:
+    id: int
+    title: str  # a person's name or a group's title
+    kind: str  # private, group, supergroup, channel
+
+
+def api_base(env: Mapping[str, str]) -> str | None:
+    """The Bot API base URL from the environment; None means Telegram's."""
+    return env.get("AIPAGER_TELEGRAM_API_BASE") or None
+
+
+def build_bot(token: str, base: str | None, timeout: float = DEFAULT_TIMEOUT) -> Any:
+    """An aiogram ``Bot`` talking to ``base`` (Telegram's when None)."""
+    from aiogram import Bot
+    from aiogram.client.session.aiohttp import AiohttpSession
+    from aiogram.client.telegram import PRODUCTION, TelegramAPIServer
+
+    server = TelegramAPIServer.from_base(base) if base else PRODUCTION
+    return Bot(token=token, session=AiohttpSession(api=server, timeout=timeout))
+
+
+async def check_token(token: str, base: str | None, timeout: float = DEFAULT_TIMEOUT) -> BotInfo:
+    """``getMe``: whom the token belongs to.
+
+    Raises:
+        TokenRejected: Telegram does not know this token (or it is malformed).
+        TelegramUnreachable: no usable answer from the Bot API.
+    """
+    try:
+        bot = build_bot(token, base, timeout)
+    except Exception as exc:  # aiogram's TokenValidationError on a malformed token
+        msg = "the bot token is malformed; copy it again from @BotFather"
+        raise TokenRejected(msg) from exc
+    async with bot.session:
+        try:
+            me = await bot.get_me()
+        except Exception as exc:
+            raise _translate(exc, base, chat=None) from exc
+    return BotInfo(id=me.id, username=me.username or "", name=me.full_name)
+
+
+async def check_chat(
+    token: str, chat_id: int, base: str | None, send_test: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> ChatInfo:
+    """``getChat`` and (by default) a test message to ``chat_id``.
+
+    Raises:
+        ChatUnreachable: the chat is unknown to the bot (never talked to it,
+            wrong id) or the bot may not write there.
+        TokenRejected / TelegramUnreachable: as for ``check_token``.
+    """
+    bot = build_bot(token, base, timeout)
+    async with bot.session:
+        try:
+            chat = await bot.get_chat(chat_id)
+            if send_test:
+                await bot.send_message(chat_id, TEST_MESSAGE)
+        except Exception as exc:
+            raise _translate(exc, base, chat=chat_id) from exc
+    title = chat.title or chat.full_name or str(chat.id)
+    return ChatInfo(id=chat.id, title=title, kind=str(chat.type))
+
+
+async def detect_chat(
+    token: str, base: str | None, wait: float = 120.0, timeout: float = DEFAULT_TIMEOUT
+) -> ChatInfo | None:
+    """Wait up to ``wait`` seconds for a private message to the bot; its chat.
+
+    Used by interactive setup ("send any message to your bot").  Updates are
+    read without being confirmed, so a daemon started later still sees them.
+    """
+    bot = build_bot(token, base, timeout + 30)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    async with bot.session:
+        while (left := deadline - loop.time()) > 0:
+            try:
+                updates = await bot.get_updates(timeout=int(min(left, 25)) or 1,
+                                                allowed_updates=["message"])
+            except Exception as exc:
+                raise _translate(exc, base, chat=None) from exc
+            for update in reversed(updates):
+                msg = update.message
+                if msg is not None and msg.chat.type == "private":
+                    name = msg.chat.full_name or str(msg.chat.id)
+                    return ChatInfo(id=msg.chat.id, title=name, kind="private")
+    return None
+
+
+def run(coro: Any) -> Any:
+    """Run one check from synchronous code (the CLI)."""
+    return asyncio.run(coro)
+
+
+def _translate(exc: Exception, base: str | None, chat: int | None) -> TelegramError:
+    from aiogram import exceptions as tg
+
+    where = base or "api.telegram.org"
+    if isinstance(exc, tg.TelegramUnauthorizedError) or (
+        chat is None and isinstance(exc, tg.TelegramNotFound)
+    ):
+        msg = "Telegram rejected the bot token; copy it again from @BotFather"
+        return TokenRejected(msg)
+    if chat is not None and isinstance(exc, (tg.TelegramBadRequest, tg.TelegramForbiddenError,
+                                             tg.TelegramNotFound)):
+        msg = (
+            f"the bot cannot write to chat {chat} ({exc.message}). Open Telegram, "
+            "send any message to your bot (or add it to the group), then try again"
+        )
+        return ChatUnreachable(msg)
+    if isinstance(exc, (tg.TelegramNetworkError, tg.TelegramServerError, OSError,
+                        asyncio.TimeoutError, tg.ClientDecodeError)):
+        msg = f"no usable answer from the Telegram Bot API at {where}; check the network"
+        return TelegramUnreachable(msg)
+    msg = f"unexpected answer from the Telegram Bot API at {where}: {type(exc).__name__}"
+    return TelegramUnreachable(msg)

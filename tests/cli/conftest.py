@@ -1,0 +1,50 @@
+"""Fixtures for the CLI tests: fake hook programs, the fake Bot API, a runner."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from typer.testing import CliRunner
+
+from fakes.telegram_api import FakeBotAPI
+
+
+@pytest.fixture
+def bins(tmp_path, monkeypatch):
+    """Stand-ins for the installed aipager-hook / aipager-statusline (native-looking)."""
+    from aipager.wiring import Binaries
+
+    folder = tmp_path / "venv" / "bin"
+    folder.mkdir(parents=True)
+    made = []
+    for name in ("aipager-hook", "aipager-statusline"):
+        path = folder / name
+        path.write_bytes(b"\x7fELF" + b"\0" * 60)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        made.append(str(path))
+    monkeypatch.setenv("AIPAGER_HOOK_BIN", made[0])
+    monkeypatch.setenv("AIPAGER_STATUSLINE_BIN", made[1])
+    return Binaries(hook=made[0], statusline=made[1])
+
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    """The fake Bot API in a thread; the CLI is pointed at it."""
+    fake = FakeBotAPI()
+    with fake.in_thread() as base:
+        monkeypatch.setenv("AIPAGER_TELEGRAM_API_BASE", base)
+        fake.base = base
+        yield fake
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture
+def env():
+    """The (already isolated) environment as a dict, like the CLI reads it."""
+    return dict(os.environ)

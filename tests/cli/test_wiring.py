@@ -1,0 +1,192 @@
+"""aipager.wiring against sample settings files: absent, empty, the user's own
+hooks, an old aipager path, invalid JSON.  Each install/uninstall runs twice and
+the second run must change nothing."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import pytest
+
+from aipager import paths, wire, wiring
+from aipager.errors import SettingsError
+
+USER_HOOK = {"type": "command", "command": "/usr/local/bin/my-linter --fix"}
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [USER_HOOK]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "UserCustomEvent": [{"hooks": [{"type": "command", "command": "echo hi"}]}],
+    },
+}
+
+
+def settings_path(env):
+    return paths.claude_settings(env)
+
+
+def write(env, content):
+    path = settings_path(env)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write(content if isinstance(content, str) else json.dumps(content))
+
+
+def read(env):
+    with open(settings_path(env)) as fh:
+        return json.load(fh)
+
+
+def backups(env):
+    return glob.glob(settings_path(env) + ".aipager-backup-*")
+
+
+def assert_fully_wired(doc, bins):
+    for event in wire.HOOK_EVENTS:
+        ours = [g for g in doc["hooks"][event] if any(wiring.is_ours(h) for h in g["hooks"])]
+        assert len(ours) == 1, event
+        group = ours[0]
+        assert group["hooks"] == [wiring.desired_group(event, bins.hook)["hooks"][0]]
+        assert group["hooks"][0]["command"] == bins.hook
+        assert os.path.isabs(group["hooks"][0]["command"])
+        assert ("matcher" in group) == (event in wire.TOOL_EVENTS)
+    assert doc["hooks"]["PreModelSwitch"][0]["hooks"][0]["timeout"] == 5
+    perm = [g for g in doc["hooks"]["PermissionRequest"] if g.get("matcher") == "*"]
+    assert perm[0]["hooks"][0]["timeout"] == 30
+    assert "timeout" not in doc["hooks"]["Stop"][-1]["hooks"][0]
+    assert doc["statusLine"] == {"type": "command", "command": bins.statusline}
+    assert wiring.problems(doc, bins) == []
+
+
+@pytest.mark.parametrize("sample", ["absent", "empty", "blank-object", "user", "old-path"])
+def test_install_twice_then_uninstall_twice(env, bins, sample):
+    original = None
+    if sample == "empty":
+        write(env, "")
+    elif sample == "blank-object":
+        original = {}
+        write(env, original)
+    elif sample == "user":
+        original = USER_SETTINGS
+        write(env, original)
+    elif sample == "old-path":
+        old = json.loads(json.dumps(USER_SETTINGS))
+        stale = {"type": "command", "command": "/old/venv/bin/aipager-hook"}
+        old["hooks"]["PreToolUse"].append({"matcher": "*", "hooks": [stale]})
+        old["hooks"]["SessionStart"] = [{"hooks": [stale]}, {"hooks": [stale]}]
+        old["hooks"]["RetiredEvent"] = [{"hooks": [stale]}]
+        old["statusLine"] = {"type": "command", "command": "/old/venv/bin/aipager-statusline"}
+        write(env, old)
+
+    first = wiring.install(env, bins)
+    assert first.changed
+    doc = read(env)
+    assert_fully_wired(doc, bins)
+    assert len(backups(env)) == (0 if sample == "absent" else 1)
+
+    second = wiring.install(env, bins)
+    assert not second.changed and second.backup is None
+    assert read(env) == doc
+    assert len(backups(env)) == (0 if sample == "absent" else 1)
+    assert wiring.check(env, bins) == []
+
+    if sample in ("user", "old-path"):
+        # The user's entries are untouched, in place and in order.
+        assert doc["model"] == "opus" and doc["permissions"] == USER_SETTINGS["permissions"]
+        assert doc["hooks"]["PreToolUse"][0] == {"matcher": "Bash", "hooks": [USER_HOOK]}
+        assert doc["hooks"]["Stop"][0]["hooks"][0]["command"] == "notify-send done"
+        assert doc["hooks"]["UserCustomEvent"] == USER_SETTINGS["hooks"]["UserCustomEvent"]
+        assert "RetiredEvent" not in doc["hooks"]
+
+    assert wiring.uninstall(env).changed
+    after = read(env)
+    assert not wiring.uninstall(env).changed
+    assert read(env) == after
+    if original is not None:
+        assert after == original
+    elif sample == "old-path":
+        assert after == USER_SETTINGS  # the stale entries went too
+    else:
+        assert after == {}
+
+
+def test_invalid_json_is_reported_and_never_overwritten(env, bins):
+    write(env, '{"hooks": {')
+    for action in (lambda: wiring.install(env, bins), lambda: wiring.uninstall(env)):
+        with pytest.raises(SettingsError, match="not valid JSON"):
+            action()
+    with open(settings_path(env)) as fh:
+        assert fh.read() == '{"hooks": {'
+    assert backups(env) == []
+    problems = wiring.check(env, bins)
+    assert len(problems) == 1 and "not valid JSON" in problems[0].what
+
+
+@pytest.mark.parametrize("doc", [[1, 2], {"hooks": []}, {"hooks": {"Stop": {}}}])
+def test_wrong_shapes_are_refused(env, bins, doc):
+    write(env, doc)
+    with pytest.raises(SettingsError):
+        wiring.install(env, bins)
+    assert read(env) == doc
+
+
+def test_a_group_shared_with_the_user_keeps_their_hook(env, bins):
+    shared = {"hooks": {"Stop": [{"hooks": [USER_HOOK, {"type": "command",
+                                                        "command": "/x/aipager-hook"}]}]}}
+    write(env, shared)
+    wiring.install(env, bins)
+    stop = read(env)["hooks"]["Stop"]
+    assert stop[0] == wiring.desired_group("Stop", bins.hook)
+    assert stop[1] == {"hooks": [USER_HOOK]}
+    wiring.uninstall(env)
+    assert read(env)["hooks"]["Stop"] == [{"hooks": [USER_HOOK]}]
+
+
+def test_the_users_statusline_comes_back_on_uninstall(env, bins):
+    mine = {"type": "command", "command": "~/bin/my-status", "padding": 0}
+    write(env, {"statusLine": mine})
+    result = wiring.install(env, bins)
+    assert any("statusLine" in note for note in result.notes)
+    assert read(env)["statusLine"]["command"] == bins.statusline
+    wiring.uninstall(env)
+    assert read(env) == {"statusLine": mine}
+
+
+def test_file_mode_is_kept(env, bins):
+    write(env, {})
+    os.chmod(settings_path(env), 0o640)
+    wiring.install(env, bins)
+    assert os.stat(settings_path(env)).st_mode & 0o777 == 0o640
+
+
+def test_check_reports_each_problem(env, bins):
+    assert any("not wired" in p.what for p in wiring.check(env, bins))
+    wiring.install(env, bins)
+    doc = read(env)
+    doc["hooks"]["PermissionRequest"][0]["hooks"][0]["timeout"] = 10
+    doc["hooks"]["PreToolUse"][0].pop("matcher")
+    doc["hooks"]["Stop"] = []
+    write(env, doc)
+    whats = [p.what for p in wiring.check(env, bins)]
+    assert "PermissionRequest: timeout should be 30" in whats
+    assert "PreToolUse: matcher should be '*'" in whats
+    assert "Stop: aipager-hook is not wired" in whats
+    assert all(p.fix for p in wiring.check(env, bins))
+
+
+def test_find_binaries_reports_a_missing_install(env, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(wiring.sysconfig, "get_path", lambda name: "/nonexistent")
+    monkeypatch.setattr(wiring.sys, "argv", ["/nonexistent/aipager"])
+    with pytest.raises(SettingsError, match="aipager-hook is not installed"):
+        wiring.find_binaries({"PATH": "/nonexistent"})
+
+
+def test_is_native(tmp_path, bins):
+    script = tmp_path / "s"
+    script.write_text("#!/usr/bin/env python3\n")
+    assert wiring.is_native(bins.hook) and not wiring.is_native(str(script))
