@@ -1,7 +1,7 @@
 """Hook-side policy steps: the Python twin of ``_fasthook/policy.pxi``.
 
-CONTRACT (stub until the safety-policy issue fills it in).  The hook (both
-twins) runs, for every event of a session aipager started:
+CONTRACT.  The hook (both twins) runs, for every event of a session aipager
+started:
 
     outcome = before_forward(name, event, ctx)   # may send own datagrams first
     forward the event (never for PreModelSwitch)
@@ -10,14 +10,31 @@ twins) runs, for every event of a session aipager started:
 ``ctx`` has ``session`` (str, ``claude-<name>``), ``env`` (mapping),
 ``send(dict)`` (sends one datagram, never blocks) and ``raw`` (stdin bytes).
 A step returns None (nothing to print) or an ``Outcome``: the hook prints
-``stdout`` and exits with ``exit_code``.  If a step raises, the hook reports
-``report_error`` and, for PreToolUse, denies (fail closed).
+``stdout`` and exits with ``exit_code`` (the last step with an Outcome wins).
+If a step raises, the hook reports ``report_error`` and, for PreToolUse,
+denies (fail closed).
+
+Steps:
+- UserPromptSubmit (before): pick up the permission notes, write the task
+  snapshot and the open-task mark, send ``queue_pickup`` (before the event is
+  forwarded), print extra context for Claude when there is any.
+- Stop (before): delete the open-task mark unless a note is outstanding
+  (Claude holds a queued message that becomes the next task at once).
+- SessionStart with source startup/clear (before): delete the mark.
+- PreModelSwitch (before): allow only aipager's own switch (``marker``).
+- PreToolUse (after): the decision; SendUserFile file checks.
 
 Builtins only at import time: this runs inside a freshly started interpreter
 that Claude Code waits on.
 """
 
 from __future__ import annotations
+
+import time
+
+from aipager.policy import _fsio, _match_py, notes, snapshot
+
+SAFETY_PREFIX = "aipager safety policy: "
 
 
 class Outcome:
@@ -29,8 +46,238 @@ class Outcome:
 
 
 def before_forward(name: str, event: dict, ctx) -> Outcome | None:
+    if name == "UserPromptSubmit":
+        return prompt_submitted(event, ctx, time.time())
+    if name in ("Stop", "StopFailure"):
+        if not notes.outstanding(ctx.env, ctx.session):
+            snapshot.clear_mark(ctx.env, ctx.session)
+        return None
+    if name == "SessionStart":
+        if event.get("source") in ("startup", "clear"):
+            snapshot.clear_mark(ctx.env, ctx.session)
+        return None
+    if name == "PreModelSwitch":
+        from aipager.policy import marker
+
+        if marker.claim(ctx.env, ctx.session, event):
+            return Outcome(marker.allow_output())
+        return None
     return None
 
 
 def after_forward(name: str, event: dict, ctx) -> Outcome | None:
+    if name != "PreToolUse":
+        return None
+    return pre_tool_use(event, ctx)
+
+
+# --- UserPromptSubmit -------------------------------------------------------
+
+
+def _author(note: notes.Note) -> dict:
+    doc = note.doc
+    author = doc["author"]
+    return {
+        "user_id": author.get("user_id"),
+        "label": author.get("label"),
+        "role": author.get("role"),
+        "msg_id": doc.get("msg_id"),
+        "chat_id": doc.get("chat_id"),
+    }
+
+
+def task_rules(env, consumed: list, remaining: list, now: float) -> dict:
+    """The snapshot for a prompt that took ``consumed`` notes."""
+    from aipager.policy import floor, rules
+
+    if consumed:
+        exempt = True
+        merged = rules.empty()
+        for note in consumed:
+            note_exempt, note_rules = notes.note_rules(note)
+            exempt = exempt and note_exempt
+            merged = rules.stricter(merged, note_rules)
+        if not exempt:
+            merged = rules.stricter(merged, floor.load_floor(env))
+        authors = [_author(n) for n in consumed]
+        return snapshot.make("telegram", exempt, merged, authors, now)
+    if not remaining:
+        # nobody's message is waiting: the person at the terminal typed this
+        return snapshot.make("terminal", False, rules.empty(), (), now)
+    # a message is waiting but this prompt is not it: nobody can be named
+    return snapshot.for_floor(floor.load_floor(env), now)
+
+
+def joined(env, current: dict, new: dict) -> dict:
+    """A prompt joining an open task can only narrow its rights."""
+    from aipager.policy import rules
+
+    if current["origin"] == "terminal":
+        return new
+    if new["origin"] == "terminal":
+        return current
+    merged = rules.stricter(current, new)
+    exempt = current["exempt"] and new["exempt"]
+    if not exempt and (current["exempt"] or new["exempt"]):
+        # the exempt side carried no floor of its own
+        from aipager.policy import floor
+
+        merged = rules.stricter(merged, floor.load_floor(env))
+    origin = "telegram" if "telegram" in (current["origin"], new["origin"]) else "unattributed"
+    authors = list(current.get("authors") or []) + list(new.get("authors") or [])
+    return snapshot.make(origin, exempt, merged, authors, new["written_at"])
+
+
+def _context(consumed: list) -> str:
+    parts = []
+    for note in consumed:
+        doc = note.doc
+        style = doc.get("style")
+        if isinstance(style, str) and style.strip() and style not in parts:
+            parts.append(style.strip())
+        reply = doc.get("reply_to")
+        if isinstance(reply, dict) and isinstance(reply.get("text"), str):
+            when = reply.get("sent_at")
+            stamp = ""
+            if isinstance(when, (int, float)):
+                stamp = " (sent " + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) + ")"
+            parts.append(
+                f"The message {doc['text'][:60]!r} replies to an earlier message{stamp}:\n"
+                + reply["text"]
+            )
+    return "\n\n".join(parts)
+
+
+def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
+    env, session = ctx.env, ctx.session
+    prompt = event.get("prompt")
+    if not isinstance(prompt, str):
+        prompt = ""
+    if prompt.lstrip().startswith(notes.TASK_NOTIFICATION):
+        # the same task continues (a background agent or shell finished)
+        snapshot.mark_open(env, session, now)
+        return None
+    consumed, expired, remaining = notes.pickup(env, session, prompt, now)
+    new = task_rules(env, consumed, remaining, now)
+    if snapshot.open_task(env, session):
+        try:
+            current = snapshot.read(env, session)
+        except snapshot.SnapshotError:
+            current = None
+        if current is not None:
+            new = joined(env, current, new)
+    try:
+        snapshot.write(env, session, new)
+    except OSError:
+        # the old snapshot must not outlive a failed write: the floor applies
+        from aipager import paths
+
+        _fsio.unlink_quiet(paths.policy_file(env, session))
+        raise
+    snapshot.mark_open(env, session, now)
+    if consumed or expired:
+        ctx.send(
+            {
+                "hook_event_name": "queue_pickup",
+                "session": session,
+                "consumed": [n.summary() for n in consumed],
+                "expired": [n.summary() for n in expired],
+            }
+        )
+    text = _context(consumed)
+    if not text:
+        return None
+    out = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+    return Outcome(_fsio.dumps(out))
+
+
+# --- PreToolUse -------------------------------------------------------------
+
+
+def deny_output(reason: str) -> str:
+    """Claude Code's PreToolUse deny decision."""
+    out = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+    return _fsio.dumps(out)
+
+
+def current_rules(env, session: str, now: float) -> dict:
+    """The task's snapshot, or the floor when no task was recorded.
+
+    Raises:
+        snapshot.SnapshotError: it exists but is unusable.
+    """
+    snap = snapshot.read(env, session)
+    if snap is None:
+        from aipager.policy import floor
+
+        snap = snapshot.normalise(snapshot.for_floor(floor.load_floor(env), now))
+    return snap
+
+
+def _exempt_snapshot(env, session: str) -> bool:
+    try:
+        snap = snapshot.read(env, session)
+    except Exception:  # noqa: BLE001 - any doubt means no exemption
+        return False
+    return bool(snap and snap["exempt"] and not snap["halted"])
+
+
+def pre_tool_use(event: dict, ctx) -> Outcome | None:
+    """Decide one tool call; fail closed unless the owner exemption is readable."""
+    env, session = ctx.env, ctx.session
+    try:
+        return _decide_and_act(event, ctx, env, session)
+    except Exception as exc:  # noqa: BLE001 - every failure must deny
+        tool = event.get("tool_name") if isinstance(event, dict) else None
+        if isinstance(tool, str) and _match_py.ascii_lower(tool) == "senduserfile":
+            return Outcome(deny_output("aipager could not check the files to send"))
+        if _exempt_snapshot(env, session):
+            return None
+        reason = SAFETY_PREFIX + f"the check failed ({type(exc).__name__}); denied to be safe"
+        return Outcome(deny_output(reason))
+
+
+def _decide_and_act(event: dict, ctx, env, session: str) -> Outcome | None:
+    from aipager import paths
+
+    now = time.time()
+    snap = current_rules(env, session, now)
+    home = paths.home(env)
+    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else ""
+    tool_name = event.get("tool_name")
+    decision, reason = _match_py.decide(snap, tool_name, event.get("tool_input"), cwd, home)
+    if decision == _match_py.DENY:
+        tool = tool_name if isinstance(tool_name, str) else ""
+        ctx.send(
+            {"hook_event_name": "safety_blocked", "session": session, "tool": tool, "reason": reason}
+        )
+        if not snap["halted"]:
+            snapshot.record_halt(env, session, reason, snap)
+        return Outcome(deny_output(SAFETY_PREFIX + reason))
+    if _match_py.ascii_lower(tool_name) == "senduserfile":
+        return _send_files(event, ctx, snap, cwd, home)
     return None
+
+
+def _send_files(event: dict, ctx, snap: dict, cwd: str, home: str) -> Outcome | None:
+    from aipager.policy import sendfile
+
+    unrestricted = snap["origin"] == "terminal" or snap["exempt"]
+    refused = sendfile.check(event.get("tool_input"), cwd, home, ctx.env, None if unrestricted else snap)
+    if not refused:
+        return None
+    ctx.send(
+        {
+            "hook_event_name": "send_files_refused",
+            "session": ctx.session,
+            "tool_use_id": event.get("tool_use_id"),
+            "files": refused,
+        }
+    )
+    return Outcome(deny_output(sendfile.refusal_text(refused)))

@@ -1,0 +1,153 @@
+"""Small, careful file helpers for the policy's per-session files.
+
+Every file here lives in a folder other users may be able to write to
+(``/tmp`` by default), so reads refuse symlinks and files owned by someone
+else, and writes go through a private temporary file and ``rename``.
+Builtins only: the hook twin imports this on its hot path.
+"""
+
+from __future__ import annotations
+
+import os
+
+try:  # the hook twin's builtins-only JSON, when the hook package provides it
+    from aipager.hookpy.jsonlite import dumps, loads
+except ImportError:  # pragma: no cover - depends on the hook package
+    import _json
+
+    class _Ctx:
+        # the attributes _json.make_scanner reads from json.JSONDecoder
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        memo: dict = {}
+
+        @staticmethod
+        def parse_constant(name):
+            msg = f"invalid JSON constant {name}"
+            raise ValueError(msg)
+
+    _scan = _json.make_scanner(_Ctx())
+    _encode = _json.make_encoder(
+        None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, False
+    )
+
+    def loads(text):
+        """Decode one JSON document (str or bytes); ValueError when it is not."""
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8")
+        idx = len(text) - len(text.lstrip())
+        try:
+            value, end = _scan(text, idx)
+        except StopIteration as exc:
+            msg = "not a JSON document"
+            raise ValueError(msg) from exc
+        if text[end:].strip():
+            msg = "trailing data after the JSON document"
+            raise ValueError(msg)
+        return value
+
+    def dumps(value) -> str:
+        """Compact ASCII JSON."""
+        return "".join(_encode(value, 0))
+
+
+#: largest policy-side file the hook will read (notes, snapshots, markers)
+MAX_READ = 1 << 20
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def read_own(path: str, limit: int = MAX_READ) -> bytes | None:
+    """Bytes of ``path`` if it is our own regular file, not a symlink; else None.
+
+    A file someone else owns or a symlink is treated as absent: the callers
+    fall back to the stricter answer.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != os.getuid():
+            return None
+        if st.st_size > limit:
+            return None
+        chunks = []
+        while True:
+            chunk = os.read(fd, limit + 1)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        return data if len(data) <= limit else None
+    finally:
+        os.close(fd)
+
+
+def read_json_own(path: str, limit: int = MAX_READ):
+    """Decoded JSON object of our own file, or None when absent or unusable."""
+    data = read_own(path, limit)
+    if data is None:
+        return None
+    try:
+        value = loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def ensure_private_dir(path: str) -> None:
+    """Create ``path`` with mode 0700, or check an existing one is ours and private.
+
+    Raises:
+        PermissionError: the folder exists but is a symlink, foreign or shared.
+    """
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if (st.st_mode & 0o170000) != 0o040000 or st.st_uid != os.getuid():
+        msg = f"{path} is not a folder owned by this user"
+        raise PermissionError(msg)
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+
+
+def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
+    """Write ``data`` to ``path`` through a private temporary file and rename."""
+    tmp = f"{path}.tmp{os.getpid()}-{os.urandom(4).hex()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_json_atomic(path: str, value, mode: int = 0o600) -> None:
+    write_atomic(path, dumps(value).encode("ascii"), mode)
+
+
+def unlink_quiet(path: str) -> bool:
+    """Remove ``path``; True when something was removed."""
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,156 @@
+"""The safety floor: what no task except the owner's may do.
+
+Built in here; the owner's policy file can only add to it.  The daemon
+publishes the effective floor (built-in plus additions, ``~`` expanded) to
+``paths.floor_file``; the hook reads that file and falls back to the built-in
+floor when it is missing, foreign or corrupt.  Builtins only (hook hot path).
+"""
+
+from __future__ import annotations
+
+import os
+
+from aipager import paths
+from aipager.policy import _fsio, rules
+
+#: folders of aipager's own files, relative to home when XDG is not set
+_SESSION_FILES = ("policy", "notes", "status", "reply", "dtach", "bgjob", "exit")
+
+#: credential stores: no access for restricted roles (user, read_only)
+CREDENTIAL_PATHS = (
+    "~/.ssh/**",
+    "~/.gnupg/**",
+    "~/.aws/**",
+    "~/.azure/**",
+    "~/.kube/**",
+    "~/.docker/config.json",
+    "~/.config/gh/**",
+    "~/.config/gcloud/**",
+    "~/.password-store/**",
+    "~/.git-credentials",
+    "~/.netrc",
+    "~/.pgpass",
+    "~/.npmrc",
+    "~/.pypirc",
+)
+
+#: tools a restricted role may not use: they run code or reach other sessions
+RESTRICTED_TOOLS = (
+    "bash",
+    "powershell",
+    "monitor",
+    "repl",
+    "workflow",
+    "croncreate",
+    "remotetrigger",
+    "sendmessage",
+    "enterworktree",
+    "exitworktree",
+    "killshell",
+)
+
+#: tools that change files (read_only also loses these)
+WRITE_TOOLS = ("write", "edit", "multiedit", "notebookedit")
+
+# Characters that cannot start or end a command word here.  '-' and '.' count
+# as word characters so that "--sudo-x" or "su.txt" are not the word "su".
+_B = "(^|[^A-Za-z0-9_.-])"
+_E = "([^A-Za-z0-9_.-]|$)"
+_HOME_ROOTS = "(~|\\$HOME|\\$\\{HOME\\}|/home|/root|/Users|/)/?(\\s|$|[;&|)])"
+
+#: command patterns (dialect regexes, case-sensitive) every restricted task gets
+FLOOR_COMMANDS = (
+    # privilege escalation; quotes are stripped into a second subject, so
+    # s"u"do and \sudo are caught too
+    _B + "(sudo|su|doas|pkexec|runuser|sudoedit)" + _E,
+    # a command word that is a variable or substitution hides what runs
+    "(^|[;&|(`]|\\$\\()\\s*\\$[A-Za-z_{(]",
+    _B + "eval" + _E,
+    # tampering with aipager, its service or its files
+    _B + "aipager\\s+(service|config|setup|start|uninstall|policy)",
+    "systemctl\\s.*aipager",
+    "(pkill|killall)\\s.*(aipager|dtach|claude)",
+    "\\.config/aipager",
+    "\\.local/(share|state)/aipager",
+    "aipager-(hook|statusline|modelswitch|reply|spool)",
+    "claude-(policy|notes|status|reply|dtach|bgjob|exit)-",
+    # Claude Code's own configuration (hooks there run as the owner)
+    "\\.claude(/|\\.json|" + _E[1:],
+    # a nested claude with privilege flags
+    _B + "claude\\s.*--(dangerously-skip-permissions|permission-mode|allowed-?tools"
+    "|append-system-prompt|system-prompt|mcp-config|add-dir|settings|resume|continue)",
+    # whole-home and whole-disk searches
+    _B + "(find|rg|ag|ack|fd|fdfind|tree|du|locate)\\s([^;&|]*\\s)?" + _HOME_ROOTS,
+    _B + "(grep|egrep|ls)\\s([^;&|]*\\s)?-[A-Za-z]*[rR][^;&|]*\\s" + _HOME_ROOTS,
+)
+
+
+def floor_globs(env) -> tuple[list[str], list[str]]:
+    """The built-in no-access and no-write globs, ``~`` not yet expanded."""
+    no_access = [
+        "~/.claude/**",
+        "~/.claude.json*",
+        paths.config_dir(env) + "/**",
+        paths.state_dir(env) + "/**",
+        paths.data_dir(env) + "/**",
+    ]
+    for folder in _unique([paths.session_dir(env), "/tmp"]):
+        no_access += [f"{folder}/claude-{kind}-*" for kind in _SESSION_FILES]
+    no_access.append(paths.control_dir(env) + "/aipager*")
+    # project-level Claude Code settings can add hooks: writing them escalates
+    no_write = ["*/.claude/**", "*/.mcp.json"]
+    return _unique(no_access), no_write
+
+
+def _unique(items: list[str]) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def expand_all(globs, home: str) -> list[str]:
+    out: list[str] = []
+    for glob in globs:
+        for item in rules.expand_glob(glob, home):
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def builtin_floor(env) -> dict:
+    """The built-in floor as a rule set with ``~`` expanded."""
+    home = paths.home(env)
+    no_access, no_write = floor_globs(env)
+    floor = rules.empty()
+    floor["no_access"] = expand_all(no_access, home)
+    floor["no_write"] = expand_all(no_write, home)
+    floor["commands"] = list(FLOOR_COMMANDS)
+    return floor
+
+
+def load_floor(env) -> dict:
+    """The floor the hook applies: the daemon's published file or the built-in.
+
+    A published floor can only be stricter: the built-in is always merged in,
+    so a tampered or stale file never weakens it.
+    """
+    builtin = builtin_floor(env)
+    doc = _fsio.read_json_own(paths.floor_file(env))
+    if doc is None or doc.get("v") != 1:
+        return builtin
+    try:
+        published = rules.check_shape(doc.get("rules"))
+    except ValueError:
+        return builtin
+    return rules.stricter(builtin, published)
+
+
+def publish_floor(env, floor: dict) -> str:
+    """Write the effective floor for the hook (daemon side); return the path."""
+    path = paths.floor_file(env)
+    rules.check_shape(floor)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _fsio.write_json_atomic(path, {"v": 1, "rules": floor})
+    return path

@@ -1,0 +1,56 @@
+"""Pick the PreToolUse matcher: the compiled twin unless told otherwise.
+
+``aipager._policy_c`` (built from ``_fasthook/policy_ext.pyx``, the same
+``policy.pxi`` the hook ELF runs) is used unless ``AIPAGER_NO_EXTENSIONS`` is
+set or it cannot be imported; ``_match_py`` is the reference.  The C twin may
+*decline* (non-ASCII subject, a rule glibc will not compile, ...): then the
+Python twin decides, exactly as the hook hands over to its Python stage.
+"""
+
+from __future__ import annotations
+
+import os
+
+from aipager.policy import _fsio, _match_py
+
+ENGINE = "python"
+_c = None
+if not os.environ.get("AIPAGER_NO_EXTENSIONS"):
+    try:
+        from aipager import _policy_c as _c  # type: ignore[no-redef]
+
+        ENGINE = "c"
+    except ImportError:  # no compiler at install time: the twin is exact, only slower
+        _c = None
+
+DECLINED = "decline"
+
+
+def decide_py(snap: dict, event: dict, home: str) -> tuple[str, str]:
+    """The reference decision for one PreToolUse ``event``."""
+    cwd = event.get("cwd")
+    return _match_py.decide(
+        snap,
+        event.get("tool_name"),
+        event.get("tool_input"),
+        cwd if isinstance(cwd, str) else "",
+        home,
+    )
+
+
+def decide_c(snap: dict, event: dict, home: str) -> tuple[str, str]:
+    """The compiled decision, or ``(DECLINED, why)`` when C hands over."""
+    if _c is None:
+        msg = "the compiled matcher aipager._policy_c is not available"
+        raise RuntimeError(msg)
+    snap_json = _fsio.dumps({k: v for k, v in snap.items() if v is not None or k != "halted"})
+    return _c.decide(snap_json.encode(), _fsio.dumps(event).encode(), home.encode())
+
+
+def decide(snap: dict, event: dict, home: str, engine: str | None = None) -> tuple[str, str]:
+    """Decide with ``engine`` (default: the loaded one), the twin on a decline."""
+    if (engine or ENGINE) == "c":
+        decision, reason = decide_c(snap, event, home)
+        if decision != DECLINED:
+            return decision, reason
+    return decide_py(snap, event, home)

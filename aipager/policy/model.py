@@ -1,0 +1,227 @@
+"""Roles and the owner's policy file (daemon and CLI side).
+
+The file ``paths.policy_user_file`` is validated against ``schema.json``;
+built-in roles are adjusted per field, custom roles extend a built-in one,
+and ``floor`` entries are added to the built-in floor.  ``role_rules`` turns
+a role into the rule set a permission note carries (without the floor, which
+the hook adds when it picks the note up).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+from aipager import paths
+from aipager.errors import PolicyError, PolicySchemaError
+from aipager.policy import floor as floor_mod
+from aipager.policy import rules, validate
+
+#: fields of a role in schema.json, in the schema's order
+ROLE_FIELDS = (
+    "extends",
+    "may_prompt",
+    "may_approve",
+    "may_manage",
+    "bypasses_role_denies",
+    "allowed_tools",
+    "denied_tools",
+    "no_access_paths",
+    "no_write_paths",
+    "denied_commands",
+)
+
+#: fields of the floor additions in schema.json
+FLOOR_FIELDS = ("no_access_paths", "no_write_paths", "denied_commands")
+
+BUILTIN_ROLES = ("owner", "admin", "user", "read_only")
+
+
+@dataclass(frozen=True)
+class Role:
+    """A role: what its members may do in the chat and what their tasks may do.
+
+    ``exempt`` (owner only) lifts the floor; ``bypasses_role_denies`` ignores
+    the role's own restrictions, leaving the floor.
+    """
+
+    name: str
+    may_prompt: bool = True
+    may_approve: bool = False
+    may_manage: bool = False
+    bypasses_role_denies: bool = False
+    exempt: bool = False
+    allowed_tools: tuple[str, ...] | None = None
+    denied_tools: tuple[str, ...] = ()
+    no_access_paths: tuple[str, ...] = ()
+    no_write_paths: tuple[str, ...] = ()
+    #: (regex, ignore_case) pairs
+    denied_commands: tuple[tuple[str, bool], ...] = ()
+
+
+def _builtins() -> dict[str, Role]:
+    restricted = dict(
+        denied_tools=floor_mod.RESTRICTED_TOOLS,
+        no_access_paths=floor_mod.CREDENTIAL_PATHS,
+    )
+    return {
+        "owner": Role(
+            "owner", may_approve=True, may_manage=True, bypasses_role_denies=True, exempt=True
+        ),
+        "admin": Role("admin", may_approve=True, may_manage=True, bypasses_role_denies=True),
+        "user": Role("user", may_approve=True, **restricted),
+        "read_only": Role(
+            "read_only",
+            may_prompt=False,
+            denied_tools=floor_mod.RESTRICTED_TOOLS + floor_mod.WRITE_TOOLS,
+            no_access_paths=floor_mod.CREDENTIAL_PATHS,
+        ),
+    }
+
+
+def _commands(items) -> tuple[tuple[str, bool], ...]:
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append((item, False))
+        else:
+            out.append((item["regex"], bool(item.get("ignore_case", False))))
+    return tuple(out)
+
+
+def _lower_tools(items) -> tuple[str, ...]:
+    return tuple(rules_lower(t) for t in items)
+
+
+def rules_lower(tool: str) -> str:
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in tool)
+
+
+def _apply(role: Role, spec: dict) -> Role:
+    changes = {}
+    for key in ("may_prompt", "may_approve", "may_manage", "bypasses_role_denies"):
+        if key in spec:
+            changes[key] = spec[key]
+    if "allowed_tools" in spec:
+        allowed = spec["allowed_tools"]
+        changes["allowed_tools"] = None if allowed is None else _lower_tools(allowed)
+    if "denied_tools" in spec:
+        changes["denied_tools"] = _lower_tools(spec["denied_tools"])
+    for key in ("no_access_paths", "no_write_paths"):
+        if key in spec:
+            changes[key] = tuple(spec[key])
+    if "denied_commands" in spec:
+        changes["denied_commands"] = _commands(spec["denied_commands"])
+    return replace(role, **changes)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The owner's policy: every role by name, plus additions to the floor."""
+
+    roles: dict[str, Role] = field(default_factory=_builtins)
+    floor_no_access: tuple[str, ...] = ()
+    floor_no_write: tuple[str, ...] = ()
+    floor_commands: tuple[tuple[str, bool], ...] = ()
+
+    def role(self, name: str) -> Role:
+        """The role called ``name``.
+
+        Raises:
+            PolicyError: no such role.
+        """
+        try:
+            return self.roles[name]
+        except KeyError:
+            msg = f"unknown role {name!r} (known: {', '.join(sorted(self.roles))})"
+            raise PolicyError(msg) from None
+
+
+def from_document(doc: dict, source: str = "policy") -> Policy:
+    """Build a Policy from a decoded policy document.
+
+    Raises:
+        PolicySchemaError: the document breaks ``schema.json``.
+        PatternError: a pattern is outside the portable dialect.
+    """
+    validate.validate(doc, source=source)
+    roles = _builtins()
+    for name, spec in doc.get("roles", {}).items():
+        if name in roles:
+            base = roles[name]
+            if "extends" in spec:
+                msg = f"{source}: roles.{name}: a built-in role cannot use 'extends'"
+                raise PolicySchemaError(msg)
+        else:
+            base = replace(roles[spec.get("extends", "user")], name=name, exempt=False)
+        roles[name] = _apply(base, spec)
+    extra = doc.get("floor", {})
+    return Policy(
+        roles=roles,
+        floor_no_access=tuple(extra.get("no_access_paths", ())),
+        floor_no_write=tuple(extra.get("no_write_paths", ())),
+        floor_commands=_commands(extra.get("denied_commands", ())),
+    )
+
+
+def load_policy(env) -> Policy:
+    """The owner's policy file, or the built-in roles when there is none.
+
+    Raises:
+        PolicyError: the file exists but cannot be read or decoded.
+        PolicySchemaError / PatternError: as ``from_document``.
+    """
+    path = paths.policy_user_file(env)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return Policy()
+    except OSError as exc:
+        msg = f"{path}: cannot read the policy file ({exc.strerror})"
+        raise PolicyError(msg) from exc
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        msg = f"{path}: not valid JSON ({exc})"
+        raise PolicySchemaError(msg) from exc
+    return from_document(doc, source=path)
+
+
+def _command_lists(pairs) -> tuple[list[str], list[str]]:
+    sensitive = [p for p, icase in pairs if not icase]
+    insensitive = [p for p, icase in pairs if icase]
+    return sensitive, insensitive
+
+
+def role_rules(role: Role, env) -> dict:
+    """The rule set of ``role`` alone (no floor), ``~`` expanded for ``env``."""
+    out = rules.empty()
+    if role.exempt or role.bypasses_role_denies:
+        return out
+    home = paths.home(env)
+    out["allowed_tools"] = None if role.allowed_tools is None else list(role.allowed_tools)
+    out["denied_tools"] = list(role.denied_tools)
+    out["no_access"] = floor_mod.expand_all(role.no_access_paths, home)
+    out["no_write"] = floor_mod.expand_all(role.no_write_paths, home)
+    out["commands"], out["commands_i"] = _command_lists(role.denied_commands)
+    return out
+
+
+def effective_floor(policy: Policy, env) -> dict:
+    """Built-in floor plus the owner's additions, ready for ``publish_floor``."""
+    home = paths.home(env)
+    extra = rules.empty()
+    extra["no_access"] = floor_mod.expand_all(policy.floor_no_access, home)
+    extra["no_write"] = floor_mod.expand_all(policy.floor_no_write, home)
+    extra["commands"], extra["commands_i"] = _command_lists(policy.floor_commands)
+    return rules.stricter(floor_mod.builtin_floor(env), extra)
+
+
+def publish(env, policy: Policy | None = None) -> str:
+    """Load (or take) the policy and publish its floor for the hook; daemon start-up."""
+    policy = policy or load_policy(env)
+    return floor_mod.publish_floor(env, effective_floor(policy, env))
+
+
+__all__ = ["Policy", "Role", "load_policy", "from_document", "role_rules", "effective_floor"]

@@ -1,0 +1,124 @@
+"""The task snapshot (``paths.policy_file``) and the open-task mark.
+
+Written by the hook at UserPromptSubmit, read at every PreToolUse by both
+matchers, so the format is flat and the C scanner can read it::
+
+    {"v": 1,
+     "origin": "terminal" | "telegram" | "unattributed",
+     "exempt": false,              # owner exemption: no checks at all
+     "allowed_tools": null | [..], "denied_tools": [..],
+     "no_access": [..], "no_write": [..],      # absolute globs
+     "commands": [..], "commands_i": [..],     # dialect regexes
+     "authors": [{"user_id", "label", "role", "msg_id", "chat_id"}],
+     "written_at": 1764680000.0,
+     "halted": "reason"}           # only after a block; spliced in last
+
+``halted`` is never written by ``write``: it is appended by ``record_halt``
+as the last key, so the first and only occurrence is the one both JSON
+readers see.  Builtins only (hook hot path).
+"""
+
+from __future__ import annotations
+
+import os
+
+from aipager import paths
+from aipager.policy import _fsio, rules
+
+VERSION = 1
+ORIGINS = ("terminal", "telegram", "unattributed")
+
+
+class SnapshotError(ValueError):
+    """The snapshot exists but is unusable: PreToolUse fails closed."""
+
+
+def normalise(doc) -> dict:
+    """Check a decoded snapshot and return it; raise SnapshotError if unusable."""
+    if not isinstance(doc, dict) or doc.get("v") != VERSION:
+        msg = "snapshot has no supported version"
+        raise SnapshotError(msg)
+    if doc.get("origin") not in ORIGINS or not isinstance(doc.get("exempt"), bool):
+        msg = "snapshot origin or exemption is invalid"
+        raise SnapshotError(msg)
+    halted = doc.get("halted")
+    if halted is not None and not isinstance(halted, str):
+        msg = "snapshot halt is not a string"
+        raise SnapshotError(msg)
+    try:
+        rules.check_shape(doc)
+    except ValueError as exc:
+        raise SnapshotError(str(exc)) from exc
+    doc.setdefault("halted", None)
+    return doc
+
+
+def make(origin: str, exempt: bool, rule_set: dict, authors=(), now: float = 0.0) -> dict:
+    """A snapshot document for ``rule_set`` (not yet written)."""
+    doc = {"v": VERSION, "origin": origin, "exempt": bool(exempt)}
+    for key in rules.RULE_KEYS:
+        doc[key] = rule_set[key]
+    doc["authors"] = list(authors)
+    doc["written_at"] = now
+    return doc
+
+
+def for_floor(floor: dict, now: float = 0.0) -> dict:
+    """The snapshot of a task nobody can be named for: the floor alone."""
+    return make("unattributed", False, floor, now=now)
+
+
+def read(env, session: str) -> dict | None:
+    """The session's snapshot, None when there is none.
+
+    Raises:
+        SnapshotError: it exists but is foreign, a symlink or corrupt.
+    """
+    path = paths.policy_file(env, session)
+    data = _fsio.read_own(path)
+    if data is None:
+        if os.path.lexists(path):
+            msg = "snapshot is not our own regular file"
+            raise SnapshotError(msg)
+        return None
+    try:
+        doc = _fsio.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SnapshotError("snapshot is not valid JSON") from exc
+    return normalise(doc)
+
+
+def write(env, session: str, doc: dict) -> None:
+    """Replace the session's snapshot atomically (0600)."""
+    doc = {k: v for k, v in doc.items() if k != "halted"}
+    _fsio.write_json_atomic(paths.policy_file(env, session), doc)
+
+
+def record_halt(env, session: str, reason: str, fallback: dict) -> None:
+    """Make every later tool call of this task fail until the next prompt.
+
+    Splices ``"halted"`` in as the last key of the current snapshot, or writes
+    ``fallback`` (the rules the decision used) halted when there is none.
+    """
+    path = paths.policy_file(env, session)
+    data = _fsio.read_own(path)
+    text = data.decode("utf-8", "replace").rstrip() if data else ""
+    if not (text.startswith("{") and text.endswith("}")) or '"halted"' in text:
+        text = _fsio.dumps({k: v for k, v in fallback.items() if k != "halted"})
+    body = text[:-1].rstrip()
+    sep = "" if body.endswith("{") else ","
+    spliced = body + sep + '"halted":' + _fsio.dumps(reason) + "}"
+    _fsio.write_atomic(path, spliced.encode("utf-8"))
+
+
+def open_task(env, session: str) -> bool:
+    """True while a task is open (the mark exists)."""
+    return os.path.lexists(paths.task_mark(env, session))
+
+
+def mark_open(env, session: str, now: float) -> None:
+    _fsio.write_atomic(paths.task_mark(env, session), f"{now}\n".encode())
+
+
+def clear_mark(env, session: str) -> bool:
+    return _fsio.unlink_quiet(paths.task_mark(env, session))
