@@ -1,0 +1,248 @@
+"""The daemon process: lock, socket, ingest thread, timers, graceful shutdown.
+
+Lifecycle (aiogram ``start_polling`` style): SIGINT/SIGTERM set a stop event;
+``asyncio.wait`` over the stop event and the background loops returns at the
+first to finish; the rest are cancelled and awaited; in ``finally`` the ingest
+thread stops, the state is saved with ``stopped_at``, and the socket file is
+removed last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from typing import Any, Callable, Coroutine, Mapping
+
+import orjson
+
+from aipager import __version__, paths
+from aipager.daemon import lock, persist, spool
+from aipager.daemon.core import DaemonCore
+from aipager.daemon.events.session import end_session
+from aipager.daemon.ingest import Ingest, bind_control_socket
+from aipager.daemon.knobs import Knobs
+from aipager.daemon.notifier import FanoutNotifier, Notifier, Output, RecordingNotifier
+from aipager.daemon.terminal import DtachIO, SessionIO, mark_discovered
+
+log = logging.getLogger("aipager.daemon")
+
+#: seconds between dtach socket scans
+DISCOVERY_SECONDS = 3.0
+#: seconds between spool scans when no datagram arrives
+SPOOL_SECONDS = 0.25
+#: a received batch triggers a spool scan at most this often
+SPOOL_MIN_GAP = 0.02
+#: seconds between sweeps / card flushes
+TICK_SECONDS = 0.5
+#: the state is written at most this often (immediately after a delivered answer)
+SAVE_SECONDS = 1.0
+
+
+class LogNotifier:
+    """Logs each output: the daemon's visible trace until the Telegram layer exists."""
+
+    def emit(self, out: Output) -> None:
+        if out.kind != "card":
+            log.info("%s %s: %s", out.kind, out.session, out.text.replace("\n", " | ")[:300])
+
+
+def _parses(data: bytes) -> bool:
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+class Daemon:
+    """One running daemon.
+
+    Args:
+        env: where everything lives (``aipager.paths``) and the knobs.
+        notifier: the output seam (default: log + bounded in-memory record).
+        session_io: dtach access (default ``DtachIO``).
+    """
+
+    def __init__(self, env: Mapping[str, str], *, notifier: Notifier | None = None,
+                 session_io: SessionIO | None = None) -> None:
+        self.env = dict(env)
+        self.recorder = RecordingNotifier(maxlen=1000)
+        self.notifier = notifier or FanoutNotifier([LogNotifier(), self.recorder])
+        self.core = DaemonCore(self.notifier, knobs=Knobs.from_env(self.env))
+        self.session_io = session_io or DtachIO(self.env)
+        self.socket_path = paths.socket_path(self.env)
+        self.spool_dir = paths.spool_dir(self.env)
+        self.started_at = time.time()
+        self.stop_event = asyncio.Event()
+        self._saved_version = -1
+        self._last_save = 0.0
+        self._last_spool = 0.0
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- state -------------------------------------------------------------
+
+    def daemon_facts(self, stopped: bool = False) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": self.started_at,
+            "stopped_at": time.time() if stopped else None,
+            "socket": self.socket_path,
+            "counters": {**self.core.counters, **self.core.ctx.counters},
+        }
+
+    def save(self, *, force: bool = False, stopped: bool = False) -> None:
+        reg = self.core.registry
+        now = time.monotonic()
+        due = reg.save_now or (reg.version != self._saved_version and now - self._last_save >= SAVE_SECONDS)
+        if not (force or due):
+            return
+        try:
+            persist.save_state(self.env, reg, self.daemon_facts(stopped))
+        except OSError as exc:
+            log.error("cannot save the daemon state: %s", exc)
+            return
+        reg.save_now = False
+        self._saved_version = reg.version
+        self._last_save = now
+
+    # -- datagrams -----------------------------------------------------------
+
+    def deliver(self, batch: list[bytes]) -> None:
+        feed = self.core.feed_bytes
+        for data in batch:
+            feed(data)
+        now = time.monotonic()
+        if now - self._last_spool >= SPOOL_MIN_GAP:
+            # A datagram arriving means hooks are firing: spooled ones may be waiting too.
+            self.replay_spool()
+        if self.core.registry.save_now:
+            self.save()
+
+    def replay_spool(self) -> int:
+        """Feed spooled events (oldest first) and remove their files."""
+        self._last_spool = time.monotonic()
+        done = 0
+        for name in spool.pending(self.spool_dir):
+            data = spool.take(self.spool_dir, name, _parses)
+            if data is None:
+                continue
+            self.core.counters["spool_replayed"] += 1
+            self.core.feed_bytes(data)
+            done += 1
+        return done
+
+    # -- loops ---------------------------------------------------------------
+
+    async def _every(self, seconds: float, fn: Callable[[], Any]) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                result = fn()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:  # noqa: BLE001 - a failing timer must not stop the daemon
+                log.exception("periodic %s failed", getattr(fn, "__name__", fn))
+
+    async def discover(self) -> None:
+        live = await asyncio.to_thread(self.session_io.discover)
+        ctx = self.core.ctx
+        mark_discovered(self.core.registry, live, lambda sess, why: end_session(ctx, sess, why))
+
+    def tick(self) -> None:
+        self.core.tick()
+        self.save()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def serve(self) -> int:
+        """Run until SIGINT/SIGTERM; returns the exit status (0)."""
+        loop = asyncio.get_running_loop()
+        os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
+        os.chmod(self.spool_dir, 0o700)
+        persist.restore(self.core.registry, persist.load_state(self.env))
+        sock = bind_control_socket(self.socket_path)
+        bound_ino = os.stat(self.socket_path).st_ino
+        ingest = Ingest(sock, loop, self.deliver)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stop_event.set)
+        try:
+            ingest.start()
+            self.replay_spool()
+            self.save(force=True)
+            log.info("aipager daemon %s listening on %s", __version__, self.socket_path)
+            stop = self._spawn(self.stop_event.wait())
+            loops = {
+                self._spawn(self._every(SPOOL_SECONDS, self.replay_spool)),
+                self._spawn(self._every(TICK_SECONDS, self.tick)),
+                self._spawn(self._every(DISCOVERY_SECONDS, self.discover)),
+            }
+            await asyncio.wait({stop, *loops}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            for task in list(self._tasks):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+            ingest.stop()
+            self.core.flush_cards()
+            self.save(force=True, stopped=True)
+            sock.close()
+            # Remove the socket last, and only if it is still ours (not a successor's).
+            with contextlib.suppress(OSError):
+                if os.stat(self.socket_path).st_ino == bound_ino:
+                    os.unlink(self.socket_path)
+            log.info("aipager daemon stopped")
+        return 0
+
+
+def _setup_logging(env: Mapping[str, str], verbose: bool) -> None:
+    root = logging.getLogger("aipager")
+    if root.handlers:
+        return
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        path = paths.log_file(env)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path)
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+    except OSError:
+        pass
+    if verbose:
+        stream = logging.StreamHandler()
+        stream.setFormatter(fmt)
+        root.addHandler(stream)
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+
+def run_daemon(env: Mapping[str, str], *, verbose: bool = False) -> int:
+    """Run the daemon in the foreground until SIGINT/SIGTERM (``aipager start``).
+
+    Args:
+        env: the environment deciding every path (``aipager.paths``) and knob.
+        verbose: also log to stderr, at debug level.
+
+    Returns:
+        The exit status (0 after a clean shutdown).
+
+    Raises:
+        DaemonAlreadyRunning: another daemon holds the lock or answers on the socket.
+        DaemonError: the socket or the lock cannot be set up.
+    """
+    _setup_logging(env, verbose)
+    fd = lock.acquire(paths.lock_file(env))
+    try:
+        return asyncio.run(Daemon(env).serve())
+    finally:
+        lock.release(fd)

@@ -1,0 +1,141 @@
+"""The sans-I/O daemon: bytes in, registry changes and outputs out.
+
+``DaemonCore`` decodes a datagram, drops byte-identical repeats, routes it
+through the event families and counts what happened.  The asyncio shell
+(``app``) feeds it from the socket and the spool; tests feed it directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from typing import Callable
+
+import orjson
+
+from aipager.daemon import render
+from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
+from aipager.daemon.events import ROUTERS
+from aipager.daemon.knobs import Knobs
+from aipager.daemon.notifier import Notifier, Output
+from aipager.daemon.registry import Registry
+from aipager.daemon.transcript import last_answer
+
+log = logging.getLogger("aipager.daemon")
+
+#: counter names reported in the saved state
+COUNTERS = ("received", "handled", "ignored", "unhandled", "malformed", "errors", "repeats",
+            "spool_replayed")
+
+
+class DaemonCore:
+    """Registry + dispatcher + card tracking, with no sockets, files or event loop.
+
+    Args:
+        notifier: where outputs go.
+        knobs: limits and timeouts.
+        clock: wall-clock seconds (injectable).
+        read_answer: transcript path → last answer (injectable for tests).
+        monotonic: for the repeat window only.
+    """
+
+    def __init__(self, notifier: Notifier, *, knobs: Knobs | None = None,
+                 clock: Callable[[], float] = time.time,
+                 read_answer: Callable[[str], str | None] = last_answer,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.registry = Registry(clock=clock, knobs=knobs)
+        self.notifier = notifier
+        self.ctx = Ctx(registry=self.registry, notifier=notifier, read_answer=read_answer)
+        self.dispatcher = Dispatcher(self.ctx, *ROUTERS)
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self._monotonic = monotonic
+        self._recent: OrderedDict[bytes, float] = OrderedDict()
+        self._cards: dict[str, tuple[int, str]] = {}
+        #: optional observer called with each decoded event after handling (bench, tests)
+        self.on_handled: Callable[[dict], None] | None = None
+
+    def feed_bytes(self, data: bytes) -> None:
+        """Handle one datagram; never raises (errors are logged and counted)."""
+        c = self.counters
+        c["received"] += 1
+        if self._is_repeat(data):
+            c["repeats"] += 1
+            return
+        try:
+            ev = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            c["malformed"] += 1
+            log.warning("malformed datagram (%d bytes) dropped", len(data))
+            return
+        if not isinstance(ev, dict):
+            c["malformed"] += 1
+            log.warning("datagram is not a JSON object; dropped")
+            return
+        self.feed(ev)
+
+    def feed(self, ev: dict) -> None:
+        """Handle one decoded event (the test entry point); never raises."""
+        c = self.counters
+        try:
+            result = self.dispatcher.feed(ev)
+        except Exception:  # noqa: BLE001 - one bad event must never stop the daemon
+            c["errors"] += 1
+            log.exception("handler failed for %r", ev.get("hook_event_name") or ev.get("type"))
+            return
+        if result is HANDLED:
+            c["handled"] += 1
+        elif result is IGNORED:
+            c["ignored"] += 1
+        elif result is UNHANDLED:
+            c["unhandled"] += 1
+            log.info("unknown event %r counted", ev.get("notification_type") or ev.get("hook_event_name") or ev.get("type"))
+        if self.on_handled is not None:
+            self.on_handled(ev)
+
+    def _is_repeat(self, data: bytes) -> bool:
+        window = self.registry.knobs.dedup_window
+        if window <= 0:
+            return False
+        now = self._monotonic()
+        recent = self._recent
+        while recent:
+            key, seen = next(iter(recent.items()))
+            if now - seen <= window and len(recent) < 8192:
+                break
+            recent.popitem(last=False)
+        digest = hashlib.blake2b(data, digest_size=12).digest()
+        if digest in recent:
+            return True
+        recent[digest] = now
+        return False
+
+    def flush_cards(self) -> int:
+        """Emit a ``card`` output for every changed session whose card text changed.
+
+        Returns:
+            How many cards were emitted.
+        """
+        reg = self.registry
+        now = reg.clock()
+        sent = 0
+        for name in sorted(reg.dirty):
+            sess = reg.get(name)
+            if sess is None or sess.task is None:
+                continue
+            text = render.card(sess, now)
+            key = (sess.task.seq, text)
+            if self._cards.get(name) == key:
+                continue
+            self._cards[name] = key
+            final = sess.task.ended_at is not None and not sess.work_open()
+            self.notifier.emit(Output("card", name, text, {"task": sess.task.seq, "final": final}))
+            sent += 1
+        reg.dirty.clear()
+        return sent
+
+    def tick(self) -> None:
+        """Time-based rules, then cards (called every second or so by the daemon)."""
+        self.registry.sweep()
+        self.flush_cards()

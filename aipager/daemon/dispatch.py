@@ -1,0 +1,156 @@
+"""Routing decoded datagrams to the event families, aiogram-router style.
+
+Each family module in ``aipager.daemon.events`` exports ``router =
+EventRouter("name")`` and registers handlers with ``@router.on("Key")``.  A
+``Dispatcher`` includes the routers; for one datagram every family that
+subscribed to its key runs, in inclusion order (``tools`` adds the row before
+``permissions`` turns an AskUserQuestion into a question, for instance).  A
+key nobody handles returns the ``UNHANDLED`` sentinel: it is counted and
+logged by the caller, never fatal.
+
+A handler is ``handler(ev, sess, ctx) -> None``: ``ev`` the datagram dict,
+``sess`` the registered ``Session`` it names, ``ctx`` the ``Ctx`` below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aipager import wire
+from aipager.daemon.model import Session
+from aipager.daemon.notifier import Notifier, Output
+from aipager.daemon.registry import Registry
+
+Handler = Callable[[dict, Session, "Ctx"], None]
+
+
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+#: no family handles this dispatch key
+UNHANDLED = _Sentinel("UNHANDLED")
+#: the datagram names no session (Claude Code sessions aipager did not start)
+IGNORED = _Sentinel("IGNORED")
+#: at least one handler ran
+HANDLED = _Sentinel("HANDLED")
+
+#: keys handled even without a ``session`` field
+SESSIONLESS = (wire.REPORT_ERROR,)
+
+
+class EventRouter:
+    """A named set of handlers, one per dispatch key."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.handlers: dict[str, Handler] = {}
+
+    def on(self, *keys: str) -> Callable[[Handler], Handler]:
+        def register(fn: Handler) -> Handler:
+            for key in keys:
+                if key in self.handlers:
+                    msg = f"router {self.name!r} already handles {key!r}"
+                    raise ValueError(msg)
+                self.handlers[key] = fn
+            return fn
+
+        return register
+
+
+def _read_no_answer(path: str) -> str | None:
+    return None
+
+
+@dataclass
+class Ctx:
+    """What handlers get besides the event: the registry, the output seam, the answer source."""
+
+    registry: Registry
+    notifier: Notifier
+    #: transcript path → Claude's last answer text (injectable; see ``transcript.last_answer``)
+    read_answer: Callable[[str], str | None] = _read_no_answer
+    #: diagnostics the daemon reports in its state (counts per own datagram, errors seen)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def now(self) -> float:
+        return self.registry.clock()
+
+    def emit(self, kind: str, sess: Session, text: str = "", **data: Any) -> None:
+        self.notifier.emit(Output(kind=kind, session=sess.name, text=text, data=data))
+
+    def notice(self, sess: Session, name: str, text: str, **data: Any) -> None:
+        self.emit("notice", sess, text, notice=name, **data)
+
+    def count(self, key: str) -> None:
+        self.counters[key] = self.counters.get(key, 0) + 1
+
+
+def _merge_sl_tokens(sess: Session, tokens: Any) -> None:
+    # The hook reads the session's status file for these; they are newer than
+    # the last statusline datagram whenever present.
+    if not isinstance(tokens, dict):
+        return
+    pct = tokens.get("context_pct")
+    if isinstance(pct, (int, float)):
+        sess.context_pct = float(pct)
+    for key, attr in (("total_input", "total_input"), ("total_output", "total_output"),
+                      ("lines_added", "lines_added"), ("lines_removed", "lines_removed")):
+        value = tokens.get(key)
+        if isinstance(value, int):
+            setattr(sess, attr, value)
+
+
+class Dispatcher:
+    """Feeds datagrams to the included routers.
+
+    Args:
+        ctx: shared by every handler.
+        routers: families, in the order they see an event.
+    """
+
+    def __init__(self, ctx: Ctx, *routers: EventRouter) -> None:
+        self.ctx = ctx
+        self._chains: dict[str, list[Handler]] = {}
+        for router in routers:
+            self.include(router)
+
+    def include(self, router: EventRouter) -> None:
+        for key, fn in router.handlers.items():
+            self._chains.setdefault(key, []).append(fn)
+
+    def keys(self) -> set[str]:
+        return set(self._chains)
+
+    def feed(self, ev: dict) -> _Sentinel:
+        """Route one decoded datagram; handler exceptions propagate to the ingest boundary."""
+        key = wire.dispatch_key(ev)
+        chain = self._chains.get(key) if isinstance(key, str) else None
+        name = ev.get("session")
+        if not isinstance(name, str) or not name:
+            if chain and key in SESSIONLESS:
+                for fn in chain:
+                    fn(ev, None, self.ctx)  # type: ignore[arg-type]
+                return HANDLED
+            return IGNORED
+        if not chain:
+            return UNHANDLED
+        registry = self.ctx.registry
+        sess = registry.ensure(name)
+        now = registry.clock()
+        sess.last_event_at = now
+        _merge_sl_tokens(sess, ev.get("sl_tokens"))
+        agent_id = ev.get("agent_id")
+        if agent_id:
+            agent = sess.agents.get(agent_id)
+            if agent is not None:
+                # Any event carrying an agent's id proves it is alive (silence timeout).
+                agent.last_seen = now
+        for fn in chain:
+            fn(ev, sess, self.ctx)
+        return HANDLED

@@ -1,0 +1,81 @@
+"""aipager's own datagrams: queue pick-ups, safety blocks, refused files, reply timeouts,
+memory-cap hits and error reports (see ``aipager.wire``)."""
+
+from __future__ import annotations
+
+import logging
+
+from aipager import wire
+from aipager.daemon import render
+from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.model import Session
+
+router = EventRouter("own")
+log = logging.getLogger("aipager.daemon")
+
+
+def _notes(ev: dict, key: str) -> list[dict]:
+    value = ev.get(key)
+    return [n for n in value if isinstance(n, dict)] if isinstance(value, list) else []
+
+
+@router.on(wire.QUEUE_PICKUP)
+def on_queue_pickup(ev: dict, sess: Session, ctx: Ctx) -> None:
+    """Claude took these chat messages: 👀 becomes 👍 (also when joined to a running task)."""
+    for key, emoji in (("consumed", "👍"), ("expired", "🤷")):
+        for note in _notes(ev, key):
+            msg_id = str(note.get("msg_id", ""))
+            if not msg_id:
+                continue
+            sess.queue[:] = [m for m in sess.queue if m.msg_id != msg_id]
+            ctx.emit("reaction", sess, msg_id=msg_id, chat_id=str(note.get("chat_id", "")), emoji=emoji)
+    ctx.registry.touch(sess)
+
+
+@router.on(wire.SAFETY_BLOCKED)
+def on_safety_blocked(ev: dict, sess: Session, ctx: Ctx) -> None:
+    reason = str(ev.get("reason") or "denied")
+    tool = str(ev.get("tool") or "")
+    if sess.task is not None:
+        sess.task.blocked = reason
+    ctx.notice(sess, "safety_blocked", render.safety_blocked(sess.label, reason), tool=tool, reason=reason)
+    ctx.registry.touch(sess)
+
+
+@router.on(wire.SEND_FILES_REFUSED)
+def on_send_files_refused(ev: dict, sess: Session, ctx: Ctx) -> None:
+    files = _notes(ev, "files")
+    reasons = "; ".join(f"{f.get('path', '?')}: {f.get('reason') or f.get('code') or 'refused'}" for f in files)
+    n = len(files)
+    ctx.notice(sess, "files_refused",
+               f"📎 {sess.label} · {n} file{'s' if n != 1 else ''} not sent: {reasons}",
+               tool_use_id=ev.get("tool_use_id"), files=files)
+
+
+@router.on(wire.PERMISSION_REPLY_TIMEOUT)
+def on_reply_timeout(ev: dict, sess: Session, ctx: Ctx) -> None:
+    """The hook stopped waiting: a later tap must answer the terminal dialog with keys."""
+    request_id = ev.get("aipager_request_id")
+    for req in sess.requests:
+        if request_id and req.request_id == request_id:
+            req.reply_addr = ""
+            ctx.emit("request_update", sess, key=req.key, request_id=req.request_id, reply_addr="")
+            ctx.registry.touch(sess)
+
+
+@router.on(wire.HOOK_MEMORY_CAP_HIT)
+def on_memory_cap(ev: dict, sess: Session, ctx: Ctx) -> None:
+    hook = str(ev.get("hook") or "aipager-hook")
+    tool = ev.get("tool")
+    where = f"{hook} ({tool})" if tool else hook
+    ctx.notice(sess, "memory_cap", f"🧠 {sess.label} · {where} hit its 1 GB memory limit",
+               hook=hook, tool=tool, report=True)
+
+
+@router.on(wire.REPORT_ERROR)
+def on_report_error(ev: dict, sess: Session | None, ctx: Ctx) -> None:
+    # Shape only (where, event, tool kind): never payload text.  Kept as counts
+    # for `aipager status` until the problem-report flow exists.
+    where = str(ev.get("where") or "unknown")
+    ctx.count(f"report_error:{where}")
+    log.warning("error report from %s: event=%s tool=%s", where, ev.get("event"), ev.get("tool"))

@@ -1,0 +1,188 @@
+"""Permission requests, questions (AskUserQuestion) and the Notification hook.
+
+The card becomes the request: ``permission`` / ``question`` outputs carry what
+the chat needs (buttons, the hook's reply address).  A request stays open until
+the tool's PostToolUse (or the task's end) shows it was answered; then a
+``request_closed`` output tells the chat that a late tap must type nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+
+from aipager.daemon import render
+from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.model import Request, Session, State
+from aipager.daemon.summaries import request_detail, shorten
+from aipager.daemon.tasks import finish_task
+
+router = EventRouter("permissions")
+
+QUESTION_TOOL = "AskUserQuestion"
+
+
+def _str(ev: dict, key: str) -> str:
+    value = ev.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def input_digest(tool: str, tool_input: object) -> str:
+    """Stable digest of a tool call's input: "the same dialog" test."""
+    try:
+        raw = orjson.dumps(tool_input, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        raw = repr(tool_input).encode()
+    return hashlib.sha256(tool.encode() + b"\0" + raw).hexdigest()[:16]
+
+
+def _open(ctx: Ctx, sess: Session, req: Request) -> None:
+    if not sess.requests:
+        sess.reminded = False  # a new wait earns one reminder
+    req.separate = bool(sess.requests)
+    sess.requests.append(req)
+    ctx.registry.set_state(sess, State.WAITING)
+    ctx.registry.touch(sess)
+
+
+def _question_from(ev: dict) -> tuple[str, list[str], bool]:
+    tool_input = ev.get("tool_input") if isinstance(ev.get("tool_input"), dict) else {}
+    questions = tool_input.get("questions")
+    first = questions[0] if isinstance(questions, list) and questions and isinstance(questions[0], dict) else {}
+    options = [str(o.get("label", o)) if isinstance(o, dict) else str(o) for o in first.get("options") or []]
+    return str(first.get("question") or ""), options, bool(first.get("multiSelect"))
+
+
+def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
+    agent_id = _str(ev, "agent_id") or None
+    task = sess.task
+    if agent_id and (task is None or task.ended_at is not None):
+        # A helper agent of Claude Code asking while no task runs: not Claude asking you.
+        return
+    digest = input_digest(QUESTION_TOOL, ev.get("tool_input"))
+    if any(r.kind == "question" and r.input_digest == digest for r in sess.requests):
+        return
+    text, options, multi = _question_from(ev)
+    tool_use_id = _str(ev, "tool_use_id")
+    req = Request(key=f"q:{tool_use_id or digest}", kind="question", tool=QUESTION_TOOL,
+                  opened_at=ctx.now(), tool_use_id=tool_use_id, agent=agent_id,
+                  input_digest=digest, description=text, options=options)
+    _open(ctx, sess, req)
+    ctx.emit("question", sess, f"❓ {sess.label} · {text}", key=req.key, options=options,
+             multi_select=multi, separate=req.separate, agent_id=agent_id)
+
+
+@router.on("PreToolUse")
+def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
+    if _str(ev, "tool_name") == QUESTION_TOOL:
+        _show_question(ctx, sess, ev)
+
+
+def _suggests_rule(ev: dict) -> bool:
+    # "Allow always" only when Claude Code offers a real rule to remember.
+    suggestions = ev.get("permission_suggestions")
+    return isinstance(suggestions, list) and any(
+        isinstance(s, dict) and s.get("type") == "addRules" for s in suggestions
+    )
+
+
+@router.on("PermissionRequest")
+def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
+    tool = _str(ev, "tool_name")
+    if tool == QUESTION_TOOL:
+        # Its PreToolUse already showed the question; show it only if that was lost.
+        _show_question(ctx, sess, ev)
+        return
+    tool_input = ev.get("tool_input")
+    digest = input_digest(tool, tool_input)
+    agent_id = _str(ev, "agent_id") or None
+    tool_use_id = _str(ev, "tool_use_id")
+    request_id = _str(ev, "aipager_request_id")
+    reply_addr = _str(ev, "aipager_reply_addr")
+    for req in sess.requests:
+        same_call = bool(tool_use_id) and req.tool_use_id == tool_use_id and req.agent == agent_id
+        if req.kind == "permission" and req.tool == tool and (same_call or req.input_digest == digest):
+            # The same dialog again: shown once; a new hook waiting takes over the reply.
+            if request_id and request_id != req.request_id:
+                req.request_id, req.reply_addr = request_id, reply_addr
+                ctx.emit("request_update", sess, key=req.key, request_id=request_id,
+                         reply_addr=reply_addr)
+            return
+    description = ""
+    if isinstance(tool_input, dict):
+        description = str(tool_input.get("description") or "")
+    detail = request_detail(tool, tool_input)
+    always = _suggests_rule(ev)
+    req = Request(key=f"p:{tool_use_id or digest}:{agent_id or ''}", kind="permission", tool=tool,
+                  opened_at=ctx.now(), tool_use_id=tool_use_id, agent=agent_id,
+                  input_digest=digest, description=description, detail=detail,
+                  always_available=always, request_id=request_id, reply_addr=reply_addr)
+    _open(ctx, sess, req)
+    _emit_permission(ctx, sess, req)
+
+
+def _emit_permission(ctx: Ctx, sess: Session, req: Request) -> None:
+    head = f"🔐 {sess.label} · {req.tool or 'Permission'}"
+    if req.description:
+        head += f": {shorten(req.description, 200)}"
+    text = f"{head}\n{req.detail}" if req.detail else head
+    buttons = ["allow", "deny", "stop"] + (["always"] if req.always_available else [])
+    ctx.emit("permission", sess, text, key=req.key, tool=req.tool, detail=req.detail,
+             buttons=buttons, separate=req.separate, request_id=req.request_id,
+             reply_addr=req.reply_addr, agent_id=req.agent)
+
+
+def _close_answered(ev: dict, sess: Session, ctx: Ctx) -> None:
+    if not sess.requests:
+        return
+    tool = _str(ev, "tool_name")
+    tool_use_id = _str(ev, "tool_use_id")
+    agent_id = _str(ev, "agent_id") or None
+    digest = input_digest(tool, ev.get("tool_input"))
+    keep = []
+    for req in sess.requests:
+        answered = (
+            (tool_use_id and req.tool_use_id == tool_use_id)
+            or (req.tool == tool and req.input_digest == digest)
+            # A request known only from a Notification: the next tool result of
+            # the same requester shows the dialog was answered in the terminal.
+            or (not req.tool and req.agent == agent_id)
+        )
+        if answered:
+            ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
+        else:
+            keep.append(req)
+    if len(keep) == len(sess.requests):
+        return
+    sess.requests[:] = keep
+    if not keep and sess.state == State.WAITING:
+        task = sess.task
+        ctx.registry.set_state(sess, State.WORKING if task and task.ended_at is None else State.READY)
+    ctx.registry.touch(sess)
+
+
+router.on("PostToolUse", "PostToolUseFailure")(_close_answered)
+
+
+@router.on("permission_prompt")
+def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
+    if sess.requests:
+        return  # the dialog PermissionRequest already showed
+    message = _str(ev, "message") or "Claude needs your permission"
+    req = Request(key=f"n:{ctx.now():.6f}", kind="permission", tool="", opened_at=ctx.now(),
+                  agent=_str(ev, "agent_id") or None, description=message)
+    _open(ctx, sess, req)
+    _emit_permission(ctx, sess, req)
+
+
+@router.on("idle_prompt")
+def on_idle_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
+    if sess.requests:
+        if not sess.reminded:
+            sess.reminded = True
+            ctx.notice(sess, "still_waiting", render.still_waiting(sess.label))
+        return
+    if sess.state in (State.WORKING, State.UNKNOWN):
+        # Claude is idle but its Stop never arrived: finish the task from the transcript.
+        finish_task(ctx, sess, ev, ctx.read_answer(_str(ev, "transcript_path") or sess.transcript_path))

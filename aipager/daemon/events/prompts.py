@@ -1,0 +1,147 @@
+"""The task lifecycle: UserPromptSubmit (incl. task-notification wake-ups), Stop, StopFailure."""
+
+from __future__ import annotations
+
+import re
+
+from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.events.subagents import finish_agent
+from aipager.daemon.model import Session, State
+from aipager.daemon.tasks import deliver_answer, finish_task
+
+router = EventRouter("prompts")
+
+TASK_NOTIFICATION = "<task-notification>"
+_TASK_ID = re.compile(r"<task-id>\s*([^<\s]+)\s*</task-id>")
+_STATUS = re.compile(r"<status>\s*([^<\s]+)\s*</status>")
+
+#: known API failures (StopFailure) in plain words
+API_ERRORS = {
+    "overloaded": "Anthropic's servers are overloaded right now; try again in a moment",
+    "rate_limit": "Rate limit reached; wait a little before the next message",
+    "authentication_failed": "Claude Code is not logged in (authentication failed)",
+    "billing_error": "The account has a billing problem",
+    "invalid_request": "Claude Code sent a request the API refused",
+    "server_error": "The API had an internal error; try again",
+    "max_output_tokens": "The answer hit the output length limit",
+    "prompt_too_long": "The conversation is too long for the model; compact or clear it",
+}
+
+
+def origin_of(prompt: str) -> str:
+    """Who typed a prompt: telegram, peer (another session) or terminal."""
+    head = prompt.lstrip()[:64]
+    if head.startswith("[via Telegram"):
+        return "telegram"
+    if head.startswith("<cross-session-message"):
+        return "peer"
+    return "terminal"
+
+
+def parse_task_notification(prompt: str) -> tuple[str, str] | None:
+    """(task id, status) of a ``<task-notification>`` prompt, or None."""
+    ident = _TASK_ID.search(prompt)
+    if not ident:
+        return None
+    status = _STATUS.search(prompt)
+    return ident.group(1), (status.group(1) if status else "")
+
+
+def end_background(ctx: Ctx, sess: Session, task_id: str, status: str) -> bool:
+    """A background command or agent reported its end; returns True if it was known."""
+    now = ctx.now()
+    cmd = sess.bg.get(task_id)
+    if cmd is not None:
+        if cmd.status == "running":
+            cmd.status = status if status in ("completed", "failed", "killed") else "completed"
+            cmd.ended_at = now
+        ctx.registry.touch(sess)
+        return True
+    agent = sess.agents.get(task_id)
+    if agent is not None:
+        if agent.status in ("running", "paused", "lapsed"):
+            # The notification fires when the agent stopped with no children of its own.
+            finish_agent(ctx, sess, agent)
+        return True
+    return False
+
+
+@router.on("UserPromptSubmit")
+def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
+    reg = ctx.registry
+    prompt = ev.get("prompt") if isinstance(ev.get("prompt"), str) else ""
+    prompt_id = ev.get("prompt_id") if isinstance(ev.get("prompt_id"), str) else ""
+    if isinstance(ev.get("permission_mode"), str):
+        sess.permission_mode = ev["permission_mode"]
+    if sess.state == State.GONE:
+        sess.gone_at, sess.end_reason = None, ""
+    sess.compacting = False
+    if prompt.lstrip().startswith(TASK_NOTIFICATION):
+        # Claude waking up because background work ended: the same work continues.
+        parsed = parse_task_notification(prompt)
+        if parsed:
+            end_background(ctx, sess, *parsed)
+        task = sess.task
+        if task is None:
+            task = reg.open_task(sess, prompt_id=prompt_id, origin="continuation")
+        task.ended_at = None
+        task.prompt_id = prompt_id or task.prompt_id
+        reg.set_state(sess, State.WORKING)
+        reg.touch(sess)
+        return
+    task = sess.task
+    if task is not None and prompt_id and task.prompt_id == prompt_id:
+        # A repeated datagram for the task already open: nothing new.
+        return
+    reg.open_task(sess, prompt=prompt, prompt_id=prompt_id, origin=origin_of(prompt))
+    reg.set_state(sess, State.WORKING)
+
+
+def _answer_from(ev: dict, sess: Session, ctx: Ctx) -> str | None:
+    text = ev.get("last_assistant_message")
+    if isinstance(text, str) and text.strip():
+        return text
+    return ctx.read_answer(ev.get("transcript_path") or sess.transcript_path)
+
+
+def _late_stop(ev: dict, sess: Session) -> bool:
+    # A Stop naming an earlier turn than the open task (events reordered):
+    # its answer still counts, but it must not close the task now running.
+    pid = ev.get("prompt_id")
+    task = sess.task
+    return bool(pid and task and task.ended_at is None and task.prompt_id and task.prompt_id != pid
+                and task.origin != "continuation")
+
+
+@router.on("Stop")
+def on_stop(ev: dict, sess: Session, ctx: Ctx) -> None:
+    answer = _answer_from(ev, sess, ctx)
+    if _late_stop(ev, sess):
+        deliver_answer(ctx, sess, answer, ev["prompt_id"])
+        return
+    finish_task(ctx, sess, ev, answer)
+
+
+def api_error_words(ev: dict) -> str:
+    """A StopFailure's error in plain words (unknown ones keep their own text)."""
+    raw = ev.get("error")
+    kind = ""
+    detail = ""
+    if isinstance(raw, dict):
+        kind = str(raw.get("type") or raw.get("error_type") or "")
+        detail = str(raw.get("message") or "")
+    elif isinstance(raw, str):
+        kind = raw
+    kind = str(ev.get("error_type") or kind)
+    detail = detail or str(ev.get("error_details") or ev.get("message") or "")
+    for key, words in API_ERRORS.items():
+        if key in kind.lower() or key in detail.lower().replace(" ", "_"):
+            return words
+    return f"The API returned an error: {detail or kind or 'unknown'}"
+
+
+@router.on("StopFailure")
+def on_stop_failure(ev: dict, sess: Session, ctx: Ctx) -> None:
+    words = api_error_words(ev)
+    finish_task(ctx, sess, ev, _answer_from(ev, sess, ctx), error=words)
+    ctx.notice(sess, "api_error", f"⚠️ {sess.label} · {words}")

@@ -1,0 +1,77 @@
+"""The ``statusline`` datagram: model, context %, cost, tokens, lines; context warning.
+
+Accepts the flat figures the status-line helper sends (``context_pct``,
+``cost_usd``, ``model_name`` …) and, as a fallback, Claude Code's own nested
+status JSON (``model.display_name``, ``context_window.used_percentage`` …).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aipager import wire
+from aipager.daemon import render
+from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.events import compaction
+from aipager.daemon.model import Session
+
+router = EventRouter("statusline")
+
+#: the context warning threshold, percent
+WARN_AT = 80.0
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _dig(ev: dict, *path: str) -> Any:
+    cur: Any = ev
+    for key in path:
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def figures(ev: dict) -> dict[str, Any]:
+    """The figures of a statusline datagram, whichever shape it has."""
+    model = ev.get("model_name") or _dig(ev, "model", "display_name") or _dig(ev, "model", "id")
+    out = {
+        "model": model if isinstance(model, str) else None,
+        "context_pct": _num(ev.get("context_pct")) if "context_pct" in ev
+        else _num(_dig(ev, "context_window", "used_percentage")),
+        "cost_usd": _num(ev.get("cost_usd")) if "cost_usd" in ev
+        else _num(_dig(ev, "cost", "total_cost_usd")),
+        "total_input": ev.get("total_input", _dig(ev, "context_window", "total_input_tokens")),
+        "total_output": ev.get("total_output", _dig(ev, "context_window", "total_output_tokens")),
+        "lines_added": ev.get("lines_added", _dig(ev, "cost", "total_lines_added")),
+        "lines_removed": ev.get("lines_removed", _dig(ev, "cost", "total_lines_removed")),
+    }
+    return out
+
+
+@router.on(wire.STATUSLINE)
+def on_statusline(ev: dict, sess: Session, ctx: Ctx) -> None:
+    got = figures(ev)
+    before = (sess.model, sess.context_pct, sess.cost_usd)
+    if got["model"]:
+        sess.model = got["model"]
+    if got["context_pct"] is not None:
+        sess.context_pct = got["context_pct"]
+    if got["cost_usd"] is not None:
+        sess.cost_usd = got["cost_usd"]
+    for key in ("total_input", "total_output", "lines_added", "lines_removed"):
+        if isinstance(got[key], int):
+            setattr(sess, key, got[key])
+    if not sess.claude_session_id and isinstance(ev.get("session_id"), str):
+        sess.claude_session_id = ev["session_id"]
+    pct = sess.context_pct
+    if pct is not None:
+        # The compacted line when SessionStart(compact) was lost or read a stale figure.
+        compaction.report_if_dropped(ctx, sess)
+        if pct >= WARN_AT and not sess.context_warned and not sess.compacting:
+            sess.context_warned = True
+            ctx.notice(sess, "context_warning", render.context_warning(sess.label, pct), pct=pct)
+    if (sess.model, sess.context_pct, sess.cost_usd) != before:
+        ctx.registry.touch(sess)

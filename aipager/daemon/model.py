@@ -1,0 +1,261 @@
+"""The session model: plain records, no behaviour beyond bookkeeping helpers.
+
+Every timestamp is wall-clock seconds from the registry's injected clock, so
+persisted records stay meaningful across a daemon restart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class State(StrEnum):
+    #: known from its dtach socket only; no event seen yet
+    UNKNOWN = "unknown"
+    #: at the prompt, nothing running in the main loop
+    READY = "ready"
+    #: a task runs in the main loop
+    WORKING = "working"
+    #: a permission request or question waits for the person
+    WAITING = "waiting"
+    #: ended (SessionEnd or its socket vanished); resumable, out of the status bar
+    GONE = "gone"
+
+
+@dataclass(slots=True)
+class Row:
+    """One tool call.  Main-loop rows show on the card; an agent's rows fold into its agent row."""
+
+    id: str
+    tool: str
+    summary: str
+    task: int
+    started_at: float
+    agent: str | None = None
+    #: running | ok | failed
+    status: str = "running"
+    ended_at: float | None = None
+    error: str = ""
+
+
+@dataclass(slots=True)
+class Agent:
+    """A subagent, keyed by Claude Code's agent_id."""
+
+    id: str
+    type: str
+    task: int
+    started_at: float
+    last_seen: float
+    description: str = ""
+    activity: str = ""
+    tool_count: int = 0
+    #: running | paused (stopped while its own child runs) | done | lapsed | dropped
+    status: str = "running"
+    parent: str | None = None
+    ended_at: float | None = None
+    #: when the last child of a paused agent ended (the two-minute rule counts from here)
+    children_done_at: float | None = None
+    #: created by a SubagentStop whose SubagentStart never arrived
+    from_stop: bool = False
+
+
+@dataclass(slots=True)
+class AgentCall:
+    """An Agent/Task PreToolUse waiting for the SubagentStart it causes."""
+
+    tool_use_id: str
+    subagent_type: str
+    description: str
+    caller: str | None
+    at: float
+    claimed_by: str | None = None
+
+
+@dataclass(slots=True)
+class BgCommand:
+    """A Bash call Claude Code sent to the background (main loop only)."""
+
+    id: str
+    command: str
+    task: int
+    started_at: float
+    #: running | completed | failed | killed | stopped | ended (session end) | no_end
+    status: str = "running"
+    ended_at: float | None = None
+
+
+@dataclass(slots=True)
+class Request:
+    """An open permission request or question."""
+
+    key: str
+    #: permission | question
+    kind: str
+    tool: str
+    opened_at: float
+    tool_use_id: str = ""
+    agent: str | None = None
+    input_digest: str = ""
+    description: str = ""
+    detail: str = ""
+    options: list[str] = field(default_factory=list)
+    always_available: bool = False
+    request_id: str = ""
+    reply_addr: str = ""
+    #: shown as its own message under the card (another request was already open)
+    separate: bool = False
+
+
+@dataclass(slots=True)
+class QueuedMessage:
+    """A chat message typed into (or held for) the session, until Claude takes it."""
+
+    msg_id: str
+    text: str
+    queued_at: float
+    chat_id: str = ""
+    sender: str = ""
+    #: held (waits for the task to end) | typed (👀, waiting for the pick-up)
+    status: str = "held"
+
+
+@dataclass(slots=True)
+class Task:
+    """One unit of work: a prompt until its Stop (continuations reopen it)."""
+
+    seq: int
+    started_at: float
+    prompt: str = ""
+    prompt_id: str = ""
+    #: terminal | telegram | peer | continuation | unknown
+    origin: str = "terminal"
+    ended_at: float | None = None
+    commentary: str = ""
+    commentary_id: str = ""
+    blocked: str = ""
+    error: str = ""
+
+
+_NESTED = {"rows": Row, "agents": Agent, "agent_calls": AgentCall, "bg": BgCommand,
+           "requests": Request, "queue": QueuedMessage}
+#: attribute → key in the saved state (the names `aipager status --json` shows)
+_SAVED_AS = {"agents": "subagents", "bg": "background_commands", "queue": "queued_messages",
+             "delivered": "delivered_answers"}
+
+
+@dataclass(slots=True)
+class Session:
+    """Everything the daemon knows about one ``claude-<name>`` session."""
+
+    name: str
+    label: str
+    registered_at: float
+    state: State = State.UNKNOWN
+    last_event_at: float = 0.0
+    claude_session_id: str = ""
+    transcript_path: str = ""
+    cwd: str = ""
+    permission_mode: str = ""
+    model: str = ""
+    context_pct: float | None = None
+    cost_usd: float | None = None
+    total_input: int | None = None
+    total_output: int | None = None
+    lines_added: int | None = None
+    lines_removed: int | None = None
+    task: Task | None = None
+    task_seq: int = 0
+    rows: deque[Row] = field(default_factory=deque)
+    row_index: dict[str, Row] = field(default_factory=dict)
+    agents: dict[str, Agent] = field(default_factory=dict)
+    agent_calls: list[AgentCall] = field(default_factory=list)
+    bg: dict[str, BgCommand] = field(default_factory=dict)
+    requests: list[Request] = field(default_factory=list)
+    reminded: bool = False
+    queue: list[QueuedMessage] = field(default_factory=list)
+    delivered: deque[str] = field(default_factory=deque)
+    compacting: bool = False
+    pre_compact_pct: float | None = None
+    compact_notice_pending: bool = False
+    context_warned: bool = False
+    socket_seen: bool = False
+    gone_at: float | None = None
+    end_reason: str = ""
+
+    # -- bookkeeping helpers ------------------------------------------------
+
+    def add_row(self, row: Row, cap: int) -> None:
+        """Append a row, shedding the oldest past ``cap`` (index kept in step)."""
+        while len(self.rows) >= cap:
+            old = self.rows.popleft()
+            if self.row_index.get(old.id) is old:
+                del self.row_index[old.id]
+        self.rows.append(row)
+        self.row_index[row.id] = row
+
+    def running_agents(self) -> list[Agent]:
+        """Agents that keep the work open: running, and paused ones waiting for a child."""
+        return [a for a in self.agents.values() if a.status in ("running", "paused")]
+
+    def running_bg(self) -> list[BgCommand]:
+        return [b for b in self.bg.values() if b.status == "running"]
+
+    def work_open(self) -> bool:
+        return bool(self.running_agents() or self.running_bg())
+
+    def waiting_for(self) -> str | None:
+        """``permission`` or ``question`` when the first open request is one, else None."""
+        return self.requests[0].kind if self.requests else None
+
+    # -- persistence --------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "row_index":
+                continue
+            value = getattr(self, f.name)
+            if f.name in _NESTED:
+                items = value.values() if isinstance(value, dict) else value
+                value = [dataclasses.asdict(v) for v in items]
+            elif f.name == "task":
+                value = dataclasses.asdict(value) if value else None
+            elif f.name == "delivered":
+                value = list(value)
+            elif f.name == "state":
+                value = str(value)
+            out[_SAVED_AS.get(f.name, f.name)] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Session:
+        """Rebuild a session from ``to_dict`` output, ignoring unknown keys."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"row_index"}
+        raw = {attr: raw[key] for attr, key in _SAVED_AS.items() if key in raw} | {
+            k: v for k, v in raw.items() if k not in _SAVED_AS.values()}
+        kw = {k: v for k, v in raw.items() if k in known}
+        for name, kind in _NESTED.items():
+            kw[name] = [_build(kind, item) for item in raw.get(name) or ()]
+        sess = cls(**{k: v for k, v in kw.items() if k not in _NESTED and k != "task"})
+        sess.state = State(raw.get("state") or State.UNKNOWN)
+        sess.task = _build(Task, raw["task"]) if raw.get("task") else None
+        for row in kw["rows"]:
+            sess.rows.append(row)
+            sess.row_index[row.id] = row
+        sess.agents = {a.id: a for a in kw["agents"]}
+        sess.bg = {b.id: b for b in kw["bg"]}
+        sess.agent_calls = kw["agent_calls"]
+        sess.requests = kw["requests"]
+        sess.queue = kw["queue"]
+        sess.delivered = deque(raw.get("delivered") or ())
+        return sess
+
+
+def _build(kind: type, raw: dict[str, Any]) -> Any:
+    names = {f.name for f in dataclasses.fields(kind)}
+    return kind(**{k: v for k, v in raw.items() if k in names})

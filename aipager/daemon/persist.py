@@ -1,0 +1,157 @@
+"""The daemon's saved state: written atomically, readable while the daemon is down.
+
+``load_state(env)`` is what ``aipager status [--json]`` prints.  Schema
+(``version`` 1; every key always present unless marked optional):
+
+    {
+      "version": 1,
+      "daemon": {
+        "pid": int | null,          # the daemon that wrote the file
+        "alive": bool,              # computed on read: that pid runs and its socket exists
+        "started_at": float,        # wall-clock seconds
+        "saved_at": float,
+        "stopped_at": float | null, # set by a clean shutdown
+        "socket": str,
+        "counters": {"received", "handled", "ignored", "unhandled", "malformed",
+                     "errors", "repeats", "spool_replayed", ...: int}
+      },
+      "sessions": [                 # one per session, ended (state "gone") ones included
+        {
+          "name": "claude-jim", "label": "jim",
+          "state": "unknown" | "ready" | "working" | "waiting" | "gone",
+          "model": str, "context_pct": float | null, "cost_usd": float | null,
+          "total_input": int | null, "total_output": int | null,
+          "lines_added": int | null, "lines_removed": int | null,
+          "waiting_for": "permission" | "question" | null,
+          "rows_count": int,        # tool rows kept (≤ 200)
+          "running_subagents": int, "running_background_commands": int,
+          "claude_session_id", "transcript_path", "cwd", "permission_mode": str,
+          "registered_at", "last_event_at": float, "gone_at": float | null, "end_reason": str,
+          "task": null | {"seq", "started_at", "ended_at", "prompt", "prompt_id", "origin",
+                          "commentary", "blocked", "error", ...},
+          "rows": [{"id", "tool", "summary", "task", "agent", "status", "started_at",
+                    "ended_at", "error"}],
+          "subagents": [{"id", "type", "description", "activity", "tool_count", "status",
+                         "parent", "task", "started_at", "last_seen", "ended_at", ...}],
+          "background_commands": [{"id", "command", "status", "task", "started_at", "ended_at"}],
+          "queued_messages": [{"msg_id", "chat_id", "text", "sender", "status", "queued_at"}],
+          "delivered_answers": [str],   # digests of answers already sent (never resent)
+          "requests": [...], "agent_calls": [...], "context_warned": bool, ...
+        }
+      ]
+    }
+
+The derived keys (``waiting_for``, ``rows_count``, ``running_*``) are written
+for readers; ``restore`` ignores them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Mapping
+
+import orjson
+
+from aipager import paths
+from aipager.daemon.model import Session
+from aipager.daemon.registry import Registry
+
+STATE_VERSION = 1
+
+
+def empty_state(env: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "version": STATE_VERSION,
+        "daemon": {"pid": None, "alive": False, "started_at": None, "saved_at": None,
+                   "stopped_at": None, "socket": paths.socket_path(env), "counters": {}},
+        "sessions": [],
+    }
+
+
+def session_entry(sess: Session) -> dict[str, Any]:
+    out = sess.to_dict()
+    out["waiting_for"] = sess.waiting_for()
+    out["rows_count"] = len(sess.rows)
+    out["running_subagents"] = len(sess.running_agents())
+    out["running_background_commands"] = len(sess.running_bg())
+    return out
+
+
+def build_state(registry: Registry, daemon: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "version": STATE_VERSION,
+        "daemon": dict(daemon),
+        "sessions": [session_entry(s) for s in registry],
+    }
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old or the new file, never half.
+
+    The file is created 0600 in a folder created 0700.
+    """
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def save_state(env: Mapping[str, str], registry: Registry, daemon: Mapping[str, Any]) -> None:
+    """Write the registry and the daemon facts to ``paths.daemon_state_file``."""
+    state = build_state(registry, {**daemon, "saved_at": time.time()})
+    write_atomic(paths.daemon_state_file(env), orjson.dumps(state))
+
+
+def _pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def load_state(env: Mapping[str, str]) -> dict[str, Any]:
+    """The saved state (see the module docstring), with ``daemon.alive`` computed now.
+
+    Never raises for a missing or unreadable file: it returns an empty state
+    (``daemon.alive`` false, no sessions), so ``aipager status`` always prints.
+    """
+    try:
+        with open(paths.daemon_state_file(env), "rb") as fh:
+            state = orjson.loads(fh.read())
+    except (OSError, orjson.JSONDecodeError):
+        return empty_state(env)
+    if not isinstance(state, dict) or not isinstance(state.get("daemon"), dict):
+        return empty_state(env)
+    state.setdefault("sessions", [])
+    daemon = state["daemon"]
+    daemon["alive"] = (
+        daemon.get("stopped_at") is None
+        and _pid_alive(daemon.get("pid"))
+        and os.path.exists(str(daemon.get("socket") or paths.socket_path(env)))
+    )
+    return state
+
+
+def restore(registry: Registry, state: Mapping[str, Any]) -> None:
+    """Load the sessions of a saved state into ``registry``."""
+    sessions = state.get("sessions")
+    if isinstance(sessions, list):
+        registry.restore([s for s in sessions if isinstance(s, dict)])

@@ -1,0 +1,177 @@
+"""Card and notice text: pure functions of session state (no I/O, no clock of their own).
+
+The strings are the ones the issue names; the Telegram layer only formats them.
+"""
+
+from __future__ import annotations
+
+from aipager.daemon.model import Agent, BgCommand, Row, Session, State
+
+#: rows of the current task shown on a card; older ones fold into one line
+CARD_ROWS = 40
+#: characters of Claude's running commentary shown on a card
+COMMENTARY_CHARS = 300
+#: a card never grows past this (a Telegram message holds 4096 characters)
+CARD_CHARS = 3500
+
+_ROW_ICON = {"running": "⏳", "ok": "✓", "failed": "✗"}
+
+
+def elapsed(seconds: float) -> str:
+    """``12s``, ``3m 05s``, ``1h 02m``."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s // 3600}h {s % 3600 // 60:02d}m"
+
+
+def compacted(label: str, before: float, after: float) -> str:
+    return f"📦 {label} · Conversation compacted: {before:.0f}% → {after:.0f}%"
+
+
+def compacting(label: str) -> str:
+    return f"🔄 {label} · Compacting the conversation"
+
+
+def context_warning(label: str, pct: float) -> str:
+    return f"⚠️ {label} · Context at {pct:.0f}% - will compact soon"
+
+
+def still_waiting(label: str) -> str:
+    return f"⬆️ {label} · still waiting for your answer above"
+
+
+def safety_blocked(label: str, reason: str) -> str:
+    return f"🛑 {label} · Blocked by a safety rule: {reason} (stopped)"
+
+
+def session_ended(label: str, reason: str) -> str:
+    words = {
+        "clear": "Session cleared",
+        "logout": "Logged out",
+        "prompt_input_exit": "Session exited",
+        "resume": "Session switched by /resume",
+        "vanished": "Session gone (its terminal closed or was killed)",
+    }
+    return f"🔴 {label} · {words.get(reason, 'Session ended')}"
+
+
+def agent_name(sess: Session, agent: Agent) -> str:
+    """``type`` or ``parent-type › type`` when the agent was started by another agent."""
+    parent = sess.agents.get(agent.parent) if agent.parent else None
+    return f"{parent.type} › {agent.type}" if parent else agent.type
+
+
+def agent_row(sess: Session, agent: Agent, now: float) -> str:
+    """``🤖 <type> · <activity> · <elapsed>``, or ``✅ 🤖 <type> · N tools used · <elapsed>`` when done."""
+    name = agent_name(sess, agent)
+    if agent.status == "done":
+        took = elapsed((agent.ended_at or now) - agent.started_at)
+        return f"✅ 🤖 {name} · {agent.tool_count} tools used · {took}"
+    if agent.status == "dropped":
+        return f"⏹ 🤖 {name} · no end seen · {elapsed((agent.ended_at or now) - agent.started_at)}"
+    if agent.status == "paused":
+        activity = "waiting for its agents"
+    else:
+        activity = agent.activity or agent.description or "starting"
+    return f"🤖 {name} · {activity} · {elapsed(now - agent.started_at)}"
+
+
+def bg_row(cmd: BgCommand, now: float) -> str:
+    words = {"running": "running", "completed": "done", "failed": "failed", "killed": "stopped",
+             "stopped": "stopped", "ended": "session ended", "no_end": "no end seen"}
+    took = elapsed((cmd.ended_at or now) - cmd.started_at)
+    return f"⚙️ shell: {cmd.command} · {words.get(cmd.status, cmd.status)} · {took}"
+
+
+def tool_row(row: Row) -> str:
+    line = f"{_ROW_ICON.get(row.status, '·')} {row.summary}"
+    if row.status == "failed" and row.error:
+        line += f" — {row.error.splitlines()[0][:80]}"
+    return line
+
+
+def live_status(sess: Session) -> str:
+    """What still runs after a Stop: ``🔄 name · 2 agents still working (Explore) · 1 background command``."""
+    agents = sess.running_agents()
+    cmds = sess.running_bg()
+    if not agents and not cmds:
+        return ""
+    parts = []
+    if agents:
+        kinds = sorted({a.type for a in agents})
+        n = len(agents)
+        parts.append(f"{n} agent{'s' if n != 1 else ''} still working ({', '.join(kinds)})")
+    if cmds:
+        n = len(cmds)
+        parts.append(f"{n} background command{'s' if n != 1 else ''}")
+    lines = [f"🔄 {sess.label} · " + " · ".join(parts)]
+    for agent in agents:
+        doing = "waiting for its agents" if agent.status == "paused" else (agent.activity or agent.description or "working")
+        lines.append(f"  🤖 {agent_name(sess, agent)} · {doing}")
+    return "\n".join(lines)
+
+
+def _header(sess: Session, now: float) -> str:
+    task = sess.task
+    took = elapsed(((task.ended_at if task and task.ended_at else now) - task.started_at)) if task else ""
+    if task and task.blocked:
+        return safety_blocked(sess.label, task.blocked)
+    if sess.state == State.GONE:
+        return session_ended(sess.label, sess.end_reason)
+    if sess.state == State.WAITING:
+        what = "question" if sess.waiting_for() == "question" else "permission"
+        return f"🔐 {sess.label} · waiting for your {what} · {took}"
+    if sess.state == State.WORKING:
+        return f"⏳ {sess.label} · working · {took}"
+    if sess.work_open():
+        return live_status(sess).split("\n", 1)[0]
+    if task and task.error:
+        return f"⚠️ {sess.label} · {task.error} · {took}"
+    return f"✅ {sess.label} · done · {took}"
+
+
+def card(sess: Session, now: float) -> str:
+    """The activity card of the session's current task.
+
+    Layout: header line, Claude's latest commentary (quoted), the task's tool rows
+    and agent rows in start order (oldest folded when many), background commands,
+    and the compacting line.  Pure: the same state and ``now`` give the same text.
+    """
+    task = sess.task
+    lines = [_header(sess, now)]
+    if task is None:
+        if sess.compacting:
+            lines.append(compacting(sess.label))
+        return "\n".join(lines)
+    if task.commentary:
+        text = task.commentary.strip()
+        if len(text) > COMMENTARY_CHARS:
+            text = "…" + text[-COMMENTARY_CHARS:]
+        lines.extend("> " + part for part in text.splitlines() if part.strip())
+    items: list[tuple[float, str]] = []
+    for row in sess.rows:
+        if row.task == task.seq and row.agent is None:
+            items.append((row.started_at, tool_row(row)))
+    for agent in sess.agents.values():
+        if agent.task == task.seq or agent.status in ("running", "paused"):
+            items.append((agent.started_at, agent_row(sess, agent, now)))
+    for cmd in sess.bg.values():
+        if cmd.task == task.seq or cmd.status == "running":
+            items.append((cmd.started_at, bg_row(cmd, now)))
+    items.sort(key=lambda item: item[0])
+    if len(items) > CARD_ROWS:
+        hidden = len(items) - CARD_ROWS
+        lines.append(f"▸ {hidden} earlier tool call{'s' if hidden != 1 else ''}")
+        items = items[-CARD_ROWS:]
+    lines.extend(text for _, text in items)
+    if sess.compacting:
+        lines.append(compacting(sess.label))
+    out = "\n".join(lines)
+    if len(out) > CARD_CHARS:
+        # Keep the header and the newest lines: they are what a person acts on.
+        head, _, rest = out.partition("\n")
+        out = head + "\n…" + rest[-(CARD_CHARS - len(head) - 2):]
+    return out

@@ -1,0 +1,83 @@
+"""Ending a task: state, answer delivery (exactly once), the messages that waited.
+
+Shared by Stop, StopFailure and an idle_prompt that stands in for a lost Stop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from aipager.daemon.dispatch import Ctx
+from aipager.daemon.model import Session, State
+from aipager.daemon import render
+
+
+def answer_keys(sess: Session, prompt_id: str, text: str) -> tuple[str, str]:
+    """(task key, text key) recorded for a delivered answer.
+
+    The task key (``p:<prompt_id>``) stops a second delivery for the same turn
+    even when the transcript text differs slightly from ``last_assistant_message``;
+    the text key covers events without a prompt_id.
+    """
+    digest = hashlib.sha256(f"{sess.claude_session_id}\0{text}".encode()).hexdigest()[:20]
+    return (f"p:{prompt_id}" if prompt_id else "", f"t:{digest}")
+
+
+def deliver_answer(ctx: Ctx, sess: Session, text: str | None, prompt_id: str) -> bool:
+    """Emit Claude's answer unless this turn's answer already went out.
+
+    Returns:
+        True when an ``answer`` output was emitted.
+    """
+    if not text or not text.strip():
+        return False
+    task_key, text_key = answer_keys(sess, prompt_id, text)
+    if (task_key and task_key in sess.delivered) or (not task_key and text_key in sess.delivered):
+        return False
+    body = text
+    status = render.live_status(sess)
+    if status:
+        body = f"{text}\n\n{status}"
+    seq = sess.task.seq if sess.task else 0
+    ctx.emit("answer", sess, body, digest=text_key, task=seq, prompt_id=prompt_id)
+    cap = ctx.registry.knobs.delivered_cap
+    for key in (task_key, text_key):
+        if key:
+            sess.delivered.append(key)
+    while len(sess.delivered) > cap:
+        sess.delivered.popleft()
+    # A delivered answer must reach disk before anything else happens: after a
+    # restart it must neither be lost nor sent twice.
+    ctx.registry.save_now = True
+    return True
+
+
+def release_held(ctx: Ctx, sess: Session) -> None:
+    """The messages that waited for the task may now be typed (oldest first)."""
+    for msg in sess.queue:
+        if msg.status == "held":
+            msg.status = "typed"
+            ctx.emit("release", sess, msg.text, msg_id=msg.msg_id, chat_id=msg.chat_id)
+
+
+def close_requests(ctx: Ctx, sess: Session) -> None:
+    for req in sess.requests:
+        ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
+    sess.requests.clear()
+
+
+def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: str = "") -> None:
+    """The task ended: READY, card fixed, answer once, held messages released."""
+    reg = ctx.registry
+    now = ctx.now()
+    task = sess.task
+    if task is not None and task.ended_at is None:
+        task.ended_at = now
+    if task is not None and error:
+        task.error = error
+    close_requests(ctx, sess)
+    if sess.state != State.GONE:
+        reg.set_state(sess, State.READY)
+    reg.touch(sess)
+    deliver_answer(ctx, sess, answer, ev.get("prompt_id") or (task.prompt_id if task else ""))
+    release_held(ctx, sess)

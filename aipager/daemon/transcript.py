@@ -1,0 +1,66 @@
+"""Claude's last answer from a saved conversation (Claude Code's transcript JSONL).
+
+Used when a Stop carries no ``last_assistant_message`` and for an idle_prompt
+that stands in for a lost Stop.  Reads only the tail of the file.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+#: bytes read from the end of a transcript; an answer longer than this is cut at the start
+TAIL_BYTES = 512 * 1024
+
+
+def _text_of(entry: Any) -> str | None:
+    if not isinstance(entry, dict) or entry.get("type") != "assistant":
+        return None
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content or None
+    if not isinstance(content, list):
+        return None
+    parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    text = "\n".join(p for p in parts if p)
+    return text or None
+
+
+def last_answer(path: str) -> str | None:
+    """The text of the last assistant message in ``path`` that has text, or None.
+
+    Args:
+        path: a transcript JSONL path from an event's ``transcript_path``.
+
+    Returns:
+        None when the file is missing, unreadable or has no assistant text
+        (tool-only assistant turns are skipped, as are sidechain/subagent entries).
+    """
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - TAIL_BYTES))
+            tail = fh.read()
+    except OSError:
+        return None
+    lines = tail.split(b"\n")
+    if len(tail) == TAIL_BYTES and size > TAIL_BYTES:
+        lines = lines[1:]  # the first line is probably cut
+    for raw in reversed(lines):
+        if not raw.strip():
+            continue
+        try:
+            entry = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and entry.get("isSidechain"):
+            continue
+        text = _text_of(entry)
+        if text:
+            return text
+    return None
