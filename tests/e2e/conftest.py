@@ -1,0 +1,95 @@
+"""Fixtures for the end-to-end suite on the real Claude Code.
+
+Layers, each a fixture a scenario asks for by name:
+
+- ``fake_anthropic``  — the scripted model (``fakes.anthropic.FakeAnthropic``) on 127.0.0.1.
+- ``claude_home``     — throwaway HOME/project/instance folder, first-run dialogs answered,
+                        ``settings.json`` wired to the installed ``aipager-hook``.
+- ``hook_socket``     — a bare datagram socket where the daemon's would be (hook scenarios).
+- ``run_claude_p``    — ``claude -p`` against the fake, returns a ``PrintRun``.
+- ``dtach_session``   — factory for interactive Claude Code sessions in dtach.
+
+Daemon scenarios swap ``hook_socket`` for a running daemon; the Telegram side will add a
+fake Bot API fixture next to ``fake_anthropic`` and hand its URL to the daemon's config.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from e2e.kit import claude as kit
+from e2e.kit.dtachs import DtachSession
+from e2e.kit.hooksock import HookSocket
+from e2e.kit.runner import PrintRun, run_print
+from fakes.anthropic import FakeAnthropic
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Everything under tests/e2e drives real processes; mark it so `-m "not e2e"` works
+    # for quick local loops, while the default run includes it.
+    for item in items:
+        if "/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropic]:
+    fake = FakeAnthropic()
+    fake.start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def hook_programs() -> tuple[str, str]:
+    """Absolute paths of the installed ``aipager-hook`` and ``aipager-statusline``."""
+    return kit.installed_program("aipager-hook"), kit.installed_program("aipager-statusline")
+
+
+@pytest.fixture
+def claude_home(hook_programs: tuple[str, str]) -> Iterator[kit.ClaudeHome]:
+    kit.claude_binary()  # fail early and clearly when Claude Code is missing
+    home = kit.make_home()
+    kit.wire_hooks(home, *hook_programs)
+    yield home
+    shutil.rmtree(home.root, ignore_errors=True)
+
+
+@pytest.fixture
+def hook_socket(claude_home: kit.ClaudeHome) -> Iterator[HookSocket]:
+    sock = HookSocket(claude_home.socket_path())
+    yield sock
+    sock.close()
+
+
+@pytest.fixture
+def run_claude_p(
+    claude_home: kit.ClaudeHome, fake_anthropic: FakeAnthropic
+) -> Callable[..., PrintRun]:
+    """``run_claude_p(prompt, **kw)`` — see ``e2e.kit.runner.run_print`` for the options."""
+
+    def run(prompt: str, **kw: Any) -> PrintRun:
+        return run_print(claude_home, fake_anthropic.base_url, prompt, **kw)
+
+    return run
+
+
+@pytest.fixture
+def dtach_session(
+    claude_home: kit.ClaudeHome, fake_anthropic: FakeAnthropic
+) -> Iterator[Callable[..., DtachSession]]:
+    """Factory: ``dtach_session(*claude_args)`` starts Claude Code's TUI in dtach."""
+    started: list[DtachSession] = []
+
+    def start(*claude_args: str) -> DtachSession:
+        session = DtachSession(claude_home, fake_anthropic.base_url, list(claude_args))
+        started.append(session)
+        session.start()
+        return session
+
+    yield start
+    for session in started:
+        session.stop()

@@ -1,0 +1,125 @@
+"""Interactive Claude Code (the real TUI) in a dtach session, as a user runs it.
+
+The session runs ``script`` inside dtach so everything the TUI draws is also appended to a
+log file: scenarios read the screen from it (ANSI codes stripped).  ``stty`` gives the
+terminal a size first, because a dtach master created without a terminal has none.
+Typing goes through ``dtach -p``: the text, a pause, then Enter as a separate write — a burst
+ending in CR reads as a paste and the CR would stay in the prompt.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from typing import Callable
+
+from e2e.kit.claude import ClaudeHome, claude_binary, search_path
+
+_CURSOR_RIGHT = re.compile(rb"\x1b\[(\d*)C")
+_ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]|\x1b[=>78M]")
+
+
+def dtach_program() -> str:
+    found = shutil.which("dtach", path=search_path())
+    if not found:
+        msg = "dtach is not on PATH: install aipager's dependencies (dtach-bin) into the venv"
+        raise AssertionError(msg)
+    return found
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+class DtachSession:
+    """Claude Code's TUI running detached in dtach, typed into with ``dtach -p``."""
+
+    def __init__(self, home: ClaudeHome, base_url: str, claude_args: list[str]) -> None:
+        self.home = home
+        self.base_url = base_url
+        self.claude_args = claude_args
+        name = home.session.removeprefix("claude-")
+        self.socket = os.path.join(home.instance, f"claude-dtach-{name}.sock")
+        self.log = os.path.join(home.root, f"screen-{name}.log")
+        self._master: subprocess.Popen[bytes] | None = None
+
+    def start(self, wait: float = 20.0) -> None:
+        """Start the session and wait until the TUI has drawn its prompt box."""
+        claude = shlex.join([claude_binary(), *self.claude_args])
+        inner = f"stty rows 40 cols 140; exec script -qfec {shlex.quote(claude)} {shlex.quote(self.log)}"
+        # -N: dtach stays in the foreground, so the harness owns the master process.
+        argv = [dtach_program(), "-N", self.socket, "-E", "-z", "-r", "none", "sh", "-c", inner]
+        self._master = subprocess.Popen(
+            argv, cwd=self.home.project, env=self.home.claude_env(self.base_url),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.wait_screen(lambda s: "? for shortcuts" in s or "\u276f" in s, wait, "the prompt box")
+
+    def screen(self) -> str:
+        """Everything the TUI drew so far, escape codes removed."""
+        try:
+            with open(self.log, "rb") as fh:
+                raw = fh.read()
+        except FileNotFoundError:
+            return ""
+        # The TUI moves the cursor right instead of printing spaces; put the spaces back.
+        raw = _CURSOR_RIGHT.sub(lambda m: b" " * int(m.group(1) or 1), raw)
+        return _ANSI.sub(b"", raw).decode("utf-8", errors="replace")
+
+    def shows(self, text: str) -> bool:
+        """Whether ``text`` was drawn (whitespace ignored: redraws split words apart)."""
+        return _squash(text) in _squash(self.screen())
+
+    def wait_shown(self, text: str, timeout: float = 20.0) -> None:
+        """Wait until :meth:`shows` ``text``; AssertionError with the screen tail if not."""
+        self.wait_screen(lambda s: _squash(text) in _squash(s), timeout, repr(text))
+
+    def wait_screen(self, pred: Callable[[str], bool], timeout: float = 20.0, what: str = "") -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if pred(text):
+                return text
+            if self._master is not None and self._master.poll() is not None:
+                break
+            time.sleep(0.1)
+        tail = self.screen()[-2500:]
+        msg = f"the TUI did not show {what or 'the expected text'} within {timeout} s; screen tail:\n{tail}"
+        raise AssertionError(msg)
+
+    def push(self, data: bytes) -> None:
+        """One write into the session, as keystrokes."""
+        subprocess.run([dtach_program(), "-p", self.socket], input=data, check=True, timeout=10)
+
+    def type(self, text: str, pause: float = 0.4) -> None:
+        """Type ``text`` and press Enter (two separate writes)."""
+        self.push(text.encode())
+        time.sleep(pause)
+        self.push(b"\r")
+
+    @property
+    def alive(self) -> bool:
+        return self._master is not None and self._master.poll() is None
+
+    def wait_exit(self, timeout: float = 20.0) -> int | None:
+        if self._master is None:
+            return None
+        try:
+            return self._master.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self) -> None:
+        """End the session: SIGHUP to Claude Code via the closing pty, then kill."""
+        if self._master is None or self._master.poll() is not None:
+            return
+        os.killpg(self._master.pid, signal.SIGTERM)
+        if self.wait_exit(10) is None:
+            os.killpg(self._master.pid, signal.SIGKILL)
+            self._master.wait(5)
