@@ -48,3 +48,31 @@ def runner():
 def env():
     """The (already isolated) environment as a dict, like the CLI reads it."""
     return dict(os.environ)
+
+
+_DAEMON = """
+import os, signal, socket, sys, time
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+sock.bind(sys.argv[1])
+signal.signal(signal.SIGTERM, lambda *a: (os.unlink(sys.argv[1]), sys.exit(0)))
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+@pytest.fixture
+def fake_daemon(env):
+    """A process bound to the control socket, as the daemon is (stopped afterwards)."""
+    import subprocess
+    import sys
+
+    from aipager import paths
+
+    sock = paths.socket_path(env)
+    proc = subprocess.Popen([sys.executable, "-c", _DAEMON, sock], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()

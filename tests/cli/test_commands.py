@@ -1,0 +1,324 @@
+"""config, uninstall, start, status, doctor, session, send, --version in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+
+import pytest
+
+from aipager import __version__, config, dtach, paths, wiring
+from aipager.cli.app import app
+from fakes.telegram_api import OWNER, TOKEN
+
+SECRET = TOKEN.split(":")[1]
+USER_SETTINGS = {"model": "opus", "hooks": {"Stop": [{"hooks": [
+    {"type": "command", "command": "notify-send done"}]}]}}
+
+
+@pytest.fixture
+def configured(env, bins):
+    cfg = config.Config(TOKEN, OWNER["id"], (config.Member(OWNER["id"], "owner", "Owner"),))
+    config.save(env, cfg)
+    return cfg
+
+
+def test_version(runner):
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"aipager {__version__}"
+
+
+# ------------------------------------------------------------------ config
+
+
+def test_config_show_masks_the_token(runner, configured):
+    result = runner.invoke(app, ["config"])
+    assert result.exit_code == 0, result.output
+    assert SECRET not in result.output and "123456:…" in result.output
+    doc = json.loads(runner.invoke(app, ["config", "show", "--json"]).output)
+    assert doc["chat_id"] == OWNER["id"] and SECRET not in json.dumps(doc)
+
+
+def test_config_without_setup(runner):
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 3 and "aipager setup" in result.stderr
+
+
+def test_config_members_policy_claude(runner, configured, env, tmp_path):
+    assert runner.invoke(app, ["config", "member", "add", "55", "--role", "admin",
+                               "--label", "bob"]).exit_code == 0
+    bad = runner.invoke(app, ["config", "member", "add", "56", "--role", "boss"])
+    assert bad.exit_code == 3 and "unknown role" in bad.stderr
+    assert runner.invoke(app, ["config", "member", "remove", str(OWNER["id"])]).exit_code == 0
+    policy = tmp_path / "policy.json"
+    assert runner.invoke(app, ["config", "policy-file", str(policy)]).exit_code == 0
+    assert runner.invoke(app, ["config", "claude-path", "/opt/claude"]).exit_code == 0
+    cfg = config.load(env)
+    assert [(m.id, m.role, m.label) for m in cfg.members] == [(55, "admin", "bob")]
+    assert cfg.policy_file == str(policy) and cfg.claude_path == "/opt/claude"
+    assert dtach.claude_binary(env) == "/opt/claude"  # sessions use the pinned program
+    assert runner.invoke(app, ["config", "policy-file", "--clear"]).exit_code == 0
+    assert config.load(env).policy_file is None
+
+
+def test_config_token_and_chat_are_checked_first(runner, configured, fake_api, env, tmp_path):
+    fake_api.add_private_chat()
+    other = {"id": 99, "first_name": "Group-ish", "is_bot": False}
+    fake_api.add_private_chat(other)
+    assert runner.invoke(app, ["config", "chat", "99"]).exit_code == 0
+    assert config.load(env).chat_id == 99
+    unknown = runner.invoke(app, ["config", "chat", "12345"])
+    assert unknown.exit_code == 5 and config.load(env).chat_id == 99
+    new = "654321:BBnewNEWnewNEWnewNEWnewNEW11"
+    bad = runner.invoke(app, ["config", "token"], input=new + "\n")
+    assert bad.exit_code == 4 and config.load(env).bot_token == TOKEN
+    fake_api.tokens[new] = {**fake_api.tokens[TOKEN], "username": "other_bot"}
+    good = runner.invoke(app, ["config", "token"], input=new + "\n")
+    assert good.exit_code == 0, good.output
+    assert config.load(env).bot_token == new and "BBnew" not in good.output
+
+
+def test_config_rewire(runner, env, bins):
+    first = runner.invoke(app, ["config", "rewire"])
+    assert first.exit_code == 0 and "wired" in first.output
+    assert wiring.check(env, bins) == []
+    assert "already wired" in runner.invoke(app, ["config", "rewire"]).output
+
+
+# ------------------------------------------------------------------ uninstall
+
+
+def test_uninstall_twice_keeps_audit_log_and_user_settings(runner, env, bins, fake_daemon):
+    path = paths.claude_settings(env)
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as fh:
+        json.dump(USER_SETTINGS, fh)
+    wiring.install(env, bins)
+    os.makedirs(paths.state_dir(env), exist_ok=True)
+    with open(paths.audit_log(env), "w") as fh:
+        fh.write('{"action": "allow"}\n')
+
+    result = runner.invoke(app, ["uninstall", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "Daemon stopped" in result.output
+    assert fake_daemon.wait(5) == 0
+    with open(path) as fh:
+        after = json.load(fh)
+    assert after == USER_SETTINGS
+    again = runner.invoke(app, ["uninstall", "--yes"])
+    assert again.exit_code == 0 and "No aipager entries" in again.output
+    with open(path) as fh:
+        assert json.load(fh) == after
+    assert os.path.exists(paths.audit_log(env))
+
+
+def test_uninstall_purge_keeps_only_the_audit_log(runner, env, configured):
+    os.makedirs(paths.state_dir(env), exist_ok=True)
+    with open(paths.audit_log(env), "w") as fh:
+        fh.write("{}\n")
+    with open(paths.log_file(env), "w") as fh:
+        fh.write("log\n")
+    assert runner.invoke(app, ["uninstall", "--yes", "--purge"]).exit_code == 0
+    assert not config.exists(env)
+    assert os.listdir(paths.state_dir(env)) == [os.path.basename(paths.audit_log(env))]
+
+
+# ------------------------------------------------------------------ start
+
+
+@pytest.fixture
+def daemon_app(monkeypatch):
+    """A stand-in for aipager.daemon.app that records how it was started."""
+    calls = []
+    module = types.ModuleType("aipager.daemon.app")
+
+    def run_daemon(env, verbose=False):
+        import logging
+
+        logging.getLogger("aipager.daemon").info("fake daemon ran")
+        calls.append((env, verbose))
+        return 0
+
+    module.run_daemon = run_daemon
+    monkeypatch.setitem(sys.modules, "aipager.daemon.app", module)
+    return calls
+
+
+def test_start_runs_the_daemon_and_logs_to_file(runner, configured, env, daemon_app):
+    import logging
+
+    before = list(logging.getLogger().handlers)
+    try:
+        result = runner.invoke(app, ["start", "--verbose"])
+    finally:
+        for handler in logging.getLogger().handlers[len(before):]:
+            handler.close()
+            logging.getLogger().removeHandler(handler)
+    assert result.exit_code == 0, result.output
+    assert len(daemon_app) == 1 and daemon_app[0][1] is True
+    assert daemon_app[0][0]["HOME"] == env["HOME"]
+    with open(paths.log_file(env)) as fh:
+        assert "fake daemon ran" in fh.read()
+
+
+def test_start_on_an_unconfigured_machine_without_a_terminal(runner, daemon_app):
+    result = runner.invoke(app, ["start"])
+    assert result.exit_code == 3 and "aipager setup" in result.stderr
+    assert daemon_app == []
+
+
+# ------------------------------------------------------------------ status
+
+
+def test_status_reads_the_saved_state(runner, monkeypatch, fake_daemon):
+    module = types.ModuleType("aipager.daemon.persist")
+    module.load_state = lambda env: {"sessions": {"claude-x1": {
+        "state": "BUSY", "model": "opus", "context_pct": 42, "cost_usd": 1.5}}}
+    monkeypatch.setitem(sys.modules, "aipager.daemon.persist", module)
+    result = runner.invoke(app, ["status"])
+    assert result.exit_code == 0, result.output
+    assert f"running (pid {fake_daemon.pid})" in result.output
+    assert "claude-x1" in result.output and "state=BUSY" in result.output
+    assert "context_pct=42" in result.output
+    doc = json.loads(runner.invoke(app, ["status", "--json"]).output)
+    assert doc["daemon"]["running"] and doc["state"]["sessions"]["claude-x1"]["model"] == "opus"
+
+
+def test_status_without_daemon_or_state_module(runner, monkeypatch):
+    monkeypatch.setitem(sys.modules, "aipager.daemon.persist", None)
+    result = runner.invoke(app, ["status", "--json"])
+    assert result.exit_code == 0
+    doc = json.loads(result.output)
+    assert doc["daemon"]["running"] is False and doc["state"] is None
+    assert "not readable" in doc["state_error"]
+    text = runner.invoke(app, ["status"]).output
+    assert "not running" in text and "not readable" in text
+
+
+# ------------------------------------------------------------------ doctor
+
+
+def test_doctor_all_good_then_each_problem_with_a_fix(runner, configured, fake_api, env, bins,
+                                                      fake_daemon, monkeypatch, tmp_path):
+    fake_api.add_private_chat()
+    claude = tmp_path / "claude"
+    claude.write_text("#!/bin/sh\n")
+    claude.chmod(0o755)
+    monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(claude))
+    wiring.install(env, bins)
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 0, result.output
+    assert "all good" in result.output and "FAIL" not in result.output
+
+    fake_daemon.terminate()
+    fake_daemon.wait()
+    with open(bins.hook, "w") as fh:
+        fh.write("#!/usr/bin/env python3\n")  # a script, not the native build
+    del fake_api.tokens[TOKEN]
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 1
+    failed = {line.split()[1] for line in result.output.splitlines() if line.startswith("FAIL")}
+    assert failed == {"token", "hook", "daemon"}
+    assert result.output.count("fix:") == 3
+    doc = json.loads(runner.invoke(app, ["doctor", "--json", "--offline"]).output)
+    assert {c["name"] for c in doc if not c["ok"]} == {"hook binaries", "daemon"}
+
+
+def test_doctor_on_a_bare_machine(runner, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = runner.invoke(app, ["doctor", "--offline"])
+    assert result.exit_code == 1
+    for name in ("config", "claude", "settings.json", "daemon"):
+        assert any(line.startswith("FAIL") and name in line for line in result.output.splitlines())
+
+
+# ------------------------------------------------------------------ sessions
+
+
+FAKE_CLAUDE = """#!/bin/sh
+echo "start $CLAUDE_DTACH_SESSION $*" >> "$FAKE_CLAUDE_OUT"
+while IFS= read -r line; do echo "line:$line" >> "$FAKE_CLAUDE_OUT"; done
+"""
+
+
+@pytest.fixture
+def fake_claude(tmp_path, monkeypatch):
+    program = tmp_path / "fake-claude"
+    program.write_text(FAKE_CLAUDE)
+    program.chmod(0o755)
+    out = tmp_path / "typed.txt"
+    out.touch()
+    monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(program))
+    monkeypatch.setenv("FAKE_CLAUDE_OUT", str(out))
+    yield out
+    env = dict(os.environ)
+    for info in dtach.list_sessions(env):
+        dtach.kill(env, info.name, grace=1.0)
+
+
+def wait_for(path, text, timeout=5.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while text not in path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return path.read_text()
+
+
+def test_session_create_send_list_kill(runner, fake_claude, env):
+    result = runner.invoke(app, ["session", "--detached", "w1", "--", "--model", "opus"])
+    assert result.exit_code == 0, result.output
+    assert "Started session w1" in result.output
+    again = runner.invoke(app, ["session", "w1", "--detached"])
+    assert again.exit_code == 0 and "already running" in again.output
+
+    sent = runner.invoke(app, ["send", "w1", "fix the tests"])
+    assert sent.exit_code == 0, sent.output
+    assert wait_for(fake_claude, "line:fix the tests").splitlines() == [
+        "start claude-w1 --model opus", "line:fix the tests"]
+    piped = runner.invoke(app, ["send", "w1", "-"], input="from stdin\n")
+    assert piped.exit_code == 0
+    assert "line:from stdin" in wait_for(fake_claude, "line:from stdin")
+
+    listed = json.loads(runner.invoke(app, ["session", "list", "--json"]).output)
+    assert [(s["name"], s["live"]) for s in listed["sessions"]] == [("w1", True)]
+    assert "w1" in runner.invoke(app, ["session", "list"]).output
+
+    killed = runner.invoke(app, ["session", "kill", "w1", "--yes"])
+    assert killed.exit_code == 0 and "ended" in killed.output
+    assert runner.invoke(app, ["session", "list"]).output.strip() == "no sessions"
+    gone = runner.invoke(app, ["session", "kill", "w1", "--yes"])
+    assert gone.exit_code == 4
+
+
+def test_session_without_a_terminal_creates_but_does_not_attach(runner, fake_claude, env):
+    result = runner.invoke(app, ["session", "w2"])
+    assert result.exit_code == 0
+    assert "Not attaching" in result.stderr
+    assert dtach.is_live(paths.dtach_socket(env, "w2"))
+
+
+def test_list_removes_stale_sockets(runner, env):
+    import socket
+
+    sock = paths.dtach_socket(env, "dead")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock)
+    listener.close()
+    doc = json.loads(runner.invoke(app, ["session", "list", "--json"]).stdout)
+    assert doc == {"sessions": [], "stale_removed": ["dead"]}
+    assert not os.path.exists(sock)
+
+
+@pytest.mark.parametrize("argv", [["session", "bad name", "--detached"], ["send", "a/b", "x"],
+                                  ["session", "kill", "../x"]])
+def test_invalid_session_names(runner, argv):
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2 and "invalid session name" in result.stderr
+
+
+def test_send_to_a_missing_session(runner):
+    result = runner.invoke(app, ["send", "nope", "hi"])
+    assert result.exit_code == 4 and "no running session nope" in result.stderr

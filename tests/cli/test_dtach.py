@@ -1,0 +1,143 @@
+"""aipager.dtach with the real dtach from dtach-bin, running a stand-in for
+Claude Code that records its arguments, environment and every typed line."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+
+from aipager import dtach, paths
+from aipager.errors import InvalidSessionName, SessionError, SessionNotFound
+
+FAKE_CLAUDE = """#!/bin/sh
+echo "start session=$CLAUDE_DTACH_SESSION cwd=$PWD nested=${CLAUDECODE:-no} args=$*" >> "$FAKE_CLAUDE_OUT"
+while IFS= read -r line; do echo "line:$line" >> "$FAKE_CLAUDE_OUT"; done
+"""
+
+
+@pytest.fixture
+def fake_claude(tmp_path, monkeypatch):
+    """A harmless `claude`: AIPAGER_CLAUDE_BIN points at it; returns its record file."""
+    program = tmp_path / "fake-claude"
+    program.write_text(FAKE_CLAUDE)
+    program.chmod(0o755)
+    out = tmp_path / "typed.txt"
+    out.touch()
+    monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(program))
+    monkeypatch.setenv("FAKE_CLAUDE_OUT", str(out))
+    monkeypatch.setenv("CLAUDECODE", "1")  # as if started from inside Claude Code
+    yield out
+    env = dict(os.environ)
+    for info in dtach.list_sessions(env):
+        dtach.kill(env, info.name, grace=1.0)
+
+
+def wait_for_lines(path, count, timeout=5.0):
+    """The record's lines once it has ``count`` of them (the session runs apart)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = path.read_text().splitlines()
+        if len(lines) >= count or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.02)
+
+
+def test_create_type_list_kill_end_to_end(fake_claude, tmp_path):
+    env = dict(os.environ)
+    work = tmp_path / "project"
+    work.mkdir()
+    sock = dtach.create(env, "t1", args=["--model", "x y"], cwd=str(work))
+    assert sock == paths.dtach_socket(env, "t1") and dtach.is_live(sock)
+    dtach.type_text(env, "t1", "hello world")
+    dtach.type_text(env, "claude-t1", "second prompt")
+    lines = wait_for_lines(fake_claude, 3)
+    assert lines == [
+        f"start session=claude-t1 cwd={work} nested=no args=--model x y",
+        "line:hello world",
+        "line:second prompt",
+    ]
+    assert [(s.name, s.session, s.live) for s in dtach.list_sessions(env)] == [
+        ("t1", "claude-t1", True)]
+    holders = dtach.socket_holders(sock)
+    assert holders and dtach.descendants(holders) > holders  # the master and its child
+    assert dtach.kill(env, "t1") is True
+    assert not os.path.exists(sock)
+    assert not any(dtach.alive(p) for p in dtach.descendants(holders))
+    assert dtach.list_sessions(env) == []
+    assert dtach.kill(env, "t1") is False
+
+
+def test_a_live_session_is_not_created_twice(fake_claude):
+    env = dict(os.environ)
+    dtach.create(env, "dup")
+    with pytest.raises(SessionError, match="already running"):
+        dtach.create(env, "dup")
+
+
+def test_stale_socket_is_reported_then_cleaned_and_replaced(fake_claude):
+    env = dict(os.environ)
+    sock = paths.dtach_socket(env, "old")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock)
+    listener.close()  # the file stays, nobody answers: a dead session
+    assert [(s.name, s.live) for s in dtach.list_sessions(env)] == [("old", False)]
+    with pytest.raises(SessionNotFound):
+        dtach.type_text(env, "old", "hi")
+    assert dtach.list_sessions(env, clean=True) == []
+    assert not os.path.exists(sock)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock)
+    listener.close()
+    dtach.create(env, "old")  # a stale socket does not block a new session
+    assert dtach.is_live(sock)
+
+
+def test_typing_into_a_missing_session(fake_claude):
+    with pytest.raises(SessionNotFound, match="aipager session nope"):
+        dtach.type_text(dict(os.environ), "nope", "hi")
+
+
+@pytest.mark.parametrize("bad", ["", "a b", "x/y", "../x", "é", "a" * 65, "claude-", "x;rm"])
+def test_invalid_names(bad):
+    with pytest.raises(InvalidSessionName):
+        dtach.check_name(bad)
+
+
+def test_names():
+    assert dtach.check_name("claude-x1") == "x1"
+    assert dtach.session_name("api_fix-2") == "claude-api_fix-2"
+
+
+def test_argv_builders_and_typing_writes():
+    assert dtach.create_argv("/d", "/s.sock", ["claude", "-c"]) == ["/d", "-n", "/s.sock", "-z",
+                                                                    "claude", "-c"]
+    assert dtach.attach_argv("/d", "/s.sock") == ["/d", "-a", "/s.sock", "-e", "^\\", "-r",
+                                                  "winch", "-z"]
+    assert dtach.push_argv("/d", "/s.sock") == ["/d", "-p", "/s.sock"]
+    writes = dtach.typing_writes("héllo")
+    assert [w for w, _ in writes] == ["héllo".encode(), b"\r"]
+    assert writes[0][1] > 0  # a pause between the text and Enter
+    assert dtach.typing_writes("") == [(b"\r", 0.0)]
+
+
+def test_session_env_names_the_session_and_drops_nesting():
+    env = dtach.session_env({"CLAUDECODE": "1", "PATH": "/bin"}, "x1")
+    assert env == {"PATH": "/bin", "CLAUDE_DTACH_SESSION": "claude-x1"}
+
+
+def test_program_lookup_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(dtach, "_configured_claude", lambda env: None)
+    on_path = tmp_path / "claude"
+    on_path.write_text("#!/bin/sh\n")
+    on_path.chmod(0o755)
+    env = {"PATH": str(tmp_path)}
+    assert dtach.claude_binary(env) == str(on_path)
+    assert dtach.claude_binary(env, claude_path="/pinned/claude") == "/pinned/claude"
+    assert dtach.claude_binary({**env, "AIPAGER_CLAUDE_BIN": "/env/claude"},
+                               claude_path="/pinned/claude") == "/env/claude"
+    with pytest.raises(SessionError, match="not found"):
+        dtach.claude_binary({"PATH": "/nonexistent"})
+    assert os.access(dtach.dtach_binary({}), os.X_OK)

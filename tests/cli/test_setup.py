@@ -1,0 +1,128 @@
+"""`aipager setup` against the fake Bot API: success, rejected token, unreachable
+API, a chat that never talked to the bot; the token is never shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from aipager import config, paths, wiring
+from aipager.cli.app import app
+from aipager.errors import ChatUnreachable, ConfigError, TelegramUnreachable, TokenRejected
+from fakes.telegram_api import OWNER, TOKEN
+
+SECRET = TOKEN.split(":")[1]
+
+
+@pytest.fixture
+def token_file(tmp_path):
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    return path
+
+
+def settings(env):
+    with open(paths.claude_settings(env)) as fh:
+        return json.load(fh)
+
+
+def test_scripted_setup_with_token_file(runner, fake_api, bins, token_file, env):
+    fake_api.add_private_chat()
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id",
+                                 str(OWNER["id"]), "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "@aipager_test_bot" in result.output
+    assert SECRET not in result.output
+    cfg = config.load(env)
+    assert (cfg.bot_token, cfg.chat_id) == (TOKEN, OWNER["id"])
+    assert [(m.id, m.role) for m in cfg.members] == [(OWNER["id"], "owner")]
+    assert stat.S_IMODE(os.stat(paths.config_file(env)).st_mode) == 0o600
+    assert wiring.check(env, bins) == []
+    assert [m["text"] for m in fake_api.sent] and fake_api.sent[0]["chat"]["id"] == OWNER["id"]
+
+    # Again: the config is rewritten, the settings are not touched a second time.
+    before = settings(env)
+    mtime = os.stat(paths.claude_settings(env)).st_mtime_ns
+    again = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id",
+                                str(OWNER["id"]), "--yes"])
+    assert again.exit_code == 0, again.output
+    assert "already wired" in again.output
+    assert settings(env) == before
+    assert os.stat(paths.claude_settings(env)).st_mtime_ns == mtime
+
+
+def test_token_on_stdin_and_chat_detected(runner, fake_api, bins, env):
+    fake_api.say("hello bot")
+    result = runner.invoke(app, ["setup", "--wait", "5"], input=TOKEN + "\n")
+    assert result.exit_code == 0, result.output
+    assert config.load(env).chat_id == OWNER["id"]
+    assert SECRET not in result.output
+    # Detection reads updates without confirming them: the daemon still gets them.
+    assert all("offset" not in p for m, p in fake_api.calls if m == "getUpdates")
+
+
+def test_rejected_token(runner, fake_api, bins, token_file, env):
+    del fake_api.tokens[TOKEN]
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id", "1"])
+    assert result.exit_code == TokenRejected.exit_code
+    assert "rejected the bot token" in result.stderr
+    assert SECRET not in result.output
+    assert not config.exists(env)
+    assert not os.path.exists(paths.claude_settings(env))
+
+
+def test_malformed_token(runner, fake_api, bins, env):
+    result = runner.invoke(app, ["setup", "--chat-id", "1"], input="not-a-token\n")
+    assert result.exit_code == TokenRejected.exit_code
+    assert "not a bot token" in result.stderr
+    assert fake_api.calls == []  # refused before any network call
+
+
+def test_unreachable_api(runner, bins, token_file, env, monkeypatch):
+    monkeypatch.setenv("AIPAGER_TELEGRAM_API_BASE", "http://127.0.0.1:9")  # discard port: closed
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id", "1"])
+    assert result.exit_code == TelegramUnreachable.exit_code
+    assert "no usable answer" in result.stderr
+    assert not config.exists(env)
+
+
+def test_chat_that_never_talked_to_the_bot(runner, fake_api, bins, token_file, env):
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id", "777"])
+    assert result.exit_code == ChatUnreachable.exit_code
+    assert "send any message to your bot" in result.stderr
+    assert not config.exists(env)
+
+
+def test_no_message_arrives_while_detecting(runner, fake_api, bins, token_file, env):
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--wait", "1"])
+    assert result.exit_code == ChatUnreachable.exit_code
+    assert "pass --chat-id" in result.stderr
+
+
+def test_existing_setup_needs_yes(runner, fake_api, bins, token_file, env):
+    config.save(env, config.Config(TOKEN, 1))
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id", "1"])
+    assert result.exit_code == ConfigError.exit_code
+    assert "--yes" in result.stderr
+
+
+def test_invalid_settings_json_stops_setup_and_is_kept(runner, fake_api, bins, token_file, env):
+    fake_api.add_private_chat()
+    os.makedirs(os.path.dirname(paths.claude_settings(env)))
+    with open(paths.claude_settings(env), "w") as fh:
+        fh.write("{oops")
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id",
+                                 str(OWNER["id"])])
+    assert result.exit_code == 3
+    assert "not valid JSON" in result.stderr
+    with open(paths.claude_settings(env)) as fh:
+        assert fh.read() == "{oops"
+
+
+def test_token_is_never_an_argument(runner):
+    result = runner.invoke(app, ["setup", "--token", TOKEN])
+    assert result.exit_code == 2
+    assert SECRET not in result.output

@@ -1,0 +1,97 @@
+"""Every command once as a real program: `python -m aipager.cli ...`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import aipager
+from aipager import config, dtach, paths, wiring
+from fakes.telegram_api import OWNER, TOKEN
+
+SECRET = TOKEN.split(":")[1]
+# The folder holding the aipager package, installed or checked out.
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(aipager.__file__))
+
+
+def aipager_cli(*args, input=None, extra_env=None, timeout=60):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PACKAGE_ROOT
+    env.update(extra_env or {})
+    return subprocess.run([sys.executable, "-m", "aipager.cli", *args], input=input,
+                          capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_version_and_help_stay_light():
+    assert aipager_cli("--version").stdout.strip() == f"aipager {aipager.__version__}"
+    probe = ("import sys\nfrom aipager.cli.app import app\n"
+             "try:\n    app(['--help'], prog_name='aipager')\nexcept SystemExit:\n    pass\n"
+             "print('HEAVY', sorted(m for m in ('aiogram', 'aiohttp', 'aipager.daemon')"
+             " if m in sys.modules))")
+    env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env=env, timeout=60).stdout
+    assert "setup" in out and "session" in out
+    assert "HEAVY []" in out
+
+
+def test_setup_config_status_doctor_uninstall(fake_api, bins, env, tmp_path):
+    fake_api.add_private_chat()
+    result = aipager_cli("setup", "--chat-id", str(OWNER["id"]), "--yes", input=TOKEN + "\n")
+    assert result.returncode == 0, result.stderr
+    assert SECRET not in result.stdout + result.stderr
+    assert config.load(env).chat_id == OWNER["id"]
+    assert wiring.check(env, bins) == []
+
+    shown = aipager_cli("config", "show", "--json")
+    assert json.loads(shown.stdout)["chat_id"] == OWNER["id"]
+    status = aipager_cli("status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["daemon"]["running"] is False
+    doctor = aipager_cli("doctor", "--offline")
+    assert doctor.returncode == 1 and "FAIL  daemon" in doctor.stdout
+
+    removed = aipager_cli("uninstall", "--yes")
+    assert removed.returncode == 0, removed.stderr
+    assert wiring.check(env, bins) != []
+    assert "No aipager entries" in aipager_cli("uninstall", "--yes").stdout
+
+
+def test_rejected_token_exit_code(fake_api, bins, tmp_path):
+    token_file = tmp_path / "t"
+    token_file.write_text("999999:ZZunknownUNKNOWNunknownUNK00")
+    result = aipager_cli("setup", "--token-file", str(token_file), "--chat-id", "1")
+    assert result.returncode == 4
+    assert "rejected" in result.stderr and "ZZunknown" not in result.stderr + result.stdout
+
+
+def test_session_send_kill(tmp_path, env):
+    program = tmp_path / "fake-claude"
+    out = tmp_path / "typed.txt"
+    program.write_text('#!/bin/sh\nwhile IFS= read -r l; do echo "$l" >> "$OUT"; done\n')
+    program.chmod(0o755)
+    extra = {"AIPAGER_CLAUDE_BIN": str(program), "OUT": str(out)}
+    try:
+        created = aipager_cli("session", "s1", "--detached", extra_env=extra)
+        assert created.returncode == 0, created.stderr
+        assert aipager_cli("send", "s1", "hello from a shell").returncode == 0
+        listed = json.loads(aipager_cli("session", "list", "--json").stdout)
+        assert [s["name"] for s in listed["sessions"]] == ["s1"]
+        assert aipager_cli("session", "kill", "s1", "--yes").returncode == 0
+    finally:
+        for info in dtach.list_sessions(env):
+            dtach.kill(env, info.name, grace=1.0)
+    assert out.read_text() == "hello from a shell\n"
+    assert not os.path.exists(paths.dtach_socket(env, "s1"))
+
+
+@pytest.mark.parametrize("argv", [["service", "status"], ["start"]])
+def test_service_and_start_fail_cleanly_here(argv):
+    # No systemd user manager and no config in the isolated home: a clear
+    # message and a non-zero code, never a traceback.
+    result = aipager_cli(*argv, extra_env={"PATH": "/nonexistent"})
+    assert result.returncode in (3, 6)
+    assert "Traceback" not in result.stderr and result.stderr.startswith("aipager: ")
