@@ -1,0 +1,232 @@
+# aipager-hook stage 1: read, splice, forward, run the policy steps.
+#
+# Mirrors aipager/hookpy/hook.py step for step.  The datagram is Claude
+# Code's own text with keys spliced in before the final "}":
+#     <raw up to the closing brace>[,]"session":"S"[,"sl_tokens":{...}]
+#     [,"hook_event_name":"<$HOOK_EVENT>"]}
+# (trailing whitespace dropped; keys appended last, so with duplicate keys the
+# daemon's json.loads keeps ours).  Everything is decided BEFORE any side
+# effect, so a decline never repeats one.
+
+cdef enum:
+    NAME_CAP = 128
+    # status files above this are ignored (no sl_tokens), in both twins
+    STATUS_MAX = 1048576
+
+
+cdef bint all_ws(const char* s, size_t n) noexcept nogil:
+    return js_skip_ws(<const unsigned char*>s, n, 0) == n
+
+
+cdef bint env_event_valid(const char* s) noexcept nogil:
+    """$HOOK_EVENT (AX Code): 1-64 of [A-Za-z0-9_]."""
+    cdef size_t n
+    cdef size_t i
+    cdef char c
+    if s == NULL:
+        return False
+    n = strlen(s)
+    if n == 0 or n > 64:
+        return False
+    for i in range(n):
+        c = s[i]
+        if not ((c >= c'a' and c <= c'z') or (c >= c'A' and c <= c'Z') or (c >= c'0' and c <= c'9') or c == c'_'):
+            return False
+    return True
+
+
+cdef int read_status(const char* path, Buf* out, JSpan* top) noexcept nogil:
+    """The session's status file: 1 parsed object, 0 none usable, -1 decline."""
+    cdef int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    cdef struct_stat st
+    cdef int r
+    if fd < 0:
+        return 0
+    if fstat(fd, &st) < 0 or not S_ISREG(st.st_mode) or st.st_uid != geteuid() or st.st_size > STATUS_MAX:
+        close(fd)
+        return 0
+    r = read_all(fd, out)
+    close(fd)
+    if r == -2:
+        return -1
+    if r < 0 or out.n > STATUS_MAX:
+        return 0
+    if js_parse(out.p, out.n, top) < 0:
+        return -1
+    return 1 if top.kind == JS_OBJECT else 0
+
+
+cdef void add_raw(Buf* b, const JSpan* obj, const char* path) noexcept nogil:
+    """The raw JSON token at path, or null."""
+    cdef JSpan v
+    if js_find_path(obj, path, &v) == 1:
+        buf_add(b, v.p, v.n)
+    else:
+        buf_adds(b, "null")
+
+
+cdef int add_sl_tokens(Buf* dg, const char* status_path) noexcept nogil:
+    """Append ,"sl_tokens":{...} when the status file is usable; -1 to decline."""
+    cdef Buf st
+    cdef JSpan top
+    cdef int r
+    st.p = NULL
+    st.n = 0
+    st.cap = 0
+    st.oom = 0
+    r = read_status(status_path, &st, &top)
+    if r == 1:
+        buf_adds(dg, ",\"sl_tokens\":{\"context_pct\":")
+        add_raw(dg, &top, "context_window.used_percentage")
+        buf_adds(dg, ",\"total_output\":")
+        add_raw(dg, &top, "context_window.total_output_tokens")
+        buf_adds(dg, ",\"total_input\":")
+        add_raw(dg, &top, "context_window.total_input_tokens")
+        buf_adds(dg, ",\"current_output\":")
+        add_raw(dg, &top, "context_window.current_usage.output_tokens")
+        buf_adds(dg, ",\"lines_added\":")
+        add_raw(dg, &top, "cost.total_lines_added")
+        buf_adds(dg, ",\"lines_removed\":")
+        add_raw(dg, &top, "cost.total_lines_removed")
+        buf_adds(dg, "}")
+    buf_free(&st)
+    return -1 if r < 0 else 0
+
+
+cdef int decline(Sender* snd, const char* session, const char* raw, size_t n, const char* which,
+                 int forwarded, int debug, const char* why, const char* event) noexcept nogil:
+    """Hand over to stage 2; only returns (with the exit code) if that failed."""
+    dbg(debug, which, "declined to stage 2:", why)
+    stage2_exec(raw, n, which, forwarded, debug)
+    report_error(snd, session, which, "stage2_unavailable", "_fasthook/stage2.pxi:stage2_exec")
+    return policy_fail_exit(event)
+
+
+cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
+    cdef int debug = 0
+    cdef const char* session
+    cdef const char* v
+    cdef Sender snd
+    cdef char capmsg[CAP_MSG]
+    cdef size_t capn
+    cdef Buf raw
+    cdef Buf dg
+    cdef JSpan top
+    cdef JSpan val
+    cdef JSpan k0
+    cdef size_t pos = 0
+    cdef char name[NAME_CAP]
+    cdef long namelen = 0
+    cdef bint name_from_env = False
+    cdef bint has_members
+    cdef char session_dir[PATH_CAP]
+    cdef char control_dir[PATH_CAP]
+    cdef char status_path[PATH_CAP]
+    cdef HookCtx ctx
+    cdef HookOut out
+    cdef int r
+    cdef int sr
+
+    v = getenv("AIPAGER_DEBUG")
+    debug = v != NULL and strcmp(v, "1") == 0
+    limit_memory()
+    session = getenv("CLAUDE_DTACH_SESSION")
+    if not session_valid(session):
+        # not a session aipager started: costs nothing, says nothing
+        dbg(debug, "aipager-hook", "no valid CLAUDE_DTACH_SESSION, nothing sent", NULL)
+        return 0
+    sr = sender_init(&snd, debug)
+    capn = cap_msg(capmsg, session, "aipager-hook")
+
+    raw.p = NULL
+    raw.n = 0
+    raw.cap = 0
+    raw.oom = 0
+    r = read_all(0, &raw)
+    if r == -2:
+        return cap_hit(&snd, capmsg, capn, raw.p, raw.n)
+    if r < 0:
+        report_error(&snd, session, "aipager-hook", "stdin_read", "_fasthook/forward.pxi:hook_run")
+        return policy_fail_exit(NULL)
+    if all_ws(raw.p, raw.n):
+        dbg(debug, "aipager-hook", "empty stdin, nothing sent", NULL)
+        return policy_fail_exit(NULL)
+    if sr < 0:
+        return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "path too long", NULL)
+    if js_parse(raw.p, raw.n, &top) < 0 or top.kind != JS_OBJECT:
+        return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "not a JSON object I can splice", NULL)
+
+    # the event name: hook_event_name, else $HOOK_EVENT (AX Code)
+    r = js_find_key(&top, "hook_event_name", 15, &val)
+    if r == 1 and val.kind == JS_STRING:
+        namelen = js_decode_cstr(&val, name, NAME_CAP)
+        if namelen < 0:
+            return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "odd hook_event_name", NULL)
+    if namelen == 0:
+        v = getenv("HOOK_EVENT")
+        if not env_event_valid(v):
+            dbg(debug, "aipager-hook", "no hook_event_name, nothing sent", NULL)
+            return policy_fail_exit(NULL)
+        namelen = <long>strlen(v)
+        memcpy(name, v, <size_t>namelen + 1)
+        name_from_env = True
+
+    if paths_session_dir(session_dir, PATH_CAP) < 0 or paths_status_file(
+            status_path, PATH_CAP, session_dir, session) < 0 or path_dirname(
+            control_dir, PATH_CAP, snd.spool) < 0:
+        return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "path too long", name)
+
+    # build the datagram first: every reason to decline comes before any effect
+    dg.p = NULL
+    dg.n = 0
+    dg.cap = 0
+    dg.oom = 0
+    if strcmp(name, "PreModelSwitch") != 0:
+        has_members = js_object_next(&top, &pos, &k0, &val) == 1
+        buf_add(&dg, raw.p, <size_t>(top.p - raw.p) + top.n - 1)
+        if has_members:
+            buf_adds(&dg, ",")
+        buf_adds(&dg, "\"session\":\"")
+        buf_adds(&dg, session)
+        buf_adds(&dg, "\"")
+        if strcmp(name, "MessageDisplay") != 0:
+            if add_sl_tokens(&dg, status_path) < 0:
+                return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "odd status file", name)
+        if name_from_env:
+            buf_adds(&dg, ",\"hook_event_name\":\"")
+            buf_adds(&dg, name)
+            buf_adds(&dg, "\"")
+        buf_adds(&dg, "}")
+        if dg.oom:
+            return cap_hit(&snd, capmsg, capn, raw.p, raw.n)
+        if dg.n > MAX_DATAGRAM:
+            return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "event too large", name)
+
+    ctx.raw = raw.p
+    ctx.raw_len = raw.n
+    ctx.top = top
+    ctx.event = name
+    ctx.session = session
+    ctx.session_dir = session_dir
+    ctx.control_dir = control_dir
+    ctx.envp = envp
+    ctx.debug = debug
+    ctx.send = sender_cb
+    ctx.send_state = &snd
+    out.len = 0
+    out.exit_code = 0
+    out.reason = NULL
+
+    r = policy_before(&ctx, &out)
+    if r == STEP_DECLINE:
+        return decline(&snd, session, raw.p, raw.n, "hook", 0, debug,
+                       out.reason if out.reason != NULL else <const char*>"policy_before", name)
+    if dg.n:
+        sender_send(&snd, dg.p, dg.n)
+    r = policy_after(&ctx, &out)
+    if r == STEP_DECLINE:
+        return decline(&snd, session, raw.p, raw.n, "hook", 1, debug,
+                       out.reason if out.reason != NULL else <const char*>"policy_after", name)
+    if out.len:
+        write_all(1, out.buf, out.len)
+    return out.exit_code

@@ -1,0 +1,146 @@
+# Non-blocking datagram send to the daemon, with the spool for a full queue.
+#
+#   sender_init(&s, debug)       resolve the socket (paths.pxi) and spool dir
+#   sender_send(&s, buf, n)      -> SEND_OK, SEND_SPOOLED or SEND_DROPPED
+#
+# errno mapping (the one place it happens):
+#   EAGAIN/EWOULDBLOCK/ENOBUFS   the daemon's queue is full (Linux holds
+#                                net.unix.max_dgram_qlen, ~10): write the
+#                                datagram to the spool so nothing is lost
+#   ENOENT/ECONNREFUSED          nobody listens: drop, the hook exits 0
+#   anything else (EMSGSIZE..)   drop (debug line)
+# The spool (paths.spool_dir) is used only if it exists, is a directory owned
+# by us and not a symlink (the daemon creates it 0700).  One file per
+# datagram, "<20-digit CLOCK_REALTIME ns>-<pid>.json", written 0600 under a
+# dot-temp name and then linked into place without replacing anything.
+
+cdef enum:
+    SEND_OK = 0
+    SEND_SPOOLED = 1
+    SEND_DROPPED = -1
+    # aipager.wire.MAX_DATAGRAM
+    MAX_DATAGRAM = 200000
+
+ctypedef struct Sender:
+    int fd
+    int ready
+    int debug
+    int sndbuf
+    sockaddr_un addr
+    socklen_t alen
+    char spool[PATH_CAP]
+
+
+cdef int sender_init(Sender* s, int debug) noexcept nogil:
+    """Resolve paths; 0, or -1 when a path does not fit."""
+    cdef char sock[PATH_CAP]
+    cdef char ctl[PATH_CAP]
+    cdef size_t k
+    s.fd = -1
+    s.ready = 0
+    s.debug = debug
+    s.sndbuf = 0
+    if paths_socket(sock, PATH_CAP) < 0:
+        return -1
+    if path_dirname(ctl, PATH_CAP, sock) < 0 or path_join(s.spool, PATH_CAP, ctl, "aipager-spool") < 0:
+        return -1
+    k = strlen(sock)
+    s.addr.sun_family = AF_UNIX
+    if k >= sizeof(s.addr.sun_path):
+        # too long for sockaddr_un: every send is dropped (the twin's
+        # sendto fails the same way)
+        s.alen = 0
+        return 0
+    memcpy(s.addr.sun_path, sock, k + 1)
+    s.alen = <socklen_t>(2 + k + 1)
+    s.ready = 1
+    return 0
+
+
+cdef int spool_write(Sender* s, const char* data, size_t n) noexcept nogil:
+    cdef int dfd
+    cdef int fd
+    cdef struct_stat st
+    cdef timespec ts
+    cdef unsigned long long ns
+    cdef char tmp[96]
+    cdef char name[96]
+    cdef int tries
+    cdef ssize_t w
+    cdef size_t off = 0
+    dfd = open(s.spool, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    if dfd < 0:
+        dbg(s.debug, "aipager-hook", "no spool dir, dropped:", s.spool)
+        return -1
+    if fstat(dfd, &st) < 0 or not S_ISDIR(st.st_mode) or st.st_uid != geteuid():
+        close(dfd)
+        dbg(s.debug, "aipager-hook", "spool dir not ours, dropped:", s.spool)
+        return -1
+    clock_gettime(CLOCK_REALTIME, &ts)
+    ns = <unsigned long long>ts.tv_sec * 1000000000ULL + <unsigned long long>ts.tv_nsec
+    snprintf(tmp, sizeof(tmp), ".%020llu-%d.json.tmp", ns, <int>getpid())
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    if fd < 0:
+        close(dfd)
+        return -1
+    while off < n:
+        w = write(fd, data + off, n - off)
+        if w < 0:
+            if errno == EINTR:
+                continue
+            close(fd)
+            unlinkat(dfd, tmp, 0)
+            close(dfd)
+            return -1
+        off += <size_t>w
+    close(fd)
+    for tries in range(64):
+        snprintf(name, sizeof(name), "%020llu-%d.json", ns + <unsigned long long>tries, <int>getpid())
+        if linkat(dfd, tmp, dfd, name, 0) == 0:
+            unlinkat(dfd, tmp, 0)
+            close(dfd)
+            dbg(s.debug, "aipager-hook", "queue full, spooled", name)
+            return 0
+        if errno != EEXIST:
+            break
+    unlinkat(dfd, tmp, 0)
+    close(dfd)
+    return -1
+
+
+cdef int sender_send(Sender* s, const char* buf, size_t n) noexcept nogil:
+    cdef ssize_t r
+    cdef int want
+    cdef socklen_t ol = sizeof(int)
+    if not s.ready:
+        dbg(s.debug, "aipager-hook", "socket path unusable, dropped", NULL)
+        return SEND_DROPPED
+    if s.fd < 0:
+        s.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)
+        if s.fd < 0:
+            return SEND_DROPPED
+    if n > 65536:
+        # a datagram is capped by the sender's SO_SNDBUF: raise it as needed
+        if s.sndbuf == 0 and getsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &s.sndbuf, &ol) < 0:
+            s.sndbuf = 0
+        if <size_t>s.sndbuf < n + 4096:
+            want = <int>(n + 4096)
+            setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(int))
+            s.sndbuf = want * 2
+    while True:
+        r = sendto(s.fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL, <const sockaddr*>&s.addr, s.alen)
+        if r >= 0:
+            dbg(s.debug, "aipager-hook", "sent to", s.addr.sun_path)
+            return SEND_OK
+        if errno != EINTR:
+            break
+    # EWOULDBLOCK is EAGAIN on Linux
+    if errno == EAGAIN or errno == ENOBUFS:
+        return SEND_SPOOLED if spool_write(s, buf, n) == 0 else SEND_DROPPED
+    dbg(s.debug, "aipager-hook", "daemon not reachable, dropped:", s.addr.sun_path)
+    return SEND_DROPPED
+
+
+cdef int sender_cb(void* state, const char* buf, size_t n) noexcept nogil:
+    """HookCtx.send for policy steps."""
+    return 0 if sender_send(<Sender*>state, buf, n) >= 0 else -1

@@ -1,0 +1,123 @@
+"""What both twins share: session check, stdin, the memory cap, diagnostics."""
+
+from __future__ import annotations
+
+import os
+
+from aipager import wire
+
+#: CLAUDE_DTACH_SESSION characters (_fasthook/paths.pxi session_valid)
+_SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_EVENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+WS = b" \t\n\r"
+MEMORY_CAP = 1 << 30
+
+#: datagram field -> its path in Claude Code's status JSON (the statusline
+#: datagram carries all of them, sl_tokens the wire.SL_TOKEN_KEYS)
+STATUS_PATHS = {
+    "session_id": ("session_id",),
+    "model_name": ("model", "display_name"),
+    "model_id": ("model", "id"),
+    "context_pct": ("context_window", "used_percentage"),
+    "cost_usd": ("cost", "total_cost_usd"),
+    "total_input": ("context_window", "total_input_tokens"),
+    "total_output": ("context_window", "total_output_tokens"),
+    "current_output": ("context_window", "current_usage", "output_tokens"),
+    "lines_added": ("cost", "total_lines_added"),
+    "lines_removed": ("cost", "total_lines_removed"),
+}
+
+
+def session_valid(session: str | None) -> bool:
+    """1-128 of ``[A-Za-z0-9._-]`` and not ``.``/``..``: safe in a file name."""
+    return (
+        bool(session)
+        and len(session) <= 128  # type: ignore[arg-type]
+        and session not in (".", "..")
+        and _SESSION_CHARS.issuperset(session)  # type: ignore[arg-type]
+    )
+
+
+def env_event_valid(name: str | None) -> bool:
+    """``$HOOK_EVENT`` (AX Code): 1-64 of ``[A-Za-z0-9_]``."""
+    return bool(name) and len(name) <= 64 and _EVENT_CHARS.issuperset(name)  # type: ignore[arg-type]
+
+
+def read_fd(fd: int) -> bytes:
+    """Everything until EOF."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def limit_memory(env) -> None:
+    """Lower RLIMIT_AS to 1 GiB (``$AIPAGER_MEMORY_CAP`` bytes overrides it)."""
+    cap = MEMORY_CAP
+    override = env.get("AIPAGER_MEMORY_CAP", "")
+    if override.isdigit() and int(override) > 0:
+        cap = int(override)
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - every Linux CPython has it
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if soft == resource.RLIM_INFINITY or soft > cap:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def start(env) -> tuple[bool, str | None]:
+    """Apply the memory cap; the debug flag and the valid session (or None)."""
+    debug = env.get("AIPAGER_DEBUG") == "1"
+    limit_memory(env)
+    session = env.get("CLAUDE_DTACH_SESSION")
+    return debug, (session if session_valid(session) else None)
+
+
+def cap_message(session: str, hook: str) -> bytes:
+    """The hook_memory_cap_hit datagram, built before the cap can bite."""
+    return (
+        b'{"type":"' + wire.HOOK_MEMORY_CAP_HIT.encode() + b'","session":"'
+        + session.encode() + b'","hook":"' + hook.encode() + b'"}'
+    )
+
+
+def error_place(exc: BaseException) -> str:
+    """``aipager/...py:LINE`` of the innermost aipager frame: code, never content."""
+    place = "?"
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        cut = name.rfind("/aipager/")
+        if cut >= 0:
+            place = f"{name[cut + 1:]}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return place
+
+
+def error_message(session: str, hook: str, exc: BaseException) -> dict:
+    """report_error: the error kind and the place in aipager's code only."""
+    return {
+        "type": wire.REPORT_ERROR,
+        "where": "hook",
+        "hook": hook,
+        "kind": type(exc).__name__,
+        "place": error_place(exc),
+        "session": session,
+    }
+
+
+def debug_line(enabled: bool, who: str, *parts: object) -> None:
+    """AIPAGER_DEBUG=1: one diagnostic line on stderr."""
+    if enabled:
+        os.write(2, (who + ": " + " ".join(str(p) for p in parts) + "\n").encode("utf-8", "replace"))

@@ -1,0 +1,179 @@
+"""The pure-Python twin of ``aipager-hook`` (reference for _fasthook/forward.pxi).
+
+For an event of a session aipager started (``CLAUDE_DTACH_SESSION``)::
+
+    outcome = hookside.before_forward(name, event, ctx)
+    forward event + session + sl_tokens       (never PreModelSwitch)
+    outcome = hookside.after_forward(name, event, ctx)   (last outcome wins)
+
+The datagram is Claude Code's own text with keys spliced in before the final
+``}`` (byte-identical to the compiled hook); an event larger than
+wire.MAX_DATAGRAM is re-encoded with its largest strings shortened
+(``shrink``).  Bad input exits 0 with nothing sent; an internal error sends
+``report_error``; the 1 GiB memory cap sends ``hook_memory_cap_hit``.
+
+``--forwarded`` (from the compiled hook, when its policy_after declined after
+sending): run after_forward only.
+"""
+
+from __future__ import annotations
+
+import os
+
+from aipager import paths, wire
+from aipager.hookpy import common, jsonlite, shrink, transport
+from aipager.policy import hookside
+
+WHO = "aipager-hook"
+#: status files above this are ignored (no sl_tokens), in both twins
+STATUS_MAX = 1 << 20
+_STATUS_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+
+class Ctx:
+    """What a hookside step gets: session, env, send(dict), raw."""
+
+    __slots__ = ("session", "env", "raw", "_sender")
+
+    def __init__(self, session: str, env, raw: bytes, sender: transport.Sender) -> None:
+        self.session = session
+        self.env = env
+        self.raw = raw
+        self._sender = sender
+
+    def send(self, msg: dict) -> int:
+        """Send one of aipager's own datagrams; never blocks."""
+        return self._sender.send(jsonlite.dumps(msg).encode())
+
+
+def lookup(node, path):
+    """node[p0][p1]..., None when a step is missing or not an object."""
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def read_status(env, session: str) -> dict | None:
+    """The session's status JSON if it is a usable file of ours."""
+    try:
+        fd = os.open(paths.status_file(env, session), _STATUS_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != os.geteuid() or st.st_size > STATUS_MAX:
+            return None
+        data = common.read_fd(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > STATUS_MAX:
+        return None
+    try:
+        status = jsonlite.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def sl_tokens(env, session: str) -> dict | None:
+    status = read_status(env, session)
+    if status is None:
+        return None
+    return {key: lookup(status, common.STATUS_PATHS[key]) for key in wire.SL_TOKEN_KEYS}
+
+
+def build_datagram(raw: bytes, event: dict, name: str, from_env: bool, session: str, env) -> bytes:
+    """event + session (+ sl_tokens, + hook_event_name from $HOOK_EVENT)."""
+    tokens = None if name in wire.NO_SL_TOKENS else sl_tokens(env, session)
+    parts = [raw.rstrip(common.WS)[:-1]]
+    if event:
+        parts.append(b",")
+    parts.append(b'"session":"' + session.encode() + b'"')
+    if tokens is not None:
+        parts.append(b',"sl_tokens":' + jsonlite.dumps(tokens).encode())
+    if from_env:
+        parts.append(b',"hook_event_name":"' + name.encode() + b'"')
+    parts.append(b"}")
+    data = b"".join(parts)
+    if len(data) <= wire.MAX_DATAGRAM:
+        return data
+    full = dict(event)
+    full["session"] = session
+    if tokens is not None:
+        full["sl_tokens"] = tokens
+    if from_env:
+        full["hook_event_name"] = name
+    return shrink.shrink(full)
+
+
+def _fail_exit(name: str | None) -> int:
+    """Exit code when the steps cannot run (the safety issue: 2 for PreToolUse)."""
+    pick = getattr(hookside, "fail_exit", None)
+    return pick(name) if pick is not None else 0
+
+
+def main(argv: list[str]) -> int:
+    env = os.environ
+    debug, session = common.start(env)
+    if session is None:
+        common.debug_line(debug, WHO, "no valid CLAUDE_DTACH_SESSION, nothing sent")
+        return 0
+    sender = transport.Sender(env, debug, WHO)
+    cap = common.cap_message(session, WHO)
+    raw = b""
+    try:
+        raw = common.read_fd(0)
+        return _run(raw, session, env, sender, debug, "--forwarded" in argv)
+    except MemoryError:
+        raw_pre = raw[:1 << 20]
+        sender.send(cap)
+        pre = env.get("HOOK_EVENT") == "PreToolUse" or b'"PreToolUse"' in raw_pre
+        return 2 if pre else 1
+    except Exception as exc:  # noqa: BLE001 - the hook must never crash Claude Code
+        common.debug_line(debug, WHO, "internal error:", type(exc).__name__, common.error_place(exc))
+        sender.send(jsonlite.dumps(common.error_message(session, WHO, exc)).encode())
+        return _fail_exit(None)
+
+
+def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, forwarded: bool) -> int:
+    if not raw.strip(common.WS):
+        common.debug_line(debug, WHO, "empty stdin, nothing sent")
+        return _fail_exit(None)
+    try:
+        event = jsonlite.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        common.debug_line(debug, WHO, "malformed JSON, nothing sent")
+        return _fail_exit(None)
+    if not isinstance(event, dict):
+        common.debug_line(debug, WHO, "not a JSON object, nothing sent")
+        return _fail_exit(None)
+    name = event.get("hook_event_name")
+    from_env = False
+    if not isinstance(name, str) or not name:
+        name = env.get("HOOK_EVENT")
+        if not common.env_event_valid(name):
+            common.debug_line(debug, WHO, "no hook_event_name, nothing sent")
+            return _fail_exit(None)
+        from_env = True
+    ctx = Ctx(session, env, raw, sender)
+    outcome = None
+    if not forwarded:
+        datagram = None
+        if name not in wire.NOT_FORWARDED:
+            datagram = build_datagram(raw, event, name, from_env, session, env)
+        outcome = hookside.before_forward(name, event, ctx)
+        if datagram is not None:
+            sender.send(datagram)
+    after = hookside.after_forward(name, event, ctx)
+    if after is not None:
+        outcome = after
+    if outcome is None:
+        return 0
+    if outcome.stdout:
+        common.write_all(1, outcome.stdout.encode("utf-8", "surrogatepass"))
+    return outcome.exit_code

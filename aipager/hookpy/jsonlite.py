@@ -1,0 +1,63 @@
+"""JSON through CPython's ``_json`` accelerator, without importing ``json``.
+
+``import json`` pulls in ``re`` (~6 ms); the hook twins only need strict
+parsing and compact encoding, which ``_json`` provides directly.  Semantics
+match ``_fasthook/json.pxi`` where the C side does not decline: strict mode
+(no raw control characters in strings), NaN/Infinity accepted here (the C side
+declines on them, so this twin decides).
+"""
+
+from __future__ import annotations
+
+import _json
+
+_WS = " \t\n\r"
+_CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+class _Context:
+    """The attribute bag ``_json.make_scanner`` reads its options from."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = _CONSTANTS.__getitem__
+    memo: dict = {}
+
+
+_scan = _json.make_scanner(_Context())
+_encode = _json.make_encoder(
+    None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, True
+)
+
+
+def loads(text: str) -> object:
+    """Parse one JSON document (surrounding whitespace allowed).
+
+    Raises:
+        ValueError: the text is not exactly one JSON value.
+        RecursionError: nesting deeper than the interpreter allows.
+    """
+    start = len(text) - len(text.lstrip(_WS))
+    try:
+        value, end = _scan(text, start)
+    except StopIteration as exc:
+        msg = f"no JSON value at {exc.value}"
+        raise ValueError(msg) from None
+    except SystemError:
+        # _json raises json.decoder.JSONDecodeError only when json.decoder is
+        # already in sys.modules; without it a syntax error surfaces as
+        # "returned NULL without setting an exception".
+        msg = "malformed JSON"
+        raise ValueError(msg) from None
+    if text[end:].strip(_WS):
+        msg = f"extra data at {end}"
+        raise ValueError(msg)
+    return value
+
+
+def dumps(obj: object) -> str:
+    """Compact, ASCII-only JSON (non-ASCII as \\uXXXX escapes)."""
+    return "".join(_encode(obj, 0))

@@ -1,0 +1,97 @@
+"""Non-blocking datagram send with the spool for a full queue (send.pxi twin).
+
+errno mapping, the one place it happens: EAGAIN/ENOBUFS (the daemon's queue is
+full) -> spool the datagram; ENOENT/ECONNREFUSED (nobody listens) and anything
+else -> drop.  The hook never waits on the daemon.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+
+import _socket
+
+from aipager import paths
+from aipager.hookpy.common import debug_line, write_all
+
+SEND_OK = 0
+SEND_SPOOLED = 1
+SEND_DROPPED = -1
+
+_FULL = (errno.EAGAIN, errno.ENOBUFS)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class Sender:
+    """One socket per hook run, opened on first use."""
+
+    def __init__(self, env, debug: bool = False, who: str = "aipager-hook") -> None:
+        self.path = paths.socket_path(env)
+        self.spool = paths.spool_dir(env)
+        self.debug = debug
+        self.who = who
+        self._sock = None
+        self._sndbuf = 0
+
+    def send(self, data: bytes) -> int:
+        """Send one datagram: SEND_OK, SEND_SPOOLED or SEND_DROPPED."""
+        if self._sock is None:
+            self._sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM | _socket.SOCK_CLOEXEC)
+        sock = self._sock
+        if len(data) > 65536:
+            # a datagram is capped by the sender's SO_SNDBUF: raise it as needed
+            if not self._sndbuf:
+                self._sndbuf = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_SNDBUF)
+            if self._sndbuf < len(data) + 4096:
+                sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_SNDBUF, len(data) + 4096)
+                self._sndbuf = (len(data) + 4096) * 2
+        try:
+            sock.sendto(data, _socket.MSG_DONTWAIT | _socket.MSG_NOSIGNAL, self.path)
+        except OSError as exc:
+            if exc.errno in _FULL:
+                return SEND_SPOOLED if self._spool(data) else SEND_DROPPED
+            debug_line(self.debug, self.who, "daemon not reachable, dropped:", self.path, exc)
+            return SEND_DROPPED
+        debug_line(self.debug, self.who, "sent to", self.path)
+        return SEND_OK
+
+    def _spool(self, data: bytes) -> bool:
+        """Write the datagram to the spool dir if it is ours: True when stored."""
+        try:
+            dfd = os.open(self.spool, _DIR_FLAGS)
+        except OSError:
+            debug_line(self.debug, self.who, "no spool dir, dropped:", self.spool)
+            return False
+        try:
+            st = os.fstat(dfd)
+            if st.st_uid != os.geteuid():
+                debug_line(self.debug, self.who, "spool dir not ours, dropped:", self.spool)
+                return False
+            ns = time.time_ns()
+            pid = os.getpid()
+            tmp = f".{ns:020d}-{pid}.json.tmp"
+            fd = os.open(tmp, _NEW_FLAGS, 0o600, dir_fd=dfd)
+            try:
+                write_all(fd, data)
+            finally:
+                os.close(fd)
+            try:
+                for tries in range(64):
+                    name = f"{ns + tries:020d}-{pid}.json"
+                    try:
+                        # link, not rename: never replaces another datagram
+                        os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                    except FileExistsError:
+                        continue
+                    debug_line(self.debug, self.who, "queue full, spooled", name)
+                    return True
+                return False
+            finally:
+                os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            return False
+        finally:
+            os.close(dfd)
