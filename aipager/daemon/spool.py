@@ -66,3 +66,24 @@ def take(spool_dir: str, name: str, parses: Callable[[bytes], bool]) -> bytes | 
     except OSError:
         return None
     return data
+
+
+def send_or_spool(sock, address: str, spool_dir: str, data: bytes) -> str:  # noqa: ANN001
+    """What the hook does with one datagram: send without waiting, spool when the queue is full.
+
+    ``sock`` must be a non-blocking ``AF_UNIX``/``SOCK_DGRAM`` socket.  Returns
+    ``"sent"``, ``"spooled"`` or ``"lost"`` (daemon down, or the spool unwritable).
+    The hook twins implement the same contract; tests and the bench use this one.
+    """
+    try:
+        sock.sendto(data, address)
+        return "sent"
+    except BlockingIOError:
+        pass
+    except OSError:
+        return "lost"  # ENOENT / ECONNREFUSED: nobody listens
+    try:
+        write_spool(spool_dir, data)
+    except OSError:
+        return "lost"
+    return "spooled"

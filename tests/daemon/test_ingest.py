@@ -1,0 +1,113 @@
+"""Ingest on a real Unix socket: permissions, stale/live sockets, bursts while the loop stalls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import socket
+import stat
+import sys
+import time
+
+import pytest
+
+from aipager import paths
+from aipager.daemon import spool
+from aipager.daemon.app import Daemon
+from aipager.daemon.ingest import bind_control_socket
+from aipager.errors import DaemonAlreadyRunning, DaemonError
+
+BURST = pathlib.Path(__file__).resolve().parents[1] / "support" / "burst.py"
+
+
+def test_bind_creates_private_socket_and_folder(tmp_path):
+    path = str(tmp_path / "ctl" / "aipager.sock")
+    sock = bind_control_socket(path)
+    try:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(tmp_path / "ctl").st_mode) == 0o700
+    finally:
+        sock.close()
+
+
+def test_stale_socket_replaced_live_one_refused(tmp_path):
+    path = str(tmp_path / "aipager.sock")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    stale.bind(path)
+    stale.close()  # file stays, nobody listens
+    live = bind_control_socket(path)
+    try:
+        with pytest.raises(DaemonAlreadyRunning):
+            bind_control_socket(path)
+    finally:
+        live.close()
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(DaemonError):
+        bind_control_socket(str(tmp_path / "plain"))
+
+
+def test_send_or_spool_spools_when_the_queue_is_full(tmp_path):
+    path = str(tmp_path / "q.sock")
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(path)
+    sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sender.setblocking(False)
+    outcomes = [spool.send_or_spool(sender, path, str(tmp_path), b'{"n": %d}' % i) for i in range(200)]
+    assert "spooled" in outcomes and "lost" not in outcomes
+    names = spool.pending(str(tmp_path))
+    assert len(names) == outcomes.count("spooled") and names == sorted(names)
+    receiver.close()
+    assert spool.send_or_spool(sender, path, str(tmp_path / "missing"), b"{}") == "lost"
+
+
+def test_spool_take_waits_for_a_young_partial_file(tmp_path):
+    name = spool.spool_name(time.time_ns(), 1)
+    (tmp_path / name).write_bytes(b'{"half')
+    assert spool.take(str(tmp_path), name, lambda d: False) is None
+    assert (tmp_path / name).exists()
+    old = time.time() - 60
+    os.utime(tmp_path / name, (old, old))
+    assert spool.take(str(tmp_path), name, lambda d: False) == b'{"half'
+    assert not (tmp_path / name).exists()
+
+
+async def _wait_for(pred, timeout: float = 10.0) -> None:
+    end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.01)
+
+
+async def test_fifty_hooks_at_once_while_the_loop_stalls_lose_nothing(capsys):
+    env = dict(os.environ)
+    daemon = Daemon(env)
+    serving = asyncio.create_task(daemon.serve())
+    await _wait_for(lambda: os.path.exists(paths.socket_path(env)))
+    rows = lambda: len(getattr(daemon.core.registry.get("claude-burst"), "rows", ()))  # noqa: E731
+    totals = {"sent": 0, "spooled": 0, "lost": 0}
+    for round_no in range(3):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(BURST), paths.socket_path(env), paths.spool_dir(env), "50", "1024", f"r{round_no}-",
+            stdout=asyncio.subprocess.PIPE, env={**env, "PYTHONPATH": os.pathsep.join(sys.path)})
+        # Stall the event loop for 200 ms while the senders fire (CPU-bound, holding the GIL
+        # except at the interpreter's switch points, like a slow handler would).
+        await asyncio.sleep(0.15)
+        end = time.perf_counter() + 0.2
+        while time.perf_counter() < end:
+            pass
+        out, _ = await proc.communicate()
+        counts = json.loads(out)
+        for key in totals:
+            totals[key] += counts[key]
+        await _wait_for(lambda: rows() == 50 * (round_no + 1))
+    daemon.stop_event.set()
+    await serving
+    with capsys.disabled():
+        print(f"\nburst 3x50 with a 200 ms stall: {totals}, handled rows {rows()}")
+    assert totals["lost"] == 0
+    assert rows() == 150 and daemon.core.counters["malformed"] == 0
+    assert spool.pending(paths.spool_dir(env)) == []
+    assert not os.path.exists(paths.socket_path(env))

@@ -1,0 +1,120 @@
+"""Permission requests, questions and the Notification hook."""
+
+from __future__ import annotations
+
+from aipager.daemon.model import State
+
+S = "claude-jim"
+BASH = {"command": "touch /w/x", "description": "run cmd"}
+
+
+def ev(name: str, **kw) -> dict:
+    return {"hook_event_name": name, "session": S, "prompt_id": "p1", **kw}
+
+
+def start(core) -> None:
+    core.feed(ev("UserPromptSubmit", prompt="go"))
+
+
+def perm(tid: str = "", inp=BASH, **kw) -> dict:
+    return ev("PermissionRequest", tool_name="Bash", tool_input=inp, tool_use_id=tid, **kw)
+
+
+def test_request_shows_description_and_real_command(core, notifier):
+    start(core)
+    core.feed(perm(permission_suggestions=[{"type": "addDirectories", "directories": ["/w"]}],
+                   aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
+    (out,) = notifier.of("permission")
+    assert out.text == "🔐 jim · Bash: run cmd\ntouch /w/x"
+    assert out.data["buttons"] == ["allow", "deny", "stop"]  # no real rule offered
+    assert (out.data["request_id"], out.data["reply_addr"], out.data["separate"]) == ("r1", "/run/r1.sock", False)
+    assert core.registry.get(S).state == State.WAITING
+
+
+def test_allow_always_only_with_a_rule_suggestion(core, notifier):
+    start(core)
+    core.feed(perm(permission_suggestions=[{"type": "addRules", "rules": [{"toolName": "Bash"}]}]))
+    assert notifier.of("permission")[0].data["buttons"][-1] == "always"
+
+
+def test_second_request_is_separate_and_same_dialog_shown_once(core, notifier):
+    start(core)
+    core.feed(perm("t1"))
+    core.feed(perm("t1"))  # same call again
+    core.feed(perm("", aipager_request_id="r2"))  # same input, new hook waiting
+    core.feed(perm("t2", {"command": "rm x", "description": "rm"}))
+    outs = notifier.of("permission")
+    assert [o.data["separate"] for o in outs] == [False, True]
+    assert [o.data["request_id"] for o in notifier.of("request_update")] == ["r2"]
+
+
+def test_post_tool_use_closes_the_request_and_resumes_work(core, notifier):
+    start(core)
+    core.feed(ev("PreToolUse", tool_name="Bash", tool_input=BASH, tool_use_id="t1"))
+    core.feed(perm("t1"))
+    core.feed(ev("PostToolUse", tool_name="Bash", tool_input=BASH, tool_use_id="t1"))
+    assert len(notifier.of("request_closed")) == 1
+    sess = core.registry.get(S)
+    assert sess.requests == [] and sess.state == State.WORKING
+
+
+def test_question_with_options_and_its_permission_request_not_shown_twice(core, notifier):
+    start(core)
+    q = {"questions": [{"question": "Which colour?", "header": "c", "multiSelect": False,
+                        "options": [{"label": "Red", "description": ""}, {"label": "Blue", "description": ""}]}]}
+    core.feed(ev("PreToolUse", tool_name="AskUserQuestion", tool_input=q, tool_use_id="q1"))
+    core.feed(ev("PermissionRequest", tool_name="AskUserQuestion", tool_input=q))
+    (out,) = notifier.of("question")
+    assert out.text == "❓ jim · Which colour?" and out.data["options"] == ["Red", "Blue"]
+    assert notifier.of("permission") == []
+    assert core.registry.get(S).waiting_for() == "question"
+
+
+def test_helper_agent_question_without_task_is_not_shown(core, notifier):
+    q = {"questions": [{"question": "Pick", "options": ["a"]}]}
+    core.feed(ev("PreToolUse", tool_name="AskUserQuestion", tool_input=q, tool_use_id="q1",
+                 agent_id="h1", agent_type="helper"))
+    assert notifier.of("question") == []
+    start(core)
+    core.feed(ev("PreToolUse", tool_name="AskUserQuestion", tool_input=q, tool_use_id="q2",
+                 agent_id="h1", agent_type="helper"))
+    assert len(notifier.of("question")) == 1
+
+
+def test_permission_prompt_only_when_none_open(core, notifier):
+    start(core)
+    core.feed(perm("t1"))
+    core.feed(ev("Notification", notification_type="permission_prompt", message="Claude needs your permission"))
+    assert len(notifier.of("permission")) == 1
+    core.feed(ev("PostToolUse", tool_name="Bash", tool_input=BASH, tool_use_id="t1"))
+    core.feed(ev("Notification", notification_type="permission_prompt", message="Claude needs your permission"))
+    assert notifier.of("permission")[-1].text == "🔐 jim · Permission: Claude needs your permission"
+
+
+def test_idle_prompt_reminds_once_per_wait(core, notifier):
+    start(core)
+    core.feed(perm("t1"))
+    idle = ev("Notification", notification_type="idle_prompt")
+    core.feed(idle)
+    core.feed(idle)
+    assert notifier.notices("still_waiting") == ["⬆️ jim · still waiting for your answer above"]
+    core.feed(ev("PostToolUse", tool_name="Bash", tool_input=BASH, tool_use_id="t1"))
+    core.feed(perm("t2", {"command": "ls", "description": "list"}))
+    core.feed(idle)
+    assert len(notifier.notices("still_waiting")) == 2
+    assert notifier.texts("answer") == []  # a waiting session is not finished
+
+
+def test_reply_timeout_clears_the_reply_address(core, notifier):
+    start(core)
+    core.feed(perm("t1", aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
+    core.feed({"hook_event_name": "permission_reply_timeout", "session": S, "aipager_request_id": "r1"})
+    assert core.registry.get(S).requests[0].reply_addr == ""
+    assert notifier.of("request_update")[-1].data["reply_addr"] == ""
+
+
+def test_stop_closes_open_requests(core, notifier):
+    start(core)
+    core.feed(perm("t1"))
+    core.feed(ev("Stop", last_assistant_message="never mind"))
+    assert core.registry.get(S).requests == [] and len(notifier.of("request_closed")) == 1

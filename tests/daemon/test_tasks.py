@@ -1,0 +1,191 @@
+"""Session lifecycle, prompts, tools, display and own datagrams, through the core (no sockets)."""
+
+from __future__ import annotations
+
+from aipager.daemon.knobs import Knobs
+from aipager.daemon.model import QueuedMessage, State
+
+S = "claude-jim"
+
+
+def ev(name: str, **kw) -> dict:
+    return {"hook_event_name": name, "session": S, "session_id": "c1",
+            "transcript_path": "/t/c1.jsonl", **kw}
+
+
+def tool(name: str, tid: str, event: str = "PreToolUse", **kw) -> dict:
+    inp = kw.pop("tool_input", {"command": f"echo {tid}"})
+    return ev(event, tool_name=name, tool_input=inp, tool_use_id=tid, prompt_id="p1", **kw)
+
+
+def test_session_start_registers_ready_and_end_marks_gone(core, notifier):
+    core.feed(ev("SessionStart", source="startup", cwd="/w"))
+    sess = core.registry.get(S)
+    assert (sess.state, sess.label, sess.cwd) == (State.READY, "jim", "/w")
+    sess.queue.append(QueuedMessage(msg_id="7", text="later", queued_at=0))
+    core.feed(ev("SessionEnd", reason="logout"))
+    assert sess.state == State.GONE
+    assert notifier.notices("session_end") == ["🔴 jim · Logged out"]
+    assert [o.data["emoji"] for o in notifier.of("reaction")] == ["🤷"]
+    core.feed(ev("SessionStart", source="resume"))
+    assert sess.state == State.READY and sess.gone_at is None
+
+
+def test_prompt_opens_task_and_stop_delivers_answer_once(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="hi", prompt_id="p1"))
+    sess = core.registry.get(S)
+    assert sess.state == State.WORKING and sess.task.seq == 1
+    core.feed(ev("UserPromptSubmit", prompt="hi", prompt_id="p1"))  # repeated datagram
+    assert sess.task.seq == 1
+    stop = ev("Stop", prompt_id="p1", last_assistant_message="Hello.")
+    core.feed(stop)
+    core.feed(stop)
+    core.feed(ev("Notification", notification_type="idle_prompt", prompt_id="p1"))
+    assert notifier.texts("answer") == ["Hello."]
+    assert sess.state == State.READY
+
+
+def test_stop_without_message_reads_the_transcript(core, notifier, answers):
+    answers.by_path["/t/c1.jsonl"] = "From the transcript."
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message=""))
+    assert notifier.texts("answer") == ["From the transcript."]
+
+
+def test_idle_prompt_recovers_a_lost_stop(core, notifier, answers):
+    answers.by_path["/t/c1.jsonl"] = "Done (from transcript)."
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(ev("Notification", notification_type="idle_prompt", prompt_id="p1"))
+    assert notifier.texts("answer") == ["Done (from transcript)."]
+    assert core.registry.get(S).state == State.READY
+
+
+def test_late_stop_of_an_earlier_turn_does_not_close_the_running_task(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="one", prompt_id="p1"))
+    core.feed(ev("UserPromptSubmit", prompt="two", prompt_id="p2"))
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="Answer one."))
+    sess = core.registry.get(S)
+    assert sess.state == State.WORKING and sess.task.prompt_id == "p2"
+    assert notifier.texts("answer") == ["Answer one."]
+
+
+def test_stop_failure_reports_known_api_error_in_plain_words(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(ev("StopFailure", prompt_id="p1", error="rate_limit"))
+    assert core.registry.get(S).state == State.READY
+    assert notifier.notices("api_error") == ["⚠️ jim · Rate limit reached; wait a little before the next message"]
+
+
+def test_stop_releases_held_messages(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    sess = core.registry.get(S)
+    sess.queue.append(QueuedMessage(msg_id="9", text="next one", queued_at=0))
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="ok"))
+    assert [(o.text, o.data["msg_id"]) for o in notifier.of("release")] == [("next one", "9")]
+    kinds = [o.kind for o in notifier.outputs if o.kind in ("answer", "release")]
+    assert kinds == ["answer", "release"]
+
+
+def test_rows_fixed_failed_and_capped(make_core, notifier):
+    core = make_core(Knobs(rows_cap=5))
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(tool("Bash", "t1"))
+    core.feed(tool("Bash", "t1", "PostToolUse"))
+    core.feed(tool("Bash", "t2"))
+    core.feed(tool("Bash", "t2", "PostToolUseFailure", error="Exit code 1"))
+    sess = core.registry.get(S)
+    assert [(r.id, r.status) for r in sess.rows] == [("t1", "ok"), ("t2", "failed")]
+    for i in range(10):
+        core.feed(tool("Read", f"r{i}", tool_input={"file_path": f"/f{i}"}))
+    assert len(sess.rows) == 5 and set(sess.row_index) == {r.id for r in sess.rows}
+
+
+def test_subagent_tool_folds_into_its_agent_row(core):
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(ev("SubagentStart", agent_id="a1", agent_type="Explore"))
+    core.feed(tool("Grep", "g1", agent_id="a1", agent_type="Explore",
+                   tool_input={"pattern": "foo", "path": "src"}))
+    sess = core.registry.get(S)
+    agent = sess.agents["a1"]
+    assert (agent.tool_count, agent.activity) == (1, "Grep: foo in src")
+    core.flush_cards()
+    assert "Grep" not in core.notifier.texts("card")[-1].split("🤖")[0]
+
+
+def test_background_command_tracked_until_its_notification(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(tool("Bash", "t1", tool_input={"command": "sleep 60", "run_in_background": True}))
+    core.feed(tool("Bash", "t1", "PostToolUse", tool_input={"command": "sleep 60"},
+                   tool_response={"backgroundTaskId": "bg1"}))
+    # a subagent's background Bash belongs to that agent: not tracked
+    core.feed(tool("Bash", "t2", "PostToolUse", agent_id="a9", agent_type="x",
+                   tool_response={"backgroundTaskId": "bg2"}))
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="Started."))
+    sess = core.registry.get(S)
+    assert list(sess.bg) == ["bg1"] and sess.work_open()
+    assert notifier.texts("answer")[0].endswith("🔄 jim · 1 background command")
+    core.feed(ev("UserPromptSubmit", prompt_id="p2",
+                 prompt="<task-notification>\n<task-id>bg1</task-id>\n<status>failed</status>\n</task-notification>"))
+    assert sess.bg["bg1"].status == "failed" and not sess.work_open()
+    assert sess.task.seq == 1  # the same work continues
+
+
+def test_taskstop_and_session_end_and_max_track_end_commands(make_core, clock):
+    core = make_core(Knobs.from_env({"AIPAGER_BG_SHELL_MAX_TRACK": "100"}))
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    for bid in ("b1", "b2"):
+        core.feed(tool("Bash", bid, "PostToolUse", tool_response={"backgroundTaskId": bid}))
+    core.feed(tool("TaskStop", "k1", "PostToolUse", tool_input={"task_id": "b1"}))
+    sess = core.registry.get(S)
+    assert sess.bg["b1"].status == "stopped" and sess.bg["b2"].status == "running"
+    clock.advance(101)
+    core.tick()
+    assert sess.bg["b2"].status == "no_end"
+
+
+def test_message_display_commentary_and_agent_text(core):
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(ev("SubagentStart", agent_id="a1", agent_type="Explore"))
+    core.feed({"hook_event_name": "MessageDisplay", "session": S, "message_id": "m1", "delta": "Look"})
+    core.feed({"hook_event_name": "MessageDisplay", "session": S, "message_id": "m1", "delta": "ing."})
+    core.feed({"hook_event_name": "MessageDisplay", "session": S, "message_id": "m9",
+               "agent_id": "a1", "delta": "sub text"})
+    sess = core.registry.get(S)
+    assert sess.task.commentary == "Looking."
+    assert sess.agents["a1"].activity == "sub text"
+
+
+def test_diff_preview_only_when_enabled(make_core, notifier):
+    edit = {"file_path": "/f", "old_string": "a", "new_string": "b"}
+    core = make_core(Knobs(diff_previews=True))
+    core.feed(tool("Edit", "e1", tool_input=edit))
+    assert notifier.texts("diff") == ["📝 Edit: /f\n- a\n+ b"]
+    notifier.clear()
+    make_core().feed(tool("Edit", "e2", tool_input=edit))
+    assert notifier.texts("diff") == []
+
+
+def test_own_datagrams(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    sess = core.registry.get(S)
+    sess.queue.append(QueuedMessage(msg_id="5", text="hi", queued_at=0, status="typed"))
+    core.feed({"hook_event_name": "queue_pickup", "session": S,
+               "consumed": [{"msg_id": 5, "chat_id": 1}], "expired": []})
+    assert [o.data["emoji"] for o in notifier.of("reaction")] == ["👍"] and sess.queue == []
+    core.feed({"hook_event_name": "safety_blocked", "session": S, "tool": "Bash", "reason": "rm -rf"})
+    assert notifier.notices("safety_blocked") == ["🛑 jim · Blocked by a safety rule: rm -rf (stopped)"]
+    core.flush_cards()
+    assert notifier.texts("card")[-1].startswith("🛑 jim")
+    core.feed({"type": "hook_memory_cap_hit", "session": S, "hook": "aipager-hook", "tool": "Bash"})
+    assert notifier.of("notice")[-1].data["report"] is True
+    core.feed({"hook_event_name": "send_files_refused", "session": S, "tool_use_id": "u",
+               "files": [{"path": "/etc/shadow", "code": "floor", "reason": "protected path"}]})
+    assert notifier.notices("files_refused") == ["📎 jim · 1 file not sent: /etc/shadow: protected path"]
+    core.feed({"type": "report_error", "where": "hook", "event": "PreToolUse"})
+    assert core.ctx.counters["report_error:hook"] == 1
+
+
+def test_knob_old_name_is_accepted():
+    assert Knobs.from_env({"AIPAGER_SUBAGENT_TTL": "60"}).subagent_silence == 60
+    assert Knobs.from_env({"AIPAGER_SUBAGENT_SILENCE": "30", "AIPAGER_SUBAGENT_TTL": "60"}).subagent_silence == 30
+    assert Knobs.from_env({"AIPAGER_BG_SHELL_MAX_TRACK": "junk"}).bg_shell_max_track == 7200

@@ -1,0 +1,39 @@
+"""Claude's last answer from a transcript JSONL."""
+
+from __future__ import annotations
+
+import json
+
+from aipager.daemon import transcript
+
+
+def _write(path, entries):
+    path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+
+
+def test_last_assistant_text_skips_tool_only_and_sidechain(tmp_path):
+    p = tmp_path / "t.jsonl"
+    _write(p, [
+        {"type": "user", "message": {"role": "user", "content": "hi"}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "First."}]}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Final "},
+                                                      {"type": "text", "text": "answer."}]}},
+        {"type": "assistant", "isSidechain": True, "message": {"content": [{"type": "text", "text": "sub"}]}},
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash", "input": {}}]}},
+    ])
+    assert transcript.last_answer(str(p)) == "Final \nanswer."
+
+
+def test_missing_or_empty_transcript(tmp_path):
+    assert transcript.last_answer(str(tmp_path / "nope.jsonl")) is None
+    assert transcript.last_answer("") is None
+    (tmp_path / "e.jsonl").write_text("garbage\n")
+    assert transcript.last_answer(str(tmp_path / "e.jsonl")) is None
+
+
+def test_only_the_tail_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(transcript, "TAIL_BYTES", 200)
+    p = tmp_path / "t.jsonl"
+    _write(p, [{"type": "user", "message": {"content": "x" * 500}},
+               {"type": "assistant", "message": {"content": [{"type": "text", "text": "tail"}]}}])
+    assert transcript.last_answer(str(p)) == "tail"
