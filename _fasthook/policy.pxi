@@ -29,7 +29,18 @@
 # (module init never runs in the ELF), constants as C literals; every
 # reachable CPython symbol breaks the no-libpython link (that is the guard).
 
-from posix.dirent cimport DIR, dirent, opendir, readdir, closedir
+cdef extern from "<dirent.h>" nogil:
+    ctypedef struct DIR:
+        pass
+    struct dirent:
+        char d_name[256]
+    DIR* opendir(const char* name)
+    dirent* readdir(DIR* d)
+    int closedir(DIR* d)
+from libc.string cimport strrchr, strncmp
+
+cdef extern from "<string.h>" nogil:
+    void* memmem(const void* hay, size_t hn, const void* needle, size_t nn)
 
 cdef extern from "<regex.h>" nogil:
     ctypedef struct regex_t:
@@ -372,6 +383,18 @@ cdef void pol_glob_dir(const char* pattern, char* dst) noexcept nogil:
         cut[1] = 0
 
 
+cdef int pol_prefix_cwd(char* dst, const char* cwd) noexcept nogil:
+    """dst = cwd + "/" + dst, in place: 0, or -1 when it does not fit."""
+    cdef size_t lc = strlen(cwd)
+    cdef size_t ld = strlen(dst)
+    if lc + 1 + ld + 1 > PATH_CAP:
+        return -1
+    memmove(dst + lc + 1, dst, ld + 1)
+    memcpy(dst, cwd, lc)
+    dst[lc] = c'/'
+    return 0
+
+
 cdef int pol_expand(const char* path, const char* cwd, const char* home, char* dst) noexcept nogil:
     """_match_py.expand into dst[PATH_CAP]: 0, -1 to decline (BadInput or too long)."""
     cdef int k
@@ -384,20 +407,7 @@ cdef int pol_expand(const char* path, const char* cwd, const char* home, char* d
     if dst[0] != c'/':
         if cwd[0] != c'/':
             return -1
-        k = snprintf(dst, PATH_CAP, "%s/%s", cwd, path) if dst == path else -1
-        return -1 if k < 0 else pol_prefix_cwd(dst, cwd)
-    return 0
-
-
-cdef int pol_prefix_cwd(char* dst, const char* cwd) noexcept nogil:
-    """dst = cwd + "/" + dst, in place: 0, or -1 when it does not fit."""
-    cdef size_t lc = strlen(cwd)
-    cdef size_t ld = strlen(dst)
-    if lc + 1 + ld + 1 > PATH_CAP:
-        return -1
-    memmove(dst + lc + 1, dst, ld + 1)
-    memcpy(dst, cwd, lc)
-    dst[lc] = c'/'
+        return pol_prefix_cwd(dst, cwd)
     return 0
 
 
@@ -766,7 +776,7 @@ cdef void pol_send_blocked(const HookCtx* ctx, const char* tool, const char* rea
     """The safety_blocked datagram, keys in hookside's order."""
     cdef char esc_session[1024]
     cdef char esc_tool[POL_TOOL_CAP * 6 + 3]
-    cdef char esc_reason[POL_REASON_CAP * 2]
+    cdef char esc_reason[POL_REASON_CAP * 6 + 3]
     cdef char* msg
     cdef size_t cap
     cdef int k

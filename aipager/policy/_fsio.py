@@ -10,48 +10,25 @@ from __future__ import annotations
 
 import os
 
-try:  # the hook twin's builtins-only JSON, when the hook package provides it
-    from aipager.hookpy.jsonlite import dumps, loads
-except ImportError:  # pragma: no cover - depends on the hook package
-    import _json
+try:  # the hook twin's builtins-only JSON
+    from aipager.hookpy import jsonlite as _jsonlite
 
-    class _Ctx:
-        # the attributes _json.make_scanner reads from json.JSONDecoder
-        strict = True
-        object_hook = None
-        object_pairs_hook = None
-        parse_float = float
-        parse_int = int
-        memo: dict = {}
+    _loads, dumps = _jsonlite.loads, _jsonlite.dumps
+except ImportError:  # pragma: no cover - only while the hook package is absent
+    import json as _json_mod
 
-        @staticmethod
-        def parse_constant(name):
-            msg = f"invalid JSON constant {name}"
-            raise ValueError(msg)
-
-    _scan = _json.make_scanner(_Ctx())
-    _encode = _json.make_encoder(
-        None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, False
-    )
-
-    def loads(text):
-        """Decode one JSON document (str or bytes); ValueError when it is not."""
-        if isinstance(text, (bytes, bytearray)):
-            text = bytes(text).decode("utf-8")
-        idx = len(text) - len(text.lstrip())
-        try:
-            value, end = _scan(text, idx)
-        except StopIteration as exc:
-            msg = "not a JSON document"
-            raise ValueError(msg) from exc
-        if text[end:].strip():
-            msg = "trailing data after the JSON document"
-            raise ValueError(msg)
-        return value
+    _loads = _json_mod.loads
 
     def dumps(value) -> str:
         """Compact ASCII JSON."""
-        return "".join(_encode(value, 0))
+        return _json_mod.dumps(value, separators=(",", ":"))
+
+
+def loads(data):
+    """Decode one JSON document from str or UTF-8 bytes; ValueError if it is not."""
+    if isinstance(data, (bytes, bytearray)):
+        data = bytes(data).decode("utf-8")
+    return _loads(data)
 
 
 #: largest policy-side file the hook will read (notes, snapshots, markers)

@@ -45,6 +45,11 @@ class Outcome:
         self.exit_code = exit_code
 
 
+def fail_exit(name: str | None) -> int:
+    """Exit code when the hook cannot run its steps: 2 (a refusal) for PreToolUse."""
+    return 2 if name == "PreToolUse" else 0
+
+
 def before_forward(name: str, event: dict, ctx) -> Outcome | None:
     if name == "UserPromptSubmit":
         return prompt_submitted(event, ctx, time.time())

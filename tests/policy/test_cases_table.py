@@ -39,3 +39,15 @@ def test_case(engine, case):
 def test_ids_are_unique():
     ids = [c["id"] for c in CASES]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.skipif(match._c is None, reason="compiled matcher not built (AIPAGER_NO_EXTENSIONS or no compiler)")
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_c_decides_itself_or_declines_as_listed(case):
+    """The C twin must decide every ASCII case itself, not lean on the fallback."""
+    decision, reason = match.decide_c(case_snapshot(case), case_event(case), CASE_HOME)
+    if case.get("c") == "decline":
+        assert decision == match.DECLINED
+    else:
+        assert decision == case["expect"], reason
+        assert reason == match.decide_py(case_snapshot(case), case_event(case), CASE_HOME)[1]
