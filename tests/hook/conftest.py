@@ -1,0 +1,38 @@
+"""Fixtures for the hook executables: the installed binaries and a receiver."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from support import hookrun
+
+# Read at import, before tests/conftest.py's autouse fixture clears AIPAGER_*:
+# a run with AIPAGER_NO_EXTENSIONS=1 installed the twins only, on purpose.
+NO_NATIVE = os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0")
+KINDS = ["twin"] if NO_NATIVE else ["native", "twin"]
+
+
+@pytest.fixture(params=KINDS)
+def kind(request) -> str:
+    """Each test runs against the native binary and the Python twin."""
+    return request.param
+
+
+@pytest.fixture
+def native_bins() -> dict:
+    """Paths of the installed aipager-hook / aipager-statusline (must exist)."""
+    if NO_NATIVE:
+        pytest.skip("AIPAGER_NO_EXTENSIONS=1: the twins are installed instead")
+    found = {tool: hookrun.native_path(tool) for tool in hookrun.TOOLS}
+    missing = [tool for tool, path in found.items() if path is None]
+    assert not missing, f"not installed: {missing} (pip install . first)"
+    return found
+
+
+@pytest.fixture
+def receiver():
+    """The daemon's socket in this test's AIPAGER_INSTANCE_DIR."""
+    recv = hookrun.receiver_for(hookrun.hook_env())
+    yield recv
+    recv.close()

@@ -1,0 +1,170 @@
+"""The shared case table (tests/cases/hook_cases.json) against both twins.
+
+Each case runs through the installed native executable and the pure-Python
+twin: each must meet the case's expectation, and the two must agree exactly
+on datagrams, stdout, exit code and the status file they leave.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import pytest
+from support import hookrun
+
+from aipager import paths
+
+HERE = pathlib.Path(__file__).resolve().parent
+TABLE = json.loads((HERE.parent / "cases" / "hook_cases.json").read_text(encoding="utf-8"))
+CASES = {case["id"]: case for case in TABLE["cases"]}
+EVENTS = HERE.parent / "fixtures" / "events"
+SESSION = "claude-jim"
+# events whose stdout belongs to the safety policy, not to forwarding
+POLICY_EVENTS = {"PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "PreModelSwitch"}
+SL_TOKENS = {
+    "context_pct": ("context_window", "used_percentage"),
+    "total_output": ("context_window", "total_output_tokens"),
+    "total_input": ("context_window", "total_input_tokens"),
+    "current_output": ("context_window", "current_usage", "output_tokens"),
+    "lines_added": ("cost", "total_lines_added"),
+    "lines_removed": ("cost", "total_lines_removed"),
+}
+STATUSLINE_FIELDS = {
+    "session_id": ("session_id",),
+    "model_name": ("model", "display_name"),
+    "model_id": ("model", "id"),
+    "context_pct": ("context_window", "used_percentage"),
+    "cost_usd": ("cost", "total_cost_usd"),
+    "total_input": ("context_window", "total_input_tokens"),
+    "total_output": ("context_window", "total_output_tokens"),
+    "current_output": ("context_window", "current_usage", "output_tokens"),
+    "lines_added": ("cost", "total_lines_added"),
+    "lines_removed": ("cost", "total_lines_removed"),
+}
+
+
+def _fixture_bytes(name: str) -> bytes:
+    # compact, as Claude Code sends it
+    return json.dumps(json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))).encode()
+
+
+def case_stdin(case: dict) -> bytes:
+    if "fixture" in case:
+        return _fixture_bytes(case["fixture"])
+    if "stdin_hex" in case:
+        return bytes.fromhex(case["stdin_hex"])
+    return case["stdin"].encode()
+
+
+def case_status(case: dict) -> bytes | None:
+    if "status_fixture" in case:
+        return _fixture_bytes(case["status_fixture"])
+    if "status" in case:
+        return json.dumps(case["status"]).encode()
+    if "status_raw" in case:
+        return case["status_raw"].encode()
+    return None
+
+
+def _get(node, path):
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _loads_or_none(data: bytes | None):
+    try:
+        return json.loads(data) if data is not None else None
+    except ValueError:
+        return None
+
+
+def expected_sent(case: dict, env: dict) -> list:
+    want = case["expect"]["sent"]
+    if isinstance(want, list):
+        return want
+    session = env.get("CLAUDE_DTACH_SESSION")
+    source = json.loads(case_stdin(case))
+    if want == "statusline":
+        msg = {"type": "statusline", "session": session}
+        msg.update({key: _get(source, path) for key, path in STATUSLINE_FIELDS.items()})
+        return [msg]
+    event = dict(source)
+    event["session"] = session
+    name = source.get("hook_event_name") or env.get("HOOK_EVENT")
+    status = _loads_or_none(case_status(case))
+    if isinstance(status, dict) and name != "MessageDisplay":
+        event["sl_tokens"] = {key: _get(status, path) for key, path in SL_TOKENS.items()}
+    if want == "event+env-name":
+        event["hook_event_name"] = env["HOOK_EVENT"]
+    return [event]
+
+
+def canonical(value) -> str:
+    # NaN != NaN: compare the canonical text instead of the objects
+    return json.dumps(value, sort_keys=True)
+
+
+def run_case(case: dict, kind: str) -> tuple[hookrun.Result, bytes | None, dict]:
+    env = hookrun.hook_env(**case.get("env", {}))
+    session = env.get("CLAUDE_DTACH_SESSION", "")
+    status_path = paths.status_file(env, session or "none")
+    status = case_status(case)
+    if status is not None:
+        with open(os.open(status_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+            fh.write(status)
+    receiver = hookrun.receiver_for(env)
+    try:
+        result = hookrun.run(hookrun.contender_cmd(kind, case["tool"]), case_stdin(case), env, receiver)
+    finally:
+        receiver.close()
+    left = None
+    if os.path.exists(status_path):
+        with open(status_path, "rb") as fh:
+            left = fh.read()
+        os.unlink(status_path)
+    return result, left, env
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_case_meets_expectation(case_id: str, kind: str) -> None:
+    case = CASES[case_id]
+    result, status_left, env = run_case(case, kind)
+    expect = case["expect"]
+    assert b"Traceback" not in result.stderr
+    assert canonical(result.sent) == canonical(expected_sent(case, env))
+    assert result.exit == expect.get("exit", result.exit)
+    if "stdout" in expect:
+        assert result.stdout.decode("utf-8") == expect["stdout"]
+    elif case["tool"] == "hook" and json.loads(case_stdin(case)).get("hook_event_name") not in POLICY_EVENTS:
+        assert result.stdout == b""
+    if case["tool"] == "statusline" and expect["sent"]:
+        # the raw status JSON, verbatim, for the hook's sl_tokens
+        assert status_left == case_stdin(case)
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_native_and_twin_agree(case_id: str, native_bins: dict) -> None:
+    case = CASES[case_id]
+    native, native_status, _ = run_case(case, "native")
+    twin, twin_status, _ = run_case(case, "twin")
+    assert canonical(native.sent) == canonical(twin.sent)
+    assert (native.exit, native.stdout) == (twin.exit, twin.stdout)
+    assert native_status == twin_status
+
+
+def test_status_file_is_private(kind: str) -> None:
+    env = hookrun.hook_env()
+    receiver = hookrun.receiver_for(env)
+    try:
+        hookrun.run(hookrun.contender_cmd(kind, "statusline"), _fixture_bytes("statusline"), env, receiver)
+    finally:
+        receiver.close()
+    st = os.stat(paths.status_file(env, SESSION))
+    assert st.st_mode & 0o777 == 0o600
+    # nothing but the status file and the socket's absence: no temp leftovers
+    assert sorted(os.listdir(paths.session_dir(env))) == [os.path.basename(paths.status_file(env, SESSION))]

@@ -1,0 +1,122 @@
+"""Run the hook executables (native or twin) against a real datagram socket.
+
+Shared by tests/hook and bench/: a ``Receiver`` binds the AF_UNIX datagram
+socket the hook resolves (``paths.socket_path``), ``contender_cmd`` builds the
+command line of the installed native binary or of the pure-Python twin
+started exactly as the native stage 2 starts it (``python -S -I -c BOOT``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+import aipager
+from aipager import paths
+
+#: the bootstrap the native binary execs on a decline (_fasthook/stage2.pxi)
+BOOT = (
+    "import sys\n"
+    "p = sys.argv[1]\n"
+    "if p:\n"
+    "    sys.path.insert(0, p)\n"
+    "from aipager.hookpy.entry import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
+TOOLS = ("hook", "statusline")
+
+
+def native_path(tool: str) -> str | None:
+    """The installed ``aipager-<tool>`` of the environment under test."""
+    name = f"aipager-{tool}"
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.exists(beside):
+        return beside
+    return shutil.which(name)
+
+
+def is_elf(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(4) == b"\x7fELF"
+
+
+def twin_cmd(tool: str) -> list[str]:
+    """The pure-Python twin, from wherever this test run imports aipager."""
+    site = os.path.dirname(os.path.dirname(os.path.abspath(aipager.__file__)))
+    return [sys.executable, "-S", "-I", "-c", BOOT, site, tool]
+
+
+def contender_cmd(kind: str, tool: str) -> list[str]:
+    if kind == "twin":
+        return twin_cmd(tool)
+    path = native_path(tool)
+    if path is None:
+        msg = f"aipager-{tool} is not installed next to {sys.executable} nor on PATH"
+        raise FileNotFoundError(msg)
+    return [path]
+
+
+class Receiver:
+    """A bound, never-blocking datagram socket standing in for the daemon."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        if os.path.exists(path):
+            os.unlink(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.setblocking(False)
+
+    def drain_raw(self) -> list[bytes]:
+        got = []
+        while True:
+            try:
+                got.append(self.sock.recv(1 << 22))
+            except BlockingIOError:
+                return got
+
+    def drain(self) -> list[dict]:
+        return [json.loads(d) for d in self.drain_raw()]
+
+    def close(self) -> None:
+        self.sock.close()
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+@dataclass
+class Result:
+    exit: int
+    stdout: bytes
+    stderr: bytes
+    sent: list = field(default_factory=list)
+
+
+def run(cmd: list[str], stdin: bytes, env: dict, receiver: Receiver | None = None, timeout: float = 60) -> Result:
+    """Run one contender; the datagrams it left in the receiver's queue."""
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, timeout=timeout)
+    sent = receiver.drain() if receiver is not None else []
+    return Result(done.returncode, done.stdout, done.stderr, sent)
+
+
+def hook_env(session: str | None = "claude-jim", **overrides: str | None) -> dict:
+    """os.environ (isolated by tests/conftest.py) + the session + overrides."""
+    env = dict(os.environ)
+    env.pop("CLAUDE_DTACH_SESSION", None)
+    if session is not None:
+        env["CLAUDE_DTACH_SESSION"] = session
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def receiver_for(env: dict) -> Receiver:
+    return Receiver(paths.socket_path(env))
