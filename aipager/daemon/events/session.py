@@ -28,6 +28,8 @@ def on_session_start(ev: dict, sess: Session, ctx: Ctx) -> None:
         sess.claude_session_id = claude_id
     sess.transcript_path = _str(ev, "transcript_path") or sess.transcript_path
     sess.cwd = _str(ev, "cwd") or sess.cwd
+    if _str(ev, "model") and not sess.model:
+        sess.model = _str(ev, "model")  # the status line's display name replaces it later
     if sess.state == State.GONE:
         sess.gone_at, sess.end_reason = None, ""
     if source == "compact":

@@ -1,0 +1,129 @@
+"""run_daemon as `aipager start` runs it: a real process on an isolated instance folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import orjson
+import pytest
+
+from aipager import paths
+from aipager.daemon import persist
+
+RUN = (
+    "import os, sys\n"
+    "from aipager.daemon.app import run_daemon\n"
+    "from aipager.errors import AipagerError\n"
+    "try:\n"
+    "    sys.exit(run_daemon(dict(os.environ)))\n"
+    "except AipagerError as exc:\n"
+    "    print(exc, file=sys.stderr)\n"
+    "    sys.exit(exc.exit_code)\n"
+)
+
+
+def _spawn() -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen([sys.executable, "-c", RUN], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def _wait(pred, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def daemon():
+    proc = _spawn()
+    env = dict(os.environ)
+    try:
+        _wait(lambda: os.path.exists(paths.socket_path(env)) or proc.poll() is not None)
+        assert proc.poll() is None, proc.stderr.read().decode()
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+
+
+def _send(data: bytes) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        sock.sendto(data, paths.socket_path(dict(os.environ)))
+    finally:
+        sock.close()
+
+
+def test_lifecycle(daemon):
+    env = dict(os.environ)
+    sock_path = paths.socket_path(env)
+    assert stat.S_IMODE(os.stat(sock_path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(paths.spool_dir(env)).st_mode) == 0o700
+
+    second = _spawn()
+    _, err = second.communicate(timeout=20)
+    assert second.returncode == 9 and b"already running" in err
+
+    for junk in (b"", b"\xff\xfe", b"{", b"[]", b'{"hook_event_name": 5, "session": "claude-x"}'):
+        _send(junk)
+    _send(orjson.dumps({"hook_event_name": "UserPromptSubmit", "session": "claude-app",
+                        "prompt": "hello", "prompt_id": "p1"}))
+    _wait(lambda: any(s["name"] == "claude-app" for s in persist.load_state(env)["sessions"]))
+    state = persist.load_state(env)
+    assert daemon.poll() is None
+    assert state["daemon"]["alive"] is True and state["daemon"]["pid"] == daemon.pid
+    assert state["daemon"]["counters"]["malformed"] >= 3
+
+    daemon.send_signal(signal.SIGTERM)
+    assert daemon.wait(timeout=10) == 0
+    assert not os.path.exists(sock_path)
+    after = persist.load_state(env)
+    assert after["daemon"]["alive"] is False and after["daemon"]["stopped_at"] is not None
+    (sess,) = after["sessions"]
+    assert (sess["state"], sess["task"]["prompt"]) == ("working", "hello")
+
+
+def test_stale_socket_is_replaced_and_sigint_stops(tmp_path):
+    env = dict(os.environ)
+    path = paths.socket_path(env)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    stale.bind(path)
+    stale.close()
+    proc = _spawn()
+    try:
+        _wait(lambda: persist.load_state(env)["daemon"]["alive"] or proc.poll() is not None)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        assert not os.path.exists(path)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_spooled_events_left_while_down_are_replayed_at_start():
+    env = dict(os.environ)
+    from aipager.daemon import spool
+
+    os.makedirs(paths.spool_dir(env), mode=0o700, exist_ok=True)
+    spool.write_spool(paths.spool_dir(env), orjson.dumps(
+        {"hook_event_name": "SessionStart", "session": "claude-spooled", "source": "startup"}))
+    proc = _spawn()
+    try:
+        _wait(lambda: any(s["name"] == "claude-spooled" for s in persist.load_state(env)["sessions"]))
+        assert spool.pending(paths.spool_dir(env)) == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
