@@ -138,6 +138,7 @@ def daemon_app(monkeypatch):
         import logging
 
         logging.getLogger("aipager.daemon").info("fake daemon ran")
+        logging.getLogger("aiohttp.client").error("failed: /bot%s/getMe", TOKEN)
         calls.append((env, verbose))
         return 0
 
@@ -149,18 +150,23 @@ def daemon_app(monkeypatch):
 def test_start_runs_the_daemon_and_logs_to_file(runner, configured, env, daemon_app):
     import logging
 
-    before = list(logging.getLogger().handlers)
+    root = logging.getLogger()
     try:
         result = runner.invoke(app, ["start", "--verbose"])
+        result = runner.invoke(app, ["start", "--verbose"])  # handlers are not stacked
+        ours = [h for h in root.handlers if getattr(h, "_aipager", False)]
+        assert len(ours) == 2
     finally:
-        for handler in logging.getLogger().handlers[len(before):]:
+        for handler in [h for h in root.handlers if getattr(h, "_aipager", False)]:
             handler.close()
-            logging.getLogger().removeHandler(handler)
+            root.removeHandler(handler)
     assert result.exit_code == 0, result.output
-    assert len(daemon_app) == 1 and daemon_app[0][1] is True
+    assert len(daemon_app) == 2 and daemon_app[0][1] is True
     assert daemon_app[0][0]["HOME"] == env["HOME"]
     with open(paths.log_file(env)) as fh:
-        assert "fake daemon ran" in fh.read()
+        log = fh.read()
+    assert "fake daemon ran" in log
+    assert "/bot123456:***/getMe" in log and SECRET not in log
 
 
 def test_start_on_an_unconfigured_machine_without_a_terminal(runner, daemon_app):

@@ -126,3 +126,22 @@ def test_token_is_never_an_argument(runner):
     result = runner.invoke(app, ["setup", "--token", TOKEN])
     assert result.exit_code == 2
     assert SECRET not in result.output
+
+
+def test_interactive_setup_hides_the_token_and_detects_the_chat(runner, fake_api, bins, env,
+                                                               monkeypatch):
+    from aipager.cli import setup_cmd
+
+    monkeypatch.setattr(setup_cmd, "interactive", lambda: True)  # as if on a terminal
+    fake_api.say("hi")
+    result = runner.invoke(app, ["setup", "--wait", "5"], input=f"{TOKEN}\n\n")
+    assert result.exit_code == 0, result.output
+    assert "input hidden" in result.output and SECRET not in result.output
+    assert "leave empty to detect" in result.output
+    assert config.load(env).chat_id == OWNER["id"]
+
+    # Already set up: the question comes first, and "no" changes nothing.
+    before = config.load(env)
+    declined = runner.invoke(app, ["setup"], input="n\n")
+    assert declined.exit_code == 0 and "Replace" in declined.output
+    assert config.load(env) == before
