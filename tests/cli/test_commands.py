@@ -328,3 +328,26 @@ def test_invalid_session_names(runner, argv):
 def test_send_to_a_missing_session(runner):
     result = runner.invoke(app, ["send", "nope", "hi"])
     assert result.exit_code == 4 and "no running session nope" in result.stderr
+
+
+def test_start_on_an_unconfigured_terminal_walks_through_setup(runner, fake_api, bins, env,
+                                                              daemon_app, monkeypatch):
+    import logging
+
+    from aipager.cli import lifecycle, setup_cmd
+
+    monkeypatch.setattr(lifecycle, "interactive", lambda: True)  # as if on a terminal
+    monkeypatch.setattr(setup_cmd, "interactive", lambda: True)
+    fake_api.add_private_chat()
+    try:
+        result = runner.invoke(app, ["start"], input=f"{TOKEN}\n{OWNER['id']}\n")
+    finally:
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "_aipager", False)]:
+            handler.close()
+            root.removeHandler(handler)
+    assert result.exit_code == 0, result.output
+    assert "not set up yet" in result.output and SECRET not in result.output
+    assert config.load(env).chat_id == OWNER["id"]
+    assert wiring.check(env, bins) == []
+    assert len(daemon_app) == 1
