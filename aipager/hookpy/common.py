@@ -43,14 +43,25 @@ def env_event_valid(name: str | None) -> bool:
     return bool(name) and len(name) <= 64 and _EVENT_CHARS.issuperset(name)  # type: ignore[arg-type]
 
 
-def read_fd(fd: int) -> bytes:
-    """Everything until EOF."""
-    chunks = []
+def read_fd(fd: int, chunks: list | None = None) -> bytes:
+    """Everything until EOF; ``chunks`` keeps what was read if memory runs out."""
+    if chunks is None:
+        chunks = []
     while True:
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
+
+
+def mentions(chunks: list, needle: bytes) -> bool:
+    """needle occurs in the concatenated chunks (without joining them)."""
+    tail = b""
+    for chunk in chunks:
+        if needle in tail + chunk[: len(needle)] or needle in chunk:
+            return True
+        tail = chunk[-len(needle):]
+    return False
 
 
 def write_all(fd: int, data: bytes) -> None:

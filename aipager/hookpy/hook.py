@@ -125,14 +125,14 @@ def main(argv: list[str]) -> int:
         return 0
     sender = transport.Sender(env, debug, WHO)
     cap = common.cap_message(session, WHO)
-    raw = b""
+    chunks: list = []
     try:
-        raw = common.read_fd(0)
+        raw = common.read_fd(0, chunks)
         return _run(raw, session, env, sender, debug, "--forwarded" in argv)
     except MemoryError:
-        raw_pre = raw[:1 << 20]
         sender.send(cap)
-        pre = env.get("HOOK_EVENT") == "PreToolUse" or b'"PreToolUse"' in raw_pre
+        # exit 2 is Claude Code's refusal: use it whenever this may be a PreToolUse
+        pre = env.get("HOOK_EVENT") == "PreToolUse" or common.mentions(chunks, b'"PreToolUse"')
         return 2 if pre else 1
     except Exception as exc:  # noqa: BLE001 - the hook must never crash Claude Code
         common.debug_line(debug, WHO, "internal error:", type(exc).__name__, common.error_place(exc))

@@ -95,13 +95,14 @@ class Result:
     stdout: bytes
     stderr: bytes
     sent: list = field(default_factory=list)
+    raw: list = field(default_factory=list)
 
 
 def run(cmd: list[str], stdin: bytes, env: dict, receiver: Receiver | None = None, timeout: float = 60) -> Result:
     """Run one contender; the datagrams it left in the receiver's queue."""
     done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, timeout=timeout)
-    sent = receiver.drain() if receiver is not None else []
-    return Result(done.returncode, done.stdout, done.stderr, sent)
+    raw = receiver.drain_raw() if receiver is not None else []
+    return Result(done.returncode, done.stdout, done.stderr, [json.loads(d) for d in raw], raw)
 
 
 def hook_env(session: str | None = "claude-jim", **overrides: str | None) -> dict:
