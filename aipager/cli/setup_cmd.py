@@ -15,7 +15,7 @@ from typing import Mapping, Optional
 
 import typer
 
-from aipager import config, wiring
+from aipager import config, paths, wiring
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
 from aipager.errors import ChatUnreachable, ConfigError, TokenRejected
@@ -63,6 +63,11 @@ def run_setup(
             raise ConfigError(msg)
         if not typer.confirm("aipager is already set up. Replace the token and chat?"):
             raise typer.Exit(0)
+
+    # Fail before anything is written if Claude Code cannot be wired: an
+    # unreadable settings.json or a missing hook program.
+    wiring.read_settings(paths.claude_settings(env))
+    wiring.find_binaries(env)
 
     base = tg.api_base(env)
     # Even with --yes a terminal gets a hidden prompt, never an echoed read.

@@ -118,6 +118,7 @@ def test_invalid_settings_json_stops_setup_and_is_kept(runner, fake_api, bins, t
                                  str(OWNER["id"])])
     assert result.exit_code == 3
     assert "not valid JSON" in result.stderr
+    assert not config.exists(env) and fake_api.calls == []  # stopped before anything else
     with open(paths.claude_settings(env)) as fh:
         assert fh.read() == "{oops"
 
