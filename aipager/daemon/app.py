@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import time
 from typing import Any, Callable, Coroutine, Mapping
 
@@ -30,6 +31,10 @@ from aipager.daemon.terminal import DtachIO, SessionIO, mark_discovered
 
 log = logging.getLogger("aipager.daemon")
 
+#: events handled between explicit GIL hand-offs to the ingest thread
+YIELD_EVERY = 8
+#: GIL switch interval (see serve)
+SWITCH_INTERVAL = 0.0005
 #: seconds between dtach socket scans
 DISCOVERY_SECONDS = 3.0
 #: seconds between spool scans when no datagram arrives
@@ -114,8 +119,12 @@ class Daemon:
 
     def deliver(self, batch: list[bytes]) -> None:
         feed = self.core.feed_bytes
-        for data in batch:
+        for n, data in enumerate(batch, 1):
             feed(data)
+            if not n % YIELD_EVERY:
+                # Let the ingest thread take the GIL now: the kernel queue holds
+                # only ~10 datagrams, so it must not wait for a switch interval.
+                time.sleep(0)
         now = time.monotonic()
         if now - self._last_spool >= SPOOL_MIN_GAP:
             # A datagram arriving means hooks are firing: spooled ones may be waiting too.
@@ -166,6 +175,7 @@ class Daemon:
     async def serve(self) -> int:
         """Run until SIGINT/SIGTERM; returns the exit status (0)."""
         loop = asyncio.get_running_loop()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
         os.chmod(self.spool_dir, 0o700)
         persist.restore(self.core.registry, persist.load_state(self.env))

@@ -7,10 +7,8 @@ through the event families and counts what happened.  The asyncio shell
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
-from collections import OrderedDict
 from typing import Callable
 
 import orjson
@@ -51,7 +49,10 @@ class DaemonCore:
         self.dispatcher = Dispatcher(self.ctx, *ROUTERS)
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._monotonic = monotonic
-        self._recent: OrderedDict[bytes, float] = OrderedDict()
+        self._window = self.registry.knobs.dedup_window
+        self._current: set[int] = set()
+        self._previous: set[int] = set()
+        self._gen_start = monotonic()
         self._cards: dict[str, tuple[int, str]] = {}
         #: optional observer called with each decoded event after handling (bench, tests)
         self.on_handled: Callable[[dict], None] | None = None
@@ -95,20 +96,22 @@ class DaemonCore:
             self.on_handled(ev)
 
     def _is_repeat(self, data: bytes) -> bool:
-        window = self.registry.knobs.dedup_window
+        # Two generations of hashes, rotated every window: O(1) per datagram and
+        # memory bounded by what arrives in two windows.  hash() of bytes is a
+        # keyed 64-bit SipHash: cheap, and collisions are negligible here.
+        window = self._window
         if window <= 0:
             return False
         now = self._monotonic()
-        recent = self._recent
-        while recent:
-            key, seen = next(iter(recent.items()))
-            if now - seen <= window and len(recent) < 8192:
-                break
-            recent.popitem(last=False)
-        digest = hashlib.blake2b(data, digest_size=12).digest()
-        if digest in recent:
+        if now - self._gen_start > window or len(self._current) > 100_000:
+            # After a long quiet spell both generations are stale.
+            stale = now - self._gen_start > 2 * window
+            self._previous, self._current = (set() if stale else self._current), set()
+            self._gen_start = now
+        key = hash(data)
+        if key in self._current or key in self._previous:
             return True
-        recent[digest] = now
+        self._current.add(key)
         return False
 
     def flush_cards(self) -> int:

@@ -39,7 +39,7 @@ def test_byte_identical_repeat_within_window_is_dropped(core, clock):
     data = orjson.dumps({"type": "statusline", "session": "claude-a", "context_pct": 5})
     core.feed_bytes(data)
     core.feed_bytes(data)
-    clock.advance(4)
+    clock.advance(7)  # past two windows: certainly forgotten
     core.feed_bytes(data)
     assert core.counters["repeats"] == 1 and core.counters["handled"] == 2
 

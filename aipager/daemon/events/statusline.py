@@ -34,8 +34,18 @@ def _dig(ev: dict, *path: str) -> Any:
     return cur
 
 
+_FLAT = ("context_pct", "cost_usd", "total_input", "total_output", "lines_added", "lines_removed")
+
+
 def figures(ev: dict) -> dict[str, Any]:
     """The figures of a statusline datagram, whichever shape it has."""
+    if "model_name" in ev or "context_pct" in ev:
+        # The status-line helper's flat datagram: the common (hot) case.
+        out = {key: ev.get(key) for key in _FLAT}
+        out["model"] = ev.get("model_name") if isinstance(ev.get("model_name"), str) else None
+        out["context_pct"] = _num(out["context_pct"])
+        out["cost_usd"] = _num(out["cost_usd"])
+        return out
     model = ev.get("model_name") or _dig(ev, "model", "display_name") or _dig(ev, "model", "id")
     out = {
         "model": model if isinstance(model, str) else None,
