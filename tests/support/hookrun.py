@@ -18,16 +18,10 @@ from dataclasses import dataclass, field
 
 import aipager
 from aipager import paths
+from aipager.hookpy import entry
 
 #: the bootstrap the native binary execs on a decline (_fasthook/stage2.pxi)
-BOOT = (
-    "import sys\n"
-    "p = sys.argv[1]\n"
-    "if p:\n"
-    "    sys.path.insert(0, p)\n"
-    "from aipager.hookpy.entry import main\n"
-    "sys.exit(main(sys.argv[2:]))\n"
-)
+BOOT = entry.BOOT
 TOOLS = ("hook", "statusline")
 
 

@@ -1,0 +1,113 @@
+"""Latency of aipager-hook / aipager-statusline, native and twin, per real event.
+
+Contenders per case: the installed native executable, the pure-Python twin
+started as stage 2 starts it (``python -S -I -c BOOT``), and the floors
+``/bin/true`` and ``python -S -I -c pass`` measured in the same rounds.  The
+hook runs with a session, a bound receiving socket and the session's status
+file in place, so every real path (sl_tokens, splice, send) is exercised.
+Targets (issue 2): events up to 5 KB at p50 <= 1.5x /bin/true, status line
+<= 2x, peak RSS <= 2 MB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+from aipager import paths
+from aipager.hookpy import entry
+from bench import harness
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures", "events")
+SESSION = "claude-bench"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--events", help="hook bench: comma-separated event fixture names (default: all)")
+    parser.add_argument("--no-twin", action="store_true", help="hook bench: skip the Python twins")
+
+
+def _native(tool: str) -> str | None:
+    path = os.path.join(os.path.dirname(sys.executable), f"aipager-{tool}")
+    return path if os.path.exists(path) else None
+
+
+def _twin(tool: str) -> list[str]:
+    import aipager
+
+    site = os.path.dirname(os.path.dirname(os.path.abspath(aipager.__file__)))
+    return [sys.executable, "-S", "-I", "-c", entry.BOOT, site, tool]
+
+
+def _payloads(folder: str, only: list[str] | None) -> list[tuple[str, str, str]]:
+    """(case, tool, payload path): every fixture compact, plus a 5 KB PostToolUse."""
+    out = []
+    for name in sorted(os.listdir(FIXTURES)):
+        case = name[:-5]
+        if only and case not in only:
+            continue
+        with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
+            event = json.load(fh)
+        tool = "statusline" if case == "statusline" else "hook"
+        path = os.path.join(folder, name)
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(event, fh)
+        out.append((case, tool, path))
+        if case == "PostToolUse":
+            big = dict(event)
+            big["tool_response"] = {"stdout": ('line "q" \\ é\n' * 400)[:4800], "stderr": ""}
+            path5 = os.path.join(folder, "PostToolUse-5KB.json")
+            with open(path5, "w", encoding="utf-8") as fh:
+                json.dump(big, fh)
+            out.append(("PostToolUse-5KB", "hook", path5))
+    return out
+
+
+def run(args) -> list[dict]:
+    only = args.events.split(",") if getattr(args, "events", None) else None
+    sink = harness.Sink()
+    env = {"PATH": "/usr/bin:/bin", "AIPAGER_INSTANCE_DIR": sink.dir, "CLAUDE_DTACH_SESSION": SESSION}
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="aipager-bench-payloads-") as folder:
+        payloads = _payloads(folder, only)
+        status = [p for c, _t, p in payloads if c == "statusline"]
+        if status:
+            with open(status[0], "rb") as src, open(paths.status_file(env, SESSION), "wb") as dst:
+                dst.write(src.read())
+        try:
+            for case, tool, path in payloads:
+                contenders = [
+                    harness.Contender("/bin/true", ["/bin/true"], floor=True),
+                    harness.Contender("python -S -I -c pass", [sys.executable, "-S", "-I", "-c", "pass"], floor=True),
+                ]
+                native = _native(tool)
+                if native:
+                    contenders.append(harness.Contender(f"native {tool}", [native]))
+                if not getattr(args, "no_twin", False):
+                    contenders.append(harness.Contender(f"twin {tool}", _twin(tool)))
+                harness.measure(contenders, path, env, sink, args.rounds, args.warmup)
+                true_p50 = statistics.median(contenders[0].times)
+                py_p50 = statistics.median(contenders[1].times)
+                for c in contenders:
+                    p50 = statistics.median(c.times)
+                    # wait4's ru_maxrss counts the harness itself for a vfork'd
+                    # child (reads ~20 MB): prefer /usr/bin/time -v
+                    rss = harness.peak_rss_time_v(c.argv, path, env)
+                    rows.append({
+                        "group": "hook",
+                        "case": case,
+                        "contender": c.name,
+                        "p50_ms": p50,
+                        "p95_ms": harness.percentile(c.times, 0.95),
+                        "x_true": p50 / true_p50,
+                        "x_python": p50 / py_p50,
+                        "rss_kb": rss if rss is not None else statistics.median(c.rss),
+                        "delivered": c.delivered / len(c.times),
+                        "runs": len(c.times),
+                    })
+        finally:
+            sink.close()
+    return rows
