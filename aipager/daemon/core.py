@@ -19,7 +19,7 @@ from aipager.daemon.events import ROUTERS
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import Notifier, Output
 from aipager.daemon.registry import Registry
-from aipager.daemon.transcript import last_answer
+from aipager.daemon.transcript import last_answer, task_notifications
 
 log = logging.getLogger("aipager.daemon")
 
@@ -36,16 +36,19 @@ class DaemonCore:
         knobs: limits and timeouts.
         clock: wall-clock seconds (injectable).
         read_answer: transcript path → last answer (injectable for tests).
+        read_notifications: transcript path → task-notification texts (injectable).
         monotonic: for the repeat window only.
     """
 
     def __init__(self, notifier: Notifier, *, knobs: Knobs | None = None,
                  clock: Callable[[], float] = time.time,
                  read_answer: Callable[[str], str | None] = last_answer,
+                 read_notifications: Callable[[str], list[str]] = task_notifications,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.registry = Registry(clock=clock, knobs=knobs)
         self.notifier = notifier
-        self.ctx = Ctx(registry=self.registry, notifier=notifier, read_answer=read_answer)
+        self.ctx = Ctx(registry=self.registry, notifier=notifier, read_answer=read_answer,
+                       read_notifications=read_notifications)
         self.dispatcher = Dispatcher(self.ctx, *ROUTERS)
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._monotonic = monotonic

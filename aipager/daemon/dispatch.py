@@ -75,6 +75,8 @@ class Ctx:
     notifier: Notifier
     #: transcript path → Claude's last answer text (injectable; see ``transcript.last_answer``)
     read_answer: Callable[[str], str | None] = _read_no_answer
+    #: transcript path → ``<task-notification>`` texts in it (see ``transcript.task_notifications``)
+    read_notifications: Callable[[str], list[str]] = lambda path: []
     #: diagnostics the daemon reports in its state (counts per own datagram, errors seen)
     counters: dict[str, int] = field(default_factory=dict)
 

@@ -13,7 +13,12 @@ from typing import Any, Callable, Iterator
 
 from aipager import paths
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.model import Session, State, Task
+from aipager.daemon.model import QueuedMessage, Session, State, Task
+
+#: chat messages remembered per session
+QUEUE_CAP = 50
+#: a queued message older than this is forgotten (Claude never took it)
+QUEUE_MAX_AGE = 24 * 3600.0
 
 
 def label_of(name: str) -> str:
@@ -88,6 +93,24 @@ class Registry:
             sess.state = state
             self.touch(sess)
 
+    # -- chat messages (the Telegram layer calls these) ------------------------
+
+    def queue_message(self, name: str, msg_id: str, text: str, *, chat_id: str = "",
+                      sender: str = "", held: bool = False) -> QueuedMessage:
+        """Remember a chat message for session ``name``.
+
+        ``held``: it waits for the task to end (released by Stop as a ``release``
+        output); otherwise it was typed now and waits for Claude to take it
+        (``queue_pickup`` turns 👀 into 👍).  At most ``QUEUE_CAP`` are kept.
+        """
+        sess = self.ensure(name)
+        msg = QueuedMessage(msg_id=str(msg_id), text=text, queued_at=self.clock(),
+                            chat_id=str(chat_id), sender=sender, status="held" if held else "typed")
+        sess.queue.append(msg)
+        del sess.queue[:-QUEUE_CAP]
+        self.touch(sess)
+        return msg
+
     # -- housekeeping ------------------------------------------------------
 
     def sweep(self) -> list[str]:
@@ -96,7 +119,8 @@ class Registry:
         - an agent silent for ``subagent_silence`` is dropped (its end was lost);
         - a paused agent whose children all ended ``resume_grace`` ago stops counting
           as running (status ``lapsed``, never shown finished);
-        - a background command older than ``bg_shell_max_track`` is no longer followed.
+        - a background command older than ``bg_shell_max_track`` is no longer followed;
+        - chat messages queued more than a day ago are forgotten.
         """
         now = self.clock()
         k = self.knobs
@@ -117,6 +141,9 @@ class Registry:
             for cmd in sess.bg.values():
                 if cmd.status == "running" and now - cmd.started_at > k.bg_shell_max_track:
                     cmd.status, cmd.ended_at, hit = "no_end", now, True
+            if sess.queue and now - sess.queue[0].queued_at > QUEUE_MAX_AGE:
+                sess.queue[:] = [m for m in sess.queue if now - m.queued_at <= QUEUE_MAX_AGE]
+                hit = True
             if hit:
                 self.touch(sess)
                 changed.append(sess.name)

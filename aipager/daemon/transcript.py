@@ -64,3 +64,45 @@ def last_answer(path: str) -> str | None:
         if text:
             return text
     return None
+
+
+def _user_texts(entry: Any) -> list[str]:
+    if not isinstance(entry, dict) or entry.get("type") != "user":
+        return []
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return []
+
+
+def task_notifications(path: str) -> list[str]:
+    """``<task-notification>`` texts in the tail of a transcript, oldest first.
+
+    Claude Code folds a background job's end into the running turn without a
+    UserPromptSubmit when it happens mid-task; the saved conversation is then
+    the only place it shows.
+    """
+    if not path:
+        return []
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - TAIL_BYTES))
+            tail = fh.read()
+    except OSError:
+        return []
+    if b"<task-notification>" not in tail:
+        return []
+    found = []
+    for raw in tail.split(b"\n"):
+        if b"<task-notification>" not in raw:
+            continue
+        try:
+            entry = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        found += [t for t in _user_texts(entry) if "<task-notification>" in t]
+    return found

@@ -189,3 +189,29 @@ def test_knob_old_name_is_accepted():
     assert Knobs.from_env({"AIPAGER_SUBAGENT_TTL": "60"}).subagent_silence == 60
     assert Knobs.from_env({"AIPAGER_SUBAGENT_SILENCE": "30", "AIPAGER_SUBAGENT_TTL": "60"}).subagent_silence == 30
     assert Knobs.from_env({"AIPAGER_BG_SHELL_MAX_TRACK": "junk"}).bg_shell_max_track == 7200
+
+
+def test_background_end_seen_only_in_the_transcript(make_core, notifier, clock, answers):
+    from aipager.daemon.core import DaemonCore
+
+    notes = {"/t/c1.jsonl": ["<task-notification>\n<task-id>bg1</task-id>\n<status>completed</status>"]}
+    core = DaemonCore(notifier, clock=clock, read_answer=answers, monotonic=clock,
+                      read_notifications=lambda p: notes.get(p, []))
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(tool("Bash", "t1", "PostToolUse", tool_response={"backgroundTaskId": "bg1"}))
+    core.feed(tool("Bash", "t2", "PostToolUse", tool_response={"backgroundTaskId": "bg2"}))
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="ok"))
+    sess = core.registry.get(S)
+    assert (sess.bg["bg1"].status, sess.bg["bg2"].status) == ("completed", "running")
+
+
+def test_queue_api_for_the_chat(core, notifier, clock):
+    reg = core.registry
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    reg.queue_message(S, 1, "typed now", chat_id=5)
+    reg.queue_message(S, 2, "after the task", chat_id=5, held=True)
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="ok"))
+    assert [o.data["msg_id"] for o in notifier.of("release")] == ["2"]
+    clock.advance(25 * 3600)
+    core.tick()
+    assert reg.get(S).queue == []

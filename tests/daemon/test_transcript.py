@@ -37,3 +37,13 @@ def test_only_the_tail_is_read(tmp_path, monkeypatch):
     _write(p, [{"type": "user", "message": {"content": "x" * 500}},
                {"type": "assistant", "message": {"content": [{"type": "text", "text": "tail"}]}}])
     assert transcript.last_answer(str(p)) == "tail"
+
+
+def test_task_notifications_found_in_user_entries(tmp_path):
+    p = tmp_path / "t.jsonl"
+    note = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    _write(p, [{"type": "user", "message": {"content": "hi"}},
+               {"type": "user", "message": {"content": [{"type": "text", "text": note}]}},
+               {"type": "assistant", "message": {"content": [{"type": "text", "text": "<task-notification> quoted"}]}}])
+    assert transcript.task_notifications(str(p)) == [note]
+    assert transcript.task_notifications(str(tmp_path / "none")) == []

@@ -113,8 +113,20 @@ def _late_stop(ev: dict, sess: Session) -> bool:
                 and task.origin != "continuation")
 
 
+def _ends_seen_in_transcript(ev: dict, sess: Session, ctx: Ctx) -> None:
+    # A background command that ended mid-task shows only in the saved conversation.
+    # (Agents are left to their own events: a resumed agent may notify twice.)
+    if not sess.running_bg():
+        return
+    for text in ctx.read_notifications(ev.get("transcript_path") or sess.transcript_path):
+        parsed = parse_task_notification(text)
+        if parsed and parsed[1] and parsed[0] in sess.bg:
+            end_background(ctx, sess, *parsed)
+
+
 @router.on("Stop")
 def on_stop(ev: dict, sess: Session, ctx: Ctx) -> None:
+    _ends_seen_in_transcript(ev, sess, ctx)
     answer = _answer_from(ev, sess, ctx)
     if _late_stop(ev, sess):
         deliver_answer(ctx, sess, answer, ev["prompt_id"])
