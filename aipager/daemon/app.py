@@ -218,8 +218,8 @@ class Daemon:
 
 def _setup_logging(env: Mapping[str, str], verbose: bool) -> None:
     root = logging.getLogger("aipager")
-    if root.handlers:
-        return
+    if root.handlers or logging.getLogger().handlers:
+        return  # the caller (`aipager start`) configured logging already
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         path = paths.log_file(env)
