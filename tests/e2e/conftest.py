@@ -6,6 +6,7 @@ Layers, each a fixture a scenario asks for by name:
 - ``claude_home``     — throwaway HOME/project/instance folder, first-run dialogs answered,
                         ``settings.json`` wired to the installed ``aipager-hook``.
 - ``hook_socket``     — a bare datagram socket where the daemon's would be (hook scenarios).
+- ``daemon``          — ``aipager start`` instead, read back via ``aipager status --json``.
 - ``run_claude_p``    — ``claude -p`` against the fake, returns a ``PrintRun``.
 - ``dtach_session``   — factory for interactive Claude Code sessions in dtach.
 
@@ -21,6 +22,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from e2e.kit import claude as kit
+from e2e.kit.daemon import Daemon, write_config
 from e2e.kit.dtachs import DtachSession
 from e2e.kit.hooksock import HookSocket
 from e2e.kit.runner import PrintRun, run_print
@@ -63,6 +65,16 @@ def hook_socket(claude_home: kit.ClaudeHome) -> Iterator[HookSocket]:
     sock = HookSocket(claude_home.socket_path())
     yield sock
     sock.close()
+
+
+@pytest.fixture
+def daemon(claude_home: kit.ClaudeHome) -> Iterator[Daemon]:
+    """``aipager start`` running for ``claude_home`` (instead of ``hook_socket``)."""
+    write_config(claude_home)
+    proc = Daemon(claude_home)
+    proc.start()
+    yield proc
+    proc.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,141 @@
+"""The real daemon as a user runs it: ``aipager start`` in a subprocess, read back through
+``aipager status --json`` and its log file.
+
+The config needs no Telegram yet: a well-formed dummy token, a chat and two members (an
+owner and a ``user``).  The Telegram round adds a fake Bot API URL to this config; nothing
+else here changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from typing import Any, Callable
+
+from aipager import paths
+from e2e.kit.claude import ClaudeHome, installed_program
+
+OWNER_ID = 1001
+USER_ID = 2002
+CHAT_ID = -1000000000042
+BOT_TOKEN = "123456789:e2e-dummy-token-not-used-0000000"
+
+
+def write_config(home: ClaudeHome) -> str:
+    """aipager's config for the home: dummy bot, an owner and a ``user`` member."""
+    from aipager import config
+
+    cfg = config.Config(
+        bot_token=BOT_TOKEN,
+        chat_id=CHAT_ID,
+        members=(config.Member(OWNER_ID, "owner", "owner"), config.Member(USER_ID, "user", "guest")),
+    )
+    return config.save(home.aipager_env(), cfg)
+
+
+class Daemon:
+    """One ``aipager start`` process for a :class:`ClaudeHome`."""
+
+    def __init__(self, home: ClaudeHome) -> None:
+        self.home = home
+        self.env = home.aipager_env()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.output = os.path.join(home.root, "daemon-output.log")
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self, wait: float = 20.0) -> None:
+        """Start ``aipager start`` and wait until its state says it is alive."""
+        with open(self.output, "ab") as out:
+            self.proc = subprocess.Popen(
+                [installed_program("aipager"), "start"], env=self.env, cwd=self.home.root,
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            )
+        self.wait_state(lambda st: st["state"]["daemon"].get("alive") is True, wait, "daemon alive")
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM (a clean shutdown) and wait; returns the exit status."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            msg = f"the daemon did not stop within {timeout} s of SIGTERM"
+            raise AssertionError(msg) from None
+
+    # -- reading it back -------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """``aipager status --json`` parsed."""
+        run = subprocess.run(
+            [installed_program("aipager"), "status", "--json"], env=self.env,
+            capture_output=True, text=True, timeout=30,
+        )
+        if run.returncode != 0:
+            msg = f"aipager status --json failed ({run.returncode}): {run.stderr}"
+            raise AssertionError(msg)
+        return json.loads(run.stdout)
+
+    def session(self, name: str | None = None) -> dict[str, Any] | None:
+        """The daemon's saved view of session ``name`` (the home's session by default)."""
+        name = name or self.home.session
+        for sess in self.status()["state"].get("sessions", []):
+            if sess.get("name") == name:
+                return sess
+        return None
+
+    def wait_state(self, pred: Callable[[dict[str, Any]], bool], timeout: float = 20.0,
+                   what: str = "") -> dict[str, Any]:
+        """Poll ``aipager status --json`` until ``pred`` holds; AssertionError otherwise."""
+        deadline = time.monotonic() + timeout
+        status: dict[str, Any] = {}
+        while True:
+            status = self.status()
+            try:
+                if pred(status):
+                    return status
+            except (KeyError, TypeError, IndexError):
+                pass
+            if self.proc is not None and self.proc.poll() is not None:
+                msg = f"the daemon exited ({self.proc.returncode}) while waiting for {what}:\n{self.tail()}"
+                raise AssertionError(msg)
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        shown = json.dumps(status.get("state"), indent=1)[-4000:]
+        msg = f"daemon state never showed {what or 'the expected'} within {timeout} s:\n{shown}"
+        raise AssertionError(msg)
+
+    def wait_session(self, pred: Callable[[dict[str, Any]], bool], timeout: float = 20.0,
+                     what: str = "", name: str | None = None) -> dict[str, Any]:
+        """Poll until the session's saved view satisfies ``pred``; return that view."""
+        name = name or self.home.session
+
+        def holds(status: dict[str, Any]) -> bool:
+            sess = next((s for s in status["state"]["sessions"] if s.get("name") == name), None)
+            return sess is not None and pred(sess)
+
+        status = self.wait_state(holds, timeout, what)
+        return next(s for s in status["state"]["sessions"] if s.get("name") == name)
+
+    def log(self) -> str:
+        """The daemon's log file (what its log notifier wrote: answers, notices)."""
+        try:
+            with open(paths.log_file(self.env), encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return ""
+
+    def tail(self) -> str:
+        try:
+            with open(self.output, encoding="utf-8", errors="replace") as fh:
+                out = fh.read()[-3000:]
+        except FileNotFoundError:
+            out = ""
+        return f"--- output\n{out}\n--- log\n{self.log()[-3000:]}"

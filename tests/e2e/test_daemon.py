@@ -1,0 +1,131 @@
+"""The real daemon (``aipager start``) following real Claude Code sessions.
+
+Each scenario asserts on what ``aipager status --json`` reports (the daemon's saved state)
+and on what the daemon's log notifier wrote (the stand-in for the chat until the Telegram
+layer lands).
+"""
+
+from __future__ import annotations
+
+import time
+
+from fakes import anthropic as fa
+
+SESSION = "claude-e2e"
+#: the TUI asks before tools in its default "auto" mode when the model is not Anthropic's
+#: server (its safety check cannot run); the default mode plus allowed tools does not ask.
+TUI_ARGS = ("--permission-mode", "default", "--allowedTools", "Bash,Write,Edit,Read,Agent")
+
+
+def _answers(daemon, text: str) -> set[str]:
+    """Distinct log lines announcing ``text`` as an answer for the session."""
+    return {
+        line for line in daemon.log().splitlines()
+        if f"answer {SESSION}: {text}" in line
+    }
+
+
+def _task_done(sess: dict) -> bool:
+    return bool(sess.get("task") and sess["task"].get("ended_at")) and sess["state"] == "ready"
+
+
+def test_typed_prompt_tool_rows_subagent_answer_and_session_end(daemon, dtach_session,
+                                                                fake_anthropic):
+    fake_anthropic.script(
+        "E2E-DAEMON",
+        fa.bash("echo first-row"),
+        fa.bash("false"),
+        fa.agent("E2E-DSUB look around", "look around"),
+        fa.text("The daemon saw all of it."),
+    )
+    fake_anthropic.script("E2E-DSUB", fa.bash("echo from-sub"), fa.text("Sub done."))
+    tui = dtach_session(*TUI_ARGS)
+
+    tui.type("E2E-DAEMON run the steps")
+
+    sess = daemon.wait_session(
+        lambda s: _task_done(s) and any(a["status"] == "done" for a in s["subagents"]),
+        30, "the task finished with its subagent done")
+    task = sess["task"]
+    assert task["prompt"] == "E2E-DAEMON run the steps"
+    assert task["origin"] == "terminal"
+    rows = [(r["tool"], r["summary"], r["status"], r["agent"]) for r in sess["rows"]]
+    (agent,) = sess["subagents"]
+    assert rows == [
+        ("Bash", "Bash: echo first-row", "ok", None),
+        ("Bash", "Bash: false", "failed", None),
+        ("Bash", "Bash: echo from-sub", "ok", agent["id"]),
+    ]
+    assert sess["rows"][1]["error"] == "Exit code 1"
+    assert agent["description"] == "look around" and agent["tool_count"] == 1
+    assert sess["running_subagents"] == 0
+    # The answer was delivered exactly once, and recorded so a restart never resends it.
+    assert len(_answers(daemon, "The daemon saw all of it.")) == 1
+    assert sess["delivered_answers"].count(f"p:{task['prompt_id']}") == 1
+
+    tui.type("/exit")
+
+    gone = daemon.wait_session(lambda s: s["state"] == "gone", 20, "the session gone")
+    assert gone["end_reason"] and gone["gone_at"]
+
+
+def test_background_command_tracked_to_its_end(daemon, run_claude_p, fake_anthropic):
+    fake_anthropic.script(
+        "E2E-DBG",
+        fa.tool("Bash", {"command": "sleep 1; echo bg-finished", "description": "bg job",
+                         "run_in_background": True}),
+        fa.text("Started it in the background."),
+    )
+    fake_anthropic.script("<task-notification>", fa.text("The background job finished."))
+
+    run = run_claude_p("E2E-DBG start it")
+
+    assert run.returncode == 0, run.describe()
+    sess = daemon.wait_session(
+        lambda s: s["background_commands"] and s["running_background_commands"] == 0,
+        20, "the background command finished")
+    (bg,) = sess["background_commands"]
+    assert "sleep 1; echo bg-finished" in bg["command"]
+    assert bg["status"] != "running" and bg["ended_at"]
+
+
+def test_context_warning_from_the_status_line(daemon, dtach_session, fake_anthropic):
+    # A turn that reports a nearly full context: the status line shows it, the daemon warns.
+    fake_anthropic.script("E2E-CTX", fa.text("Big context.", input_tokens=900_000))
+    tui = dtach_session(*TUI_ARGS)
+
+    tui.type("E2E-CTX fill it up")
+
+    sess = daemon.wait_session(lambda s: s["context_warned"], 30, "the context warning")
+    assert sess["context_pct"] >= 80
+    warnings = {line for line in daemon.log().splitlines() if f"notice {SESSION}" in line
+                and "context" in line.lower()}
+    assert len(warnings) == 1, daemon.log()[-2000:]
+
+
+def test_daemon_restarted_mid_task_loses_nothing(daemon, dtach_session, fake_anthropic):
+    fake_anthropic.script(
+        "E2E-RESTART",
+        fa.bash("sleep 3; echo slow-step"),
+        fa.bash("echo after-restart"),
+        fa.text("Survived the restart."),
+    )
+    tui = dtach_session(*TUI_ARGS)
+    tui.type("E2E-RESTART go")
+    daemon.wait_session(lambda s: any(r["status"] == "running" for r in s["rows"]), 20,
+                        "the slow step running")
+
+    daemon.stop()
+    # While the daemon is down the slow step ends, the next one runs, the task finishes.
+    deadline = time.monotonic() + 20
+    while not tui.shows("Survived the restart.") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    daemon.start()
+
+    # Events sent while it was down are gone (the hook does not queue for a dead daemon);
+    # what must survive: the session, the task, and its answer — delivered exactly once.
+    sess = daemon.wait_session(_task_done, 30, "the task finished after the restart")
+    assert sess["state"] != "gone"
+    assert sess["task"]["prompt"] == "E2E-RESTART go"
+    assert sess["rows"][0]["summary"] == "Bash: sleep 3; echo slow-step"
+    assert len(_answers(daemon, "Survived the restart.")) == 1
