@@ -21,7 +21,7 @@ from typing import Any, Callable, Coroutine, Mapping
 import orjson
 
 from aipager import __version__, paths
-from aipager.daemon import lock, persist, spool
+from aipager.daemon import lock, persist, spool, tasks, transcript
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
 from aipager.daemon.ingest import Ingest, bind_control_socket
@@ -179,6 +179,9 @@ class Daemon:
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
         os.chmod(self.spool_dir, 0o700)
         persist.restore(self.core.registry, persist.load_state(self.env))
+        # Stops that fired while we were down were lost (nobody listened): the
+        # saved conversations say which tasks ended; deliver those answers now.
+        tasks.catch_up(self.core.ctx, transcript.finished_answer)
         sock = bind_control_socket(self.socket_path)
         bound_ino = os.stat(self.socket_path).st_ino
         ingest = Ingest(sock, loop, self.deliver)

@@ -146,7 +146,14 @@ class Dispatcher:
         sess = registry.ensure(name)
         now = registry.clock()
         sess.last_event_at = now
-        _merge_sl_tokens(sess, ev.get("sl_tokens"))
+        tokens = ev.get("sl_tokens")
+        if tokens:
+            _merge_sl_tokens(sess, tokens)
+        path = ev.get("transcript_path")
+        if path and isinstance(path, str):
+            # Every Claude Code event names the main conversation's file (subagent
+            # events too); the answer fallback reads the latest one.
+            sess.transcript_path = path
         agent_id = ev.get("agent_id")
         if agent_id:
             agent = sess.agents.get(agent_id)

@@ -19,6 +19,8 @@ from aipager.daemon.model import QueuedMessage, Session, State, Task
 QUEUE_CAP = 50
 #: a queued message older than this is forgotten (Claude never took it)
 QUEUE_MAX_AGE = 24 * 3600.0
+#: ended sessions are kept this long (resumable from the list of ended sessions)
+GONE_MAX_AGE = 14 * 24 * 3600.0
 
 
 def label_of(name: str) -> str:
@@ -120,11 +122,16 @@ class Registry:
         - a paused agent whose children all ended ``resume_grace`` ago stops counting
           as running (status ``lapsed``, never shown finished);
         - a background command older than ``bg_shell_max_track`` is no longer followed;
-        - chat messages queued more than a day ago are forgotten.
+        - chat messages queued more than a day ago are forgotten;
+        - sessions ended more than 14 days ago are dropped.
         """
         now = self.clock()
         k = self.knobs
         changed: list[str] = []
+        for name in [s.name for s in self.sessions.values()
+                     if s.state == State.GONE and s.gone_at and now - s.gone_at > GONE_MAX_AGE]:
+            del self.sessions[name]
+            self.version += 1
         for sess in self.sessions.values():
             hit = False
             for agent in sess.agents.values():

@@ -81,3 +81,25 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
     reg.touch(sess)
     deliver_answer(ctx, sess, answer, ev.get("prompt_id") or (task.prompt_id if task else ""))
     release_held(ctx, sess)
+
+
+def catch_up(ctx: Ctx, finished_answer) -> list[str]:  # noqa: ANN001
+    """At start: finish tasks whose Stop came while the daemon was down.
+
+    Args:
+        finished_answer: transcript path → the answer if that conversation's
+            turn ended (``transcript.finished_answer``), else None.
+
+    Returns:
+        Names of the sessions whose task was finished.
+    """
+    done = []
+    for sess in list(ctx.registry):
+        task = sess.task
+        if sess.state not in (State.WORKING, State.UNKNOWN) or task is None or task.ended_at is not None:
+            continue
+        answer = finished_answer(sess.transcript_path)
+        if answer:
+            finish_task(ctx, sess, {"prompt_id": task.prompt_id}, answer)
+            done.append(sess.name)
+    return done

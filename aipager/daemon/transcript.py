@@ -29,6 +29,50 @@ def _text_of(entry: Any) -> str | None:
     return text or None
 
 
+def _tail_entries(path: str) -> list[Any]:
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - TAIL_BYTES))
+            tail = fh.read()
+    except OSError:
+        return []
+    out = []
+    for raw in tail.split(b"\n"):
+        if raw.strip():
+            try:
+                out.append(orjson.loads(raw))
+            except orjson.JSONDecodeError:
+                continue
+    return out
+
+
+def finished_answer(path: str) -> str | None:
+    """Claude's answer if the saved conversation shows the turn ended, else None.
+
+    The turn ended when the last main-conversation entry that is a user or
+    assistant message is an assistant message with text and no tool call.  Used
+    at start to finish tasks whose Stop arrived while the daemon was down.
+    """
+    if not path:
+        return None
+    for entry in reversed(_tail_entries(path)):
+        if not isinstance(entry, dict) or entry.get("isSidechain"):
+            continue
+        kind = entry.get("type")
+        if kind == "user":
+            return None
+        if kind != "assistant":
+            continue
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+                isinstance(b, dict) and b.get("type") == "tool_use" for b in content):
+            return None
+        return _text_of(entry)
+    return None
+
+
 def last_answer(path: str) -> str | None:
     """The text of the last assistant message in ``path`` that has text, or None.
 

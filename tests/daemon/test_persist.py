@@ -73,3 +73,16 @@ def test_corrupt_state_file_reads_as_empty():
     with open(path, "w") as fh:
         fh.write("{half")
     assert persist.load_state(env)["sessions"] == []
+
+
+def test_catch_up_finishes_tasks_whose_stop_was_missed(core, notifier):
+    from aipager.daemon.tasks import catch_up
+
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": S, "prompt": "x", "prompt_id": "p",
+               "transcript_path": "/t/a.jsonl"})
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": "claude-b", "prompt": "y",
+               "prompt_id": "q", "transcript_path": "/t/b.jsonl"})
+    ended = {"/t/a.jsonl": "Finished while you were away."}
+    assert catch_up(core.ctx, ended.get) == [S]
+    assert notifier.texts("answer") == ["Finished while you were away."]
+    assert catch_up(core.ctx, ended.get) == []  # never twice

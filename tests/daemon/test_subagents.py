@@ -128,3 +128,24 @@ def test_done_row_and_tool_count(core, clock):
     core.feed(ev("SubagentStop", agent_id="a", agent_type="Explore"))
     sess = core.registry.get(S)
     assert render.agent_row(sess, sess.agents["a"], clock()) == "✅ 🤖 Explore · 3 tools used · 1m 05s"
+
+
+def test_agent_stop_closes_its_own_requests(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="go"))
+    start(core, "a", "Explore")
+    core.feed(ev("PermissionRequest", tool_name="Bash", tool_input={"command": "ls"}, agent_id="a",
+                 agent_type="Explore"))
+    assert core.registry.get(S).state.value == "waiting"
+    core.feed(ev("SubagentStop", agent_id="a", agent_type="Explore"))
+    assert core.registry.get(S).requests == [] and len(notifier.of("request_closed")) == 1
+    assert core.registry.get(S).state.value == "working"
+
+
+def test_gone_sessions_age_out_after_two_weeks(core, clock):
+    core.feed(ev("SessionEnd", reason="other"))
+    clock.advance(13 * 86400)
+    core.tick()
+    assert core.registry.get(S) is not None
+    clock.advance(2 * 86400)
+    core.tick()
+    assert core.registry.get(S) is None

@@ -47,3 +47,17 @@ def test_task_notifications_found_in_user_entries(tmp_path):
                {"type": "assistant", "message": {"content": [{"type": "text", "text": "<task-notification> quoted"}]}}])
     assert transcript.task_notifications(str(p)) == [note]
     assert transcript.task_notifications(str(tmp_path / "none")) == []
+
+
+def test_finished_answer_only_when_the_turn_ended(tmp_path):
+    p = tmp_path / "t.jsonl"
+    user = {"type": "user", "message": {"content": "go"}}
+    tool = {"type": "assistant", "message": {"content": [{"type": "text", "text": "Running."},
+                                                         {"type": "tool_use", "name": "Bash"}]}}
+    done = {"type": "assistant", "message": {"content": [{"type": "text", "text": "Finished."}]}}
+    _write(p, [user, tool])
+    assert transcript.finished_answer(str(p)) is None
+    _write(p, [user, tool, {"type": "user", "message": {"content": [{"type": "tool_result"}]}}])
+    assert transcript.finished_answer(str(p)) is None
+    _write(p, [user, tool, done, {"type": "system", "content": "x"}])
+    assert transcript.finished_answer(str(p)) == "Finished."

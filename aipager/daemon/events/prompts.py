@@ -93,8 +93,13 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if task is not None and prompt_id and task.prompt_id == prompt_id:
         # A repeated datagram for the task already open: nothing new.
         return
+    # A new prompt means the main loop's open dialogs were dismissed.
+    main_requests = [r for r in sess.requests if r.agent is None]
+    for req in main_requests:
+        ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
+        sess.requests.remove(req)
     reg.open_task(sess, prompt=prompt, prompt_id=prompt_id, origin=origin_of(prompt))
-    reg.set_state(sess, State.WORKING)
+    reg.set_state(sess, State.WAITING if sess.requests else State.WORKING)
 
 
 def _answer_from(ev: dict, sess: Session, ctx: Ctx) -> str | None:

@@ -11,7 +11,7 @@ used only when exactly one call of that type waits.
 from __future__ import annotations
 
 from aipager.daemon.dispatch import Ctx, EventRouter
-from aipager.daemon.model import Agent, AgentCall, Session
+from aipager.daemon.model import Agent, AgentCall, Session, State
 from aipager.daemon.summaries import shorten
 
 router = EventRouter("subagents")
@@ -76,10 +76,22 @@ def finish_agent(ctx: Ctx, sess: Session, agent: Agent) -> None:
     """The agent is done; a paused parent whose children are all done starts its grace clock."""
     now = ctx.now()
     agent.status, agent.ended_at = "done", now
+    _close_agent_requests(ctx, sess, agent.id)
     parent = sess.agents.get(agent.parent) if agent.parent else None
     if parent is not None and parent.status == "paused" and not _running_children(sess, parent.id):
         parent.children_done_at = now
     ctx.registry.touch(sess)
+
+
+def _close_agent_requests(ctx: Ctx, sess: Session, agent_id: str) -> None:
+    # A finished agent's dialogs can no longer be answered.
+    mine = [r for r in sess.requests if r.agent == agent_id]
+    for req in mine:
+        ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
+        sess.requests.remove(req)
+    if mine and not sess.requests and sess.state == State.WAITING:
+        task = sess.task
+        ctx.registry.set_state(sess, State.WORKING if task and task.ended_at is None else State.READY)
 
 
 def _running_children(sess: Session, agent_id: str) -> list[Agent]:
