@@ -117,7 +117,8 @@ def uninstall(
         typer.echo("Daemon stopped.")
     if purge:
         _purge(env)
-    typer.echo(f"Audit log kept: {paths.audit_log(env)}")
+    if os.path.exists(paths.audit_log(env)):
+        typer.echo(f"Audit log kept: {paths.audit_log(env)}")
 
 
 def _purge(env: dict[str, str]) -> None:

@@ -13,7 +13,7 @@ from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids
 
 #: session fields shown in the table, in order, when the state has them
-_COLUMNS = ("state", "model", "context_pct", "cost_usd", "waiting")
+_COLUMNS = ("state", "model", "context_pct", "cost_usd", "waiting_for")
 
 
 def _plain(value: Any) -> Any:
@@ -46,7 +46,10 @@ def _sessions_of(state: Any) -> list[dict[str, Any]]:
 
 
 @handles_errors
-def status(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    show_all: bool = typer.Option(False, "--all", "-a", help="Include ended sessions."),
+) -> None:
     """The daemon and every session: state, model, context %, cost, what it waits for."""
     env = _env()
     pids = sorted(daemon_pids(env))
@@ -65,7 +68,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Machine-readable 
                f"  [{where}]")
     if problem:
         typer.echo(f"state: {problem}")
-    rows = _sessions_of(state)
+    rows = [r for r in _sessions_of(state) if show_all or r.get("state") != "gone"]
     live = {t["session"]: t["live"] for t in terminals}
     if not rows and not terminals:
         typer.echo("no sessions")
@@ -75,6 +78,6 @@ def status(as_json: bool = typer.Option(False, "--json", help="Machine-readable 
         cells = [f"{key}={row[key]}" for key in _COLUMNS if row.get(key) not in (None, "")]
         terminal = live.pop(name, live.pop(paths.SESSION_PREFIX + name, None))
         cells.append("terminal=" + {True: "live", False: "stale", None: "none"}[terminal])
-        typer.echo(f"  {name:<20} " + "  ".join(cells))
+        typer.echo(f"  {row.get('label') or name:<20} " + "  ".join(cells))
     for name, is_live in sorted(live.items()):
         typer.echo(f"  {name:<20} terminal={'live' if is_live else 'stale'}")

@@ -180,16 +180,21 @@ def test_start_on_an_unconfigured_machine_without_a_terminal(runner, daemon_app)
 
 def test_status_reads_the_saved_state(runner, monkeypatch, fake_daemon):
     module = types.ModuleType("aipager.daemon.persist")
-    module.load_state = lambda env: {"sessions": {"claude-x1": {
-        "state": "BUSY", "model": "opus", "context_pct": 42, "cost_usd": 1.5}}}
+    # The shape aipager.daemon.persist documents: a list of sessions.
+    module.load_state = lambda env: {"version": 1, "daemon": {"alive": True}, "sessions": [
+        {"name": "claude-x1", "label": "x1", "state": "working", "model": "opus",
+         "context_pct": 42, "cost_usd": 1.5, "waiting_for": "permission"},
+        {"name": "claude-old", "label": "old", "state": "gone", "model": "opus"}]}
     monkeypatch.setitem(sys.modules, "aipager.daemon.persist", module)
     result = runner.invoke(app, ["status"])
     assert result.exit_code == 0, result.output
     assert f"running (pid {fake_daemon.pid})" in result.output
-    assert "claude-x1" in result.output and "state=BUSY" in result.output
-    assert "context_pct=42" in result.output
+    assert "x1" in result.output and "state=working" in result.output
+    assert "context_pct=42" in result.output and "waiting_for=permission" in result.output
+    assert "old" not in result.output
+    assert "state=gone" in runner.invoke(app, ["status", "--all"]).output
     doc = json.loads(runner.invoke(app, ["status", "--json"]).output)
-    assert doc["daemon"]["running"] and doc["state"]["sessions"]["claude-x1"]["model"] == "opus"
+    assert doc["daemon"]["running"] and doc["state"]["sessions"][0]["model"] == "opus"
 
 
 def test_status_without_daemon_or_state_module(runner, monkeypatch):
