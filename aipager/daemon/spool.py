@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from typing import Callable
 
@@ -68,7 +69,7 @@ def take(spool_dir: str, name: str, parses: Callable[[bytes], bool]) -> bytes | 
     return data
 
 
-def send_or_spool(sock, address: str, spool_dir: str, data: bytes) -> str:  # noqa: ANN001
+def send_or_spool(sock: socket.socket, address: str, spool_dir: str, data: bytes) -> str:
     """What the hook does with one datagram: send without waiting, spool when the queue is full.
 
     ``sock`` must be a non-blocking ``AF_UNIX``/``SOCK_DGRAM`` socket.  Returns

@@ -6,6 +6,7 @@ Shared by Stop, StopFailure and an idle_prompt that stands in for a lost Stop.
 from __future__ import annotations
 
 import hashlib
+from typing import Callable
 
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.model import Session, State
@@ -83,7 +84,7 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
     release_held(ctx, sess)
 
 
-def catch_up(ctx: Ctx, finished_answer) -> list[str]:  # noqa: ANN001
+def catch_up(ctx: Ctx, finished_answer: Callable[[str], str | None]) -> list[str]:
     """At start: finish tasks whose Stop came while the daemon was down.
 
     Args:

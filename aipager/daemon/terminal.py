@@ -8,9 +8,11 @@ the chat use it; tests pass a fake.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from aipager import dtach
+from aipager.daemon.model import Session, State
+from aipager.daemon.registry import Registry
 from aipager.errors import SessionError, SessionNotFound
 
 
@@ -83,7 +85,8 @@ class DtachIO:
                 raise SessionError(msg)
 
 
-def mark_discovered(registry, live: Mapping[str, str], end_session) -> list[str]:  # noqa: ANN001
+def mark_discovered(registry: Registry, live: Mapping[str, str],
+                    end_session: Callable[[Session, str], None]) -> list[str]:
     """Apply one discovery pass to the registry.
 
     New sockets register their session; a session whose socket was seen before
@@ -93,8 +96,6 @@ def mark_discovered(registry, live: Mapping[str, str], end_session) -> list[str]
     Returns:
         Names of sessions that vanished.
     """
-    from aipager.daemon.model import State
-
     for name in live:
         sess = registry.ensure(name)
         if not sess.socket_seen:
