@@ -31,8 +31,12 @@ import tempfile
 
 import setuptools  # noqa: F401  (must precede the distutils imports below)
 from setuptools import Extension, setup
-from setuptools.command.bdist_wheel import bdist_wheel as _bdist_wheel
 from setuptools.command.build_ext import build_ext as _build_ext
+
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel as _bdist_wheel
+except ImportError:  # setuptools < 70.1 keeps it in the wheel package
+    from wheel.bdist_wheel import bdist_wheel as _bdist_wheel
 
 from distutils.command.build_scripts import build_scripts as _build_scripts  # noqa: E402
 
