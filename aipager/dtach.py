@@ -126,7 +126,8 @@ def claude_binary(env: Mapping[str, str] | None = None, claude_path: str | None 
     found = shutil.which("claude", path=env.get("PATH"))
     if found:
         return found
-    msg = "Claude Code (`claude`) not found on PATH; install it or set claude_path with `aipager config`"
+    msg = ("Claude Code (`claude`) not found on PATH; install it or pin it with "
+           "`aipager config claude-path PATH`")
     raise SessionError(msg)
 
 

@@ -367,10 +367,9 @@ def install(env: Mapping[str, str], bins: Binaries | None = None) -> Result:
     previous = current.get("statusLine")
     if previous is not None and not _statusline_is_ours(previous):
         _remember_statusline(env, previous)
-        result.notes.append(
-            f"your statusLine ({previous.get('command') if isinstance(previous, dict) else previous})"
-            " was replaced by aipager-statusline; `aipager uninstall` puts it back"
-        )
+        shown = previous.get("command") if isinstance(previous, dict) else previous
+        result.notes.append(f"your statusLine ({shown}) was replaced by aipager-statusline; "
+                            "`aipager uninstall` puts it back")
     result.backup = _write(path, wanted)
     return result
 

@@ -47,7 +47,8 @@ def show(as_json: bool = typer.Option(False, "--json", help="Machine-readable ou
     typer.echo(f"config file:  {doc['config_file']}")
     typer.echo(f"bot token:    {doc['bot_token']}")
     typer.echo(f"chat id:      {cfg.chat_id}")
-    typer.echo(f"policy file:  {cfg.policy_file or '(default: ' + paths.policy_user_file(env) + ')'}")
+    default_policy = f"(default: {paths.policy_user_file(env)})"
+    typer.echo(f"policy file:  {cfg.policy_file or default_policy}")
     typer.echo(f"claude path:  {cfg.claude_path or '(claude on PATH)'}")
     typer.echo("members:" + ("" if cfg.members else "      (none)"))
     for m in cfg.members:
@@ -57,7 +58,8 @@ def show(as_json: bool = typer.Option(False, "--json", help="Machine-readable ou
 @app.command("token")
 @handles_errors
 def token(
-    token_file: Optional[Path] = typer.Option(None, "--token-file", help="Read it from a file ('-' = stdin)."),
+    token_file: Optional[Path] = typer.Option(
+        None, "--token-file", help="Read it from a file ('-' = stdin)."),
 ) -> None:
     """Replace the bot token (checked with Telegram first; never taken as an argument)."""
     from aipager import telegram_check as tg

@@ -64,7 +64,8 @@ def _program(name: str, find: Callable[[], str], fix: str) -> Check:
 
 
 def _hooks(env: dict[str, str]) -> list[Check]:
-    fix_native = "reinstall aipager where a C compiler is available (pip install --force-reinstall aipager)"
+    fix_native = ("reinstall aipager where a C compiler is available "
+                  "(pip install --force-reinstall aipager)")
     try:
         bins = wiring.find_binaries(env)
     except AipagerError as exc:
@@ -74,7 +75,8 @@ def _hooks(env: dict[str, str]) -> list[Check]:
         if wiring.is_native(path):
             checks.append(Check("hook binaries", True, f"{path} (native)"))
         else:
-            what = f"{path} is not the native build (a script: every hook event costs a Python start)"
+            what = (f"{path} is not the native build "
+                    "(a script: every hook event costs a Python start)")
             checks.append(Check("hook binaries", False, what, fix_native))
     return checks
 
@@ -114,7 +116,8 @@ def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
         checks += _telegram(env, cfg)
     checks.append(_program("dtach", lambda: dtach.dtach_binary(env),
                            "reinstall aipager (it brings dtach-bin) or install dtach"))
-    checks.append(_program("claude", lambda: dtach.claude_binary(env, cfg.claude_path if cfg else None),
+    pinned = cfg.claude_path if cfg else None
+    checks.append(_program("claude", lambda: dtach.claude_binary(env, pinned),
                            "install Claude Code, or `aipager config claude-path PATH`"))
     checks += _wiring(env)
     checks += _hooks(env)

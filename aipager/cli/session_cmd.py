@@ -41,7 +41,8 @@ app = typer.Typer(
 @handles_errors
 def open_(
     name: str = typer.Argument(..., help="Session name: letters, digits, '-', '_'."),
-    claude_args: Optional[List[str]] = typer.Argument(None, help="Passed to Claude Code (after --)."),
+    claude_args: Optional[List[str]] = typer.Argument(
+        None, help="Passed to Claude Code (after --)."),
     detached: bool = typer.Option(False, "--detached", "-d", help="Create without attaching."),
 ) -> None:
     """Create session NAME running Claude Code here, or reattach (detach: Ctrl-\\)."""
@@ -50,8 +51,8 @@ def open_(
     sock = dtach.paths.dtach_socket(env, bare)
     if dtach.is_live(sock):
         if claude_args:
-            typer.echo(f"Session {bare} is already running; the Claude Code arguments were not used.",
-                       err=True)
+            typer.echo(f"Session {bare} is already running; "
+                       "the Claude Code arguments were not used.", err=True)
         if detached:
             typer.echo(f"Session {bare} is already running ({sock}).")
             return

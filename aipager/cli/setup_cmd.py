@@ -125,7 +125,8 @@ def setup(
     chat_id: Optional[int] = typer.Option(
         None, "--chat-id", help="Telegram chat id to report to (detected when omitted)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Replace an existing setup, ask nothing."),
-    wait: float = typer.Option(120.0, "--wait", help="Seconds to wait for a message when detecting the chat."),
+    wait: float = typer.Option(
+        120.0, "--wait", help="Seconds to wait for a message when detecting the chat."),
 ) -> None:
     """First-time setup: check the bot token and chat, save the config, wire Claude Code.
 

@@ -39,7 +39,7 @@ def _load_state(env: dict[str, str]) -> tuple[Any, str | None]:
 def _sessions_of(state: Any) -> list[dict[str, Any]]:
     sessions = state.get("sessions") if isinstance(state, dict) else None
     if isinstance(sessions, dict):
-        return [{"name": k, **v} if isinstance(v, dict) else {"name": k} for k, v in sessions.items()]
+        return [{"name": k, **(v if isinstance(v, dict) else {})} for k, v in sessions.items()]
     if isinstance(sessions, list):
         return [s for s in sessions if isinstance(s, dict)]
     return []
@@ -64,8 +64,8 @@ def status(
         })
         return
     where = paths.socket_path(env)
-    typer.echo(f"daemon: {'running (pid ' + ', '.join(map(str, pids)) + ')' if pids else 'not running'}"
-               f"  [{where}]")
+    running = f"running (pid {', '.join(map(str, pids))})" if pids else "not running"
+    typer.echo(f"daemon: {running}  [{where}]")
     if problem:
         typer.echo(f"state: {problem}")
     rows = [r for r in _sessions_of(state) if show_all or r.get("state") != "gone"]

@@ -70,7 +70,8 @@ def fake_daemon(env):
     from aipager import paths
 
     sock = paths.socket_path(env)
-    proc = subprocess.Popen([sys.executable, "-c", _DAEMON, sock], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", _DAEMON, sock], stdout=subprocess.PIPE,
+                            text=True)
     assert proc.stdout.readline().strip() == "ready"
     yield proc
     if proc.poll() is None:

@@ -55,7 +55,8 @@ def test_missing_file_says_run_setup(env):
         ([], "JSON object"),
         ({"chat_id": 1}, "bot_token is missing"),
         ({"bot_token": TOKEN, "chat_id": "1"}, "chat_id must be an integer"),
-        ({"bot_token": TOKEN, "chat_id": 1, "members": [{"id": 1, "role": "boss"}]}, "unknown role"),
+        ({"bot_token": TOKEN, "chat_id": 1, "members": [{"id": 1, "role": "boss"}]},
+         "unknown role"),
         ({"bot_token": TOKEN, "chat_id": 1, "schema_version": 9}, "schema_version"),
     ],
 )
@@ -71,7 +72,8 @@ def test_members_are_replaced_by_id_and_removed():
     assert [m.id for m in cfg.without_member(5).members] == [6]
 
 
-@pytest.mark.parametrize("bad", ["", "12345", "abc:def", "123456:short", "123456:" + "a" * 30 + " x"])
+@pytest.mark.parametrize(
+    "bad", ["", "12345", "abc:def", "123456:short", "123456:" + "a" * 30 + " x"])
 def test_token_shape(bad):
     with pytest.raises(ConfigError):
         config.check_token_shape(bad)

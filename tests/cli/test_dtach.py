@@ -13,8 +13,9 @@ from aipager import dtach, paths
 from aipager.errors import InvalidSessionName, SessionError, SessionNotFound
 
 FAKE_CLAUDE = """#!/bin/sh
-echo "start session=$CLAUDE_DTACH_SESSION cwd=$PWD nested=${CLAUDECODE:-no} args=$*" >> "$FAKE_CLAUDE_OUT"
-while IFS= read -r line; do echo "line:$line" >> "$FAKE_CLAUDE_OUT"; done
+out="$FAKE_CLAUDE_OUT"
+echo "start session=$CLAUDE_DTACH_SESSION cwd=$PWD nested=${CLAUDECODE:-no} args=$*" >> "$out"
+while IFS= read -r line; do echo "line:$line" >> "$out"; done
 """
 
 

@@ -29,7 +29,8 @@ from typing import Any, AsyncIterator, Iterator
 from aiohttp import web
 
 TOKEN = "123456:AAtestTOKENtestTOKENtestTOKEN00"
-BOT_USER = {"id": 123456, "is_bot": True, "first_name": "aipager test", "username": "aipager_test_bot"}
+BOT_USER = {"id": 123456, "is_bot": True, "first_name": "aipager test",
+            "username": "aipager_test_bot"}
 OWNER = {"id": 4242, "is_bot": False, "first_name": "Owner", "username": "owner"}
 
 # Nested objects arrive as JSON strings in form posts (observed with aiogram 3.31).
