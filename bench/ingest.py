@@ -119,12 +119,19 @@ class _Daemon:
                 raise RuntimeError("bench daemon did not start")
             time.sleep(0.02)
 
-    def rss_mb(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return float("nan")
+    def rss_mb(self) -> tuple[float, float]:
+        """(daemon RSS, RSS of its children: the drain process) in MB."""
+        def rss(pid: int) -> float:
+            with open(f"/proc/{pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+            return float("nan")
+
+        pid = self.proc.pid
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            kids = [int(k) for k in fh.read().split()]
+        return rss(pid), sum(rss(k) for k in kids)
 
     def stop(self) -> dict:
         self.proc.send_signal(signal.SIGTERM)
@@ -182,7 +189,7 @@ def measure(quick: bool = False) -> list[dict]:
                 send(_mix(4 * (100_000 + r) + 1, name))  # its PostToolUse (kind 1)
             time.sleep(0.01)
         time.sleep(1.5)  # let the spool timer and the card flush settle
-        rss = daemon.rss_mb()
+        rss, drain_rss = daemon.rss_mb()
         result = daemon.stop()
 
     stamps = result["stamps"]
@@ -210,7 +217,8 @@ def measure(quick: bool = False) -> list[dict]:
                 "detail": {"p99_ms": round(p99, 3), "samples": len(delays)}})
     out.append({"bench": "daemon.rss_20x200", "value": round(rss, 1), "unit": "MB",
                 "target": f"<= {TARGET_RSS_MB}", "ok": rss <= TARGET_RSS_MB,
-                "detail": {"note": "whole daemon process after every phase"}})
+                "detail": {"note": "daemon process after every phase", "drain_process_mb": round(drain_rss, 1),
+                           "load_average": os.getloadavg()[0], "cpus": os.cpu_count()}})
     return out
 
 

@@ -1,10 +1,11 @@
 """The daemon process: lock, socket, ingest thread, timers, graceful shutdown.
 
 Lifecycle (aiogram ``start_polling`` style): SIGINT/SIGTERM set a stop event;
-``asyncio.wait`` over the stop event and the background loops returns at the
-first to finish; the rest are cancelled and awaited; in ``finally`` the ingest
-thread stops, the state is saved with ``stopped_at``, and the socket file is
-removed last.
+``asyncio.wait`` returns when it is set (or when the drain process dies, which
+switches receiving to a thread); the timers are cancelled and awaited; in
+``finally`` the drain hands over what it holds, the socket file is removed,
+the last queued datagrams are handled and the state is saved with
+``stopped_at`` (see ``Daemon.serve``).
 """
 
 from __future__ import annotations
@@ -24,16 +25,15 @@ from aipager import __version__, paths
 from aipager.daemon import lock, persist, spool, tasks, transcript
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
-from aipager.daemon.ingest import Ingest, bind_control_socket
+from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv_leftovers
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import FanoutNotifier, Notifier, Output, RecordingNotifier
 from aipager.daemon.terminal import DtachIO, SessionIO, mark_discovered
 
 log = logging.getLogger("aipager.daemon")
 
-#: events handled between explicit GIL hand-offs to the ingest thread
-YIELD_EVERY = 8
-#: GIL switch interval (see serve)
+#: GIL switch interval while receiving on the fallback thread: the thread needs
+#: the GIL for each recv, and the default 5 ms is 100 datagrams at 20,000/s
 SWITCH_INTERVAL = 0.0005
 #: seconds between dtach socket scans
 DISCOVERY_SECONDS = 3.0
@@ -119,12 +119,8 @@ class Daemon:
 
     def deliver(self, batch: list[bytes]) -> None:
         feed = self.core.feed_bytes
-        for n, data in enumerate(batch, 1):
+        for data in batch:
             feed(data)
-            if not n % YIELD_EVERY:
-                # Let the ingest thread take the GIL now: the kernel queue holds
-                # only ~10 datagrams, so it must not wait for a switch interval.
-                time.sleep(0)
         now = time.monotonic()
         if now - self._last_spool >= SPOOL_MIN_GAP:
             # A datagram arriving means hooks are firing: spooled ones may be waiting too.
@@ -172,10 +168,22 @@ class Daemon:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def serve(self) -> int:
-        """Run until SIGINT/SIGTERM; returns the exit status (0)."""
-        loop = asyncio.get_running_loop()
+    def _thread_ingest(self, sock: Any, loop: asyncio.AbstractEventLoop) -> Ingest:
         sys.setswitchinterval(SWITCH_INTERVAL)
+        ingest = Ingest(sock, loop, self.deliver)
+        ingest.start()
+        return ingest
+
+    async def serve(self) -> int:
+        """Run until SIGINT/SIGTERM; returns the exit status (0).
+
+        Shutdown order: timers stop, the drain hands over what it holds, the
+        socket file is removed, then the datagrams the kernel still queues are
+        taken and handled, the spool is replayed once more and the state saved.
+        Removing the socket before that last read (not after) is what makes it
+        the last read: nothing can be queued after it.
+        """
+        loop = asyncio.get_running_loop()
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
         os.chmod(self.spool_dir, 0o700)
         persist.restore(self.core.registry, persist.load_state(self.env))
@@ -184,21 +192,33 @@ class Daemon:
         tasks.catch_up(self.core.ctx, transcript.finished_answer)
         sock = bind_control_socket(self.socket_path)
         bound_ino = os.stat(self.socket_path).st_ino
-        ingest = Ingest(sock, loop, self.deliver)
+        drain: DrainIngest | None = DrainIngest(sock, self.deliver)
+        thread: Ingest | None = None
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.stop_event.set)
         try:
-            ingest.start()
+            try:
+                await drain.start()
+            except OSError as exc:
+                log.error("cannot start the ingest drain (%s); receiving on a thread", exc)
+                drain = None
+                thread = self._thread_ingest(sock, loop)
             self.replay_spool()
             self.save(force=True)
             log.info("aipager daemon %s listening on %s", __version__, self.socket_path)
             stop = self._spawn(self.stop_event.wait())
-            loops = {
-                self._spawn(self._every(SPOOL_SECONDS, self.replay_spool)),
-                self._spawn(self._every(TICK_SECONDS, self.tick)),
-                self._spawn(self._every(DISCOVERY_SECONDS, self.discover)),
-            }
-            await asyncio.wait({stop, *loops}, return_when=asyncio.FIRST_COMPLETED)
+            self._spawn(self._every(SPOOL_SECONDS, self.replay_spool))
+            self._spawn(self._every(TICK_SECONDS, self.tick))
+            self._spawn(self._every(DISCOVERY_SECONDS, self.discover))
+            failed = self._spawn(drain.failed.wait()) if drain else None
+            while True:
+                waiting = {stop} | ({failed} if failed else set())
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if stop in done:
+                    break
+                # The drain died: keep receiving on a thread instead.
+                failed = None
+                thread = self._thread_ingest(sock, loop)
         finally:
             for task in list(self._tasks):
                 task.cancel()
@@ -207,14 +227,19 @@ class Daemon:
                     await task
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-            ingest.stop()
-            self.core.flush_cards()
-            self.save(force=True, stopped=True)
-            sock.close()
-            # Remove the socket last, and only if it is still ours (not a successor's).
+            if drain is not None:
+                await drain.stop()
+            if thread is not None:
+                thread.stop()
+                thread.flush()
             with contextlib.suppress(OSError):
                 if os.stat(self.socket_path).st_ino == bound_ino:
                     os.unlink(self.socket_path)
+            self.deliver(recv_leftovers(sock))
+            self.replay_spool()
+            sock.close()
+            self.core.flush_cards()
+            self.save(force=True, stopped=True)
             log.info("aipager daemon stopped")
         return 0
 

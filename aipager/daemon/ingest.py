@@ -2,22 +2,28 @@
 
 Linux queues only ``net.unix.max_dgram_qlen`` (10 by default) datagrams on a
 Unix datagram socket, and the hook never waits: when the queue is full its
-``sendto`` fails with EAGAIN and it spools the event instead (``spool``).  To
-keep that queue empty even while the event loop is busy, a dedicated thread
-does the receiving: it blocks in ``recv`` (the GIL is released there), and
-each time it wakes it drains everything queued with non-blocking reads before
-handing the batch to the loop with one ``call_soon_threadsafe``.  The loop
-may stall; the thread keeps draining into memory.
+``sendto`` fails with EAGAIN and it spools the event instead (``spool``).  At
+20,000 events/s ten datagrams are half a millisecond of traffic, so whatever
+receives must never wait for the daemon.
+
+``DrainIngest`` (preferred) hands the socket to a separate tiny process
+(``drain.py``) that only moves datagrams into a pipe; the daemon reads the pipe
+in large chunks.  ``Ingest`` (fallback when the drain cannot run) receives on a
+thread: it sleeps in ``poll`` without the GIL and drains the whole kernel queue
+each time it wakes, but it needs the GIL for each ``recv``, so a busy loop
+delays it by up to a GIL switch interval.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import select
 import socket
 import stat
+import sys
 import threading
 from typing import Callable
 
@@ -169,9 +175,107 @@ class Ingest:
         except RuntimeError:
             pass  # loop closed during shutdown
 
+    def flush(self) -> None:
+        """Deliver what the thread received but the loop has not taken yet (at shutdown)."""
+        self._drain()
+
     def _drain(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, []
             self._scheduled = False
         if batch:
             self._deliver(batch)
+
+
+class FrameReader:
+    """Splits the drain's pipe stream (4-byte little-endian length + datagram) into datagrams."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += chunk
+        out: list[bytes] = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            size = int.from_bytes(buf[pos:pos + 4], "little")
+            if end - pos - 4 < size:
+                break
+            out.append(bytes(buf[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        del buf[:pos]
+        return out
+
+
+class DrainIngest:
+    """Receives through the drain process (``drain.py``): the preferred path.
+
+    The drain owns the receiving; the daemon reads its pipe in large chunks on
+    the event loop.  A stalled loop only lets the pipe (1 MiB) and then the
+    drain's memory fill up; the socket queue stays empty.
+
+    Args:
+        sock: the bound control socket; its descriptor is passed to the drain.
+        deliver: called on the loop with a list of datagrams (oldest first).
+    """
+
+    def __init__(self, sock: socket.socket, deliver: Callable[[list[bytes]], None]) -> None:
+        self._sock = sock
+        self._deliver = deliver
+        self._proc: asyncio.subprocess.Process | None = None
+        self._pump_task: asyncio.Task | None = None
+        self.stopping = False
+        #: set when the drain ended without being asked to
+        self.failed = asyncio.Event()
+
+    async def start(self) -> None:
+        from aipager.daemon import drain
+
+        fd = self._sock.fileno()
+        self._proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", "-S", drain.__file__, str(fd),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            pass_fds=(fd,), limit=4 * 1024 * 1024)
+        self._pump_task = asyncio.create_task(self._pump())
+
+    async def _pump(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        frames = FrameReader()
+        read = self._proc.stdout.read
+        while True:
+            chunk = await read(1024 * 1024)
+            if not chunk:
+                break
+            batch = frames.feed(chunk)
+            if batch:
+                self._deliver(batch)
+        if not self.stopping:
+            log.error("the ingest drain process ended (exit %s); falling back to a thread",
+                      await self._proc.wait())
+            self.failed.set()
+
+    async def stop(self) -> None:
+        """Ask the drain to hand over everything it holds, and wait for it."""
+        self.stopping = True
+        if self._proc is None:
+            return
+        if self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.terminate()
+        if self._pump_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(self._pump_task, 10)
+        await self._proc.wait()
+
+
+def recv_leftovers(sock: socket.socket) -> list[bytes]:
+    """Whatever the kernel still queues on ``sock`` (non-blocking), at shutdown."""
+    sock.setblocking(False)
+    out = []
+    while True:
+        try:
+            out.append(sock.recv(wire.MAX_DATAGRAM + 1024))
+        except (BlockingIOError, InterruptedError, OSError):
+            return out
