@@ -111,3 +111,68 @@ async def test_fifty_hooks_at_once_while_the_loop_stalls_lose_nothing(capsys):
     assert rows() == 150 and daemon.core.counters["malformed"] == 0
     assert spool.pending(paths.spool_dir(env)) == []
     assert not os.path.exists(paths.socket_path(env))
+
+
+def test_frame_reader_splits_partial_chunks():
+    from aipager.daemon.drain import frame
+    from aipager.daemon.ingest import FrameReader
+
+    stream = b"".join(frame(d) for d in (b"one", b"", b"x" * 70000, b"four"))
+    reader = FrameReader()
+    got = []
+    for i in range(0, len(stream), 7):
+        got += reader.feed(stream[i:i + 7])
+    assert got == [b"one", b"", b"x" * 70000, b"four"]
+
+
+async def _burst_through(daemon: Daemon, env: dict, rounds: int = 2) -> dict:
+    totals = {"sent": 0, "spooled": 0, "lost": 0}
+    rows = lambda: len(getattr(daemon.core.registry.get("claude-burst"), "rows", ()))  # noqa: E731
+    for round_no in range(rounds):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(BURST), paths.socket_path(env), paths.spool_dir(env), "50", "1024",
+            f"t{round_no}-", stdout=asyncio.subprocess.PIPE,
+            env={**env, "PYTHONPATH": os.pathsep.join(sys.path)})
+        await asyncio.sleep(0.15)
+        end = time.perf_counter() + 0.2
+        while time.perf_counter() < end:
+            pass
+        out, _ = await proc.communicate()
+        for key, value in json.loads(out).items():
+            totals[key] += value
+        await _wait_for(lambda: rows() == 50 * (round_no + 1))
+    return totals
+
+
+async def test_thread_fallback_when_the_drain_cannot_start(monkeypatch):
+    from aipager.daemon import ingest
+
+    async def refuse(self):
+        raise OSError("no subprocesses here")
+
+    monkeypatch.setattr(ingest.DrainIngest, "start", refuse)
+    env = dict(os.environ)
+    daemon = Daemon(env)
+    serving = asyncio.create_task(daemon.serve())
+    await _wait_for(lambda: os.path.exists(paths.socket_path(env)))
+    totals = await _burst_through(daemon, env)
+    daemon.stop_event.set()
+    await serving
+    assert totals["lost"] == 0
+
+
+async def test_a_dead_drain_is_replaced_by_the_thread():
+    env = dict(os.environ)
+    daemon = Daemon(env)
+    serving = asyncio.create_task(daemon.serve())
+    await _wait_for(lambda: os.path.exists(paths.socket_path(env)))
+    await asyncio.sleep(0.2)
+    drains = [int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()]
+    killed = [pid for pid in drains if "drain.py" in open(f"/proc/{pid}/cmdline").read()]
+    assert len(killed) == 1
+    os.kill(killed[0], 9)
+    await asyncio.sleep(0.3)
+    totals = await _burst_through(daemon, env, rounds=1)
+    daemon.stop_event.set()
+    await serving
+    assert totals["lost"] == 0
