@@ -168,6 +168,13 @@ class Daemon:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def _task_still_open(self, session: str) -> bool:
+        try:
+            from aipager.policy.snapshot import open_task
+        except ImportError:
+            return True  # cannot tell: leave the task to its own events
+        return open_task(self.env, session)
+
     def _thread_ingest(self, sock: Any, loop: asyncio.AbstractEventLoop) -> Ingest:
         sys.setswitchinterval(SWITCH_INTERVAL)
         ingest = Ingest(sock, loop, self.deliver)
@@ -189,7 +196,7 @@ class Daemon:
         persist.restore(self.core.registry, persist.load_state(self.env))
         # Stops that fired while we were down were lost (nobody listened): the
         # saved conversations say which tasks ended; deliver those answers now.
-        tasks.catch_up(self.core.ctx, transcript.finished_answer)
+        tasks.catch_up(self.core.ctx, transcript.finished_answer, self._task_still_open)
         sock = bind_control_socket(self.socket_path)
         bound_ino = os.stat(self.socket_path).st_ino
         drain: DrainIngest | None = DrainIngest(sock, self.deliver)

@@ -84,12 +84,19 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
     release_held(ctx, sess)
 
 
-def catch_up(ctx: Ctx, finished_answer: Callable[[str], str | None]) -> list[str]:
+def catch_up(ctx: Ctx, finished_answer: Callable[[str], str | None],
+             still_open: Callable[[str], bool]) -> list[str]:
     """At start: finish tasks whose Stop came while the daemon was down.
+
+    Both signs are required: the hook removed the session's open-task mark
+    (it does at Stop) and the saved conversation ends with Claude's answer.
+    Either alone can mislead (a mark left by a crash; an answer block written
+    just before a tool call).
 
     Args:
         finished_answer: transcript path → the answer if that conversation's
             turn ended (``transcript.finished_answer``), else None.
+        still_open: session name → whether its open-task mark exists.
 
     Returns:
         Names of the sessions whose task was finished.
@@ -98,6 +105,8 @@ def catch_up(ctx: Ctx, finished_answer: Callable[[str], str | None]) -> list[str
     for sess in list(ctx.registry):
         task = sess.task
         if sess.state not in (State.WORKING, State.UNKNOWN) or task is None or task.ended_at is not None:
+            continue
+        if still_open(sess.name):
             continue
         answer = finished_answer(sess.transcript_path)
         if answer:

@@ -82,7 +82,8 @@ def test_catch_up_finishes_tasks_whose_stop_was_missed(core, notifier):
                "transcript_path": "/t/a.jsonl"})
     core.feed({"hook_event_name": "UserPromptSubmit", "session": "claude-b", "prompt": "y",
                "prompt_id": "q", "transcript_path": "/t/b.jsonl"})
-    ended = {"/t/a.jsonl": "Finished while you were away."}
-    assert catch_up(core.ctx, ended.get) == [S]
+    ended = {"/t/a.jsonl": "Finished while you were away.", "/t/b.jsonl": "Not yet."}
+    open_marks = {"claude-b"}  # b's hook has not seen its Stop: its task mark is still there
+    assert catch_up(core.ctx, ended.get, open_marks.__contains__) == [S]
     assert notifier.texts("answer") == ["Finished while you were away."]
-    assert catch_up(core.ctx, ended.get) == []  # never twice
+    assert catch_up(core.ctx, ended.get, open_marks.__contains__) == []  # never twice
