@@ -127,3 +127,29 @@ def test_spooled_events_left_while_down_are_replayed_at_start():
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)
+
+
+def test_shutdown_handles_everything_the_socket_accepted(daemon):
+    """Events accepted by the socket (or spooled) right before SIGTERM are all handled."""
+    from aipager.daemon.spool import send_or_spool
+
+    env = dict(os.environ)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.setblocking(False)
+    counts = {"sent": 0, "spooled": 0, "lost": 0}
+    for i in range(3000):
+        if i == 1500:
+            daemon.send_signal(signal.SIGTERM)
+        data = orjson.dumps({"type": "statusline", "session": "claude-flood", "context_pct": i % 70,
+                             "cost_usd": i / 1000})
+        counts[send_or_spool(sock, paths.socket_path(env), paths.spool_dir(env), data)] += 1
+    sock.close()
+    assert daemon.wait(timeout=20) == 0
+    state = persist.load_state(env)
+    c = state["daemon"]["counters"]
+    # What the socket refused after it was removed is "lost" (nobody listens any more);
+    # everything accepted or spooled before that was handled.
+    from aipager.daemon import spool
+
+    left = len(spool.pending(paths.spool_dir(env)))
+    assert c["handled"] + c["repeats"] + left == counts["sent"] + counts["spooled"], (counts, c, left)
