@@ -356,3 +356,10 @@ def test_start_on_an_unconfigured_terminal_walks_through_setup(runner, fake_api,
     assert config.load(env).chat_id == OWNER["id"]
     assert wiring.check(env, bins) == []
     assert len(daemon_app) == 1
+
+
+def test_session_without_claude_installed(runner, monkeypatch, env):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = runner.invoke(app, ["session", "w3", "--detached"])
+    assert result.exit_code == 1 and "not found on PATH" in result.stderr
+    assert not os.path.exists(paths.dtach_socket(env, "w3"))
