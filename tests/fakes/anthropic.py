@@ -21,7 +21,7 @@ import asyncio
 import itertools
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from aiohttp import web
@@ -73,7 +73,7 @@ def text(answer: str, **usage: int) -> Reply:
 def tool(name: str, tool_input: dict[str, Any], say: str = "", **usage: int) -> Reply:
     """A turn that calls one tool, optionally saying ``say`` first."""
     blocks = [Block("text", text=say)] if say else []
-    blocks.append(Block("tool_use", name=name, input=tool_input, id=_next_id("toolu")))
+    blocks.append(Block("tool_use", name=name, input=tool_input))
     return Reply(blocks, **usage)
 
 
@@ -192,7 +192,8 @@ class FakeAnthropic:
         if step >= len(turns):
             return text(self.default_text)
         turn = turns[step]
-        return turn(req) if callable(turn) else turn
+        reply = turn(req) if callable(turn) else turn
+        return _fresh_ids(reply)
 
     # -- queries for assertions -------------------------------------------------------------
 
@@ -263,6 +264,18 @@ class FakeAnthropic:
         with self._lock:
             self.requests.append(Request(request.path, {}))
         return web.json_response({"type": "error", "error": {"type": "not_found_error"}}, status=404)
+
+
+def _fresh_ids(reply: Reply) -> Reply:
+    """A copy of ``reply`` whose tool calls get new ids.
+
+    A scripted turn may be served many times (the same task typed twice); Claude Code and
+    aipager both treat a tool_use id as unique within a session.
+    """
+    blocks = [
+        replace(b, id=_next_id("toolu")) if b.type == "tool_use" else b for b in reply.blocks
+    ]
+    return replace(reply, blocks=blocks)
 
 
 def _message_json(reply: Reply, model: str) -> dict[str, Any]:

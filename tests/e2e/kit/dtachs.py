@@ -76,6 +76,10 @@ class DtachSession:
         """Whether ``text`` was drawn (whitespace ignored: redraws split words apart)."""
         return _squash(text) in _squash(self.screen())
 
+    def count(self, text: str) -> int:
+        """How many times ``text`` was drawn so far (whitespace ignored)."""
+        return _squash(self.screen()).count(_squash(text))
+
     def wait_shown(self, text: str, timeout: float = 20.0) -> None:
         """Wait until :meth:`shows` ``text``; AssertionError with the screen tail if not."""
         self.wait_screen(lambda s: _squash(text) in _squash(s), timeout, repr(text))

@@ -1,0 +1,89 @@
+"""The safety policy on the real path: chat messages typed into a session with their
+permission notes, and aipager's own ``/model`` switches.
+
+Until the Telegram layer lands, the test plays the daemon's chat side with the daemon's own
+typing seam (``DtachIO.type_text`` with a note), exactly what a queued chat message does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from e2e.kit.daemon import CHAT_ID, OWNER_ID, USER_ID
+from fakes import anthropic as fa
+
+SESSION = "claude-e2e"
+TUI_ARGS = ("--permission-mode", "default", "--allowedTools", "Bash,Write,Edit,Read,Agent")
+
+
+def _type_from_chat(home, text: str, *, user_id: int, label: str, role: str, msg_id: int) -> None:
+    """Type ``text`` as the daemon does for a chat message from ``user_id``."""
+    from aipager.daemon.terminal import DtachIO
+
+    note = {"msg_id": msg_id, "chat_id": CHAT_ID, "author_user_id": user_id,
+            "author_label": label, "role": role, "text": text}
+    asyncio.run(DtachIO(home.aipager_env()).type_text(SESSION, text, note=note))
+
+
+def _finished(seq: int):
+    def pred(sess: dict) -> bool:
+        task = sess.get("task") or {}
+        return task.get("seq") == seq and bool(task.get("ended_at")) and sess["state"] == "ready"
+    return pred
+
+
+def test_user_task_stopped_by_the_floor_while_the_owners_identical_task_runs(
+        daemon, dtach_session, fake_anthropic, claude_home):
+    first = os.path.join(claude_home.project, "made-one")
+    second = os.path.join(claude_home.project, "made-two")
+    prompt = "E2E-GUARD make the two files"
+    fake_anthropic.script("E2E-GUARD", fa.bash(f"touch {first}"), fa.bash(f"touch {second}"),
+                          fa.text("Guarded task over."))
+    dtach_session(*TUI_ARGS)
+
+    _type_from_chat(claude_home, prompt, user_id=USER_ID, label="guest", role="user", msg_id=11)
+
+    sess = daemon.wait_session(_finished(1), 30, "the user's task finished")
+    assert sess["task"]["prompt"] == prompt
+    assert sess["task"]["blocked"], "the daemon did not record the safety block"
+    denied = [b for r in fake_anthropic.requests_with("E2E-GUARD") for b in r.tool_results()]
+    assert len(denied) == 2, denied
+    assert all(b.get("is_error") and "aipager" in str(b.get("content")) for b in denied), denied
+    assert not os.path.exists(first) and not os.path.exists(second)
+    blocked = [line for line in daemon.log().splitlines() if f"notice {SESSION}" in line]
+    assert blocked, daemon.log()[-2000:]
+
+    _type_from_chat(claude_home, prompt, user_id=OWNER_ID, label="owner", role="owner", msg_id=12)
+
+    sess = daemon.wait_session(_finished(2), 30, "the owner's task finished")
+    assert not sess["task"]["blocked"]
+    assert os.path.exists(first) and os.path.exists(second)
+    assert [r["status"] for r in sess["rows"] if r["task"] == 2] == ["ok", "ok"], sess["rows"]
+
+
+def test_model_switch_with_aipagers_marker_skips_the_question(daemon, dtach_session,
+                                                              fake_anthropic, claude_home):
+    from aipager.policy import marker
+
+    fake_anthropic.script("E2E-MODEL", fa.text("Some context first."))
+    tui = dtach_session(*TUI_ARGS)
+    tui.type("E2E-MODEL hello")
+    sess = daemon.wait_session(_finished(1), 30, "the first task finished")
+
+    # Without aipager's marker Claude Code asks (this proves the check below can fail).
+    tui.type("/model haiku")
+    tui.wait_shown("Switch model?")
+    tui.push(b"\x1b")  # Esc: keep the current model
+    tui.wait_shown("Kept model as Opus")
+    shown_before = tui.count("Switch model?")
+
+    marker.write_modelswitch_marker(claude_home.aipager_env(), SESSION, "sonnet",
+                                    sess["claude_session_id"])
+    tui.type("/model sonnet")
+
+    tui.wait_shown("Set model to Sonnet")
+    assert not os.path.exists(marker.paths.modelswitch_marker(claude_home.aipager_env(), SESSION))
+    assert tui.count("Switch model?") == shown_before
+    # The status line reports the new model and the daemon picks it up.
+    daemon.wait_session(lambda s: "Sonnet" in (s["model"] or ""), 20, "the model Sonnet")
