@@ -202,6 +202,10 @@ def measure(quick: bool = False) -> list[dict]:
     delays = sorted((h - s) / 1e6 for h, s in stamps if s)
     p50 = statistics.median(delays) if delays else float("nan")
     p99 = delays[int(len(delays) * 0.99) - 1] if delays else float("nan")
+    rate = core_rate(n_rate // 2)
+    out.append({"bench": "daemon.core_rate", "value": round(rate), "unit": "ev/s",
+                "target": f">= {TARGET_RATE}", "ok": rate >= TARGET_RATE,
+                "detail": {"note": "decode + route + handlers, one process, no socket"}})
     out.append({"bench": "daemon.ingest_paced", "value": round(n_rate / took), "unit": "ev/s",
                 "target": f">= {TARGET_RATE}", "ok": paced["lost"] == 0 and paced["spooled"] == 0,
                 "detail": {**paced, "note": "EAGAIN at the socket counted as spooled"}})
@@ -220,6 +224,21 @@ def measure(quick: bool = False) -> list[dict]:
                 "detail": {"note": "daemon process after every phase", "drain_process_mb": round(drain_rss, 1),
                            "load_average": os.getloadavg()[0], "cpus": os.cpu_count()}})
     return out
+
+
+def core_rate(n: int) -> float:
+    """Events/s the daemon core handles in this process (decode, route, handlers): no socket."""
+    from aipager.daemon.core import DaemonCore
+    from aipager.daemon.notifier import RecordingNotifier
+
+    core = DaemonCore(RecordingNotifier(maxlen=1000), read_answer=lambda p: None)
+    core.feed_bytes(json.dumps({"hook_event_name": "UserPromptSubmit", "session": "claude-core",
+                                "prompt": "bench", "prompt_id": "p"}).encode())
+    data = [_mix(i, "claude-core") for i in range(n)]
+    start = time.perf_counter()
+    for item in data:
+        core.feed_bytes(item)
+    return n / (time.perf_counter() - start)
 
 
 def _densest_span(sorted_ns: list[int], n: int) -> float:
