@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from aipager.errors import PatternError
 
-#: escapes both engines read the same way (GNU regcomp treats ``\\/`` as '/')
-REGEX_ESCAPES = frozenset(".\\()[]{}*+?|^$/wWsSbB")
+#: escapes both engines read the same way (GNU regcomp treats ``\\/`` as '/').
+#: ``\\B`` is left out: glibc matches it in an empty string, Python never does.
+REGEX_ESCAPES = frozenset(".\\()[]{}*+?|^$/wWsSb")
 
-#: escapes that match a character (may take a quantifier); \\b and \\B do not
+#: escapes that match a character (may take a quantifier); \\b does not
 _ATOM_ESCAPES = frozenset(".\\()[]{}*+?|^$/wWsS")
 
 #: glibc's RE_DUP_MAX is 0x7fff; keep well under it and under Python's limits
@@ -143,6 +144,9 @@ def check_regex(pattern: str, rule: str = "regex") -> None:
     """
     _check_chars(pattern, rule)
     depth = 0
+    # per open group: does it hold an anchor?  glibc mis-matches quantified
+    # groups with anchors inside, e.g. (a\b){2} (found by the twin fuzz)
+    anchored: list[bool] = []
     # what the previous token was: "start" (nothing quantifiable before),
     # "atom" (may take a quantifier), "quant" (just quantified), "anchor"
     prev = "start"
@@ -157,9 +161,13 @@ def check_regex(pattern: str, rule: str = "regex") -> None:
             if esc not in REGEX_ESCAPES:
                 raise _fail(rule, pattern, f"the escape '\\{esc}'")
             prev = "atom" if esc in _ATOM_ESCAPES else "anchor"
+            if prev == "anchor" and anchored:
+                anchored[-1] = True
             i += 2
             continue
         if ch in "*+?{":
+            if prev == "anchored_group":
+                raise _fail(rule, pattern, f"a quantifier on a group that holds an anchor at '{ch}'")
             if prev != "atom":
                 what = "a stacked or lazy quantifier" if prev == "quant" else "a quantifier with nothing to repeat"
                 raise _fail(rule, pattern, f"{what} at '{ch}'")
@@ -178,6 +186,7 @@ def check_regex(pattern: str, rule: str = "regex") -> None:
             if pattern.startswith("()", i):
                 raise _fail(rule, pattern, "an empty group")
             depth += 1
+            anchored.append(False)
             prev = "start"
         elif ch == ")":
             if depth == 0:
@@ -185,13 +194,18 @@ def check_regex(pattern: str, rule: str = "regex") -> None:
             if prev == "start":
                 raise _fail(rule, pattern, "an empty alternative")
             depth -= 1
-            prev = "atom"
+            inner = anchored.pop()
+            if inner and anchored:
+                anchored[-1] = True
+            prev = "anchored_group" if inner else "atom"
         elif ch == "|":
             if prev == "start":
                 raise _fail(rule, pattern, "an empty alternative")
             prev = "start"
         elif ch in "^$":
             prev = "anchor"
+            if anchored:
+                anchored[-1] = True
         else:
             prev = "atom"
         i += 1
