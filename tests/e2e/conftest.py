@@ -23,7 +23,7 @@ import pytest
 
 from e2e.kit import claude as kit
 from e2e.kit.daemon import Daemon, write_config
-from e2e.kit.dtachs import DtachSession
+from e2e.kit.dtachs import CliSession, DtachSession
 from e2e.kit.hooksock import HookSocket
 from e2e.kit.runner import PrintRun, run_print
 from fakes.anthropic import FakeAnthropic
@@ -93,11 +93,15 @@ def run_claude_p(
 def dtach_session(
     claude_home: kit.ClaudeHome, fake_anthropic: FakeAnthropic
 ) -> Iterator[Callable[..., DtachSession]]:
-    """Factory: ``dtach_session(*claude_args)`` starts Claude Code's TUI in dtach."""
+    """Factory: ``dtach_session(*claude_args, cli=False)`` starts Claude Code's TUI in dtach.
+
+    ``cli=True`` creates it with ``aipager session NAME --detached`` (no screen log).
+    """
     started: list[DtachSession] = []
 
-    def start(*claude_args: str) -> DtachSession:
-        session = DtachSession(claude_home, fake_anthropic.base_url, list(claude_args))
+    def start(*claude_args: str, cli: bool = False) -> DtachSession:
+        kind = CliSession if cli else DtachSession
+        session = kind(claude_home, fake_anthropic.base_url, list(claude_args))
         started.append(session)
         session.start()
         return session

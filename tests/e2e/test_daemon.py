@@ -120,6 +120,7 @@ def test_daemon_restarted_mid_task_loses_nothing(daemon, dtach_session, fake_ant
     deadline = time.monotonic() + 20
     while not tui.shows("Survived the restart.") and time.monotonic() < deadline:
         time.sleep(0.2)
+    assert tui.shows("Survived the restart."), "the task did not finish while the daemon was down"
     daemon.start()
 
     # Events sent while it was down are gone (the hook does not queue for a dead daemon);
@@ -129,3 +130,24 @@ def test_daemon_restarted_mid_task_loses_nothing(daemon, dtach_session, fake_ant
     assert sess["task"]["prompt"] == "E2E-RESTART go"
     assert sess["rows"][0]["summary"] == "Bash: sleep 3; echo slow-step"
     assert len(_answers(daemon, "Survived the restart.")) == 1
+
+
+def test_session_made_by_the_cli_is_followed_until_killed(daemon, dtach_session, fake_anthropic):
+    fake_anthropic.script("E2E-CLI", fa.text("Answered inside the CLI's session."))
+    tui = dtach_session(*TUI_ARGS, cli=True)
+    assert "Started session e2e" in tui.cli_output
+    status = daemon.wait_state(
+        lambda st: any(t["session"] == SESSION and t["live"] for t in st["dtach_sessions"]),
+        10, "the dtach session listed")
+    daemon.wait_session(lambda s: s["claude_session_id"], 20, "SessionStart seen")
+
+    tui.type("E2E-CLI hello")
+
+    sess = daemon.wait_session(_task_done, 30, "the task finished")
+    assert sess["task"]["prompt"] == "E2E-CLI hello"
+    assert len(_answers(daemon, "Answered inside the CLI's session.")) == 1
+    assert tui.kill().returncode == 0
+
+    gone = daemon.wait_session(lambda s: s["state"] == "gone", 20, "the session gone")
+    assert gone["gone_at"]
+    assert status["daemon"]["running"]

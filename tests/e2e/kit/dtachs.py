@@ -18,7 +18,7 @@ import subprocess
 import time
 from typing import Callable
 
-from e2e.kit.claude import ClaudeHome, claude_binary, search_path
+from e2e.kit.claude import ClaudeHome, claude_binary, installed_program, search_path
 
 _CURSOR_RIGHT = re.compile(rb"\x1b\[(\d*)C")
 _ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]|\x1b[=>78M]")
@@ -127,3 +127,39 @@ class DtachSession:
         if self.wait_exit(10) is None:
             os.killpg(self._master.pid, signal.SIGKILL)
             self._master.wait(5)
+
+
+class CliSession(DtachSession):
+    """A session made the user's way: ``aipager session NAME --detached -- ARGS``.
+
+    There is no screen log here (the CLI runs Claude Code directly under dtach); scenarios
+    follow it through the datagrams or the daemon's state.
+    """
+
+    def start(self, wait: float = 20.0) -> None:
+        env = self.home.claude_env(self.base_url)
+        # The CLI finds Claude Code here first (the suite's binary, not one on PATH).
+        env["AIPAGER_CLAUDE_BIN"] = claude_binary()
+        env.pop("CLAUDE_DTACH_SESSION")  # the CLI sets it from NAME
+        name = self.home.session.removeprefix("claude-")
+        argv = [installed_program("aipager"), "session", name, "--detached", "--", *self.claude_args]
+        run = subprocess.run(argv, cwd=self.home.project, env=env, capture_output=True, text=True,
+                             timeout=wait)
+        if run.returncode != 0:
+            msg = f"{argv} failed ({run.returncode}): {run.stdout}{run.stderr}"
+            raise AssertionError(msg)
+        self.cli_output = run.stdout
+
+    @property
+    def alive(self) -> bool:
+        return os.path.exists(self.socket)
+
+    def kill(self) -> subprocess.CompletedProcess[str]:
+        """``aipager session kill NAME --yes``."""
+        name = self.home.session.removeprefix("claude-")
+        return subprocess.run([installed_program("aipager"), "session", "kill", name, "--yes"],
+                              env=self.home.aipager_env(), capture_output=True, text=True, timeout=30)
+
+    def stop(self) -> None:
+        if self.alive:
+            self.kill()
