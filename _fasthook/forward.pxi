@@ -96,9 +96,9 @@ cdef int add_sl_tokens(Buf* dg, const char* status_path) noexcept nogil:
 cdef int decline(Sender* snd, const char* session, const char* raw, size_t n, const char* which,
                  int forwarded, int debug, const char* why, const char* event) noexcept nogil:
     """Hand over to stage 2; only returns (with the exit code) if that failed."""
-    dbg(debug, which, "declined to stage 2:", why)
+    dbg(debug, snd.who, "declined to stage 2:", why)
     stage2_exec(raw, n, which, forwarded, debug)
-    report_error(snd, session, which, "stage2_unavailable", "_fasthook/stage2.pxi:stage2_exec")
+    report_error(snd, session, snd.who, "stage2_unavailable", "_fasthook/stage2.pxi:stage2_exec")
     return policy_fail_exit(event)
 
 
@@ -135,7 +135,7 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
         # not a session aipager started: costs nothing, says nothing
         dbg(debug, "aipager-hook", "no valid CLAUDE_DTACH_SESSION, nothing sent", NULL)
         return 0
-    sr = sender_init(&snd, debug)
+    sr = sender_init(&snd, debug, "aipager-hook")
     capn = cap_msg(capmsg, session, "aipager-hook")
 
     raw.p = NULL

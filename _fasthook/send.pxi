@@ -25,13 +25,15 @@ ctypedef struct Sender:
     int fd
     int ready
     int debug
+    # "aipager-hook" / "aipager-statusline", for diagnostics
+    const char* who
     int sndbuf
     sockaddr_un addr
     socklen_t alen
     char spool[PATH_CAP]
 
 
-cdef int sender_init(Sender* s, int debug) noexcept nogil:
+cdef int sender_init(Sender* s, int debug, const char* who) noexcept nogil:
     """Resolve paths; 0, or -1 when a path does not fit."""
     cdef char sock[PATH_CAP]
     cdef char ctl[PATH_CAP]
@@ -39,6 +41,7 @@ cdef int sender_init(Sender* s, int debug) noexcept nogil:
     s.fd = -1
     s.ready = 0
     s.debug = debug
+    s.who = who
     s.sndbuf = 0
     if paths_socket(sock, PATH_CAP) < 0:
         return -1
@@ -70,11 +73,11 @@ cdef int spool_write(Sender* s, const char* data, size_t n) noexcept nogil:
     cdef size_t off = 0
     dfd = open(s.spool, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
     if dfd < 0:
-        dbg(s.debug, "aipager-hook", "no spool dir, dropped:", s.spool)
+        dbg(s.debug, s.who, "no spool dir, dropped:", s.spool)
         return -1
     if fstat(dfd, &st) < 0 or not S_ISDIR(st.st_mode) or st.st_uid != geteuid():
         close(dfd)
-        dbg(s.debug, "aipager-hook", "spool dir not ours, dropped:", s.spool)
+        dbg(s.debug, s.who, "spool dir not ours, dropped:", s.spool)
         return -1
     clock_gettime(CLOCK_REALTIME, &ts)
     ns = <unsigned long long>ts.tv_sec * 1000000000ULL + <unsigned long long>ts.tv_nsec
@@ -99,7 +102,7 @@ cdef int spool_write(Sender* s, const char* data, size_t n) noexcept nogil:
         if linkat(dfd, tmp, dfd, name, 0) == 0:
             unlinkat(dfd, tmp, 0)
             close(dfd)
-            dbg(s.debug, "aipager-hook", "queue full, spooled", name)
+            dbg(s.debug, s.who, "queue full, spooled", name)
             return 0
         if errno != EEXIST:
             break
@@ -113,7 +116,7 @@ cdef int sender_send(Sender* s, const char* buf, size_t n) noexcept nogil:
     cdef int want
     cdef socklen_t ol = sizeof(int)
     if not s.ready:
-        dbg(s.debug, "aipager-hook", "socket path unusable, dropped", NULL)
+        dbg(s.debug, s.who, "socket path unusable, dropped", NULL)
         return SEND_DROPPED
     if s.fd < 0:
         s.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)
@@ -130,14 +133,14 @@ cdef int sender_send(Sender* s, const char* buf, size_t n) noexcept nogil:
     while True:
         r = sendto(s.fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL, <const sockaddr*>&s.addr, s.alen)
         if r >= 0:
-            dbg(s.debug, "aipager-hook", "sent to", s.addr.sun_path)
+            dbg(s.debug, s.who, "sent to", s.addr.sun_path)
             return SEND_OK
         if errno != EINTR:
             break
     # EWOULDBLOCK is EAGAIN on Linux
     if errno == EAGAIN or errno == ENOBUFS:
         return SEND_SPOOLED if spool_write(s, buf, n) == 0 else SEND_DROPPED
-    dbg(s.debug, "aipager-hook", "daemon not reachable, dropped:", s.addr.sun_path)
+    dbg(s.debug, s.who, "daemon not reachable, dropped:", s.addr.sun_path)
     return SEND_DROPPED
 
 

@@ -83,7 +83,7 @@ cdef int stage2_exec(const char* raw, size_t n, const char* which, int forwarded
     elif aipager_build_python[0] and access(aipager_build_python, X_OK) == 0:
         path_copy(py, PATH_CAP, aipager_build_python)
     else:
-        dbg(debug, "aipager-hook", "stage 2: no python found", NULL)
+        dbg(debug, "aipager", "stage 2: no python found", NULL)
         return -1
     if dir_[0]:
         snprintf(site, PATH_CAP, "%s/../lib/python%s/site-packages", dir_, aipager_build_pyver)
@@ -97,7 +97,7 @@ cdef int stage2_exec(const char* raw, size_t n, const char* which, int forwarded
     if have_site:
         sitearg = site
     if stdin_from_bytes(raw, n) < 0:
-        dbg(debug, "aipager-hook", "stage 2: cannot pass stdin", NULL)
+        dbg(debug, "aipager", "stage 2: cannot pass stdin", NULL)
         return -1
     argv[a] = py
     a += 1
@@ -118,7 +118,7 @@ cdef int stage2_exec(const char* raw, size_t n, const char* which, int forwarded
         argv[a] = "--forwarded"
         a += 1
     argv[a] = NULL
-    dbg(debug, "aipager-hook", "stage 2 via", py)
+    dbg(debug, "aipager", "stage 2 via", py)
     execv(py, <char**>argv)
-    dbg(debug, "aipager-hook", "stage 2: exec failed", py)
+    dbg(debug, "aipager", "stage 2: exec failed", py)
     return -1

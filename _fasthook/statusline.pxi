@@ -127,12 +127,13 @@ cdef int statusline_run(int argc, char** argv, char** envp) noexcept nogil:
     session = getenv("CLAUDE_DTACH_SESSION")
     have_session = session_valid(session)
     if have_session:
-        sr = sender_init(&snd, debug)
+        sr = sender_init(&snd, debug, "aipager-statusline")
         capn = cap_msg(capmsg, session, "aipager-statusline")
     else:
         snd.ready = 0
         snd.fd = -1
         snd.debug = debug
+        snd.who = "aipager-statusline"
 
     raw.p = NULL
     raw.n = 0

@@ -221,3 +221,23 @@ def test_twin_imports_builtins_only(tool: str, payload: str, receiver) -> None:
     loaded = set(done.stderr.decode().split())
     assert "aipager.hookpy.entry" in loaded and len(done.sent) == 1
     assert not loaded & FORBIDDEN, loaded & FORBIDDEN
+
+
+def test_forwarded_flag_runs_after_forward_only(receiver) -> None:
+    """What the native hook asks for when policy_after declines after sending."""
+    cmd = hookrun.twin_cmd("hook") + ["--forwarded"]
+    done = hookrun.run(cmd, event_bytes("PostToolUse"), hookrun.hook_env(), receiver)
+    assert (done.exit, done.stdout, done.sent) == (0, b"", [])
+
+
+def test_internal_error_report_carries_no_event_content() -> None:
+    from aipager.hookpy import common
+
+    secret = "sk-live-do-not-leak"
+    try:
+        {"tool_input": secret}["missing"]
+    except KeyError as exc:
+        msg = common.error_message("claude-jim", "aipager-hook", exc)
+    assert msg["type"] == wire.REPORT_ERROR and msg["where"] == "hook"
+    assert msg["kind"] == "KeyError"
+    assert secret not in json.dumps(msg)
