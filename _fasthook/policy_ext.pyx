@@ -71,3 +71,24 @@ def decide(bytes snap, bytes event, bytes home):
     if r == POL_DENY:
         return ("deny", reason.decode("ascii"))
     return ("decline", "pol_decide declined")
+
+
+def regex_compiles(bytes pattern, bint icase=False):
+    """Whether glibc regcomp (C locale, the hook's flags) accepts ``pattern``."""
+    cdef regex_t rx
+    cdef int r
+    cdef const char* p = pattern
+    cdef locale_t cloc
+    cdef locale_t old
+    if b"\0" in pattern:
+        return False
+    cloc = newlocale(LC_ALL_MASK, "C", <locale_t>0)
+    if cloc == NULL:
+        return False
+    old = uselocale(cloc)
+    r = regcomp(&rx, p, REG_EXTENDED | REG_NOSUB | (REG_ICASE if icase else 0))
+    if r == 0:
+        regfree(&rx)
+    uselocale(old)
+    freelocale(cloc)
+    return r == 0
