@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Everything under tests/e2e drives real processes; mark it so `-m "not e2e"` works
     # for quick local loops, while the default run includes it.
     for item in items:
-        if "/e2e/" in str(item.fspath):
+        if "e2e" in item.path.parts:
             item.add_marker(pytest.mark.e2e)
 
 

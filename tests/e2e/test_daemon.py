@@ -7,6 +7,7 @@ layer lands).
 
 from __future__ import annotations
 
+import os
 import time
 
 from fakes import anthropic as fa
@@ -151,3 +152,26 @@ def test_session_made_by_the_cli_is_followed_until_killed(daemon, dtach_session,
     gone = daemon.wait_session(lambda s: s["state"] == "gone", 20, "the session gone")
     assert gone["gone_at"]
     assert status["daemon"]["running"]
+
+
+def test_permission_request_waits_then_is_answered_at_the_terminal(daemon, dtach_session,
+                                                                   fake_anthropic, claude_home):
+    target = os.path.join(claude_home.project, "approved-file")
+    fake_anthropic.script("E2E-PERM", fa.bash(f"touch {target}"), fa.text("Made it after approval."))
+    tui = dtach_session("--permission-mode", "default")  # nothing pre-allowed: Claude asks
+
+    tui.type("E2E-PERM make the file")
+
+    sess = daemon.wait_session(lambda s: s["waiting_for"] == "permission", 30,
+                               "a permission request")
+    assert sess["state"] == "waiting"
+    tui.wait_shown("Do you want to proceed?")
+    assert not os.path.exists(target)
+
+    tui.push(b"1")  # "Yes", at the terminal
+
+    sess = daemon.wait_session(_task_done, 30, "the task finished after the approval")
+    assert sess["waiting_for"] is None and not sess["requests"]
+    assert [(r["summary"], r["status"]) for r in sess["rows"]] == [(f"Bash: touch {target}", "ok")]
+    assert os.path.exists(target)
+    assert len(_answers(daemon, "Made it after approval.")) == 1
