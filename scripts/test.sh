@@ -24,5 +24,6 @@ if ! "$CLAUDE_BIN" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION"; then
 fi
 export AIPAGER_TEST_CLAUDE="$CLAUDE_BIN"
 
-export PATH="$PWD/$VENV/bin:$PATH"
+# Absolute: AIPAGER_TEST_VENV may be given relative or absolute.
+export PATH="$(cd "$VENV" && pwd)/bin:$PATH"
 exec "$VENV/bin/pytest" "$@"

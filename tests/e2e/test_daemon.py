@@ -175,3 +175,28 @@ def test_permission_request_waits_then_is_answered_at_the_terminal(daemon, dtach
     assert [(r["summary"], r["status"]) for r in sess["rows"]] == [(f"Bash: touch {target}", "ok")]
     assert os.path.exists(target)
     assert len(_answers(daemon, "Made it after approval.")) == 1
+
+
+def test_compaction_is_announced_with_the_context_drop(daemon, dtach_session, fake_anthropic):
+    fake_anthropic.script("E2E-COMPACT", fa.text("A long conversation.", input_tokens=600_000))
+    tui = dtach_session(*TUI_ARGS)
+    tui.type("E2E-COMPACT talk a lot")
+    daemon.wait_session(lambda s: _task_done(s) and s["context_pct"] >= 50, 30,
+                        "the task done at 60% context")
+
+    fake_anthropic.script("E2E-AFTER", fa.text("Fresh and small."))
+
+    tui.type("/compact")
+
+    daemon.wait_session(lambda s: s["compact_notice_pending"], 30, "the compaction done")
+    # The drop is announced once a status reading shows it: the next turn's.
+    tui.type("E2E-AFTER carry on")
+
+    def compacted(s: dict) -> bool:
+        return not s["compacting"] and not s["compact_notice_pending"] and s["context_pct"] < 10
+
+    daemon.wait_session(compacted, 30, "the compaction settled")
+    notices = {line.split(": ", 1)[-1] for line in daemon.log().splitlines()
+               if f"notice {SESSION}: " in line}
+    assert any("Compacting the conversation" in n for n in notices), notices
+    assert any("Conversation compacted: 60% → 0%" in n for n in notices), notices

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sysconfig
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,14 @@ def claude_binary() -> str:
 
 
 def installed_program(name: str) -> str:
-    """Absolute path of an installed aipager program on the start-up PATH, or fail."""
+    """Absolute path of an installed program: next to this interpreter, else on PATH; or fail.
+
+    The interpreter's scripts folder comes first: pytest runs from the venv aipager is
+    installed in, whatever PATH says.
+    """
+    here = os.path.join(sysconfig.get_path("scripts"), name)
+    if os.path.isfile(here) and os.access(here, os.X_OK):
+        return here
     found = shutil.which(name, path=_PATH_AT_START)
     if found:
         return os.path.abspath(found)
@@ -56,8 +64,11 @@ def installed_program(name: str) -> str:
 
 
 def search_path() -> str:
-    """PATH for child processes: the start-up PATH (venv bin first)."""
-    return _PATH_AT_START
+    """PATH for child processes: this interpreter's scripts folder, then the start-up PATH.
+
+    aipager's CLI and daemon find ``dtach`` (from dtach-bin) and each other through PATH.
+    """
+    return os.pathsep.join([sysconfig.get_path("scripts"), _PATH_AT_START])
 
 
 def expected_settings(hook: str, statusline: str) -> dict[str, Any]:

@@ -12,24 +12,20 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import time
 from typing import Callable
 
-from e2e.kit.claude import ClaudeHome, claude_binary, installed_program, search_path
+from e2e.kit.claude import ClaudeHome, claude_binary, installed_program
 
 _CURSOR_RIGHT = re.compile(rb"\x1b\[(\d*)C")
 _ANSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]|\x1b[=>78M]")
 
 
 def dtach_program() -> str:
-    found = shutil.which("dtach", path=search_path())
-    if not found:
-        msg = "dtach is not on PATH: install aipager's dependencies (dtach-bin) into the venv"
-        raise AssertionError(msg)
-    return found
+    """dtach from the dtach-bin package aipager depends on."""
+    return installed_program("dtach")
 
 
 def _squash(text: str) -> str:
