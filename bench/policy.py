@@ -1,0 +1,127 @@
+"""PreToolUse with a 100-rule policy: the compiled check against the floors.
+
+The session's snapshot holds the built-in floor plus generated rules, 100 in
+all (command regexes and path globs, inside the portable dialect).  Cases:
+
+- ASCII Bash / Read / Grep calls that match nothing (every rule runs): the
+  compiled path.  Target (issue 4): p50 <= 2x ``/bin/true``.
+- a non-ASCII command (the compiled side declines to Python) and a
+  UserPromptSubmit with a note to pick up (always Python): paths that must
+  start Python.  Target: <= 1.3x ``python -S -I -c pass``.
+
+Contenders: the installed native aipager-hook, the pure-Python twin started
+as stage 2 starts it, ``/bin/true`` and ``python -S -I -c pass``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+from aipager.policy import floor, notes, snapshot
+from bench import harness
+
+SESSION = "claude-bench"
+RULES = 100
+
+
+def policy_rules(home: str) -> dict:
+    """Built-in floor plus generated rules: RULES patterns in all."""
+    rule_set = floor.builtin_floor({"HOME": home})
+    have = len(rule_set["commands"]) + len(rule_set["no_access"]) + len(rule_set["no_write"])
+    extra_cmd = [f"(^|[;&|] *)tool{i:02d} +--(force|yes)" for i in range((RULES - have) // 2)]
+    extra_glob = [f"/srv/app{i:02d}/secrets/*" for i in range(RULES - have - len(extra_cmd))]
+    rule_set["commands"] += extra_cmd
+    rule_set["no_access"] += extra_glob
+    return rule_set
+
+
+def _cases(cwd: str) -> list[tuple[str, dict]]:
+    pre = {"hook_event_name": "PreToolUse", "session_id": "s", "cwd": cwd, "permission_mode": "default",
+           "tool_use_id": "toolu_1"}
+    return [
+        ("Bash allow, 100 rules", dict(pre, tool_name="Bash",
+                                        tool_input={"command": "git status && pytest -q tests/unit", "description": "x"})),
+        ("Read allow, 100 rules", dict(pre, tool_name="Read", tool_input={"file_path": "src/app/main.py"})),
+        ("Grep allow, 100 rules", dict(pre, tool_name="Grep", tool_input={"pattern": "TODO", "path": "src"})),
+        ("Bash non-ASCII -> Python", dict(pre, tool_name="Bash", tool_input={"command": "echo café > notes.txt"})),
+        ("UserPromptSubmit pick-up (Python)", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
+                                               "cwd": cwd, "prompt": "bench prompt"}),
+    ]
+
+
+def _native() -> str | None:
+    path = os.path.join(os.path.dirname(sys.executable), "aipager-hook")
+    return path if os.path.exists(path) else None
+
+
+def _twin() -> list[str]:
+    import aipager
+    from aipager.hookpy import entry
+
+    site = os.path.dirname(os.path.dirname(os.path.abspath(aipager.__file__)))
+    return [sys.executable, "-S", "-I", "-c", entry.BOOT, site, "hook"]
+
+
+def _prepare(env: dict, case: str, snap: dict) -> None:
+    """Reset the session files a case reads (a pick-up consumes its note)."""
+    snapshot.write(env, SESSION, snap)
+    if case.startswith("UserPromptSubmit"):
+        for note in notes.list_notes(env, SESSION):
+            os.unlink(note.path)
+
+
+def run(args) -> list[dict]:
+    sink = harness.Sink()
+    # not under /tmp/aipager*: the floor protects aipager's own files there
+    home = tempfile.mkdtemp(prefix="bench-home-", dir=os.path.expanduser("~"))
+    os.makedirs(os.path.join(home, "proj", "src"))
+    env = {"PATH": "/usr/bin:/bin", "HOME": home, "AIPAGER_INSTANCE_DIR": sink.dir,
+           "CLAUDE_DTACH_SESSION": SESSION}
+    snap = snapshot.make("telegram", False, policy_rules(home))
+    rows: list[dict] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="aipager-bench-policy-") as folder:
+            for case, event in _cases(os.path.join(home, "proj")):
+                path = os.path.join(folder, "event.json")
+                with open(path, "w", encoding="utf-8") as fh:
+                    json.dump(event, fh, ensure_ascii=False)
+                _prepare(env, case, snap)
+                contenders = [
+                    harness.Contender("/bin/true", ["/bin/true"], floor=True),
+                    harness.Contender("python -S -I -c pass", [sys.executable, "-S", "-I", "-c", "pass"], floor=True),
+                    harness.Contender("twin hook", _twin()),
+                ]
+                native = _native()
+                if native:
+                    contenders.insert(2, harness.Contender("native hook", [native]))
+                harness.measure(contenders, path, env, sink, args.rounds, args.warmup)
+                true_p50 = statistics.median(contenders[0].times)
+                py_p50 = statistics.median(contenders[1].times)
+                for c in contenders:
+                    p50 = statistics.median(c.times)
+                    rows.append({
+                        "group": "policy",
+                        "case": case,
+                        "contender": c.name,
+                        "p50_ms": p50,
+                        "p95_ms": harness.percentile(c.times, 0.95),
+                        "x_true": p50 / true_p50,
+                        "x_python": p50 / py_p50,
+                        "delivered": c.delivered / len(c.times),
+                        "runs": len(c.times),
+                        "rules": len(snap["commands"]) + len(snap["no_access"]) + len(snap["no_write"]),
+                    })
+                # a run that denied would have halted the task: the case is void
+                assert not snapshot.read(env, SESSION)["halted"], f"{case}: a rule matched"
+    finally:
+        sink.close()
+        shutil.rmtree(home, ignore_errors=True)
+    return rows
+
+
+
