@@ -200,3 +200,28 @@ def test_compaction_is_announced_with_the_context_drop(daemon, dtach_session, fa
                if f"notice {SESSION}: " in line}
     assert any("Compacting the conversation" in n for n in notices), notices
     assert any("Conversation compacted: 60% → 0%" in n for n in notices), notices
+
+
+def test_question_waits_then_is_answered_at_the_terminal(daemon, dtach_session, fake_anthropic):
+    question = {"questions": [{
+        "question": "Which colour should the button be?", "header": "Colour", "multiSelect": False,
+        "options": [{"label": "Green", "description": "calm"},
+                    {"label": "Red", "description": "loud"}],
+    }]}
+    fake_anthropic.script("E2E-ASK", fa.tool("AskUserQuestion", question),
+                          fa.text("Going with your choice."))
+    tui = dtach_session(*TUI_ARGS)
+
+    tui.type("E2E-ASK pick a colour")
+
+    sess = daemon.wait_session(lambda s: s["waiting_for"] == "question", 30, "the question")
+    assert sess["state"] == "waiting"
+    tui.wait_shown("Which colour should the button be?")
+
+    tui.push(b"\r")  # the first option is preselected: Green
+
+    sess = daemon.wait_session(_task_done, 30, "the task finished after the answer")
+    assert sess["waiting_for"] is None
+    answered = [b for r in fake_anthropic.requests_with("E2E-ASK") for b in r.tool_results()]
+    assert answered and "Green" in str(answered[-1].get("content")), answered
+    assert len(_answers(daemon, "Going with your choice.")) == 1
