@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from aipager import wire
-from aipager.daemon.model import Session
+from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import Notifier, Output
 from aipager.daemon.registry import Registry
 
@@ -42,6 +42,8 @@ HANDLED = _Sentinel("HANDLED")
 
 #: keys handled even without a ``session`` field
 SESSIONLESS = (wire.REPORT_ERROR,)
+#: keys that bring an ended (GONE) session back; other late events of it are dropped
+REVIVING = ("SessionStart", "UserPromptSubmit")
 
 
 class EventRouter:
@@ -144,6 +146,14 @@ class Dispatcher:
             return UNHANDLED
         registry = self.ctx.registry
         sess = registry.ensure(name)
+        if sess.state is State.GONE and key not in REVIVING:
+            if sess.end_reason != "vanished":
+                # A late event of a session that ended (events can be reordered):
+                # it must not bring back agents or rows.
+                return IGNORED
+            # Its socket looked gone, but it is clearly alive: known again.
+            sess.gone_at, sess.end_reason = None, ""
+            registry.set_state(sess, State.UNKNOWN)
         now = registry.clock()
         sess.last_event_at = now
         tokens = ev.get("sl_tokens")

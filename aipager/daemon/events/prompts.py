@@ -86,7 +86,7 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
             task = reg.open_task(sess, prompt_id=prompt_id, origin="continuation")
         task.ended_at = None
         task.prompt_id = prompt_id or task.prompt_id
-        reg.set_state(sess, State.WORKING)
+        reg.set_state(sess, State.WAITING if sess.requests else State.WORKING)
         reg.touch(sess)
         return
     task = sess.task

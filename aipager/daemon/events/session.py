@@ -46,7 +46,8 @@ def on_session_start(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.task is not None and sess.task.ended_at is None and source in ("startup", "clear"):
         # A fresh conversation ends whatever the old one was doing (its Stop is not coming).
         sess.task.ended_at = ctx.now()
-        close_requests(ctx, sess)
+    # Claude Code (re)started or switched conversation: no dialog of before is on screen.
+    close_requests(ctx, sess)
     if sess.state != State.WORKING or source in ("startup", "clear"):
         reg.set_state(sess, State.READY)
     reg.touch(sess)
