@@ -215,17 +215,16 @@ class Session:
     # -- persistence --------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        """The saved form: nested records stay dataclass instances (orjson writes them
+        natively, far faster than ``dataclasses.asdict``); containers become lists."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             if f.name == "row_index":
                 continue
             value = getattr(self, f.name)
-            if f.name in _NESTED:
-                items = value.values() if isinstance(value, dict) else value
-                value = [dataclasses.asdict(v) for v in items]
-            elif f.name == "task":
-                value = dataclasses.asdict(value) if value else None
-            elif f.name == "delivered":
+            if isinstance(value, dict) and f.name in _NESTED:
+                value = list(value.values())
+            elif isinstance(value, deque):
                 value = list(value)
             elif f.name == "state":
                 value = str(value)
