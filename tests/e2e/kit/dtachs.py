@@ -116,13 +116,63 @@ class DtachSession:
             return None
 
     def stop(self) -> None:
-        """End the session: SIGHUP to Claude Code via the closing pty, then kill."""
+        """End the session and everything it started.
+
+        dtach runs its child in a new session on its own pty, so killing the master's process
+        group does not reach ``script`` or Claude Code: signal the whole tree, leaves first.
+        """
         if self._master is None or self._master.poll() is not None:
             return
+        tree = _descendants(self._master.pid)
+        _signal_all(tree, signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        _signal_all(tree, signal.SIGKILL)
         os.killpg(self._master.pid, signal.SIGTERM)
-        if self.wait_exit(10) is None:
+        if self.wait_exit(5) is None:
             os.killpg(self._master.pid, signal.SIGKILL)
             self._master.wait(5)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below ``root`` (from /proc), deepest first."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: fields start after the last ')'.
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found[::-1]
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
 
 
 class CliSession(DtachSession):
