@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Callable, Coroutine, Mapping
+from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 import orjson
 
@@ -70,10 +70,15 @@ class Daemon:
         env: where everything lives (``aipager.paths``) and the knobs.
         notifier: the output seam (default: log + bounded in-memory record).
         session_io: dtach access (default ``DtachIO``).
+        services: extra long-running coroutines started with the daemon and
+            cancelled at shutdown, each given the daemon (the Telegram bot's
+            polling goes here next round).  One that fails is logged; the
+            daemon keeps running.
     """
 
     def __init__(self, env: Mapping[str, str], *, notifier: Notifier | None = None,
-                 session_io: SessionIO | None = None) -> None:
+                 session_io: SessionIO | None = None,
+                 services: Sequence[Callable[[Daemon], Awaitable[None]]] = ()) -> None:
         self.env = dict(env)
         self.recorder = RecordingNotifier(maxlen=1000)
         self.notifier = notifier or FanoutNotifier([LogNotifier(), self.recorder])
@@ -87,6 +92,7 @@ class Daemon:
         self._last_save = 0.0
         self._last_spool = 0.0
         self._tasks: set[asyncio.Task] = set()
+        self._services = tuple(services)
 
     # -- state -------------------------------------------------------------
 
@@ -153,6 +159,14 @@ class Daemon:
             except Exception:  # noqa: BLE001 - a failing timer must not stop the daemon
                 log.exception("periodic %s failed", getattr(fn, "__name__", fn))
 
+    async def _guard(self, service: Callable[[Daemon], Awaitable[None]]) -> None:
+        try:
+            await service(self)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a failing service must not stop ingest
+            log.exception("daemon service %s failed", getattr(service, "__name__", service))
+
     async def discover(self) -> None:
         live = await asyncio.to_thread(self.session_io.discover)
         ctx = self.core.ctx
@@ -217,6 +231,8 @@ class Daemon:
             self._spawn(self._every(SPOOL_SECONDS, self.replay_spool))
             self._spawn(self._every(TICK_SECONDS, self.tick))
             self._spawn(self._every(DISCOVERY_SECONDS, self.discover))
+            for service in self._services:
+                self._spawn(self._guard(service))
             failed = self._spawn(drain.failed.wait()) if drain else None
             while True:
                 waiting = {stop} | ({failed} if failed else set())

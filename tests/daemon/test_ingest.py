@@ -176,3 +176,22 @@ async def test_a_dead_drain_is_replaced_by_the_thread():
     daemon.stop_event.set()
     await serving
     assert totals["lost"] == 0
+
+
+async def test_services_run_with_the_daemon_and_a_failing_one_is_contained():
+    env = dict(os.environ)
+    seen = []
+
+    async def broken(daemon):
+        raise RuntimeError("bot crashed")
+
+    async def polling(daemon):
+        seen.append(daemon.socket_path)
+        await asyncio.Event().wait()  # runs until cancelled at shutdown
+
+    daemon = Daemon(env, services=[broken, polling])
+    serving = asyncio.create_task(daemon.serve())
+    await _wait_for(lambda: seen)
+    assert not serving.done()
+    daemon.stop_event.set()
+    assert await serving == 0
