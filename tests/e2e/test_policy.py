@@ -87,3 +87,34 @@ def test_model_switch_with_aipagers_marker_skips_the_question(daemon, dtach_sess
     assert tui.count("Switch model?") == shown_before
     # The status line reports the new model and the daemon picks it up.
     daemon.wait_session(lambda s: "Sonnet" in (s["model"] or ""), 20, "the model Sonnet")
+
+
+def test_hook_denies_a_user_members_task_and_reports_safety_blocked(run_claude_p, fake_anthropic,
+                                                                    hook_socket, claude_home):
+    from aipager.policy import notes
+
+    from e2e.kit.sequences import record
+
+    first = os.path.join(claude_home.project, "never-one")
+    second = os.path.join(claude_home.project, "never-two")
+    prompt = "E2E-FLOOR make two files"
+    fake_anthropic.script("E2E-FLOOR", fa.bash(f"touch {first}"), fa.bash(f"touch {second}"),
+                          fa.text("Could not do it."))
+    # What the daemon writes before typing a chat message from a `user` member.
+    notes.write_note(claude_home.aipager_env(), SESSION, msg_id=21, chat_id=CHAT_ID,
+                     author_user_id=USER_ID, author_label="guest", role="user", text=prompt)
+
+    run = run_claude_p(prompt)
+
+    assert run.returncode == 0, run.describe()
+    hook_socket.wait_event("SessionEnd")
+    blocked = hook_socket.wait_event("safety_blocked")
+    assert blocked["session"] == SESSION
+    # Both calls reached PreToolUse and were denied: nothing ran, no PostToolUse.
+    assert len(hook_socket.hook_events("PreToolUse")) == 2
+    assert not hook_socket.hook_events("PostToolUse")
+    denied = [b for r in fake_anthropic.requests_with("E2E-FLOOR") for b in r.tool_results()]
+    assert len(denied) == 2 and all(b.get("is_error") for b in denied), denied
+    assert not os.path.exists(first) and not os.path.exists(second)
+    assert not os.listdir(notes.paths.notes_dir(claude_home.aipager_env(), SESSION))
+    record("print_safety_blocked", hook_socket.raw)
