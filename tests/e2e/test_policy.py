@@ -11,6 +11,7 @@ import asyncio
 import os
 
 from e2e.kit.daemon import CHAT_ID, OWNER_ID, USER_ID
+from e2e.kit.sequences import record
 from fakes import anthropic as fa
 
 SESSION = "claude-e2e"
@@ -93,8 +94,6 @@ def test_hook_denies_a_user_members_task_and_reports_safety_blocked(run_claude_p
                                                                     hook_socket, claude_home):
     from aipager.policy import notes
 
-    from e2e.kit.sequences import record
-
     first = os.path.join(claude_home.project, "never-one")
     second = os.path.join(claude_home.project, "never-two")
     prompt = "E2E-FLOOR make two files"
@@ -108,8 +107,12 @@ def test_hook_denies_a_user_members_task_and_reports_safety_blocked(run_claude_p
 
     assert run.returncode == 0, run.describe()
     hook_socket.wait_event("SessionEnd")
-    blocked = hook_socket.wait_event("safety_blocked")
-    assert blocked["session"] == SESSION
+    pickup = hook_socket.wait_event("queue_pickup")
+    assert [(c["msg_id"], c["author_user_id"]) for c in pickup["consumed"]] == [(21, USER_ID)]
+    blocked = hook_socket.hook_events("safety_blocked")
+    assert [(b["session"], b["tool"]) for b in blocked] == [(SESSION, "Bash")] * 2
+    # The first denial halts the task: every later tool call is refused too.
+    assert "halted" in blocked[1]["reason"]
     # Both calls reached PreToolUse and were denied: nothing ran, no PostToolUse.
     assert len(hook_socket.hook_events("PreToolUse")) == 2
     assert not hook_socket.hook_events("PostToolUse")
