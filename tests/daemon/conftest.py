@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from support.daemon_proc import spawn, wait_for
 from support.sequences import FakeClock
+
+from aipager import paths
 
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.knobs import Knobs
@@ -47,3 +52,20 @@ def make_core(clock, answers, notifier):
 @pytest.fixture
 def core(make_core) -> DaemonCore:
     return make_core()
+
+
+@pytest.fixture
+def daemon():
+    """The real daemon process on this test's isolated instance folder."""
+    proc = spawn()
+    env = dict(os.environ)
+    try:
+        wait_for(lambda: os.path.exists(paths.socket_path(env)) or proc.poll() is not None)
+        assert proc.poll() is None, proc.stderr.read().decode()
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()

@@ -7,54 +7,19 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
-import time
 
 import orjson
-import pytest
+from support.daemon_proc import spawn, wait_for
 
 from aipager import paths
 from aipager.daemon import persist
 
-RUN = (
-    "import os, sys\n"
-    "from aipager.daemon.app import run_daemon\n"
-    "from aipager.errors import AipagerError\n"
-    "try:\n"
-    "    sys.exit(run_daemon(dict(os.environ)))\n"
-    "except AipagerError as exc:\n"
-    "    print(exc, file=sys.stderr)\n"
-    "    sys.exit(exc.exit_code)\n"
-)
-
-
 def _spawn() -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.Popen([sys.executable, "-c", RUN], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    return spawn()
 
 
 def _wait(pred, timeout=10.0):
-    end = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.02)
-
-
-@pytest.fixture
-def daemon():
-    proc = _spawn()
-    env = dict(os.environ)
-    try:
-        _wait(lambda: os.path.exists(paths.socket_path(env)) or proc.poll() is not None)
-        assert proc.poll() is None, proc.stderr.read().decode()
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            stream.close()
+    wait_for(pred, timeout)
 
 
 def _send(data: bytes) -> None:
