@@ -29,14 +29,6 @@ from e2e.kit.runner import PrintRun, run_print
 from fakes.anthropic import FakeAnthropic
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Everything under tests/e2e drives real processes; mark it so `-m "not e2e"` works
-    # for quick local loops, while the default run includes it.
-    for item in items:
-        if "e2e" in item.path.parts:
-            item.add_marker(pytest.mark.e2e)
-
-
 @pytest.fixture
 def fake_anthropic() -> Iterator[FakeAnthropic]:
     fake = FakeAnthropic()

@@ -10,7 +10,12 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from fakes import anthropic as fa
+
+# Runs by default (scripts/test.sh); `-m 'not e2e'` leaves it out of a quick loop.
+pytestmark = pytest.mark.e2e
 
 SESSION = "claude-e2e"
 #: the TUI asks before tools in its default "auto" mode when the model is not Anthropic's

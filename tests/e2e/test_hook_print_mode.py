@@ -11,9 +11,14 @@ import copy
 import json
 import os
 
+import pytest
+
 from e2e.kit.claude import expected_settings
 from e2e.kit.sequences import record
 from fakes import anthropic as fa
+
+# Runs by default (scripts/test.sh); `-m 'not e2e'` leaves it out of a quick loop.
+pytestmark = pytest.mark.e2e
 
 SESSION = "claude-e2e"
 #: what Claude Code 2.1.328 hands its statusLine command (trimmed real payload)

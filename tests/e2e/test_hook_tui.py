@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
+
+import pytest
 
 from e2e.kit.sequences import record
 from fakes import anthropic as fa
+
+# Runs by default (scripts/test.sh); `-m 'not e2e'` leaves it out of a quick loop.
+pytestmark = pytest.mark.e2e
 
 SESSION = "claude-e2e"
 

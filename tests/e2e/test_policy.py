@@ -10,9 +10,14 @@ from __future__ import annotations
 import asyncio
 import os
 
+import pytest
+
 from e2e.kit.daemon import CHAT_ID, OWNER_ID, USER_ID
 from e2e.kit.sequences import record
 from fakes import anthropic as fa
+
+# Runs by default (scripts/test.sh); `-m 'not e2e'` leaves it out of a quick loop.
+pytestmark = pytest.mark.e2e
 
 SESSION = "claude-e2e"
 TUI_ARGS = ("--permission-mode", "default", "--allowedTools", "Bash,Write,Edit,Read,Agent")

@@ -170,17 +170,10 @@ def make_home(session: str = "claude-e2e") -> ClaudeHome:
 
 
 def wire_hooks(home: ClaudeHome, hook: str, statusline: str) -> None:
-    """Wire the hook into the home's settings.json the way ``aipager setup`` does.
+    """Wire the hook into the home's settings.json with the CLI's own wiring code.
 
-    The CLI's own wiring module does it when present (so the suite exercises it); the
-    result is then checked against :func:`expected_settings` by a scenario.
+    A scenario checks the result against :func:`expected_settings`.
     """
-    try:
-        from aipager import wiring
-    except ImportError:
-        wiring = None
-    if wiring is not None:
-        wiring.install(home.aipager_env(), wiring.Binaries(hook=hook, statusline=statusline))
-        return
-    with open(home.settings_path, "w", encoding="utf-8") as fh:
-        json.dump(expected_settings(hook, statusline), fh, indent=1)
+    from aipager import wiring
+
+    wiring.install(home.aipager_env(), wiring.Binaries(hook=hook, statusline=statusline))
