@@ -101,13 +101,22 @@ def _merge_sl_tokens(sess: Session, tokens: Any) -> None:
     if not isinstance(tokens, dict):
         return
     pct = tokens.get("context_pct")
-    if isinstance(pct, (int, float)):
+    if pct.__class__ in (int, float):
         sess.context_pct = float(pct)
-    for key, attr in (("total_input", "total_input"), ("total_output", "total_output"),
-                      ("lines_added", "lines_added"), ("lines_removed", "lines_removed")):
-        value = tokens.get(key)
-        if isinstance(value, int):
-            setattr(sess, attr, value)
+    # Hot path: direct attribute writes instead of a setattr loop.
+    get = tokens.get
+    value = get("total_input")
+    if value.__class__ is int:
+        sess.total_input = value
+    value = get("total_output")
+    if value.__class__ is int:
+        sess.total_output = value
+    value = get("lines_added")
+    if value.__class__ is int:
+        sess.lines_added = value
+    value = get("lines_removed")
+    if value.__class__ is int:
+        sess.lines_removed = value
 
 
 class Dispatcher:

@@ -32,9 +32,11 @@ def activate(ctx: Ctx, sess: Session, ev: dict) -> Task:
     it without reopening; a main-loop tool with no open task means the prompt
     event was lost, so a task of unknown origin opens.
     """
+    task = sess.task
+    if task is not None and task.ended_at is None and sess.state is State.WORKING:
+        return task  # the common case: more work of the running task
     reg = ctx.registry
     prompt_id = _str(ev, "prompt_id")
-    task = sess.task
     if task is not None and task.ended_at is not None and prompt_id and task.prompt_id == prompt_id:
         return task
     if sess.state == State.GONE:
