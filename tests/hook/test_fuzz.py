@@ -1,0 +1,84 @@
+"""Differential fuzz: random and mutated events through the native hook and
+the Python twin must give identical datagrams, stdout and exit codes.
+
+Valid documents exercise the C scanner and splice (the fast path takes them);
+single-byte mutations exercise its rejections (it must decline whatever the
+twin would treat differently).
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import hookrun
+
+NAMES = ["Stop", "PostToolUse", "SessionStart", "Notification", "MessageDisplay", "SubagentStop"]
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=40),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=12), inner, max_size=5)),
+    max_leaves=25,
+)
+events = st.builds(
+    lambda name, extra, before: {**extra, "hook_event_name": name} if not before else {"hook_event_name": name, **extra},
+    st.sampled_from(NAMES),
+    st.dictionaries(st.text(max_size=15), values, max_size=6),
+    st.booleans(),
+)
+layouts = st.sampled_from([
+    {"separators": (",", ":")},
+    {"indent": 2},
+    {"ensure_ascii": False},
+    {"separators": (" , ", " : "), "ensure_ascii": False},
+])
+
+SETTINGS = settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def both(stdin: bytes) -> tuple:
+    env = hookrun.hook_env()
+    outcomes = []
+    for kind in ("native", "twin"):
+        receiver = hookrun.receiver_for(env)
+        try:
+            done = hookrun.run(hookrun.contender_cmd(kind, "hook"), stdin, env, receiver)
+        finally:
+            receiver.close()
+        outcomes.append((done.exit, done.stdout, json.dumps(done.sent, sort_keys=True)))
+    return outcomes[0], outcomes[1]
+
+
+@SETTINGS
+@given(event=events, layout=layouts)
+def test_valid_events_agree(native_bins, event: dict, layout: dict) -> None:
+    stdin = json.dumps(event, **layout).encode("utf-8", "surrogatepass")
+    native, twin = both(stdin)
+    assert native == twin
+
+
+@SETTINGS
+@given(event=events, data=st.data())
+def test_mutated_events_agree(native_bins, event: dict, data) -> None:
+    raw = bytearray(json.dumps(event).encode())
+    pos = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
+    action = data.draw(st.sampled_from(["delete", "replace", "insert"]))
+    byte = data.draw(st.sampled_from(list(b'{}[]",:\\ \x00\x7f\x80\xc3\xed\xff0-eEnNu')))
+    if action == "delete":
+        del raw[pos]
+    elif action == "replace":
+        raw[pos] = byte
+    else:
+        raw.insert(pos, byte)
+    native, twin = both(bytes(raw))
+    assert native == twin
