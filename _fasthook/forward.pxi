@@ -153,6 +153,10 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
         return policy_fail_exit(NULL)
     if sr < 0:
         return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "path too long", NULL)
+    if raw.n > MAX_DATAGRAM:
+        # cannot fit whatever the splice adds: only the twin can shorten it,
+        # so do not scan megabytes first
+        return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "event too large", NULL)
     if js_parse(raw.p, raw.n, &top) < 0 or top.kind != JS_OBJECT:
         return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "not a JSON object I can splice", NULL)
 
