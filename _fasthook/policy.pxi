@@ -37,7 +37,7 @@ cdef extern from "<dirent.h>" nogil:
     DIR* opendir(const char* name)
     dirent* readdir(DIR* d)
     int closedir(DIR* d)
-from libc.string cimport strrchr, strncmp
+from libc.string cimport strrchr, strncmp, strstr
 
 cdef extern from "<string.h>" nogil:
     void* memmem(const void* hay, size_t hn, const void* needle, size_t nn)
@@ -100,6 +100,10 @@ ctypedef struct PolSnap:
     JSpan no_write
     JSpan commands
     JSpan commands_i
+    # _match_py.may_match prefilters, aligned with commands / commands_i;
+    # kind JS_NONE when absent or not aligned (then every regex runs)
+    JSpan needles
+    JSpan needles_i
 
 
 # --- small helpers -----------------------------------------------------------
@@ -258,7 +262,30 @@ cdef int pol_snap_load(const JSpan* top, PolSnap* s) noexcept nogil:
             or pol_list_field(top, "commands", &s.commands) < 0
             or pol_list_field(top, "commands_i", &s.commands_i) < 0):
         return -1
+    pol_needles_field(top, "commands_needles", &s.commands, &s.needles)
+    pol_needles_field(top, "commands_i_needles", &s.commands_i, &s.needles_i)
     return 0
+
+
+cdef long pol_count(const JSpan* arr) noexcept nogil:
+    cdef size_t pos = 0
+    cdef JSpan item
+    cdef long n = 0
+    cdef int r
+    while True:
+        r = js_array_next(arr, &pos, &item)
+        if r < 0:
+            return -1
+        if r == 0:
+            return n
+        n += 1
+
+
+cdef void pol_needles_field(const JSpan* top, const char* key, const JSpan* pats, JSpan* out) noexcept nogil:
+    """The needles array when it is aligned with pats, else kind JS_NONE."""
+    if (js_find_key(top, key, strlen(key), out) != 1 or out.kind != JS_ARRAY
+            or pol_count(out) != pol_count(pats)):
+        out.kind = JS_NONE
 
 
 # --- paths -------------------------------------------------------------------
@@ -494,23 +521,54 @@ cdef int pol_check_path(const PolSnap* s, const char* value, const char* cwd, co
 
 # --- commands ----------------------------------------------------------------
 
-cdef int pol_regex_list(const JSpan* pats, int icase, const char* raw, const char* stripped,
+cdef bint pol_may_match(const JSpan* need, const char* subject) noexcept nogil:
+    """_match_py.may_match: False only when subject holds none of the needles."""
+    cdef char buf[POL_PAT_CAP]
+    cdef size_t pos = 0
+    cdef int r
+    cdef bint any_item = False
+    if need.kind != JS_ARRAY:
+        return True
+    while True:
+        r = pol_next_str(need, &pos, buf, POL_PAT_CAP)
+        if r < 0:
+            return True
+        if r == 0:
+            return not any_item
+        any_item = True
+        if buf[0] == 0 or strstr(subject, buf) != NULL:
+            return True
+
+
+cdef int pol_regex_list(const JSpan* pats, const JSpan* needles, int icase, const char* raw,
+                        const char* stripped, const char* raw_f, const char* stripped_f,
                         char* reason, size_t cap) noexcept nogil:
     cdef char pat[POL_PAT_CAP]
     cdef regex_t rx
     cdef size_t pos = 0
+    cdef size_t npos = 0
+    cdef JSpan need
     cdef int r
     cdef int hit
+    cdef bint try_raw
+    cdef bint try_stripped
     while True:
         r = pol_next_str(pats, &pos, pat, POL_PAT_CAP)
         if r < 0:
             return POL_DECLINE
         if r == 0:
             return POL_ALLOW
+        need.kind = JS_NONE
+        if needles.kind == JS_ARRAY and js_array_next(needles, &npos, &need) != 1:
+            need.kind = JS_NONE
+        try_raw = pol_may_match(&need, raw_f if icase else raw)
+        try_stripped = stripped != NULL and pol_may_match(&need, stripped_f if icase else stripped)
+        if not try_raw and not try_stripped:
+            continue
         if regcomp(&rx, pat, REG_EXTENDED | REG_NOSUB | (REG_ICASE if icase else 0)) != 0:
             return POL_DECLINE
-        hit = regexec(&rx, raw, 0, NULL, 0) == 0
-        if not hit and stripped != NULL:
+        hit = try_raw and regexec(&rx, raw, 0, NULL, 0) == 0
+        if not hit and try_stripped:
             hit = regexec(&rx, stripped, 0, NULL, 0) == 0
         regfree(&rx)
         if hit:
@@ -519,18 +577,18 @@ cdef int pol_regex_list(const JSpan* pats, int icase, const char* raw, const cha
 
 cdef int pol_check_command(const PolSnap* s, const JSpan* cmd, char* reason, size_t cap) noexcept nogil:
     """_match_py.check_command for a JSON string span."""
-    cdef char* raw = <char*>malloc(cmd.n + 1)
-    cdef char* stripped
+    cdef size_t n = cmd.n + 1
+    cdef char* mem = <char*>malloc(4 * n)
+    cdef char* raw = mem
+    cdef char* stripped = mem + n
+    cdef char* raw_f = mem + 2 * n
+    cdef char* stripped_f = mem + 3 * n
     cdef size_t i
     cdef size_t o = 0
     cdef int r = POL_DECLINE
-    if raw == NULL:
+    if mem == NULL:
         return POL_DECLINE
-    stripped = <char*>malloc(cmd.n + 1)
-    if stripped == NULL:
-        free(raw)
-        return POL_DECLINE
-    if js_decode_cstr(cmd, raw, cmd.n + 1) >= 0 and pol_ascii(raw):
+    if js_decode_cstr(cmd, raw, n) >= 0 and pol_ascii(raw):
         i = 0
         while raw[i]:
             if raw[i] != c'"' and raw[i] != c"'" and raw[i] != c'\\':
@@ -538,11 +596,14 @@ cdef int pol_check_command(const PolSnap* s, const JSpan* cmd, char* reason, siz
                 o += 1
             i += 1
         stripped[o] = 0
-        r = pol_regex_list(&s.commands, 0, raw, stripped if o != i else NULL, reason, cap)
+        pol_lower(raw, raw_f)
+        pol_lower(stripped, stripped_f)
+        r = pol_regex_list(&s.commands, &s.needles, 0, raw, stripped if o != i else NULL,
+                           raw_f, stripped_f, reason, cap)
         if r == POL_ALLOW:
-            r = pol_regex_list(&s.commands_i, 1, raw, stripped if o != i else NULL, reason, cap)
-    free(stripped)
-    free(raw)
+            r = pol_regex_list(&s.commands_i, &s.needles_i, 1, raw, stripped if o != i else NULL,
+                               raw_f, stripped_f, reason, cap)
+    free(mem)
     return r
 
 

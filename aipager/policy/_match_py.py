@@ -37,6 +37,8 @@ REASON_HALTED = (
 )
 
 _cache: dict = {}
+#: ASCII-only lower-casing (the C twin folds bytes A-Z)
+_FOLD = {c: c + 32 for c in range(65, 91)}
 
 
 class BadInput(ValueError):
@@ -227,12 +229,29 @@ def check_command(snap: dict, command) -> str | None:
     stripped = "".join(c for c in command if c not in QUOTE_CHARS)
     if stripped != command:
         subjects.append(stripped)
+    folded = [s.translate(_FOLD) for s in subjects]
     for key, icase in (("commands", False), ("commands_i", True)):
-        for pattern in snap[key]:
-            for subject in subjects:
+        patterns = snap[key]
+        needles = snap.get(key + "_needles")
+        if not isinstance(needles, list) or len(needles) != len(patterns):
+            needles = [None] * len(patterns)
+        for pattern, need in zip(patterns, needles):
+            for subject, low in zip(subjects, folded):
+                if not may_match(need, low if icase else subject):
+                    continue
                 if regex_search(pattern, icase, subject):
                     return f"command matches denied pattern {pattern}"
     return None
+
+
+def may_match(needles, subject: str) -> bool:
+    """False only when ``subject`` holds none of the pattern's required literals."""
+    if not isinstance(needles, list) or not needles:
+        return True
+    for needle in needles:
+        if not isinstance(needle, str) or not needle or not needle.isascii() or needle in subject:
+            return True
+    return False
 
 
 def decide(snap: dict, tool_name: str, tool_input: dict, cwd: str, home: str) -> tuple[str, str]:

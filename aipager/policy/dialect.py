@@ -168,7 +168,11 @@ def check_regex(pattern: str, rule: str = "regex") -> None:
         if ch in "*+?{":
             if prev == "anchored_group":
                 raise _fail(rule, pattern, f"a quantifier on a group that holds an anchor at '{ch}'")
-            if prev != "atom":
+            if prev == "group" and ch != "?":
+                # (a+)+, (a|ab)* backtrack exponentially in Python's re: a
+                # crafted command must not stall the hook
+                raise _fail(rule, pattern, f"a repeated group at '{ch}' (only '?' may follow a group)")
+            if prev not in ("atom", "group"):
                 what = "a stacked or lazy quantifier" if prev == "quant" else "a quantifier with nothing to repeat"
                 raise _fail(rule, pattern, f"{what} at '{ch}'")
             i = _interval(pattern, i, rule) if ch == "{" else i + 1
@@ -197,7 +201,7 @@ def check_regex(pattern: str, rule: str = "regex") -> None:
             inner = anchored.pop()
             if inner and anchored:
                 anchored[-1] = True
-            prev = "anchored_group" if inner else "atom"
+            prev = "anchored_group" if inner else "group"
         elif ch == "|":
             if prev == "start":
                 raise _fail(rule, pattern, "an empty alternative")
@@ -218,3 +222,105 @@ def check_regex(pattern: str, rule: str = "regex") -> None:
 def regex_escape(text: str) -> str:
     """Escape ``text`` so it matches literally inside a dialect regex."""
     return "".join("\\" + ch if ch in ".\\()[]{}*+?|^$/" else ch for ch in text)
+
+
+def required_literals(pattern: str, icase: bool = False) -> list[str] | None:
+    """Strings of which every match of the dialect regex contains at least one.
+
+    Both matchers use them as a prefilter: a subject that holds none of them
+    cannot match, so the regex is never compiled for it (regcomp and ``re``
+    dominate the hook's cost).  None means "no useful literal: always run the
+    regex".  The result errs towards shorter strings, never towards missing a
+    match (``tests/policy/test_fuzz_twins.py`` checks this against ``re``).
+    """
+    try:
+        req, end = _req_alt(pattern, 0)
+    except (IndexError, ValueError):
+        return None
+    if end != len(pattern) or not req:
+        return None
+    out = sorted({_fold(s) for s in req} if icase else req)
+    return out
+
+
+def _fold(text: str) -> str:
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def _req_alt(p: str, i: int):
+    branches = []
+    req, i = _req_concat(p, i)
+    branches.append(req)
+    while i < len(p) and p[i] == "|":
+        req, i = _req_concat(p, i + 1)
+        branches.append(req)
+    if any(b is None for b in branches):
+        return None, i
+    return set().union(*branches), i
+
+
+def _best(candidates: list[set]) -> set | None:
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (min(len(s) for s in c), -len(c)))
+
+
+def _req_concat(p: str, i: int):
+    candidates: list[set] = []
+    run = ""
+    while i < len(p) and p[i] not in "|)":
+        ch = p[i]
+        lit = None
+        sub = None
+        zero_width = False
+        if ch == "\\":
+            esc = p[i + 1]
+            i += 2
+            if esc == "b":
+                zero_width = True
+            elif esc not in "wWsS":
+                lit = esc
+        elif ch == "[":
+            i = p.index("]", i + 1) + 1
+        elif ch == "(":
+            sub, i = _req_alt(p, i + 1)
+            if p[i] != ")":
+                raise ValueError(p)
+            i += 1
+        elif ch in "^$":
+            zero_width = True
+            i += 1
+        elif ch == ".":
+            i += 1
+        else:
+            lit = ch
+            i += 1
+        least = 1
+        quantified = i < len(p) and p[i] in "*+?{"
+        if quantified:
+            q = p[i]
+            if q in "*?":
+                least = 0
+                i += 1
+            elif q == "+":
+                i += 1
+            else:
+                close = p.index("}", i)
+                least = int(p[i + 1 : close].split(",")[0])
+                i = close + 1
+        if lit is not None and not quantified:
+            run += lit
+            continue
+        # anything else ends the run of plain characters
+        if run:
+            candidates.append({run})
+            run = ""
+        if zero_width or least == 0:
+            continue
+        if lit is not None:
+            candidates.append({lit})
+        elif sub:
+            candidates.append(sub)
+    if run:
+        candidates.append({run})
+    return _best(candidates), i

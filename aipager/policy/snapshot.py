@@ -9,6 +9,8 @@ matchers, so the format is flat and the C scanner can read it::
      "allowed_tools": null | [..], "denied_tools": [..],
      "no_access": [..], "no_write": [..],      # absolute globs
      "commands": [..], "commands_i": [..],     # dialect regexes
+     "commands_needles": [[..] | null, ..],    # prefilter, one per pattern
+     "commands_i_needles": [[..] | null, ..],  # (lower case)
      "authors": [{"user_id", "label", "role", "msg_id", "chat_id"}],
      "written_at": 1764680000.0,
      "halted": "reason"}           # only after a block; spliced in last
@@ -23,7 +25,7 @@ from __future__ import annotations
 import os
 
 from aipager import paths
-from aipager.policy import _fsio, rules
+from aipager.policy import _fsio, dialect, rules
 
 VERSION = 1
 ORIGINS = ("terminal", "telegram", "unattributed")
@@ -58,6 +60,10 @@ def make(origin: str, exempt: bool, rule_set: dict, authors=(), now: float = 0.0
     doc = {"v": VERSION, "origin": origin, "exempt": bool(exempt)}
     for key in rules.RULE_KEYS:
         doc[key] = rule_set[key]
+    # per command pattern, literals one of which any match contains (or null):
+    # both matchers skip the regex for a subject holding none of them
+    doc["commands_needles"] = [dialect.required_literals(p) for p in rule_set["commands"]]
+    doc["commands_i_needles"] = [dialect.required_literals(p, True) for p in rule_set["commands_i"]]
     doc["authors"] = list(authors)
     doc["written_at"] = now
     return doc

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from aipager.errors import PatternError
-from aipager.policy import dialect, match, rules, snapshot
+from aipager.policy import _match_py, dialect, match, rules, snapshot
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -111,6 +111,12 @@ def test_regex_twins_agree(pattern, icase, rnd):
     subjects = [random_text(rnd, SUBJECT_CHARS + "".join(own) * 3) for _ in range(SUBJECTS)]
     events = [{"cwd": "/w", "tool_name": "Bash", "tool_input": {"command": t}} for t in subjects]
     agree(command_snap([pattern], icase), events)
+    # the prefilter never hides a match: every matching subject holds a needle
+    needles = dialect.required_literals(pattern, icase)
+    for text in subjects:
+        if _match_py.regex_search(pattern, icase, text):
+            assert _match_py.may_match(needles, text.translate(_match_py._FOLD) if icase else text), (
+                pattern, needles, text)
 
 
 # -- glob and whole-decision generation ------------------------------------------------
