@@ -28,6 +28,15 @@ STATUS_PATHS = {
 }
 
 
+def lookup(node, path):
+    """node[p0][p1]..., None when a step is missing or not an object."""
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
 def session_valid(session: str | None) -> bool:
     """1-128 of ``[A-Za-z0-9._-]`` and not ``.``/``..``: safe in a file name."""
     return (

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 
 from aipager import paths, wire
-from aipager.hookpy import common, jsonlite, shrink, transport
+from aipager.hookpy import common, jsonlite, transport
 from aipager.policy import hookside
 
 WHO = "aipager-hook"
@@ -45,15 +45,6 @@ class Ctx:
     def send(self, msg: dict) -> int:
         """Send one of aipager's own datagrams; never blocks."""
         return self._sender.send(jsonlite.dumps(msg).encode())
-
-
-def lookup(node, path):
-    """node[p0][p1]..., None when a step is missing or not an object."""
-    for key in path:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node
 
 
 def read_status(env, session: str) -> dict | None:
@@ -84,7 +75,7 @@ def sl_tokens(env, session: str) -> dict | None:
     status = read_status(env, session)
     if status is None:
         return None
-    return {key: lookup(status, common.STATUS_PATHS[key]) for key in wire.SL_TOKEN_KEYS}
+    return {key: common.lookup(status, common.STATUS_PATHS[key]) for key in wire.SL_TOKEN_KEYS}
 
 
 def build_datagram(raw: bytes, event: dict, name: str, from_env: bool, session: str, env) -> bytes:
@@ -102,6 +93,8 @@ def build_datagram(raw: bytes, event: dict, name: str, from_env: bool, session: 
     data = b"".join(parts)
     if len(data) <= wire.MAX_DATAGRAM:
         return data
+    from aipager.hookpy import shrink  # only oversized events pay for it
+
     full = dict(event)
     full["session"] = session
     if tokens is not None:

@@ -15,7 +15,6 @@ import time
 
 from aipager import paths, wire
 from aipager.hookpy import common, jsonlite, transport
-from aipager.hookpy.hook import lookup
 
 WHO = "aipager-statusline"
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -45,15 +44,15 @@ def _number(value) -> float | None:
 def render(status: dict, session: str | None) -> str:
     """The terminal status line (without the newline)."""
     parts = []
-    label = lookup(status, common.STATUS_PATHS["model_name"])
+    label = common.lookup(status, common.STATUS_PATHS["model_name"])
     if not isinstance(label, str) or not label:
-        label = lookup(status, common.STATUS_PATHS["model_id"])
+        label = common.lookup(status, common.STATUS_PATHS["model_id"])
     if isinstance(label, str) and label:
         parts.append(_sanitize(label))
-    pct = _number(lookup(status, common.STATUS_PATHS["context_pct"]))
+    pct = _number(common.lookup(status, common.STATUS_PATHS["context_pct"]))
     if pct is not None:
         parts.append(f"{int(pct + 0.5)}% ctx")
-    cost = _number(lookup(status, common.STATUS_PATHS["cost_usd"]))
+    cost = _number(common.lookup(status, common.STATUS_PATHS["cost_usd"]))
     if cost is not None:
         parts.append(f"${cost:.2f}")
     line = " | ".join(parts)
@@ -66,7 +65,7 @@ def render(status: dict, session: str | None) -> str:
 def datagram(status: dict, session: str) -> dict:
     msg: dict = {"type": wire.STATUSLINE, "session": session}
     for key, path in common.STATUS_PATHS.items():
-        msg[key] = lookup(status, path)
+        msg[key] = common.lookup(status, path)
     return msg
 
 
