@@ -9,6 +9,10 @@
 # in any subject or rule, a rule glibc will not compile, a snapshot of an
 # unusual shape, SendUserFile (file checks are Python-only), and
 # UserPromptSubmit / PreModelSwitch (Python handles them whole).
+# Cost: regcomp dominates, so a command regex is only compiled when the
+# subject holds one of its required literals (the snapshot's
+# commands_needles, computed by dialect.required_literals; same prefilter in
+# _match_py.may_match).
 #
 # SEAM.  For every event of a session aipager started, hook.pyx runs
 #

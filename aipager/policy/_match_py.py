@@ -120,6 +120,16 @@ def regex_search(pattern: str, icase: bool, subject: str) -> bool:
 
 def glob_match(pattern: str, subject: str) -> bool:
     """Match the whole ``subject`` against the dialect glob ``pattern``."""
+    # literal head and tail decide most subjects without compiling anything
+    # (fnmatch(3) is cheap in C; here every compile costs, and so does `re`)
+    head = literal_prefix(pattern)
+    if not subject.startswith(head):
+        return False
+    if len(head) == len(pattern):
+        return subject == pattern
+    tail = pattern[max(pattern.rfind("*"), pattern.rfind("?"), pattern.rfind("]")) + 1 :]
+    if not subject.endswith(tail):
+        return False
     key = ("g", pattern)
     rx = _cache.get(key)
     if rx is None:

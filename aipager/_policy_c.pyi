@@ -1,0 +1,6 @@
+"""Stub for the compiled matcher built from _fasthook/policy_ext.pyx."""
+
+ENGINE: str
+
+def decide(snap: bytes, event: bytes, home: bytes) -> tuple[str, str]: ...
+def regex_compiles(pattern: bytes, icase: bool = ...) -> bool: ...
