@@ -3,7 +3,7 @@
 # The already-read stdin goes into a memfd (O_TMPFILE file as a fallback)
 # that becomes fd 0, then the process execs the environment's own Python:
 #
-#   <python> -S -I -c BOOT <site-dir> <hook|statusline> [--forwarded]
+#   <python> -S -I -c BOOT <site-dir> <hook|statusline> [--forwarded] --capped
 #
 # <python> is the interpreter next to the real executable (/proc/self/exe:
 # a venv's bin/python), else the one that built it (AIPAGER_BUILD_PYTHON).
@@ -11,7 +11,7 @@
 # build interpreter's purelib that holds aipager/hookpy/entry.py; BOOT puts it
 # on sys.path.  With none found, Python starts with site (slower, still right).
 # --forwarded: policy_after declined after the event was sent; the twin runs
-# after_forward only.
+# after_forward only.  --capped: the memory cap is already set.
 
 cdef extern from *:
     """
@@ -117,6 +117,9 @@ cdef int stage2_exec(const char* raw, size_t n, const char* which, int forwarded
     if forwarded:
         argv[a] = "--forwarded"
         a += 1
+    # RLIMIT_AS is already in force (inherited): the twin skips `resource`
+    argv[a] = "--capped"
+    a += 1
     argv[a] = NULL
     dbg(debug, "aipager", "stage 2 via", py)
     execv(py, <char**>argv)

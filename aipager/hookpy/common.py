@@ -96,10 +96,15 @@ def limit_memory(env) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
-def start(env) -> tuple[bool, str | None]:
-    """Apply the memory cap; the debug flag and the valid session (or None)."""
+def start(env, argv: list[str]) -> tuple[bool, str | None]:
+    """Apply the memory cap; the debug flag and the valid session (or None).
+
+    ``--capped`` in argv (stage 2 of the native executable, which set the cap
+    already and passed it on) skips importing ``resource``.
+    """
     debug = env.get("AIPAGER_DEBUG") == "1"
-    limit_memory(env)
+    if "--capped" not in argv:
+        limit_memory(env)
     session = env.get("CLAUDE_DTACH_SESSION")
     return debug, (session if session_valid(session) else None)
 

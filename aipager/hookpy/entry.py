@@ -1,8 +1,8 @@
 """Entry of both twins: ``main(["hook" | "statusline", *flags])``.
 
 The compiled executables exec this (stage 2) as
-``python -S -I -c BOOT <site-dir> hook [--forwarded]``; the fallback scripts
-installed without a compiler call it too.
+``python -S -I -c BOOT <site-dir> hook [--forwarded] --capped``; the fallback
+scripts installed without a compiler call it too.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def _fail_exit(name: str | None) -> int:
 
 def main(argv: list[str]) -> int:
     env = os.environ
-    debug, session = common.start(env)
+    debug, session = common.start(env, argv)
     if session is None:
         common.debug_line(debug, WHO, "no valid CLAUDE_DTACH_SESSION, nothing sent")
         return 0

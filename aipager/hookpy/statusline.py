@@ -94,7 +94,7 @@ def write_status(env, session: str, raw: bytes, debug: bool) -> None:
 
 def main(argv: list[str]) -> int:
     env = os.environ
-    debug, session = common.start(env)
+    debug, session = common.start(env, argv)
     sender = transport.Sender(env, debug, WHO) if session else None
     cap = common.cap_message(session, WHO) if session else b""
     try:
