@@ -132,3 +132,48 @@ def test_halt_reason_matches_python(kind, env, receiver):
     snap = snapshot.read(env, SESSION)
     assert snap["halted"] == "tool Bash is denied for this task"
     assert _match_py.decide(snap, "Read", {}, "/", CASE_HOME) == ("deny", _match_py.REASON_HALTED)
+
+
+# --- the other policy events, end to end through the installed hook ----------
+
+
+def _event(name: str, **fields) -> dict:
+    return {"hook_event_name": name, "session_id": "cs-1", "cwd": "/home/u/p", **fields}
+
+
+def test_prompt_pickup_then_tool_call(kind, env, receiver):
+    from aipager.policy import notes
+
+    notes.write_note(env, SESSION, msg_id=5, chat_id=-1, author_user_id=9, author_label="bo",
+                     role="user", text="fix the tests", style="Be brief.")
+    res = hookrun.run(hookrun.contender_cmd(kind, "hook"),
+                      json.dumps(_event("UserPromptSubmit", prompt="fix the tests")).encode(), env, receiver)
+    assert res.exit == 0, res.stderr
+    names = [d.get("hook_event_name") for d in res.sent]
+    assert names == ["queue_pickup", "UserPromptSubmit"], "queue_pickup goes before the event"
+    assert res.sent[0]["consumed"][0]["msg_id"] == 5
+    extra = json.loads(res.stdout)["hookSpecificOutput"]
+    assert extra == {"hookEventName": "UserPromptSubmit", "additionalContext": "Be brief."}
+    assert snapshot.read(env, SESSION)["authors"][0]["label"] == "bo"
+    decision, reason, _ = run_hook(kind, env, _event("PreToolUse", tool_name="Bash",
+                                                     tool_input={"command": "ls"}), receiver)
+    assert decision == "deny" and "tool Bash is denied" in reason
+
+
+def test_stop_clears_the_mark(kind, env, receiver):
+    snapshot.mark_open(env, SESSION, 1.0)
+    hookrun.run(hookrun.contender_cmd(kind, "hook"), json.dumps(_event("Stop")).encode(), env, receiver)
+    assert not snapshot.open_task(env, SESSION)
+
+
+def test_model_switch_marker_through_the_hook(kind, env, receiver):
+    from aipager.policy import marker
+
+    marker.write_modelswitch_marker(env, SESSION, "sonnet", "cs-1")
+    event = _event("PreModelSwitch", from_model="a", to_model="claude-sonnet-5-5",
+                   requested_model="sonnet", source="command")
+    first = hookrun.run(hookrun.contender_cmd(kind, "hook"), json.dumps(event).encode(), env, receiver)
+    assert json.loads(first.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert first.sent == [], "PreModelSwitch is never forwarded"
+    again = hookrun.run(hookrun.contender_cmd(kind, "hook"), json.dumps(event).encode(), env, receiver)
+    assert again.stdout == b"" and again.exit == 0
