@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 
 from aipager import paths
-from aipager.policy import _fsio, dialect, rules
+from aipager.policy import _fsio, rules
 
 VERSION = 1
 ORIGINS = ("terminal", "telegram", "unattributed")
@@ -61,7 +61,10 @@ def make(origin: str, exempt: bool, rule_set: dict, authors=(), now: float = 0.0
     for key in rules.RULE_KEYS:
         doc[key] = rule_set[key]
     # per command pattern, literals one of which any match contains (or null):
-    # both matchers skip the regex for a subject holding none of them
+    # both matchers skip the regex for a subject holding none of them.
+    # Imported here: PreToolUse reads snapshots and never needs the parser.
+    from aipager.policy import dialect
+
     doc["commands_needles"] = [dialect.required_literals(p) for p in rule_set["commands"]]
     doc["commands_i_needles"] = [dialect.required_literals(p, True) for p in rule_set["commands_i"]]
     doc["authors"] = list(authors)
