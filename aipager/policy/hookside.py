@@ -52,7 +52,15 @@ def fail_exit(name: str | None) -> int:
 
 def before_forward(name: str, event: dict, ctx) -> Outcome | None:
     if name == "UserPromptSubmit":
-        return prompt_submitted(event, ctx, time.time())
+        try:
+            return prompt_submitted(event, ctx, time.time())
+        except Exception:  # noqa: BLE001 - the event must still be forwarded
+            # a failed pick-up must not leave the previous task's rights
+            # behind: without a snapshot, PreToolUse applies the floor
+            from aipager import paths
+
+            _fsio.unlink_quiet(paths.policy_file(ctx.env, ctx.session))
+            return None
     if name in ("Stop", "StopFailure"):
         if not notes.outstanding(ctx.env, ctx.session):
             snapshot.clear_mark(ctx.env, ctx.session)
@@ -171,14 +179,7 @@ def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
             current = None
         if current is not None:
             new = joined(env, current, new)
-    try:
-        snapshot.write(env, session, new)
-    except OSError:
-        # the old snapshot must not outlive a failed write: the floor applies
-        from aipager import paths
-
-        _fsio.unlink_quiet(paths.policy_file(env, session))
-        raise
+    snapshot.write(env, session, new)
     snapshot.mark_open(env, session, now)
     if consumed or expired:
         ctx.send(

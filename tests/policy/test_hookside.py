@@ -264,3 +264,17 @@ def test_policy_file_roles_reach_the_note(env):
     doc = json.load(open(path))
     assert doc["rules"]["denied_tools"] == ["webfetch"]
     assert model.load_policy(env).role("intern").may_prompt
+
+
+def test_failed_pickup_falls_back_to_the_floor(ctx, monkeypatch):
+    note(ctx.env, "owner grants everything", role="owner")
+    prompt(ctx, "owner grants everything")
+    assert snapshot.read(ctx.env, SESSION)["exempt"]
+
+    def broken(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(notes, "pickup", broken)
+    assert prompt(ctx, "next prompt") is None  # no exception: the event is still forwarded
+    assert snapshot.read(ctx.env, SESSION) is None
+    assert tool(ctx, "Bash", command="sudo id")[0] == "deny"
