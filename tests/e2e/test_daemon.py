@@ -173,7 +173,8 @@ def test_permission_request_waits_then_is_answered_at_the_terminal(daemon, dtach
     tui.wait_shown("Do you want to proceed?")
     assert not os.path.exists(target)
 
-    tui.push(b"1")  # "Yes", at the terminal
+    # "Yes", at the terminal; the daemon sees the request close when the tool has run.
+    tui.press_until(b"1", lambda: (daemon.session() or {}).get("waiting_for") is None)
 
     sess = daemon.wait_session(_task_done, 30, "the task finished after the approval")
     assert sess["waiting_for"] is None and not sess["requests"]
@@ -223,7 +224,8 @@ def test_question_waits_then_is_answered_at_the_terminal(daemon, dtach_session, 
     assert sess["state"] == "waiting"
     tui.wait_shown("Which colour should the button be?")
 
-    tui.push(b"\r")  # the first option is preselected: Green
+    # The first option (Green) is preselected.
+    tui.press_until(b"\r", lambda: (daemon.session() or {}).get("waiting_for") is None)
 
     sess = daemon.wait_session(_task_done, 30, "the task finished after the answer")
     assert sess["waiting_for"] is None

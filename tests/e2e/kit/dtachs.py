@@ -97,6 +97,24 @@ class DtachSession:
         """One write into the session, as keystrokes."""
         subprocess.run([dtach_program(), "-p", self.socket], input=data, check=True, timeout=10)
 
+    def press_until(self, data: bytes, done: Callable[[], bool], tries: int = 5,
+                    wait: float = 3.0) -> None:
+        """Press ``data`` until ``done()``, waiting ``wait`` s after each press.
+
+        The TUI draws a dialog a moment before it reads keys for it; a key sent in between
+        is dropped (seen with AskUserQuestion's picker), so a dialog key is pressed again
+        when nothing happened.
+        """
+        for _ in range(tries):
+            self.push(data)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                if done():
+                    return
+                time.sleep(0.1)
+        msg = f"pressing {data!r} {tries} times changed nothing; screen tail:\n{self.screen()[-2000:]}"
+        raise AssertionError(msg)
+
     def type(self, text: str, pause: float = 0.4) -> None:
         """Type ``text`` and press Enter (two separate writes)."""
         self.push(text.encode())
