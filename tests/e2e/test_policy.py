@@ -80,8 +80,7 @@ def test_model_switch_with_aipagers_marker_skips_the_question(daemon, dtach_sess
     # Without aipager's marker Claude Code asks (this proves the check below can fail).
     tui.type("/model haiku")
     tui.wait_shown("Switch model?")
-    tui.push(b"\x1b")  # Esc: keep the current model
-    tui.wait_shown("Kept model as Opus")
+    tui.press_until(b"\x1b", lambda: tui.shows("Kept model as Opus"))  # Esc: keep the model
     shown_before = tui.count("Switch model?")
 
     marker.write_modelswitch_marker(claude_home.aipager_env(), SESSION, "sonnet",
