@@ -23,6 +23,7 @@ import orjson
 
 from aipager import __version__, paths
 from aipager.daemon import lock, persist, spool, tasks, transcript
+from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
 from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv_leftovers
@@ -82,7 +83,8 @@ class Daemon:
         self.env = dict(env)
         self.recorder = RecordingNotifier(maxlen=1000)
         self.notifier = notifier or FanoutNotifier([LogNotifier(), self.recorder])
-        self.core = DaemonCore(self.notifier, knobs=Knobs.from_env(self.env))
+        self.audit = AuditFile(paths.audit_log(self.env))
+        self.core = DaemonCore(self.notifier, knobs=Knobs.from_env(self.env), audit=self.audit)
         self.session_io = session_io or DtachIO(self.env)
         self.socket_path = paths.socket_path(self.env)
         self.spool_dir = paths.spool_dir(self.env)
@@ -103,7 +105,8 @@ class Daemon:
             "started_at": self.started_at,
             "stopped_at": time.time() if stopped else None,
             "socket": self.socket_path,
-            "counters": {**self.core.counters, **self.core.ctx.counters},
+            "counters": {**self.core.counters, **self.core.ctx.counters,
+                         "audit_failures": self.audit.failures},
         }
 
     def save(self, *, force: bool = False, stopped: bool = False) -> None:

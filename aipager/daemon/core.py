@@ -14,6 +14,7 @@ from typing import Callable
 import orjson
 
 from aipager.daemon import render
+from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
 from aipager.daemon.events import ROUTERS
 from aipager.daemon.knobs import Knobs
@@ -38,17 +39,19 @@ class DaemonCore:
         read_answer: transcript path → last answer (injectable for tests).
         read_notifications: transcript path → task-notification texts (injectable).
         monotonic: for the repeat window only.
+        audit: where safety events are recorded (default: kept in memory).
     """
 
     def __init__(self, notifier: Notifier, *, knobs: Knobs | None = None,
                  clock: Callable[[], float] = time.time,
                  read_answer: Callable[[str], str | None] = last_answer,
                  read_notifications: Callable[[str], list[str]] = task_notifications,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 audit: AuditSink | None = None) -> None:
         self.registry = Registry(clock=clock, knobs=knobs)
         self.notifier = notifier
         self.ctx = Ctx(registry=self.registry, notifier=notifier, read_answer=read_answer,
-                       read_notifications=read_notifications)
+                       read_notifications=read_notifications, audit=audit or RecordingAudit())
         self.dispatcher = Dispatcher(self.ctx, *ROUTERS)
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._monotonic = monotonic

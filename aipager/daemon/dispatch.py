@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from aipager import wire
+from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import Notifier, Output
 from aipager.daemon.registry import Registry
@@ -81,6 +82,8 @@ class Ctx:
     read_notifications: Callable[[str], list[str]] = lambda path: []
     #: diagnostics the daemon reports in its state (counts per own datagram, errors seen)
     counters: dict[str, int] = field(default_factory=dict)
+    #: where safety events are recorded (``audit.AuditFile`` in the daemon)
+    audit: AuditSink = field(default_factory=RecordingAudit)
 
     def now(self) -> float:
         return self.registry.clock()

@@ -139,6 +139,9 @@ class Task:
     commentary_id: str = ""
     blocked: str = ""
     error: str = ""
+    #: who asked for it, from the queue pick-up (user_id, msg_id, label when known);
+    #: empty when typed at the terminal
+    authors: list[dict] = field(default_factory=list)
 
 
 _NESTED = {"rows": Row, "agents": Agent, "agent_calls": AgentCall, "bg": BgCommand,
@@ -178,6 +181,8 @@ class Session:
     requests: list[Request] = field(default_factory=list)
     reminded: bool = False
     queue: list[QueuedMessage] = field(default_factory=list)
+    #: authors of the chat messages the hook just picked up; the next prompt's task takes them
+    pickup_authors: list[dict] = field(default_factory=list)
     delivered: deque[str] = field(default_factory=deque)
     compacting: bool = False
     pre_compact_pct: float | None = None

@@ -36,13 +36,15 @@
           "background_commands": [{"id", "command", "status", "task", "started_at", "ended_at"}],
           "queued_messages": [{"msg_id", "chat_id", "text", "sender", "status", "queued_at"}],
           "delivered_answers": [str],   # digests of answers already sent (never resent)
+          "card": str,              # the activity card (``render.card``) as of ``saved_at``
           "requests": [...], "agent_calls": [...], "context_warned": bool, ...
         }
       ]
     }
 
-The derived keys (``waiting_for``, ``rows_count``, ``running_*``) are written
-for readers; ``restore`` ignores them.
+The derived keys (``waiting_for``, ``rows_count``, ``running_*``, ``card``) are
+written for readers; ``restore`` ignores them.  ``card`` is the same pure
+rendering the chat gets (header only when no task ran yet).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import paths
+from aipager.daemon import render
 from aipager.daemon.model import Session
 from aipager.daemon.registry import Registry
 
@@ -69,20 +72,22 @@ def empty_state(env: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def session_entry(sess: Session) -> dict[str, Any]:
+def session_entry(sess: Session, now: float) -> dict[str, Any]:
     out = sess.to_dict()
     out["waiting_for"] = sess.waiting_for()
     out["rows_count"] = len(sess.rows)
     out["running_subagents"] = len(sess.running_agents())
     out["running_background_commands"] = len(sess.running_bg())
+    out["card"] = render.card(sess, now)
     return out
 
 
 def build_state(registry: Registry, daemon: Mapping[str, Any]) -> dict[str, Any]:
+    now = registry.clock()
     return {
         "version": STATE_VERSION,
         "daemon": dict(daemon),
-        "sessions": [session_entry(s) for s in registry],
+        "sessions": [session_entry(s, now) for s in registry],
     }
 
 

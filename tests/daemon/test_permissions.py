@@ -118,3 +118,27 @@ def test_stop_closes_open_requests(core, notifier):
     core.feed(perm("t1"))
     core.feed(ev("Stop", last_assistant_message="never mind"))
     assert core.registry.get(S).requests == [] and len(notifier.of("request_closed")) == 1
+
+
+def test_agent_needs_input_is_a_waiting_request_unless_one_is_open(core, notifier):
+    # Claude Code 2.1.328's auto mode asks with this notification type (seen in the TUI).
+    start(core)
+    core.feed(ev("Notification", notification_type="agent_needs_input"))
+    sess = core.registry.get(S)
+    assert (sess.state, sess.waiting_for()) == (State.WAITING, "permission")
+    assert [o.text for o in notifier.of("permission")] == ["🔐 jim · Permission: Claude needs your input"]
+    assert core.counters["unhandled"] == 0
+    # A second signal for the same wait is not a second request.
+    core.feed(ev("Notification", notification_type="agent_needs_input", message="again"))
+    assert len(notifier.of("permission")) == 1 and len(sess.requests) == 1
+    # The next tool result of the main loop shows it was answered at the terminal.
+    core.feed(ev("PostToolUse", tool_name="Bash", tool_input=BASH, tool_use_id="t9"))
+    assert sess.requests == [] and sess.state == State.WORKING
+
+
+def test_agent_needs_input_after_a_permission_request_adds_nothing(core, notifier):
+    start(core)
+    core.feed(perm("t1"))
+    core.feed(ev("Notification", notification_type="agent_needs_input", message="Claude needs your input"))
+    assert len(notifier.of("permission")) == 1
+    assert len(core.registry.get(S).requests) == 1

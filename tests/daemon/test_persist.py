@@ -42,6 +42,26 @@ def test_save_then_load_reports_the_schema(core, clock):
         assert isinstance(sess[key], list)
 
 
+def test_saved_state_shows_each_sessions_rendered_card(core, clock):
+    from aipager.daemon import render
+
+    env = dict(os.environ)
+    core.feed({"hook_event_name": "SessionStart", "session": "claude-idle", "source": "startup"})
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": S, "prompt": "x", "prompt_id": "p"})
+    core.feed({"hook_event_name": "PreToolUse", "session": S, "tool_name": "Bash", "tool_use_id": "t",
+               "tool_input": {"command": "ls"}, "prompt_id": "p"})
+    clock.advance(65)
+    persist.save_state(env, core.registry, {"pid": os.getpid()})
+    cards = {s["name"]: s["card"] for s in persist.load_state(env)["sessions"]}
+    assert cards[S] == render.card(core.registry.get(S), clock()) == (
+        "⏳ jim · working · 1m 05s\n⏳ Bash: ls")
+    assert cards["claude-idle"] == render.card(core.registry.get("claude-idle"), clock())
+    # The card is for readers only: restoring ignores it.
+    fresh = DaemonCore(RecordingNotifier(), clock=clock)
+    persist.restore(fresh.registry, persist.load_state(env))
+    assert fresh.registry.get(S).rows[0].summary == "Bash: ls"
+
+
 def test_alive_when_pid_runs_and_socket_exists(tmp_path):
     env = dict(os.environ)
     sock = tmp_path / "s.sock"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from aipager import wire
-from aipager.daemon import render
+from aipager.daemon import audit, render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Session
 
@@ -19,9 +19,29 @@ def _notes(ev: dict, key: str) -> list[dict]:
     return [n for n in value if isinstance(n, dict)] if isinstance(value, list) else []
 
 
+def _audit(ev: dict, sess: Session | None, ctx: Ctx) -> None:
+    record = audit.from_event(ev, sess, ctx.now())
+    if record is not None:
+        ctx.audit.write(record)
+
+
+def _author(note: dict, sess: Session) -> dict:
+    msg_id = note.get("msg_id")
+    author = {"user_id": note.get("author_user_id"), "msg_id": msg_id}
+    queued = next((m for m in sess.queue if m.msg_id == str(msg_id)), None)
+    if queued is not None and queued.sender:
+        author["label"] = queued.sender
+    return author
+
+
 @router.on(wire.QUEUE_PICKUP)
 def on_queue_pickup(ev: dict, sess: Session, ctx: Ctx) -> None:
-    """Claude took these chat messages: 👀 becomes 👍 (also when joined to a running task)."""
+    """Claude took these chat messages: 👀 becomes 👍 (also when joined to a running task).
+
+    The pick-up arrives just before the prompt's UserPromptSubmit: the authors
+    wait on the session for the task that prompt opens (the audit names them).
+    """
+    sess.pickup_authors = [_author(note, sess) for note in _notes(ev, "consumed")]
     for key, emoji in (("consumed", "👍"), ("expired", "🤷")):
         for note in _notes(ev, key):
             msg_id = str(note.get("msg_id", ""))
@@ -38,6 +58,7 @@ def on_safety_blocked(ev: dict, sess: Session, ctx: Ctx) -> None:
     tool = str(ev.get("tool") or "")
     if sess.task is not None:
         sess.task.blocked = reason
+    _audit(ev, sess, ctx)
     ctx.notice(sess, "safety_blocked", render.safety_blocked(sess.label, reason), tool=tool, reason=reason)
     ctx.registry.touch(sess)
 
@@ -47,6 +68,7 @@ def on_send_files_refused(ev: dict, sess: Session, ctx: Ctx) -> None:
     files = _notes(ev, "files")
     reasons = "; ".join(f"{f.get('path', '?')}: {f.get('reason') or f.get('code') or 'refused'}" for f in files)
     n = len(files)
+    _audit(ev, sess, ctx)
     ctx.notice(sess, "files_refused",
                f"📎 {sess.label} · {n} file{'s' if n != 1 else ''} not sent: {reasons}",
                tool_use_id=ev.get("tool_use_id"), files=files)
@@ -68,6 +90,7 @@ def on_memory_cap(ev: dict, sess: Session, ctx: Ctx) -> None:
     hook = str(ev.get("hook") or "aipager-hook")
     tool = ev.get("tool")
     where = f"{hook} ({tool})" if tool else hook
+    _audit(ev, sess, ctx)
     ctx.notice(sess, "memory_cap", f"🧠 {sess.label} · {where} hit its 1 GB memory limit",
                hook=hook, tool=tool, report=True)
 
@@ -78,4 +101,5 @@ def on_report_error(ev: dict, sess: Session | None, ctx: Ctx) -> None:
     # for `aipager status` until the problem-report flow exists.
     where = str(ev.get("where") or "unknown")
     ctx.count(f"report_error:{where}")
+    _audit(ev, sess, ctx)
     log.warning("error report from %s: event=%s tool=%s", where, ev.get("event"), ev.get("tool"))

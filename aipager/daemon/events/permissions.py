@@ -165,11 +165,15 @@ def _close_answered(ev: dict, sess: Session, ctx: Ctx) -> None:
 router.on("PostToolUse", "PostToolUseFailure")(_close_answered)
 
 
-@router.on("permission_prompt")
+# agent_needs_input: Claude Code 2.1.328 sends it when its auto mode stops to ask
+# (seen in the TUI); for the person it is the same signal as permission_prompt.
+@router.on("permission_prompt", "agent_needs_input")
 def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.requests:
         return  # the dialog PermissionRequest already showed
-    message = _str(ev, "message") or "Claude needs your permission"
+    fallback = ("Claude needs your input" if _str(ev, "notification_type") == "agent_needs_input"
+                else "Claude needs your permission")
+    message = _str(ev, "message") or fallback
     req = Request(key=f"n:{ctx.now():.6f}", kind="permission", tool="", opened_at=ctx.now(),
                   agent=_str(ev, "agent_id") or None, description=message)
     _open(ctx, sess, req)

@@ -98,7 +98,12 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     for req in main_requests:
         ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
         sess.requests.remove(req)
-    reg.open_task(sess, prompt=prompt, prompt_id=prompt_id, origin=origin_of(prompt))
+    origin = origin_of(prompt)
+    if sess.pickup_authors and origin == "terminal":
+        # The hook matched chat messages to this prompt just before forwarding it.
+        origin = "telegram"
+    task = reg.open_task(sess, prompt=prompt, prompt_id=prompt_id, origin=origin)
+    task.authors, sess.pickup_authors = sess.pickup_authors, []
     reg.set_state(sess, State.WAITING if sess.requests else State.WORKING)
 
 
