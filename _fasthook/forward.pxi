@@ -93,6 +93,25 @@ cdef int add_sl_tokens(Buf* dg, const char* status_path) noexcept nogil:
     return -1 if r < 0 else 0
 
 
+cdef bint names_pre_tool_use(const char* raw, size_t n) noexcept nogil:
+    """common.names_pre_tool_use: some "hook_event_name" followed (JSON
+    whitespace and one colon between) by "PreToolUse", in the raw bytes."""
+    cdef const char* p = raw
+    cdef const char* hit
+    cdef size_t j
+    while <size_t>(p - raw) < n:
+        hit = <const char*>memmem(p, n - <size_t>(p - raw), "\"hook_event_name\"", 17)
+        if hit == NULL:
+            return False
+        j = js_skip_ws(<const unsigned char*>raw, n, <size_t>(hit - raw) + 17)
+        if j < n and raw[j] == c':':
+            j = js_skip_ws(<const unsigned char*>raw, n, j + 1)
+            if n - j >= 12 and memcmp(raw + j, "\"PreToolUse\"", 12) == 0:
+                return True
+        p = hit + 1
+    return False
+
+
 cdef int decline(Sender* snd, const char* session, const char* raw, size_t n, const char* which,
                  int forwarded, int debug, const char* why, const char* event) noexcept nogil:
     """Hand over to stage 2; only returns (with the exit code) if that failed."""
@@ -100,6 +119,40 @@ cdef int decline(Sender* snd, const char* session, const char* raw, size_t n, co
     stage2_exec(raw, n, which, forwarded, debug)
     report_error(snd, session, snd.who, "stage2_unavailable", "_fasthook/stage2.pxi:stage2_exec")
     return policy_fail_exit(event)
+
+
+cdef int unusable(Sender* snd, const char* session, const char* raw, size_t n, int debug,
+                  const char* why) noexcept nogil:
+    """hook.py _unusable: a payload no step can use.  Nothing is sent; a
+    PreToolUse (named by $HOOK_EVENT or in the raw bytes) fails closed."""
+    cdef const char* v = getenv("HOOK_EVENT")
+    cdef char session_dir[PATH_CAP]
+    cdef HookCtx ctx
+    cdef HookOut out
+    dbg(debug, "aipager-hook", why, "nothing sent")
+    if not ((v != NULL and strcmp(v, "PreToolUse") == 0) or names_pre_tool_use(raw, n)):
+        return 0
+    if paths_session_dir(session_dir, PATH_CAP) < 0:
+        return decline(snd, session, raw, n, "hook", 0, debug, "path too long", "PreToolUse")
+    ctx.raw = raw
+    ctx.raw_len = n
+    ctx.top.kind = JS_NONE
+    ctx.event = "PreToolUse"
+    ctx.session = session
+    ctx.session_dir = session_dir
+    ctx.control_dir = ""
+    ctx.envp = NULL
+    ctx.debug = debug
+    ctx.send = sender_cb
+    ctx.send_state = snd
+    out.len = 0
+    out.exit_code = 0
+    out.reason = NULL
+    if policy_unusable(&ctx, &out) == STEP_DECLINE:
+        return decline(snd, session, raw, n, "hook", 0, debug, out.reason, "PreToolUse")
+    if out.len:
+        write_all(1, out.buf, out.len)
+    return out.exit_code
 
 
 cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
@@ -149,16 +202,18 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
         report_error(&snd, session, "aipager-hook", "stdin_read", "_fasthook/forward.pxi:hook_run")
         return policy_fail_exit(NULL)
     if all_ws(raw.p, raw.n):
-        dbg(debug, "aipager-hook", "empty stdin, nothing sent", NULL)
-        return policy_fail_exit(NULL)
+        return unusable(&snd, session, raw.p, raw.n, debug, "empty stdin,")
     if sr < 0:
         return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "path too long", NULL)
     if raw.n > MAX_DATAGRAM:
         # cannot fit whatever the splice adds: only the twin can shorten it,
         # so do not scan megabytes first
         return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "event too large", NULL)
-    if js_parse(raw.p, raw.n, &top) < 0 or top.kind != JS_OBJECT:
-        return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "not a JSON object I can splice", NULL)
+    if js_parse(raw.p, raw.n, &top) < 0:
+        # Python accepts more (NaN, deeper nesting): it decides
+        return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "not JSON I can parse", NULL)
+    if top.kind != JS_OBJECT:
+        return unusable(&snd, session, raw.p, raw.n, debug, "not a JSON object,")
 
     # the event name: hook_event_name, else $HOOK_EVENT (AX Code)
     r = js_find_key(&top, "hook_event_name", 15, &val)
@@ -169,8 +224,7 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
     if namelen == 0:
         v = getenv("HOOK_EVENT")
         if not env_event_valid(v):
-            dbg(debug, "aipager-hook", "no hook_event_name, nothing sent", NULL)
-            return policy_fail_exit(NULL)
+            return unusable(&snd, session, raw.p, raw.n, debug, "no hook_event_name,")
         namelen = <long>strlen(v)
         memcpy(name, v, <size_t>namelen + 1)
         name_from_env = True

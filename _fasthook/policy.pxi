@@ -7,8 +7,10 @@
 # tests/policy/test_fuzz_twins.py hold them together.  Where this side cannot
 # be exact it DECLINES and the Python twin decides: a byte >= 0x80 or a NUL
 # in any subject or rule, a rule glibc will not compile, a snapshot of an
-# unusual shape, SendUserFile (file checks are Python-only), and
-# UserPromptSubmit / PreModelSwitch (Python handles them whole).
+# unusual shape, SendUserFile (file checks are Python-only), a
+# UserPromptSubmit while a permission note is outstanding (or joining an
+# open non-terminal task, or with an odd prompt), and PreModelSwitch
+# (Python handles it whole).
 # Cost: regcomp dominates, so a command regex is only compiled when the
 # subject holds one of its required literals (the snapshot's
 # commands_needles, computed by dialect.required_literals; same prefilter in
@@ -42,6 +44,7 @@ cdef extern from "<dirent.h>" nogil:
     dirent* readdir(DIR* d)
     int closedir(DIR* d)
 from libc.string cimport strrchr, strncmp, strstr
+from posix.stat cimport lstat, fchmod
 
 cdef extern from "<string.h>" nogil:
     void* memmem(const void* hay, size_t hn, const void* needle, size_t nn)
@@ -77,9 +80,12 @@ cdef extern from *:
         "task halted: a prior tool call of this task was blocked by the safety policy;"
         " start a new request";
     static const char POL_SAFETY_PREFIX[] = "aipager safety policy: ";
+    /* hookside.REASON_UNUSABLE */
+    static const char POL_REASON_UNUSABLE[] = "the tool call could not be read; denied to be safe";
     """
     const char POL_REASON_HALTED[]
     const char POL_SAFETY_PREFIX[]
+    const char POL_REASON_UNUSABLE[]
 
 cdef enum:
     POL_ALLOW = 0
@@ -862,43 +868,182 @@ cdef void pol_send_blocked(const HookCtx* ctx, const char* tool, const char* rea
 
 # --- the steps ---------------------------------------------------------------
 
-cdef bint pol_notes_outstanding(const HookCtx* ctx) noexcept nogil:
-    """notes.outstanding: some *.json in the session's notes folder."""
+cdef int pol_notes_state(const HookCtx* ctx) noexcept nogil:
+    """notes.outstanding: 1 some *.json in the session's notes folder, 0 none
+    (or no folder), -1 the folder cannot be read."""
     cdef char path[PATH_CAP]
     cdef DIR* d
     cdef dirent* e
     cdef size_t k
-    cdef bint found = False
+    cdef int found = 0
     cdef int n = snprintf(path, PATH_CAP, "%s/claude-notes-%s", ctx.session_dir, ctx.session)
     if n < 0 or n >= PATH_CAP:
-        return True  # cannot tell: keep the mark (the stricter answer)
+        return -1
     d = opendir(path)
     if d == NULL:
-        return False
+        return 0 if errno == ENOENT else -1
     while True:
         e = readdir(d)
         if e == NULL:
             break
         k = strlen(e.d_name)
         if k >= 5 and strcmp(e.d_name + k - 5, ".json") == 0:
-            found = True
+            found = 1
             break
     closedir(d)
     return found
 
 
+cdef bint pol_notes_outstanding(const HookCtx* ctx) noexcept nogil:
+    """notes.outstanding (an unreadable folder holds none, as in Python)."""
+    return pol_notes_state(ctx) == 1
+
+
 cdef void pol_clear_mark(const HookCtx* ctx) noexcept nogil:
     """snapshot.clear_mark (paths.task_mark)."""
     cdef char path[PATH_CAP]
-    cdef int n = snprintf(path, PATH_CAP, "%s/claude-policy-%s.open", ctx.session_dir, ctx.session)
-    if 0 < n < PATH_CAP:
+    if pol_mark_path(ctx, path) == 0:
         unlink(path)
+
+
+cdef long pol_load(const char* path, char* snap, JSpan* top, PolSnap* s) noexcept nogil:
+    """Read the snapshot into snap[POL_MAX_SNAPSHOT + 1] and load it: its
+    length when usable here, -1 absent, -2 not our own regular file (Python
+    reads both the same way), -3 not usable here (decline)."""
+    cdef long n = pol_read_own(path, snap, POL_MAX_SNAPSHOT + 1)
+    if n < 0:
+        return n
+    if snap[0] == c'{' and js_parse(snap, <size_t>n, top) == 0 and pol_snap_load(top, s) == 0:
+        return n
+    return -3
+
+
+cdef int pol_mark_path(const HookCtx* ctx, char* dst) noexcept nogil:
+    """paths.task_mark."""
+    cdef int k = snprintf(dst, PATH_CAP, "%s/claude-policy-%s.open", ctx.session_dir, ctx.session)
+    return 0 if 0 < k < PATH_CAP else -1
+
+
+cdef int pol_write_atomic(const char* path, const char* data, size_t n) noexcept nogil:
+    """_fsio.write_atomic (mode 0600): 0, or -1 with nothing left behind."""
+    cdef char tmp[PATH_CAP]
+    cdef timespec ts
+    cdef ssize_t w
+    cdef int fd
+    cdef int ok = 1
+    clock_gettime(CLOCK_REALTIME, &ts)
+    fd = snprintf(tmp, PATH_CAP, "%s.tmp%d-c%09ld", path, <int>getpid(), <long>ts.tv_nsec)
+    if fd < 0 or fd >= PATH_CAP:
+        return -1
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    if fd < 0:
+        return -1
+    while n > 0 and ok:
+        w = write(fd, data, n)
+        if w < 0:
+            ok = errno == EINTR
+            continue
+        data += w
+        n -= <size_t>w
+    ok = ok and fchmod(fd, 0o600) == 0
+    close(fd)
+    if not ok or rename(tmp, path) != 0:
+        unlink(tmp)
+        return -1
+    return 0
+
+
+cdef bint pol_py_space(unsigned char c) noexcept nogil:
+    """str.isspace for an ASCII character (what str.lstrip drops)."""
+    return c == 32 or (c >= 9 and c <= 13) or (c >= 28 and c <= 31)
+
+
+cdef int pol_prompt_kind(const JSpan* top) noexcept nogil:
+    """1 a <task-notification> prompt (notes.TASK_NOTIFICATION after leading
+    whitespace), 0 another prompt, -1 decline: no string prompt, or its first
+    character after ASCII whitespace is not ASCII (it may be a space to
+    Python's lstrip)."""
+    cdef JSpan v
+    cdef char* buf
+    cdef long k
+    cdef long i = 0
+    cdef int r = -1
+    if js_find_key(top, "prompt", 6, &v) != 1 or v.kind != JS_STRING:
+        return -1
+    buf = <char*>malloc(v.n + 1)
+    if buf == NULL:
+        return -1
+    k = js_decode(&v, buf, v.n + 1)
+    if k >= 0:
+        while i < k and pol_py_space(<unsigned char>buf[i]):
+            i += 1
+        if i == k or <unsigned char>buf[i] < 0x80:
+            r = 1 if k - i >= 19 and memcmp(buf + i, "<task-notification>", 19) == 0 else 0
+    free(buf)
+    return r
+
+
+cdef int pol_prompt_submitted(const HookCtx* ctx, HookOut* out) noexcept nogil:
+    """hookside.prompt_submitted for the prompts that need no permission note:
+    a <task-notification> (the same task goes on: the mark only), or a prompt
+    while no note is outstanding (typed at the terminal: the terminal
+    snapshot and the mark, no queue_pickup, no extra context).  Declines when
+    a note exists or anything is unusual.  A failed write drops the snapshot
+    (hookside.before_forward: the floor applies) and the event goes on."""
+    cdef char snap_path[PATH_CAP]
+    cdef char mark_path[PATH_CAP]
+    cdef char doc[512]
+    cdef char stamp[64]
+    cdef timespec ts
+    cdef struct_stat st
+    cdef JSpan top
+    cdef PolSnap s
+    cdef char* snap
+    cdef long n
+    cdef int k
+    cdef int kind = pol_prompt_kind(&ctx.top)
+    out.reason = "policy: unusual prompt"
+    if kind < 0 or pol_snapshot_path(ctx, snap_path) < 0 or pol_mark_path(ctx, mark_path) < 0:
+        return STEP_DECLINE
+    if kind == 0:
+        out.reason = "policy: a permission note may be outstanding"
+        if pol_notes_state(ctx) != 0:
+            return STEP_DECLINE
+        if lstat(mark_path, &st) == 0:
+            # an open task: the terminal prompt joins it (hookside.joined);
+            # only a terminal task (or none readable) gives the terminal rules
+            out.reason = "policy: the prompt joins an open task"
+            snap = <char*>malloc(POL_MAX_SNAPSHOT + 1)
+            if snap == NULL:
+                return STEP_DECLINE
+            n = pol_load(snap_path, snap, &top, &s)
+            free(snap)
+            if n == -3 or (n >= 0 and not s.terminal):
+                return STEP_DECLINE
+    clock_gettime(CLOCK_REALTIME, &ts)
+    snprintf(stamp, sizeof(stamp), "%ld.%06ld", <long>ts.tv_sec, <long>(ts.tv_nsec // 1000))
+    if kind == 0:
+        # snapshot.make("terminal", False, rules.empty()), keys in its order
+        k = snprintf(doc, sizeof(doc),
+                     "{\"v\":1,\"origin\":\"terminal\",\"exempt\":false,\"allowed_tools\":null,"
+                     "\"denied_tools\":[],\"no_access\":[],\"no_write\":[],\"commands\":[],"
+                     "\"commands_i\":[],\"commands_needles\":[],\"commands_i_needles\":[],"
+                     "\"authors\":[],\"written_at\":%s}", stamp)
+        if k < 0 or <size_t>k >= sizeof(doc) or pol_write_atomic(snap_path, doc, <size_t>k) < 0:
+            unlink(snap_path)
+            return STEP_OK
+    k = snprintf(doc, sizeof(doc), "%s\n", stamp)
+    if pol_write_atomic(mark_path, doc, <size_t>k) < 0:
+        unlink(snap_path)
+    return STEP_OK
 
 
 cdef int policy_before(HookCtx* ctx, HookOut* out) noexcept nogil:
     """hookside.before_forward."""
     cdef JSpan v
-    if strcmp(ctx.event, "UserPromptSubmit") == 0 or strcmp(ctx.event, "PreModelSwitch") == 0:
+    if strcmp(ctx.event, "UserPromptSubmit") == 0:
+        return pol_prompt_submitted(ctx, out)
+    if strcmp(ctx.event, "PreModelSwitch") == 0:
         out.reason = "policy: handled by the Python twin"
         return STEP_DECLINE
     if strcmp(ctx.event, "Stop") == 0 or strcmp(ctx.event, "StopFailure") == 0:
@@ -942,9 +1087,9 @@ cdef int policy_after(HookCtx* ctx, HookOut* out) noexcept nogil:
     snap = <char*>malloc(POL_MAX_SNAPSHOT + 1)
     if snap == NULL:
         return STEP_DECLINE
-    n = pol_read_own(path, snap, POL_MAX_SNAPSHOT + 1)
+    n = pol_load(path, snap, &top, &s)
     r = POL_DECLINE
-    if n >= 0 and snap[0] == c'{' and js_parse(snap, <size_t>n, &top) == 0 and pol_snap_load(&top, &s) == 0:
+    if n >= 0:
         # a "halted" key we did not act on (null, empty, inside a label)
         # would make the splice ambiguous: let Python rewrite the file
         if s.halted or memmem(snap, <size_t>n, "\"halted\"", 8) == NULL:
@@ -963,6 +1108,32 @@ cdef int policy_after(HookCtx* ctx, HookOut* out) noexcept nogil:
     if not s.halted:
         pol_record_halt(path, snap, <size_t>n, reason)
     free(snap)
+    return STEP_PRINT
+
+
+cdef int policy_unusable(const HookCtx* ctx, HookOut* out) noexcept nogil:
+    """hookside.unusable_pre_tool_use: a PreToolUse whose payload cannot be
+    read (ctx.top is not usable).  Allow (STEP_OK) only for a readable,
+    unhalted terminal-typed or owner-exempt task; else deny (STEP_PRINT)."""
+    cdef char path[PATH_CAP]
+    cdef JSpan top
+    cdef PolSnap s
+    cdef char* snap
+    cdef long n
+    out.reason = "policy: unusual snapshot"
+    if pol_snapshot_path(ctx, path) < 0:
+        return STEP_DECLINE
+    snap = <char*>malloc(POL_MAX_SNAPSHOT + 1)
+    if snap == NULL:
+        return STEP_DECLINE
+    n = pol_load(path, snap, &top, &s)
+    free(snap)
+    if n == -3:
+        return STEP_DECLINE
+    if n >= 0 and not s.halted and (s.terminal or s.exempt):
+        return STEP_OK
+    if pol_deny_out(out, POL_REASON_UNUSABLE) < 0:
+        return STEP_DECLINE
     return STEP_PRINT
 
 

@@ -73,6 +73,34 @@ def mentions(chunks: list, needle: bytes) -> bool:
     return False
 
 
+_NAME_KEY = b'"hook_event_name"'
+_PRE_TOOL_USE = b'"PreToolUse"'
+
+
+def names_pre_tool_use(raw: bytes) -> bool:
+    """Byte-level: some ``"hook_event_name"`` in raw is followed (JSON
+    whitespace and one colon between) by ``"PreToolUse"``.
+
+    For payloads that cannot be parsed (truncated, garbage, no usable name):
+    the PreToolUse check must fail closed on them, so the name is looked for
+    in the bytes.  Same scan as forward.pxi names_pre_tool_use.
+    """
+    n = len(raw)
+    i = raw.find(_NAME_KEY)
+    while i >= 0:
+        j = i + len(_NAME_KEY)
+        while j < n and raw[j] in WS:
+            j += 1
+        if j < n and raw[j] == 58:  # ':'
+            j += 1
+            while j < n and raw[j] in WS:
+                j += 1
+            if raw.startswith(_PRE_TOOL_USE, j):
+                return True
+        i = raw.find(_NAME_KEY, i + 1)
+    return False
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

@@ -104,10 +104,22 @@ def build_datagram(raw: bytes, event: dict, name: str, from_env: bool, session: 
     return shrink.shrink(full)
 
 
-def _fail_exit(name: str | None) -> int:
-    """Exit code when the steps cannot run (the safety issue: 2 for PreToolUse)."""
-    pick = getattr(hookside, "fail_exit", None)
-    return pick(name) if pick is not None else 0
+def _unusable(raw: bytes, env, session: str, sender: transport.Sender, debug: bool, why: str) -> int:
+    """A payload no step can use: nothing is sent, and a PreToolUse (named by
+    ``$HOOK_EVENT`` or in the raw bytes) fails closed (forward.pxi unusable)."""
+    common.debug_line(debug, WHO, why + ", nothing sent")
+    if env.get("HOOK_EVENT") != "PreToolUse" and not common.names_pre_tool_use(raw):
+        return 0
+    return _emit(hookside.unusable_pre_tool_use(Ctx(session, env, raw, sender)))
+
+
+def _emit(outcome) -> int:
+    """Print a step's outcome; its exit code (0 without one)."""
+    if outcome is None:
+        return 0
+    if outcome.stdout:
+        common.write_all(1, outcome.stdout.encode("utf-8", "surrogatepass"))
+    return outcome.exit_code
 
 
 def main(argv: list[str]) -> int:
@@ -130,28 +142,24 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - the hook must never crash Claude Code
         common.debug_line(debug, WHO, "internal error:", type(exc).__name__, common.error_place(exc))
         sender.send(jsonlite.dumps(common.error_message(session, WHO, exc)).encode())
-        return _fail_exit(None)
+        return hookside.fail_exit(None)
 
 
 def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, forwarded: bool) -> int:
     if not raw.strip(common.WS):
-        common.debug_line(debug, WHO, "empty stdin, nothing sent")
-        return _fail_exit(None)
+        return _unusable(raw, env, session, sender, debug, "empty stdin")
     try:
         event = jsonlite.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):
-        common.debug_line(debug, WHO, "malformed JSON, nothing sent")
-        return _fail_exit(None)
+        return _unusable(raw, env, session, sender, debug, "malformed JSON")
     if not isinstance(event, dict):
-        common.debug_line(debug, WHO, "not a JSON object, nothing sent")
-        return _fail_exit(None)
+        return _unusable(raw, env, session, sender, debug, "not a JSON object")
     name = event.get("hook_event_name")
     from_env = False
     if not isinstance(name, str) or not name:
         name = env.get("HOOK_EVENT")
         if not common.env_event_valid(name):
-            common.debug_line(debug, WHO, "no hook_event_name, nothing sent")
-            return _fail_exit(None)
+            return _unusable(raw, env, session, sender, debug, "no hook_event_name")
         from_env = True
     ctx = Ctx(session, env, raw, sender)
     outcome = None
@@ -163,10 +171,4 @@ def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, f
         if datagram is not None:
             sender.send(datagram)
     after = hookside.after_forward(name, event, ctx)
-    if after is not None:
-        outcome = after
-    if outcome is None:
-        return 0
-    if outcome.stdout:
-        common.write_all(1, outcome.stdout.encode("utf-8", "surrogatepass"))
-    return outcome.exit_code
+    return _emit(after if after is not None else outcome)

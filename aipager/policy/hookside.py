@@ -35,6 +35,8 @@ import time
 from aipager.policy import _fsio, _match_py, notes, snapshot
 
 SAFETY_PREFIX = "aipager safety policy: "
+#: policy.pxi POL_REASON_UNUSABLE
+REASON_UNUSABLE = "the tool call could not be read; denied to be safe"
 
 
 class Outcome:
@@ -226,12 +228,23 @@ def current_rules(env, session: str, now: float) -> dict:
     return snap
 
 
-def _exempt_snapshot(env, session: str) -> bool:
+def _unrestricted_snapshot(env, session: str) -> bool:
+    """The task's snapshot is readable and lets everything through: terminal-
+    typed or owner-exempt, not halted (policy.pxi policy_unusable)."""
     try:
         snap = snapshot.read(env, session)
     except Exception:  # noqa: BLE001 - any doubt means no exemption
         return False
-    return bool(snap and snap["exempt"] and not snap["halted"])
+    return bool(snap and (snap["exempt"] or snap["origin"] == "terminal") and not snap["halted"])
+
+
+def unusable_pre_tool_use(ctx) -> Outcome | None:
+    """A PreToolUse whose payload cannot be read (truncated, garbage, no
+    usable name): fail closed unless the task is unrestricted.  Nothing is
+    sent and the task is not halted: no rule was broken."""
+    if _unrestricted_snapshot(ctx.env, ctx.session):
+        return None
+    return Outcome(deny_output(SAFETY_PREFIX + REASON_UNUSABLE))
 
 
 def pre_tool_use(event: dict, ctx) -> Outcome | None:
@@ -243,7 +256,7 @@ def pre_tool_use(event: dict, ctx) -> Outcome | None:
         tool = event.get("tool_name") if isinstance(event, dict) else None
         if isinstance(tool, str) and _match_py.ascii_lower(tool) == "senduserfile":
             return Outcome(deny_output("aipager could not check the files to send"))
-        if _exempt_snapshot(env, session):
+        if _unrestricted_snapshot(env, session):
             return None
         reason = SAFETY_PREFIX + f"the check failed ({type(exc).__name__}); denied to be safe"
         return Outcome(deny_output(reason))

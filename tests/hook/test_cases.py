@@ -13,6 +13,7 @@ import pathlib
 
 import pytest
 from support import hookrun
+from support.policy_state import collect_policy_files, prepare_policy_files, write_private
 
 from aipager import paths, wire
 
@@ -109,14 +110,18 @@ def canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def run_case(case: dict, kind: str) -> tuple[hookrun.Result, bytes | None, dict]:
+def run_case(case: dict, kind: str, debug: bool = False) -> tuple[hookrun.Result, bytes | None, dict, dict]:
+    """(result, status file left, env, policy files left)."""
     env = hookrun.hook_env(**case.get("env", {}))
+    if debug:
+        env["AIPAGER_DEBUG"] = "1"
     session = env.get("CLAUDE_DTACH_SESSION", "")
     status_path = paths.status_file(env, session or "none")
     status = case_status(case)
     if status is not None:
-        with open(os.open(status_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
-            fh.write(status)
+        write_private(status_path, status)
+    if session:
+        prepare_policy_files(case, env, session)
     receiver = hookrun.receiver_for(env)
     try:
         result = hookrun.run(hookrun.contender_cmd(kind, case["tool"]), case_stdin(case), env, receiver)
@@ -127,13 +132,13 @@ def run_case(case: dict, kind: str) -> tuple[hookrun.Result, bytes | None, dict]
         with open(status_path, "rb") as fh:
             left = fh.read()
         os.unlink(status_path)
-    return result, left, env
+    return result, left, env, (collect_policy_files(env, session) if session else {})
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
 def test_case_meets_expectation(case_id: str, kind: str) -> None:
     case = CASES[case_id]
-    result, status_left, env = run_case(case, kind)
+    result, status_left, env, left = run_case(case, kind)
     expect = case["expect"]
     assert b"Traceback" not in result.stderr
     sent = result.sent
@@ -150,16 +155,40 @@ def test_case_meets_expectation(case_id: str, kind: str) -> None:
     if case["tool"] == "statusline" and expect["sent"]:
         # the raw status JSON, verbatim, for the hook's sl_tokens
         assert status_left == case_stdin(case)
+    if "mark" in expect:
+        assert left["mark"] == expect["mark"]
+    if "snapshot" in expect:
+        if expect["snapshot"] is None:
+            assert left["snapshot"] is None
+        else:
+            got = left["snapshot"]
+            assert isinstance(got, dict), got
+            assert {k: got.get(k) for k in expect["snapshot"]} == expect["snapshot"]
+            assert left["snapshot_mode"] == 0o600
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
 def test_native_and_twin_agree(case_id: str, native_bins: dict) -> None:
     case = CASES[case_id]
-    native, native_status, _ = run_case(case, "native")
-    twin, twin_status, _ = run_case(case, "twin")
+    native, native_status, _, native_left = run_case(case, "native")
+    twin, twin_status, _, twin_left = run_case(case, "twin")
     assert canonical(native.sent) == canonical(twin.sent)
     assert (native.exit, native.stdout) == (twin.exit, twin.stdout)
     assert native_status == twin_status
+    assert native_left == twin_left
+
+
+NATIVE = [case_id for case_id, case in CASES.items() if "native" in case]
+
+
+@pytest.mark.parametrize("case_id", NATIVE)
+def test_native_decides_or_declines(case_id: str, native_bins: dict) -> None:
+    """'native': 'decides' | 'declines' -- where the compiled stage settles
+    the case itself (the agreement test above proves it decides as the twin)."""
+    case = CASES[case_id]
+    result, _, _, _ = run_case(case, "native", debug=True)
+    declined = b"declined to stage 2" in result.stderr
+    assert declined == (case["native"] == "declines"), result.stderr
 
 
 def test_status_file_is_private(kind: str) -> None:

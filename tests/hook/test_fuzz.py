@@ -3,7 +3,9 @@ the Python twin must give identical datagrams, stdout and exit codes.
 
 Valid documents exercise the C scanner and splice (the fast path takes them);
 single-byte mutations exercise its rejections (it must decline whatever the
-twin would treat differently).
+twin would treat differently).  PreToolUse and UserPromptSubmit run against a
+drawn task state (snapshot, mark, notes) and must also leave the same files:
+mutated, they exercise the fail-closed check of an unreadable PreToolUse.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import hookrun
+from support.policy_state import collect_policy_files, prepare_policy_files
 
 NAMES = ["Stop", "PostToolUse", "SessionStart", "Notification", "MessageDisplay", "SubagentStop"]
 
@@ -81,4 +84,65 @@ def test_mutated_events_agree(native_bins, event: dict, data) -> None:
     else:
         raw.insert(pos, byte)
     native, twin = both(bytes(raw))
+    assert native == twin
+
+
+POLICY_NAMES = ["PreToolUse", "UserPromptSubmit"]
+STATES = st.sampled_from([
+    {},
+    {"snapshot": {"origin": "terminal"}},
+    {"snapshot": {"origin": "terminal"}, "mark": True},
+    {"snapshot": {"origin": "telegram"}, "mark": True},
+    {"snapshot": {"origin": "telegram", "exempt": True}},
+    {"snapshot": {"origin": "terminal", "halted": "x"}},
+    {"mark": True, "notes_dir": True},
+    {"notes": ["a waiting message"]},
+])
+prompts = st.one_of(
+    st.text(max_size=30),
+    st.builds(lambda ws, rest: ws + "<task-notification>" + rest,
+              st.text(alphabet=" \t\n\x0b\x0c\x1c\x85\xa0\u2028", max_size=3), st.text(max_size=10)),
+)
+policy_events = st.builds(
+    lambda name, extra, prompt, tool, tin: {
+        "hook_event_name": name, "session_id": "s1", "cwd": "/home/u/p", **extra,
+        **({"prompt": prompt} if name == "UserPromptSubmit" else {"tool_name": tool, "tool_input": tin}),
+    },
+    st.sampled_from(POLICY_NAMES),
+    st.dictionaries(st.sampled_from(["permission_mode", "x", "tool_use_id"]), scalars, max_size=2),
+    prompts,
+    st.sampled_from(["Bash", "Read", "Write"]),
+    st.fixed_dictionaries({}, optional={"command": st.sampled_from(["ls", "sudo id"]),
+                                        "file_path": st.sampled_from(["a.txt", "/etc/shadow"])}),
+)
+
+
+def both_in_state(stdin: bytes, state: dict) -> tuple:
+    env = hookrun.hook_env("claude-fz", HOME="/home/u")
+    outcomes = []
+    for kind in ("native", "twin"):
+        prepare_policy_files(state, env, "claude-fz")
+        receiver = hookrun.receiver_for(env)
+        try:
+            done = hookrun.run(hookrun.contender_cmd(kind, "hook"), stdin, env, receiver)
+        finally:
+            receiver.close()
+        left = collect_policy_files(env, "claude-fz")
+        assert b"Traceback" not in done.stderr
+        outcomes.append((done.exit, done.stdout, json.dumps(done.sent, sort_keys=True), left))
+    return outcomes[0], outcomes[1]
+
+
+@SETTINGS
+@given(event=policy_events, state=STATES, data=st.data())
+def test_policy_events_agree(native_bins, event: dict, state: dict, data) -> None:
+    raw = bytearray(json.dumps(event).encode())
+    if data.draw(st.booleans()):
+        cut = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
+        action = data.draw(st.sampled_from(["truncate", "replace"]))
+        if action == "truncate":
+            del raw[cut:]
+        else:
+            raw[cut] = data.draw(st.sampled_from(list(b'{}[]",:\\ \x00\x80\xff')))
+    native, twin = both_in_state(bytes(raw), state)
     assert native == twin
