@@ -143,3 +143,8 @@ def lock_file(env: Mapping[str, str]) -> str:
 
 def claude_settings(env: Mapping[str, str]) -> str:
     return os.path.join(home(env), ".claude", "settings.json")
+
+
+def ax_code_hooks(project: str) -> str:
+    """AX Code's hook file of the project in ``project``."""
+    return os.path.join(os.path.abspath(project), ".ax-code", "hooks.json")

@@ -310,8 +310,15 @@ def read_settings(path: str) -> dict[str, Any]:
     return doc
 
 
-def _write(path: str, doc: dict[str, Any]) -> str | None:
-    """Back up ``path`` (if present) then replace it atomically; return the backup."""
+def write_json(path: str, doc: dict[str, Any]) -> str | None:
+    """Back up ``path`` (if present) then replace it atomically; return the backup.
+
+    Shared by every file aipager wires (``wiring_ax`` too): the backup sits
+    next to the file as ``<name>.aipager-backup-<stamp>``, the mode is kept.
+
+    Raises:
+        SettingsError: the folder, backup or file cannot be written.
+    """
     folder = os.path.dirname(path)
     backup = None
     mode = 0o600
@@ -370,7 +377,7 @@ def install(env: Mapping[str, str], bins: Binaries | None = None) -> Result:
         shown = previous.get("command") if isinstance(previous, dict) else previous
         result.notes.append(f"your statusLine ({shown}) was replaced by aipager-statusline; "
                             "`aipager uninstall` puts it back")
-    result.backup = _write(path, wanted)
+    result.backup = write_json(path, wanted)
     return result
 
 
@@ -385,7 +392,7 @@ def uninstall(env: Mapping[str, str]) -> Result:
     wanted = plan_uninstall(current, saved)
     result = Result(path=path, changed=wanted != current)
     if result.changed:
-        result.backup = _write(path, wanted)
+        result.backup = write_json(path, wanted)
     if saved is not None and wanted.get("statusLine") == saved:
         try:
             os.unlink(saved_path)

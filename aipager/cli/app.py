@@ -10,7 +10,16 @@ from __future__ import annotations
 import typer
 
 from aipager import __version__
-from aipager.cli import config_cmd, doctor_cmd, lifecycle, policy, session_cmd, setup_cmd, status_cmd
+from aipager.cli import (
+    ax_code,
+    config_cmd,
+    doctor_cmd,
+    lifecycle,
+    policy,
+    session_cmd,
+    setup_cmd,
+    status_cmd,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,6 +49,7 @@ app.command("doctor")(doctor_cmd.doctor)
 app.add_typer(session_cmd.app, name="session")
 app.command("send")(session_cmd.send)
 app.add_typer(policy.app, name="policy")
+app.add_typer(ax_code.app, name="ax-code")
 
 
 def main() -> None:

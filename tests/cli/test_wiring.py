@@ -4,11 +4,11 @@ the second run must change nothing."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 
 import pytest
+from support import jsonfile
 
 from aipager import paths, wire, wiring
 from aipager.errors import SettingsError
@@ -30,19 +30,15 @@ def settings_path(env):
 
 
 def write(env, content):
-    path = settings_path(env)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as fh:
-        fh.write(content if isinstance(content, str) else json.dumps(content))
+    jsonfile.write(settings_path(env), content)
 
 
 def read(env):
-    with open(settings_path(env)) as fh:
-        return json.load(fh)
+    return jsonfile.read(settings_path(env))
 
 
 def backups(env):
-    return glob.glob(settings_path(env) + ".aipager-backup-*")
+    return jsonfile.backups(settings_path(env))
 
 
 def assert_fully_wired(doc, bins):

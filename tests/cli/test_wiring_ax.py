@@ -1,0 +1,259 @@
+"""aipager.wiring_ax and `aipager ax-code` against sample .ax-code/hooks.json
+files: absent, empty, the user's own entries and packs, an old aipager path,
+invalid JSON, wrong shapes.  Each install/uninstall runs twice and the second
+run must change nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from support import jsonfile
+
+from aipager import paths, wire, wiring, wiring_ax
+from aipager.cli.app import app
+from aipager.errors import SettingsError
+
+USER_ENTRY = {"event": "PreToolUse", "matcher": "bash", "command": "echo running bash",
+              "blockOnFailure": False}
+USER_DOC = {
+    "packs": ["block-force-push", "log-bash-commands"],
+    "hooks": [USER_ENTRY, {"event": "Stop", "command": "notify-send done"}],
+}
+
+
+@pytest.fixture
+def env(bins):
+    """The isolated environment, read after ``bins`` set AIPAGER_HOOK_BIN."""
+    return dict(os.environ)
+
+
+@pytest.fixture
+def project(tmp_path):
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    return str(folder)
+
+
+def hooks_path(project):
+    return paths.ax_code_hooks(project)
+
+
+def write(project, content):
+    jsonfile.write(hooks_path(project), content)
+
+
+def read(project):
+    return jsonfile.read(hooks_path(project))
+
+
+def backups(project):
+    return jsonfile.backups(hooks_path(project))
+
+
+def ours(doc):
+    return [e for e in doc["hooks"] if wiring.is_ours(e)]
+
+
+def assert_fully_wired(doc, bins):
+    entries = ours(doc)
+    assert [e["event"] for e in entries] == list(wiring_ax.AX_EVENTS)
+    for entry in entries:
+        # the absolute path of the installed program, Claude Code's protocol,
+        # and no matcher: AX Code runs a matcher-less entry for every tool
+        assert entry == {"event": entry["event"], "command": bins.hook, "protocol": "claude-code"}
+        assert os.path.isabs(entry["command"])
+    assert wiring_ax.problems(doc, bins.hook) == []
+
+
+def test_every_ax_event_aipager_knows_is_wired():
+    # the ten AX events shared with Claude Code are the daemon's own events;
+    # Interrupt is the one AX-only event
+    shared = [e for e in wiring_ax.AX_EVENTS if e in wire.HOOK_EVENTS]
+    assert len(shared) == 10
+    assert set(wiring_ax.AX_EVENTS) - set(shared) == {"Interrupt"}
+
+
+@pytest.mark.parametrize("sample", ["absent", "empty", "blank-object", "user", "old-path"])
+def test_install_twice_then_uninstall_twice(bins, env, project, sample):
+    original = None
+    if sample == "empty":
+        write(project, "")
+    elif sample == "blank-object":
+        original = {}
+        write(project, original)
+    elif sample == "user":
+        original = USER_DOC
+        write(project, original)
+    elif sample == "old-path":
+        old = json.loads(json.dumps(USER_DOC))
+        stale = {"event": "PreToolUse", "command": "/old/venv/bin/aipager-hook"}
+        old["hooks"].insert(1, stale)
+        old["hooks"].append(dict(stale, event="SessionStart"))
+        old["hooks"].append(dict(stale, event="SessionStart"))
+        write(project, old)
+
+    first = wiring_ax.install(project, env)
+    assert first.changed and first.path == hooks_path(project)
+    assert any("AX_CODE_TRUST_PROJECT_CONFIG=1" in note for note in first.notes)
+    doc = read(project)
+    assert_fully_wired(doc, bins)
+    assert len(backups(project)) == (0 if sample == "absent" else 1)
+
+    second = wiring_ax.install(project, env)
+    assert not second.changed and second.backup is None
+    assert read(project) == doc
+    assert len(backups(project)) == (0 if sample == "absent" else 1)
+    assert wiring_ax.check(project, env) == []
+
+    if sample == "user":
+        # the user's entries keep their order, aipager's come after them
+        assert doc["packs"] == USER_DOC["packs"]
+        assert doc["hooks"][:2] == USER_DOC["hooks"]
+    if sample == "old-path":
+        # put where the first stale entry was, between the user's two
+        assert doc["hooks"][0] == USER_ENTRY
+        assert doc["hooks"][-1] == {"event": "Stop", "command": "notify-send done"}
+
+    assert wiring_ax.uninstall(project).changed
+    after = read(project)
+    assert not wiring_ax.uninstall(project).changed
+    assert read(project) == after
+    if original is not None:
+        assert after == original
+    elif sample == "old-path":
+        assert after == USER_DOC  # the stale entries went too
+    else:
+        assert after == {}
+
+
+def test_uninstall_without_a_file_writes_nothing(project):
+    result = wiring_ax.uninstall(project)
+    assert not result.changed
+    assert not os.path.exists(os.path.dirname(hooks_path(project)))
+
+
+def test_a_path_with_a_space_is_quoted_for_the_shell(env, project, tmp_path):
+    spaced = str(tmp_path / "my venv" / "bin" / "aipager-hook")
+    wiring_ax.install(project, env, hook_path=spaced)
+    entries = ours(read(project))
+    assert len(entries) == len(wiring_ax.AX_EVENTS)
+    assert entries[0]["command"] == f"'{spaced}'"
+    assert wiring_ax.check(project, env, hook_path=spaced) == []
+    assert not wiring_ax.install(project, env, hook_path=spaced).changed
+
+
+def test_invalid_json_is_reported_and_never_overwritten(bins, env, project):
+    write(project, '{"hooks": [')
+    for action in (lambda: wiring_ax.install(project, env), lambda: wiring_ax.uninstall(project)):
+        with pytest.raises(SettingsError, match="not valid JSON"):
+            action()
+    with open(hooks_path(project)) as fh:
+        assert fh.read() == '{"hooks": ['
+    assert backups(project) == []
+    found = wiring_ax.check(project, env)
+    assert len(found) == 1 and "not valid JSON" in found[0].what
+
+
+@pytest.mark.parametrize("doc", [[1, 2], {"hooks": {}}, {"hooks": "x"}])
+def test_wrong_shapes_are_refused(bins, env, project, doc):
+    write(project, doc)
+    with pytest.raises(SettingsError):
+        wiring_ax.install(project, env)
+    assert read(project) == doc
+    assert backups(project) == []
+
+
+def test_a_file_ax_code_would_reject_as_too_long_is_refused(bins, env, project):
+    room = wiring_ax.MAX_ENTRIES - len(wiring_ax.AX_EVENTS)
+    many = {"hooks": [{"event": "Stop", "command": f"echo {n}"} for n in range(room + 1)]}
+    write(project, many)
+    with pytest.raises(SettingsError, match="ignores the whole file"):
+        wiring_ax.install(project, env)
+    assert read(project) == many
+    many["hooks"].pop()
+    write(project, many)
+    assert wiring_ax.install(project, env).changed
+    assert len(read(project)["hooks"]) == wiring_ax.MAX_ENTRIES
+
+
+def test_check_reports_each_problem(bins, env, project):
+    assert any("not wired" in p.what for p in wiring_ax.check(project, env))
+    wiring_ax.install(project, env)
+    doc = read(project)
+    by_event = {e["event"]: e for e in ours(doc)}
+    by_event["PreToolUse"]["matcher"] = "bash"
+    del by_event["Interrupt"]["protocol"]
+    by_event["PostCompact"]["command"] = "/old/bin/aipager-hook"
+    doc["hooks"] = [e for e in doc["hooks"] if e.get("event") != "Stop"]
+    doc["hooks"].append(dict(by_event["SessionStart"]))
+    write(project, doc)
+    whats = [p.what for p in wiring_ax.check(project, env)]
+    assert "PreToolUse: matcher limits it to 'bash'" in whats
+    assert any(w.startswith('Interrupt: "protocol" should be "claude-code"') for w in whats)
+    assert f"PostCompact: runs /old/bin/aipager-hook, not {bins.hook}" in whats
+    assert "Stop: aipager-hook is not wired" in whats
+    assert "SessionStart: aipager-hook is wired 2 times" in whats
+    assert len(whats) == 5
+    # "*" is AX Code's other spelling of every tool: not a problem
+    by_event["PreToolUse"]["matcher"] = "*"
+    assert not any(p.what.startswith("PreToolUse")
+                   for p in wiring_ax.problems({"hooks": list(by_event.values())}, bins.hook))
+
+
+def test_install_fixes_what_check_reports(bins, env, project):
+    wiring_ax.install(project, env)
+    doc = read(project)
+    for entry in ours(doc):
+        entry["command"] = "/elsewhere/aipager-hook"
+        entry["matcher"] = "edit"
+    write(project, doc)
+    assert wiring_ax.check(project, env)
+    assert wiring_ax.install(project, env).changed
+    assert wiring_ax.check(project, env) == []
+
+
+def test_the_claude_code_wiring_is_unaffected(bins, env, project):
+    wiring_ax.install(project, env)
+    assert not os.path.exists(paths.claude_settings(env))
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def test_cli_install_check_uninstall(runner, bins, env, project):
+    done = runner.invoke(app, ["ax-code", "install", "--project", project])
+    assert done.exit_code == 0, done.output
+    assert f"Wired aipager into {hooks_path(project)}" in done.output
+    assert "AX_CODE_TRUST_PROJECT_CONFIG=1" in done.output
+    assert_fully_wired(read(project), bins)
+
+    again = runner.invoke(app, ["ax-code", "install", "--project", project])
+    assert again.exit_code == 0 and "nothing written" in again.output
+
+    ok = runner.invoke(app, ["ax-code", "check", "--project", project])
+    assert ok.exit_code == 0 and "AX Code wiring OK" in ok.output
+
+    gone = runner.invoke(app, ["ax-code", "uninstall", "--project", project])
+    assert gone.exit_code == 0 and "Removed aipager" in gone.output
+    assert read(project) == {}
+
+    bad = runner.invoke(app, ["ax-code", "check", "--project", project])
+    assert bad.exit_code == 1
+    assert "PreToolUse: aipager-hook is not wired -> run `aipager ax-code install`" in bad.output
+
+
+def test_cli_defaults_to_the_current_folder(runner, bins, env, project, monkeypatch):
+    monkeypatch.chdir(project)
+    assert runner.invoke(app, ["ax-code", "install"]).exit_code == 0
+    assert_fully_wired(read(project), bins)
+
+
+def test_cli_reports_invalid_json_without_a_traceback(runner, bins, env, project):
+    write(project, "{nope")
+    done = runner.invoke(app, ["ax-code", "install", "--project", project])
+    assert done.exit_code == SettingsError.exit_code
+    assert "not valid JSON" in done.output and "Traceback" not in done.output
+    with open(hooks_path(project)) as fh:
+        assert fh.read() == "{nope"
