@@ -1,4 +1,5 @@
-# Non-blocking datagram send to the daemon, with the spool for a full queue.
+# Non-blocking datagram send to the daemon, with the spool for a full queue
+# or a daemon that is down.
 #
 #   sender_init(&s, debug)       resolve the socket (paths.pxi) and spool dir
 #   sender_send(&s, buf, n)      -> SEND_OK, SEND_SPOOLED or SEND_DROPPED
@@ -7,10 +8,12 @@
 #   EAGAIN/EWOULDBLOCK/ENOBUFS   the daemon's queue is full (Linux holds
 #                                net.unix.max_dgram_qlen, ~10): write the
 #                                datagram to the spool so nothing is lost
-#   ENOENT/ECONNREFUSED          nobody listens: drop, the hook exits 0
+#   ENOENT/ECONNREFUSED          nobody listens (the daemon is down): spool
+#                                too, the daemon replays it when it starts
 #   anything else (EMSGSIZE..)   drop (debug line)
 # The spool (paths.spool_dir) is used only if it exists, is a directory owned
-# by us and not a symlink (the daemon creates it 0700).  One file per
+# by us and not a symlink (the daemon creates it 0700 and keeps it across
+# restarts; without it every failed send is dropped).  One file per
 # datagram, "<20-digit CLOCK_REALTIME ns>-<pid>.json", written 0600 under a
 # dot-temp name and then linked into place without replacing anything.
 
@@ -102,7 +105,7 @@ cdef int spool_write(Sender* s, const char* data, size_t n) noexcept nogil:
         if linkat(dfd, tmp, dfd, name, 0) == 0:
             unlinkat(dfd, tmp, 0)
             close(dfd)
-            dbg(s.debug, s.who, "queue full, spooled", name)
+            dbg(s.debug, s.who, "spooled", name)
             return 0
         if errno != EEXIST:
             break
@@ -140,7 +143,10 @@ cdef int sender_send(Sender* s, const char* buf, size_t n) noexcept nogil:
     # EWOULDBLOCK is EAGAIN on Linux
     if errno == EAGAIN or errno == ENOBUFS:
         return SEND_SPOOLED if spool_write(s, buf, n) == 0 else SEND_DROPPED
-    dbg(s.debug, s.who, "daemon not reachable, dropped:", s.addr.sun_path)
+    if errno == ENOENT or errno == ECONNREFUSED:
+        dbg(s.debug, s.who, "daemon not reachable, spooling:", s.addr.sun_path)
+        return SEND_SPOOLED if spool_write(s, buf, n) == 0 else SEND_DROPPED
+    dbg(s.debug, s.who, "send failed, dropped:", s.addr.sun_path)
     return SEND_DROPPED
 
 

@@ -138,16 +138,28 @@ class Daemon:
             self.save()
 
     def replay_spool(self) -> int:
-        """Feed spooled events (oldest first) and remove their files."""
+        """Feed spooled events (oldest first) and remove their files.
+
+        Files older than ``spool.MAX_AGE`` (a daemon down for a long time) are
+        removed unreplayed, counted as ``spool_stale`` and logged.
+        """
         self._last_spool = time.monotonic()
-        done = 0
+        done = stale = 0
+        now = time.time()
         for name in spool.pending(self.spool_dir):
+            if spool.is_stale(name, now):
+                stale += spool.discard(self.spool_dir, name)
+                continue
             data = spool.take(self.spool_dir, name, _parses)
             if data is None:
                 continue
             self.core.counters["spool_replayed"] += 1
             self.core.feed_bytes(data)
             done += 1
+        if stale:
+            self.core.counters["spool_stale"] += stale
+            log.warning("dropped %d spooled event(s) older than %d h without replaying them",
+                        stale, spool.MAX_AGE // 3600)
         return done
 
     # -- loops ---------------------------------------------------------------
@@ -211,8 +223,12 @@ class Daemon:
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
         os.chmod(self.spool_dir, 0o700)
         persist.restore(self.core.registry, persist.load_state(self.env))
-        # Stops that fired while we were down were lost (nobody listened): the
-        # saved conversations say which tasks ended; deliver those answers now.
+        # What the hooks spooled while we were down comes first, in order; the
+        # hooks keep spooling until the socket is bound, and the replay after
+        # binding takes those.
+        self.replay_spool()
+        # Stops that still went missing (no spool folder then, or a full disk):
+        # the saved conversations say which tasks ended; deliver those answers now.
         tasks.catch_up(self.core.ctx, transcript.finished_answer, self._task_still_open)
         sock = bind_control_socket(self.socket_path)
         bound_ino = os.stat(self.socket_path).st_ino

@@ -13,7 +13,8 @@
         "stopped_at": float | null, # set by a clean shutdown
         "socket": str,
         "counters": {"received", "handled", "ignored", "unhandled", "malformed",
-                     "errors", "repeats", "spool_replayed", ...: int}
+                     "errors", "repeats", "spool_replayed", "spool_stale",
+                     "audit_failures", ...: int}
       },
       "sessions": [                 # one per session, ended (state "gone") ones included
         {

@@ -1,8 +1,9 @@
-"""Non-blocking datagram send with the spool for a full queue (send.pxi twin).
+"""Non-blocking datagram send with the spool (send.pxi twin).
 
 errno mapping, the one place it happens: EAGAIN/ENOBUFS (the daemon's queue is
-full) -> spool the datagram; ENOENT/ECONNREFUSED (nobody listens) and anything
-else -> drop.  The hook never waits on the daemon.
+full) and ENOENT/ECONNREFUSED (nobody listens: the daemon is down) -> spool
+the datagram, if the spool folder is ours; anything else -> drop.  The hook
+never waits on the daemon.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ SEND_SPOOLED = 1
 SEND_DROPPED = -1
 
 _FULL = (errno.EAGAIN, errno.ENOBUFS)
+_DOWN = (errno.ENOENT, errno.ECONNREFUSED)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -53,7 +55,10 @@ class Sender:
         except OSError as exc:
             if exc.errno in _FULL:
                 return SEND_SPOOLED if self._spool(data) else SEND_DROPPED
-            debug_line(self.debug, self.who, "daemon not reachable, dropped:", self.path, exc)
+            if exc.errno in _DOWN:
+                debug_line(self.debug, self.who, "daemon not reachable, spooling:", self.path)
+                return SEND_SPOOLED if self._spool(data) else SEND_DROPPED
+            debug_line(self.debug, self.who, "send failed, dropped:", self.path, exc)
             return SEND_DROPPED
         debug_line(self.debug, self.who, "sent to", self.path)
         return SEND_OK
@@ -86,7 +91,7 @@ class Sender:
                         os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
                     except FileExistsError:
                         continue
-                    debug_line(self.debug, self.who, "queue full, spooled", name)
+                    debug_line(self.debug, self.who, "spooled", name)
                     return True
                 return False
             finally:

@@ -80,18 +80,44 @@ def test_stale_socket_is_replaced_and_sigint_stops(tmp_path):
 
 def test_spooled_events_left_while_down_are_replayed_at_start():
     env = dict(os.environ)
+    import time
+
     from aipager.daemon import spool
 
-    os.makedirs(paths.spool_dir(env), mode=0o700, exist_ok=True)
-    spool.write_spool(paths.spool_dir(env), orjson.dumps(
-        {"hook_event_name": "SessionStart", "session": "claude-spooled", "source": "startup"}))
+    folder = paths.spool_dir(env)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+
+    def spool_at(ns: int, ev: dict) -> None:
+        with open(os.path.join(folder, spool.spool_name(ns, 77)), "wb") as fh:
+            fh.write(orjson.dumps({"session": "claude-spooled", **ev}))
+
+    now = time.time_ns()
+    # Two days old: a long-dead daemon must not replay it.
+    spool_at(now - 48 * 3600 * 10**9, {"hook_event_name": "UserPromptSubmit", "prompt": "stale",
+                                        "prompt_id": "p0"})
+    spool_at(now - 3 * 10**9, {"hook_event_name": "SessionStart", "source": "startup"})
+    spool_at(now - 2 * 10**9, {"hook_event_name": "UserPromptSubmit", "prompt": "fresh",
+                               "prompt_id": "p1"})
+    spool_at(now - 1 * 10**9, {"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                               "tool_use_id": "t1", "tool_input": {"command": "ls"},
+                               "prompt_id": "p1"})
     proc = _spawn()
     try:
-        _wait(lambda: any(s["name"] == "claude-spooled" for s in persist.load_state(env)["sessions"]))
-        assert spool.pending(paths.spool_dir(env)) == []
+        _wait(lambda: any(s["name"] == "claude-spooled" and s["rows"]
+                          for s in persist.load_state(env)["sessions"]))
+        assert spool.pending(folder) == []
+        state = persist.load_state(env)
+        (sess,) = state["sessions"]
+        # In order, and the stale prompt never became a task.
+        assert (sess["task"]["seq"], sess["task"]["prompt"]) == (1, "fresh")
+        assert [r["summary"] for r in sess["rows"]] == ["Bash: ls"]
+        assert state["daemon"]["counters"]["spool_stale"] == 1
+        assert state["daemon"]["counters"]["spool_replayed"] == 3
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)
+    with open(paths.log_file(env), encoding="utf-8") as fh:
+        assert "dropped 1 spooled event(s) older than 24 h" in fh.read()
 
 
 def test_shutdown_handles_everything_the_socket_accepted(daemon):

@@ -62,6 +62,35 @@ def test_send_or_spool_spools_when_the_queue_is_full(tmp_path):
     assert spool.send_or_spool(sender, path, str(tmp_path / "missing"), b"{}") == "lost"
 
 
+def test_send_or_spool_keeps_events_while_the_daemon_is_down(tmp_path):
+    folder = tmp_path / "spool"
+    folder.mkdir(mode=0o700)
+    sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sender.setblocking(False)
+    # Nothing bound (ENOENT), then a stale socket file nobody reads (ECONNREFUSED).
+    path = str(tmp_path / "d.sock")
+    assert spool.send_or_spool(sender, path, str(folder), b'{"n": 1}') == "spooled"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    stale.bind(path)
+    stale.close()
+    assert spool.send_or_spool(sender, path, str(folder), b'{"n": 2}') == "spooled"
+    names = spool.pending(str(folder))
+    assert [(folder / n).read_bytes() for n in names] == [b'{"n": 1}', b'{"n": 2}']
+    # No spool folder, or a symlink in its place: nothing is written anywhere.
+    assert spool.send_or_spool(sender, path, str(tmp_path / "missing"), b"{}") == "lost"
+    (tmp_path / "link").symlink_to(folder)
+    assert spool.send_or_spool(sender, path, str(tmp_path / "link"), b"{}") == "lost"
+    assert len(spool.pending(str(folder))) == 2
+
+
+def test_stale_spool_names_by_the_time_they_record():
+    now = 1_800_000_000.0
+    fresh = spool.spool_name(int((now - 3600) * 1e9), 5)
+    old = spool.spool_name(int((now - 25 * 3600) * 1e9), 5)
+    assert spool.written_at(fresh) == pytest.approx(now - 3600)
+    assert (spool.is_stale(fresh, now), spool.is_stale(old, now)) == (False, True)
+
+
 def test_spool_take_waits_for_a_young_partial_file(tmp_path):
     name = spool.spool_name(time.time_ns(), 1)
     (tmp_path / name).write_bytes(b'{"half')

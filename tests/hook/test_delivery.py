@@ -96,20 +96,60 @@ def test_spool_that_is_a_symlink_is_not_used(kind: str, tmp_path) -> None:
             hookrun.run(hookrun.contender_cmd(kind, "hook"), event_bytes("Stop"), env, timeout=20)
     finally:
         receiver.close()
+    # and with the daemon down
+    done = hookrun.run(hookrun.contender_cmd(kind, "hook"), event_bytes("Stop"), env, timeout=20)
+    assert (done.exit, done.stdout, done.stderr) == (0, b"", b"")
     assert os.listdir(elsewhere) == []
 
 
-def test_daemon_down_exits_zero(kind: str) -> None:
+def _spooled(env: dict) -> list[dict]:
+    folder = paths.spool_dir(env)
+    out = []
+    for name in sorted(os.listdir(folder)):
+        assert re.fullmatch(r"\d{20}-\d+\.json", name), name
+        assert os.stat(os.path.join(folder, name)).st_mode & 0o777 == 0o600
+        with open(os.path.join(folder, name), "rb") as fh:
+            out.append(json.loads(fh.read()))
+    return out
+
+
+def test_daemon_down_spools_for_its_next_start(kind: str) -> None:
     env = hookrun.hook_env()
+    os.mkdir(paths.spool_dir(env), 0o700)  # the daemon made it once and left it in place
     # nothing bound at all (ENOENT)
-    done = hookrun.run(hookrun.contender_cmd(kind, "hook"), event_bytes("Stop"), env, timeout=20)
+    done = hookrun.run(hookrun.contender_cmd(kind, "hook"), event_bytes("PostToolUse", tool_use_id="a"),
+                       env, timeout=20)
     assert (done.exit, done.stdout, done.stderr) == (0, b"", b"")
     # a stale socket file nobody listens on (ECONNREFUSED)
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     stale.bind(paths.socket_path(env))
     stale.close()
+    done = hookrun.run(hookrun.contender_cmd(kind, "hook"), event_bytes("PostToolUse", tool_use_id="b"),
+                       env, timeout=20)
+    assert (done.exit, done.stdout, done.stderr) == (0, b"", b"")
+    spooled = _spooled(env)
+    assert [(m["tool_use_id"], m["session"]) for m in spooled] == [("a", "claude-jim"), ("b", "claude-jim")]
+
+
+def test_daemon_down_without_a_spool_folder_drops_and_exits_zero(kind: str) -> None:
+    # No spool folder: aipager's daemon never ran here (or it was uninstalled).
+    env = hookrun.hook_env()
     done = hookrun.run(hookrun.contender_cmd(kind, "hook"), event_bytes("Stop"), env, timeout=20)
     assert (done.exit, done.stdout, done.stderr) == (0, b"", b"")
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    stale.bind(paths.socket_path(env))
+    stale.close()
+    done = hookrun.run(hookrun.contender_cmd(kind, "hook"), event_bytes("Stop"), env, timeout=20)
+    assert (done.exit, done.stdout, done.stderr) == (0, b"", b"")
+    assert not os.path.exists(paths.spool_dir(env))
+
+
+def test_statusline_spools_while_the_daemon_is_down(kind: str) -> None:
+    env = hookrun.hook_env()
+    os.mkdir(paths.spool_dir(env), 0o700)
+    done = hookrun.run(hookrun.contender_cmd(kind, "statusline"), event_bytes("statusline"), env, timeout=20)
+    assert done.exit == 0 and done.stdout
+    assert [m["type"] for m in _spooled(env)] == ["statusline"]
 
 
 def _assert_survivors(msg: dict, source: dict) -> None:
