@@ -134,6 +134,11 @@ def _purge(env: dict[str, str]) -> None:
                 shutil.rmtree(target, ignore_errors=True)
             else:
                 os.unlink(target)
+    # Events the hooks kept for a daemon that was down belong to this install:
+    # without the folder a later hook (or reinstall) spools nothing.
+    spool = paths.spool_dir(env)
+    if os.path.isdir(spool) and not os.path.islink(spool):
+        shutil.rmtree(spool, ignore_errors=True)
     typer.echo("Config and state removed.")
 
 

@@ -120,9 +120,14 @@ def test_uninstall_purge_keeps_only_the_audit_log(runner, env, configured):
         fh.write("{}\n")
     with open(paths.log_file(env), "w") as fh:
         fh.write("log\n")
+    os.makedirs(paths.spool_dir(env), mode=0o700)
+    with open(os.path.join(paths.spool_dir(env), "00000000000000000001-1.json"), "w") as fh:
+        fh.write("{}")
     assert runner.invoke(app, ["uninstall", "--yes", "--purge"]).exit_code == 0
     assert not config.exists(env)
     assert os.listdir(paths.state_dir(env)) == [os.path.basename(paths.audit_log(env))]
+    # Without the spool folder the hooks keep nothing for a daemon that is down.
+    assert not os.path.exists(paths.spool_dir(env))
 
 
 # ------------------------------------------------------------------ start
