@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from aipager import wire
 from aipager.daemon.audit import AuditSink, RecordingAudit
-from aipager.daemon.model import Session, State
+from aipager.daemon.model import NOTICES_KEPT, Session, State
 from aipager.daemon.notifier import Notifier, Output
 from aipager.daemon.registry import Registry
 
@@ -92,6 +92,10 @@ class Ctx:
         self.notifier.emit(Output(kind=kind, session=sess.name, text=text, data=data))
 
     def notice(self, sess: Session, name: str, text: str, **data: Any) -> None:
+        notices = sess.notices
+        notices.append({"name": name, "text": text, "at": self.now()})
+        del notices[:-NOTICES_KEPT]
+        self.registry.touch(sess)
         self.emit("notice", sess, text, notice=name, **data)
 
     def count(self, key: str) -> None:

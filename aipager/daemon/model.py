@@ -151,6 +151,10 @@ _SAVED_AS = {"agents": "subagents", "bg": "background_commands", "queue": "queue
              "delivered": "delivered_answers"}
 
 
+#: notices kept per session in its saved state
+NOTICES_KEPT = 20
+
+
 @dataclass(slots=True)
 class Session:
     """Everything the daemon knows about one ``claude-<name>`` session."""
@@ -184,6 +188,9 @@ class Session:
     #: authors of the chat messages the hook just picked up; the next prompt's task takes them
     pickup_authors: list[dict] = field(default_factory=list)
     delivered: deque[str] = field(default_factory=deque)
+    #: the latest notices shown for the session (``name``, ``text``, ``at``), newest last,
+    #: at most NOTICES_KEPT: what the chat showed, readable through ``aipager status``
+    notices: list[dict] = field(default_factory=list)
     compacting: bool = False
     pre_compact_pct: float | None = None
     compact_notice_pending: bool = False

@@ -38,6 +38,7 @@
           "queued_messages": [{"msg_id", "chat_id", "text", "sender", "status", "queued_at"}],
           "delivered_answers": [str],   # digests of answers already sent (never resent)
           "card": str,              # the activity card (``render.card``) as of ``saved_at``
+          "notices": [{"name", "text", "at"}],  # the latest 20 notices, newest last
           "requests": [...], "agent_calls": [...], "context_warned": bool, ...
         }
       ]

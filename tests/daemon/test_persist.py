@@ -62,6 +62,22 @@ def test_saved_state_shows_each_sessions_rendered_card(core, clock):
     assert fresh.registry.get(S).rows[0].summary == "Bash: ls"
 
 
+def test_saved_state_keeps_the_latest_notices(core, clock):
+    env = dict(os.environ)
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": S, "prompt": "x", "prompt_id": "p"})
+    core.feed({"type": "statusline", "session": S, "context_pct": 85})
+    for n in range(25):
+        core.feed({"hook_event_name": "safety_blocked", "session": S, "tool": "Bash", "reason": f"r{n}"})
+    persist.save_state(env, core.registry, {"pid": os.getpid()})
+    (sess,) = persist.load_state(env)["sessions"]
+    notices = sess["notices"]
+    assert len(notices) == 20 and notices[-1]["name"] == "safety_blocked"
+    assert notices[-1]["text"] == "🛑 jim · Blocked by a safety rule: r24 (stopped)"
+    assert notices[-1]["at"] == clock()
+    # The oldest ones (the context warning, r0-r4) were pushed out.
+    assert notices[0]["text"].endswith(": r5 (stopped)")
+
+
 def test_alive_when_pid_runs_and_socket_exists(tmp_path):
     env = dict(os.environ)
     sock = tmp_path / "s.sock"
