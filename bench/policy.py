@@ -5,9 +5,12 @@ all (command regexes and path globs, inside the portable dialect).  Cases:
 
 - ASCII Bash / Read / Grep calls that match nothing (every rule runs): the
   compiled path.  Target (issue 4): p50 <= 2x ``/bin/true``.
+- a UserPromptSubmit typed at the terminal (no note outstanding): the
+  compiled side writes the terminal snapshot itself.
 - a non-ASCII command (the compiled side declines to Python) and a
-  UserPromptSubmit with a note to pick up (always Python): paths that must
-  start Python.  Target: <= 1.3x ``python -S -I -c pass``.
+  UserPromptSubmit while a chat message's note is waiting (the prompt is not
+  it: Python writes the floor snapshot): paths that must start Python.
+  Target: <= 1.3x ``python -S -I -c pass``.
 
 Contenders: the installed native aipager-hook, the pure-Python twin started
 as stage 2 starts it, ``/bin/true`` and ``python -S -I -c pass``.
@@ -49,8 +52,10 @@ def _cases(cwd: str) -> list[tuple[str, dict]]:
         ("Read allow, 100 rules", dict(pre, tool_name="Read", tool_input={"file_path": "src/app/main.py"})),
         ("Grep allow, 100 rules", dict(pre, tool_name="Grep", tool_input={"pattern": "TODO", "path": "src"})),
         ("Bash non-ASCII -> Python", dict(pre, tool_name="Bash", tool_input={"command": "echo café > notes.txt"})),
-        ("UserPromptSubmit pick-up (Python)", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
-                                               "cwd": cwd, "prompt": "bench prompt"}),
+        ("UserPromptSubmit terminal", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
+                                       "cwd": cwd, "prompt": "bench prompt"}),
+        ("UserPromptSubmit note waiting -> Python", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
+                                                     "cwd": cwd, "prompt": "bench prompt"}),
     ]
 
 
@@ -68,11 +73,14 @@ def _twin() -> list[str]:
 
 
 def _prepare(env: dict, case: str, snap: dict) -> None:
-    """Reset the session files a case reads (a pick-up consumes its note)."""
+    """Reset the session files a case reads: the snapshot, and one note that
+    stays outstanding (it is not the prompt) for the "note waiting" case."""
     snapshot.write(env, SESSION, snap)
-    if case.startswith("UserPromptSubmit"):
-        for note in notes.list_notes(env, SESSION):
-            os.unlink(note.path)
+    for note in notes.list_notes(env, SESSION):
+        os.unlink(note.path)
+    if "note waiting" in case:
+        notes.write_note(env, SESSION, msg_id=1, chat_id=-1, author_user_id=5, author_label="ana",
+                         role="user", text="a chat message still waiting")
 
 
 def run(args) -> list[dict]:
@@ -118,6 +126,9 @@ def run(args) -> list[dict]:
                     })
                 # a run that denied would have halted the task: the case is void
                 assert not snapshot.read(env, SESSION)["halted"], f"{case}: a rule matched"
+                if case.startswith("UserPromptSubmit"):
+                    want = "unattributed" if "note waiting" in case else "terminal"
+                    assert snapshot.read(env, SESSION)["origin"] == want, case
     finally:
         sink.close()
         shutil.rmtree(home, ignore_errors=True)

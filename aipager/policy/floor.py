@@ -84,6 +84,28 @@ FLOOR_COMMANDS = (
     _B + "(grep|egrep|ls)\\s([^;&|]*\\s)?-[A-Za-z]*[rR][^;&|]*\\s" + _HOME_ROOTS,
 )
 
+#: dialect.required_literals of each FLOOR_COMMANDS pattern, precomputed so the
+#: hook writes a floor snapshot without loading the dialect parser
+#: (tests/policy/test_hookside.py keeps them current)
+_FLOOR_NEEDLES = (
+    ["doas", "pkexec", "runuser", "su", "sudo", "sudoedit"],
+    ["$"],
+    ["eval"],
+    ["aipager"],
+    ["systemctl"],
+    ["killall", "pkill"],
+    [".config/aipager"],
+    ["/aipager"],
+    ["aipager-"],
+    ["claude-"],
+    [".claude"],
+    ["claude"],
+    ["ack", "ag", "du", "fd", "fdfind", "find", "locate", "rg", "tree"],
+    ["egrep", "grep", "ls"],
+)
+#: for snapshot.make(known=...)
+KNOWN_NEEDLES = {(pattern, False): needles for pattern, needles in zip(FLOOR_COMMANDS, _FLOOR_NEEDLES)}
+
 
 def floor_globs(env) -> tuple[list[str], list[str]]:
     """The built-in no-access and no-write globs, ``~`` not yet expanded."""

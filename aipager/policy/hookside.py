@@ -32,7 +32,11 @@ from __future__ import annotations
 
 import time
 
-from aipager.policy import _fsio, _match_py, notes, snapshot
+from aipager.policy import _fsio, snapshot
+
+# imported where needed: _match_py (PreToolUse), notes (UserPromptSubmit,
+# Stop), floor and rules (only when a task gets rules) -- a declined
+# PreToolUse or prompt loads only what its own step uses
 
 SAFETY_PREFIX = "aipager safety policy: "
 #: policy.pxi POL_REASON_UNUSABLE
@@ -64,6 +68,8 @@ def before_forward(name: str, event: dict, ctx) -> Outcome | None:
             _fsio.unlink_quiet(paths.policy_file(ctx.env, ctx.session))
             return None
     if name in ("Stop", "StopFailure"):
+        from aipager.policy import notes
+
         if not notes.outstanding(ctx.env, ctx.session):
             snapshot.clear_mark(ctx.env, ctx.session)
         return None
@@ -89,7 +95,7 @@ def after_forward(name: str, event: dict, ctx) -> Outcome | None:
 # --- UserPromptSubmit -------------------------------------------------------
 
 
-def _author(note: notes.Note) -> dict:
+def _author(note) -> dict:
     doc = note.doc
     author = doc["author"]
     return {
@@ -103,7 +109,7 @@ def _author(note: notes.Note) -> dict:
 
 def task_rules(env, consumed: list, remaining: list, now: float) -> dict:
     """The snapshot for a prompt that took ``consumed`` notes."""
-    from aipager.policy import floor, rules
+    from aipager.policy import floor, notes, rules
 
     if consumed:
         exempt = True
@@ -115,12 +121,12 @@ def task_rules(env, consumed: list, remaining: list, now: float) -> dict:
         if not exempt:
             merged = rules.stricter(merged, floor.load_floor(env))
         authors = [_author(n) for n in consumed]
-        return snapshot.make("telegram", exempt, merged, authors, now)
+        return snapshot.make("telegram", exempt, merged, authors, now, floor.KNOWN_NEEDLES)
     if not remaining:
         # nobody's message is waiting: the person at the terminal typed this
         return snapshot.make("terminal", False, rules.empty(), (), now)
     # a message is waiting but this prompt is not it: nobody can be named
-    return snapshot.for_floor(floor.load_floor(env), now)
+    return snapshot.for_floor(floor.load_floor(env), now, floor.KNOWN_NEEDLES)
 
 
 def joined(env, current: dict, new: dict) -> dict:
@@ -133,14 +139,16 @@ def joined(env, current: dict, new: dict) -> dict:
         return current
     merged = rules.stricter(current, new)
     exempt = current["exempt"] and new["exempt"]
+    known = snapshot.needles_of(current, new)
     if not exempt and (current["exempt"] or new["exempt"]):
         # the exempt side carried no floor of its own
         from aipager.policy import floor
 
         merged = rules.stricter(merged, floor.load_floor(env))
+        known.update(floor.KNOWN_NEEDLES)
     origin = "telegram" if "telegram" in (current["origin"], new["origin"]) else "unattributed"
     authors = list(current.get("authors") or []) + list(new.get("authors") or [])
-    return snapshot.make(origin, exempt, merged, authors, new["written_at"])
+    return snapshot.make(origin, exempt, merged, authors, new["written_at"], known)
 
 
 def _context(consumed: list) -> str:
@@ -165,6 +173,8 @@ def _context(consumed: list) -> str:
 
 def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
     env, session = ctx.env, ctx.session
+    from aipager.policy import notes
+
     prompt = event.get("prompt")
     if not isinstance(prompt, str):
         prompt = ""
@@ -224,7 +234,7 @@ def current_rules(env, session: str, now: float) -> dict:
     if snap is None:
         from aipager.policy import floor
 
-        snap = snapshot.normalise(snapshot.for_floor(floor.load_floor(env), now))
+        snap = snapshot.normalise(snapshot.for_floor(floor.load_floor(env), now, floor.KNOWN_NEEDLES))
     return snap
 
 
@@ -254,6 +264,8 @@ def pre_tool_use(event: dict, ctx) -> Outcome | None:
         return _decide_and_act(event, ctx, env, session)
     except Exception as exc:  # noqa: BLE001 - every failure must deny
         tool = event.get("tool_name") if isinstance(event, dict) else None
+        from aipager.policy import _match_py
+
         if isinstance(tool, str) and _match_py.ascii_lower(tool) == "senduserfile":
             return Outcome(deny_output("aipager could not check the files to send"))
         if _unrestricted_snapshot(env, session):
@@ -264,6 +276,7 @@ def pre_tool_use(event: dict, ctx) -> Outcome | None:
 
 def _decide_and_act(event: dict, ctx, env, session: str) -> Outcome | None:
     from aipager import paths
+    from aipager.policy import _match_py
 
     now = time.time()
     snap = current_rules(env, session, now)

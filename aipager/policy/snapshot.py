@@ -55,26 +55,55 @@ def normalise(doc) -> dict:
     return doc
 
 
-def make(origin: str, exempt: bool, rule_set: dict, authors=(), now: float = 0.0) -> dict:
-    """A snapshot document for ``rule_set`` (not yet written)."""
+def make(origin: str, exempt: bool, rule_set: dict, authors=(), now: float = 0.0, known=None) -> dict:
+    """A snapshot document for ``rule_set`` (not yet written).
+
+    ``known`` maps ``(pattern, icase)`` to needles already computed (see
+    ``needles_of``, ``floor.KNOWN_NEEDLES``): the dialect parser is only
+    loaded for patterns it lacks.
+    """
     doc = {"v": VERSION, "origin": origin, "exempt": bool(exempt)}
     for key in rules.RULE_KEYS:
         doc[key] = rule_set[key]
     # per command pattern, literals one of which any match contains (or null):
     # both matchers skip the regex for a subject holding none of them.
-    # Imported here: PreToolUse reads snapshots and never needs the parser.
-    from aipager.policy import dialect
-
-    doc["commands_needles"] = [dialect.required_literals(p) for p in rule_set["commands"]]
-    doc["commands_i_needles"] = [dialect.required_literals(p, True) for p in rule_set["commands_i"]]
+    doc["commands_needles"] = _needles(rule_set["commands"], False, known)
+    doc["commands_i_needles"] = _needles(rule_set["commands_i"], True, known)
     doc["authors"] = list(authors)
     doc["written_at"] = now
     return doc
 
 
-def for_floor(floor: dict, now: float = 0.0) -> dict:
+_MISSING = object()
+
+
+def _needles(patterns: list, icase: bool, known) -> list:
+    out = []
+    for pattern in patterns:
+        found = known.get((pattern, icase), _MISSING) if known else _MISSING
+        if found is _MISSING:
+            # imported here: the hook's usual snapshots need no parser
+            from aipager.policy import dialect
+
+            found = dialect.required_literals(pattern, icase)
+        out.append(found)
+    return out
+
+
+def needles_of(*docs: dict) -> dict:
+    """``(pattern, icase) -> needles`` the given snapshots already carry."""
+    known: dict = {}
+    for doc in docs:
+        for key, icase in (("commands", False), ("commands_i", True)):
+            patterns, needles = doc.get(key), doc.get(key + "_needles")
+            if isinstance(patterns, list) and isinstance(needles, list) and len(patterns) == len(needles):
+                known.update(((p, icase), n) for p, n in zip(patterns, needles))
+    return known
+
+
+def for_floor(floor: dict, now: float = 0.0, known=None) -> dict:
     """The snapshot of a task nobody can be named for: the floor alone."""
-    return make("unattributed", False, floor, now=now)
+    return make("unattributed", False, floor, now=now, known=known)
 
 
 def read(env, session: str) -> dict | None:

@@ -278,3 +278,60 @@ def test_failed_pickup_falls_back_to_the_floor(ctx, monkeypatch):
     assert prompt(ctx, "next prompt") is None  # no exception: the event is still forwarded
     assert snapshot.read(ctx.env, SESSION) is None
     assert tool(ctx, "Bash", command="sudo id")[0] == "deny"
+
+
+# --- cost: needles reused, unusable payloads -----------------------------------
+
+
+def test_floor_needles_are_current():
+    from aipager.policy import dialect, floor
+
+    assert floor.KNOWN_NEEDLES == {
+        (p, False): dialect.required_literals(p) for p in floor.FLOOR_COMMANDS
+    }
+
+
+def test_known_needles_give_the_same_snapshot(env):
+    from aipager.policy import floor
+
+    rule_set = floor.load_floor(env)
+    rule_set = dict(rule_set, commands=rule_set["commands"] + ["x(y|z)w"], commands_i=["ab+c"])
+    plain = snapshot.make("unattributed", False, rule_set, now=1.0)
+    reused = snapshot.make("unattributed", False, rule_set, now=1.0, known=floor.KNOWN_NEEDLES)
+    assert reused == plain
+    assert plain["commands_i_needles"] == [["a"]]
+    again = snapshot.make("telegram", False, rule_set, now=1.0, known=snapshot.needles_of(plain))
+    assert again == dict(plain, origin="telegram")
+    # a needle list that does not line up with its patterns is not reused
+    skewed = dict(plain, commands_needles=plain["commands_needles"][:-1])
+    assert snapshot.needles_of(skewed) == {("ab+c", True): ["a"]}
+
+
+@pytest.mark.parametrize(
+    ("snap", "allowed"),
+    [
+        (None, False),
+        (("terminal", False), True),
+        (("telegram", True), True),
+        (("telegram", False), False),
+        (("unattributed", False), False),
+    ],
+)
+def test_unusable_pre_tool_use_fails_closed_unless_unrestricted(ctx, snap, allowed):
+    if snap is not None:
+        snapshot.write(ctx.env, SESSION, snapshot.make(snap[0], snap[1], _empty()))
+    out = hookside.unusable_pre_tool_use(ctx)
+    if allowed:
+        assert out is None
+    else:
+        reason = json.loads(out.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+        assert reason == hookside.SAFETY_PREFIX + hookside.REASON_UNUSABLE
+        assert out.exit_code == 0
+    assert ctx.sent == [], "nothing is sent for an unreadable payload"
+
+
+def test_halted_terminal_task_is_not_unrestricted(ctx):
+    doc = snapshot.make("terminal", False, _empty())
+    snapshot.write(ctx.env, SESSION, doc)
+    snapshot.record_halt(ctx.env, SESSION, "stop", doc)
+    assert hookside.unusable_pre_tool_use(ctx) is not None
