@@ -8,6 +8,7 @@ layer lands).
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -35,6 +36,19 @@ def _task_done(sess: dict) -> bool:
     return bool(sess.get("task") and sess["task"].get("ended_at")) and sess["state"] == "ready"
 
 
+def _card_rows(sess: dict) -> list[str]:
+    """The card's row lines (tools ✓ ✗ ⏳, agents 🤖, shells ⚙️), without the elapsed times."""
+    rows = []
+    for line in sess["card"].splitlines()[1:]:
+        if line.startswith(("✓ ", "✗ ", "⏳ ", "🤖 ", "✅ 🤖 ", "⚙️ ")):
+            rows.append(re.sub(r" · \d+[smh]( \d+[sm])?$", "", line))
+    return rows
+
+
+def _notices(sess: dict, name: str) -> list[str]:
+    return [n["text"] for n in sess["notices"] if n["name"] == name]
+
+
 def test_typed_prompt_tool_rows_subagent_answer_and_session_end(daemon, dtach_session,
                                                                 fake_anthropic):
     fake_anthropic.script(
@@ -44,11 +58,17 @@ def test_typed_prompt_tool_rows_subagent_answer_and_session_end(daemon, dtach_se
         fa.agent("E2E-DSUB look around", "look around"),
         fa.text("The daemon saw all of it."),
     )
-    fake_anthropic.script("E2E-DSUB", fa.bash("echo from-sub"), fa.text("Sub done."))
+    fake_anthropic.script("E2E-DSUB", fa.bash("sleep 2; echo from-sub"), fa.text("Sub done."))
     tui = dtach_session(*TUI_ARGS)
 
     tui.type("E2E-DAEMON run the steps")
 
+    # While the subagent works, the card shows its row (its latest tool as its activity)
+    # under the main loop's tool rows.
+    running = daemon.wait_session(
+        lambda s: "🤖 general-purpose · Bash: sleep 2; echo from-sub" in _card_rows(s), 30,
+        "a running subagent row")
+    assert _card_rows(running)[:2] == ["✓ Bash: echo first-row", "✗ Bash: false — Exit code 1"]
     sess = daemon.wait_session(
         lambda s: _task_done(s) and any(a["status"] == "done" for a in s["subagents"]),
         30, "the task finished with its subagent done")
@@ -60,10 +80,15 @@ def test_typed_prompt_tool_rows_subagent_answer_and_session_end(daemon, dtach_se
     assert rows == [
         ("Bash", "Bash: echo first-row", "ok", None),
         ("Bash", "Bash: false", "failed", None),
-        ("Bash", "Bash: echo from-sub", "ok", agent["id"]),
+        ("Bash", "Bash: sleep 2; echo from-sub", "ok", agent["id"]),
     ]
     assert sess["rows"][1]["error"] == "Exit code 1"
     assert agent["description"] == "look around" and agent["tool_count"] == 1
+    # The card: the main loop's rows in order, the subagent's row finished (its own tool
+    # call counts on that row, not as a main-loop row).
+    assert sess["card"].startswith("✅ e2e · done · "), sess["card"]
+    assert _card_rows(sess) == ["✓ Bash: echo first-row", "✗ Bash: false — Exit code 1",
+                                f"✅ 🤖 {agent['type']} · 1 tools used"]
     assert sess["running_subagents"] == 0
     # The answer was delivered exactly once, and recorded so a restart never resends it.
     assert len(_answers(daemon, "The daemon saw all of it.")) == 1
@@ -104,6 +129,8 @@ def test_context_warning_from_the_status_line(daemon, dtach_session, fake_anthro
 
     sess = daemon.wait_session(lambda s: s["context_warned"], 30, "the context warning")
     assert sess["context_pct"] >= 80
+    (warning,) = _notices(sess, "context_warning")
+    assert re.fullmatch(r"⚠️ e2e · Context at (8\d|9\d|100)% - will compact soon", warning), warning
     warnings = {line for line in daemon.log().splitlines() if f"notice {SESSION}" in line
                 and "context" in line.lower()}
     assert len(warnings) == 1, daemon.log()[-2000:]
@@ -129,12 +156,17 @@ def test_daemon_restarted_mid_task_loses_nothing(daemon, dtach_session, fake_ant
     assert tui.shows("Survived the restart."), "the task did not finish while the daemon was down"
     daemon.start()
 
-    # Events sent while it was down are gone (the hook does not queue for a dead daemon);
-    # what must survive: the session, the task, and its answer — delivered exactly once.
+    # The hooks spooled what fired while it was down (the end of the slow step, the next
+    # tool, the Stop); the restarted daemon replays it: nothing is lost, nothing repeated.
     sess = daemon.wait_session(_task_done, 30, "the task finished after the restart")
     assert sess["state"] != "gone"
     assert sess["task"]["prompt"] == "E2E-RESTART go"
-    assert sess["rows"][0]["summary"] == "Bash: sleep 3; echo slow-step"
+    assert [(r["summary"], r["status"]) for r in sess["rows"]] == [
+        ("Bash: sleep 3; echo slow-step", "ok"), ("Bash: echo after-restart", "ok")]
+    assert _card_rows(sess) == ["✓ Bash: sleep 3; echo slow-step", "✓ Bash: echo after-restart"]
+    assert sess["card"].startswith("✅ e2e · done · "), sess["card"]
+    counters = daemon.status()["state"]["daemon"]["counters"]
+    assert counters["spool_replayed"] >= 3 and counters["spool_stale"] == 0, counters
     assert len(_answers(daemon, "Survived the restart.")) == 1
 
 
@@ -201,11 +233,15 @@ def test_compaction_is_announced_with_the_context_drop(daemon, dtach_session, fa
     def compacted(s: dict) -> bool:
         return not s["compacting"] and not s["compact_notice_pending"] and s["context_pct"] < 10
 
-    daemon.wait_session(compacted, 30, "the compaction settled")
+    sess = daemon.wait_session(compacted, 30, "the compaction settled")
     notices = {line.split(": ", 1)[-1] for line in daemon.log().splitlines()
                if f"notice {SESSION}: " in line}
     assert any("Compacting the conversation" in n for n in notices), notices
     assert any("Conversation compacted: 60% → 0%" in n for n in notices), notices
+    # The same notices, once each, in the daemon's state.
+    assert _notices(sess, "compacting") == ["🔄 e2e · Compacting the conversation"]
+    assert _notices(sess, "compacted") == ["📦 e2e · Conversation compacted: 60% → 0%"]
+    assert "Compacting the conversation" not in sess["card"]
 
 
 def test_question_waits_then_is_answered_at_the_terminal(daemon, dtach_session, fake_anthropic):

@@ -8,10 +8,14 @@ typing seam (``DtachIO.type_text`` with a note), exactly what a queued chat mess
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
+import stat
 
 import pytest
 
+from aipager import paths
 from e2e.kit.daemon import CHAT_ID, OWNER_ID, USER_ID
 from e2e.kit.sequences import record
 from fakes import anthropic as fa
@@ -30,6 +34,12 @@ def _type_from_chat(home, text: str, *, user_id: int, label: str, role: str, msg
     note = {"msg_id": msg_id, "chat_id": CHAT_ID, "author_user_id": user_id,
             "author_label": label, "role": role, "text": text}
     asyncio.run(DtachIO(home.aipager_env()).type_text(SESSION, text, note=note))
+
+
+def _audit(home) -> list[dict]:
+    """The daemon's audit log, one record per line."""
+    with open(paths.audit_log(home.aipager_env()), encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
 
 
 def _finished(seq: int):
@@ -59,6 +69,15 @@ def test_user_task_stopped_by_the_floor_while_the_owners_identical_task_runs(
     assert not os.path.exists(first) and not os.path.exists(second)
     blocked = [line for line in daemon.log().splitlines() if f"notice {SESSION}" in line]
     assert blocked, daemon.log()[-2000:]
+    assert sess["card"].startswith("🛑 e2e · Blocked by a safety rule: "), sess["card"]
+    # The audit log holds both denials, naming who asked for the task.
+    records = _audit(claude_home)
+    assert [(r["action"], r["session"], r["tool"], r["task"]) for r in records] == [
+        ("safety_blocked", SESSION, "Bash", 1)] * 2, records
+    assert all(r["authors"] == [{"user_id": USER_ID, "msg_id": 11}] for r in records), records
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["ts"]) for r in records)
+    assert "halted" in records[1]["reason"]
+    assert stat.S_IMODE(os.stat(paths.audit_log(claude_home.aipager_env())).st_mode) == 0o600
 
     _type_from_chat(claude_home, prompt, user_id=OWNER_ID, label="owner", role="owner", msg_id=12)
 
@@ -66,6 +85,8 @@ def test_user_task_stopped_by_the_floor_while_the_owners_identical_task_runs(
     assert not sess["task"]["blocked"]
     assert os.path.exists(first) and os.path.exists(second)
     assert [r["status"] for r in sess["rows"] if r["task"] == 2] == ["ok", "ok"], sess["rows"]
+    assert sess["card"].startswith("✅ e2e · done · "), sess["card"]
+    assert len(_audit(claude_home)) == 2  # the owner's task added nothing
 
 
 def test_model_switch_with_aipagers_marker_skips_the_question(daemon, dtach_session,
