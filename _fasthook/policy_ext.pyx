@@ -92,3 +92,9 @@ def regex_compiles(bytes pattern, bint icase=False):
     uselocale(old)
     freelocale(cloc)
     return r == 0
+
+
+def floor_literals() -> tuple:
+    """(commands JSON, needles JSON) compiled into policy.pxi, for the test
+    that keeps them equal to aipager.policy.floor."""
+    return POL_FLOOR_COMMANDS.decode(), POL_FLOOR_NEEDLES.decode()

@@ -4,7 +4,8 @@ the Python twin must give identical datagrams, stdout and exit codes.
 Valid documents exercise the C scanner and splice (the fast path takes them);
 single-byte mutations exercise its rejections (it must decline whatever the
 twin would treat differently).  PreToolUse and UserPromptSubmit run against a
-drawn task state (snapshot, mark, notes) and must also leave the same files:
+drawn task state (snapshot, mark, notes, published floor) and must also
+leave the same files:
 mutated, they exercise the fail-closed check of an unreadable PreToolUse.
 """
 
@@ -97,6 +98,8 @@ STATES = st.sampled_from([
     {"snapshot": {"origin": "terminal", "halted": "x"}},
     {"mark": True, "notes_dir": True},
     {"notes": ["a waiting message"]},
+    {"floor": {"no_access": ["/etc/*"], "allowed_tools": ["read", "bash"]}},
+    {"floor": {"commands": ["rm +-rf"]}},
 ])
 prompts = st.one_of(
     st.text(max_size=30),

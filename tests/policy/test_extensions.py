@@ -35,15 +35,20 @@ def test_no_extensions_switch_picks_python(tmp_path):
 
 def test_hook_side_imports_stay_builtin():
     """The hook's Python stage imports hookside on every declined event: no re, json, typer."""
+    setup = "from aipager.policy import hookside, snapshot, notes, floor, marker, sendfile"
+    modules = ("re", "json", "typer", "enum", "dataclasses", "aipager.policy.model")
+    assert _loaded_after(setup, modules) == []
+
+
+def _loaded_after(setup: str, modules: tuple) -> list:
+    """Which of ``modules`` a fresh ``python -S -I`` has loaded after ``setup``."""
     code = (
-        f"import sys; sys.path.insert(0, {_site_of_aipager()!r});"
-        "from aipager.policy import hookside, snapshot, notes, floor, marker, sendfile;"
-        "print(sorted(m for m in ('re', 'json', 'typer', 'enum', 'dataclasses', 'aipager.policy.model')"
-        " if m in sys.modules))"
+        f"import sys; sys.path.insert(0, {_site_of_aipager()!r});{setup};"
+        f"print(sorted(m for m in {modules!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    return json.loads(out.stdout.replace("'", '"'))
 
 
 def _site_of_aipager() -> str:
@@ -128,3 +133,25 @@ def test_published_floor_can_only_add(tmp_path):
     with open(floor.paths.floor_file(env), "w") as fh:
         json.dump({"v": 1, "rules": {"commands": 3}}, fh)
     assert floor.load_floor(env) == floor.builtin_floor(env)
+
+
+@pytest.mark.skipif(NO_NATIVE, reason="AIPAGER_NO_EXTENSIONS=1 run: no compiled policy.pxi")
+def test_compiled_floor_commands_match_python():
+    """policy.pxi builds the floor snapshot itself from these two literals."""
+    from aipager import _policy_c
+    from aipager.policy import floor
+
+    commands, needles = (json.loads(text) for text in _policy_c.floor_literals())
+    assert commands == list(floor.FLOOR_COMMANDS)
+    assert needles == [floor.KNOWN_NEEDLES[(p, False)] for p in floor.FLOOR_COMMANDS]
+
+
+def test_declined_paths_load_no_parser_nor_unused_steps():
+    """A declined PreToolUse with a snapshot and the floor snapshot of a prompt
+    (both Python) load neither the dialect parser nor what other steps use."""
+    setup = (
+        "from aipager.policy import floor, hookside, snapshot;"
+        "snapshot.for_floor(floor.builtin_floor({'HOME': '/h'}), 1.0, floor.KNOWN_NEEDLES)"
+    )
+    modules = ("aipager.policy.dialect", "aipager.policy.notes", "aipager.policy._match_py", "aipager.errors")
+    assert _loaded_after(setup, modules) == []

@@ -12,7 +12,7 @@ import os
 import shutil
 
 from aipager import paths
-from aipager.policy import notes, rules, snapshot
+from aipager.policy import floor, notes, rules, snapshot
 
 
 def write_private(path: str, data: bytes) -> None:
@@ -26,8 +26,14 @@ def prepare_policy_files(case: dict, env: dict, session: str) -> None:
     'snapshot': {"origin", "exempt", "halted", "rules"} (a rule set laid over
     the empty one), or 'snapshot_raw' (text); 'mark': true; 'notes': texts of
     outstanding permission notes (an owner's); 'notes_dir': true creates the
-    folder with no note in it (a temp file only).
+    folder with no note in it (a temp file only); 'floor' (a rule set laid
+    over the empty one) is published as the daemon does, 'floor_raw' (text)
+    written as the floor file.
     """
+    if "floor" in case:
+        floor.publish_floor(env, dict(rules.empty(), **case["floor"]))
+    if "floor_raw" in case:
+        write_private(paths.floor_file(env), case["floor_raw"].encode())
     snap = case.get("snapshot")
     if snap is not None:
         rule_set = dict(rules.empty(), **snap.get("rules", {}))
