@@ -27,6 +27,9 @@
 # Inputs (HookCtx, hookctx.pxi): raw/raw_len, top (json.pxi span), event,
 # session, session_dir, control_dir, envp, debug, send(send_state, buf, n).
 # Output (HookOut): buf/len (stdout), exit_code, reason (for declines).
+# A payload no step can use that may be a PreToolUse (forward.pxi unusable:
+# $HOOK_EVENT or "hook_event_name": "PreToolUse" in the raw bytes) goes to
+# policy_unusable(&ctx, &out) instead, with ctx.top unusable (kind JS_NONE).
 # Return STEP_OK, STEP_PRINT (out filled) or STEP_DECLINE.  A decline from
 # policy_before runs the whole hook in Python; from policy_after only
 # after_forward (the event was already forwarded).  Steps have no side
