@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 
+from aipager import paths
 from aipager.policy import floor, notes, snapshot
 from bench import harness
 
@@ -76,6 +77,7 @@ def _prepare(env: dict, case: str, snap: dict) -> None:
     """Reset the session files a case reads: the snapshot, and one note that
     stays outstanding (it is not the prompt) for the "note waiting" case."""
     snapshot.write(env, SESSION, snap)
+    snapshot.clear_mark(env, SESSION)
     for note in notes.list_notes(env, SESSION):
         os.unlink(note.path)
     if "note waiting" in case:
@@ -130,6 +132,7 @@ def run(args) -> list[dict]:
                     want = "unattributed" if "note waiting" in case else "terminal"
                     assert snapshot.read(env, SESSION)["origin"] == want, case
     finally:
+        shutil.rmtree(paths.notes_dir(env, SESSION), ignore_errors=True)
         sink.close()
         shutil.rmtree(home, ignore_errors=True)
     return rows
