@@ -201,6 +201,8 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
     if r < 0:
         report_error(&snd, session, "aipager-hook", "stdin_read", "_fasthook/forward.pxi:hook_run")
         return policy_fail_exit(NULL)
+    if ax_adapt(&raw) < 0:  # AX Code's arguments-only stdin -> Claude Code's event
+        return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "odd AX Code input", NULL)
     if all_ws(raw.p, raw.n):
         return unusable(&snd, session, raw.p, raw.n, debug, "empty stdin,")
     if sr < 0:

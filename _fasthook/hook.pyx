@@ -18,6 +18,7 @@ include "send.pxi"
 include "stage2.pxi"
 include "policy.pxi"
 include "memcap.pxi"
+include "axcode.pxi"
 include "forward.pxi"
 include "statusline.pxi"
 

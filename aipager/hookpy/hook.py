@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 
 from aipager import paths, wire
-from aipager.hookpy import common, jsonlite, transport
+from aipager.hookpy import axcode, common, jsonlite, transport
 from aipager.policy import hookside
 
 WHO = "aipager-hook"
@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
     cap = common.cap_message(session, WHO)
     chunks: list = []
     try:
-        raw = common.read_fd(0, chunks)
+        raw = axcode.ax_adapt(common.read_fd(0, chunks), env)  # AX Code's arguments-only stdin
         return _run(raw, session, env, sender, debug, "--forwarded" in argv)
     except MemoryError:
         sender.send(cap)
