@@ -72,6 +72,8 @@ def run(args) -> list[dict]:
     env = {"PATH": "/usr/bin:/bin", "AIPAGER_INSTANCE_DIR": sink.dir, "CLAUDE_DTACH_SESSION": SESSION}
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="aipager-bench-payloads-") as folder:
+        # Claude Code always passes HOME; without it the policy steps decline
+        env["HOME"] = folder
         payloads = _payloads(folder, only)
         status = [p for c, _t, p in payloads if c == "statusline"]
         if status:
