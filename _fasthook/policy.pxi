@@ -169,12 +169,13 @@ cdef bint pol_in(const char* s, const char* const* items, int n) noexcept nogil:
 
 cdef bint pol_is_write_tool(const char* tool) noexcept nogil:
     """_match_py.WRITE_TOOLS."""
-    cdef const char* items[4]
+    cdef const char* items[5]
     items[0] = "write"
     items[1] = "edit"
     items[2] = "multiedit"
     items[3] = "notebookedit"
-    return pol_in(tool, items, 4)
+    items[4] = "apply_patch"
+    return pol_in(tool, items, 5)
 
 
 cdef bint pol_is_search_tool(const char* tool) noexcept nogil:
@@ -681,6 +682,9 @@ cdef int pol_decide(const PolSnap* s, const JSpan* event, const char* home,
         return POL_DECLINE
     if r == 1:
         return pol_reason(reason, cap, "tool %s is denied for this task%s", tool_name, "")
+    if strcmp(tool, "apply_patch") == 0:
+        # _match_py.PATCH_TOOL: parsing the patch envelope is Python-only
+        return POL_DECLINE
     search = pol_is_search_tool(tool)
     write = pol_is_write_tool(tool)
     cwd[0] = 0

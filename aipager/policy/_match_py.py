@@ -23,7 +23,16 @@ DENY = "deny"
 PATH_KEYS = ("file_path", "filePath", "notebook_path", "path")
 
 #: tools that change the file they name (lower case: compared case-insensitively)
-WRITE_TOOLS = ("write", "edit", "multiedit", "notebookedit")
+WRITE_TOOLS = ("write", "edit", "multiedit", "notebookedit", "apply_patch")
+
+#: AX Code's patch tool: its paths are the ones named on the envelope lines
+PATCH_TOOL = "apply_patch"
+
+#: envelope line heads that name a file an apply_patch creates, changes, deletes or moves to
+PATCH_MARKS = ("*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:")
+
+#: more paths than this in one patch is denied (bounds the work, fails closed)
+PATCH_PATH_CAP = 64
 
 #: tools that read a whole folder tree; without a path they search the cwd
 SEARCH_TOOLS = ("glob", "grep", "ls", "list")
@@ -231,6 +240,28 @@ def check_path(snap: dict, tool: str, value, cwd: str, home: str, search: bool):
     return None
 
 
+def patch_paths(text) -> tuple[list[str], str]:
+    """The paths an apply_patch ``patchText`` names, or ``([], reason)`` to deny."""
+    if not isinstance(text, str):
+        return [], "apply_patch input has no patchText string"
+    found: list[str] = []
+    for line in text.split("\n"):
+        # leading/trailing blanks are tolerated by lenient patch parsers, so here too
+        line = line.strip()
+        for mark in PATCH_MARKS:
+            if line.startswith(mark):
+                name = line[len(mark) :].strip()
+                if not name:
+                    return [], "apply_patch names an empty path"
+                found.append(name)
+                break
+        if len(found) > PATCH_PATH_CAP:
+            return [], f"apply_patch names more than {PATCH_PATH_CAP} paths"
+    if not found:
+        return [], "apply_patch names no file path"
+    return found, ""
+
+
 def check_command(snap: dict, command) -> str | None:
     """Deny reason for a shell command, or None."""
     if not isinstance(command, str):
@@ -293,6 +324,14 @@ def decide(snap: dict, tool_name: str, tool_input: dict, cwd: str, home: str) ->
         return DENY, f"tool {tool_name} is not allowed for this task"
     if tool in snap["denied_tools"]:
         return DENY, f"tool {tool_name} is denied for this task"
+    if tool == PATCH_TOOL:
+        names, reason = patch_paths(tool_input.get("patchText"))
+        if reason:
+            return DENY, reason
+        for name in names:
+            reason = check_path(snap, tool, name, cwd, home, False)
+            if reason:
+                return DENY, reason
     search = tool in SEARCH_TOOLS
     seen_path = False
     for key in PATH_KEYS:
