@@ -15,7 +15,7 @@ Layout:
 
 from __future__ import annotations
 
-import os
+import posix
 
 # typing imports re; the pure-Python hook twin imports this module on its hot
 # path, so the annotation-only import stays out of the runtime.
@@ -28,27 +28,68 @@ SPOOL_NAME = "aipager-spool"
 SESSION_PREFIX = "claude-"
 
 
+# ``import os`` alone costs the pure-Python hook twin ~1.2x python's own start
+# (stat, _collections_abc, posixpath): the hot-path names below join and split
+# with these copies of posixpath.join/dirname (same results for str; anything
+# else goes to os.path), and os is imported only where a name needs more.
+
+
+def _join(a, *parts):
+    if type(a) is not str or any(type(b) is not str for b in parts):
+        import os
+
+        return os.path.join(a, *parts)
+    path = a
+    for b in parts:
+        if b.startswith("/"):
+            path = b
+        elif not path or path.endswith("/"):
+            path += b
+        else:
+            path += "/" + b
+    return path
+
+
+def _isabs(p) -> bool:
+    if type(p) is not str:
+        import os
+
+        return os.path.isabs(p)
+    return p.startswith("/")
+
+
+def _dirname(p):
+    if type(p) is not str:
+        import os
+
+        return os.path.dirname(p)
+    head = p[:p.rfind("/") + 1]
+    if head and head != "/" * len(head):
+        head = head.rstrip("/")
+    return head
+
+
 def socket_path(env: Mapping[str, str]) -> str:
     """The control socket, first match of the documented order."""
     inst = env.get("AIPAGER_INSTANCE_DIR")
     if inst:
-        return os.path.join(inst, SOCKET_NAME)
+        return _join(inst, SOCKET_NAME)
     explicit = env.get("AIPAGER_SOCKET_PATH")
     if explicit:
         return explicit
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime:
-        return os.path.join(runtime, SOCKET_NAME)
-    return os.path.join("/tmp", SOCKET_NAME)
+        return _join(runtime, SOCKET_NAME)
+    return _join("/tmp", SOCKET_NAME)
 
 
 def control_dir(env: Mapping[str, str]) -> str:
-    return os.path.dirname(socket_path(env)) or "."
+    return _dirname(socket_path(env)) or "."
 
 
 def spool_dir(env: Mapping[str, str]) -> str:
     """Events the hook could not send (queue full) wait here for the daemon."""
-    return os.path.join(control_dir(env), SPOOL_NAME)
+    return _join(control_dir(env), SPOOL_NAME)
 
 
 def session_dir(env: Mapping[str, str]) -> str:
@@ -56,95 +97,102 @@ def session_dir(env: Mapping[str, str]) -> str:
 
 
 def status_file(env: Mapping[str, str], session: str) -> str:
-    return os.path.join(session_dir(env), f"claude-status-{session}.json")
+    return _join(session_dir(env), f"claude-status-{session}.json")
 
 
 def policy_file(env: Mapping[str, str], session: str) -> str:
     """The current task's rules, written at UserPromptSubmit, read at PreToolUse."""
-    return os.path.join(session_dir(env), f"claude-policy-{session}.json")
+    return _join(session_dir(env), f"claude-policy-{session}.json")
 
 
 def task_mark(env: Mapping[str, str], session: str) -> str:
     """Exists while a task is open (UserPromptSubmit until Stop)."""
-    return os.path.join(session_dir(env), f"claude-policy-{session}.open")
+    return _join(session_dir(env), f"claude-policy-{session}.open")
 
 
 def notes_dir(env: Mapping[str, str], session: str) -> str:
     """One permission note per chat message the daemon typed into the session."""
-    return os.path.join(session_dir(env), f"claude-notes-{session}")
+    return _join(session_dir(env), f"claude-notes-{session}")
 
 
 def floor_file(env: Mapping[str, str]) -> str:
     """The effective safety floor the daemon publishes for the hook."""
-    return os.path.join(session_dir(env), f"claude-policy-.floor-{os.getuid()}.json")
+    return _join(session_dir(env), f"claude-policy-.floor-{posix.getuid()}.json")
 
 
 def modelswitch_marker(env: Mapping[str, str], session: str) -> str:
-    return os.path.join(control_dir(env), f"aipager-modelswitch-{session}.json")
+    return _join(control_dir(env), f"aipager-modelswitch-{session}.json")
 
 
 def dtach_socket(env: Mapping[str, str], session: str) -> str:
     """dtach socket of session ``claude-NAME``: ``claude-dtach-NAME.sock``."""
     name = session[len(SESSION_PREFIX):] if session.startswith(SESSION_PREFIX) else session
-    return os.path.join(session_dir(env), f"claude-dtach-{name}.sock")
+    return _join(session_dir(env), f"claude-dtach-{name}.sock")
 
 
 def home(env: Mapping[str, str]) -> str:
-    return env.get("HOME") or os.path.expanduser("~")
+    found = env.get("HOME")
+    if found:
+        return found
+    import os
+
+    return os.path.expanduser("~")
 
 
 def _xdg(env: Mapping[str, str], var: str, default: str) -> str:
     value = env.get(var)
     # XDG says relative values are invalid and must be ignored.
-    if value and os.path.isabs(value):
+    if value and _isabs(value):
         return value
-    return os.path.join(home(env), default)
+    return _join(home(env), default)
 
 
 def config_dir(env: Mapping[str, str]) -> str:
-    return os.path.join(_xdg(env, "XDG_CONFIG_HOME", ".config"), "aipager")
+    return _join(_xdg(env, "XDG_CONFIG_HOME", ".config"), "aipager")
 
 
 def state_dir(env: Mapping[str, str]) -> str:
-    return os.path.join(_xdg(env, "XDG_STATE_HOME", ".local/state"), "aipager")
+    return _join(_xdg(env, "XDG_STATE_HOME", ".local/state"), "aipager")
 
 
 def data_dir(env: Mapping[str, str]) -> str:
-    return os.path.join(_xdg(env, "XDG_DATA_HOME", ".local/share"), "aipager")
+    return _join(_xdg(env, "XDG_DATA_HOME", ".local/share"), "aipager")
 
 
 def config_file(env: Mapping[str, str]) -> str:
-    return os.path.join(config_dir(env), "config.json")
+    return _join(config_dir(env), "config.json")
 
 
 def policy_user_file(env: Mapping[str, str]) -> str:
     """The owner's own policy additions (roles, floor additions)."""
-    return os.path.join(config_dir(env), "policy.json")
+    return _join(config_dir(env), "policy.json")
 
 
 def daemon_state_file(env: Mapping[str, str]) -> str:
-    return os.path.join(state_dir(env), "daemon-state.json")
+    return _join(state_dir(env), "daemon-state.json")
 
 
 def audit_log(env: Mapping[str, str]) -> str:
-    return os.path.join(state_dir(env), "audit.jsonl")
+    return _join(state_dir(env), "audit.jsonl")
 
 
 def log_file(env: Mapping[str, str]) -> str:
-    return os.path.join(state_dir(env), "daemon.log")
+    return _join(state_dir(env), "daemon.log")
 
 
 def lock_file(env: Mapping[str, str]) -> str:
     inst = env.get("AIPAGER_INSTANCE_DIR")
     if inst:
-        return os.path.join(inst, "daemon.lock")
-    return os.path.join(data_dir(env), "daemon.lock")
+        return _join(inst, "daemon.lock")
+    return _join(data_dir(env), "daemon.lock")
 
 
 def claude_settings(env: Mapping[str, str]) -> str:
-    return os.path.join(home(env), ".claude", "settings.json")
+    return _join(home(env), ".claude", "settings.json")
 
 
 def ax_code_hooks(project: str) -> str:
     """AX Code's hook file of the project in ``project``."""
+    import os
+
     return os.path.join(os.path.abspath(project), ".ax-code", "hooks.json")

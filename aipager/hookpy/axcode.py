@@ -14,7 +14,7 @@ The stdin object is embedded byte for byte; the strings are encoded as
 
 from __future__ import annotations
 
-import os
+import posix
 
 from aipager.hookpy import common, jsonlite
 
@@ -58,7 +58,7 @@ def ax_adapt(raw: bytes, env) -> bytes:
     parts = [b'{"hook_event_name":', _string(event), b',"tool_name":', _string(tool),
              b',"tool_input":', body]
     try:
-        parts += [b',"cwd":', _string(os.getcwd())]
+        parts += [b',"cwd":', _string(posix.getcwd())]
     except OSError:
         pass
     session_id = env.get("HOOK_SESSION_ID")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import os
+import posix
+import sys
 
 from aipager import wire
 
@@ -26,6 +27,24 @@ STATUS_PATHS = {
     "lines_added": ("cost", "total_lines_added"),
     "lines_removed": ("cost", "total_lines_removed"),
 }
+
+
+def environ():
+    """The process environment, str to str, as ``os.environ`` reads it.
+
+    A fresh twin never imports ``os`` (~1.2x python's own start), so it
+    decodes ``posix.environ`` the way ``os`` does; once ``os`` is loaded
+    (in-process callers, tests that change the environment) its live
+    ``os.environ`` is the answer.
+    """
+    os_mod = sys.modules.get("os")
+    if os_mod is not None:
+        return os_mod.environ
+    enc = sys.getfilesystemencoding()
+    return {
+        k.decode(enc, "surrogateescape"): v.decode(enc, "surrogateescape")
+        for k, v in posix.environ.items()
+    }
 
 
 def lookup(node, path):
@@ -57,7 +76,7 @@ def read_fd(fd: int, chunks: list | None = None) -> bytes:
     if chunks is None:
         chunks = []
     while True:
-        chunk = os.read(fd, 1 << 20)
+        chunk = posix.read(fd, 1 << 20)
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
@@ -104,7 +123,7 @@ def names_pre_tool_use(raw: bytes) -> bool:
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[posix.write(fd, view):]
 
 
 def limit_memory(env) -> None:
@@ -173,4 +192,4 @@ def error_message(session: str, hook: str, exc: BaseException) -> dict:
 def debug_line(enabled: bool, who: str, *parts: object) -> None:
     """AIPAGER_DEBUG=1: one diagnostic line on stderr."""
     if enabled:
-        os.write(2, (who + ": " + " ".join(str(p) for p in parts) + "\n").encode("utf-8", "replace"))
+        posix.write(2, (who + ": " + " ".join(str(p) for p in parts) + "\n").encode("utf-8", "replace"))

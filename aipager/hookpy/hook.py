@@ -18,16 +18,16 @@ sending): run after_forward only.
 
 from __future__ import annotations
 
-import os
+import posix
 
 from aipager import paths, wire
-from aipager.hookpy import axcode, common, jsonlite, transport
+from aipager.hookpy import common, jsonlite, transport
 from aipager.policy import hookside
 
 WHO = "aipager-hook"
 #: status files above this are ignored (no sl_tokens), in both twins
 STATUS_MAX = 1 << 20
-_STATUS_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_STATUS_FLAGS = posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC
 
 
 
@@ -50,18 +50,18 @@ class Ctx:
 def read_status(env, session: str) -> dict | None:
     """The session's status JSON if it is a usable file of ours."""
     try:
-        fd = os.open(paths.status_file(env, session), _STATUS_FLAGS)
+        fd = posix.open(paths.status_file(env, session), _STATUS_FLAGS)
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != os.geteuid() or st.st_size > STATUS_MAX:
+        st = posix.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != posix.geteuid() or st.st_size > STATUS_MAX:
             return None
         data = common.read_fd(fd)
     except OSError:
         return None
     finally:
-        os.close(fd)
+        posix.close(fd)
     if len(data) > STATUS_MAX:
         return None
     try:
@@ -123,7 +123,7 @@ def _emit(outcome) -> int:
 
 
 def main(argv: list[str]) -> int:
-    env = os.environ
+    env = common.environ()
     debug, session = common.start(env, argv)
     if session is None:
         common.debug_line(debug, WHO, "no valid CLAUDE_DTACH_SESSION, nothing sent")
@@ -132,7 +132,12 @@ def main(argv: list[str]) -> int:
     cap = common.cap_message(session, WHO)
     chunks: list = []
     try:
-        raw = axcode.ax_adapt(common.read_fd(0, chunks), env)  # AX Code's arguments-only stdin
+        raw = common.read_fd(0, chunks)
+        # ax_adapt returns raw unchanged without $HOOK_TOOL: only AX Code loads it
+        if env.get("HOOK_TOOL"):
+            from aipager.hookpy import axcode
+
+            raw = axcode.ax_adapt(raw, env)  # AX Code's arguments-only stdin
         return _run(raw, session, env, sender, debug, "--forwarded" in argv)
     except MemoryError:
         sender.send(cap)

@@ -9,7 +9,7 @@ never waits on the daemon.
 from __future__ import annotations
 
 import errno
-import os
+import posix
 import time
 
 import _socket
@@ -23,8 +23,8 @@ SEND_DROPPED = -1
 
 _FULL = (errno.EAGAIN, errno.ENOBUFS)
 _DOWN = (errno.ENOENT, errno.ECONNREFUSED)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW | posix.O_CLOEXEC
+_NEW_FLAGS = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
 
 
 class Sender:
@@ -66,37 +66,37 @@ class Sender:
     def _spool(self, data: bytes) -> bool:
         """Write the datagram to the spool dir if it is ours: True when stored."""
         try:
-            dfd = os.open(self.spool, _DIR_FLAGS)
+            dfd = posix.open(self.spool, _DIR_FLAGS)
         except OSError:
             debug_line(self.debug, self.who, "no spool dir, dropped:", self.spool)
             return False
         try:
-            st = os.fstat(dfd)
-            if st.st_uid != os.geteuid():
+            st = posix.fstat(dfd)
+            if st.st_uid != posix.geteuid():
                 debug_line(self.debug, self.who, "spool dir not ours, dropped:", self.spool)
                 return False
             ns = time.time_ns()
-            pid = os.getpid()
+            pid = posix.getpid()
             tmp = f".{ns:020d}-{pid}.json.tmp"
-            fd = os.open(tmp, _NEW_FLAGS, 0o600, dir_fd=dfd)
+            fd = posix.open(tmp, _NEW_FLAGS, 0o600, dir_fd=dfd)
             try:
                 write_all(fd, data)
             finally:
-                os.close(fd)
+                posix.close(fd)
             try:
                 for tries in range(64):
                     name = f"{ns + tries:020d}-{pid}.json"
                     try:
                         # link, not rename: never replaces another datagram
-                        os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                        posix.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
                     except FileExistsError:
                         continue
                     debug_line(self.debug, self.who, "spooled", name)
                     return True
                 return False
             finally:
-                os.unlink(tmp, dir_fd=dfd)
+                posix.unlink(tmp, dir_fd=dfd)
         except OSError:
             return False
         finally:
-            os.close(dfd)
+            posix.close(dfd)

@@ -8,7 +8,7 @@ Builtins only: the hook twin imports this on its hot path.
 
 from __future__ import annotations
 
-import os
+import posix
 
 try:  # the hook twin's builtins-only JSON
     from aipager.hookpy import jsonlite as _jsonlite
@@ -31,11 +31,20 @@ def loads(data):
     return _loads(data)
 
 
+def lexists(path) -> bool:
+    """``os.path.lexists`` without importing os (hook hot path)."""
+    try:
+        posix.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 #: largest policy-side file the hook will read (notes, snapshots, markers)
 MAX_READ = 1 << 20
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(posix, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(posix, "O_NONBLOCK", 0)
 
 
 def read_own(path: str, limit: int = MAX_READ) -> bytes | None:
@@ -45,25 +54,25 @@ def read_own(path: str, limit: int = MAX_READ) -> bytes | None:
     fall back to the stricter answer.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        fd = posix.open(path, posix.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != os.getuid():
+        st = posix.fstat(fd)
+        if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != posix.getuid():
             return None
         if st.st_size > limit:
             return None
         chunks = []
         while True:
-            chunk = os.read(fd, limit + 1)
+            chunk = posix.read(fd, limit + 1)
             if not chunk:
                 break
             chunks.append(chunk)
         data = b"".join(chunks)
         return data if len(data) <= limit else None
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def read_json_own(path: str, limit: int = MAX_READ):
@@ -85,35 +94,35 @@ def ensure_private_dir(path: str) -> None:
         PermissionError: the folder exists but is a symlink, foreign or shared.
     """
     try:
-        os.mkdir(path, 0o700)
+        posix.mkdir(path, 0o700)
     except FileExistsError:
         pass
-    st = os.lstat(path)
-    if (st.st_mode & 0o170000) != 0o040000 or st.st_uid != os.getuid():
+    st = posix.lstat(path)
+    if (st.st_mode & 0o170000) != 0o040000 or st.st_uid != posix.getuid():
         msg = f"{path} is not a folder owned by this user"
         raise PermissionError(msg)
     if st.st_mode & 0o077:
-        os.chmod(path, 0o700)
+        posix.chmod(path, 0o700)
 
 
 def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
     """Write ``data`` to ``path`` through a private temporary file and rename."""
-    tmp = f"{path}.tmp{os.getpid()}-{os.urandom(4).hex()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
+    tmp = f"{path}.tmp{posix.getpid()}-{posix.urandom(4).hex()}"
+    fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | _NOFOLLOW, mode)
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
+            view = view[posix.write(fd, view) :]
+        posix.fchmod(fd, mode)
     except BaseException:
-        os.close(fd)
-        os.unlink(tmp)
+        posix.close(fd)
+        posix.unlink(tmp)
         raise
-    os.close(fd)
+    posix.close(fd)
     try:
-        os.rename(tmp, path)
+        posix.rename(tmp, path)
     except BaseException:
-        os.unlink(tmp)
+        posix.unlink(tmp)
         raise
 
 
@@ -124,7 +133,7 @@ def write_json_atomic(path: str, value, mode: int = 0o600) -> None:
 def unlink_quiet(path: str) -> bool:
     """Remove ``path``; True when something was removed."""
     try:
-        os.unlink(path)
+        posix.unlink(path)
     except OSError:
         return False
     return True

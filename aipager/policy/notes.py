@@ -23,7 +23,7 @@ read as the floor.  Builtins only on the hook side (``pickup``).
 
 from __future__ import annotations
 
-import os
+import posix
 import time
 
 from aipager import paths
@@ -38,7 +38,7 @@ TASK_NOTIFICATION = "<task-notification>"
 
 def note_name(queued_at: float) -> str:
     """Sortable by queue time, unique even within one microsecond."""
-    return f"{int(queued_at * 1_000_000):020d}-{os.urandom(4).hex()}.json"
+    return f"{int(queued_at * 1_000_000):020d}-{posix.urandom(4).hex()}.json"
 
 
 def write_note(
@@ -101,7 +101,7 @@ def write_note(
     }
     folder = paths.notes_dir(env, session)
     _fsio.ensure_private_dir(folder)
-    path = os.path.join(folder, note_name(queued_at))
+    path = folder + "/" + note_name(queued_at)  # notes_dir never ends in "/"
     _fsio.write_json_atomic(path, doc)
     return path
 
@@ -144,12 +144,12 @@ def list_notes(env, session: str) -> list[Note]:
     """Every note of the session, oldest first (unreadable ones included)."""
     folder = paths.notes_dir(env, session)
     try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+        names = sorted(n for n in posix.listdir(folder) if n.endswith(".json"))
     except OSError:
         return []
     out = []
     for name in names:
-        path = os.path.join(folder, name)
+        path = folder + "/" + name
         out.append(Note(name, path, _fsio.read_json_own(path)))
     return out
 
@@ -158,7 +158,7 @@ def outstanding(env, session: str) -> bool:
     """True when some typed message has not been taken by Claude yet."""
     folder = paths.notes_dir(env, session)
     try:
-        return any(n.endswith(".json") for n in os.listdir(folder))
+        return any(n.endswith(".json") for n in posix.listdir(folder))
     except OSError:
         return False
 

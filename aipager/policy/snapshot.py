@@ -22,8 +22,6 @@ readers see.  Builtins only (hook hot path).
 
 from __future__ import annotations
 
-import os
-
 from aipager import paths
 from aipager.policy import _fsio, rules
 
@@ -115,7 +113,7 @@ def read(env, session: str) -> dict | None:
     path = paths.policy_file(env, session)
     data = _fsio.read_own(path)
     if data is None:
-        if os.path.lexists(path):
+        if _fsio.lexists(path):
             msg = "snapshot is not our own regular file"
             raise SnapshotError(msg)
         return None
@@ -151,7 +149,7 @@ def record_halt(env, session: str, reason: str, fallback: dict) -> None:
 
 def open_task(env, session: str) -> bool:
     """True while a task is open (the mark exists)."""
-    return os.path.lexists(paths.task_mark(env, session))
+    return _fsio.lexists(paths.task_mark(env, session))
 
 
 def mark_open(env, session: str, now: float) -> None:
