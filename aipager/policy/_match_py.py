@@ -14,8 +14,6 @@ it was written, so this module only evaluates.  Builtins only at import time;
 
 from __future__ import annotations
 
-import os
-
 ALLOW = "allow"
 DENY = "deny"
 
@@ -179,6 +177,10 @@ def expand(path: str, cwd: str, home: str) -> str:
 def realpath_tail(path: str) -> str:
     """Resolve the longest existing prefix of the absolute ``path`` with the
     kernel's symlink semantics, then apply the rest lexically."""
+    # Imported here: the hook twin reaches this module on every declined
+    # PreToolUse, and most decisions (commands, tool lists) never resolve a path.
+    import os
+
     comps = [c for c in path.split("/") if c]
     for k in range(len(comps), -1, -1):
         head = "/" + "/".join(comps[:k])

@@ -8,8 +8,6 @@ floor when it is missing, foreign or corrupt.  Builtins only (hook hot path).
 
 from __future__ import annotations
 
-import os
-
 from aipager import paths
 from aipager.policy import _fsio, rules
 
@@ -173,6 +171,8 @@ def publish_floor(env, floor: dict) -> str:
     """Write the effective floor for the hook (daemon side); return the path."""
     path = paths.floor_file(env)
     rules.check_shape(floor)
+    import os  # daemon side only; the hook twin reads the floor without os
+
     os.makedirs(os.path.dirname(path), exist_ok=True)
     _fsio.write_json_atomic(path, {"v": 1, "rules": floor})
     return path
