@@ -57,7 +57,7 @@ from typing import Any, Mapping
 
 import orjson
 
-from aipager import paths
+from aipager import dtach, paths
 from aipager.daemon import render
 from aipager.daemon.model import Session
 from aipager.daemon.registry import Registry
@@ -123,15 +123,8 @@ def save_state(env: Mapping[str, str], registry: Registry, daemon: Mapping[str, 
 
 
 def _pid_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    # The saved pid is untrusted file content: only a positive int is asked about.
+    return isinstance(pid, int) and pid > 0 and dtach.alive(pid)
 
 
 def load_state(env: Mapping[str, str]) -> dict[str, Any]:
