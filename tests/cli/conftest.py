@@ -8,6 +8,8 @@ import stat
 import pytest
 from typer.testing import CliRunner
 
+from aipager import dtach
+
 from fakes.telegram_api import FakeBotAPI
 
 
@@ -77,3 +79,27 @@ def fake_daemon(env):
     if proc.poll() is None:
         proc.kill()
     proc.wait()
+
+
+FAKE_CLAUDE = """#!/bin/sh
+out="$FAKE_CLAUDE_OUT"
+echo "start session=$CLAUDE_DTACH_SESSION cwd=$PWD nested=${CLAUDECODE:-no} args=$*" >> "$out"
+while IFS= read -r line; do echo "line:$line" >> "$out"; done
+"""
+
+
+@pytest.fixture
+def fake_claude(tmp_path, monkeypatch):
+    """A harmless `claude`: AIPAGER_CLAUDE_BIN points at it; returns its record file."""
+    program = tmp_path / "fake-claude"
+    program.write_text(FAKE_CLAUDE)
+    program.chmod(0o755)
+    out = tmp_path / "typed.txt"
+    out.touch()
+    monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(program))
+    monkeypatch.setenv("FAKE_CLAUDE_OUT", str(out))
+    monkeypatch.setenv("CLAUDECODE", "1")  # as if started from inside Claude Code
+    yield out
+    env = dict(os.environ)
+    for info in dtach.list_sessions(env):
+        dtach.kill(env, info.name, grace=1.0)

@@ -253,27 +253,6 @@ def test_doctor_on_a_bare_machine(runner, monkeypatch):
 # ------------------------------------------------------------------ sessions
 
 
-FAKE_CLAUDE = """#!/bin/sh
-echo "start $CLAUDE_DTACH_SESSION $*" >> "$FAKE_CLAUDE_OUT"
-while IFS= read -r line; do echo "line:$line" >> "$FAKE_CLAUDE_OUT"; done
-"""
-
-
-@pytest.fixture
-def fake_claude(tmp_path, monkeypatch):
-    program = tmp_path / "fake-claude"
-    program.write_text(FAKE_CLAUDE)
-    program.chmod(0o755)
-    out = tmp_path / "typed.txt"
-    out.touch()
-    monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(program))
-    monkeypatch.setenv("FAKE_CLAUDE_OUT", str(out))
-    yield out
-    env = dict(os.environ)
-    for info in dtach.list_sessions(env):
-        dtach.kill(env, info.name, grace=1.0)
-
-
 def wait_for(path, text, timeout=5.0):
     import time
 
@@ -292,8 +271,10 @@ def test_session_create_send_list_kill(runner, fake_claude, env):
 
     sent = runner.invoke(app, ["send", "w1", "fix the tests"])
     assert sent.exit_code == 0, sent.output
-    assert wait_for(fake_claude, "line:fix the tests").splitlines() == [
-        "start claude-w1 --model opus", "line:fix the tests"]
+    started, typed = wait_for(fake_claude, "line:fix the tests").splitlines()
+    assert started.startswith("start session=claude-w1 ")
+    assert started.endswith(" nested=no args=--model opus")
+    assert typed == "line:fix the tests"
     piped = runner.invoke(app, ["send", "w1", "-"], input="from stdin\n")
     assert piped.exit_code == 0
     assert "line:from stdin" in wait_for(fake_claude, "line:from stdin")

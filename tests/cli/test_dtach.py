@@ -12,30 +12,6 @@ import pytest
 from aipager import dtach, paths
 from aipager.errors import InvalidSessionName, SessionError, SessionNotFound
 
-FAKE_CLAUDE = """#!/bin/sh
-out="$FAKE_CLAUDE_OUT"
-echo "start session=$CLAUDE_DTACH_SESSION cwd=$PWD nested=${CLAUDECODE:-no} args=$*" >> "$out"
-while IFS= read -r line; do echo "line:$line" >> "$out"; done
-"""
-
-
-@pytest.fixture
-def fake_claude(tmp_path, monkeypatch):
-    """A harmless `claude`: AIPAGER_CLAUDE_BIN points at it; returns its record file."""
-    program = tmp_path / "fake-claude"
-    program.write_text(FAKE_CLAUDE)
-    program.chmod(0o755)
-    out = tmp_path / "typed.txt"
-    out.touch()
-    monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(program))
-    monkeypatch.setenv("FAKE_CLAUDE_OUT", str(out))
-    monkeypatch.setenv("CLAUDECODE", "1")  # as if started from inside Claude Code
-    yield out
-    env = dict(os.environ)
-    for info in dtach.list_sessions(env):
-        dtach.kill(env, info.name, grace=1.0)
-
-
 def wait_for_lines(path, count, timeout=5.0):
     """The record's lines once it has ``count`` of them (the session runs apart)."""
     deadline = time.monotonic() + timeout
