@@ -12,6 +12,8 @@ Metadata lives in pyproject.toml.  What this adds to a plain setuptools build:
   names are installed as pure-Python twin scripts (``aipager.hookpy``): same
   behaviour, slower.  ``AIPAGER_REQUIRE_NATIVE=1`` turns a failed native build
   into an install error (CI sets it).
+- ``aipager/hookpy/_hot.bin``: the twins' hot-path modules compiled into one
+  marshalled file (``aipager.hookpy.hot``), so stage 2 starts faster.
 - ``EXTENSIONS``: importable Cython extensions; an entry whose source file is
   missing is skipped.
 
@@ -32,6 +34,7 @@ import tempfile
 import setuptools  # noqa: F401  (must precede the distutils imports below)
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext as _build_ext
+from setuptools.command.build_py import build_py as _build_py
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel as _bdist_wheel
@@ -60,7 +63,14 @@ def _flag(name: str) -> bool:
 
 
 def _c_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _package_module(rel: str) -> dict:
+    """Run one of aipager's builtins-only modules from the source tree (no package import)."""
+    import runpy
+
+    return runpy.run_path(os.path.join(HERE, rel))
 
 
 TWIN_SCRIPT = '''#!python -IS
@@ -89,9 +99,9 @@ def _find_package():
 
 
 _find_package()
-from aipager.hookpy.entry import main  # noqa: E402
+from aipager.hookpy.entry import run  # noqa: E402
 
-sys.exit(main([{which!r}] + sys.argv[1:]))
+run([{which!r}] + sys.argv[1:])
 '''
 
 
@@ -146,6 +156,7 @@ def build_native(build_temp: str, out_dir: str) -> list[str]:
         ("AIPAGER_BUILD_PYTHON", _c_string(sys.executable)),
         ("AIPAGER_BUILD_PYVER", _c_string(version)),
         ("AIPAGER_BUILD_PURELIB", _c_string(sysconfig.get_path("purelib"))),
+        ("AIPAGER_BUILD_BOOT", _c_string(_package_module("aipager/hookpy/entry.py")["BOOT"])),
     ]
     built = []
     for name, (_which, macro) in EXECUTABLES.items():
@@ -228,6 +239,18 @@ class build_scripts(_build_scripts):
         return built
 
 
+class build_py(_build_py):
+    """Also write the hook's hot-path bundle (``aipager.hookpy.hot``) into the build."""
+
+    def run(self):
+        super().run()
+        hot = _package_module("aipager/hookpy/hot.py")
+        target = os.path.join(self.build_lib, hot["FILE"])
+        data = hot["build"](self.build_lib)
+        with open(target, "wb") as fh:
+            fh.write(data)
+
+
 class build_ext(_build_ext):
     """Optional extensions: a failure only matters with AIPAGER_REQUIRE_NATIVE=1."""
 
@@ -279,5 +302,6 @@ def _extensions() -> list:
 setup(
     scripts=list(EXECUTABLES),
     ext_modules=_extensions(),
-    cmdclass={"build_scripts": build_scripts, "build_ext": build_ext, "bdist_wheel": bdist_wheel},
+    cmdclass={"build_py": build_py, "build_scripts": build_scripts, "build_ext": build_ext,
+              "bdist_wheel": bdist_wheel},
 )

@@ -116,7 +116,7 @@ cdef int decline(Sender* snd, const char* session, const char* raw, size_t n, co
                  int forwarded, int debug, const char* why, const char* event) noexcept nogil:
     """Hand over to stage 2; only returns (with the exit code) if that failed."""
     dbg(debug, snd.who, "declined to stage 2:", why)
-    stage2_exec(raw, n, which, forwarded, debug)
+    stage2_exec(snd, raw, n, which, forwarded, debug)
     report_error(snd, session, snd.who, "stage2_unavailable", "_fasthook/stage2.pxi:stage2_exec")
     return policy_fail_exit(event)
 

@@ -6,8 +6,8 @@
  * makes that link fail, which is the guard.
  *
  * Built twice: -DAIPAGER_STATUSLINE selects the status-line entry.  The
- * AIPAGER_BUILD_* strings (stage 2's fallback interpreter and site dir, see
- * stage2.pxi) come from setup.py as -D definitions.
+ * AIPAGER_BUILD_* strings (stage 2's fallback interpreter and site dir, and
+ * BOOT, the Python it runs; see stage2.pxi) come from setup.py as -D definitions.
  */
 #include <stddef.h>
 
@@ -20,10 +20,14 @@
 #ifndef AIPAGER_BUILD_PURELIB
 #define AIPAGER_BUILD_PURELIB ""
 #endif
+#ifndef AIPAGER_BUILD_BOOT
+#error "setup.py passes AIPAGER_BUILD_BOOT (aipager.hookpy.entry.BOOT)"
+#endif
 
 const char aipager_build_python[] = AIPAGER_BUILD_PYTHON;
 const char aipager_build_pyver[] = AIPAGER_BUILD_PYVER;
 const char aipager_build_purelib[] = AIPAGER_BUILD_PURELIB;
+const char aipager_boot[] = AIPAGER_BUILD_BOOT;
 
 int aipager_hook_main(int argc, char **argv, char **envp);
 int aipager_statusline_main(int argc, char **argv, char **envp);

@@ -3,7 +3,7 @@
 # The already-read stdin goes into a memfd (O_TMPFILE file as a fallback)
 # that becomes fd 0, then the process execs the environment's own Python:
 #
-#   <python> -S -I -c BOOT <site-dir> <hook|statusline> [--forwarded] --capped
+#   <python> -S -I -c BOOT <site-dir> <hook|statusline> [--forwarded] --capped [--sock=FD]
 #
 # <python> is the interpreter next to the real executable (/proc/self/exe:
 # a venv's bin/python), else the one that built it (AIPAGER_BUILD_PYTHON).
@@ -11,7 +11,8 @@
 # build interpreter's purelib that holds aipager/hookpy/entry.py; BOOT puts it
 # on sys.path.  With none found, Python starts with site (slower, still right).
 # --forwarded: policy_after declined after the event was sent; the twin runs
-# after_forward only.  --capped: the memory cap is already set.
+# after_forward only.  --capped: the memory cap is already set.  --sock=FD:
+# a datagram socket already connected to the daemon (connected_socket).
 
 cdef extern from *:
     """
@@ -19,13 +20,9 @@ cdef extern from *:
     extern const char aipager_build_python[];
     extern const char aipager_build_pyver[];
     extern const char aipager_build_purelib[];
-    static const char AIPAGER_BOOT[] =
-        "import sys\\n"
-        "p = sys.argv[1]\\n"
-        "if p:\\n"
-        "    sys.path.insert(0, p)\\n"
-        "from aipager.hookpy.entry import main\\n"
-        "sys.exit(main(sys.argv[2:]))\\n";
+    /* aipager.hookpy.entry.BOOT, baked in by setup.py: one source for both */
+    extern const char aipager_boot[];
+    #define AIPAGER_BOOT aipager_boot
     """
     const char aipager_build_python[]
     const char aipager_build_pyver[]
@@ -58,14 +55,36 @@ cdef int stdin_from_bytes(const char* raw, size_t n) noexcept nogil:
     return 0
 
 
-cdef int stage2_exec(const char* raw, size_t n, const char* which, int forwarded, int debug) noexcept nogil:
+cdef int connected_socket(const Sender* snd) noexcept nogil:
+    """A non-blocking datagram socket connected to the daemon, kept across exec; -1 if none.
+
+    Why: the twin then sends with a plain write() on this descriptor and
+    never loads the _socket extension (measured ~0.3-0.5 ms of its start).
+    A daemon that is down refuses the connect: the twin falls back to its
+    own socket and the spool."""
+    cdef int fd
+    if not snd.ready:
+        return -1
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0)
+    if fd < 0:
+        return -1
+    if connect(fd, <const sockaddr*>&snd.addr, snd.alen) != 0:
+        close(fd)
+        return -1
+    return fd
+
+
+cdef int stage2_exec(const Sender* snd, const char* raw, size_t n, const char* which, int forwarded,
+                     int debug) noexcept nogil:
     """Exec the Python twin; returns -1 only when that was impossible."""
     cdef char exe[PATH_CAP]
     cdef char dir_[PATH_CAP]
     cdef char py[PATH_CAP]
     cdef char site[PATH_CAP]
     cdef char probe[PATH_CAP]
-    cdef const char* argv[10]
+    cdef const char* argv[12]
+    cdef char sockarg[32]
+    cdef int sock
     cdef ssize_t k
     cdef int a = 0
     cdef bint have_site = False
@@ -120,6 +139,11 @@ cdef int stage2_exec(const char* raw, size_t n, const char* which, int forwarded
     # RLIMIT_AS is already in force (inherited): the twin skips `resource`
     argv[a] = "--capped"
     a += 1
+    sock = connected_socket(snd)
+    if sock >= 0:
+        snprintf(sockarg, sizeof(sockarg), "--sock=%d", sock)
+        argv[a] = sockarg
+        a += 1
     argv[a] = NULL
     dbg(debug, "aipager", "stage 2 via", py)
     execv(py, <char**>argv)

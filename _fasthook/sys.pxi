@@ -46,11 +46,13 @@ cdef extern from "<sys/socket.h>" nogil:
         AF_UNIX
         SOCK_DGRAM
         SOCK_CLOEXEC
+        SOCK_NONBLOCK
         MSG_DONTWAIT
         MSG_NOSIGNAL
         SOL_SOCKET
         SO_SNDBUF
     int socket(int domain, int type, int protocol)
+    int connect(int fd, const sockaddr* addr, socklen_t alen)
     ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* addr, socklen_t alen)
     int setsockopt(int fd, int level, int name, const void* val, socklen_t vlen)
     int getsockopt(int fd, int level, int name, void* val, socklen_t* vlen)

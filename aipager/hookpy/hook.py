@@ -13,7 +13,8 @@ wire.MAX_DATAGRAM is re-encoded with its largest strings shortened
 ``report_error``; the 1 GiB memory cap sends ``hook_memory_cap_hit``.
 
 ``--forwarded`` (from the compiled hook, when its policy_after declined after
-sending): run after_forward only.
+sending): run after_forward only.  ``--sock=FD`` (also from the compiled
+hook): send through that already connected socket (transport.passed_socket).
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def main(argv: list[str]) -> int:
     if session is None:
         common.debug_line(debug, WHO, "no valid CLAUDE_DTACH_SESSION, nothing sent")
         return 0
-    sender = transport.Sender(env, debug, WHO)
+    sender = transport.Sender(env, debug, WHO, transport.passed_socket(argv))
     cap = common.cap_message(session, WHO)
     chunks: list = []
     try:

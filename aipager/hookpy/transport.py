@@ -12,8 +12,6 @@ import errno
 import posix
 import time
 
-import _socket
-
 from aipager import paths
 from aipager.hookpy.common import debug_line, write_all
 
@@ -22,24 +20,51 @@ SEND_SPOOLED = 1
 SEND_DROPPED = -1
 
 _FULL = (errno.EAGAIN, errno.ENOBUFS)
-_DOWN = (errno.ENOENT, errno.ECONNREFUSED)
+_DOWN = (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTCONN)
+#: a larger datagram needs SO_SNDBUF raised, which takes the _socket extension
+_FD_MAX = 65536
 _DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW | posix.O_CLOEXEC
 _NEW_FLAGS = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
 
 
-class Sender:
-    """One socket per hook run, opened on first use."""
+def passed_socket(argv: list[str]) -> int:
+    """The ``--sock=FD`` stage 2 got from the native hook (stage2.pxi), else -1."""
+    for arg in argv:
+        if arg.startswith("--sock="):
+            fd = arg[7:]
+            return int(fd) if fd.isdigit() else -1
+    return -1
 
-    def __init__(self, env, debug: bool = False, who: str = "aipager-hook") -> None:
+
+class Sender:
+    """One socket per hook run, opened on first use.
+
+    ``fd``: a datagram socket the native hook connected to the daemon before
+    it started this interpreter; ``write`` on it needs no extension module.
+    """
+
+    def __init__(self, env, debug: bool = False, who: str = "aipager-hook", fd: int = -1) -> None:
         self.path = paths.socket_path(env)
         self.spool = paths.spool_dir(env)
         self.debug = debug
         self.who = who
+        self._fd = fd
         self._sock = None
         self._sndbuf = 0
 
     def send(self, data: bytes) -> int:
         """Send one datagram: SEND_OK, SEND_SPOOLED or SEND_DROPPED."""
+        if self._fd >= 0 and len(data) <= _FD_MAX:
+            try:
+                posix.write(self._fd, data)
+            except OSError as exc:
+                return self._failed(exc, data)
+            debug_line(self.debug, self.who, "sent through the passed socket to", self.path)
+            return SEND_OK
+        # imported on the first send, not at import: a twin run that only decides
+        # (a tool call the native hook already forwarded) never loads the extension
+        import _socket
+
         if self._sock is None:
             self._sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM | _socket.SOCK_CLOEXEC)
         sock = self._sock
@@ -53,15 +78,18 @@ class Sender:
         try:
             sock.sendto(data, _socket.MSG_DONTWAIT | _socket.MSG_NOSIGNAL, self.path)
         except OSError as exc:
-            if exc.errno in _FULL:
-                return SEND_SPOOLED if self._spool(data) else SEND_DROPPED
-            if exc.errno in _DOWN:
-                debug_line(self.debug, self.who, "daemon not reachable, spooling:", self.path)
-                return SEND_SPOOLED if self._spool(data) else SEND_DROPPED
-            debug_line(self.debug, self.who, "send failed, dropped:", self.path, exc)
-            return SEND_DROPPED
+            return self._failed(exc, data)
         debug_line(self.debug, self.who, "sent to", self.path)
         return SEND_OK
+
+    def _failed(self, exc: OSError, data: bytes) -> int:
+        if exc.errno in _FULL:
+            return SEND_SPOOLED if self._spool(data) else SEND_DROPPED
+        if exc.errno in _DOWN:
+            debug_line(self.debug, self.who, "daemon not reachable, spooling:", self.path)
+            return SEND_SPOOLED if self._spool(data) else SEND_DROPPED
+        debug_line(self.debug, self.who, "send failed, dropped:", self.path, exc)
+        return SEND_DROPPED
 
     def _spool(self, data: bytes) -> bool:
         """Write the datagram to the spool dir if it is ours: True when stored."""

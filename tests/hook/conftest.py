@@ -30,6 +30,36 @@ def native_bins() -> dict:
     return found
 
 
+@pytest.fixture(scope="session")
+def bundle_only_site(tmp_path_factory) -> str:
+    """A site dir holding nothing but the hot-path bundle, built from the aipager under test.
+
+    The twin started on it can import only what the bundle carries: a module
+    missing from ``aipager.hookpy.hot.MODULES`` fails the run instead of
+    quietly loading from disk.
+    """
+    from aipager.hookpy import hot
+
+    site = tmp_path_factory.mktemp("bundle-only")
+    target = site / hot.FILE
+    target.parent.mkdir(parents=True)
+    target.write_bytes(hot.build(hookrun.twin_cmd("hook")[5]))
+    return str(site)
+
+
+@pytest.fixture(scope="session")
+def sources_only_site(tmp_path_factory) -> str:
+    """A site dir holding a copy of the aipager under test without the bundle: plain imports."""
+    import shutil
+
+    from aipager.hookpy import hot
+
+    site = tmp_path_factory.mktemp("sources-only")
+    shutil.copytree(os.path.join(hookrun.twin_cmd("hook")[5], "aipager"), site / "aipager",
+                    ignore=shutil.ignore_patterns(os.path.basename(hot.FILE), "__pycache__"))
+    return str(site)
+
+
 @pytest.fixture
 def receiver():
     """The daemon's socket in this test's AIPAGER_INSTANCE_DIR."""

@@ -116,8 +116,9 @@ def canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def run_case(case: dict, kind: str, debug: bool = False) -> tuple[hookrun.Result, bytes | None, dict, dict]:
-    """(result, status file left, env, policy files left)."""
+def run_case(case: dict, kind: str, debug: bool = False,
+             cmd: list[str] | None = None) -> tuple[hookrun.Result, bytes | None, dict, dict]:
+    """(result, status file left, env, policy files left); ``cmd`` overrides the contender."""
     env = hookrun.hook_env(**case.get("env", {}))
     if debug:
         env["AIPAGER_DEBUG"] = "1"
@@ -130,7 +131,8 @@ def run_case(case: dict, kind: str, debug: bool = False) -> tuple[hookrun.Result
         prepare_policy_files(case, env, session)
     receiver = hookrun.receiver_for(env)
     try:
-        result = hookrun.run(hookrun.contender_cmd(kind, case["tool"]), case_stdin(case), env, receiver)
+        cmd = cmd or hookrun.contender_cmd(kind, case["tool"])
+        result = hookrun.run(cmd, case_stdin(case), env, receiver)
     finally:
         receiver.close()
     left = None
@@ -184,6 +186,23 @@ def test_native_and_twin_agree(case_id: str, native_bins: dict) -> None:
     assert (native.exit, native.stdout) == (twin.exit, twin.stdout)
     assert native_status == twin_status
     assert native_left == twin_left
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_bundle_alone_runs_every_case(case_id: str, bundle_only_site: str, sources_only_site: str) -> None:
+    """The twin loading only from the install-time bundle (aipager.hookpy.hot)
+    behaves exactly as the twin importing the sources: the bundle is complete."""
+    case = CASES[case_id]
+    cmd = hookrun.twin_cmd(case["tool"])
+    cmd[5] = bundle_only_site
+    bundled, bundled_status, _, bundled_left = run_case(case, "twin", cmd=cmd)
+    cmd = hookrun.twin_cmd(case["tool"])
+    cmd[5] = sources_only_site
+    plain, plain_status, _, plain_left = run_case(case, "twin", cmd=cmd)
+    assert b"ModuleNotFoundError" not in bundled.stderr, bundled.stderr
+    assert bundled.raw == plain.raw
+    assert (bundled.exit, bundled.stdout, bundled_status, bundled_left) == (
+        plain.exit, plain.stdout, plain_status, plain_left)
 
 
 NATIVE = [case_id for case_id, case in CASES.items() if "native" in case]

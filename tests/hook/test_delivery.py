@@ -252,12 +252,7 @@ def test_twin_imports_builtins_only(tool: str, payload: str, receiver) -> None:
     status = paths.status_file(env, "claude-jim")
     with open(os.open(status, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as fh:
         fh.write(event_bytes("statusline"))
-    cmd = hookrun.twin_cmd(tool)
-    cmd[4] = cmd[4].replace(
-        "sys.exit(main(sys.argv[2:]))",
-        "rc = main(sys.argv[2:])\nsys.stderr.write(' '.join(sorted(sys.modules)))\nsys.exit(rc)",
-    )
-    done = hookrun.run(cmd, event_bytes(payload), env, receiver)
+    done = hookrun.run(hookrun.listing_cmd(tool), event_bytes(payload), env, receiver)
     loaded = set(done.stderr.decode().split())
     assert "aipager.hookpy.entry" in loaded and len(done.sent) == 1
     assert not loaded & FORBIDDEN, loaded & FORBIDDEN

@@ -27,12 +27,7 @@ def _event(name: str) -> bytes:
 
 @pytest.mark.parametrize("name", ["Stop", "PostToolUse", "SessionStart", "Notification"])
 def test_twin_sends_without_importing_os(name: str, receiver) -> None:
-    cmd = hookrun.twin_cmd("hook")
-    cmd[4] = cmd[4].replace(
-        "sys.exit(main(sys.argv[2:]))",
-        "rc = main(sys.argv[2:])\nsys.stderr.write(' '.join(sorted(sys.modules)))\nsys.exit(rc)",
-    )
-    done = hookrun.run(cmd + ["--capped"], _event(name), hookrun.hook_env(), receiver)
+    done = hookrun.run(hookrun.listing_cmd("hook") + ["--capped"], _event(name), hookrun.hook_env(), receiver)
     loaded = set(done.stderr.decode().split())
     assert "aipager.hookpy.hook" in loaded and len(done.sent) == 1
     assert done.sent[0]["hook_event_name"] == name

@@ -45,6 +45,20 @@ def twin_cmd(tool: str) -> list[str]:
     return [sys.executable, "-S", "-I", "-c", BOOT, site, tool]
 
 
+def listing_cmd(tool: str, site: str | None = None) -> list[str]:
+    """The twin as BOOT starts it, printing the names in ``sys.modules`` to stderr at the end."""
+    cmd = twin_cmd(tool)
+    if site is not None:
+        cmd[5] = site
+    tail = "from aipager.hookpy.entry import run\nrun(sys.argv[2:])\n"
+    assert cmd[4].endswith(tail), "entry.BOOT changed: update listing_cmd"
+    cmd[4] = cmd[4][: -len(tail)] + (
+        "from aipager.hookpy.entry import main\nrc = main(sys.argv[2:])\n"
+        "sys.stderr.write(' '.join(sorted(sys.modules)))\nsys.exit(rc)\n"
+    )
+    return cmd
+
+
 def contender_cmd(kind: str, tool: str) -> list[str]:
     if kind == "twin":
         return twin_cmd(tool)

@@ -1,0 +1,158 @@
+"""Stage 2's fast start (issue 4): the install-time bundle, ``run``'s quick exit, ``--sock=FD``.
+
+The bundle's completeness is proven by the whole case table in
+``test_cases.py::test_bundle_alone_runs_every_case``; here: what happens when
+the bundle is missing, foreign or broken, that no bundled module relies on
+``assert`` (compiled with optimize=2), that the native binary starts exactly
+``entry.BOOT``, and the socket the native hook passes on.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+
+import pytest
+from support import hookrun
+
+from aipager import paths
+from aipager.hookpy import entry, hot, transport
+from aipager.policy import notes
+
+STOP = b'{"hook_event_name":"Stop","session_id":"s"}'
+
+
+def _site_with(tmp_path: pathlib.Path, sources_site: str, bundle: bytes) -> str:
+    site = tmp_path / "site"
+    shutil.copytree(os.path.join(sources_site, "aipager"), site / "aipager",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (site / hot.FILE).write_bytes(bundle)
+    return str(site)
+
+
+@pytest.mark.parametrize("bundle", [b"", b"\x00\x01\x02\x03garbage", b"MAGC" + b"\x00" * 64],
+                         ids=["empty", "garbage", "foreign-magic"])
+def test_unusable_bundle_means_plain_imports(tmp_path, sources_only_site: str, bundle: bytes, receiver) -> None:
+    site = _site_with(tmp_path, sources_only_site, bundle)
+    done = hookrun.run(hookrun.listing_cmd("hook", site), STOP, hookrun.hook_env(), receiver)
+    assert done.exit == 0, done.stderr
+    assert [m["hook_event_name"] for m in done.sent] == ["Stop"]
+
+
+def test_truncated_bundle_with_the_right_magic_means_plain_imports(tmp_path, sources_only_site: str,
+                                                                   receiver) -> None:
+    good = hot.build(sources_only_site)
+    site = _site_with(tmp_path, sources_only_site, good[: len(good) // 2])
+    done = hookrun.run(hookrun.twin_cmd("hook")[:5] + [site, "hook"], STOP, hookrun.hook_env(), receiver)
+    assert (done.exit, [m["hook_event_name"] for m in done.sent]) == (0, ["Stop"]), done.stderr
+
+
+def test_modules_come_from_the_bundle_when_it_is_there(bundle_only_site: str, receiver) -> None:
+    done = hookrun.run(hookrun.listing_cmd("hook", bundle_only_site) + ["--capped"], STOP,
+                       hookrun.hook_env(), receiver)
+    assert done.exit == 0, done.stderr
+    loaded = set(done.stderr.decode().split())
+    assert {"aipager.hookpy.hook", "aipager.policy.hookside"} <= loaded
+    assert {name for name in loaded if name.startswith("aipager")} <= set(hot.MODULES)
+
+
+def test_module_files_point_into_the_site(bundle_only_site: str) -> None:
+    code = (
+        entry.BOOT.split("from aipager.hookpy.entry import run")[0]
+        + "import aipager.paths, aipager.policy\n"
+        + "print(aipager.paths.__file__)\nprint(aipager.policy.__path__[0])\n"
+    )
+    done = subprocess.run([hookrun.twin_cmd("hook")[0], "-S", "-I", "-c", code, bundle_only_site],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [f"{bundle_only_site}/aipager/paths.py", f"{bundle_only_site}/aipager/policy"]
+
+
+def test_bundled_modules_do_not_assert() -> None:
+    """The bundle is compiled with optimize=2, which drops ``assert``: none may be relied on."""
+    site = hookrun.twin_cmd("hook")[5]
+    for name in hot.MODULES:
+        if name == "__future__":
+            continue
+        rel = name.replace(".", "/")
+        path = pathlib.Path(site, rel + ".py")
+        if not path.exists():
+            path = pathlib.Path(site, rel, "__init__.py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        asserts = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+        assert not asserts, f"{path}: assert on lines {asserts}"
+
+
+def test_native_binary_starts_entry_boot(native_bins: dict) -> None:
+    """setup.py bakes entry.BOOT into the binary: one source for the bootstrap."""
+    with open(native_bins["hook"], "rb") as fh:
+        assert entry.BOOT.encode() in fh.read()
+
+
+def test_passed_socket_parsing() -> None:
+    assert transport.passed_socket(["--capped", "--sock=7"]) == 7
+    assert transport.passed_socket(["--capped"]) == -1
+    assert transport.passed_socket(["--sock=x"]) == -1
+    assert transport.passed_socket(["--sock="]) == -1
+
+
+def _connected_to(path: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.setblocking(False)
+    sock.connect(path)
+    return sock
+
+
+def test_twin_sends_through_the_passed_socket(tmp_path) -> None:
+    """--sock=FD wins over the resolved path: the datagram arrives where FD points."""
+    other = hookrun.Receiver(str(tmp_path / "elsewhere.sock"))
+    env = hookrun.hook_env()  # resolves to a socket nobody binds
+    sock = _connected_to(other.path)
+    try:
+        cmd = hookrun.twin_cmd("hook") + ["--capped", f"--sock={sock.fileno()}"]
+        done = subprocess.run(cmd, input=STOP, env=env, capture_output=True, timeout=60,
+                              pass_fds=(sock.fileno(),))
+        assert done.returncode == 0, done.stderr
+        got = [json.loads(d) for d in other.drain_raw()]
+        assert got == [{"hook_event_name": "Stop", "session_id": "s", "session": "claude-jim"}]
+    finally:
+        sock.close()
+        other.close()
+
+
+def test_passed_socket_whose_daemon_went_away_spools(tmp_path) -> None:
+    env = hookrun.hook_env()
+    spool = paths.spool_dir(env)
+    os.makedirs(spool, mode=0o700, exist_ok=True)
+    gone = hookrun.Receiver(str(tmp_path / "gone.sock"))
+    sock = _connected_to(gone.path)
+    gone.close()  # the daemon stopped after the native hook connected
+    try:
+        cmd = hookrun.twin_cmd("hook") + ["--capped", f"--sock={sock.fileno()}"]
+        done = subprocess.run(cmd, input=STOP, env=env, capture_output=True, timeout=60,
+                              pass_fds=(sock.fileno(),))
+    finally:
+        sock.close()
+    assert done.returncode == 0, done.stderr
+    spooled = [name for name in os.listdir(spool) if name.endswith(".json")]
+    assert len(spooled) == 1
+    with open(os.path.join(spool, spooled[0]), "rb") as fh:
+        assert json.loads(fh.read())["hook_event_name"] == "Stop"
+
+
+def test_native_stage2_passes_a_connected_socket(native_bins: dict, receiver) -> None:
+    """A prompt while a chat note waits is stage 2's to send: through the socket
+    the native hook connected, and exactly once."""
+    env = hookrun.hook_env(AIPAGER_DEBUG="1")
+    notes.write_note(env, "claude-jim", msg_id=1, chat_id=-1, author_user_id=5, author_label="ana",
+                     role="user", text="a chat message still waiting")
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": "/tmp", "prompt": "typed"}
+    done = hookrun.run([native_bins["hook"]], json.dumps(prompt).encode(), env, receiver)
+    assert done.exit == 0, done.stderr
+    assert b"declined to stage 2" in done.stderr
+    assert b"sent through the passed socket" in done.stderr
+    assert [m["hook_event_name"] for m in done.sent] == ["UserPromptSubmit"]
