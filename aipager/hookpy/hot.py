@@ -95,8 +95,9 @@ def install(table, site):
                 spec.has_location = True
                 return spec
             origin = rel if rel.startswith("/") else site + "/" + rel
+            # has_location stays False: with it, importlib derives __cached__
+            # from the origin (string work per module); exec_module sets __file__
             spec = bootstrap.ModuleSpec(name, HotFinder, origin=origin, is_package=is_package)
-            spec.has_location = True  # sets __file__
             if is_package:
                 spec.submodule_search_locations.append(origin.rpartition("/")[0])
             return spec
@@ -107,6 +108,7 @@ def install(table, site):
 
         @staticmethod
         def exec_module(module):
+            module.__file__ = module.__spec__.origin
             exec(marshal.loads(table[module.__name__][2]), module.__dict__)
 
     sys.meta_path.insert(0, HotFinder)
