@@ -15,6 +15,8 @@ COMMENTARY_CHARS = 300
 CARD_CHARS = 3500
 
 _ROW_ICON = {"running": "⏳", "ok": "✓", "failed": "✗"}
+#: Task.error of a turn AX Code reported as interrupted (events/prompts.on_interrupt)
+INTERRUPTED = "interrupted"
 
 
 def elapsed(seconds: float) -> str:
@@ -128,6 +130,8 @@ def _header(sess: Session, now: float) -> str:
         return f"⏳ {sess.label} · working · {took}"
     if sess.work_open():
         return live_status(sess).split("\n", 1)[0]
+    if task and task.error == INTERRUPTED:
+        return f"⏹ {sess.label} · interrupted · {took}"
     if task and task.error:
         return f"⚠️ {sess.label} · {task.error} · {took}"
     return f"✅ {sess.label} · done · {took}"

@@ -39,7 +39,7 @@ def events(draw) -> dict:
         "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
         "PostToolUse", "PostToolUseFailure", "permission_prompt", "idle_prompt", "Stop",
         "StopFailure", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact",
-        "MessageDisplay", "statusline", "queue_pickup", "safety_blocked", "tick", "restart")))
+        "MessageDisplay", "Interrupt", "statusline", "queue_pickup", "safety_blocked", "tick", "restart")))
     ev: dict = {"session": draw(st.sampled_from(SESSIONS)), "prompt_id": draw(st.sampled_from(PROMPTS))}
     if name in ("permission_prompt", "idle_prompt"):
         ev.update(hook_event_name="Notification", notification_type=name)

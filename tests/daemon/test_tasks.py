@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aipager.daemon import render
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.model import QueuedMessage, State
 
@@ -215,3 +216,19 @@ def test_queue_api_for_the_chat(core, notifier, clock):
     clock.advance(25 * 3600)
     core.tick()
     assert reg.get(S).queue == []
+
+
+def test_ax_interrupt_ends_the_task_without_an_answer(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(tool("Bash", "t1", tool_input={"command": "sleep 100"}))
+    core.feed(ev("PermissionRequest", tool_name="Bash", tool_input={"command": "rm -rf build"}))
+    sess = core.registry.get(S)
+    sess.queue.append(QueuedMessage(msg_id="9", text="next please", queued_at=0))
+    core.feed(ev("Interrupt", reason="user"))
+    assert sess.state == State.READY and sess.task.ended_at is not None
+    assert sess.requests == []
+    assert notifier.texts("answer") == []
+    assert render.card(sess, core.registry.clock()).startswith("⏹ jim · interrupted")
+    assert [o.data.get("msg_id") for o in notifier.of("release")] == ["9"]
+    core.feed(ev("Interrupt", reason="user"))  # a second one changes nothing
+    assert sess.state == State.READY

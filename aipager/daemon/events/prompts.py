@@ -1,9 +1,11 @@
-"""The task lifecycle: UserPromptSubmit (incl. task-notification wake-ups), Stop, StopFailure."""
+"""The task lifecycle: UserPromptSubmit (incl. task-notification wake-ups), Stop, StopFailure,
+and AX Code's Interrupt."""
 
 from __future__ import annotations
 
 import re
 
+from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events.subagents import finish_agent
 from aipager.daemon.model import Session, State
@@ -160,6 +162,21 @@ def api_error_words(ev: dict) -> str:
         if key in kind.lower() or key in detail.lower().replace(" ", "_"):
             return words
     return f"The API returned an error: {detail or kind or 'unknown'}"
+
+
+@router.on("Interrupt")
+def on_interrupt(ev: dict, sess: Session, ctx: Ctx) -> None:
+    """AX Code only: the person cut the turn short; no Stop and no answer follow.
+
+    The task ends marked interrupted (its card says so), open dialogs close so a
+    late tap types nothing, and messages held for the task go out.  An
+    Interrupt with no task running (a second one, or one replayed after a
+    restart) changes nothing.
+    """
+    task = sess.task
+    if task is None or task.ended_at is not None:
+        return
+    finish_task(ctx, sess, ev, None, error=render.INTERRUPTED)
 
 
 @router.on("StopFailure")
