@@ -46,6 +46,7 @@ from distutils.command.build_scripts import build_scripts as _build_scripts  # n
 #: importable extensions (module, .pyx source); missing sources are skipped
 EXTENSIONS = [
     ("aipager._policy_c", "_fasthook/policy_ext.pyx"),
+    ("aipager._drain_c", "_fasthook/drain_ext.pyx"),
 ]
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 import orjson
 
 from aipager import __version__, paths
-from aipager.daemon import lock, persist, spool, tasks, transcript
+from aipager.daemon import deepq, lock, persist, spool, tasks, transcript
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
@@ -88,6 +88,8 @@ class Daemon:
         self.session_io = session_io or DtachIO(self.env)
         self.socket_path = paths.socket_path(self.env)
         self.spool_dir = paths.spool_dir(self.env)
+        #: datagrams the control socket queues when raised (``deepq``); None: the system's
+        self.socket_queue: int | None = None
         self.started_at = time.time()
         self.stop_event = asyncio.Event()
         self._saved_version = -1
@@ -230,7 +232,9 @@ class Daemon:
         # Stops that still went missing (no spool folder then, or a full disk):
         # the saved conversations say which tasks ended; deliver those answers now.
         tasks.catch_up(self.core.ctx, transcript.finished_answer, self._task_still_open)
-        sock = bind_control_socket(self.socket_path)
+        deep = self.env.get("AIPAGER_DEEP_QUEUE", "1") != "0"
+        sock = bind_control_socket(self.socket_path, deepq.QUEUE_LEN if deep else None)
+        self.socket_queue = deepq.QUEUE_LEN if deep and deepq.is_deep(sock) else None
         bound_ino = os.stat(self.socket_path).st_ino
         drain: DrainIngest | None = DrainIngest(sock, self.deliver)
         thread: Ingest | None = None

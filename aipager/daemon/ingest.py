@@ -28,6 +28,7 @@ import threading
 from typing import Callable
 
 from aipager import wire
+from aipager.daemon import deepq
 from aipager.errors import DaemonAlreadyRunning, DaemonError
 
 log = logging.getLogger("aipager.daemon")
@@ -49,11 +50,23 @@ def _socket_is_live(path: str) -> bool:
     return True
 
 
-def bind_control_socket(path: str) -> socket.socket:
+def _new_socket(queue_len: int | None) -> socket.socket:
+    if queue_len is not None:
+        sock, why = deepq.deep_socket(queue_len)
+        if sock is not None:
+            log.info("control socket queues %d datagrams (own network namespace)", queue_len)
+            return sock
+        log.info("control socket keeps the system queue length (%s)", why)
+    return socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+
+
+def bind_control_socket(path: str, queue_len: int | None = None) -> socket.socket:
     """Bind the daemon's datagram socket at ``path``, owner-only (0600).
 
     The folder is created 0700 when missing.  A leftover socket file nobody
-    listens on is replaced; a live one means another daemon runs.
+    listens on is replaced; a live one means another daemon runs.  With
+    ``queue_len`` the socket is made to queue that many datagrams where the
+    machine allows it (``deepq``), else it is an ordinary socket.
 
     Raises:
         DaemonAlreadyRunning: something answers on ``path``.
@@ -74,7 +87,7 @@ def bind_control_socket(path: str) -> socket.socket:
             msg = f"another aipager daemon is listening on {path}"
             raise DaemonAlreadyRunning(msg)
         os.unlink(path)  # stale: its daemon died without cleaning up
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock = _new_socket(queue_len)
     old_umask = os.umask(0o177)  # born 0600: no window where others could connect
     try:
         sock.bind(path)
@@ -221,7 +234,8 @@ class DrainIngest:
         deliver: called on the loop with a list of datagrams (oldest first).
     """
 
-    def __init__(self, sock: socket.socket, deliver: Callable[[list[bytes]], None]) -> None:
+    def __init__(self, sock: socket.socket, deliver: Callable[[list[bytes]], None],
+                 native: bool = True) -> None:
         self._sock = sock
         self._deliver = deliver
         self._proc: asyncio.subprocess.Process | None = None
@@ -229,13 +243,15 @@ class DrainIngest:
         self.stopping = False
         #: set when the drain ended without being asked to
         self.failed = asyncio.Event()
+        #: the compiled loop's file for the drain to load, or None for its Python loop
+        self.native_path = native_drain_path() if native else None
 
     async def start(self) -> None:
         from aipager.daemon import drain
 
         fd = self._sock.fileno()
         self._proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-S", drain.__file__, str(fd),
+            sys.executable, "-I", "-S", drain.__file__, str(fd), self.native_path or "-",
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             pass_fds=(fd,), limit=4 * 1024 * 1024)
         self._pump_task = asyncio.create_task(self._pump())
@@ -268,6 +284,23 @@ class DrainIngest:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(self._pump_task, 10)
         await self._proc.wait()
+
+
+def native_drain_path() -> str | None:
+    """File of the compiled drain loop (``aipager._drain_c``), or None.
+
+    None when ``AIPAGER_NO_EXTENSIONS`` is set or the extension was not built
+    (no compiler at install time); the drain then runs its Python loop.
+    Importing it here proves it loads in this interpreter before the drain
+    (same interpreter, ``-I -S``) loads it by path.
+    """
+    if os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0"):
+        return None
+    try:
+        from aipager import _drain_c
+    except ImportError:
+        return None
+    return _drain_c.__file__
 
 
 def recv_leftovers(sock: socket.socket) -> list[bytes]:

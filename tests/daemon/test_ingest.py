@@ -16,7 +16,7 @@ import pytest
 from aipager import paths
 from aipager.daemon import spool
 from aipager.daemon.app import Daemon
-from aipager.daemon.ingest import bind_control_socket
+from aipager.daemon.ingest import bind_control_socket, native_drain_path
 from aipager.errors import DaemonAlreadyRunning, DaemonError
 
 BURST = pathlib.Path(__file__).resolve().parents[1] / "support" / "burst.py"
@@ -110,11 +110,28 @@ async def _wait_for(pred, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_fifty_hooks_at_once_while_the_loop_stalls_lose_nothing(capsys):
+NATIVE_DRAIN = native_drain_path()
+
+
+@pytest.mark.parametrize("drain_loop", [
+    "python",
+    pytest.param("c", marks=pytest.mark.skipif(NATIVE_DRAIN is None, reason="aipager._drain_c not built")),
+])
+@pytest.mark.parametrize("queue", ["raised", "system"])
+async def test_fifty_hooks_at_once_while_the_loop_stalls_lose_nothing(capsys, monkeypatch, drain_loop, queue):
+    if drain_loop == "python":
+        monkeypatch.setenv("AIPAGER_NO_EXTENSIONS", "1")
     env = dict(os.environ)
+    if queue == "system":
+        env["AIPAGER_DEEP_QUEUE"] = "0"
     daemon = Daemon(env)
     serving = asyncio.create_task(daemon.serve())
     await _wait_for(lambda: os.path.exists(paths.socket_path(env)))
+    await _wait_for(lambda: _drain_pids())
+    argv = open(f"/proc/{_drain_pids()[0]}/cmdline", "rb").read()
+    assert (b"_drain_c" in argv) == (drain_loop == "c")
+    if queue == "system":
+        assert daemon.socket_queue is None
     rows = lambda: len(getattr(daemon.core.registry.get("claude-burst"), "rows", ()))  # noqa: E731
     totals = {"sent": 0, "spooled": 0, "lost": 0}
     for round_no in range(3):
@@ -135,7 +152,8 @@ async def test_fifty_hooks_at_once_while_the_loop_stalls_lose_nothing(capsys):
     daemon.stop_event.set()
     await serving
     with capsys.disabled():
-        print(f"\nburst 3x50 with a 200 ms stall: {totals}, handled rows {rows()}")
+        print(f"\nburst 3x50 with a 200 ms stall ({drain_loop} drain, socket queue "
+              f"{daemon.socket_queue or 'system'}): {totals}, handled rows {rows()}")
     assert totals["lost"] == 0
     assert rows() == 150 and daemon.core.counters["malformed"] == 0
     assert spool.pending(paths.spool_dir(env)) == []
@@ -190,14 +208,18 @@ async def test_thread_fallback_when_the_drain_cannot_start(monkeypatch):
     assert totals["lost"] == 0
 
 
+def _drain_pids() -> list[int]:
+    kids = [int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()]
+    return [pid for pid in kids if "drain.py" in open(f"/proc/{pid}/cmdline").read()]
+
+
 async def test_a_dead_drain_is_replaced_by_the_thread():
     env = dict(os.environ)
     daemon = Daemon(env)
     serving = asyncio.create_task(daemon.serve())
     await _wait_for(lambda: os.path.exists(paths.socket_path(env)))
-    await asyncio.sleep(0.2)
-    drains = [int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()]
-    killed = [pid for pid in drains if "drain.py" in open(f"/proc/{pid}/cmdline").read()]
+    await _wait_for(lambda: _drain_pids())
+    killed = _drain_pids()
     assert len(killed) == 1
     os.kill(killed[0], 9)
     await asyncio.sleep(0.3)
