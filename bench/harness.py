@@ -77,12 +77,18 @@ def spawn_once(argv: list[str], payload_path: str, env: dict) -> tuple[float, in
 
 
 def measure(contenders: list[Contender], payload_path: str, env: dict, sink: Sink, rounds: int,
-            warmup: int) -> None:
-    """Fill each contender's times/rss/delivered over interleaved rounds."""
+            warmup: int, before=None) -> None:
+    """Fill each contender's times/rss/delivered over interleaved rounds.
+
+    ``before()``, if given, runs untimed ahead of every spawn: it resets the
+    files a run consumes (a chat note the prompt takes, the snapshot it rewrites).
+    """
     sink.drain()
     for rnd in range(warmup + rounds):
         shift = rnd % len(contenders)
         for contender in contenders[shift:] + contenders[:shift]:
+            if before is not None:
+                before()
             ms, rss = spawn_once(contender.argv, payload_path, env)  # rss: see peak_rss_time_v
             got = sink.drain()
             if rnd >= warmup:

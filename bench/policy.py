@@ -7,10 +7,11 @@ all (command regexes and path globs, inside the portable dialect).  Cases:
   compiled path.  Target (issue 4): p50 <= 2x ``/bin/true``.
 - a UserPromptSubmit typed at the terminal (no note outstanding): the
   compiled side writes the terminal snapshot itself.
-- a non-ASCII command (the compiled side declines to Python) and a
+- a non-ASCII command (the compiled side declines to Python), a
   UserPromptSubmit while a chat message's note is waiting (the prompt is not
-  it: Python writes the floor snapshot): paths that must start Python.
-  Target: <= 1.3x ``python -S -I -c pass``.
+  it: Python writes the floor snapshot), and the Telegram prompt itself (its
+  note matches: the sender's rules, queue_pickup, extra context for Claude):
+  paths that must start Python.  Target: <= 1.3x ``python -S -I -c pass``.
 
 Contenders: the installed native aipager-hook, the pure-Python twin started
 as stage 2 starts it, ``/bin/true`` and ``python -S -I -c pass``.
@@ -57,6 +58,8 @@ def _cases(cwd: str) -> list[tuple[str, dict]]:
                                        "cwd": cwd, "prompt": "bench prompt"}),
         ("UserPromptSubmit note waiting -> Python", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
                                                      "cwd": cwd, "prompt": "bench prompt"}),
+        ("UserPromptSubmit from Telegram -> Python", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
+                                                      "cwd": cwd, "prompt": "[via Telegram from ana] bench prompt"}),
     ]
 
 
@@ -75,7 +78,8 @@ def _twin() -> list[str]:
 
 def _prepare(env: dict, case: str, snap: dict) -> None:
     """Reset the session files a case reads: the snapshot, and one note that
-    stays outstanding (it is not the prompt) for the "note waiting" case."""
+    stays outstanding (it is not the prompt) for the "note waiting" case, or
+    the note of the Telegram message the prompt carries."""
     snapshot.write(env, SESSION, snap)
     snapshot.clear_mark(env, SESSION)
     for note in notes.list_notes(env, SESSION):
@@ -83,6 +87,9 @@ def _prepare(env: dict, case: str, snap: dict) -> None:
     if "note waiting" in case:
         notes.write_note(env, SESSION, msg_id=1, chat_id=-1, author_user_id=5, author_label="ana",
                          role="user", text="a chat message still waiting")
+    if "from Telegram" in case:
+        notes.write_note(env, SESSION, msg_id=2, chat_id=-1, author_user_id=5, author_label="ana",
+                         role="user", text="bench prompt")
 
 
 def run(args) -> list[dict]:
@@ -100,7 +107,6 @@ def run(args) -> list[dict]:
                 path = os.path.join(folder, "event.json")
                 with open(path, "w", encoding="utf-8") as fh:
                     json.dump(event, fh, ensure_ascii=False)
-                _prepare(env, case, snap)
                 contenders = [
                     harness.Contender("/bin/true", ["/bin/true"], floor=True),
                     harness.Contender("python -S -I -c pass", [sys.executable, "-S", "-I", "-c", "pass"], floor=True),
@@ -109,7 +115,8 @@ def run(args) -> list[dict]:
                 native = _native()
                 if native:
                     contenders.insert(2, harness.Contender("native hook", [native]))
-                harness.measure(contenders, path, env, sink, args.rounds, args.warmup)
+                harness.measure(contenders, path, env, sink, args.rounds, args.warmup,
+                                before=lambda case=case: _prepare(env, case, snap))
                 true_p50 = statistics.median(contenders[0].times)
                 py_p50 = statistics.median(contenders[1].times)
                 for c in contenders:
@@ -126,16 +133,25 @@ def run(args) -> list[dict]:
                         "runs": len(c.times),
                         "rules": len(snap["commands"]) + len(snap["no_access"]) + len(snap["no_write"]),
                     })
-                # a run that denied would have halted the task: the case is void
-                assert not snapshot.read(env, SESSION)["halted"], f"{case}: a rule matched"
-                if case.startswith("UserPromptSubmit"):
-                    want = "unattributed" if "note waiting" in case else "terminal"
-                    assert snapshot.read(env, SESSION)["origin"] == want, case
+                # the case measured what it says: one more run of each hook, then
+                # its files (a run that denied would have halted the task: void)
+                for c in contenders[2:]:
+                    _prepare(env, case, snap)
+                    harness.spawn_once(c.argv, path, env)
+                    _check(env, case)
     finally:
         shutil.rmtree(paths.notes_dir(env, SESSION), ignore_errors=True)
         sink.close()
         shutil.rmtree(home, ignore_errors=True)
     return rows
+
+
+def _check(env: dict, case: str) -> None:
+    assert not snapshot.read(env, SESSION)["halted"], f"{case}: a rule matched"
+    if case.startswith("UserPromptSubmit"):
+        want = ("unattributed" if "note waiting" in case
+                else "telegram" if "from Telegram" in case else "terminal")
+        assert snapshot.read(env, SESSION)["origin"] == want, case
 
 
 
