@@ -85,6 +85,7 @@ cdef enum:
     C_MAX_DATAGRAM = 201_024
     C_BATCH = 32
     SLOT = 4 + C_MAX_DATAGRAM
+    KEEP_BACKLOG = 4 << 20  # an empty backlog buffer larger than this is freed
 
 
 cdef struct Backlog:
@@ -142,6 +143,10 @@ cdef int _flush(Backlog* b, int out) noexcept nogil:
         b.head += <size_t>n
     b.head = 0
     b.tail = 0
+    if b.cap > KEEP_BACKLOG:  # caught up after a long stall: give the memory back
+        free(b.buf)
+        b.buf = NULL
+        b.cap = 0
     return 0
 
 

@@ -9,7 +9,15 @@ throwaway instance folder) so the senders never share its GIL.  It records,
 for every handled event, the monotonic time it was handled; CLOCK_MONOTONIC
 is system-wide on Linux, so ``handled_ns - sent_ns`` (the sender stamps
 ``bench_sent_ns`` just before ``sendto``) is the real delay.  Senders behave
-like the hook: non-blocking ``sendto``, spool file on EAGAIN.
+like the hook: non-blocking ``sendto``, spool file on EAGAIN, from a pool of
+sockets (a hook is one process, one socket, per event).
+
+Rate rows: ``ingest_sustained`` paces one ``sendto`` every 50 µs (payloads
+built before timing), ``ingest_burst`` sends 20 back to back each 1 ms,
+``ingest_max`` is the daemon-side rate while one sender goes flat out.  Each
+shows the drain loop (``c``/``python``), the socket's queue length and the
+load average before the phase.  ``--python-drain`` and ``--system-queue``
+measure without the compiled drain / the raised socket queue.
 """
 
 from __future__ import annotations
@@ -39,9 +47,19 @@ def serve(result_path: str) -> int:
     """Run the real daemon; on SIGTERM write what it measured to ``result_path``."""
     from aipager.daemon.app import Daemon
 
-    daemon = Daemon(dict(os.environ))
     stamps: list[tuple[int, int]] = []  # (handled_ns, sent_ns or 0)
     now = time.monotonic_ns
+
+    async def progress(daemon: Daemon) -> None:
+        # How many events it handled, for the sender to wait until a flood is worked
+        # off: with the raised socket queue it waits in the drain, not in the spool.
+        while True:
+            with open(result_path + ".progress.tmp", "w") as fh:
+                fh.write(str(daemon.core.counters["received"]))
+            os.replace(result_path + ".progress.tmp", result_path + ".progress")
+            await asyncio.sleep(0.05)
+
+    daemon = Daemon(dict(os.environ), services=[progress])
 
     def on_handled(ev: dict) -> None:
         stamps.append((now(), ev.get("bench_sent_ns") or 0))
@@ -163,6 +181,14 @@ class _Daemon:
             time.sleep(0.02)
         return "none"
 
+    def received(self) -> int:
+        """Datagrams the daemon took so far (its own count, refreshed every 50 ms)."""
+        try:
+            with open(self.result + ".progress") as fh:
+                return int(fh.read() or 0)
+        except FileNotFoundError:
+            return 0
+
     def stop(self) -> dict:
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=60)
@@ -170,12 +196,11 @@ class _Daemon:
             return json.load(fh)
 
 
-def _settle(daemon: _Daemon, timeout: float = 60.0) -> None:
-    from aipager.daemon.spool import pending
-
+def _settle(daemon: _Daemon, offered: int, timeout: float = 120.0) -> None:
+    """Wait until the daemon received all ``offered`` events (spool included), then 1 s more."""
     end = time.monotonic() + timeout
-    while pending(daemon.spool_dir) and time.monotonic() < end:
-        time.sleep(0.1)
+    while daemon.received() < offered and time.monotonic() < end:
+        time.sleep(0.05)
     time.sleep(1.0)
 
 
@@ -213,7 +238,7 @@ def _pace(send, payloads: list[bytes], rate: int, slice_ms: bool = False) -> flo
 def _phase(daemon: "_Daemon", send, counts: dict, payloads: list[bytes], rate: int | None,
            slice_ms: bool = False) -> tuple[float, dict, float]:
     """One sending phase on a settled daemon: (seconds, its counts, load average before)."""
-    _settle(daemon)
+    _settle(daemon, sum(counts.values()) - counts["lost"])
     load = os.getloadavg()[0]
     before = dict(counts)
     if rate is None:
@@ -260,7 +285,7 @@ def measure(quick: bool = False, python_drain: bool = False, system_queue: bool 
 
         # 2. delay: one event per millisecond, each stamped just before sendto,
         #    once the daemon has worked off the flood (spool included).
-        _settle(daemon)
+        _settle(daemon, sum(counts.values()) - counts["lost"])
         for i in range(n_lat):
             due = time.perf_counter() + 0.001
             send(_mix(10 * n_rate + i, "claude-lat", time.monotonic_ns()))
