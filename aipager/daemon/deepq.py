@@ -93,7 +93,8 @@ def deep_socket(queue_len: int = QUEUE_LEN, timeout: float = 10.0) -> tuple[sock
     return socket.socket(fileno=fds[0]), ""
 
 
-#: Linux SO_NETNS_COOKIE (5.14+): a socket's network namespace, as a number
+#: Linux SO_NETNS_COOKIE (5.14+; the asm-generic number): a socket's network
+#: namespace as a number.  Used only to report whether the raised queue is in effect.
 SO_NETNS_COOKIE = 71
 
 

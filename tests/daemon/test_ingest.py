@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import pathlib
@@ -14,7 +15,7 @@ import time
 import pytest
 
 from aipager import paths
-from aipager.daemon import spool
+from aipager.daemon import deepq, spool
 from aipager.daemon.app import Daemon
 from aipager.daemon.ingest import bind_control_socket, native_drain_path
 from aipager.errors import DaemonAlreadyRunning, DaemonError
@@ -113,6 +114,14 @@ async def _wait_for(pred, timeout: float = 10.0) -> None:
 NATIVE_DRAIN = native_drain_path()
 
 
+@functools.cache
+def _deep_queue_allowed() -> bool:
+    sock, _why = deepq.deep_socket(20)
+    if sock is not None:
+        sock.close()
+    return sock is not None
+
+
 @pytest.mark.parametrize("drain_loop", [
     "python",
     pytest.param("c", marks=pytest.mark.skipif(NATIVE_DRAIN is None, reason="aipager._drain_c not built")),
@@ -130,8 +139,8 @@ async def test_fifty_hooks_at_once_while_the_loop_stalls_lose_nothing(capsys, mo
     await _wait_for(lambda: _drain_pids())
     argv = open(f"/proc/{_drain_pids()[0]}/cmdline", "rb").read()
     assert (b"_drain_c" in argv) == (drain_loop == "c")
-    if queue == "system":
-        assert daemon.socket_queue is None
+    # The raised queue is in effect wherever this machine lets a helper make it.
+    assert daemon.socket_queue == (deepq.QUEUE_LEN if queue == "raised" and _deep_queue_allowed() else None)
     rows = lambda: len(getattr(daemon.core.registry.get("claude-burst"), "rows", ()))  # noqa: E731
     totals = {"sent": 0, "spooled": 0, "lost": 0}
     for round_no in range(3):
