@@ -3,7 +3,10 @@
 # Mirrors aipager/hookpy/hook.py step for step.  The datagram is Claude
 # Code's own text with keys spliced in before the final "}":
 #     <raw up to the closing brace>[,]"session":"S"[,"sl_tokens":{...}]
+#     [,"aipager_reply_addr":"..","aipager_request_id":".."]
 #     [,"hook_event_name":"<$HOOK_EVENT>"]}
+# (the reply keys on a PermissionRequest that can wait for the chat's
+# decision, see reply.pxi)
 # (trailing whitespace dropped; keys appended last, so with duplicate keys the
 # daemon's json.loads keeps ours).  Everything is decided BEFORE any side
 # effect, so a decline never repeats one.
@@ -179,6 +182,12 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
     cdef HookOut out
     cdef int r
     cdef int sr
+    cdef Reply rep
+    cdef bint want_reply = False
+    cdef size_t rf_off = 0
+    cdef size_t rf_len = 0
+    cdef int sent = SEND_DROPPED
+    cdef Buf tb
 
     v = getenv("AIPAGER_DEBUG")
     debug = v != NULL and strcmp(v, "1") == 0
@@ -235,6 +244,8 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
             status_path, PATH_CAP, session_dir, session) < 0 or path_dirname(
             control_dir, PATH_CAP, snd.spool) < 0:
         return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "path too long", name)
+    # id and path only: the socket is bound after the last reason to decline
+    want_reply = strcmp(name, "PermissionRequest") == 0 and reply_prepare(&rep, control_dir, debug) == 1
 
     # build the datagram first: every reason to decline comes before any effect
     dg.p = NULL
@@ -252,6 +263,10 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
         if strcmp(name, "MessageDisplay") != 0:
             if add_sl_tokens(&dg, status_path) < 0:
                 return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "odd status file", name)
+        if want_reply:
+            rf_off = dg.n
+            reply_fields(&rep, &dg)
+            rf_len = dg.n - rf_off
         if name_from_env:
             buf_adds(&dg, ",\"hook_event_name\":\"")
             buf_adds(&dg, name)
@@ -281,8 +296,26 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
     if r == STEP_DECLINE:
         return decline(&snd, session, raw.p, raw.n, "hook", 0, debug,
                        out.reason if out.reason != NULL else <const char*>"policy_before", name)
+    if want_reply and reply_bind(&rep, debug) < 0:
+        # no socket: forward exactly as without the reply protocol
+        memmove(dg.p + rf_off, dg.p + rf_off + rf_len, dg.n - rf_off - rf_len)
+        dg.n -= rf_len
+        dg.p[dg.n] = 0
+        want_reply = False
     if dg.n:
-        sender_send(&snd, dg.p, dg.n)
+        sent = sender_send(&snd, dg.p, dg.n)
+    if want_reply:
+        # only a daemon that took the event can answer: spooled or dropped, no wait
+        if sent == SEND_OK and not reply_wait(&rep, reply_deadline_ms(), &out, debug):
+            tb.p = NULL
+            tb.n = 0
+            tb.cap = 0
+            tb.oom = 0
+            reply_timeout_msg(&tb, session, rep.id)
+            if not tb.oom:
+                sender_send(&snd, tb.p, tb.n)
+            buf_free(&tb)
+        reply_close(&rep)
     r = policy_after(&ctx, &out)
     if r == STEP_DECLINE:
         return decline(&snd, session, raw.p, raw.n, "hook", 1, debug,

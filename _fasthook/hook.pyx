@@ -19,6 +19,7 @@ include "stage2.pxi"
 include "policy.pxi"
 include "memcap.pxi"
 include "axcode.pxi"
+include "reply.pxi"
 include "forward.pxi"
 include "statusline.pxi"
 

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 SOCKET_NAME = "aipager.sock"
 SPOOL_NAME = "aipager-spool"
+#: a PermissionRequest's reply socket: <control folder>/aipager-reply-<request id>.sock
+REPLY_PREFIX = "aipager-reply-"
 SESSION_PREFIX = "claude-"
 
 
@@ -90,6 +92,11 @@ def control_dir(env: Mapping[str, str]) -> str:
 def spool_dir(env: Mapping[str, str]) -> str:
     """Events the hook could not send (queue full) wait here for the daemon."""
     return _join(control_dir(env), SPOOL_NAME)
+
+
+def reply_socket(env: Mapping[str, str], request_id: str) -> str:
+    """The socket a PermissionRequest hook waits on for the daemon's decision."""
+    return _join(control_dir(env), f"{REPLY_PREFIX}{request_id}.sock")
 
 
 def session_dir(env: Mapping[str, str]) -> str:

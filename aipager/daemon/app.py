@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 import orjson
 
 from aipager import __version__, paths
-from aipager.daemon import deepq, lock, persist, spool, tasks, transcript
+from aipager.daemon import deepq, lock, persist, replies, spool, tasks, transcript
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
@@ -125,6 +125,25 @@ class Daemon:
         reg.save_now = False
         self._saved_version = reg.version
         self._last_save = now
+
+    # -- taps ----------------------------------------------------------------
+
+    def answer_request(self, session: str, request_key: str, kind: str, who: str) -> str:
+        """One tap on a permission request (the chat's entry point): ``replies.answer``.
+
+        Args:
+            session: ``claude-<name>``.
+            request_key: the ``key`` of the ``permission`` output.
+            kind: ``allow``, ``allow_always`` or ``deny``.
+            who: the tapper's label, e.g. ``@alice`` (named by a deny's message).
+
+        Returns:
+            ``replies.VIA_HOOK`` (done), ``replies.VIA_KEYS`` (type the keys into
+            the terminal dialog), ``replies.ALREADY`` or ``replies.GONE`` (type nothing).
+        """
+        result = replies.answer(self.core.ctx, session, request_key, kind, who)
+        self.save(force=True)
+        return result
 
     # -- datagrams -----------------------------------------------------------
 

@@ -109,6 +109,10 @@ class Request:
     reply_addr: str = ""
     #: shown as its own message under the card (another request was already open)
     separate: bool = False
+    #: Claude Code's ``permission_suggestions`` (what "Allow always" remembers)
+    suggestions: list = field(default_factory=list)
+    #: the tap that answered it by keys (allow | allow_always | deny): a later tap types nothing
+    answered: str = ""
 
 
 @dataclass(slots=True)

@@ -20,7 +20,8 @@ Output kinds (``Output.kind``) and their ``data``:
 - ``permission``: a permission request (``data``: key, tool, detail, buttons,
   separate, request_id, reply_addr, agent_id).
 - ``question``: an AskUserQuestion (``data``: key, options, multi_select).
-- ``request_closed``: a request or question was answered elsewhere; late taps type nothing.
+- ``request_closed``: a request or question was answered (in the terminal, or by a tap the
+  waiting hook took: then ``data`` also has ``via``, ``answer``, ``who``); late taps type nothing.
 - ``request_update``: the hook stopped waiting (``data["reply_addr"]`` cleared).
 - ``reaction``: set ``data["emoji"]`` on chat message ``data["msg_id"]``.
 - ``release``: a held chat message may now be typed (``data["msg_id"]``, ``text``).

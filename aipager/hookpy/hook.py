@@ -4,6 +4,7 @@ For an event of a session aipager started (``CLAUDE_DTACH_SESSION``)::
 
     outcome = hookside.before_forward(name, event, ctx)
     forward event + session + sl_tokens       (never PreModelSwitch)
+    PermissionRequest: wait for the chat's decision     (reply.py)
     outcome = hookside.after_forward(name, event, ctx)   (last outcome wins)
 
 The datagram is Claude Code's own text with keys spliced in before the final
@@ -22,7 +23,7 @@ from __future__ import annotations
 import posix
 
 from aipager import paths, wire
-from aipager.hookpy import common, jsonlite, transport
+from aipager.hookpy import common, jsonlite, reply, transport
 from aipager.policy import hookside
 
 WHO = "aipager-hook"
@@ -79,8 +80,9 @@ def sl_tokens(env, session: str) -> dict | None:
     return {key: common.lookup(status, common.STATUS_PATHS[key]) for key in wire.SL_TOKEN_KEYS}
 
 
-def build_datagram(raw: bytes, event: dict, name: str, from_env: bool, session: str, env) -> bytes:
-    """event + session (+ sl_tokens, + hook_event_name from $HOOK_EVENT)."""
+def build_datagram(raw: bytes, event: dict, name: str, from_env: bool, session: str, env,
+                   rep: reply.Reply | None = None) -> bytes:
+    """event + session (+ sl_tokens, + the reply keys, + hook_event_name from $HOOK_EVENT)."""
     tokens = None if name in wire.NO_SL_TOKENS else sl_tokens(env, session)
     parts = [raw.rstrip(common.WS)[:-1]]
     if event:
@@ -88,6 +90,8 @@ def build_datagram(raw: bytes, event: dict, name: str, from_env: bool, session: 
     parts.append(b'"session":"' + session.encode() + b'"')
     if tokens is not None:
         parts.append(b',"sl_tokens":' + jsonlite.dumps(tokens).encode())
+    if rep is not None:
+        parts.append(rep.fields())
     if from_env:
         parts.append(b',"hook_event_name":"' + name.encode() + b'"')
     parts.append(b"}")
@@ -100,6 +104,9 @@ def build_datagram(raw: bytes, event: dict, name: str, from_env: bool, session: 
     full["session"] = session
     if tokens is not None:
         full["sl_tokens"] = tokens
+    if rep is not None:
+        full["aipager_reply_addr"] = rep.path
+        full["aipager_request_id"] = rep.request_id
     if from_env:
         full["hook_event_name"] = name
     return shrink.shrink(full)
@@ -121,6 +128,18 @@ def _emit(outcome) -> int:
     if outcome.stdout:
         common.write_all(1, outcome.stdout.encode("utf-8", "surrogatepass"))
     return outcome.exit_code
+
+
+def _await_reply(rep: reply.Reply, sent: int, env, session: str,
+                 sender: transport.Sender) -> hookside.Outcome | None:
+    """The chat's decision, if the daemon took the event and answered in time."""
+    if sent != transport.SEND_OK:
+        return None  # spooled or dropped: nobody can answer
+    out = rep.wait(reply.deadline_ms(env))
+    if out is None:
+        sender.send(reply.timeout_message(session, rep.request_id))
+        return None
+    return hookside.Outcome(out)
 
 
 def main(argv: list[str]) -> int:
@@ -170,11 +189,17 @@ def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, f
     ctx = Ctx(session, env, raw, sender)
     outcome = None
     if not forwarded:
-        datagram = None
-        if name not in wire.NOT_FORWARDED:
-            datagram = build_datagram(raw, event, name, from_env, session, env)
-        outcome = hookside.before_forward(name, event, ctx)
-        if datagram is not None:
-            sender.send(datagram)
+        rep = reply.open_reply(env, debug) if name == "PermissionRequest" else None
+        try:
+            datagram = None
+            if name not in wire.NOT_FORWARDED:
+                datagram = build_datagram(raw, event, name, from_env, session, env, rep)
+            outcome = hookside.before_forward(name, event, ctx)
+            sent = sender.send(datagram) if datagram is not None else transport.SEND_DROPPED
+            if rep is not None:
+                outcome = _await_reply(rep, sent, env, session, sender) or outcome
+        finally:
+            if rep is not None:
+                rep.close()
     after = hookside.after_forward(name, event, ctx)
     return _emit(after if after is not None else outcome)

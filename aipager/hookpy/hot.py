@@ -39,6 +39,7 @@ MODULES = (
     "aipager.hookpy.entry",
     "aipager.hookpy.hook",
     "aipager.hookpy.jsonlite",
+    "aipager.hookpy.reply",
     "aipager.hookpy.shrink",
     "aipager.hookpy.statusline",
     "aipager.hookpy.transport",

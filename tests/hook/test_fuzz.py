@@ -16,6 +16,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import hookrun
+from support.mutation import mutate
 from support.policy_state import collect_policy_files, prepare_policy_files
 
 NAMES = ["Stop", "PostToolUse", "SessionStart", "Notification", "MessageDisplay", "SubagentStop"]
@@ -74,17 +75,7 @@ def test_valid_events_agree(native_bins, event: dict, layout: dict) -> None:
 @SETTINGS
 @given(event=events, data=st.data())
 def test_mutated_events_agree(native_bins, event: dict, data) -> None:
-    raw = bytearray(json.dumps(event).encode())
-    pos = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
-    action = data.draw(st.sampled_from(["delete", "replace", "insert"]))
-    byte = data.draw(st.sampled_from(list(b'{}[]",:\\ \x00\x7f\x80\xc3\xed\xff0-eEnNu')))
-    if action == "delete":
-        del raw[pos]
-    elif action == "replace":
-        raw[pos] = byte
-    else:
-        raw.insert(pos, byte)
-    native, twin = both(bytes(raw))
+    native, twin = both(mutate(json.dumps(event).encode(), data))
     assert native == twin
 
 

@@ -114,10 +114,12 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
         description = str(tool_input.get("description") or "")
     detail = request_detail(tool, tool_input)
     always = _suggests_rule(ev)
+    suggestions = ev.get("permission_suggestions")
     req = Request(key=f"p:{tool_use_id or digest}:{agent_id or ''}", kind="permission", tool=tool,
                   opened_at=ctx.now(), tool_use_id=tool_use_id, agent=agent_id,
                   input_digest=digest, description=description, detail=detail,
-                  always_available=always, request_id=request_id, reply_addr=reply_addr)
+                  always_available=always, request_id=request_id, reply_addr=reply_addr,
+                  suggestions=suggestions if isinstance(suggestions, list) else [])
     _open(ctx, sess, req)
     _emit_permission(ctx, sess, req)
 

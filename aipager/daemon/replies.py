@@ -1,0 +1,164 @@
+"""A tap on a permission request, sent back to the hook that waits for it.
+
+The daemon's side of the hook's reply wait (``aipager.hookpy.reply`` has the
+protocol): a PermissionRequest event carries ``aipager_reply_addr`` and
+``aipager_request_id`` while its hook waits; one datagram
+``{"v":1,"request_id":..,"decision":{..}}`` on that address becomes Claude
+Code's decision, so its dialog never shows.
+
+- ``decision_for`` builds the decision for a tap (pure).
+- ``send_reply`` sends it (one non-blocking datagram; False when nobody waits).
+- ``answer`` applies a tap to the registry: sent to the hook (the request is
+  closed at once: a deny has no PostToolUse to close it), or the caller must
+  type keys into the terminal dialog (the hook timed out or is gone), or
+  nothing at all (already answered, or no such open request).
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Callable
+
+import orjson
+
+from aipager.daemon.audit import iso_seconds
+from aipager.daemon.dispatch import Ctx
+from aipager.daemon.model import Request, State
+from aipager.hookpy import reply as hook_reply
+
+#: the taps a permission request takes
+KINDS = ("allow", "allow_always", "deny")
+#: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch
+ALWAYS_TYPES = ("addRules", "addDirectories")
+
+#: ``answer`` results
+#: the hook got the decision: Claude Code goes on without its dialog
+VIA_HOOK = "hook_decision"
+#: nobody waits on the reply socket: the caller types the keys into the dialog
+VIA_KEYS = "keystroke_fallback"
+#: the request was already answered (a second tap): type nothing
+ALREADY = "already_answered"
+#: no such open request (answered in the terminal, task over): type nothing
+GONE = "gone"
+
+
+def always_permissions(suggestions: Any) -> list[dict]:
+    """The suggestions "Allow always" hands back as ``updatedPermissions``."""
+    if not isinstance(suggestions, list):
+        return []
+    return [s for s in suggestions if isinstance(s, dict) and s.get("type") in ALWAYS_TYPES]
+
+
+def reply_datagram(request_id: str, decision: dict) -> bytes:
+    return orjson.dumps({"v": 1, "request_id": request_id, "decision": decision})
+
+
+def _fits(request_id: str, decision: dict) -> bool:
+    # the hook ignores bigger or more nested replies (hookpy/reply.py)
+    data = reply_datagram(request_id, decision)
+    return len(data) <= hook_reply.REPLY_MAX and data.count(b"{") + data.count(b"[") <= hook_reply.MAX_BRACKETS
+
+
+def decision_for(kind: str, request: Request, who_label: str) -> dict:
+    """Claude Code's PermissionRequest decision for one tap.
+
+    Args:
+        kind: ``allow``, ``allow_always`` or ``deny``.
+        request: the open request (its ``suggestions`` feed "Allow always").
+        who_label: who tapped, as the deny message names them (e.g. ``@alice``).
+
+    Returns:
+        ``{"behavior": "allow"}``; for ``allow_always`` plus
+        ``updatedPermissions`` (the request's addRules/addDirectories
+        suggestions; plain allow when there are none or they would not fit a
+        reply); for ``deny`` a ``message`` naming who and ``interrupt`` false.
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if kind == "allow":
+        return {"behavior": "allow"}
+    if kind == "allow_always":
+        perms = always_permissions(request.suggestions)
+        decision = {"behavior": "allow", "updatedPermissions": perms}
+        if perms and _fits(request.request_id, decision):
+            return decision
+        return {"behavior": "allow"}
+    if kind == "deny":
+        return {"behavior": "deny", "message": f"Denied via aipager by {who_label}", "interrupt": False}
+    msg = f"unknown answer {kind!r}: expected one of {', '.join(KINDS)}"
+    raise ValueError(msg)
+
+
+def send_reply(reply_addr: str, request_id: str, decision: dict) -> bool:
+    """Send the decision to the hook waiting on ``reply_addr``; never blocks.
+
+    Returns:
+        True when the datagram was queued on the hook's socket; False when
+        nobody waits there any more (timed out, gone) or it cannot be sent.
+    """
+    if not reply_addr or not request_id:
+        return False
+    data = reply_datagram(request_id, decision)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+        try:
+            sock.sendto(data, socket.MSG_DONTWAIT, reply_addr)
+        except OSError:
+            return False
+    return True
+
+
+Sender = Callable[[str, str, dict], bool]
+
+
+def _find(ctx: Ctx, session: str, key: str) -> Request | None:
+    sess = ctx.registry.get(session)
+    if sess is None:
+        return None
+    return next((r for r in sess.requests if r.key == key and r.kind == "permission"), None)
+
+
+def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
+           send: Sender = send_reply) -> str:
+    """Apply one tap on permission request ``key`` of ``session``.
+
+    Returns:
+        ``VIA_HOOK``: the waiting hook took the decision; the request is closed
+        (``request_closed`` output with ``via``/``answer``/``who``).
+        ``VIA_KEYS``: no hook waits; the caller must answer the terminal dialog
+        with keys.  The request stays open (its PostToolUse closes it) but is
+        marked, so a later tap gets ``ALREADY``.
+        ``ALREADY`` / ``GONE``: type nothing.
+        Both VIA_* results write an audit record (``permission_answer``).
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if kind not in KINDS:
+        msg = f"unknown answer {kind!r}: expected one of {', '.join(KINDS)}"
+        raise ValueError(msg)
+    req = _find(ctx, session, key)
+    if req is None:
+        return GONE
+    if req.answered:
+        return ALREADY
+    sess = ctx.registry.get(session)
+    assert sess is not None  # _find found the request in it
+    decision = decision_for(kind, req, who)
+    if req.reply_addr and send(req.reply_addr, req.request_id, decision):
+        via = VIA_HOOK
+        sess.requests[:] = [r for r in sess.requests if r is not req]
+        ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id, via=via,
+                 answer=kind, who=who)
+        if not sess.requests and sess.state == State.WAITING:
+            task = sess.task
+            ctx.registry.set_state(sess, State.WORKING if task and task.ended_at is None else State.READY)
+    else:
+        via = VIA_KEYS
+        req.answered = kind
+        req.reply_addr = ""
+    ctx.audit.write({"ts": iso_seconds(ctx.now()), "session": sess.name, "action": "permission_answer",
+                     "label": sess.label, "tool": req.tool, "answer": kind, "via": via, "who": who,
+                     "task": sess.task.seq if sess.task else None})
+    ctx.registry.touch(sess)
+    return via

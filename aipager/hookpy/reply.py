@@ -1,0 +1,308 @@
+"""A PermissionRequest answered from the chat: the hook's reply wait (_fasthook/reply.pxi twin).
+
+For a PermissionRequest the hook binds a fresh datagram socket (0600)
+``<control folder>/aipager-reply-<32 hex>.sock``, splices
+``"aipager_reply_addr"`` and ``"aipager_request_id"`` (the same 32 hex) into
+the forwarded event and, only when that forward was SENT (a daemon that is
+down cannot answer), waits for one valid reply up to 20 s
+(``$AIPAGER_PERMISSION_REPLY_DEADLINE`` seconds, ``deadline_ms``).  A valid
+reply becomes Claude Code's PermissionRequest decision on stdout; a timeout
+prints nothing (Claude Code shows its own dialog) and tells the daemon
+(``permission_reply_timeout``) so later taps type keys instead.  The socket
+file is always removed.
+
+No wait at all (the event is forwarded as before, nothing printed) when the
+deadline is 0, the control folder is not an absolute path of a folder we own,
+the socket path is not plain printable ASCII without ``"`` and ``\\`` (it is
+spliced into JSON verbatim) or does not fit ``sockaddr_un``, or bind fails.
+
+A reply (``decision_output``) counts only if it is at most ``REPLY_MAX``
+bytes, holds at most ``MAX_BRACKETS`` ``{``/``[`` bytes (keeps both twins'
+parsers far from their nesting limits), is strict JSON (no NaN/Infinity),
+and reads ``{"v":1,"request_id":<ours>,"decision":{...}}`` where the
+decision has ``behavior`` "allow"|"deny" and optionally ``updatedPermissions``
+(list), ``message`` (string), ``interrupt`` (bool), nothing else.  Duplicate
+keys: the last one counts, as for a dict.  Anything else is ignored and the
+wait goes on.
+
+Re-encoding, decided here so both twins print the same bytes: the decision
+is rebuilt in the fixed order behavior, updatedPermissions, message,
+interrupt; behavior and interrupt are written as literals, message is its
+raw JSON token as received, updatedPermissions is its raw JSON text with the
+whitespace outside strings removed.  Nothing is decoded and re-escaped, so
+the C side copies bytes and never needs Python's float or string encoder.
+"""
+
+from __future__ import annotations
+
+import _json
+import posix
+import time
+
+from aipager import paths, wire
+from aipager.hookpy import jsonlite
+from aipager.hookpy.common import debug_line
+
+#: the wait when $AIPAGER_PERMISSION_REPLY_DEADLINE is unset or unreadable
+DEFAULT_MS = 20000
+#: what an override is clamped to (0 itself turns the wait off)
+MIN_MS = 10
+MAX_MS = 120000
+#: larger reply datagrams are ignored (their decision would not fit the C side's output buffer)
+REPLY_MAX = 32768
+#: replies with more '{' and '[' bytes than this are ignored
+MAX_BRACKETS = 256
+#: sockaddr_un.sun_path holds 107 bytes and the NUL
+SUN_PATH_MAX = 107
+_WS = " \t\n\r"
+_DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW | posix.O_CLOEXEC
+_PREFIX = (
+    '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"'
+)
+_DECISION_KEYS = ("behavior", "updatedPermissions", "message", "interrupt")
+
+
+def deadline_ms(env) -> int:
+    """The wait in milliseconds: ``$AIPAGER_PERMISSION_REPLY_DEADLINE`` seconds, else 20 s.
+
+    Only ``DIGITS[.DIGITS]`` is read (up to 9 integer digits; fractions
+    beyond milliseconds are cut); anything else means the default.  0 turns
+    the reply wait off; other values are clamped to 0.01..120 s.
+    """
+    text = env.get("AIPAGER_PERMISSION_REPLY_DEADLINE", "")
+    whole, dot, frac = text.partition(".")
+    if (not whole or len(whole) > 9 or not whole.isascii() or not whole.isdigit()
+            or (dot and (not frac or not frac.isascii() or not frac.isdigit()))):
+        return DEFAULT_MS
+    ms = int(whole) * 1000 + int((frac + "000")[:3])
+    if ms == 0:
+        return 0
+    return min(max(ms, MIN_MS), MAX_MS)
+
+
+def _no_constant(name: str) -> float:
+    # the C scanner rejects NaN/Infinity: so must this twin, or they would disagree
+    msg = f"{name} is not JSON"
+    raise ValueError(msg)
+
+
+def _int(text: str) -> int | None:
+    # Only "v" is ever read as a number; long digit runs stay unconverted
+    # (int() refuses > 4300 digits, which the C side would accept).
+    return int(text) if len(text) <= 20 else None
+
+
+class _Strict(jsonlite._Context):
+    parse_constant = staticmethod(_no_constant)
+    parse_int = staticmethod(_int)
+
+
+_scan_once = _json.make_scanner(_Strict())
+
+
+def _scan(text: str, i: int):
+    try:
+        return _scan_once(text, i)
+    except (StopIteration, SystemError):
+        # see jsonlite.loads: without json.decoder loaded a syntax error is a SystemError
+        msg = f"no JSON value at {i}"
+        raise ValueError(msg) from None
+
+
+def _ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in _WS:
+        i += 1
+    return i
+
+
+def _members(text: str, i: int) -> tuple[dict, int]:
+    """The object at ``text[i]``: key -> (value, start, end) (the last of
+    duplicate keys wins), and the index past it.
+
+    Raises:
+        ValueError: not a JSON object there.
+    """
+    n = len(text)
+    if i >= n or text[i] != "{":
+        msg = "not an object"
+        raise ValueError(msg)
+    members: dict = {}
+    i = _ws(text, i + 1)
+    if i < n and text[i] == "}":
+        return members, i + 1
+    while True:
+        if i >= n or text[i] != '"':
+            msg = "key expected"
+            raise ValueError(msg)
+        key, i = _scan(text, i)
+        i = _ws(text, i)
+        if i >= n or text[i] != ":":
+            msg = "colon expected"
+            raise ValueError(msg)
+        start = _ws(text, i + 1)
+        value, i = _scan(text, start)
+        members[key] = (value, start, i)
+        i = _ws(text, i)
+        if i < n and text[i] == ",":
+            i = _ws(text, i + 1)
+            continue
+        if i < n and text[i] == "}":
+            return members, i + 1
+        msg = "comma or brace expected"
+        raise ValueError(msg)
+
+
+def compact(text: str) -> str:
+    """JSON text without the whitespace outside strings (reply.pxi put_compact)."""
+    if not any(c in text for c in _WS):
+        return text
+    out = []
+    in_str = esc = False
+    for c in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c in _WS:
+            continue
+        elif c == '"':
+            in_str = True
+        out.append(c)
+    return "".join(out)
+
+
+def decision_output(data: bytes, request_id: str) -> str | None:
+    """The hook's stdout for a valid reply to ``request_id``, else None (see the module doc)."""
+    if len(data) > REPLY_MAX or data.count(b"{") + data.count(b"[") > MAX_BRACKETS:
+        return None
+    try:
+        text = data.decode("utf-8")
+        start = _ws(text, 0)
+        top, end = _members(text, start)
+        if _ws(text, end) != len(text):
+            return None
+        v = top.get("v")
+        rid = top.get("request_id")
+        decision = top.get("decision")
+        if v is None or type(v[0]) is not int or v[0] != 1:
+            return None
+        if rid is None or rid[0] != request_id or decision is None or type(decision[0]) is not dict:
+            return None
+        fields, _ = _members(text, decision[1])
+    except (ValueError, RecursionError):
+        return None
+    if any(key not in _DECISION_KEYS for key in fields):
+        return None
+    behavior = fields.get("behavior")
+    if behavior is None or behavior[0] not in ("allow", "deny") or type(behavior[0]) is not str:
+        return None
+    perms = fields.get("updatedPermissions")
+    message = fields.get("message")
+    interrupt = fields.get("interrupt")
+    if ((perms is not None and type(perms[0]) is not list)
+            or (message is not None and type(message[0]) is not str)
+            or (interrupt is not None and type(interrupt[0]) is not bool)):
+        return None
+    parts = [_PREFIX, behavior[0], '"']
+    if perms is not None:
+        parts.append(',"updatedPermissions":' + compact(text[perms[1]:perms[2]]))
+    if message is not None:
+        parts.append(',"message":' + text[message[1]:message[2]])
+    if interrupt is not None:
+        parts.append(',"interrupt":true' if interrupt[0] else ',"interrupt":false')
+    parts.append("}}}")
+    return "".join(parts)
+
+
+def _usable_path(path: str) -> bool:
+    return (len(path) <= SUN_PATH_MAX and path.isascii() and path.isprintable()
+            and '"' not in path and "\\" not in path)
+
+
+class Reply:
+    """One bound reply socket; ``close`` removes it."""
+
+    __slots__ = ("path", "request_id", "sock", "debug")
+
+    def __init__(self, path: str, request_id: str, sock, debug: bool) -> None:
+        self.path = path
+        self.request_id = request_id
+        self.sock = sock
+        self.debug = debug
+
+    def fields(self) -> bytes:
+        """What the forwarded datagram gets spliced in (plain ASCII, see _usable_path)."""
+        return (b',"aipager_reply_addr":"' + self.path.encode() + b'","aipager_request_id":"'
+                + self.request_id.encode() + b'"')
+
+    def wait(self, ms: int) -> str | None:
+        """The first valid reply's output within ``ms`` milliseconds, else None."""
+        end = time.monotonic() + ms / 1000
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(REPLY_MAX + 1)
+            except OSError:  # TimeoutError included
+                return None
+            out = decision_output(data, self.request_id)
+            if out is not None:
+                return out
+            debug_line(self.debug, "aipager-hook", "reply ignored:", len(data), "bytes")
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            posix.unlink(self.path)
+        except OSError:
+            pass
+
+
+def open_reply(env, debug: bool) -> Reply | None:
+    """Bind a fresh reply socket, or None when the wait cannot happen (see the module doc)."""
+    if deadline_ms(env) == 0:
+        return None
+    folder = paths.control_dir(env)
+    if not folder.startswith("/"):
+        return None
+    try:
+        dfd = posix.open(folder, _DIR_FLAGS)
+    except OSError:
+        debug_line(debug, "aipager-hook", "no reply folder:", folder)
+        return None
+    try:
+        if posix.fstat(dfd).st_uid != posix.geteuid():
+            debug_line(debug, "aipager-hook", "reply folder not ours:", folder)
+            return None
+    finally:
+        posix.close(dfd)
+    request_id = posix.urandom(16).hex()
+    path = paths.reply_socket(env, request_id)
+    if not _usable_path(path):
+        debug_line(debug, "aipager-hook", "reply socket path unusable:", path)
+        return None
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM | _socket.SOCK_CLOEXEC)
+    old = posix.umask(0o177)  # the socket file is born 0600: only we may answer
+    try:
+        sock.bind(path)
+    except OSError:
+        sock.close()
+        debug_line(debug, "aipager-hook", "cannot bind the reply socket:", path)
+        return None
+    finally:
+        posix.umask(old)
+    return Reply(path, request_id, sock, debug)
+
+
+def timeout_message(session: str, request_id: str) -> bytes:
+    """permission_reply_timeout: the daemon clears the reply address (taps type keys)."""
+    return (b'{"hook_event_name":"' + wire.PERMISSION_REPLY_TIMEOUT.encode() + b'","session":"'
+            + session.encode() + b'","aipager_request_id":"' + request_id.encode() + b'"}')

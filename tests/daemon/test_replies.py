@@ -1,0 +1,210 @@
+"""A tap sent back to the waiting hook: decision_for, send_reply, answer / Daemon.answer_request.
+
+The hook's side is a real datagram socket bound where a PermissionRequest's
+``aipager_reply_addr`` points; what arrives there must be a reply the hook
+twin accepts (``aipager.hookpy.reply.decision_output``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import orjson
+import pytest
+from support import hookrun
+
+from aipager.daemon import replies
+from aipager.daemon.app import Daemon
+from aipager.daemon.model import Request, State
+from aipager.hookpy import reply as hook_reply
+
+S = "claude-jim"
+RID = "0123456789abcdef0123456789abcdef"
+RULES = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
+         "behavior": "allow", "destination": "localSettings"}
+DIRS = {"type": "addDirectories", "directories": ["/home/dev/project"], "destination": "session"}
+MODE = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+
+
+class HookSocket(hookrun.Receiver):
+    """Stands in for the waiting hook: a bound datagram socket in a short folder of ours."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="aprd", dir="/tmp")
+        super().__init__(os.path.join(self.folder, f"aipager-reply-{RID}.sock"))
+
+    def received(self) -> list[bytes]:
+        return self.drain_raw()
+
+    def close(self) -> None:
+        super().close()
+        os.rmdir(self.folder)
+
+
+@pytest.fixture
+def hook():
+    sock = HookSocket()
+    yield sock
+    sock.close()
+
+
+def request(suggestions: list | None = None) -> Request:
+    return Request(key="p:toolu_1:", kind="permission", tool="Bash", opened_at=0.0,
+                   request_id=RID, suggestions=suggestions or [])
+
+
+# -- decision_for -------------------------------------------------------------------------
+
+
+def test_allow() -> None:
+    assert replies.decision_for("allow", request([RULES]), "@alice") == {"behavior": "allow"}
+
+
+def test_allow_always_passes_rules_and_folders_but_never_a_mode_switch() -> None:
+    got = replies.decision_for("allow_always", request([RULES, MODE, DIRS]), "@alice")
+    assert got == {"behavior": "allow", "updatedPermissions": [RULES, DIRS]}
+
+
+@pytest.mark.parametrize("suggestions", [[], [MODE], ["junk", 3]])
+def test_allow_always_without_a_rule_is_plain_allow(suggestions: list) -> None:
+    assert replies.decision_for("allow_always", request(suggestions), "@alice") == {"behavior": "allow"}
+
+
+def test_allow_always_too_big_for_the_hook_is_plain_allow() -> None:
+    huge = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "x" * 40000}]}
+    assert replies.decision_for("allow_always", request([huge]), "@alice") == {"behavior": "allow"}
+
+
+def test_deny_names_who() -> None:
+    assert replies.decision_for("deny", request(), "@alice") == {
+        "behavior": "deny", "message": "Denied via aipager by @alice", "interrupt": False}
+
+
+def test_unknown_kind() -> None:
+    with pytest.raises(ValueError, match="unknown answer 'stop'"):
+        replies.decision_for("stop", request(), "@alice")
+
+
+@pytest.mark.parametrize("kind", replies.KINDS)
+def test_every_decision_is_a_reply_the_hook_accepts(kind: str) -> None:
+    decision = replies.decision_for(kind, request([RULES, DIRS]), "Ana “η” @alice")
+    out = hook_reply.decision_output(replies.reply_datagram(RID, decision), RID)
+    assert out is not None
+    assert json.loads(out) == {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+
+
+# -- send_reply ---------------------------------------------------------------------------
+
+
+def test_send_reply_reaches_the_hook(hook: HookSocket) -> None:
+    decision = {"behavior": "allow"}
+    assert replies.send_reply(hook.path, RID, decision) is True
+    assert [orjson.loads(d) for d in hook.received()] == [{"v": 1, "request_id": RID, "decision": decision}]
+
+
+def test_send_reply_to_a_gone_hook_is_false(hook: HookSocket) -> None:
+    path = hook.path
+    hook.sock.close()
+    os.unlink(path)
+    assert replies.send_reply(path, RID, {"behavior": "allow"}) is False
+
+
+def test_send_reply_to_a_socket_nobody_reads_is_false(hook: HookSocket) -> None:
+    hook.sock.close()  # the file stays, nobody listens
+    assert replies.send_reply(hook.path, RID, {"behavior": "allow"}) is False
+
+
+def test_send_reply_without_an_address_is_false() -> None:
+    assert replies.send_reply("", RID, {"behavior": "allow"}) is False
+
+
+# -- answer: the registry side --------------------------------------------------------------
+
+
+def _ask(core, reply_addr: str, request_id: str = RID, suggestions: list | None = None) -> str:
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": S, "prompt": "go"})
+    core.feed({"hook_event_name": "PermissionRequest", "session": S, "tool_name": "Bash",
+               "tool_use_id": "toolu_1", "tool_input": {"command": "npm test"},
+               "permission_suggestions": suggestions or [RULES],
+               "aipager_request_id": request_id, "aipager_reply_addr": reply_addr})
+    return core.registry.get(S).requests[0].key
+
+
+def test_tap_goes_to_the_waiting_hook_and_closes_the_request(core, notifier, hook: HookSocket) -> None:
+    key = _ask(core, hook.path)
+    assert core.registry.get(S).state == State.WAITING
+
+    assert replies.answer(core.ctx, S, key, "deny", "@alice") == replies.VIA_HOOK
+
+    got = [orjson.loads(d) for d in hook.received()]
+    assert got == [{"v": 1, "request_id": RID, "decision": {
+        "behavior": "deny", "message": "Denied via aipager by @alice", "interrupt": False}}]
+    sess = core.registry.get(S)
+    assert sess.requests == [] and sess.state == State.WORKING
+    closed = notifier.of("request_closed", S)[-1].data
+    assert closed == {"key": key, "request_id": RID, "via": "hook_decision", "answer": "deny", "who": "@alice"}
+    record = core.ctx.audit.records[-1]
+    assert {k: record[k] for k in ("action", "session", "tool", "answer", "via", "who")} == {
+        "action": "permission_answer", "session": S, "tool": "Bash", "answer": "deny",
+        "via": "hook_decision", "who": "@alice"}
+
+    # a late second tap types nothing and sends nothing
+    assert replies.answer(core.ctx, S, key, "allow", "@bob") == replies.GONE
+    assert hook.received() == []
+
+
+def test_allow_always_sends_the_rule(core, hook: HookSocket) -> None:
+    key = _ask(core, hook.path, suggestions=[MODE, RULES])
+    assert replies.answer(core.ctx, S, key, "allow_always", "@alice") == replies.VIA_HOOK
+    assert orjson.loads(hook.received()[0])["decision"] == {"behavior": "allow", "updatedPermissions": [RULES]}
+
+
+def test_after_the_hook_timed_out_the_caller_types_keys_once(core, notifier, hook: HookSocket) -> None:
+    key = _ask(core, hook.path)
+    core.feed({"hook_event_name": "permission_reply_timeout", "session": S, "aipager_request_id": RID})
+
+    assert replies.answer(core.ctx, S, key, "allow", "@alice") == replies.VIA_KEYS
+    assert hook.received() == []  # the address was cleared: nothing sent
+    req = core.registry.get(S).requests[0]
+    assert req.answered == "allow"  # still open until its PostToolUse
+    assert core.ctx.audit.records[-1]["via"] == "keystroke_fallback"
+
+    assert replies.answer(core.ctx, S, key, "deny", "@bob") == replies.ALREADY
+
+
+def test_hook_gone_without_timeout_falls_back_to_keys(core, hook: HookSocket) -> None:
+    key = _ask(core, hook.path)
+    hook.sock.close()
+    os.unlink(hook.path)
+    assert replies.answer(core.ctx, S, key, "allow", "@alice") == replies.VIA_KEYS
+    req = core.registry.get(S).requests[0]
+    assert (req.answered, req.reply_addr) == ("allow", "")
+
+
+def test_unknown_request_or_session_is_gone(core, hook: HookSocket) -> None:
+    _ask(core, hook.path)
+    assert replies.answer(core.ctx, S, "p:nope:", "allow", "@alice") == replies.GONE
+    assert replies.answer(core.ctx, "claude-other", "p:toolu_1:", "allow", "@alice") == replies.GONE
+    assert hook.received() == []
+
+
+def test_answer_rejects_an_unknown_kind(core, hook: HookSocket) -> None:
+    key = _ask(core, hook.path)
+    with pytest.raises(ValueError, match="unknown answer"):
+        replies.answer(core.ctx, S, key, "maybe", "@alice")
+    assert core.registry.get(S).requests[0].answered == ""
+
+
+def test_daemon_answer_request(hook: HookSocket) -> None:
+    """The entry point the chat calls: the real Daemon object, its core and audit file."""
+    daemon = Daemon(dict(os.environ))
+    _ask(daemon.core, hook.path)
+    key = daemon.core.registry.get(S).requests[0].key
+    assert daemon.answer_request(S, key, "allow", "@alice") == replies.VIA_HOOK
+    assert orjson.loads(hook.received()[0])["decision"] == {"behavior": "allow"}
+    assert daemon.answer_request(S, key, "allow", "@alice") == replies.GONE
+    with open(daemon.audit.path, "rb") as fh:
+        lines = [orjson.loads(line) for line in fh]
+    assert [(r["action"], r["via"]) for r in lines] == [("permission_answer", "hook_decision")]

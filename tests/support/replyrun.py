@@ -1,0 +1,112 @@
+"""A fake daemon for the PermissionRequest reply wait (tests/hook/test_permission_reply*.py).
+
+``run_hook`` starts the hook (native or twin), reads the event it forwards to
+the ``Receiver`` and answers on the event's ``aipager_reply_addr``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pytest
+from support import hookrun
+
+from aipager import paths
+
+EVENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "events")
+SESSION = "claude-jim"
+OUT = b'{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":'
+
+
+@pytest.fixture(autouse=True)
+def short_instance_dir(monkeypatch):
+    """A short control folder: ``aipager-reply-<32 hex>.sock`` takes 51 of sun_path's 107 bytes,
+    and pytest's tmp folders can leave fewer (the hook then does not wait, by design)."""
+    folder = tempfile.mkdtemp(prefix="apr", dir="/tmp")
+    monkeypatch.setenv("AIPAGER_INSTANCE_DIR", folder)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def event_bytes() -> bytes:
+    with open(os.path.join(EVENTS, "PermissionRequest.json"), "rb") as fh:
+        return json.dumps(json.load(fh)).encode()
+
+
+def reply(rid: str, decision: dict, **extra) -> bytes:
+    return json.dumps({"v": 1, "request_id": rid, "decision": decision, **extra}).encode()
+
+
+@dataclass
+class Run:
+    exit: int
+    stdout: bytes
+    stderr: bytes
+    forwarded: dict | None = None
+    forwarded_raw: bytes = b""
+    after: list = field(default_factory=list)
+
+
+def run_hook(kind: str, env: dict, answer: Callable[[dict], list[bytes]] | None,
+             receiver: hookrun.Receiver | None, timeout: float = 20) -> Run:
+    """Start the hook, answer its forwarded event with ``answer(event)``'s datagrams."""
+    proc = subprocess.Popen(hookrun.contender_cmd(kind, "hook"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        proc.stdin.write(event_bytes())
+        proc.stdin.close()
+        forwarded = None
+        raw = b""
+        if receiver is not None:
+            receiver.sock.settimeout(timeout)
+            raw = receiver.sock.recv(1 << 20)
+            receiver.sock.setblocking(False)
+            forwarded = json.loads(raw)
+            if answer is not None:
+                client = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                try:
+                    for data in answer(forwarded):
+                        try:
+                            client.sendto(data, forwarded["aipager_reply_addr"])
+                        except (FileNotFoundError, ConnectionRefusedError):
+                            break  # an earlier datagram was taken: the hook is gone
+                finally:
+                    client.close()
+        proc.wait(timeout)
+        stdout, stderr = proc.stdout.read(), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    after = receiver.drain() if receiver is not None else []
+    return Run(proc.returncode, stdout, stderr, forwarded, raw, after)
+
+
+def no_reply_sockets(env: dict) -> bool:
+    return not glob.glob(os.path.join(paths.control_dir(env), paths.REPLY_PREFIX + "*"))
+
+
+def env_with(deadline: str = "5", **extra: str) -> dict:
+    return hookrun.hook_env(AIPAGER_PERMISSION_REPLY_DEADLINE=deadline, **extra)
+
+
+def answered(kind: str, answer: Callable[[dict], list[bytes]], deadline: str = "5") -> Run:
+    env = env_with(deadline)
+    receiver = hookrun.receiver_for(env)
+    try:
+        done = run_hook(kind, env, answer, receiver)
+    finally:
+        receiver.close()
+    assert b"Traceback" not in done.stderr, done.stderr
+    assert no_reply_sockets(env)
+    return done
