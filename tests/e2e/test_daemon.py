@@ -195,6 +195,8 @@ def test_permission_request_waits_then_is_answered_at_the_terminal(daemon, dtach
                                                                    fake_anthropic, claude_home):
     target = os.path.join(claude_home.project, "approved-file")
     fake_anthropic.script("E2E-PERM", fa.bash(f"touch {target}"), fa.text("Made it after approval."))
+    # nobody taps: the hook's reply wait ends soon, then Claude Code draws its dialog
+    claude_home.extra_env["AIPAGER_PERMISSION_REPLY_DEADLINE"] = "1"
     tui = dtach_session("--permission-mode", "default")  # nothing pre-allowed: Claude asks
 
     tui.type("E2E-PERM make the file")
@@ -202,7 +204,11 @@ def test_permission_request_waits_then_is_answered_at_the_terminal(daemon, dtach
     sess = daemon.wait_session(lambda s: s["waiting_for"] == "permission", 30,
                                "a permission request")
     assert sess["state"] == "waiting"
+    assert len(sess["requests"][0]["request_id"]) == 32
     tui.wait_shown("Do you want to proceed?")
+    # the hook's permission_reply_timeout cleared the reply address: a tap now means keys
+    daemon.wait_session(lambda s: s["requests"] and s["requests"][0]["reply_addr"] == "", 10,
+                        "the reply address cleared")
     assert not os.path.exists(target)
 
     # "Yes", at the terminal; the daemon sees the request close when the tool has run.

@@ -58,12 +58,16 @@ def test_permission_dialog_answered_at_the_terminal(dtach_session, fake_anthropi
                                                     claude_home):
     target = os.path.join(claude_home.project, "approved")
     fake_anthropic.script("E2E-TPERM", fa.bash(f"touch {target}"), fa.text("Approved and done."))
+    # nobody answers the hook's reply wait: a short one, then Claude Code draws its dialog
+    claude_home.extra_env["AIPAGER_PERMISSION_REPLY_DEADLINE"] = "1"
     tui = dtach_session("--permission-mode", "default")  # nothing pre-allowed
 
     tui.type("E2E-TPERM make it")
 
     request = hook_socket.wait_event("PermissionRequest")
     assert request["tool_name"] == "Bash" and request["tool_input"]["command"] == f"touch {target}"
+    timeout = hook_socket.wait_event("permission_reply_timeout")
+    assert (timeout["session"], timeout["aipager_request_id"]) == (SESSION, request["aipager_request_id"])
     note = hook_socket.wait_event("Notification", notification_type="permission_prompt")
     assert note["session"] == SESSION
     tui.wait_shown("Do you want to proceed?")
