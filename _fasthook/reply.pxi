@@ -313,19 +313,21 @@ cdef int reply_wait(Reply* r, long ms, HookOut* out, int debug) noexcept nogil:
     while True:
         clock_gettime(CLOCK_MONOTONIC, &now)
         left = end_ms - (<long long>now.tv_sec * 1000 + now.tv_nsec // 1000000)
-        if left <= 0:
-            return 0
-        p.revents = 0
-        pr = poll(&p, 1, <int>left)
-        if pr < 0:
-            if errno == EINTR:
-                continue
-            return 0
-        if pr == 0:
-            continue  # the loop head decides whether time is up
+        if left > 0:
+            p.revents = 0
+            pr = poll(&p, 1, <int>left)
+            if pr < 0:
+                if errno == EINTR:
+                    continue
+                return 0
+            if pr == 0:
+                continue  # the loop head decides whether time is up
+        # at the deadline, replies already queued still count (reply.py Reply.wait)
         n = recv(r.fd, buf, REPLY_MAX + 1, MSG_DONTWAIT)
         if n < 0:
-            if errno == EINTR or errno == EAGAIN:
+            if errno == EINTR:
+                continue
+            if errno == EAGAIN and left > 0:
                 continue
             return 0
         if reply_decision(buf, <size_t>n, r.id, out):

@@ -69,7 +69,10 @@ def _payloads(folder: str, only: list[str] | None) -> list[tuple[str, str, str]]
 def run(args) -> list[dict]:
     only = args.events.split(",") if getattr(args, "events", None) else None
     sink = harness.Sink()
-    env = {"PATH": "/usr/bin:/bin", "AIPAGER_INSTANCE_DIR": sink.dir, "CLAUDE_DTACH_SESSION": SESSION}
+    env = {"PATH": "/usr/bin:/bin", "AIPAGER_INSTANCE_DIR": sink.dir, "CLAUDE_DTACH_SESSION": SESSION,
+           # a PermissionRequest would wait (up to 20 s) for a tap nobody sends: measure the
+           # hook's own work, as without the reply wait
+           "AIPAGER_PERMISSION_REPLY_DEADLINE": "0"}
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="aipager-bench-payloads-") as folder:
         # Claude Code always passes HOME; without it the policy steps decline

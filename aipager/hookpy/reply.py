@@ -240,16 +240,23 @@ class Reply:
                 + self.request_id.encode() + b'"')
 
     def wait(self, ms: int) -> str | None:
-        """The first valid reply's output within ``ms`` milliseconds, else None."""
+        """The first valid reply's output within ``ms`` milliseconds, else None.
+
+        At the deadline, replies already queued are still read (without
+        waiting): a tap that arrived just in time is not lost to the clock.
+        """
         end = time.monotonic() + ms / 1000
         while True:
             left = end - time.monotonic()
             if left <= 0:
-                return None
-            self.sock.settimeout(left)
+                self.sock.setblocking(False)
+            else:
+                self.sock.settimeout(left)
             try:
                 data = self.sock.recv(REPLY_MAX + 1)
-            except OSError:  # TimeoutError included
+            except TimeoutError:
+                continue  # the loop head reads what is queued, then gives up
+            except OSError:  # BlockingIOError at the deadline: nothing queued
                 return None
             out = decision_output(data, self.request_id)
             if out is not None:

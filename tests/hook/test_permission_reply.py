@@ -19,6 +19,7 @@ from support.replyrun import (OUT, SESSION, Run, answered, env_with, no_reply_so
                               short_instance_dir)
 
 from aipager import paths
+from aipager.hookpy import reply as hook_reply
 
 __all__ = ["short_instance_dir"]  # the autouse fixture, imported to apply here
 
@@ -225,3 +226,25 @@ def test_bracket_limit_is_the_same_in_both(kind: str) -> None:
     done = answered(kind, lambda ev: [_brackets(257, ev["aipager_request_id"]),
                                       _brackets(256, ev["aipager_request_id"])])
     assert done.stdout == OUT + b'{"behavior":"allow","updatedPermissions":' + b"[" * 254 + b"]" * 254 + b"}}}"
+
+
+# -- the twin's pure helpers (the C stage mirrors them; the runs above compare the two) ----
+
+@pytest.mark.parametrize(("text", "ms"), [
+    (None, 20000), ("", 20000), ("5", 5000), ("0.3", 300), ("0.25", 250), ("1.23456", 1234),
+    ("0", 0), ("0.0", 0), ("0.0004", 0), ("0.001", 10), ("999", 120000), ("123456789", 120000),
+    ("1234567890", 20000), ("1e3", 20000), (" 5", 20000), ("5 ", 20000), ("5.", 20000), (".5", 20000),
+    ("-1", 20000), ("٣", 20000), ("inf", 20000), ("0x10", 20000),
+])
+def test_deadline_ms(text: str | None, ms: int) -> None:
+    env = {} if text is None else {"AIPAGER_PERMISSION_REPLY_DEADLINE": text}
+    assert hook_reply.deadline_ms(env) == ms
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ('[ 1 , "a b" ]', '[1,"a b"]'),
+    ('{"k" :\n\t"\\" x\\\\" }', '{"k":"\\" x\\\\"}'),
+    ("[]", "[]"),
+])
+def test_compact(text: str, want: str) -> None:
+    assert hook_reply.compact(text) == want
