@@ -15,8 +15,8 @@ import stat
 
 import pytest
 from support import hookrun
-from support.replyrun import (OUT, SESSION, Run, answered, env_with, no_reply_sockets, reply, run_hook,
-                              short_instance_dir)
+from support.replyrun import (OUT, SESSION, Run, answered, env_with, event_bytes, no_reply_sockets, reply,
+                              run_hook, short_instance_dir)
 
 from aipager import paths
 from aipager.hookpy import reply as hook_reply
@@ -248,3 +248,16 @@ def test_deadline_ms(text: str | None, ms: int) -> None:
 ])
 def test_compact(text: str, want: str) -> None:
     assert hook_reply.compact(text) == want
+
+
+def test_declined_to_stage_2_the_twin_waits_instead(native_bins: dict) -> None:
+    """An event too large for the C stage goes to the twin, which shrinks it, keeps the reply
+    keys and does the wait (the C stage bound nothing: one reply socket, one forward)."""
+    event = json.loads(event_bytes())
+    event["tool_input"]["command"] = "echo " + "x" * 300_000
+    done = answered("native", lambda ev: [reply(ev["aipager_request_id"], {"behavior": "allow"})],
+                    stdin=json.dumps(event).encode(), AIPAGER_DEBUG="1")
+    assert b"declined to stage 2" in done.stderr
+    assert done.stdout == OUT + b'{"behavior":"allow"}}}'
+    assert len(done.forwarded_raw) <= 200_000 and len(done.forwarded["aipager_request_id"]) == 32
+    assert done.after == []  # nothing else was forwarded

@@ -56,12 +56,12 @@ class Run:
 
 
 def run_hook(kind: str, env: dict, answer: Callable[[dict], list[bytes]] | None,
-             receiver: hookrun.Receiver | None, timeout: float = 20) -> Run:
+             receiver: hookrun.Receiver | None, timeout: float = 20, stdin: bytes | None = None) -> Run:
     """Start the hook, answer its forwarded event with ``answer(event)``'s datagrams."""
     proc = subprocess.Popen(hookrun.contender_cmd(kind, "hook"), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
-        proc.stdin.write(event_bytes())
+        proc.stdin.write(event_bytes() if stdin is None else stdin)
         proc.stdin.close()
         forwarded = None
         raw = b""
@@ -100,11 +100,12 @@ def env_with(deadline: str = "5", **extra: str) -> dict:
     return hookrun.hook_env(AIPAGER_PERMISSION_REPLY_DEADLINE=deadline, **extra)
 
 
-def answered(kind: str, answer: Callable[[dict], list[bytes]], deadline: str = "5") -> Run:
-    env = env_with(deadline)
+def answered(kind: str, answer: Callable[[dict], list[bytes]], deadline: str = "5",
+             stdin: bytes | None = None, **extra_env: str) -> Run:
+    env = env_with(deadline, **extra_env)
     receiver = hookrun.receiver_for(env)
     try:
-        done = run_hook(kind, env, answer, receiver)
+        done = run_hook(kind, env, answer, receiver, stdin=stdin)
     finally:
         receiver.close()
     assert b"Traceback" not in done.stderr, done.stderr
