@@ -1,7 +1,7 @@
 """Finding and stopping a running daemon from the CLI (no socket protocol needed).
 
-The daemon is whoever holds the control socket open: the same /proc lookup
-``dtach.kill`` uses for session masters.
+The daemon is whoever holds the control socket open (the same /proc lookup
+``dtach.kill`` uses for session masters) or holds the single-instance lock.
 """
 
 from __future__ import annotations
@@ -15,13 +15,51 @@ from aipager import dtach, paths
 
 
 def daemon_pids(env: Mapping[str, str]) -> set[int]:
-    """PIDs of processes bound to the control socket (empty when down)."""
+    """PIDs of the running daemon (empty when down).
+
+    Two signs, either suffices: holding the control socket open (found through
+    /proc/net/unix, which lists only this network namespace's sockets, so it
+    misses the deeper-queued socket ``daemon.deepq`` makes in its own one), and
+    holding the single-instance lock whose file names its pid.
+    """
+    pids: set[int] = set()
     sock = paths.socket_path(env)
-    if not os.path.exists(sock):
-        return set()
-    pids = dtach.socket_holders(sock)
+    if os.path.exists(sock):
+        pids = dtach.socket_holders(sock)
+    holder = lock_holder(paths.lock_file(env))
+    if holder is not None:
+        pids.add(holder)
     pids.discard(os.getpid())
     return pids
+
+
+def lock_holder(path: str) -> int | None:
+    """The pid written in the daemon lock file if that process has the file open.
+
+    Checked through /proc without taking the lock: trying ``flock`` here could
+    make a daemon starting at that moment believe another one runs.  A stale pid
+    (a crashed daemon, a recycled number) does not have the file open.
+    """
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            text = fh.read(32).strip()
+        target = os.path.realpath(path)
+    except OSError:
+        return None
+    if not text.isdigit():
+        return None
+    fds = f"/proc/{int(text)}/fd"
+    try:
+        names = os.listdir(fds)
+    except OSError:
+        return None
+    for name in names:
+        try:
+            if os.readlink(f"{fds}/{name}") == target:
+                return int(text)
+        except OSError:
+            continue
+    return None
 
 
 def stop_daemon(env: Mapping[str, str], grace: float = 5.0) -> bool:
