@@ -149,7 +149,7 @@ class Task:
 
 
 _NESTED = {"rows": Row, "agents": Agent, "agent_calls": AgentCall, "bg": BgCommand,
-           "requests": Request, "queue": QueuedMessage}
+           "requests": Request, "queue": QueuedMessage, "hook_answered": Request}
 #: attribute → key in the saved state (the names `aipager status --json` shows)
 _SAVED_AS = {"agents": "subagents", "bg": "background_commands", "queue": "queued_messages",
              "delivered": "delivered_answers"}
@@ -157,6 +157,8 @@ _SAVED_AS = {"agents": "subagents", "bg": "background_commands", "queue": "queue
 
 #: notices kept per session in its saved state
 NOTICES_KEPT = 20
+#: requests answered through the hook's reply socket, kept per session (see Session.hook_answered)
+HOOK_ANSWERED_KEPT = 10
 
 
 @dataclass(slots=True)
@@ -187,6 +189,10 @@ class Session:
     agent_calls: list[AgentCall] = field(default_factory=list)
     bg: dict[str, BgCommand] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    #: requests closed because their waiting hook was sent the tap (newest last, at most
+    #: HOOK_ANSWERED_KEPT): a permission_reply_timeout for one of them means the hook gave
+    #: up before reading it, and the request opens again (``replies.late``)
+    hook_answered: list[Request] = field(default_factory=list)
     reminded: bool = False
     queue: list[QueuedMessage] = field(default_factory=list)
     #: authors of the chat messages the hook just picked up; the next prompt's task takes them
@@ -266,6 +272,7 @@ class Session:
         sess.bg = {b.id: b for b in kw["bg"]}
         sess.agent_calls = kw["agent_calls"]
         sess.requests = kw["requests"]
+        sess.hook_answered = kw["hook_answered"]
         sess.queue = kw["queue"]
         sess.delivered = deque(raw.get("delivered") or ())
         return sess

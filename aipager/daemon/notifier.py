@@ -15,10 +15,11 @@ Output kinds (``Output.kind``) and their ``data``:
   rendering, ``data["final"]`` is true once the task is over and no work runs.
 - ``notice``: a one-line notice (``data["notice"]`` names it: compacted,
   compacting, context_warning, still_waiting, session_end, safety_blocked,
-  files_refused, memory_cap, api_error, report_error).
+  files_refused, memory_cap, api_error, report_error, late_tap).
 - ``answer``: Claude's answer, delivered once (``data["digest"]``, ``data["task"]``).
 - ``permission``: a permission request (``data``: key, tool, detail, buttons,
-  separate, request_id, reply_addr, agent_id).
+  separate, request_id, reply_addr, agent_id; ``late_answer`` when it is shown again
+  because a tap reached its hook too late, see ``replies.late``).
 - ``question``: an AskUserQuestion (``data``: key, options, multi_select).
 - ``request_closed``: a request or question was answered (in the terminal, or by a tap the
   waiting hook took: then ``data`` also has ``via``, ``answer``, ``who``); late taps type nothing.

@@ -12,6 +12,9 @@ Code's decision, so its dialog never shows.
   closed at once: a deny has no PostToolUse to close it), or the caller must
   type keys into the terminal dialog (the hook timed out or is gone), or
   nothing at all (already answered, or no such open request).
+- ``late`` handles the one race: the tap was sent just as the hook gave up
+  (its ``permission_reply_timeout`` names a request closed by ``answer``):
+  the dialog is in the terminal after all, so the request opens again.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import orjson
 
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
-from aipager.daemon.model import Request, State
+from aipager.daemon.events.permissions import reopen
+from aipager.daemon.model import HOOK_ANSWERED_KEPT, Request, Session, State
 from aipager.hookpy import reply as hook_reply
 
 #: the taps a permission request takes
@@ -147,7 +151,10 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
     decision = decision_for(kind, req, who)
     if req.reply_addr and send(req.reply_addr, req.request_id, decision):
         via = VIA_HOOK
+        req.answered = kind
         sess.requests[:] = [r for r in sess.requests if r is not req]
+        sess.hook_answered.append(req)
+        del sess.hook_answered[:-HOOK_ANSWERED_KEPT]
         ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id, via=via,
                  answer=kind, who=who)
         if not sess.requests and sess.state == State.WAITING:
@@ -162,3 +169,24 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
                      "task": sess.task.seq if sess.task else None})
     ctx.registry.touch(sess)
     return via
+
+
+def late(ctx: Ctx, sess: Session, request_id: str) -> bool:
+    """A ``permission_reply_timeout`` for a request ``answer`` closed: the hook never read the tap.
+
+    The request opens again, unanswered and without a reply address (a tap now
+    means keys), and is shown again: the ``permission`` output carries
+    ``late_answer`` (the tap that got lost) and a ``late_tap`` notice says so.
+
+    Returns:
+        Whether ``request_id`` was such a request.
+    """
+    req = next((r for r in sess.hook_answered if r.request_id == request_id), None)
+    if req is None:
+        return False
+    sess.hook_answered.remove(req)
+    lost, req.answered, req.reply_addr = req.answered, "", ""
+    reopen(ctx, sess, req, late_answer=lost)
+    ctx.notice(sess, "late_tap", f"⌛ {sess.label} · the {lost.replace('_', ' ')} tap came as the wait "
+               "ended: Claude Code asks in the terminal, tap again")
+    return True

@@ -17,7 +17,7 @@ from support import hookrun
 
 from aipager.daemon import replies
 from aipager.daemon.app import Daemon
-from aipager.daemon.model import Request, State
+from aipager.daemon.model import Request, Session, State
 from aipager.hookpy import reply as hook_reply
 
 S = "claude-jim"
@@ -208,3 +208,42 @@ def test_daemon_answer_request(hook: HookSocket) -> None:
     with open(daemon.audit.path, "rb") as fh:
         lines = [orjson.loads(line) for line in fh]
     assert [(r["action"], r["via"]) for r in lines] == [("permission_answer", "hook_decision")]
+
+
+def test_tap_sent_as_the_hook_gave_up_opens_the_request_again(core, notifier, hook: HookSocket) -> None:
+    """The hook's permission_reply_timeout for a request answer() closed: it never read the tap."""
+    key = _ask(core, hook.path)
+    assert replies.answer(core.ctx, S, key, "deny", "@alice") == replies.VIA_HOOK
+    notifier.clear()
+
+    core.feed({"hook_event_name": "permission_reply_timeout", "session": S, "aipager_request_id": RID})
+
+    sess = core.registry.get(S)
+    assert [r.key for r in sess.requests] == [key] and sess.state == State.WAITING
+    assert (sess.requests[0].answered, sess.requests[0].reply_addr) == ("", "")
+    shown = notifier.of("permission", S)
+    assert len(shown) == 1 and shown[0].data["key"] == key and shown[0].data["late_answer"] == "deny"
+    assert notifier.notices("late_tap")
+    # the next tap answers the terminal dialog with keys
+    assert replies.answer(core.ctx, S, key, "allow", "@alice") == replies.VIA_KEYS
+    # the same timeout again changes nothing more
+    core.feed({"hook_event_name": "permission_reply_timeout", "session": S, "aipager_request_id": RID,
+               "x": 1})
+    assert len(notifier.of("permission", S)) == 1
+
+
+def test_timeout_for_an_unknown_request_changes_nothing(core, notifier, hook: HookSocket) -> None:
+    _ask(core, hook.path)
+    notifier.clear()
+    core.feed({"hook_event_name": "permission_reply_timeout", "session": S, "aipager_request_id": "f" * 32})
+    assert not notifier.outputs
+    assert core.registry.get(S).requests[0].reply_addr == hook.path
+
+
+def test_hook_answered_requests_survive_a_restart(core, hook: HookSocket) -> None:
+    key = _ask(core, hook.path, suggestions=[RULES])
+    replies.answer(core.ctx, S, key, "allow_always", "@alice")
+    saved = orjson.loads(orjson.dumps(core.registry.get(S).to_dict()))
+    back = Session.from_dict(saved)
+    assert [(r.key, r.request_id, r.answered, r.suggestions) for r in back.hook_answered] == [
+        (key, RID, "allow_always", [RULES])]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from aipager import wire
-from aipager.daemon import audit, render
+from aipager.daemon import audit, render, replies
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Session
 
@@ -83,6 +83,10 @@ def on_reply_timeout(ev: dict, sess: Session, ctx: Ctx) -> None:
             req.reply_addr = ""
             ctx.emit("request_update", sess, key=req.key, request_id=req.request_id, reply_addr="")
             ctx.registry.touch(sess)
+            return
+    if isinstance(request_id, str) and request_id:
+        # a tap sent as the hook gave up: its dialog is in the terminal after all
+        replies.late(ctx, sess, request_id)
 
 
 @router.on(wire.HOOK_MEMORY_CAP_HIT)

@@ -124,7 +124,13 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
     _emit_permission(ctx, sess, req)
 
 
-def _emit_permission(ctx: Ctx, sess: Session, req: Request) -> None:
+def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
+    """Open ``req`` again and show it again (``data`` joins the ``permission`` output)."""
+    _open(ctx, sess, req)
+    _emit_permission(ctx, sess, req, **data)
+
+
+def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
     head = f"🔐 {sess.label} · {req.tool or 'Permission'}"
     if req.description:
         head += f": {shorten(req.description, 200)}"
@@ -132,7 +138,7 @@ def _emit_permission(ctx: Ctx, sess: Session, req: Request) -> None:
     buttons = ["allow", "deny", "stop"] + (["always"] if req.always_available else [])
     ctx.emit("permission", sess, text, key=req.key, tool=req.tool, detail=req.detail,
              buttons=buttons, separate=req.separate, request_id=req.request_id,
-             reply_addr=req.reply_addr, agent_id=req.agent)
+             reply_addr=req.reply_addr, agent_id=req.agent, **data)
 
 
 def _close_answered(ev: dict, sess: Session, ctx: Ctx) -> None:
