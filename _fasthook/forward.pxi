@@ -245,7 +245,8 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
             control_dir, PATH_CAP, snd.spool) < 0:
         return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "path too long", name)
     # id and path only: the socket is bound after the last reason to decline
-    want_reply = strcmp(name, "PermissionRequest") == 0 and reply_prepare(&rep, control_dir, debug) == 1
+    want_reply = (strcmp(name, "PermissionRequest") == 0 and reply_wanted(&top)
+                  and reply_prepare(&rep, control_dir, debug) == 1)
 
     # build the datagram first: every reason to decline comes before any effect
     dg.p = NULL

@@ -107,6 +107,12 @@ cdef bint reply_path_usable(const char* p) noexcept nogil:
     return True
 
 
+cdef bint reply_wanted(const JSpan* top) noexcept nogil:
+    """reply.wanted: not for AskUserQuestion (its PreToolUse shows the question; no tap answers it here)."""
+    cdef JSpan v
+    return not (js_find_key(top, "tool_name", 9, &v) == 1 and js_string_eq(&v, "AskUserQuestion", 15))
+
+
 cdef int reply_prepare(Reply* r, const char* control_dir, int debug) noexcept nogil:
     """A fresh id and socket path: 1, or 0 when no wait can happen (nothing changed on disk)."""
     cdef unsigned char rnd[16]

@@ -189,7 +189,7 @@ def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, f
     ctx = Ctx(session, env, raw, sender)
     outcome = None
     if not forwarded:
-        rep = reply.open_reply(env, debug) if name == "PermissionRequest" else None
+        rep = reply.open_reply(env, debug) if name == "PermissionRequest" and reply.wanted(event) else None
         try:
             datagram = None
             if name not in wire.NOT_FORWARDED:

@@ -11,8 +11,8 @@ prints nothing (Claude Code shows its own dialog) and tells the daemon
 (``permission_reply_timeout``) so later taps type keys instead.  The socket
 file is always removed.
 
-No wait at all (the event is forwarded as before, nothing printed) when the
-deadline is 0, the control folder is not an absolute path of a folder we own,
+No wait at all (the event is forwarded as before, nothing printed) for
+AskUserQuestion (``wanted``), when the deadline is 0, the control folder is not an absolute path of a folder we own,
 the socket path is not plain printable ASCII without ``"`` and ``\\`` (it is
 spliced into JSON verbatim) or does not fit ``sockaddr_un``, or bind fails.
 
@@ -78,6 +78,16 @@ def deadline_ms(env) -> int:
     if ms == 0:
         return 0
     return min(max(ms, MIN_MS), MAX_MS)
+
+
+def wanted(event: dict) -> bool:
+    """Whether a PermissionRequest gets the reply wait: not for AskUserQuestion.
+
+    Claude Code runs the hook for that tool too, but its PreToolUse already
+    showed the question and no tap answers it through the hook: waiting would
+    only hold back the terminal's picker.
+    """
+    return event.get("tool_name") != "AskUserQuestion"
 
 
 def _no_constant(name: str) -> float:

@@ -261,3 +261,20 @@ def test_declined_to_stage_2_the_twin_waits_instead(native_bins: dict) -> None:
     assert done.stdout == OUT + b'{"behavior":"allow"}}}'
     assert len(done.forwarded_raw) <= 200_000 and len(done.forwarded["aipager_request_id"]) == 32
     assert done.after == []  # nothing else was forwarded
+
+
+@pytest.mark.parametrize("spelling", ['"AskUserQuestion"', '"Ask\\u0055serQuestion"'])
+def test_ask_user_question_never_waits(kind: str, spelling: str) -> None:
+    """Its PreToolUse already showed the question; the terminal's picker must not be held back."""
+    event = json.loads(event_bytes())
+    event["tool_name"] = "@TOOL@"
+    event["tool_input"] = {"questions": [{"question": "Which?", "options": [{"label": "A"}]}]}
+    stdin = json.dumps(event).replace('"@TOOL@"', spelling).encode()
+    env = env_with("60")
+    receiver = hookrun.receiver_for(env)
+    try:
+        done = run_hook(kind, env, None, receiver, timeout=10, stdin=stdin)
+    finally:
+        receiver.close()
+    assert (done.exit, done.stdout, done.after) == (0, b"", [])
+    assert done.forwarded["tool_name"] == "AskUserQuestion" and "aipager_request_id" not in done.forwarded
