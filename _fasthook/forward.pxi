@@ -5,11 +5,11 @@
 #     <raw up to the closing brace>[,]"session":"S"[,"sl_tokens":{...}]
 #     [,"aipager_reply_addr":"..","aipager_request_id":".."]
 #     [,"hook_event_name":"<$HOOK_EVENT>"]}
-# (the reply keys on a PermissionRequest that can wait for the chat's
-# decision, see reply.pxi)
 # (trailing whitespace dropped; keys appended last, so with duplicate keys the
-# daemon's json.loads keeps ours).  Everything is decided BEFORE any side
-# effect, so a decline never repeats one.
+# daemon's json.loads keeps ours; the reply keys only on a PermissionRequest
+# that waits for the chat's decision, see reply.pxi).  Everything is decided
+# BEFORE any side effect, so a decline never repeats one: the reply socket is
+# bound after the last reason to decline.
 
 cdef enum:
     NAME_CAP = 128

@@ -115,11 +115,12 @@ def send_reply(reply_addr: str, request_id: str, decision: dict) -> bool:
 Sender = Callable[[str, str, dict], bool]
 
 
-def _find(ctx: Ctx, session: str, key: str) -> Request | None:
+def _find(ctx: Ctx, session: str, key: str) -> tuple[Session, Request] | None:
     sess = ctx.registry.get(session)
     if sess is None:
         return None
-    return next((r for r in sess.requests if r.key == key and r.kind == "permission"), None)
+    req = next((r for r in sess.requests if r.key == key and r.kind == "permission"), None)
+    return None if req is None else (sess, req)
 
 
 def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
@@ -141,13 +142,12 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
     if kind not in KINDS:
         msg = f"unknown answer {kind!r}: expected one of {', '.join(KINDS)}"
         raise ValueError(msg)
-    req = _find(ctx, session, key)
-    if req is None:
+    found = _find(ctx, session, key)
+    if found is None:
         return GONE
+    sess, req = found
     if req.answered:
         return ALREADY
-    sess = ctx.registry.get(session)
-    assert sess is not None  # _find found the request in it
     decision = decision_for(kind, req, who)
     if req.reply_addr and send(req.reply_addr, req.request_id, decision):
         via = VIA_HOOK

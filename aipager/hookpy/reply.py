@@ -208,7 +208,7 @@ def decision_output(data: bytes, request_id: str) -> str | None:
     if any(key not in _DECISION_KEYS for key in fields):
         return None
     behavior = fields.get("behavior")
-    if behavior is None or behavior[0] not in ("allow", "deny") or type(behavior[0]) is not str:
+    if behavior is None or type(behavior[0]) is not str or behavior[0] not in ("allow", "deny"):
         return None
     perms = fields.get("updatedPermissions")
     message = fields.get("message")
