@@ -14,6 +14,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import platform
 import sys
 
@@ -87,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             print(json.dumps(row))
     else:
-        print(f"python {platform.python_version()} on {platform.machine()}, {args.rounds} rounds")
+        import aipager
+
+        where = os.path.dirname(os.path.abspath(aipager.__file__))
+        print(f"python {platform.python_version()} on {platform.machine()}, {args.rounds} rounds, "
+              f"aipager from {where}")
         print(table(rows))
     return 0
 
