@@ -117,11 +117,18 @@ cdef bint names_pre_tool_use(const char* raw, size_t n) noexcept nogil:
 
 cdef int decline(Sender* snd, const char* session, const char* raw, size_t n, const char* which,
                  int forwarded, int debug, const char* why, const char* event) noexcept nogil:
-    """Hand over to stage 2; only returns (with the exit code) if that failed."""
+    """Hand over to stage 2; only returns (with the exit code) if that failed.
+
+    The same exit code goes to stage 2 as --fail-exit, for the case where
+    Python starts but cannot run the twin (a broken install): a PreToolUse,
+    even one whose JSON could not be read, is then refused, not let through."""
+    cdef int fail = policy_fail_exit(event)
+    if event == NULL and names_pre_tool_use(raw, n):
+        fail = policy_fail_exit("PreToolUse")
     dbg(debug, snd.who, "declined to stage 2:", why)
-    stage2_exec(snd, raw, n, which, forwarded, debug)
+    stage2_exec(snd, raw, n, which, forwarded, fail, debug)
     report_error(snd, session, snd.who, "stage2_unavailable", "_fasthook/stage2.pxi:stage2_exec")
-    return policy_fail_exit(event)
+    return fail
 
 
 cdef int unusable(Sender* snd, const char* session, const char* raw, size_t n, int debug,

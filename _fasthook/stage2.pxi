@@ -3,7 +3,7 @@
 # The already-read stdin goes into a memfd (O_TMPFILE file as a fallback)
 # that becomes fd 0, then the process execs the environment's own Python:
 #
-#   <python> -S -I -c BOOT <site-dir> <hook|statusline> [--forwarded] --capped [--sock=FD]
+#   <python> -S -I -c BOOT <site-dir> <hook|statusline> [--forwarded] --capped --fail-exit=N [--sock=FD]
 #
 # <python> is the interpreter next to the real executable (/proc/self/exe:
 # a venv's bin/python), else the one that built it (AIPAGER_BUILD_PYTHON).
@@ -11,7 +11,8 @@
 # build interpreter's purelib that holds aipager/hookpy/entry.py; BOOT puts it
 # on sys.path.  With none found, Python starts with site (slower, still right).
 # --forwarded: policy_after declined after the event was sent; the twin runs
-# after_forward only.  --capped: the memory cap is already set.  --sock=FD:
+# after_forward only.  --capped: the memory cap is already set.  --fail-exit:
+# the exit code if Python cannot run the twin at all (BOOT).  --sock=FD:
 # a datagram socket already connected to the daemon (connected_socket).
 
 cdef extern from *:
@@ -75,15 +76,16 @@ cdef int connected_socket(const Sender* snd) noexcept nogil:
 
 
 cdef int stage2_exec(const Sender* snd, const char* raw, size_t n, const char* which, int forwarded,
-                     int debug) noexcept nogil:
+                     int fail_exit, int debug) noexcept nogil:
     """Exec the Python twin; returns -1 only when that was impossible."""
     cdef char exe[PATH_CAP]
     cdef char dir_[PATH_CAP]
     cdef char py[PATH_CAP]
     cdef char site[PATH_CAP]
     cdef char probe[PATH_CAP]
-    cdef const char* argv[12]
+    cdef const char* argv[13]
     cdef char sockarg[32]
+    cdef char failarg[32]
     cdef int sock
     cdef ssize_t k
     cdef int a = 0
@@ -138,6 +140,9 @@ cdef int stage2_exec(const Sender* snd, const char* raw, size_t n, const char* w
         a += 1
     # RLIMIT_AS is already in force (inherited): the twin skips `resource`
     argv[a] = "--capped"
+    a += 1
+    snprintf(failarg, sizeof(failarg), "--fail-exit=%d", fail_exit)
+    argv[a] = failarg
     a += 1
     sock = connected_socket(snd)
     if sock >= 0:

@@ -14,6 +14,9 @@ import sys
 #: very string into it): argv[1] is the site dir holding aipager.  With the
 #: install-time bundle (``hot``) the hot-path modules load from one file; a
 #: missing, foreign or broken bundle means plain imports from the site dir.
+#: When even that fails (a broken install), it exits with ``--fail-exit`` (the
+#: native side's policy_fail_exit: 2, a refusal, for a PreToolUse) and one
+#: line on stderr, which Claude Code shows.
 BOOT = (
     "import sys\n"
     "p = sys.argv[1]\n"
@@ -30,8 +33,18 @@ BOOT = (
     "            g['install'](h[1], p)\n"
     "    except Exception:\n"
     "        pass\n"
-    "from aipager.hookpy.entry import run\n"
-    "run(sys.argv[2:])\n"
+    "try:\n"
+    "    from aipager.hookpy.entry import run\n"
+    "    run(sys.argv[2:])\n"
+    "except Exception as e:\n"
+    "    from posix import _exit, write\n"
+    "    f = [a[12:] for a in sys.argv if a[:12] == '--fail-exit=']\n"
+    "    f = int(f[0]) if f and f[0].isdigit() else 1\n"
+    "    m = 'aipager-hook: cannot run (%s); check the install with: aipager doctor' % type(e).__name__\n"
+    "    if f == 2:\n"
+    "        m = 'aipager safety policy: ' + m + '; the tool call is refused to be safe'\n"
+    "    write(2, m.encode() + b'\\n')\n"
+    "    _exit(f)\n"
 )
 
 

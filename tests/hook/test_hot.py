@@ -63,7 +63,7 @@ def test_modules_come_from_the_bundle_when_it_is_there(bundle_only_site: str, re
 
 def test_module_files_point_into_the_site(bundle_only_site: str) -> None:
     code = (
-        entry.BOOT.split("from aipager.hookpy.entry import run")[0]
+        hookrun.boot_loader()
         + "import aipager.paths, aipager.policy\n"
         + "print(aipager.paths.__file__)\nprint(aipager.policy.__path__[0])\n"
     )
@@ -156,3 +156,32 @@ def test_native_stage2_passes_a_connected_socket(native_bins: dict, receiver) ->
     assert b"declined to stage 2" in done.stderr
     assert b"sent through the passed socket" in done.stderr
     assert [m["hook_event_name"] for m in done.sent] == ["UserPromptSubmit"]
+
+
+def _broken_site(tmp_path, sources_only_site: str) -> str:
+    """A copy of aipager whose hook module cannot even be imported (a broken install)."""
+    site = tmp_path / "broken"
+    shutil.copytree(os.path.join(sources_only_site, "aipager"), site / "aipager",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (site / "aipager" / "hookpy" / "hook.py").write_text("raise ImportError('half an upgrade')\n")
+    return str(site)
+
+
+@pytest.mark.parametrize(("flag", "code"), [("--fail-exit=2", 2), ("--fail-exit=0", 0), (None, 1)])
+def test_a_twin_that_cannot_run_exits_with_the_code_it_was_given(tmp_path, sources_only_site: str,
+                                                                 flag: str | None, code: int) -> None:
+    """Stage 2 gets --fail-exit from the native side: 2 (a refusal) for a PreToolUse, so a
+    broken install does not let a chat-driven tool call through."""
+    cmd = hookrun.twin_cmd("hook")[:5] + [_broken_site(tmp_path, sources_only_site), "hook", "--capped"]
+    pre = b'{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}'
+    done = subprocess.run(cmd + ([flag] if flag else []), input=pre, env=hookrun.hook_env(),
+                          capture_output=True, timeout=60)
+    assert done.returncode == code
+    assert b"aipager-hook: cannot run (ImportError); check the install with: aipager doctor" in done.stderr
+    assert (b"aipager safety policy:" in done.stderr) == (code == 2)
+    assert b"Traceback" not in done.stderr and done.stdout == b""
+
+
+def test_native_stage2_passes_its_fail_exit(native_bins: dict) -> None:
+    with open(native_bins["hook"], "rb") as fh:
+        assert b"--fail-exit=%d" in fh.read()

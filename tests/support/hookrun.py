@@ -50,13 +50,18 @@ def listing_cmd(tool: str, site: str | None = None) -> list[str]:
     cmd = twin_cmd(tool)
     if site is not None:
         cmd[5] = site
-    tail = "from aipager.hookpy.entry import run\nrun(sys.argv[2:])\n"
-    assert cmd[4].endswith(tail), "entry.BOOT changed: update listing_cmd"
-    cmd[4] = cmd[4][: -len(tail)] + (
+    cmd[4] = boot_loader() + (
         "from aipager.hookpy.entry import main\nrc = main(sys.argv[2:])\n"
         "sys.stderr.write(' '.join(sorted(sys.modules)))\nsys.exit(rc)\n"
     )
     return cmd
+
+
+def boot_loader() -> str:
+    """BOOT up to where it runs the twin: sys.path and the bundle set up, nothing run."""
+    cut = BOOT.find("try:\n    from aipager.hookpy.entry import run")
+    assert cut > 0, "entry.BOOT changed: update boot_loader"
+    return BOOT[:cut]
 
 
 def contender_cmd(kind: str, tool: str) -> list[str]:
