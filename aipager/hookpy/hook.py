@@ -23,8 +23,12 @@ from __future__ import annotations
 import posix
 
 from aipager import paths, wire
-from aipager.hookpy import common, jsonlite, reply, transport
+from aipager.hookpy import common, jsonlite, transport
 from aipager.policy import hookside
+
+TYPE_CHECKING = False  # typing itself is not imported on the hook's path
+if TYPE_CHECKING:
+    from aipager.hookpy import reply
 
 WHO = "aipager-hook"
 #: status files above this are ignored (no sl_tokens), in both twins
@@ -133,6 +137,8 @@ def _emit(outcome) -> int:
 def _await_reply(rep: reply.Reply, sent: int, env, session: str,
                  sender: transport.Sender) -> hookside.Outcome | None:
     """The chat's decision, if the daemon took the event and answered in time."""
+    from aipager.hookpy import reply
+
     if sent != transport.SEND_OK:
         return None  # spooled or dropped: nobody can answer
     out = rep.wait(reply.deadline_ms(env))
@@ -189,7 +195,11 @@ def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, f
     ctx = Ctx(session, env, raw, sender)
     outcome = None
     if not forwarded:
-        rep = reply.open_reply(env, debug) if name == "PermissionRequest" and reply.wanted(event) else None
+        rep = None
+        if name == "PermissionRequest":
+            from aipager.hookpy import reply  # only this event waits: the others skip its import
+
+            rep = reply.open_reply(env, debug) if reply.wanted(event) else None
         try:
             datagram = None
             if name not in wire.NOT_FORWARDED:
