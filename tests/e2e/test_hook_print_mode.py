@@ -162,7 +162,7 @@ def test_subagent_starts_and_stops(run_claude_p, fake_anthropic, hook_socket):
         names = hook_socket.names()
         return "UserPromptSubmit" in names and names.count("Stop") >= 2
 
-    # Print mode stays up after a subagent finished (2.1.328); the harness ends it with SIGINT.
+    # Print mode usually stays up after a subagent finished (2.1.328); the harness ends it with SIGINT.
     run = run_claude_p("E2E-SUB-MAIN start a helper", until=notified_and_stopped)
 
     start = hook_socket.wait_event("SubagentStart")
@@ -181,7 +181,9 @@ def test_subagent_starts_and_stops(run_claude_p, fake_anthropic, hook_socket):
     _order(names, "UserPromptSubmit", "PreToolUse", "SubagentStart", "SubagentStop",
            "UserPromptSubmit", "Stop")
     _once_each(hook_socket.hook_events())
-    assert run.stopped_by_harness, run.describe()
+    # 2.1.328's print mode usually stays up after a subagent's notification and is
+    # ended by the harness, but sometimes exits by itself first: either way it ended cleanly
+    assert run.stopped_by_harness or run.returncode == 0, run.describe()
     hook_socket.wait_event("SessionEnd")
     record("print_subagent", hook_socket.raw)
 
