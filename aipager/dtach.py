@@ -368,7 +368,7 @@ def socket_holders(socket_path: str) -> set[int]:
                     inodes.add(f"socket:[{parts[6]}]")
     except OSError:
         return set()
-    return {pid for pid in _own_pids() if inodes & _fd_targets(pid)}
+    return {pid for pid in _own_pids() if inodes & fd_targets(pid)}
 
 
 def descendants(pids: set[int]) -> set[int]:
@@ -415,7 +415,8 @@ def _own_pids() -> list[int]:
     return pids
 
 
-def _fd_targets(pid: int) -> set[str]:
+def fd_targets(pid: int) -> set[str]:
+    """What the open descriptors of ``pid`` point at (empty when unreadable)."""
     folder = f"/proc/{pid}/fd"
     targets = set()
     try:

@@ -48,18 +48,7 @@ def lock_holder(path: str) -> int | None:
         return None
     if not text.isdigit():
         return None
-    fds = f"/proc/{int(text)}/fd"
-    try:
-        names = os.listdir(fds)
-    except OSError:
-        return None
-    for name in names:
-        try:
-            if os.readlink(f"{fds}/{name}") == target:
-                return int(text)
-        except OSError:
-            continue
-    return None
+    return int(text) if target in dtach.fd_targets(int(text)) else None
 
 
 def stop_daemon(env: Mapping[str, str], grace: float = 5.0) -> bool:
