@@ -115,6 +115,16 @@ def install(table, site):
     sys.meta_path.insert(0, HotFinder)
 
 
+def source_of(site: str, name: str) -> tuple[str, bool]:
+    """``(path relative to site, is_package)`` of the aipager module ``name`` under ``site``."""
+    import os
+
+    base = name.replace(".", "/")
+    if os.path.exists(os.path.join(site, base, "__init__.py")):
+        return base + "/__init__.py", True
+    return base + ".py", False
+
+
 def build(site: str) -> bytes:
     """The bundle for the aipager package under ``site`` (setup.py, at install time).
 
@@ -132,9 +142,7 @@ def build(site: str) -> bytes:
             path = rel = __future__.__file__
             is_package = False
         else:
-            parts = name.split(".")
-            is_package = name in ("aipager", "aipager.hookpy", "aipager.policy")
-            rel = "/".join(parts) + ("/__init__.py" if is_package else ".py")
+            rel, is_package = source_of(site, name)
             path = site + "/" + rel
         with open(path, "rb") as fh:
             source = fh.read()

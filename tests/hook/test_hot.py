@@ -13,7 +13,6 @@ import ast
 import json
 import os
 import pathlib
-import shutil
 import socket
 import subprocess
 
@@ -28,11 +27,7 @@ STOP = b'{"hook_event_name":"Stop","session_id":"s"}'
 
 
 def _site_with(tmp_path: pathlib.Path, sources_site: str, bundle: bytes) -> str:
-    site = tmp_path / "site"
-    shutil.copytree(os.path.join(sources_site, "aipager"), site / "aipager",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    (site / hot.FILE).write_bytes(bundle)
-    return str(site)
+    return hookrun.copy_site(sources_site, str(tmp_path / "site"), **{hot.FILE: bundle})
 
 
 @pytest.mark.parametrize("bundle", [b"", b"\x00\x01\x02\x03garbage", b"MAGC" + b"\x00" * 64],
@@ -78,10 +73,7 @@ def test_bundled_modules_do_not_assert() -> None:
     for name in hot.MODULES:
         if name == "__future__":
             continue
-        rel = name.replace(".", "/")
-        path = pathlib.Path(site, rel + ".py")
-        if not path.exists():
-            path = pathlib.Path(site, rel, "__init__.py")
+        path = pathlib.Path(site, hot.source_of(site, name)[0])
         tree = ast.parse(path.read_text(encoding="utf-8"))
         asserts = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)]
         assert not asserts, f"{path}: assert on lines {asserts}"
@@ -160,11 +152,8 @@ def test_native_stage2_passes_a_connected_socket(native_bins: dict, receiver) ->
 
 def _broken_site(tmp_path, sources_only_site: str) -> str:
     """A copy of aipager whose hook module cannot even be imported (a broken install)."""
-    site = tmp_path / "broken"
-    shutil.copytree(os.path.join(sources_only_site, "aipager"), site / "aipager",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    (site / "aipager" / "hookpy" / "hook.py").write_text("raise ImportError('half an upgrade')\n")
-    return str(site)
+    broken = {"aipager/hookpy/hook.py": b"raise ImportError('half an upgrade')\n"}
+    return hookrun.copy_site(sources_only_site, str(tmp_path / "broken"), **broken)
 
 
 @pytest.mark.parametrize(("flag", "code"), [("--fail-exit=2", 2), ("--fail-exit=0", 0), (None, 1)])
