@@ -15,6 +15,7 @@ import os
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -110,6 +111,36 @@ def peak_rss_time_v(argv: list[str], payload_path: str, env: dict, runs: int = 5
             if "Maximum resident set size" in line:
                 found.append(int(line.rsplit(":", 1)[1]))
     return statistics.median(found) if found else None
+
+
+def floors() -> list[Contender]:
+    """The two floors every ratio is read against, measured in the same run."""
+    return [
+        Contender("/bin/true", ["/bin/true"], floor=True),
+        Contender("python -S -I -c pass", [sys.executable, "-S", "-I", "-c", "pass"], floor=True),
+    ]
+
+
+def rows(group: str, case: str, contenders: list[Contender], **extra) -> list[dict]:
+    """One table row per contender; ``contenders`` starts with ``floors()``."""
+    true_p50 = statistics.median(contenders[0].times)
+    py_p50 = statistics.median(contenders[1].times)
+    out = []
+    for c in contenders:
+        p50 = statistics.median(c.times)
+        out.append({
+            "group": group,
+            "case": case,
+            "contender": c.name,
+            "p50_ms": p50,
+            "p95_ms": percentile(c.times, 0.95),
+            "x_true": p50 / true_p50,
+            "x_python": p50 / py_p50,
+            "delivered": c.delivered / len(c.times),
+            "runs": len(c.times),
+            **extra,
+        })
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:

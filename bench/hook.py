@@ -84,35 +84,19 @@ def run(args) -> list[dict]:
                 dst.write(src.read())
         try:
             for case, tool, path in payloads:
-                contenders = [
-                    harness.Contender("/bin/true", ["/bin/true"], floor=True),
-                    harness.Contender("python -S -I -c pass", [sys.executable, "-S", "-I", "-c", "pass"], floor=True),
-                ]
+                contenders = harness.floors()
                 native = _native(tool)
                 if native:
                     contenders.append(harness.Contender(f"native {tool}", [native]))
                 if not getattr(args, "no_twin", False):
                     contenders.append(harness.Contender(f"twin {tool}", _twin(tool)))
                 harness.measure(contenders, path, env, sink, args.rounds, args.warmup)
-                true_p50 = statistics.median(contenders[0].times)
-                py_p50 = statistics.median(contenders[1].times)
-                for c in contenders:
-                    p50 = statistics.median(c.times)
+                for c, row in zip(contenders, harness.rows("hook", case, contenders)):
                     # wait4's ru_maxrss counts the harness itself for a vfork'd
                     # child (reads ~20 MB): prefer /usr/bin/time -v
                     rss = harness.peak_rss_time_v(c.argv, path, env)
-                    rows.append({
-                        "group": "hook",
-                        "case": case,
-                        "contender": c.name,
-                        "p50_ms": p50,
-                        "p95_ms": harness.percentile(c.times, 0.95),
-                        "x_true": p50 / true_p50,
-                        "x_python": p50 / py_p50,
-                        "rss_kb": rss if rss is not None else statistics.median(c.rss),
-                        "delivered": c.delivered / len(c.times),
-                        "runs": len(c.times),
-                    })
+                    row["rss_kb"] = rss if rss is not None else statistics.median(c.rss)
+                    rows.append(row)
         finally:
             sink.close()
     return rows

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 
@@ -107,32 +106,14 @@ def run(args) -> list[dict]:
                 path = os.path.join(folder, "event.json")
                 with open(path, "w", encoding="utf-8") as fh:
                     json.dump(event, fh, ensure_ascii=False)
-                contenders = [
-                    harness.Contender("/bin/true", ["/bin/true"], floor=True),
-                    harness.Contender("python -S -I -c pass", [sys.executable, "-S", "-I", "-c", "pass"], floor=True),
-                    harness.Contender("twin hook", _twin()),
-                ]
+                contenders = harness.floors() + [harness.Contender("twin hook", _twin())]
                 native = _native()
                 if native:
                     contenders.insert(2, harness.Contender("native hook", [native]))
                 harness.measure(contenders, path, env, sink, args.rounds, args.warmup,
                                 before=lambda case=case: _prepare(env, case, snap))
-                true_p50 = statistics.median(contenders[0].times)
-                py_p50 = statistics.median(contenders[1].times)
-                for c in contenders:
-                    p50 = statistics.median(c.times)
-                    rows.append({
-                        "group": "policy",
-                        "case": case,
-                        "contender": c.name,
-                        "p50_ms": p50,
-                        "p95_ms": harness.percentile(c.times, 0.95),
-                        "x_true": p50 / true_p50,
-                        "x_python": p50 / py_p50,
-                        "delivered": c.delivered / len(c.times),
-                        "runs": len(c.times),
-                        "rules": len(snap["commands"]) + len(snap["no_access"]) + len(snap["no_write"]),
-                    })
+                rules = len(snap["commands"]) + len(snap["no_access"]) + len(snap["no_write"])
+                rows += harness.rows("policy", case, contenders, rules=rules)
                 # the case measured what it says: one more run of each hook, then
                 # its files (a run that denied would have halted the task: void)
                 for c in contenders[2:]:
