@@ -101,13 +101,7 @@ def test_typed_prompt_tool_rows_subagent_answer_and_session_end(daemon, dtach_se
 
 
 def test_background_command_tracked_to_its_end(daemon, run_claude_p, fake_anthropic):
-    fake_anthropic.script(
-        "E2E-DBG",
-        fa.tool("Bash", {"command": "sleep 1; echo bg-finished", "description": "bg job",
-                         "run_in_background": True}),
-        fa.text("Started it in the background."),
-    )
-    fake_anthropic.script("<task-notification>", fa.text("The background job finished."))
+    fake_anthropic.script_background_job("E2E-DBG", "sleep 1; echo bg-finished")
 
     run = run_claude_p("E2E-DBG start it")
 

@@ -189,13 +189,7 @@ def test_subagent_starts_and_stops(run_claude_p, fake_anthropic, hook_socket):
 
 
 def test_background_shell_tracked_to_its_end(run_claude_p, fake_anthropic, hook_socket):
-    fake_anthropic.script(
-        "E2E-BG",
-        fa.tool("Bash", {"command": "sleep 1; echo bg-finished", "description": "bg job",
-                         "run_in_background": True}),
-        fa.text("Started it in the background."),
-    )
-    fake_anthropic.script("<task-notification>", fa.text("The background job finished."))
+    fake_anthropic.script_background_job("E2E-BG", "sleep 1; echo bg-finished")
 
     run = run_claude_p("E2E-BG run it in the background")
 

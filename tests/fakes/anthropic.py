@@ -175,6 +175,16 @@ class FakeAnthropic:
         with self._lock:
             self._scripts.insert(0, (key, list(turns)))
 
+    def script_background_job(self, key: str, command: str) -> None:
+        """Prompts with ``key`` start ``command`` as a background Bash job; its
+        ``<task-notification>`` gets a short answer."""
+        self.script(
+            key,
+            tool("Bash", {"command": command, "description": "bg job", "run_in_background": True}),
+            text("Started it in the background."),
+        )
+        self.script("<task-notification>", text("The background job finished."))
+
     def reply_for(self, req: Request) -> Reply:
         """The turn the script gives for ``req`` (the default text if none matches)."""
         with self._lock:

@@ -50,14 +50,8 @@ def bundle_only_site(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def sources_only_site(tmp_path_factory) -> str:
     """A site dir holding a copy of the aipager under test without the bundle: plain imports."""
-    import shutil
-
-    from aipager.hookpy import hot
-
     site = tmp_path_factory.mktemp("sources-only")
-    shutil.copytree(os.path.join(hookrun.twin_cmd("hook")[5], "aipager"), site / "aipager",
-                    ignore=shutil.ignore_patterns(os.path.basename(hot.FILE), "__pycache__"))
-    return str(site)
+    return hookrun.copy_site(hookrun.twin_cmd("hook")[5], str(site))
 
 
 @pytest.fixture

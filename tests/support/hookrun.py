@@ -57,6 +57,21 @@ def listing_cmd(tool: str, site: str | None = None) -> list[str]:
     return cmd
 
 
+def copy_site(source_site: str, dest_site: str, **replace: bytes) -> str:
+    """Copy the aipager package from one site dir to another, without the
+    install-time bundle; ``replace`` maps paths relative to the new site to new
+    contents.  Returns ``dest_site``."""
+    import pathlib
+
+    from aipager.hookpy import hot
+
+    shutil.copytree(os.path.join(source_site, "aipager"), os.path.join(dest_site, "aipager"),
+                    ignore=shutil.ignore_patterns(os.path.basename(hot.FILE), "__pycache__"))
+    for rel, data in replace.items():
+        pathlib.Path(dest_site, rel).write_bytes(data)
+    return dest_site
+
+
 def boot_loader() -> str:
     """BOOT up to where it runs the twin: sys.path and the bundle set up, nothing run."""
     cut = BOOT.find("try:\n    from aipager.hookpy.entry import run")
