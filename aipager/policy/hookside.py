@@ -114,14 +114,20 @@ def task_rules(env, consumed: list, remaining: list, now: float) -> dict:
     if consumed:
         exempt = True
         merged = rules.empty()
+        granted = []
         for note in consumed:
             note_exempt, note_rules = notes.note_rules(note)
             exempt = exempt and note_exempt
             merged = rules.stricter(merged, note_rules)
+            granted.append(note_rules)
         if not exempt:
             merged = rules.stricter(merged, floor.load_floor(env))
+        # the needles the notes carry, the floor's own winning (the compiled
+        # hook looks them up in the same order)
+        known = snapshot.needles_of(*granted)
+        known.update(floor.KNOWN_NEEDLES)
         authors = [_author(n) for n in consumed]
-        return snapshot.make("telegram", exempt, merged, authors, now, floor.KNOWN_NEEDLES)
+        return snapshot.make("telegram", exempt, merged, authors, now, known)
     if not remaining:
         # nobody's message is waiting: the person at the terminal typed this
         return snapshot.make("terminal", False, rules.empty(), (), now)
@@ -151,21 +157,31 @@ def joined(env, current: dict, new: dict) -> dict:
     return snapshot.make(origin, exempt, merged, authors, new["written_at"], known)
 
 
+#: the largest sent_at shown (year 10000 starts here; time.strftime and the
+#: compiled hook's strftime would spell it differently)
+_MAX_STAMP = 253402300800
+
+
 def _context(consumed: list) -> str:
-    parts = []
+    """Extra context for Claude: reply styles, and the quoted message for a
+    reply to an earlier one.  The compiled hook (pol_context) writes the same
+    text, so the format stays plain: no repr, no locale."""
+    parts: list = []
     for note in consumed:
         doc = note.doc
         style = doc.get("style")
-        if isinstance(style, str) and style.strip() and style not in parts:
-            parts.append(style.strip())
+        if isinstance(style, str):
+            style = style.strip()
+            if style and style not in parts:
+                parts.append(style)
         reply = doc.get("reply_to")
         if isinstance(reply, dict) and isinstance(reply.get("text"), str):
             when = reply.get("sent_at")
             stamp = ""
-            if isinstance(when, (int, float)):
+            if isinstance(when, (int, float)) and not isinstance(when, bool) and 0 <= when < _MAX_STAMP:
                 stamp = " (sent " + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)) + ")"
             parts.append(
-                f"The message {doc['text'][:60]!r} replies to an earlier message{stamp}:\n"
+                'The message "' + doc["text"][:60] + '" replies to an earlier message' + stamp + ":\n"
                 + reply["text"]
             )
     return "\n\n".join(parts)

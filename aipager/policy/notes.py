@@ -13,12 +13,16 @@ A note (``<notes dir>/<queued_at µs, 20 digits>-<8 hex>.json``, 0600 in a
      "text": "the exact text typed into the session",
      "queued_at": 1764680000.123,
      "exempt": false,                  # owner: no floor, no checks
-     "rules": {rule set of the role, no floor},
+     "rules": {rule set of the role, no floor,
+               "commands_needles": [..], "commands_i_needles": [..]},
      "style": "reply briefly" | null,  # reply style chosen in /settings
      "reply_to": {"text": "...", "sent_at": 1764679000.0} | null}
 
 A note whose author has no ``user_id`` never grants the author's role: it is
-read as the floor.  Builtins only on the hook side (``pickup``).
+read as the floor.  The rules carry their command patterns' needles
+(``snapshot.needles_for``) so the hook never runs the dialect parser: the
+compiled hook copies them into the task snapshot, and declines to the Python
+twin for a pattern without them.  Builtins only on the hook side (``pickup``).
 """
 
 from __future__ import annotations
@@ -86,6 +90,10 @@ def write_note(
     the_role = policy.role(role)
     exempt = the_role.exempt and author_user_id is not None
     rule_set = model.role_rules(the_role, env) if author_user_id is not None else rules.empty()
+    from aipager.policy import floor, snapshot
+
+    for key, icase in (("commands", False), ("commands_i", True)):
+        rule_set[key + "_needles"] = snapshot.needles_for(rule_set[key], icase, floor.KNOWN_NEEDLES)
     queued_at = time.time() if queued_at is None else queued_at
     doc = {
         "v": VERSION,

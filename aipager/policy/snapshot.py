@@ -65,8 +65,8 @@ def make(origin: str, exempt: bool, rule_set: dict, authors=(), now: float = 0.0
         doc[key] = rule_set[key]
     # per command pattern, literals one of which any match contains (or null):
     # both matchers skip the regex for a subject holding none of them.
-    doc["commands_needles"] = _needles(rule_set["commands"], False, known)
-    doc["commands_i_needles"] = _needles(rule_set["commands_i"], True, known)
+    doc["commands_needles"] = needles_for(rule_set["commands"], False, known)
+    doc["commands_i_needles"] = needles_for(rule_set["commands_i"], True, known)
     doc["authors"] = list(authors)
     doc["written_at"] = now
     return doc
@@ -75,7 +75,8 @@ def make(origin: str, exempt: bool, rule_set: dict, authors=(), now: float = 0.0
 _MISSING = object()
 
 
-def _needles(patterns: list, icase: bool, known) -> list:
+def needles_for(patterns: list, icase: bool, known=None) -> list:
+    """Per pattern, the literals one of which any match contains (or None)."""
     out = []
     for pattern in patterns:
         found = known.get((pattern, icase), _MISSING) if known else _MISSING
@@ -89,14 +90,21 @@ def _needles(patterns: list, icase: bool, known) -> list:
 
 
 def needles_of(*docs: dict) -> dict:
-    """``(pattern, icase) -> needles`` the given snapshots already carry."""
+    """``(pattern, icase) -> needles`` the given snapshots or rule sets already
+    carry (a later doc wins).  Only well-formed entries (None or a list of
+    strings) count: the compiled hook copies exactly these and declines
+    where it would have to run the dialect parser."""
     known: dict = {}
     for doc in docs:
         for key, icase in (("commands", False), ("commands_i", True)):
             patterns, needles = doc.get(key), doc.get(key + "_needles")
             if isinstance(patterns, list) and isinstance(needles, list) and len(patterns) == len(needles):
-                known.update(((p, icase), n) for p, n in zip(patterns, needles))
+                known.update(((p, icase), n) for p, n in zip(patterns, needles) if _needle_shape(n))
     return known
+
+
+def _needle_shape(value) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 def for_floor(floor: dict, now: float = 0.0, known=None) -> dict:
