@@ -9,9 +9,8 @@
 # in any subject or rule, a rule glibc will not compile, a snapshot of an
 # unusual shape, a published floor file beyond the built-in commands or
 # with non-ASCII strings, SendUserFile (file checks are Python-only), a
-# UserPromptSubmit while a permission note is outstanding (or joining an
-# open non-terminal task, or with an odd prompt), and PreModelSwitch
-# (Python handles it whole).
+# UserPromptSubmit with an odd prompt or notes pickup.pxi cannot read
+# exactly (see there), and PreModelSwitch (Python handles it whole).
 # Cost: regcomp dominates, so a command regex is only compiled when the
 # subject holds one of its required literals (the snapshot's
 # commands_needles, computed by dialect.required_literals; same prefilter in
@@ -1010,11 +1009,11 @@ cdef int pol_prompt_kind(const JSpan* top) noexcept nogil:
 
 
 cdef int pol_prompt_submitted(const HookCtx* ctx, HookOut* out) noexcept nogil:
-    """hookside.prompt_submitted for the prompts that need no permission note:
-    a <task-notification> (the same task goes on: the mark only), or a prompt
-    while no note is outstanding (typed at the terminal: the terminal
-    snapshot and the mark, no queue_pickup, no extra context).  Declines when
-    a note exists or anything is unusual.  A failed write drops the snapshot
+    """hookside.prompt_submitted: a <task-notification> (the same task goes
+    on: the mark only); a prompt while no note is outstanding (typed at the
+    terminal: the terminal snapshot and the mark, no queue_pickup, no extra
+    context); with notes outstanding, pk_prompt_with_notes (pickup.pxi).
+    Declines when anything is unusual.  A failed write drops the snapshot
     (hookside.before_forward: the floor applies) and the event goes on."""
     cdef char snap_path[PATH_CAP]
     cdef char mark_path[PATH_CAP]
@@ -1032,9 +1031,13 @@ cdef int pol_prompt_submitted(const HookCtx* ctx, HookOut* out) noexcept nogil:
     if kind < 0 or pol_snapshot_path(ctx, snap_path) < 0 or pol_mark_path(ctx, mark_path) < 0:
         return STEP_DECLINE
     if kind == 0:
-        out.reason = "policy: a permission note may be outstanding"
-        if pol_notes_state(ctx) != 0:
+        out.reason = "policy: the notes folder cannot be read"
+        k = pol_notes_state(ctx)
+        if k < 0:
             return STEP_DECLINE
+        if k == 1:
+            # a chat message's note is outstanding: pickup.pxi
+            return pk_prompt_with_notes(ctx, out, snap_path, mark_path)
         if lstat(mark_path, &st) == 0:
             # an open task: the terminal prompt joins it (hookside.joined);
             # only a terminal task (or none readable) gives the terminal rules
@@ -1317,25 +1320,33 @@ cdef int pol_add_list_json(Buf* b, const PolList* l) noexcept nogil:
     return 0
 
 
-cdef int pol_floor_doc(const HookCtx* ctx, const char* home, Buf* b) noexcept nogil:
-    """snapshot.for_floor(floor.load_floor(env)) as JSON text in b: 0, or -1."""
-    cdef PolList lists[POL_NKEYS]
+cdef int pol_floor_lists(const HookCtx* ctx, const char* home, PolList* lists) noexcept nogil:
+    """floor.load_floor(env) as lists (initialised here; the caller frees
+    them even on failure): 0, or -1 to decline."""
     cdef JSpan cmds
     cdef char item[POL_PAT_CAP]
-    cdef char stamp[64]
-    cdef timespec ts
     cdef size_t pos = 0
     cdef int k
-    cdef int r = -1
     for k in range(POL_NKEYS):
         lists[k].n = -1 if k == 0 else 0
     if js_parse(POL_FLOOR_COMMANDS, strlen(POL_FLOOR_COMMANDS), &cmds) < 0:
         return -1
     while pol_next_str(&cmds, &pos, item, POL_PAT_CAP) == 1:
         if pol_list_add(&lists[4], item, True) < 0:
-            pol_lists_free(lists)
             return -1
-    if pol_builtin_floor(ctx, home, lists) == 0 and pol_published_floor(ctx, lists) == 0:
+    if pol_builtin_floor(ctx, home, lists) < 0 or pol_published_floor(ctx, lists) < 0:
+        return -1
+    return 0
+
+
+cdef int pol_floor_doc(const HookCtx* ctx, const char* home, Buf* b) noexcept nogil:
+    """snapshot.for_floor(floor.load_floor(env)) as JSON text in b: 0, or -1."""
+    cdef PolList lists[POL_NKEYS]
+    cdef char stamp[64]
+    cdef timespec ts
+    cdef int k
+    cdef int r = -1
+    if pol_floor_lists(ctx, home, lists) == 0:
         clock_gettime(CLOCK_REALTIME, &ts)
         snprintf(stamp, sizeof(stamp), "%ld.%06ld", <long>ts.tv_sec, <long>(ts.tv_nsec // 1000))
         buf_adds(b, "{\"v\":1,\"origin\":\"unattributed\",\"exempt\":false")

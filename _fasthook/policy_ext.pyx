@@ -14,6 +14,7 @@ include "buf.pxi"
 include "paths.pxi"
 include "hookctx.pxi"
 include "policy.pxi"
+include "pickup.pxi"
 
 cdef extern from "<locale.h>" nogil:
     ctypedef struct __locale_struct:

@@ -5,13 +5,13 @@ all (command regexes and path globs, inside the portable dialect).  Cases:
 
 - ASCII Bash / Read / Grep calls that match nothing (every rule runs): the
   compiled path.  Target (issue 4): p50 <= 2x ``/bin/true``.
-- a UserPromptSubmit typed at the terminal (no note outstanding): the
-  compiled side writes the terminal snapshot itself.
-- a non-ASCII command (the compiled side declines to Python), a
-  UserPromptSubmit while a chat message's note is waiting (the prompt is not
-  it: Python writes the floor snapshot), and the Telegram prompt itself (its
-  note matches: the sender's rules, queue_pickup, extra context for Claude):
-  paths that must start Python.  Target: <= 1.3x ``python -S -I -c pass``.
+- UserPromptSubmit typed at the terminal (no note outstanding), while a chat
+  message's note is waiting (the prompt is not it: the floor snapshot), and
+  the Telegram prompt itself (its note matches: the sender's rules,
+  queue_pickup, extra context for Claude): the compiled side does all three.
+- a non-ASCII command: the compiled side declines to Python, a path that
+  must start Python.  Target: <= 1.3x ``python -S -I -c pass``.  The twin
+  hook's rows are that path for every case (what a decline costs).
 
 Contenders: the installed native aipager-hook, the pure-Python twin started
 as stage 2 starts it, ``/bin/true`` and ``python -S -I -c pass``.
@@ -55,9 +55,9 @@ def _cases(cwd: str) -> list[tuple[str, dict]]:
         ("Bash non-ASCII -> Python", dict(pre, tool_name="Bash", tool_input={"command": "echo café > notes.txt"})),
         ("UserPromptSubmit terminal", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
                                        "cwd": cwd, "prompt": "bench prompt"}),
-        ("UserPromptSubmit note waiting -> Python", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
+        ("UserPromptSubmit note waiting", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
                                                      "cwd": cwd, "prompt": "bench prompt"}),
-        ("UserPromptSubmit from Telegram -> Python", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
+        ("UserPromptSubmit from Telegram", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
                                                       "cwd": cwd, "prompt": "[via Telegram from ana] bench prompt"}),
     ]
 
