@@ -130,6 +130,47 @@ def write_json_atomic(path: str, value, mode: int = 0o600) -> None:
     write_atomic(path, dumps(value).encode("ascii"), mode)
 
 
+def realpath_strict(path: str) -> str:
+    """``os.path.realpath(path, strict=True)`` for an absolute ``path``,
+    without importing ``os`` (~2.5 ms in a fresh ``python -S``, most of the
+    hook twin's budget).  Same walk as CPython's ``posixpath``: components
+    left to right, ``..`` applied to what is resolved so far, each symlink
+    resolved where it stands.
+
+    Raises:
+        OSError: a component is missing, or the links loop.
+        ValueError: a NUL in the path.
+    """
+    return _join_real("/", path, {})
+
+
+def _join_real(path: str, rest: str, seen: dict) -> str:
+    if rest.startswith("/"):
+        rest, path = rest[1:], "/"
+    while rest:
+        name, _, rest = rest.partition("/")
+        if not name or name == ".":
+            continue
+        if name == "..":
+            # posixpath.split, then its "a/.." case cannot occur: path is absolute
+            cut = path.rfind("/") + 1
+            path = path[:cut].rstrip("/") or "/"
+            continue
+        newpath = path + name if path.endswith("/") else path + "/" + name
+        if (posix.lstat(newpath).st_mode & 0o170000) != 0o120000:
+            path = newpath
+            continue
+        if newpath in seen:
+            path = seen[newpath]
+            if path is None:
+                raise OSError(40, "Too many levels of symbolic links", newpath)
+            continue
+        seen[newpath] = None
+        path = _join_real(path, posix.readlink(newpath), seen)
+        seen[newpath] = path
+    return path
+
+
 def unlink_quiet(path: str) -> bool:
     """Remove ``path``; True when something was removed."""
     try:

@@ -177,15 +177,13 @@ def expand(path: str, cwd: str, home: str) -> str:
 def realpath_tail(path: str) -> str:
     """Resolve the longest existing prefix of the absolute ``path`` with the
     kernel's symlink semantics, then apply the rest lexically."""
-    # Imported here: the hook twin reaches this module on every declined
-    # PreToolUse, and most decisions (commands, tool lists) never resolve a path.
-    import os
+    from aipager.policy import _fsio
 
     comps = [c for c in path.split("/") if c]
     for k in range(len(comps), -1, -1):
         head = "/" + "/".join(comps[:k])
         try:
-            real = os.path.realpath(head, strict=True)
+            real = _fsio.realpath_strict(head)
         except (OSError, ValueError):
             continue
         return collapse(real + "/" + "/".join(comps[k:]))

@@ -15,7 +15,7 @@ rename, so a replay finds nothing.  Builtins only (hook hot path).
 
 from __future__ import annotations
 
-import os
+import posix
 import time
 
 from aipager import paths
@@ -49,6 +49,8 @@ def write_modelswitch_marker(
         raise ValueError(msg)
     now = time.time() if now is None else now
     path = paths.modelswitch_marker(env, session)
+    import os  # daemon side: the hook's claim stays clear of os (import cost)
+
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     doc = {
         "v": 1,
@@ -96,9 +98,9 @@ def claim(env, session: str, event: dict, now: float | None = None) -> bool:
             return False
     if not _matches(doc, session, event, now):
         return False
-    claimed = f"{path}.claimed-{os.getpid()}-{os.urandom(4).hex()}"
+    claimed = f"{path}.claimed-{posix.getpid()}-{posix.urandom(4).hex()}"
     try:
-        os.rename(path, claimed)
+        posix.rename(path, claimed)
     except OSError:
         return False  # another hook won the claim
     # the file renamed must be the one validated (not swapped in between)

@@ -8,7 +8,7 @@ Python only: the compiled hook declines SendUserFile.  Builtins only.
 
 from __future__ import annotations
 
-import os
+import posix
 
 from aipager.policy import _match_py, floor, rules
 
@@ -71,7 +71,7 @@ def requested_files(tool_input) -> list:
 
 def _file_problem(real: str) -> tuple[str, str] | None:
     try:
-        st = os.stat(real)
+        st = posix.stat(real)
     except OSError:
         return "missing", "the file does not exist"
     if (st.st_mode & 0o170000) != 0o100000:
@@ -82,7 +82,7 @@ def _file_problem(real: str) -> tuple[str, str] | None:
         return "empty", "the file is empty"
     if st.st_size > MAX_BYTES:
         return "too_big", "larger than 50 MB"
-    if not os.access(real, os.R_OK):
+    if not posix.access(real, posix.R_OK):
         return "unreadable", "the file cannot be read"
     return None
 

@@ -66,3 +66,76 @@ def test_paths_helpers_match_posixpath() -> None:
     assert paths._join(pathlib.Path("/a"), "b") == "/a/b"
     assert paths._dirname(b"/a/b") == b"/a"
     assert paths._isabs(pathlib.Path("/a"))
+
+
+def _policy_events(tmp_path) -> dict:
+    (tmp_path / "report.txt").write_text("hello\n")
+    base = {"session_id": "s", "cwd": str(tmp_path), "tool_use_id": "t"}
+    return {
+        "SendUserFile": dict(base, hook_event_name="PreToolUse", tool_name="SendUserFile",
+                             tool_input={"files": ["report.txt"]}),
+        # a non-ASCII path: the compiled side declines, the twin resolves it
+        "Read café": dict(base, hook_event_name="PreToolUse", tool_name="Read",
+                          tool_input={"file_path": "café/../report.txt"}),
+        "PreModelSwitch": dict(base, hook_event_name="PreModelSwitch", source="command",
+                               requested_model="opus"),
+    }
+
+
+@pytest.mark.parametrize("case", ["SendUserFile", "Read café", "PreModelSwitch"])
+def test_policy_paths_that_start_python_skip_os(case: str, tmp_path, receiver) -> None:
+    """The steps the compiled hook hands to Python (file checks, path
+    resolution, the model-switch marker) do not import os either: it would
+    cost ~0.2x the python floor on every such call."""
+    env = hookrun.hook_env(HOME=str(tmp_path))
+    event = _policy_events(tmp_path)[case]
+    if case == "PreModelSwitch":
+        from aipager.policy import marker
+
+        marker.write_modelswitch_marker(env, "claude-jim", "opus", "s")
+    done = hookrun.run(hookrun.listing_cmd("hook") + ["--capped"], json.dumps(event).encode(), env, receiver)
+    loaded = set(done.stderr.decode().split())
+    assert done.exit == 0
+    # the step ran and decided (an allow prints nothing for PreToolUse)
+    if case == "PreModelSwitch":
+        assert b'"permissionDecision":"allow"' in done.stdout
+        assert "aipager.policy.marker" in loaded
+    else:
+        assert done.stdout == b""
+        assert "aipager.policy._match_py" in loaded
+    assert not loaded & {"os", "posixpath", "_collections_abc"}
+
+
+def _tree(root: pathlib.Path) -> list[str]:
+    """Folders, files and symlinks of every kind realpath has to walk."""
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "f.txt").write_text("x")
+    (root / "a" / "up").symlink_to("..")
+    (root / "a" / "rel").symlink_to("b/f.txt")
+    (root / "abs").symlink_to(root / "a" / "b")
+    (root / "chain").symlink_to("abs")
+    (root / "loop1").symlink_to("loop2")
+    (root / "loop2").symlink_to("loop1")
+    (root / "self").symlink_to("self/x")
+    (root / "dangling").symlink_to("nowhere")
+    (root / "a" / "deep").symlink_to("../chain/../b/./f.txt")
+    r = str(root)
+    return [r, r + "/a/b/f.txt", r + "/a/up/a/up/abs", r + "/a/rel", r + "/chain/f.txt", r + "/chain/..",
+            r + "/abs/../b/../../chain", r + "/loop1", r + "/loop2/x", r + "/self", r + "/dangling",
+            r + "/a/deep", r + "/a/b/f.txt/x", r + "/a//b/./f.txt", r + "/../" + r + "/a/up/..",
+            r + "/missing/../a", "/", "/.."]
+
+
+def test_realpath_strict_matches_posixpath(tmp_path) -> None:
+    from aipager.policy import _fsio
+
+    for path in _tree(tmp_path):
+        try:
+            want = posixpath.realpath(path, strict=True)
+        except OSError:
+            want = OSError
+        try:
+            got = _fsio.realpath_strict(path)
+        except OSError:
+            got = OSError
+        assert got == want, path
