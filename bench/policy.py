@@ -9,9 +9,11 @@ all (command regexes and path globs, inside the portable dialect).  Cases:
   message's note is waiting (the prompt is not it: the floor snapshot), and
   the Telegram prompt itself (its note matches: the sender's rules,
   queue_pickup, extra context for Claude): the compiled side does all three.
-- a non-ASCII command: the compiled side declines to Python, a path that
-  must start Python.  Target: <= 1.3x ``python -S -I -c pass``.  The twin
-  hook's rows are that path for every case (what a decline costs).
+- a non-ASCII command, SendUserFile (its file checks) and PreModelSwitch
+  (aipager's own model switch, allowed once): the compiled side hands them
+  to Python, paths that must start Python.  Target: <= 1.3x
+  ``python -S -I -c pass``.  The twin hook's rows are that path for every
+  case (what a decline costs).
 
 Contenders: the installed native aipager-hook, the pure-Python twin started
 as stage 2 starts it, ``/bin/true`` and ``python -S -I -c pass``.
@@ -26,7 +28,7 @@ import sys
 import tempfile
 
 from aipager import paths
-from aipager.policy import floor, notes, snapshot
+from aipager.policy import floor, marker, notes, snapshot
 from bench import harness
 
 SESSION = "claude-bench"
@@ -53,6 +55,9 @@ def _cases(cwd: str) -> list[tuple[str, dict]]:
         ("Read allow, 100 rules", dict(pre, tool_name="Read", tool_input={"file_path": "src/app/main.py"})),
         ("Grep allow, 100 rules", dict(pre, tool_name="Grep", tool_input={"pattern": "TODO", "path": "src"})),
         ("Bash non-ASCII -> Python", dict(pre, tool_name="Bash", tool_input={"command": "echo café > notes.txt"})),
+        ("SendUserFile -> Python", dict(pre, tool_name="SendUserFile", tool_input={"files": ["report.txt"]})),
+        ("PreModelSwitch -> Python", {"hook_event_name": "PreModelSwitch", "session_id": "sid-1", "cwd": cwd,
+                                      "source": "command", "requested_model": "opus"}),
         ("UserPromptSubmit terminal", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
                                        "cwd": cwd, "prompt": "bench prompt"}),
         ("UserPromptSubmit note waiting", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
@@ -89,6 +94,8 @@ def _prepare(env: dict, case: str, snap: dict) -> None:
     if "from Telegram" in case:
         notes.write_note(env, SESSION, msg_id=2, chat_id=-1, author_user_id=5, author_label="ana",
                          role="user", text="bench prompt")
+    if case.startswith("PreModelSwitch"):
+        marker.write_modelswitch_marker(env, SESSION, "opus", "sid-1")
 
 
 def run(args) -> list[dict]:
@@ -96,6 +103,8 @@ def run(args) -> list[dict]:
     # not under /tmp/aipager*: the floor protects aipager's own files there
     home = tempfile.mkdtemp(prefix="bench-home-", dir=os.path.expanduser("~"))
     os.makedirs(os.path.join(home, "proj", "src"))
+    with open(os.path.join(home, "proj", "report.txt"), "w", encoding="utf-8") as fh:
+        fh.write("a report to send\n")
     env = {"PATH": "/usr/bin:/bin", "HOME": home, "AIPAGER_INSTANCE_DIR": sink.dir,
            "CLAUDE_DTACH_SESSION": SESSION}
     snap = snapshot.make("telegram", False, policy_rules(home))
@@ -129,6 +138,8 @@ def run(args) -> list[dict]:
 
 def _check(env: dict, case: str) -> None:
     assert not snapshot.read(env, SESSION)["halted"], f"{case}: a rule matched"
+    if case.startswith("PreModelSwitch"):
+        assert not os.path.exists(paths.modelswitch_marker(env, SESSION)), f"{case}: marker not claimed"
     if case.startswith("UserPromptSubmit"):
         want = ("unattributed" if "note waiting" in case
                 else "telegram" if "from Telegram" in case else "terminal")

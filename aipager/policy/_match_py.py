@@ -202,10 +202,14 @@ def path_forms(path: str, cwd: str, home: str) -> list[str]:
 
 def literal_prefix(glob: str) -> str:
     """The part of ``glob`` before its first wildcard."""
-    for i, ch in enumerate(glob):
-        if ch in "*?[":
-            return glob[:i]
-    return glob
+    # three str.find calls, not a character loop: this runs for every glob
+    # of the task against every path form
+    cut = len(glob)
+    for ch in "*?[":
+        i = glob.find(ch, 0, cut)
+        if i >= 0:
+            cut = i
+    return glob[:cut]
 
 
 def glob_dir(pattern: str) -> str:
