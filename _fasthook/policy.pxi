@@ -8,8 +8,8 @@
 # be exact it DECLINES and the Python twin decides: a byte >= 0x80 or a NUL
 # in any subject or rule, a rule glibc will not compile, a snapshot of an
 # unusual shape, a published floor file beyond the built-in commands or
-# with non-ASCII strings, SendUserFile (file checks are Python-only), a
-# UserPromptSubmit with an odd prompt or notes pickup.pxi cannot read
+# with non-ASCII strings, SendUserFile files sendfile.pxi cannot judge
+# exactly (see there), a UserPromptSubmit with an odd prompt or notes pickup.pxi cannot read
 # exactly (see there), and PreModelSwitch (Python handles it whole).
 # Cost: regcomp dominates, so a command regex is only compiled when the
 # subject holds one of its required literals (the snapshot's
@@ -1390,9 +1390,6 @@ cdef int policy_after(HookCtx* ctx, HookOut* out) noexcept nogil:
     if js_decode_cstr(&v, tool_name, POL_TOOL_CAP) < 0 or not pol_ascii(tool_name):
         return STEP_DECLINE
     pol_lower(tool_name, tool)
-    if strcmp(tool, "senduserfile") == 0:
-        out.reason = "policy: SendUserFile checks are Python-only"
-        return STEP_DECLINE
     home = getenv("HOME")
     if home == NULL or home[0] == 0 or pol_snapshot_path(ctx, path) < 0:
         return STEP_DECLINE
@@ -1425,8 +1422,10 @@ cdef int policy_after(HookCtx* ctx, HookOut* out) noexcept nogil:
         out.reason = "policy: declined to the Python twin"
         return STEP_DECLINE
     if r == POL_ALLOW:
+        # SendUserFile: the file checks, for every task (sendfile.pxi)
+        r = sf_send_files(ctx, &s, home, out) if strcmp(tool, "senduserfile") == 0 else STEP_OK
         free(snap)
-        return STEP_OK
+        return r
     if pol_deny_out(out, reason) < 0:
         free(snap)
         return STEP_DECLINE

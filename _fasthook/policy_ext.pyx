@@ -15,6 +15,7 @@ include "paths.pxi"
 include "hookctx.pxi"
 include "policy.pxi"
 include "pickup.pxi"
+include "sendfile.pxi"
 
 cdef extern from "<locale.h>" nogil:
     ctypedef struct __locale_struct:
@@ -99,3 +100,9 @@ def floor_literals() -> tuple:
     """(commands JSON, needles JSON) compiled into policy.pxi, for the test
     that keeps them equal to aipager.policy.floor."""
     return POL_FLOOR_COMMANDS.decode(), POL_FLOOR_NEEDLES.decode()
+
+
+def sendfile_literals() -> tuple:
+    """(secret names JSON, send-only globs JSON) compiled into sendfile.pxi,
+    for the test that keeps them equal to aipager.policy.sendfile."""
+    return SF_SECRET_NAMES.decode(), SF_SEND_GLOBS.decode()

@@ -146,6 +146,16 @@ def test_compiled_floor_commands_match_python():
     assert needles == [floor.KNOWN_NEEDLES[(p, False)] for p in floor.FLOOR_COMMANDS]
 
 
+@pytest.mark.skipif(NO_NATIVE, reason="AIPAGER_NO_EXTENSIONS=1 run: no compiled policy.pxi")
+def test_compiled_sendfile_lists_are_the_python_ones():
+    from aipager import _policy_c
+    from aipager.policy import floor, sendfile
+
+    names, globs = (json.loads(text) for text in _policy_c.sendfile_literals())
+    assert names == list(sendfile.SECRET_NAMES)
+    assert globs == list(floor.CREDENTIAL_PATHS + sendfile.SEND_ONLY)
+
+
 def test_declined_paths_load_no_parser_nor_unused_steps():
     """A declined PreToolUse with a snapshot and the floor snapshot of a prompt
     (both Python) load neither the dialect parser nor what other steps use."""

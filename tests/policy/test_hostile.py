@@ -203,7 +203,7 @@ def test_marker_claim_survives_a_racing_claim(env, monkeypatch):
         real_rename(src, src + ".theirs")
         return real_rename(src, dst)
 
-    monkeypatch.setattr(marker.os, "rename", someone_else_first)
+    monkeypatch.setattr(marker.posix, "rename", someone_else_first)
     assert switch(env) is None
     assert os.path.exists(path + ".theirs")
 
