@@ -3,7 +3,8 @@
 Checked for every task, the owner's and terminal-typed ones included.  A
 refusal is a *soft* deny (no safety marker: Claude reads the reason, tells
 the person, and the task goes on) plus a ``send_files_refused`` datagram.
-Python only: the compiled hook declines SendUserFile.  Builtins only.
+``_fasthook/sendfile.pxi`` is the compiled twin (same order of checks, same
+reasons; tests/policy/test_sendfile_twins.py).  Builtins only.
 """
 
 from __future__ import annotations
