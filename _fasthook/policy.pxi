@@ -8,9 +8,9 @@
 # be exact it DECLINES and the Python twin decides: a byte >= 0x80 or a NUL
 # in any subject or rule, a rule glibc will not compile, a snapshot of an
 # unusual shape, a published floor file beyond the built-in commands or
-# with non-ASCII strings, SendUserFile files sendfile.pxi cannot judge
-# exactly (see there), a UserPromptSubmit with an odd prompt or notes pickup.pxi cannot read
-# exactly (see there), and PreModelSwitch (Python handles it whole).
+# with non-ASCII strings; and in the steps of their own files what they
+# cannot read exactly: SendUserFile (sendfile.pxi), the prompt's notes
+# (pickup.pxi), PreModelSwitch's marker (marker.pxi).
 # Cost: regcomp dominates, so a command regex is only compiled when the
 # subject holds one of its required literals (the snapshot's
 # commands_needles, computed by dialect.required_literals; same prefilter in
@@ -1073,8 +1073,7 @@ cdef int policy_before(HookCtx* ctx, HookOut* out) noexcept nogil:
     if strcmp(ctx.event, "UserPromptSubmit") == 0:
         return pol_prompt_submitted(ctx, out)
     if strcmp(ctx.event, "PreModelSwitch") == 0:
-        out.reason = "policy: handled by the Python twin"
-        return STEP_DECLINE
+        return mk_model_switch(ctx, out)
     if strcmp(ctx.event, "Stop") == 0 or strcmp(ctx.event, "StopFailure") == 0:
         if not pol_notes_outstanding(ctx):
             pol_clear_mark(ctx)

@@ -16,6 +16,7 @@ include "hookctx.pxi"
 include "policy.pxi"
 include "pickup.pxi"
 include "sendfile.pxi"
+include "marker.pxi"
 
 cdef extern from "<locale.h>" nogil:
     ctypedef struct __locale_struct:

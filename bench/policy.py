@@ -9,11 +9,11 @@ all (command regexes and path globs, inside the portable dialect).  Cases:
   message's note is waiting (the prompt is not it: the floor snapshot), and
   the Telegram prompt itself (its note matches: the sender's rules,
   queue_pickup, extra context for Claude): the compiled side does all three.
-- a non-ASCII command, SendUserFile (its file checks) and PreModelSwitch
-  (aipager's own model switch, allowed once): the compiled side hands them
-  to Python, paths that must start Python.  Target: <= 1.3x
-  ``python -S -I -c pass``.  The twin hook's rows are that path for every
-  case (what a decline costs).
+- SendUserFile (its file checks) and PreModelSwitch (aipager's own model
+  switch, allowed once): compiled too.
+- a non-ASCII command: the compiled side hands it to Python, a path that
+  must start Python.  Target: <= 1.3x ``python -S -I -c pass``.  The twin
+  hook's rows are that path for every case (what a decline costs).
 
 Contenders: the installed native aipager-hook, the pure-Python twin started
 as stage 2 starts it, ``/bin/true`` and ``python -S -I -c pass``.
@@ -55,8 +55,8 @@ def _cases(cwd: str) -> list[tuple[str, dict]]:
         ("Read allow, 100 rules", dict(pre, tool_name="Read", tool_input={"file_path": "src/app/main.py"})),
         ("Grep allow, 100 rules", dict(pre, tool_name="Grep", tool_input={"pattern": "TODO", "path": "src"})),
         ("Bash non-ASCII -> Python", dict(pre, tool_name="Bash", tool_input={"command": "echo café > notes.txt"})),
-        ("SendUserFile -> Python", dict(pre, tool_name="SendUserFile", tool_input={"files": ["report.txt"]})),
-        ("PreModelSwitch -> Python", {"hook_event_name": "PreModelSwitch", "session_id": "sid-1", "cwd": cwd,
+        ("SendUserFile", dict(pre, tool_name="SendUserFile", tool_input={"files": ["report.txt"]})),
+        ("PreModelSwitch", {"hook_event_name": "PreModelSwitch", "session_id": "sid-1", "cwd": cwd,
                                       "source": "command", "requested_model": "opus"}),
         ("UserPromptSubmit terminal", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
                                        "cwd": cwd, "prompt": "bench prompt"}),
