@@ -10,7 +10,8 @@ PreModelSwitch answers allow only for that switch, once: the marker must be
 our own regular file, unexpired, for this session and Claude session id, its
 model equal to ``requested_model`` or ``to_model`` (case-insensitive) and
 ``source`` must be ``command``.  The hook then claims it with an atomic
-rename, so a replay finds nothing.  Builtins only (hook hot path).
+rename, so a replay finds nothing.  ``_fasthook/marker.pxi`` is the compiled
+twin (tests/policy/test_marker_twins.py).  Builtins only (hook hot path).
 """
 
 from __future__ import annotations
