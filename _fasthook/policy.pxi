@@ -1326,6 +1326,7 @@ cdef int pol_floor_lists(const HookCtx* ctx, const char* home, PolList* lists) n
     cdef char item[POL_PAT_CAP]
     cdef size_t pos = 0
     cdef int k
+    cdef int i
     for k in range(POL_NKEYS):
         lists[k].n = -1 if k == 0 else 0
     if js_parse(POL_FLOOR_COMMANDS, strlen(POL_FLOOR_COMMANDS), &cmds) < 0:
@@ -1335,6 +1336,12 @@ cdef int pol_floor_lists(const HookCtx* ctx, const char* home, PolList* lists) n
             return -1
     if pol_builtin_floor(ctx, home, lists) < 0 or pol_published_floor(ctx, lists) < 0:
         return -1
+    # HOME or a folder from the environment may hold non-ASCII bytes, which
+    # pol_json_str cannot write as Python does
+    for k in range(POL_NKEYS):
+        for i in range(lists[k].n):
+            if not pol_ascii(lists[k].items[i]):
+                return -1
     return 0
 
 
