@@ -1,0 +1,496 @@
+"""Differential tests of the UserPromptSubmit pick-up: the native hook against
+the Python twin (``hookside.prompt_submitted``) on the same prepared state.
+
+Both contenders run on the same permission notes (written by
+``notes.write_note`` under fixed names, plus hand-made odd ones), task
+snapshot, open-task mark and published floor; they must agree on the exit
+code, stdout bytes, the datagrams (``queue_pickup`` included) and the files
+left (snapshot without its time stamp, mark, note names).  The compiled side
+may decline to the twin; ``test_regular_pickup_is_compiled`` checks it does
+not for the everyday situations.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from support import hookrun
+from support.policy_state import collect_policy_files, dated_name, prepare_policy_files
+
+from aipager import paths
+from aipager.policy import floor, rules, snapshot
+
+SESSION = "claude-pk"
+DAY = 24 * 3600
+
+#: custom roles with command patterns (case-sensitive and not, one without
+#: needles), globs and tool lists, and floor additions; write_note computes
+#: the notes' needles from it
+POLICY = {
+    "version": 1,
+    "roles": {
+        "dev": {"extends": "user", "denied_commands": ["rm +-rf", {"regex": "curl|wget", "ignore_case": True},
+                                                       "git +push"],
+                "no_access_paths": ["~/secret/**"], "no_write_paths": ["/srv/*.conf"]},
+        "auditor": {"extends": "read_only", "may_prompt": True, "allowed_tools": ["Read", "Grep", "Glob"]},
+        "wild": {"extends": "user", "denied_commands": [".*x", {"regex": "[a-z]+", "ignore_case": True},
+                                                        {"regex": "Git +PUSH", "ignore_case": True}],
+                 "denied_tools": ["WebFetch"], "allowed_tools": ["Read", "Bash", "WebFetch"]},
+        "ops": {"extends": "admin"},
+    },
+    "floor": {"no_access_paths": ["~/private/**"], "denied_commands": ["shutdown", "git +push"]},
+}
+ROLES = ["owner", "admin", "user", "read_only", "dev", "auditor", "wild", "ops"]
+
+#: published floors: none (the built-in), extra globs, an allow list, extra
+#: commands (needles known only when a dev note brings them: else the C
+#: declines), the policy's effective floor, a corrupt file
+FLOORS = [
+    {},
+    {"floor": {"no_access": ["/data/**", "/home/u/x"]}},
+    {"floor": {"allowed_tools": ["read", "bash", "grep"]}},
+    {"floor": {"commands": ["rm +-rf"]}},
+    {"floor": {"commands_i": ["^curl "]}},
+    {"floor_policy": True},
+    {"floor_raw": "{not json"},
+]
+
+AUTHOR = {"user_id": 3, "label": "zoé", "role": "dev", "msg_id": 9, "chat_id": -100}
+#: the task a prompt may join (the mark makes it open)
+OPEN_TASKS = [
+    {},
+    {"mark": True},
+    {"snapshot": {"origin": "terminal"}, "mark": True},
+    {"snapshot": {"origin": "telegram", "rules": {"denied_tools": ["webfetch"], "commands": ["rm +-rf"]},
+                  "authors": [AUTHOR]}, "mark": True},
+    {"snapshot": {"origin": "telegram", "exempt": True, "authors": [dict(AUTHOR, role="owner")]}, "mark": True},
+    {"snapshot": {"origin": "unattributed", "rules": {"allowed_tools": ["read"], "commands_i": ["[a-z]+"]}},
+     "mark": True},
+    {"snapshot": {"origin": "telegram", "rules": {"commands": ["git +push"]}, "authors": [AUTHOR],
+                  "halted": "tool Bash is denied for this task"}, "mark": True},
+    {"snapshot": {"origin": "telegram", "rules": {"commands": ["git +push"]},
+                  "extra": {"commands_needles": "nope"}}, "mark": True},
+    {"snapshot": {"origin": "telegram", "rules": {"no_write": ["/srv/**"]}, "authors": [AUTHOR]}},
+    {"snapshot_raw": '{"v":1,"origin":"telegram"', "mark": True},
+]
+HOMES = ["/home/u", "/home/jöe", '/home/q"b\\s', None]
+
+SETTINGS = dict(
+    deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+
+# Read at import, before tests/conftest.py's autouse fixture clears AIPAGER_*
+# (as tests/hook/conftest.py does): a twins-only install has nothing to compare.
+NO_NATIVE = os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0")
+
+
+@pytest.fixture
+def native_bins() -> str:
+    """The installed native aipager-hook (it must be there)."""
+    if NO_NATIVE:
+        pytest.skip("AIPAGER_NO_EXTENSIONS=1: the twins are installed instead")
+    path = hookrun.native_path("hook")
+    assert path and hookrun.is_elf(path), "the native aipager-hook must be installed (pip install .)"
+    return path
+
+
+# --- running both ------------------------------------------------------------
+
+
+def hook_env(home: str | None, **extra: str) -> dict:
+    return hookrun.hook_env(SESSION, HOME=home, **extra)
+
+
+def run_in_state(kind: str, case: dict, stdin: bytes, env: dict) -> tuple:
+    """One contender on the prepared state: ``(comparable outcome, result)``."""
+    floor_path = paths.floor_file(env)
+    if os.path.lexists(floor_path):
+        os.unlink(floor_path)  # a floor is part of the case, never left from the last one
+    try:
+        prepare_policy_files(case, env, SESSION)
+        receiver = hookrun.receiver_for(env)
+        try:
+            done = hookrun.run(hookrun.contender_cmd(kind, "hook"), stdin, env, receiver)
+        finally:
+            receiver.close()
+    finally:
+        left = collect_policy_files(env, SESSION)  # also after a failure: the next example starts clean
+    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    # json.dumps: a NaN read back from a note compares unequal to itself
+    outcome = (done.exit, done.stdout, json.dumps(done.sent, sort_keys=True), json.dumps(left, sort_keys=True))
+    return outcome, done
+
+
+def both(case: dict, stdin: bytes, env: dict, native_env: dict | None = None) -> tuple:
+    """Native then twin on the same case; ``case["now"]`` is fixed first so
+    both runs write the same note names."""
+    case = dict(case, now=case.get("now", time.time()))
+    native = run_in_state("native", case, stdin, native_env or env)
+    twin = run_in_state("twin", case, stdin, env)
+    return native, twin
+
+
+def differential(case: dict, stdin: bytes, env: dict) -> None:
+    """Both contenders agree; which side answered is a hypothesis event
+    (``--hypothesis-show-statistics``), the reason when the C declined."""
+    (native, done), (twin, _) = both(case, stdin, env, native_env=dict(env, AIPAGER_DEBUG="1"))
+    line = next((ln for ln in done.stderr.decode(errors="replace").splitlines() if "declined to stage 2" in ln), "")
+    event("native: " + (line.partition("declined to stage 2:")[2].strip() if line else "compiled"))
+    assert native == twin
+
+
+def prompt_event(prompt: str, ensure_ascii: bool = True) -> bytes:
+    event = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": "/home/u/p",
+             "permission_mode": "default", "prompt": prompt}
+    return json.dumps(event, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
+
+
+# --- strategies ----------------------------------------------------------------
+
+WS = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000"
+#: text with the awkward characters: quotes, backslashes, controls, non-ASCII,
+#: a character outside the BMP, unicode spaces, the prompt marker's pieces
+AWKWARD = "aZ09 \"\\/'\n\t\r\x00\x01\x1f\x7f\x80\x9fé日本🙂\u2028\u3000\xa0\x85<>-&{}[],:"
+words = st.sampled_from(["fix the tests", "fix", "the tests", "deploy", "deploy it", "a", "é", "日本",
+                         "🙂 ok", 'say "hi"', "C:\\dir\\", "line1\nline2", "tab\there", "\x00nul"])
+cores = st.one_of(
+    words,
+    st.text(alphabet=AWKWARD, min_size=1, max_size=12),
+    st.text(min_size=1, max_size=12),
+    # around the 60 characters the reply context quotes, and long
+    st.builds(lambda w, n: (w + " ") * n, words, st.sampled_from([5, 8, 12, 30, 400])),
+).filter(lambda s: s.strip())
+spaces = st.one_of(st.just(""), st.text(alphabet=WS, max_size=3))
+note_texts = st.builds(lambda a, core, b: a + core + b, spaces, cores, spaces)
+#: few styles, so that two notes of one prompt often share one
+styles = st.one_of(st.sampled_from([None, "Be brief.", "Réponds 🙂", "  ", "\u3000padded\u2028"]),
+                   st.text(alphabet=AWKWARD, max_size=10))
+stamps = st.one_of(
+    st.sampled_from([0, 1764679000, 1764679000.5, -1, True, False, 10**20, 253402300799.9, 253402300800,
+                     1e300, "2025-12-01"]),
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+reply_tos = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({"text": note_texts}, optional={"sent_at": stamps}),
+    st.fixed_dictionaries({"text": st.just("")}, optional={"sent_at": stamps}),
+)
+ints = st.one_of(st.integers(min_value=-(10**13), max_value=10**13), st.sampled_from([0, 2**63, -(2**63) - 1, 10**30]))
+#: ages away from the 24 h boundary: the two runs start a moment apart
+ages = st.sampled_from([0, 1, 3600, DAY - 600, DAY + 600, 30 * DAY, -3600])
+note_docs = st.fixed_dictionaries({
+    "text": note_texts,
+    "role": st.sampled_from(ROLES),
+    "user_id": st.one_of(st.none(), st.just(7), ints),
+    "label": st.one_of(st.just("ana"), st.text(alphabet=AWKWARD, max_size=8)),
+    "style": styles,
+    "reply_to": reply_tos,
+    "age_s": ages,
+    "msg_id": ints,
+    "chat_id": ints,
+})
+
+
+def _base_doc(text, age_s: float = 5) -> dict:
+    """A note as write_note makes it for the built-in "user" role (no commands)."""
+    return {"v": 1, "msg_id": 1, "chat_id": -1, "author": {"user_id": 5, "label": "raw", "role": "dev"},
+            "text": text, "queued_at": {"age_s": age_s}, "exempt": False,
+            "rules": dict(rules.empty(), denied_tools=["bash"], commands=["rm +-rf"], commands_i=["curl|wget"],
+                          commands_needles=[["-rf"]], commands_i_needles=[["curl", "wget"]]),
+            "style": None, "reply_to": None}
+
+
+def _with(text, **changes) -> dict:
+    doc = _base_doc(text)
+    for key, value in changes.items():
+        if value is _DROP:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    return {"doc": doc}
+
+
+def _with_rules(text, **changes) -> dict:
+    entry = _with(text)
+    for key, value in changes.items():
+        if value is _DROP:
+            entry["doc"]["rules"].pop(key, None)
+        else:
+            entry["doc"]["rules"][key] = value
+    return entry
+
+
+_DROP = object()
+
+
+def raw_entry(kind: str, text: str) -> dict:
+    """One odd note (see ``support.policy_state._write_raw_notes``) whose text,
+    when it has one, is ``text``."""
+    valid = json.dumps(dict(_base_doc(text), queued_at=time.time()))
+    makers = {
+        "valid": lambda: _with(text),
+        "no_needles": lambda: _with_rules(text, commands_needles=_DROP),
+        "needles_str": lambda: _with_rules(text, commands_needles="-rf"),
+        "needles_short": lambda: _with_rules(text, commands_i_needles=[]),
+        "needles_bad_item": lambda: _with_rules(text, commands_needles=[["-rf", 1]]),
+        "needles_null": lambda: _with_rules(text, commands_needles=[None]),
+        "needles_for_floor": lambda: _with_rules(text, commands=["shutdown"], commands_needles=[["shutdown"]]),
+        "v_true": lambda: _with(text, v=True),
+        "v_float": lambda: _with(text, v=1.0),
+        "v_2": lambda: _with(text, v=2),
+        "v_missing": lambda: _with(text, v=_DROP),
+        "text_int": lambda: _with(5),
+        "text_blank": lambda: _with(""),
+        "text_uspace": lambda: _with("\u3000\xa0\u2028\x85"),
+        "rules_str": lambda: _with(text, rules="all"),
+        "rules_bad_list": lambda: _with_rules(text, denied_tools="bash"),
+        "rules_missing_key": lambda: _with_rules(text, no_write=_DROP),
+        "rules_allowed_bad": lambda: _with_rules(text, allowed_tools=["read", 3]),
+        "author_str": lambda: _with(text, author="ana"),
+        "author_none_id": lambda: _with(text, author={"user_id": None, "label": "x", "role": "owner"}),
+        "author_odd": lambda: _with(text, author={"user_id": "7", "label": ["l"], "role": {"r": 1}}),
+        "author_empty": lambda: _with(text, author={}),
+        "exempt_one": lambda: _with(text, exempt=1, rules=rules.empty()),
+        "exempt_true": lambda: _with(text, exempt=True),
+        "ids_odd": lambda: _with(text, msg_id="42", chat_id=1.5),
+        "ids_missing": lambda: _with(text, msg_id=_DROP, chat_id=_DROP),
+        "style_odd": lambda: _with(text, style=5, reply_to=["x"]),
+        "reply_text_int": lambda: _with(text, reply_to={"text": 5, "sent_at": 1}),
+        "reply_nan": lambda: _with(text, reply_to={"text": "q", "sent_at": float("nan")}),
+        "queued_nan": lambda: _with(text, queued_at=float("nan")),
+        "queued_inf": lambda: _with(text, queued_at=float("-inf")),
+        "queued_huge": lambda: _with(text, queued_at=1e300),
+        "queued_str": lambda: _with(text, queued_at="soon"),
+        "queued_bool": lambda: _with(text, queued_at=True),
+        "queued_missing": lambda: _with(text, queued_at=_DROP),
+        "old": lambda: dict(_with(text, queued_at={"age_s": 3 * DAY})),
+        "extra_keys": lambda: _with(text, zzz={"deep": [1, {"a": None}]}),
+        "not_json": lambda: {"data": b'{"v":1,"text":'},
+        "not_utf8": lambda: {"data": b'{"v":1,"text":"\xff"}'},
+        "empty_file": lambda: {"data": b""},
+        "array": lambda: {"data": b"[1,2]"},
+        "string": lambda: {"data": b'"a note"'},
+        "nan_doc": lambda: {"data": b"NaN"},
+        "dup_text": lambda: {"data": valid[:-1].encode() + b',"text":"other"}'},
+        "dup_v": lambda: {"data": valid[:-1].encode() + b',"v":2}'},
+        "escaped": lambda: {"data": valid.replace('"v": 1', '"\\u0076": 1').encode()},
+        "surrogate": lambda: {"data": valid.encode().replace(b'"style": null', b'"style": "\\ud800"')},
+        "too_big": lambda: {"data": valid[:-1].encode() + b',"pad":"' + b"x" * (1 << 20) + b'"}'},
+        "symlink": lambda: {"symlink": valid.encode()},
+        "dir": lambda: {"dir": True},
+        "fifo": lambda: {"fifo": True},
+    }
+    return makers[kind]()
+
+
+RAW_KINDS = [
+    "valid", "no_needles", "needles_str", "needles_short", "needles_bad_item", "needles_null", "needles_for_floor",
+    "v_true", "v_float", "v_2", "v_missing", "text_int", "text_blank", "text_uspace", "rules_str",
+    "rules_bad_list", "rules_missing_key", "rules_allowed_bad", "author_str", "author_none_id", "author_odd",
+    "author_empty", "exempt_one", "exempt_true", "ids_odd", "ids_missing", "style_odd", "reply_text_int",
+    "reply_nan", "queued_nan", "queued_inf", "queued_huge", "queued_str", "queued_bool", "queued_missing",
+    "old", "extra_keys", "not_json", "not_utf8", "empty_file", "array", "string", "nan_doc", "dup_text",
+    "dup_v", "escaped", "surrogate", "too_big", "symlink", "dir", "fifo",
+]
+
+#: odd names: the expiry falls back to the name's prefix, read with int()
+#: (which takes '+', spaces, '_' and non-ASCII digits); "{now_us}" is now
+ODD_NAMES = ["abc-00000001.json", "12.json", "-1.json", "+{now_us}-x.json", " {now_us}-x.json",
+             "{now_us}_0-x.json", "{now_us_ar}-x.json", "{now_us}-ü.json", "{now_us}.json",
+             "00000000000000000001-x.json"]
+
+
+@st.composite
+def raw_notes(draw, text: str) -> dict:
+    entry = raw_entry(draw(st.sampled_from(RAW_KINDS)), text)
+    if draw(st.integers(min_value=0, max_value=3)) == 0:
+        entry["name"] = draw(st.sampled_from(ODD_NAMES))
+    else:
+        entry["age_s"] = draw(ages)
+    return entry
+
+
+noise = st.one_of(st.sampled_from(["", " ", "\n\n", "and then ", "日本 ", "\u3000", "…"]),
+                  st.text(alphabet=AWKWARD, max_size=6), st.text(max_size=6))
+#: how a prompt starts: mostly ASCII (a prompt opening with another character
+#: may be one Python's lstrip() treats as a space: the C side declines those)
+leads = st.one_of(st.sampled_from(["", "", "Go: ", "\n", " \t"]), noise)
+
+
+@st.composite
+def pickup_cases(draw) -> tuple:
+    """``(case, prompt, ensure_ascii, home)``."""
+    docs = draw(st.lists(note_docs, max_size=4))
+    docs.sort(key=lambda d: -d["age_s"])  # the notes' name order: oldest first
+    raws = [draw(raw_notes(draw(note_texts))) for _ in range(draw(st.integers(min_value=0, max_value=2)))]
+    if len({r.get("name") for r in raws if r.get("name")}) < len([r for r in raws if r.get("name")]):
+        raws = raws[:1]  # one odd name twice
+    case = {"policy": POLICY, **draw(st.sampled_from(FLOORS)), **draw(st.sampled_from(OPEN_TASKS))}
+    if docs:
+        case["note_docs"] = docs
+    if raws:
+        case["note_raw"] = raws
+    texts = [d["text"] for d in docs] + [r["doc"]["text"] for r in raws
+                                         if isinstance(r.get("doc", {}).get("text"), str)]
+    shape = draw(st.sampled_from(["notes", "notes", "in_order", "stripped", "unrelated", "notification"]))
+    if shape == "unrelated" or not texts:
+        prompt = draw(st.one_of(leads, note_texts))
+    elif shape == "notification":
+        prompt = draw(spaces) + "<task-notification>" + draw(noise)
+    elif shape == "in_order":
+        # every note in name order (raw ones last): Claude Code's joined queue
+        prompt = draw(leads) + "".join(t + draw(noise) for t in texts)
+    else:
+        picks = draw(st.lists(st.sampled_from(texts), min_size=1, max_size=4))
+        if shape == "stripped":
+            picks = [t.strip() for t in picks]
+        prompt = draw(leads) + "".join(p + draw(noise) for p in picks)
+    if draw(st.sampled_from([False] * 15 + [True])):
+        prompt += "\ud800"  # a lone surrogate: only the escaped JSON form carries it
+        ascii_json = True
+    else:
+        ascii_json = draw(st.booleans())
+    return case, prompt, ascii_json, draw(st.sampled_from(HOMES))
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(drawn=pickup_cases())
+def test_pickup_twins_agree(native_bins, drawn) -> None:
+    case, prompt, ascii_json, home = drawn
+    differential(case, prompt_event(prompt, ascii_json), hook_env(home))
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(kinds=st.lists(st.sampled_from(RAW_KINDS), min_size=1, max_size=3), text=note_texts,
+       name=st.one_of(st.none(), st.sampled_from(ODD_NAMES)), task=st.sampled_from(OPEN_TASKS),
+       extra=st.sampled_from(["", "{t}", "x {t} y", "{t}{t}"]))
+def test_odd_notes_agree(native_bins, kinds, text, name, task, extra) -> None:
+    """Only hand-made notes, the prompt quoting their text: every oddity must
+    be read as the twin reads it or declined."""
+    raws = []
+    for i, kind in enumerate(kinds):
+        entry = raw_entry(kind, text)
+        if name is not None and i == 0:
+            entry["name"] = name
+        raws.append(entry)
+    case = {"policy": POLICY, "note_raw": raws, **task}
+    differential(case, prompt_event(extra.replace("{t}", text) or "hello"), hook_env("/home/u"))
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+@pytest.mark.parametrize("kind", ["not_json", "queued_missing", "queued_bool", "dir"])
+def test_odd_names_agree(native_bins, name, kind) -> None:
+    """A note whose queue time must come from its name (int() of the part
+    before the first '-'): both sides read the name the same or decline."""
+    entry = dict(raw_entry(kind, "ship it"), name=name)
+    case = {"policy": POLICY, "note_raw": [entry, raw_entry("valid", "ship it")]}
+    (native, _), (twin, _) = both(case, prompt_event("please ship it"), hook_env("/home/u"))
+    assert native == twin
+
+
+# --- the everyday situations: the compiled side handles them ----------------
+
+OWNER = {"text": "deploy the site", "role": "owner", "user_id": 1, "label": "olga", "msg_id": 11,
+         "chat_id": -100500, "age_s": 30}
+USER_STYLED = {"text": "réponds à ça 日本", "role": "user", "user_id": 7, "label": "zoé", "msg_id": 12,
+               "chat_id": -100500, "age_s": 20, "style": "Réponds brièvement 🙂",
+               "reply_to": {"text": "la question d'hier «ok» \"q\"", "sent_at": 1764679000.0}}
+DEV = {"text": "run the linters", "role": "dev", "user_id": 8, "label": "dev-dan", "msg_id": 13,
+       "chat_id": -100500, "age_s": 10}
+REGULAR = {
+    "owner": ({"note_docs": [OWNER]}, "deploy the site"),
+    "styled_reply": ({"note_docs": [USER_STYLED]}, "réponds à ça 日本"),
+    "two_notes": ({"note_docs": [USER_STYLED, DEV]}, "réponds à ça 日本\n\nrun the linters"),
+    "waiting": ({"note_docs": [DEV]}, "something typed at the terminal"),
+    "expired": ({"note_docs": [dict(OWNER, age_s=2 * DAY)]}, "hello"),
+    "joins_telegram": (
+        {"note_docs": [DEV], "mark": True,
+         "snapshot": {"origin": "telegram", "rules": {"denied_tools": ["webfetch"], "commands": ["rm +-rf"]},
+                      "authors": [AUTHOR]}},
+        "run the linters",
+    ),
+}
+
+
+@pytest.mark.parametrize("situation", list(REGULAR))
+def test_regular_pickup_is_compiled(native_bins, situation) -> None:
+    case, prompt = REGULAR[situation]
+    case = dict(case, policy=POLICY, now=time.time())
+    env = hook_env("/home/u")
+    (native, done), (twin, _) = both(case, prompt_event(prompt, ensure_ascii=False), env,
+                                     native_env=dict(env, AIPAGER_DEBUG="1"))
+    assert b"declined to stage 2" not in done.stderr, done.stderr.decode(errors="replace")
+    assert native == twin
+    exit_code, stdout, _, _ = native
+    assert exit_code == 0
+    sent = done.sent
+    left = json.loads(native[3])
+    snap = left["snapshot"]
+    names = [dated_name(case["now"] - spec["age_s"], i) for i, spec in enumerate(case["note_docs"])]
+    pickups = [d for d in sent if d["hook_event_name"] == "queue_pickup"]
+    assert sent[-1]["hook_event_name"] == "UserPromptSubmit"
+    assert left["mark"]
+    if situation == "waiting":
+        assert snap["origin"] == "unattributed" and snap["authors"] == []
+        assert left["note_names"] == sorted(names + ["x.json.tmp1-ab"])
+        assert pickups == [] and stdout == b""
+        return
+    assert left["note_names"] == ["x.json.tmp1-ab"], "consumed and expired notes are deleted"
+    assert len(pickups) == 1 and sent[0] is pickups[0], "queue_pickup goes before the event"
+    if situation == "expired":
+        assert snap["origin"] == "terminal" and snap["exempt"] is False
+        assert pickups[0]["consumed"] == []
+        assert pickups[0]["expired"] == [{"note": names[0], "msg_id": 11, "chat_id": -100500, "author_user_id": 1}]
+        assert stdout == b""
+        return
+    specs = case["note_docs"]
+    assert snap["origin"] == "telegram"
+    assert [c["note"] for c in pickups[0]["consumed"]] == names
+    assert [c["msg_id"] for c in pickups[0]["consumed"]] == [s["msg_id"] for s in specs]
+    labels = [a["label"] for a in snap["authors"]]
+    if situation == "owner":
+        assert snap["exempt"] is True and snap["commands"] == [] and labels == ["olga"]
+        assert stdout == b""
+        return
+    assert snap["exempt"] is False
+    # restricted: the floor is merged, with its needles
+    assert set(floor.FLOOR_COMMANDS) <= set(snap["commands"])
+    assert len(snap["commands_needles"]) == len(snap["commands"])
+    assert "bash" in snap["denied_tools"]
+    if situation == "joins_telegram":
+        assert labels == ["zoé", "dev-dan"]
+        assert "webfetch" in snap["denied_tools"] and "git +push" in snap["commands"]
+        assert snap["commands_i"] == ["curl|wget"] and snap["commands_i_needles"] == [["curl", "wget"]]
+        assert stdout == b""
+        return
+    extra = json.loads(stdout)["hookSpecificOutput"]
+    assert extra["hookEventName"] == "UserPromptSubmit"
+    assert extra["additionalContext"].startswith("Réponds brièvement 🙂\n\nThe message \"réponds à ça 日本\"")
+    assert "(sent 2025-12-02 12:36 UTC):\nla question d'hier «ok» \"q\"" in extra["additionalContext"]
+    assert labels == (["zoé", "dev-dan"] if situation == "two_notes" else ["zoé"])
+    if situation == "two_notes":
+        assert "rm +-rf" in snap["commands"] and "/srv/*.conf" in snap["no_write"]
+
+
+def test_prepared_notes_are_what_the_twin_reads(tmp_path) -> None:
+    """The helpers' own check: write_note's needles and the fixed names."""
+    from aipager.policy import notes
+
+    env = hook_env("/home/u")
+    now = time.time()
+    prepare_policy_files({"policy": POLICY, "note_docs": [DEV, OWNER], "note_raw": [raw_entry("fifo", "x")],
+                          "now": now}, env, SESSION)
+    found = notes.list_notes(env, SESSION)
+    assert [n.name for n in found] == sorted([dated_name(now - 10, 0), dated_name(now - 30, 1),
+                                              dated_name(now, 0x10000)])
+    dev = next(n for n in found if n.doc and n.doc["author"]["label"] == "dev-dan")
+    assert dev.usable() and dev.doc["rules"]["commands_needles"] == [["-rf"], ["push"]]
+    left = collect_policy_files(env, SESSION)
+    assert len(left["note_names"]) == 4 and not os.path.exists(paths.notes_dir(env, SESSION))
+    assert snapshot.read(env, SESSION) is None
