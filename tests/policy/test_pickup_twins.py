@@ -78,7 +78,7 @@ OPEN_TASKS = [
     {"snapshot": {"origin": "telegram", "rules": {"no_write": ["/srv/**"]}, "authors": [AUTHOR]}},
     {"snapshot_raw": '{"v":1,"origin":"telegram"', "mark": True},
 ]
-HOMES = ["/home/u", "/home/jöe", '/home/q"b\\s', None]
+HOMES = ["/home/u", "/home/jöe", '/home/q"b\\s', "/home/u/", "/", None]
 
 SETTINGS = dict(
     deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -111,6 +111,7 @@ def run_in_state(kind: str, case: dict, stdin: bytes, env: dict) -> tuple:
     floor_path = paths.floor_file(env)
     if os.path.lexists(floor_path):
         os.unlink(floor_path)  # a floor is part of the case, never left from the last one
+    snap_text = b""
     try:
         prepare_policy_files(case, env, SESSION)
         receiver = hookrun.receiver_for(env)
@@ -118,12 +119,31 @@ def run_in_state(kind: str, case: dict, stdin: bytes, env: dict) -> tuple:
             done = hookrun.run(hookrun.contender_cmd(kind, "hook"), stdin, env, receiver)
         finally:
             receiver.close()
+        snap_text = _snapshot_bytes(env)
     finally:
         left = collect_policy_files(env, SESSION)  # also after a failure: the next example starts clean
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
-    # json.dumps: a NaN read back from a note compares unequal to itself
-    outcome = (done.exit, done.stdout, json.dumps(done.sent, sort_keys=True), json.dumps(left, sort_keys=True))
+    # json.dumps: a NaN read back from a note compares unequal to itself.
+    # The datagrams and the snapshot are also compared byte for byte.
+    outcome = (done.exit, done.stdout, json.dumps(done.sent, sort_keys=True), json.dumps(left, sort_keys=True),
+               done.raw, snap_text)
     return outcome, done
+
+
+def _snapshot_bytes(env: dict) -> bytes:
+    """The snapshot as written, its time stamp blanked (the clocks differ)."""
+    try:
+        with open(paths.policy_file(env, SESSION), "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return b""
+    start = data.find(b'"written_at":')
+    if start < 0:
+        return data
+    end = start + len(b'"written_at":')
+    while end < len(data) and data[end : end + 1] in b"0123456789.e+-":
+        end += 1
+    return data[:start] + b'"written_at":T' + data[end:]
 
 
 def both(case: dict, stdin: bytes, env: dict, native_env: dict | None = None) -> tuple:
@@ -427,7 +447,7 @@ def test_regular_pickup_is_compiled(native_bins, situation) -> None:
                                      native_env=dict(env, AIPAGER_DEBUG="1"))
     assert b"declined to stage 2" not in done.stderr, done.stderr.decode(errors="replace")
     assert native == twin
-    exit_code, stdout, _, _ = native
+    exit_code, stdout = native[:2]
     assert exit_code == 0
     sent = done.sent
     left = json.loads(native[3])
@@ -476,6 +496,69 @@ def test_regular_pickup_is_compiled(native_bins, situation) -> None:
     assert labels == (["zoé", "dev-dan"] if situation == "two_notes" else ["zoé"])
     if situation == "two_notes":
         assert "rm +-rf" in snap["commands"] and "/srv/*.conf" in snap["no_write"]
+
+
+# --- sizes around the compiled side's limits ----------------------------------
+
+
+def _output_len(text: str, reply: str) -> int:
+    """Length of what the twin prints for one consumed note replying to ``reply``."""
+    from aipager.policy import _fsio, hookside, notes
+
+    doc = {"text": text, "style": None, "reply_to": {"text": reply}}
+    extra = hookside._context([notes.Note("n", "p", doc)])
+    return len(_fsio.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": extra}}))
+
+
+def _reply_near_cap(unit: str, offset: int) -> dict:
+    """A note whose printed extra context is 64 KiB + ``offset`` (or just over
+    it when ``unit`` escapes to several bytes)."""
+    base = _output_len("ship it", "")
+    per = _output_len("ship it", unit) - base
+    count = (65536 + offset - base) // per
+    return {"note_docs": [{"text": "ship it", "reply_to": {"text": unit * count}}]}
+
+
+def _many(n: int) -> dict:
+    return {"note_docs": [{"text": f"task number {i:03d}", "age_s": 1000 - i, "msg_id": i} for i in range(n)]}
+
+
+def _big_rules(entries: int, size: int | None = None) -> dict:
+    """A note with ``entries`` no-access globs, padded to ``size`` bytes."""
+    doc = dict(_base_doc("ship it"), queued_at=4e9)  # in 2096: never expired
+    doc["rules"]["no_access"] = [f"/data/area-{i:06d}/**" for i in range(entries)]
+    if size is not None:
+        doc["zpad"] = ""
+        doc["zpad"] = "x" * (size - len(json.dumps(doc)))
+        assert len(json.dumps(doc)) == size
+    return {"note_raw": [{"data": json.dumps(doc).encode()}]}
+
+
+LIMITS = {
+    "64_notes": (_many(64), " ".join(f"task number {i:03d}" for i in range(64))),
+    "65_notes": (_many(65), " ".join(f"task number {i:03d}" for i in range(65))),
+    "reply_cap_minus_1": (_reply_near_cap("r", -1), "ship it"),
+    "reply_cap": (_reply_near_cap("r", 0), "ship it"),
+    "reply_cap_plus_1": (_reply_near_cap("r", 1), "ship it"),
+    "reply_cap_escaped": (_reply_near_cap("é", 0), "ship it"),
+    "reply_cap_astral": (_reply_near_cap("🙂", -5), "ship it"),
+    "long_text": ({"note_docs": [{"text": "long " * 10_000}]}, "go: " + "long " * 10_000),
+    "huge_prompt": ({"note_docs": [{"text": "long " * 100_000}]}, "go: " + "long " * 100_000),
+    "big_rules": (_big_rules(3_000), "ship it"),
+    # _fsio.MAX_READ (1 MiB): the last readable size and the first unreadable
+    "note_read_limit": (_big_rules(2_000, 1 << 20), "ship it"),
+    "note_over_read_limit": (_big_rules(2_000, (1 << 20) + 1), "ship it"),
+    "many_authors": ({"note_docs": [DEV], "mark": True,
+                      "snapshot": {"origin": "telegram", "authors": [dict(AUTHOR, msg_id=i) for i in range(3000)]}},
+                     "run the linters"),
+}
+
+
+@pytest.mark.parametrize("limit", list(LIMITS))
+def test_limits_agree(native_bins, limit) -> None:
+    case, prompt = LIMITS[limit]
+    (native, _), (twin, _) = both(dict(case, policy=POLICY), prompt_event(prompt), hook_env("/home/u"))
+    assert native == twin
 
 
 def test_prepared_notes_are_what_the_twin_reads(tmp_path) -> None:
