@@ -58,6 +58,10 @@ FLOORS = [
     {"floor": {"commands_i": ["^curl "]}},
     {"floor_policy": True},
     {"floor_raw": "{not json"},
+    {"floor": {"no_access": ["/données/**", 'q"\\'], "allowed_tools": []}},
+    {"floor_raw": '{"v":1,"rules":{"no_access":"x"}}'},
+    {"floor_raw": '{"v":1,"rules":{"allowed_tools":null,"denied_tools":["a"],"denied_tools":["b"],"no_access":[],'
+                  '"no_write":[],"commands":[],"commands_i":[]}}'},
 ]
 
 AUTHOR = {"user_id": 3, "label": "zoé", "role": "dev", "msg_id": 9, "chat_id": -100}
@@ -77,6 +81,13 @@ OPEN_TASKS = [
                   "extra": {"commands_needles": "nope"}}, "mark": True},
     {"snapshot": {"origin": "telegram", "rules": {"no_write": ["/srv/**"]}, "authors": [AUTHOR]}},
     {"snapshot_raw": '{"v":1,"origin":"telegram"', "mark": True},
+    # authors are not checked by snapshot.normalise: joined() takes list() of them
+    {"snapshot": {"origin": "telegram", "extra": {"authors": "ab"}}, "mark": True},
+    {"snapshot": {"origin": "telegram", "extra": {"authors": {"k": 1}}}, "mark": True},
+    {"snapshot": {"origin": "telegram", "extra": {"authors": 5}}, "mark": True},
+    {"snapshot": {"origin": "telegram", "extra": {"authors": None}}, "mark": True},
+    {"snapshot": {"origin": "unattributed", "exempt": True, "halted": "x"}, "mark": True},
+    {"snapshot": {"origin": "telegram", "extra": {"zzz": [1]}}, "mark": True},
 ]
 HOMES = ["/home/u", "/home/jöe", '/home/q"b\\s', "/home/u/", "/", None]
 
@@ -173,6 +184,8 @@ def prompt_event(prompt: str, ensure_ascii: bool = True) -> bytes:
 # --- strategies ----------------------------------------------------------------
 
 WS = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000"
+#: characters str.strip() keeps although they look blank
+NOT_WS = "\u200b\ufeff\u180e\x00\u2060"
 #: text with the awkward characters: quotes, backslashes, controls, non-ASCII,
 #: a character outside the BMP, unicode spaces, the prompt marker's pieces
 AWKWARD = "aZ09 \"\\/'\n\t\r\x00\x01\x1f\x7f\x80\x9fé日本🙂\u2028\u3000\xa0\x85<>-&{}[],:"
@@ -185,14 +198,14 @@ cores = st.one_of(
     # around the 60 characters the reply context quotes, and long
     st.builds(lambda w, n: (w + " ") * n, words, st.sampled_from([5, 8, 12, 30, 400])),
 ).filter(lambda s: s.strip())
-spaces = st.one_of(st.just(""), st.text(alphabet=WS, max_size=3))
+spaces = st.one_of(st.just(""), st.text(alphabet=WS, max_size=3), st.text(alphabet=WS + NOT_WS, max_size=2))
 note_texts = st.builds(lambda a, core, b: a + core + b, spaces, cores, spaces)
 #: few styles, so that two notes of one prompt often share one
 styles = st.one_of(st.sampled_from([None, "Be brief.", "Réponds 🙂", "  ", "\u3000padded\u2028"]),
                    st.text(alphabet=AWKWARD, max_size=10))
 stamps = st.one_of(
     st.sampled_from([0, 1764679000, 1764679000.5, -1, True, False, 10**20, 253402300799.9, 253402300800,
-                     1e300, "2025-12-01"]),
+                     1e300, "2025-12-01", -0.0, 1e-300, 59.9999999, 86399.99999999, 253402300799, 10**400]),
     st.integers(min_value=-(10**12), max_value=10**12),
     st.floats(allow_nan=False, allow_infinity=False),
 )
@@ -301,6 +314,21 @@ def raw_entry(kind: str, text: str) -> dict:
         "dup_v": lambda: {"data": valid[:-1].encode() + b',"v":2}'},
         "escaped": lambda: {"data": valid.replace('"v": 1', '"\\u0076": 1').encode()},
         "surrogate": lambda: {"data": valid.encode().replace(b'"style": null', b'"style": "\\ud800"')},
+        "utf8_raw": lambda: {"data": json.dumps(dict(_base_doc(text), queued_at=time.time()),
+                                                ensure_ascii=False).encode("utf-8", "surrogatepass")},
+        "pretty": lambda: {"data": json.dumps(dict(_base_doc(text), queued_at=time.time()), indent=2).encode()},
+        "keys_reversed": lambda: {"data": json.dumps(dict(reversed(list(dict(_base_doc(text),
+                                                                             queued_at=time.time()).items()))))
+                                  .encode()},
+        "escapes_odd": lambda: {"data": valid.replace('"text": "', '"text": "\\/\\u0041\\u00E9').encode()},
+        "numbers_odd": lambda: {"data": valid.replace('"msg_id": 1', '"msg_id": 1E2')
+                                .replace('"chat_id": -1', '"chat_id": -0').replace('"user_id": 5', '"user_id": 5.0e0')
+                                .encode()},
+        "big_ids": lambda: {"data": valid.replace('"msg_id": 1', '"msg_id": ' + "9" * 40)
+                            .replace('"chat_id": -1', '"chat_id": 1e400').encode()},
+        "dup_author_key": lambda: {"data": valid.replace('"author": {', '"author": {"role": "owner", ').encode()},
+        "deep": lambda: {"data": valid[:-1].encode() + b', "zzz": ' + b"[" * 5000 + b"]" * 5000 + b"}"},
+        "style_is_reply": lambda: _with(text, style='The message "a" replies to an earlier message:\nq'),
         "too_big": lambda: {"data": valid[:-1].encode() + b',"pad":"' + b"x" * (1 << 20) + b'"}'},
         "symlink": lambda: {"symlink": valid.encode()},
         "dir": lambda: {"dir": True},
@@ -316,14 +344,16 @@ RAW_KINDS = [
     "author_empty", "exempt_one", "exempt_true", "ids_odd", "ids_missing", "style_odd", "reply_text_int",
     "reply_nan", "queued_nan", "queued_inf", "queued_huge", "queued_str", "queued_bool", "queued_missing",
     "old", "extra_keys", "not_json", "not_utf8", "empty_file", "array", "string", "nan_doc", "dup_text",
-    "dup_v", "escaped", "surrogate", "too_big", "symlink", "dir", "fifo",
+    "dup_v", "escaped", "surrogate", "too_big", "symlink", "dir", "fifo", "utf8_raw", "pretty", "keys_reversed",
+    "escapes_odd", "numbers_odd", "big_ids", "dup_author_key", "deep", "style_is_reply",
 ]
 
 #: odd names: the expiry falls back to the name's prefix, read with int()
 #: (which takes '+', spaces, '_' and non-ASCII digits); "{now_us}" is now
 ODD_NAMES = ["abc-00000001.json", "12.json", "-1.json", "+{now_us}-x.json", " {now_us}-x.json",
              "{now_us}_0-x.json", "{now_us_ar}-x.json", "{now_us}-ü.json", "{now_us}.json",
-             "00000000000000000001-x.json"]
+             "00000000000000000001-x.json", ".json", "-.json", "--1-.json", "9" * 240 + "-x.json",
+             "99999999999999999999999999-x.json", "{now_us}-x.JSON"]
 
 
 @st.composite
@@ -379,7 +409,7 @@ def pickup_cases(draw) -> tuple:
     return case, prompt, ascii_json, draw(st.sampled_from(HOMES))
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=300, **SETTINGS)
 @given(drawn=pickup_cases())
 def test_pickup_twins_agree(native_bins, drawn) -> None:
     case, prompt, ascii_json, home = drawn
@@ -552,6 +582,42 @@ LIMITS = {
                       "snapshot": {"origin": "telegram", "authors": [dict(AUTHOR, msg_id=i) for i in range(3000)]}},
                      "run the linters"),
 }
+
+
+EDGES = {
+    # a style equal to an earlier reply paragraph is not repeated (hookside._context)
+    "style_equals_reply_part": (
+        {"note_docs": [{"text": "a", "reply_to": {"text": "q"}, "age_s": 20},
+                       {"text": "b", "style": 'The message "a" replies to an earlier message:\nq', "age_s": 10}]},
+        "a b",
+    ),
+    "same_style_twice": ({"note_docs": [{"text": "a", "style": "Be brief.", "age_s": 20},
+                                        {"text": "b", "style": " Be brief.\n", "age_s": 10}]}, "a b"),
+    "notes_dir_link": ({"note_docs": [DEV], "notes_dir_link": True}, "run the linters"),
+    "notes_dir_link_waiting": ({"note_docs": [DEV], "notes_dir_link": True}, "hello"),
+    "prompt_missing": ({"note_docs": [DEV]}, None),
+    "prompt_number": ({"note_docs": [DEV]}, 12),
+    "prompt_empty": ({"note_docs": [DEV]}, ""),
+    "same_text_twice": ({"note_docs": [dict(DEV, age_s=20), dict(DEV, age_s=10)]}, "run the linters"),
+    "same_text_twice_both": ({"note_docs": [dict(DEV, age_s=20), dict(DEV, age_s=10)]},
+                             "run the linters run the linters"),
+    "overlapping": ({"note_docs": [{"text": "aba", "age_s": 20}, {"text": "bab", "age_s": 10}]}, "ababab"),
+    "nested_text": ({"note_docs": [{"text": "fix the tests", "age_s": 20}, {"text": "the", "age_s": 10}]},
+                    "fix the tests"),
+}
+
+
+@pytest.mark.parametrize("edge", list(EDGES))
+def test_edges_agree(native_bins, edge) -> None:
+    case, prompt = EDGES[edge]
+    raw = prompt_event(prompt)
+    if not isinstance(prompt, str):
+        doc = json.loads(raw)
+        if prompt is None:
+            del doc["prompt"]
+        raw = json.dumps(doc).encode()
+    (native, _), (twin, _) = both(dict(case, policy=POLICY), raw, hook_env("/home/u"))
+    assert native == twin
 
 
 @pytest.mark.parametrize("limit", list(LIMITS))

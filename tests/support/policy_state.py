@@ -30,7 +30,8 @@ def prepare_policy_files(case: dict, env: dict, session: str) -> None:
     texts of outstanding permission notes (an owner's); 'notes_dir': true
     creates the folder with no note in it (a temp file only); 'floor' (a rule
     set laid over the empty one) is published as the daemon does,
-    'floor_raw' (text) written as the floor file.
+    'floor_raw' (text) written as the floor file; 'notes_dir_link': true
+    makes the notes folder a symlink to the real one.
 
     Richer notes (``note_docs`` / ``note_raw``, see ``_write_note_docs`` and
     ``_write_raw_notes``) are dated from 'now' (default: the clock), so that
@@ -70,6 +71,10 @@ def prepare_policy_files(case: dict, env: dict, session: str) -> None:
     now = case.get("now", time.time())
     _write_note_docs(case.get("note_docs", ()), env, session, policy, now)
     _write_raw_notes(case.get("note_raw", ()), folder, now)
+    if case.get("notes_dir_link"):
+        # the folder is a symlink to where the notes really are
+        os.rename(folder, folder + ".real")
+        os.symlink(folder + ".real", folder)
 
 
 def dated_name(queued_at: float, tag: int) -> str:
@@ -159,6 +164,10 @@ def collect_policy_files(env: dict, session: str) -> dict:
             left["mark_is_time"] = isinstance(float(fh.read()), float)
         os.unlink(paths.task_mark(env, session))
     folder = paths.notes_dir(env, session)
+    if os.path.islink(folder):
+        left["notes_dir_link"] = True
+        os.unlink(folder)
+        folder += ".real"
     if os.path.isdir(folder):
         names = os.listdir(folder)
         left["notes"] = sorted(n.endswith(".json") for n in names)
