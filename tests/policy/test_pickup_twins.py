@@ -146,7 +146,7 @@ def _snapshot_bytes(env: dict) -> bytes:
     try:
         with open(paths.policy_file(env, SESSION), "rb") as fh:
             data = fh.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         return b""
     start = data.find(b'"written_at":')
     if start < 0:
@@ -304,6 +304,7 @@ def raw_entry(kind: str, text: str) -> dict:
         "queued_missing": lambda: _with(text, queued_at=_DROP),
         "old": lambda: dict(_with(text, queued_at={"age_s": 3 * DAY})),
         "extra_keys": lambda: _with(text, zzz={"deep": [1, {"a": None}]}),
+        "foreign": lambda: dict(_with(text), owner=4321),
         "not_json": lambda: {"data": b'{"v":1,"text":'},
         "not_utf8": lambda: {"data": b'{"v":1,"text":"\xff"}'},
         "empty_file": lambda: {"data": b""},
@@ -345,7 +346,7 @@ RAW_KINDS = [
     "reply_nan", "queued_nan", "queued_inf", "queued_huge", "queued_str", "queued_bool", "queued_missing",
     "old", "extra_keys", "not_json", "not_utf8", "empty_file", "array", "string", "nan_doc", "dup_text",
     "dup_v", "escaped", "surrogate", "too_big", "symlink", "dir", "fifo", "utf8_raw", "pretty", "keys_reversed",
-    "escapes_odd", "numbers_odd", "big_ids", "dup_author_key", "deep", "style_is_reply",
+    "escapes_odd", "numbers_odd", "big_ids", "dup_author_key", "deep", "style_is_reply", "foreign",
 ]
 
 #: odd names: the expiry falls back to the name's prefix, read with int()
@@ -602,6 +603,17 @@ EDGES = {
     "same_text_twice_both": ({"note_docs": [dict(DEV, age_s=20), dict(DEV, age_s=10)]},
                              "run the linters run the linters"),
     "overlapping": ({"note_docs": [{"text": "aba", "age_s": 20}, {"text": "bab", "age_s": 10}]}, "ababab"),
+    # the hook cannot write the snapshot / the mark (a folder is in the way)
+    "snapshot_unwritable": ({"note_docs": [USER_STYLED], "snapshot_dir": True}, "réponds à ça 日本"),
+    "mark_unwritable": ({"note_docs": [USER_STYLED], "mark_dir": True}, "réponds à ça 日本"),
+    # files someone else owns (only as root) read as absent
+    "foreign_note": ({"note_raw": [dict(raw_entry("valid", "ship it"), owner=4321)]}, "ship it"),
+    "foreign_snapshot": ({"note_docs": [DEV], "mark": True, "snapshot_owner": 4321,
+                          "snapshot": {"origin": "telegram", "exempt": True, "authors": [AUTHOR]}}, "run the linters"),
+    # NUL is an ordinary character to str.find (not a C string's end)
+    "nul_before_text": ({"note_docs": [DEV]}, "a\x00 run the linters"),
+    "nul_in_text": ({"note_docs": [{"text": "x\x00y"}]}, "x\x00y"),
+    "nul_prefix_only": ({"note_docs": [{"text": "x\x00y"}]}, "x\x00z"),
     "nested_text": ({"note_docs": [{"text": "fix the tests", "age_s": 20}, {"text": "the", "age_s": 10}]},
                     "fix the tests"),
 }

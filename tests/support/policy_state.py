@@ -31,7 +31,9 @@ def prepare_policy_files(case: dict, env: dict, session: str) -> None:
     creates the folder with no note in it (a temp file only); 'floor' (a rule
     set laid over the empty one) is published as the daemon does,
     'floor_raw' (text) written as the floor file; 'notes_dir_link': true
-    makes the notes folder a symlink to the real one.
+    makes the notes folder a symlink to the real one; 'snapshot_dir' /
+    'mark_dir': true put a folder where the hook writes the snapshot / mark;
+    'snapshot_owner': a uid the snapshot is given to (see ``_give``).
 
     Richer notes (``note_docs`` / ``note_raw``, see ``_write_note_docs`` and
     ``_write_raw_notes``) are dated from 'now' (default: the clock), so that
@@ -58,6 +60,11 @@ def prepare_policy_files(case: dict, env: dict, session: str) -> None:
         write_private(paths.policy_file(env, session), case["snapshot_raw"].encode())
     if case.get("mark"):
         snapshot.mark_open(env, session, 1.0)
+    for key, path in (("snapshot_dir", paths.policy_file(env, session)), ("mark_dir", paths.task_mark(env, session))):
+        if case.get(key):
+            os.mkdir(path, 0o700)  # the hook cannot write it
+    if "snapshot_owner" in case:
+        _give(paths.policy_file(env, session), case["snapshot_owner"])
     if not any(case.get(key) for key in ("notes_dir", "notes", "note_docs", "note_raw")):
         return
     folder = paths.notes_dir(env, session)
@@ -103,6 +110,14 @@ def _write_note_docs(specs, env: dict, session: str, policy, now: float) -> None
         os.rename(path, os.path.join(folder, dated_name(queued_at, i)))
 
 
+def _give(path: str, uid: int) -> None:
+    """chown to ``uid`` (a foreign file) when this process may (root); else leave it ours."""
+    try:
+        os.chown(path, uid, uid, follow_symlinks=False)
+    except PermissionError:
+        pass
+
+
 _ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
 
 
@@ -115,7 +130,8 @@ def _write_raw_notes(entries, folder: str, now: float) -> None:
     "data" (bytes), "doc"
     (JSON-encoded; a "queued_at" of ``{"age_s": x}`` becomes ``now - x``),
     "symlink" (bytes of a note the link points at, kept in the folder under
-    a name that is no note's), "dir": true, "fifo": true.
+    a name that is no note's), "dir": true, "fifo": true; "owner": a uid the
+    file is given to (``_give``).
     """
     for i, entry in enumerate(entries):
         if isinstance(entry, tuple):
@@ -140,13 +156,23 @@ def _write_raw_notes(entries, folder: str, now: float) -> None:
             os.mkfifo(path, 0o600)
         else:
             write_private(path, entry["data"])
+        if "owner" in entry:
+            _give(path, entry["owner"])
 
 
 def collect_policy_files(env: dict, session: str) -> dict:
     """What a run left (and remove it): the snapshot without its time stamp
     (the twins' clocks differ), whether the mark exists, the notes left
-    ("notes": a .json flag per file, "note_names": the names)."""
+    ("notes": a .json flag per file, "note_names": the names), "dirs": which
+    of snapshot / mark was still a folder."""
+    dirs = []
+    for key, path in (("snapshot", paths.policy_file(env, session)), ("mark", paths.task_mark(env, session))):
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.rmdir(path)  # 'snapshot_dir' / 'mark_dir': still a folder (else it is read below)
+            dirs.append(key)
     left: dict = {"snapshot": None, "mark": os.path.lexists(paths.task_mark(env, session))}
+    if dirs:
+        left["dirs"] = dirs
     path = paths.policy_file(env, session)
     if os.path.lexists(path):
         with open(path, "rb") as fh:
