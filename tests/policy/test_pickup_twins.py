@@ -4,10 +4,12 @@ the Python twin (``hookside.prompt_submitted``) on the same prepared state.
 Both contenders run on the same permission notes (written by
 ``notes.write_note`` under fixed names, plus hand-made odd ones), task
 snapshot, open-task mark and published floor; they must agree on the exit
-code, stdout bytes, the datagrams (``queue_pickup`` included) and the files
-left (snapshot without its time stamp, mark, note names).  The compiled side
-may decline to the twin; ``test_regular_pickup_is_compiled`` checks it does
-not for the everyday situations.
+code, stdout bytes, the datagrams (``queue_pickup`` included, byte for byte)
+and the files left (the snapshot byte for byte but its time stamp, mark,
+note names).  The compiled side may decline to the twin (the hypothesis
+tests report which side answered as events: ``--hypothesis-show-statistics``);
+``test_regular_pickup_is_compiled`` checks it does not for the everyday
+situations.  Needs the installed package (``pip install .``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ ROLES = ["owner", "admin", "user", "read_only", "dev", "auditor", "wild", "ops"]
 
 #: published floors: none (the built-in), extra globs, an allow list, extra
 #: commands (needles known only when a dev note brings them: else the C
-#: declines), the policy's effective floor, a corrupt file
+#: declines), the policy's effective floor, corrupt or ill-shaped files,
+#: non-ASCII and quoted globs with an empty allow list, duplicate keys
 FLOORS = [
     {},
     {"floor": {"no_access": ["/data/**", "/home/u/x"]}},
@@ -176,9 +179,9 @@ def differential(case: dict, stdin: bytes, env: dict) -> None:
 
 
 def prompt_event(prompt: str, ensure_ascii: bool = True) -> bytes:
-    event = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": "/home/u/p",
-             "permission_mode": "default", "prompt": prompt}
-    return json.dumps(event, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
+    doc = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": "/home/u/p",
+           "permission_mode": "default", "prompt": prompt}
+    return json.dumps(doc, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
 
 
 # --- strategies ----------------------------------------------------------------
