@@ -149,3 +149,19 @@ def hook_env(session: str | None = "claude-jim", **overrides: str | None) -> dic
 
 def receiver_for(env: dict) -> Receiver:
     return Receiver(paths.socket_path(env))
+
+
+#: what the native hook writes on stderr (AIPAGER_DEBUG=1) when it hands over
+DECLINED = b"declined to stage 2"
+
+
+def run_watched(kind: str, stdin: bytes, env: dict) -> tuple[Result, bool]:
+    """One hook run with AIPAGER_DEBUG=1 and a daemon stand-in: the result,
+    and whether the native hook declined to the Python twin."""
+    receiver = receiver_for(env)
+    try:
+        done = run(contender_cmd(kind, "hook"), stdin, dict(env, AIPAGER_DEBUG="1"), receiver)
+    finally:
+        receiver.close()
+    assert b"Traceback" not in done.stderr, done.stderr
+    return done, DECLINED in done.stderr
