@@ -11,12 +11,15 @@ all (command regexes and path globs, inside the portable dialect).  Cases:
   queue_pickup, extra context for Claude): the compiled side does all three.
 - SendUserFile (its file checks) and PreModelSwitch (aipager's own model
   switch, allowed once): compiled too.
-- a non-ASCII command: the compiled side hands it to Python, a path that
-  must start Python.  Target: <= 1.3x ``python -S -I -c pass``.  The twin
-  hook's rows are that path for every case (what a decline costs).
+- a non-ASCII command, and a Telegram prompt the compiled side cannot read
+  exactly (it starts with a no-break space): handed to Python, paths that
+  must start Python: their native rows.  Target: <= 1.3x
+  ``python -S -I -c pass``.
 
 Contenders: the installed native aipager-hook, the pure-Python twin started
-as stage 2 starts it, ``/bin/true`` and ``python -S -I -c pass``.
+on its own (what an install without the compiled hook runs; the native
+hook's stage 2 also skips ``resource`` and ``_socket``, so a decline costs
+less than this row), ``/bin/true`` and ``python -S -I -c pass``.
 """
 
 from __future__ import annotations
@@ -64,6 +67,11 @@ def _cases(cwd: str) -> list[tuple[str, dict]]:
                                                      "cwd": cwd, "prompt": "bench prompt"}),
         ("UserPromptSubmit from Telegram", {"hook_event_name": "UserPromptSubmit", "session_id": "s",
                                                       "cwd": cwd, "prompt": "[via Telegram from ana] bench prompt"}),
+        # a leading no-break space (Python's lstrip drops it): the compiled side
+        # hands the whole pick-up to Python
+        ("UserPromptSubmit from Telegram, declined -> Python",
+         {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": cwd,
+          "prompt": "\u00a0[via Telegram from ana] bench prompt"}),
     ]
 
 
