@@ -420,6 +420,32 @@ def test_pickup_twins_agree(native_bins, drawn) -> None:
     differential(case, prompt_event(prompt, ascii_json), hook_env(home))
 
 
+@st.composite
+def regular_cases(draw) -> tuple:
+    """Well-formed notes (write_note's) and the prompts Claude Code makes of
+    them: the compiled side's own ground, so that most examples are compiled.
+    ``(case, prompt)``."""
+    docs = draw(st.lists(note_docs, min_size=1, max_size=4))
+    docs.sort(key=lambda d: -d["age_s"])
+    case = {"policy": POLICY, "note_docs": docs, **draw(st.sampled_from(FLOORS[:4])),
+            **draw(st.sampled_from(OPEN_TASKS[:9]))}
+    # a subsequence of the notes in their order, each stripped or not, with
+    # ASCII noise around (a real prompt is the queued messages joined)
+    chosen = [d["text"] for d in docs if draw(st.booleans())] or [docs[-1]["text"]]
+    glue = st.sampled_from(["", " ", "\n", "\n\n", " and ", "!"])
+    prompt = draw(st.sampled_from(["", "Go: ", "ok\n", "> "]))
+    for text in chosen:
+        prompt += (text.strip() if draw(st.booleans()) else text) + draw(glue)
+    return case, prompt
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(drawn=regular_cases(), ascii_json=st.booleans())
+def test_regular_pickups_agree(native_bins, drawn, ascii_json) -> None:
+    case, prompt = drawn
+    differential(case, prompt_event(prompt, ascii_json), hook_env("/home/u"))
+
+
 @settings(max_examples=60, **SETTINGS)
 @given(kinds=st.lists(st.sampled_from(RAW_KINDS), min_size=1, max_size=3), text=note_texts,
        name=st.one_of(st.none(), st.sampled_from(ODD_NAMES)), task=st.sampled_from(OPEN_TASKS),
@@ -617,9 +643,30 @@ EDGES = {
     "nul_before_text": ({"note_docs": [DEV]}, "a\x00 run the linters"),
     "nul_in_text": ({"note_docs": [{"text": "x\x00y"}]}, "x\x00y"),
     "nul_prefix_only": ({"note_docs": [{"text": "x\x00y"}]}, "x\x00z"),
+    # the quoted message is cut at 60 code points (one outside the BMP here)
+    "long_text_reply": ({"note_docs": [{"text": "é🙂" * 20 + "x" * 50, "reply_to": {"text": "q", "sent_at": 5}}]},
+                        "é🙂" * 20 + "x" * 50),
+    "text_of_60": ({"note_docs": [{"text": "日" * 60, "reply_to": {"text": "q"}}]}, "日" * 60),
+    "text_of_61": ({"note_docs": [{"text": "日" * 61, "reply_to": {"text": "q"}}]}, "日" * 61),
+    # an owner's note joining a restricted task: the floor comes back
+    "owner_joins_restricted": ({"note_docs": [OWNER], "mark": True,
+                                "snapshot": {"origin": "telegram", "rules": {"denied_tools": ["webfetch"]},
+                                             "authors": [AUTHOR]}}, "deploy the site"),
+    "user_joins_owner": ({"note_docs": [DEV], "mark": True,
+                          "snapshot": {"origin": "telegram", "exempt": True, "authors": [AUTHOR]}}, "run the linters"),
     "nested_text": ({"note_docs": [{"text": "fix the tests", "age_s": 20}, {"text": "the", "age_s": 10}]},
                     "fix the tests"),
 }
+
+
+@pytest.mark.parametrize("char", WS + NOT_WS)
+def test_strip_agrees(native_bins, char) -> None:
+    """A note's text is matched stripped (str.strip): each blank-looking
+    character at both ends, the prompt quoting the text without them."""
+    case = {"policy": POLICY, "note_docs": [{"text": char + "go on" + char * 2, "style": char + "Brief." + char,
+                                             "reply_to": {"text": char}}]}
+    (native, _), (twin, _) = both(case, prompt_event("go on"), hook_env("/home/u"))
+    assert native == twin
 
 
 @pytest.mark.parametrize("edge", list(EDGES))
