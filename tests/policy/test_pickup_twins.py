@@ -128,15 +128,10 @@ def run_in_state(kind: str, case: dict, stdin: bytes, env: dict) -> tuple:
     snap_text = b""
     try:
         prepare_policy_files(case, env, SESSION)
-        receiver = hookrun.receiver_for(env)
-        try:
-            done = hookrun.run(hookrun.contender_cmd(kind, "hook"), stdin, env, receiver)
-        finally:
-            receiver.close()
+        done, _ = hookrun.run_watched(kind, stdin, env)  # AIPAGER_DEBUG=1: stderr says if the C declined
         snap_text = _snapshot_bytes(env)
     finally:
         left = collect_policy_files(env, SESSION)  # also after a failure: the next example starts clean
-    assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
     # json.dumps: a NaN read back from a note compares unequal to itself.
     # The datagrams and the snapshot are also compared byte for byte.
     outcome = (done.exit, done.stdout, json.dumps(done.sent, sort_keys=True), json.dumps(left, sort_keys=True),
@@ -160,11 +155,11 @@ def _snapshot_bytes(env: dict) -> bytes:
     return data[:start] + b'"written_at":T' + data[end:]
 
 
-def both(case: dict, stdin: bytes, env: dict, native_env: dict | None = None) -> tuple:
+def both(case: dict, stdin: bytes, env: dict) -> tuple:
     """Native then twin on the same case; ``case["now"]`` is fixed first so
     both runs write the same note names."""
     case = dict(case, now=case.get("now", time.time()))
-    native = run_in_state("native", case, stdin, native_env or env)
+    native = run_in_state("native", case, stdin, env)
     twin = run_in_state("twin", case, stdin, env)
     return native, twin
 
@@ -172,9 +167,10 @@ def both(case: dict, stdin: bytes, env: dict, native_env: dict | None = None) ->
 def differential(case: dict, stdin: bytes, env: dict) -> None:
     """Both contenders agree; which side answered is a hypothesis event
     (``--hypothesis-show-statistics``), the reason when the C declined."""
-    (native, done), (twin, _) = both(case, stdin, env, native_env=dict(env, AIPAGER_DEBUG="1"))
-    line = next((ln for ln in done.stderr.decode(errors="replace").splitlines() if "declined to stage 2" in ln), "")
-    event("native: " + (line.partition("declined to stage 2:")[2].strip() if line else "compiled"))
+    (native, done), (twin, _) = both(case, stdin, env)
+    marker = hookrun.DECLINED.decode()
+    line = next((ln for ln in done.stderr.decode(errors="replace").splitlines() if marker in ln), "")
+    event("native: " + (line.partition(marker)[2].strip(" :") if line else "compiled"))
     assert native == twin
 
 
@@ -502,10 +498,8 @@ REGULAR = {
 def test_regular_pickup_is_compiled(native_bins, situation) -> None:
     case, prompt = REGULAR[situation]
     case = dict(case, policy=POLICY, now=time.time())
-    env = hook_env("/home/u")
-    (native, done), (twin, _) = both(case, prompt_event(prompt, ensure_ascii=False), env,
-                                     native_env=dict(env, AIPAGER_DEBUG="1"))
-    assert b"declined to stage 2" not in done.stderr, done.stderr.decode(errors="replace")
+    (native, done), (twin, _) = both(case, prompt_event(prompt, ensure_ascii=False), hook_env("/home/u"))
+    assert hookrun.DECLINED not in done.stderr, done.stderr.decode(errors="replace")
     assert native == twin
     exit_code, stdout = native[:2]
     assert exit_code == 0
