@@ -552,6 +552,39 @@ def test_regular_pickup_is_compiled(native_bins, situation) -> None:
         assert "rm +-rf" in snap["commands"] and "/srv/*.conf" in snap["no_write"]
 
 
+# --- the other steps that look at the notes ------------------------------------
+
+NOTE_STATES = {
+    "none": {"mark": True},
+    "empty_folder": {"mark": True, "notes_dir": True},
+    "waiting": {"mark": True, "note_docs": [DEV]},
+    "expired_only": {"mark": True, "note_docs": [dict(DEV, age_s=3 * DAY)]},
+    "odd_only": {"mark": True, "note_raw": [raw_entry("dir", ""), raw_entry("not_json", "")]},
+    "folder_link": {"mark": True, "note_docs": [DEV], "notes_dir_link": True},
+}
+STEP_EVENTS = {
+    "Stop": {"hook_event_name": "Stop", "session_id": "s1", "stop_hook_active": False},
+    "StopFailure": {"hook_event_name": "StopFailure", "session_id": "s1", "error": "x"},
+    "SessionStart_clear": {"hook_event_name": "SessionStart", "session_id": "s1", "source": "clear"},
+    "SessionStart_resume": {"hook_event_name": "SessionStart", "session_id": "s1", "source": "resume"},
+}
+
+
+@pytest.mark.parametrize("state", list(NOTE_STATES))
+@pytest.mark.parametrize("step", list(STEP_EVENTS))
+def test_note_steps_agree(native_bins, state, step) -> None:
+    """Stop keeps the open-task mark while a note is outstanding (any .json
+    name counts); SessionStart startup/clear always drops it."""
+    case = dict(NOTE_STATES[state], policy=POLICY)
+    (native, _), (twin, _) = both(case, json.dumps(STEP_EVENTS[step]).encode(), hook_env("/home/u"))
+    assert native == twin
+    kept = json.loads(native[3])["mark"]
+    if step.startswith("Stop"):
+        assert kept == (state not in ("none", "empty_folder"))
+    else:
+        assert kept == (step == "SessionStart_resume")
+
+
 # --- sizes around the compiled side's limits ----------------------------------
 
 
