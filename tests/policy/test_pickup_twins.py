@@ -552,6 +552,24 @@ def test_regular_pickup_is_compiled(native_bins, situation) -> None:
         assert "rm +-rf" in snap["commands"] and "/srv/*.conf" in snap["no_write"]
 
 
+#: event spellings the JSON reader must see through: duplicate, nested and
+#: escaped "prompt" keys, escapes in the prompt, spaces, key order
+EVENT_BODIES = [
+    '"prompt":"no","prompt":"ship it"}', '"prompt":"ship it","prompt":"no"}',
+    '"x":{"prompt":"ship it"},"prompt":"no"}', '"pro\\u006dpt":"ship it"}', '"prompt":"ship it","pro\\u006dpt":"no"}',
+    '"prompt":"ship\\u0020it"}', '"prompt" : "ship it" }', '"prompt":"ship it","hook_event_name":"UserPromptSubmit"}',
+    '"prompt":"ship it\\ud83d\\ude42"}', '"prompt":"\\/ship it\\/"}',
+]
+
+
+@pytest.mark.parametrize("body", EVENT_BODIES)
+def test_event_spellings_agree(native_bins, body) -> None:
+    case = {"policy": POLICY, "note_docs": [{"text": "ship it", "style": "Brief."}]}
+    stdin = ('{"hook_event_name":"UserPromptSubmit","session_id":"s1",' + body).encode()
+    (native, _), (twin, _) = both(case, stdin, hook_env("/home/u"))
+    assert native == twin
+
+
 # --- the other steps that look at the notes ------------------------------------
 
 NOTE_STATES = {
