@@ -1088,14 +1088,16 @@ cdef int pk_prompt_with_notes(const HookCtx* ctx, HookOut* out, const char* snap
                 if (notes[i].expired if k else notes[i].consumed):
                     if snprintf(path, PATH_CAP, "%s/%s", folder, notes[i].name) < PATH_CAP:
                         unlink(path)
+        # the notes are gone: the daemon learns which messages Claude took
+        # even if the task's rules cannot be written
+        if pickup.n:
+            ctx.send(ctx.send_state, pickup.p, pickup.n)
         k = snprintf(mark, sizeof(mark), "%s\n", stamp)
         if pol_write_atomic(snap_path, snap_json.p, snap_json.n) < 0:
             unlink(snap_path)
         elif pol_write_atomic(mark_path, mark, <size_t>k) < 0:
             unlink(snap_path)
         else:
-            if pickup.n:
-                ctx.send(ctx.send_state, pickup.p, pickup.n)
             if printed.n:
                 memcpy(out.buf, printed.p, printed.n)
                 out.len = printed.n

@@ -15,9 +15,9 @@ If a step raises, the hook reports ``report_error`` and, for PreToolUse,
 denies (fail closed).
 
 Steps:
-- UserPromptSubmit (before): pick up the permission notes, write the task
-  snapshot and the open-task mark, send ``queue_pickup`` (before the event is
-  forwarded), print extra context for Claude when there is any.
+- UserPromptSubmit (before): pick up the permission notes, send
+  ``queue_pickup`` (before the event is forwarded), write the task snapshot
+  and the open-task mark, print extra context for Claude when there is any.
 - Stop (before): delete the open-task mark unless a note is outstanding
   (Claude holds a queued message that becomes the next task at once).
 - SessionStart with source startup/clear (before): delete the mark.
@@ -199,6 +199,17 @@ def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
         snapshot.mark_open(env, session, now)
         return None
     consumed, expired, remaining = notes.pickup(env, session, prompt, now)
+    if consumed or expired:
+        # at once: the notes are gone, so the daemon must learn which messages
+        # Claude took even if writing the task's rules fails below
+        ctx.send(
+            {
+                "hook_event_name": "queue_pickup",
+                "session": session,
+                "consumed": [n.summary() for n in consumed],
+                "expired": [n.summary() for n in expired],
+            }
+        )
     new = task_rules(env, consumed, remaining, now)
     if snapshot.open_task(env, session):
         try:
@@ -209,15 +220,6 @@ def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
             new = joined(env, current, new)
     snapshot.write(env, session, new)
     snapshot.mark_open(env, session, now)
-    if consumed or expired:
-        ctx.send(
-            {
-                "hook_event_name": "queue_pickup",
-                "session": session,
-                "consumed": [n.summary() for n in consumed],
-                "expired": [n.summary() for n in expired],
-            }
-        )
     text = _context(consumed)
     if not text:
         return None

@@ -28,8 +28,12 @@ def empty() -> dict:
 
 def _union(a: list, b: list) -> list:
     out = list(a)
+    # a set for the membership test: a role with thousands of globs must not
+    # make the hook's pick-up quadratic
+    seen = set(out)
     for item in b:
-        if item not in out:
+        if item not in seen:
+            seen.add(item)
             out.append(item)
     return out
 
