@@ -409,7 +409,7 @@ def pickup_cases(draw) -> tuple:
     return case, prompt, ascii_json, draw(st.sampled_from(HOMES))
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=150, **SETTINGS)
 @given(drawn=pickup_cases())
 def test_pickup_twins_agree(native_bins, drawn) -> None:
     case, prompt, ascii_json, home = drawn
@@ -435,14 +435,14 @@ def regular_cases(draw) -> tuple:
     return case, prompt
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=100, **SETTINGS)
 @given(drawn=regular_cases(), ascii_json=st.booleans())
 def test_regular_pickups_agree(native_bins, drawn, ascii_json) -> None:
     case, prompt = drawn
     differential(case, prompt_event(prompt, ascii_json), hook_env("/home/u"))
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(kinds=st.lists(st.sampled_from(RAW_KINDS), min_size=1, max_size=3), text=note_texts,
        name=st.one_of(st.none(), st.sampled_from(ODD_NAMES)), task=st.sampled_from(OPEN_TASKS),
        extra=st.sampled_from(["", "{t}", "x {t} y", "{t}{t}"]))
@@ -712,6 +712,17 @@ def test_strip_agrees(native_bins, char) -> None:
                                              "reply_to": {"text": char}}]}
     (native, _), (twin, _) = both(case, prompt_event("go on"), hook_env("/home/u"))
     assert native == twin
+
+
+@pytest.mark.parametrize("sent_at", [0, -0.0, 1e-300, -1, -0.5, 59.9999999, 1764679000, 1764679000.999, 253402300799,
+                                     253402300799.9, 253402300800, True, 10**20, "1764679000"])
+def test_reply_stamps_agree(native_bins, sent_at) -> None:
+    """The quoted message's time: shown for 0 <= sent_at < year 10000 (bools not)."""
+    case = {"policy": POLICY, "note_docs": [{"text": "ship it", "reply_to": {"text": "q", "sent_at": sent_at}}]}
+    (native, _), (twin, _) = both(case, prompt_event("ship it"), hook_env("/home/u"))
+    assert native == twin
+    shown = "(sent " in json.loads(native[1])["hookSpecificOutput"]["additionalContext"]
+    assert shown == (not isinstance(sent_at, (bool, str)) and 0 <= sent_at < 253402300800)
 
 
 @pytest.mark.parametrize("edge", list(EDGES))
