@@ -745,7 +745,7 @@ def test_limits_agree(native_bins, limit) -> None:
     assert native == twin
 
 
-def test_prepared_notes_are_what_the_twin_reads(tmp_path) -> None:
+def test_prepared_notes_are_what_the_twin_reads() -> None:
     """The helpers' own check: write_note's needles and the fixed names."""
     from aipager.policy import notes
 
