@@ -714,6 +714,17 @@ def test_strip_agrees(native_bins, char) -> None:
     assert native == twin
 
 
+@pytest.mark.parametrize("home", HOMES + ["/h" + "x" * 3000, "relative/home", "/home/u//"])
+@pytest.mark.parametrize("prompt", ["run the linters", "unrelated"])
+@pytest.mark.parametrize("published", [False, True])
+def test_homes_agree(native_bins, home, prompt, published) -> None:
+    """The floor's globs are spelled from HOME (a restricted note matched, or
+    one waiting: the floor snapshot); the built-in floor or the policy's."""
+    case = {"policy": POLICY, "note_docs": [DEV], "floor_policy": published}
+    (native, _), (twin, _) = both(case, prompt_event(prompt), hook_env(home))
+    assert native == twin
+
+
 @pytest.mark.parametrize("sent_at", [0, -0.0, 1e-300, -1, -0.5, 59.9999999, 1764679000, 1764679000.999, 253402300799,
                                      253402300799.9, 253402300800, True, 10**20, "1764679000"])
 def test_reply_stamps_agree(native_bins, sent_at) -> None:
