@@ -659,6 +659,14 @@ LIMITS = {
 }
 
 
+def _needled(text: str, commands: list, needles: list, age_s: float = 5) -> dict:
+    """A raw note whose case-sensitive commands carry the given needles."""
+    entry = _with_rules(text, commands=commands, commands_needles=needles)
+    entry["doc"]["queued_at"] = {"age_s": age_s}
+    entry["age_s"] = age_s
+    return entry
+
+
 EDGES = {
     # a style equal to an earlier reply paragraph is not repeated (hookside._context)
     "style_equals_reply_part": (
@@ -699,6 +707,18 @@ EDGES = {
                                              "authors": [AUTHOR]}}, "deploy the site"),
     "user_joins_owner": ({"note_docs": [DEV], "mark": True,
                           "snapshot": {"origin": "telegram", "exempt": True, "authors": [AUTHOR]}}, "run the linters"),
+    # needles: a later note's win, the floor's win over any note's, the new
+    # task's over the open one's, a later entry of one note over an earlier
+    "needles_later_note_wins": ({"note_raw": [_needled("go on", ["rm +-rf"], [["AAA"]], age_s=20)],
+                                 "note_docs": [dict(DEV, age_s=10)]}, "go on, run the linters"),
+    "needles_later_raw_wins": ({"note_raw": [_needled("go on", ["rm +-rf"], [["AAA"]], age_s=10)],
+                                "note_docs": [dict(DEV, age_s=20)]}, "run the linters, go on"),
+    "needles_floor_wins": ({"note_raw": [_needled("go on", [floor.FLOOR_COMMANDS[2]], [["zzz"]])]}, "go on"),
+    "needles_join_new_wins": ({"note_docs": [DEV], "mark": True,
+                               "snapshot": {"origin": "telegram", "rules": {"commands": ["rm +-rf", "git +push"]},
+                                            "extra": {"commands_needles": [["OLD"], None]}}}, "run the linters"),
+    "needles_twice_in_note": ({"note_raw": [_needled("go on", ["rm +-rf", "rm +-rf"], [["a"], ["b"]])]}, "go on"),
+    "needles_bad_then_good": ({"note_raw": [_needled("go on", ["rm +-rf", "rm +-rf"], [["a"], [3]])]}, "go on"),
     "nested_text": ({"note_docs": [{"text": "fix the tests", "age_s": 20}, {"text": "the", "age_s": 10}]},
                     "fix the tests"),
 }
