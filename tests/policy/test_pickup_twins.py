@@ -674,6 +674,9 @@ EDGES = {
                        {"text": "b", "style": 'The message "a" replies to an earlier message:\nq', "age_s": 10}]},
         "a b",
     ),
+    "blank_style_after_style": ({"note_docs": [{"text": "a", "style": "Be brief.", "age_s": 20},
+                                               {"text": "b", "style": " \u3000", "age_s": 15},
+                                               {"text": "c", "style": "", "age_s": 10}]}, "a b c"),
     "same_style_twice": ({"note_docs": [{"text": "a", "style": "Be brief.", "age_s": 20},
                                         {"text": "b", "style": " Be brief.\n", "age_s": 10}]}, "a b"),
     "notes_dir_link": ({"note_docs": [DEV], "notes_dir_link": True}, "run the linters"),
@@ -754,6 +757,14 @@ def test_reply_stamps_agree(native_bins, sent_at) -> None:
     assert native == twin
     shown = "(sent " in json.loads(native[1])["hookSpecificOutput"]["additionalContext"]
     assert shown == (not isinstance(sent_at, (bool, str)) and 0 <= sent_at < 253402300800)
+
+
+@pytest.mark.parametrize("kind", RAW_KINDS)
+def test_each_odd_note_agrees(native_bins, kind) -> None:
+    """Every hand-made oddity once, its text quoted by the prompt."""
+    case = {"policy": POLICY, "note_raw": [raw_entry(kind, "ship it")]}
+    (native, _), (twin, _) = both(case, prompt_event("please ship it"), hook_env("/home/u"))
+    assert native == twin
 
 
 @pytest.mark.parametrize("edge", list(EDGES))
