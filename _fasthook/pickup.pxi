@@ -151,6 +151,18 @@ cdef void pk_json_text(Buf* b, const char* text, size_t n) noexcept nogil:
     buf_add(b, "\"", 1)
 
 
+cdef bint pk_int_token(const JSpan* v) noexcept nogil:
+    """A JSON integer spelled as Python's str(int) spells it (not -0)."""
+    cdef size_t i = 1 if v.p[0] == c'-' else 0
+    if v.kind != JS_NUMBER or i == v.n or (v.n == 2 and i == 1 and v.p[1] == c'0'):
+        return False
+    while i < v.n:
+        if v.p[i] < c'0' or v.p[i] > c'9':
+            return False
+        i += 1
+    return True
+
+
 cdef char* pk_decode(const JSpan* v, size_t* n) noexcept nogil:
     """A JS_STRING decoded into a malloc'd buffer (NULs kept), or NULL."""
     cdef char* out
@@ -191,14 +203,8 @@ cdef int pk_canon(Buf* b, const JSpan* v) noexcept nogil:
     elif v.kind == JS_FALSE:
         buf_adds(b, "false")
     elif v.kind == JS_NUMBER:
-        # integers only, spelled as Python spells them
-        i = 1 if v.p[0] == c'-' else 0
-        if i == v.n or (v.n == 2 and i == 1 and v.p[1] == c'0'):
+        if not pk_int_token(v):
             return -1
-        while i < v.n:
-            if v.p[i] < c'0' or v.p[i] > c'9':
-                return -1
-            i += 1
         buf_add(b, v.p, v.n)
     elif v.kind == JS_STRING:
         text = pk_decode(v, &n)

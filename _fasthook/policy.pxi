@@ -978,11 +978,6 @@ cdef int pol_write_atomic(const char* path, const char* data, size_t n) noexcept
     return 0
 
 
-cdef bint pol_py_space(unsigned char c) noexcept nogil:
-    """str.isspace for an ASCII character (what str.lstrip drops)."""
-    return c == 32 or (c >= 9 and c <= 13) or (c >= 28 and c <= 31)
-
-
 cdef int pol_prompt_kind(const JSpan* top) noexcept nogil:
     """1 a <task-notification> prompt (notes.TASK_NOTIFICATION after leading
     whitespace), 0 another prompt, -1 decline: no string prompt, or its first
@@ -1000,7 +995,7 @@ cdef int pol_prompt_kind(const JSpan* top) noexcept nogil:
         return -1
     k = js_decode(&v, buf, v.n + 1)
     if k >= 0:
-        while i < k and pol_py_space(<unsigned char>buf[i]):
+        while i < k and <unsigned char>buf[i] < 0x80 and pk_space(<unsigned char>buf[i]):
             i += 1
         if i == k or <unsigned char>buf[i] < 0x80:
             r = 1 if k - i >= 19 and memcmp(buf + i, "<task-notification>", 19) == 0 else 0

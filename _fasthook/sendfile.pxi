@@ -203,19 +203,22 @@ cdef int sf_item_path(const JSpan* item, char* dst, size_t cap, int* usable) noe
         snprintf(dst, cap, "True")
     elif item.kind == JS_FALSE:
         snprintf(dst, cap, "False")
-    elif item.kind == JS_NUMBER and item.n < cap:
-        k = 1 if item.p[0] == c'-' else 0
-        if item.n == 2 and k == 1 and item.p[1] == c'0':
-            return -1
-        while k < <long>item.n:
-            if item.p[k] < c'0' or item.p[k] > c'9':
-                return -1
-            k += 1
+    elif item.n < cap and pk_int_token(item):
         memcpy(dst, item.p, item.n)
         dst[item.n] = 0
     else:
         return -1
     return 0
+
+
+cdef void sf_path_of(JSpan* item) noexcept nogil:
+    """An object item stands for item.get("path", item.get("file_path"))."""
+    cdef JSpan sub
+    if item.kind != JS_OBJECT:
+        return
+    if js_find_key(item, "path", 4, &sub) != 1 and js_find_key(item, "file_path", 9, &sub) != 1:
+        sub.kind = JS_NULL
+    item[0] = sub
 
 
 cdef int sf_requested(const JSpan* tin, JSpan* items, int* n) noexcept nogil:
@@ -224,7 +227,6 @@ cdef int sf_requested(const JSpan* tin, JSpan* items, int* n) noexcept nogil:
     cdef const char* keys[5]
     cdef JSpan v
     cdef JSpan item
-    cdef JSpan sub
     cdef size_t pos
     cdef int k
     cdef int r
@@ -244,10 +246,8 @@ cdef int sf_requested(const JSpan* tin, JSpan* items, int* n) noexcept nogil:
             continue
         if k >= 3 or v.kind != JS_ARRAY:
             item = v
-            if k < 3 and item.kind == JS_OBJECT:
-                if js_find_key(&item, "path", 4, &sub) != 1 and js_find_key(&item, "file_path", 9, &sub) != 1:
-                    sub.kind = JS_NULL
-                item = sub
+            if k < 3:
+                sf_path_of(&item)
             if n[0] >= SF_MAX_FILES:
                 return -1
             items[n[0]] = item
@@ -260,10 +260,7 @@ cdef int sf_requested(const JSpan* tin, JSpan* items, int* n) noexcept nogil:
                 return -1
             if r == 0:
                 break
-            if item.kind == JS_OBJECT:
-                if js_find_key(&item, "path", 4, &sub) != 1 and js_find_key(&item, "file_path", 9, &sub) != 1:
-                    sub.kind = JS_NULL
-                item = sub
+            sf_path_of(&item)
             if n[0] >= SF_MAX_FILES:
                 return -1
             items[n[0]] = item
