@@ -179,6 +179,11 @@ def daemon_state_file(env: Mapping[str, str]) -> str:
     return _join(state_dir(env), "daemon-state.json")
 
 
+def chat_state_file(env: Mapping[str, str]) -> str:
+    """The bot's own state: message ids of cards, reply routing, unsent messages."""
+    return _join(state_dir(env), "chat-state.json")
+
+
 def audit_log(env: Mapping[str, str]) -> str:
     return _join(state_dir(env), "audit.jsonl")
 

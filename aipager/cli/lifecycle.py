@@ -76,7 +76,7 @@ def start(
         from aipager.cli.setup_cmd import run_setup
 
         run_setup(env, ask=True)
-    config.load(env)  # a broken config stops here, with the file named
+    cfg = config.load(env)  # a broken config stops here, with the file named
     log_path = setup_logging(env, verbose)
     try:
         from aipager.daemon.app import run_daemon
@@ -84,7 +84,7 @@ def start(
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
-    code = run_daemon(env, verbose=verbose)
+    code = run_daemon(env, verbose=verbose, cfg=cfg)
     raise typer.Exit(code if isinstance(code, int) else 0)
 
 

@@ -69,7 +69,8 @@ class Daemon:
 
     Args:
         env: where everything lives (``aipager.paths``) and the knobs.
-        notifier: the output seam (default: log + bounded in-memory record).
+        notifier: where outputs go besides the log and the bounded in-memory record
+            (the chat's ``ChatNotifier``).
         session_io: dtach access (default ``DtachIO``).
         services: extra long-running coroutines started with the daemon and
             cancelled at shutdown, each given the daemon (the Telegram bot's
@@ -82,7 +83,7 @@ class Daemon:
                  services: Sequence[Callable[[Daemon], Awaitable[None]]] = ()) -> None:
         self.env = dict(env)
         self.recorder = RecordingNotifier(maxlen=1000)
-        self.notifier = notifier or FanoutNotifier([LogNotifier(), self.recorder])
+        self.notifier = FanoutNotifier([LogNotifier(), self.recorder, *([notifier] if notifier else [])])
         self.audit = AuditFile(paths.audit_log(self.env))
         self.core = DaemonCore(self.notifier, knobs=Knobs.from_env(self.env), audit=self.audit)
         self.session_io = session_io or DtachIO(self.env)
@@ -144,6 +145,21 @@ class Daemon:
         result = replies.answer(self.core.ctx, session, request_key, kind, who)
         self.save(force=True)
         return result
+
+    def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
+                           chat_id: int | str = "", sender: str = "", held: bool = False) -> None:
+        """A chat message for ``session``: typed now (👀 until Claude takes it) or, with
+        ``held``, waiting for the task to end (a ``release`` output says when)."""
+        self.core.registry.queue_message(session, str(msg_id), text, chat_id=str(chat_id),
+                                         sender=sender, held=held)
+        self.save(force=True)
+
+    def drop_chat_message(self, session: str, msg_id: int | str) -> None:
+        """Forget a queued chat message that could not be typed after all."""
+        sess = self.core.registry.get(session)
+        if sess is not None:
+            sess.queue[:] = [m for m in sess.queue if m.msg_id != str(msg_id)]
+            self.core.registry.touch(sess)
 
     # -- datagrams -----------------------------------------------------------
 
@@ -329,12 +345,16 @@ def _setup_logging(env: Mapping[str, str], verbose: bool) -> None:
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
 
 
-def run_daemon(env: Mapping[str, str], *, verbose: bool = False) -> int:
+def run_daemon(env: Mapping[str, str], *, verbose: bool = False, cfg: Any = None) -> int:
     """Run the daemon in the foreground until SIGINT/SIGTERM (``aipager start``).
+
+    The one place the daemon is put together: with a config it gets the
+    Telegram bot (``aipager.bot.service``) as its notifier and service.
 
     Args:
         env: the environment deciding every path (``aipager.paths``) and knob.
         verbose: also log to stderr, at debug level.
+        cfg: the loaded ``config.Config``; None runs without a chat (tests, tools).
 
     Returns:
         The exit status (0 after a clean shutdown).
@@ -346,6 +366,17 @@ def run_daemon(env: Mapping[str, str], *, verbose: bool = False) -> int:
     _setup_logging(env, verbose)
     fd = lock.acquire(paths.lock_file(env))
     try:
-        return asyncio.run(Daemon(env).serve())
+        return asyncio.run(_serve(env, cfg))
     finally:
         lock.release(fd)
+
+
+async def _serve(env: Mapping[str, str], cfg: Any) -> int:
+    if cfg is None:
+        return await Daemon(env).serve()
+    from aipager.bot.service import chat_bot
+
+    chat = chat_bot(env, cfg, persist.load_state(env))
+    daemon = Daemon(env, notifier=chat.notifier, services=[chat.run])
+    chat.attach(daemon)
+    return await daemon.serve()

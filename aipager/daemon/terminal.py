@@ -8,12 +8,21 @@ the chat use it; tests pass a fake.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from aipager import dtach
 from aipager.daemon.model import Session, State
 from aipager.daemon.registry import Registry
 from aipager.errors import SessionError, SessionNotFound
+
+
+#: keys the chat presses (Claude Code's TUI reads them as a terminal would send them)
+ESCAPE = b"\x1b"
+ENTER = b"\r"
+UP = b"\x1b[A"
+DOWN = b"\x1b[B"
+#: pause after each pressed key: the TUI redraws between keys
+KEY_GAP = 0.15
 
 
 class SessionIO(Protocol):
@@ -22,6 +31,9 @@ class SessionIO(Protocol):
 
     async def type_text(self, session: str, text: str, *, note: Mapping[str, Any] | None = None) -> None:
         """Type ``text`` and press Enter, after writing the message's permission note."""
+
+    async def press(self, session: str, keys: Sequence[bytes]) -> None:
+        """Press raw keys (Escape, arrows, Enter), one write each with a short pause."""
 
 
 class DtachIO:
@@ -51,6 +63,18 @@ class DtachIO:
             SessionNotFound: no live dtach socket for the session.
             SessionError: dtach failed or hung.
         """
+        await self._push(session, dtach.typing_writes(text), note=note)
+
+    async def press(self, session: str, keys: Sequence[bytes]) -> None:
+        """Press ``keys`` in order (each its own write, ``KEY_GAP`` apart).
+
+        Raises:
+            SessionNotFound, SessionError: as ``type_text``.
+        """
+        await self._push(session, [(key, KEY_GAP) for key in keys])
+
+    async def _push(self, session: str, writes: Sequence[tuple[bytes, float]], *,
+                    note: Mapping[str, Any] | None = None) -> None:
         lock = self._locks.setdefault(session, asyncio.Lock())
         async with lock:
             info = next((i for i in dtach.list_sessions(self._env) if i.session == session), None)
@@ -66,7 +90,7 @@ class DtachIO:
                 stderr=asyncio.subprocess.PIPE)
             assert proc.stdin is not None
             try:
-                for data, pause in dtach.typing_writes(text):
+                for data, pause in writes:
                     # One write per chunk: dtach -p forwards each read as one packet.
                     proc.stdin.write(data)
                     await proc.stdin.drain()

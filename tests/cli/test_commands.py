@@ -139,7 +139,7 @@ def daemon_app(monkeypatch):
     calls = []
     module = types.ModuleType("aipager.daemon.app")
 
-    def run_daemon(env, verbose=False):
+    def run_daemon(env, verbose=False, cfg=None):
         import logging
 
         logging.getLogger("aipager.daemon").info("fake daemon ran")

@@ -1,0 +1,120 @@
+"""Who is this sender: the middleware in front of every message and tap.
+
+Only the configured chat is served.  There the sender is resolved against the
+config: in a private chat its person is the owner; in a group each member has
+the role the config gives them.  Anybody else is never acted on: a private
+chat gets at most one "this bot is private" reply per person per day, a tap a
+toast, and each attempt a log line.  The config is read again when its file
+changes, so a member added with ``aipager config member add`` counts from the
+next message on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Awaitable, Callable, Mapping
+
+from aiogram import BaseMiddleware
+from aiogram.types import CallbackQuery, Message, TelegramObject
+
+from aipager import config, paths
+from aipager.bot.actions import Sender
+from aipager.bot.chatstate import ChatState
+from aipager.bot.outbox import Op, Outbox
+from aipager.errors import ConfigError
+
+log = logging.getLogger("aipager.bot")
+
+#: a stranger hears "this bot is private" at most this often
+STRANGER_REPLY_EVERY = 24 * 3600.0
+PRIVATE_TEXT = "🔒 This bot is private: it drives somebody's Claude Code sessions."
+NOT_MEMBER_TEXT = "🔒 You are not a member here: ask an admin for access."
+
+
+class Members:
+    """The config's chat and members, re-read when the file changes."""
+
+    def __init__(self, env: Mapping[str, str], cfg: config.Config) -> None:
+        self._env = env
+        self.cfg = cfg
+        self._stamp = self._mtime()
+
+    def _mtime(self) -> float:
+        try:
+            return os.stat(paths.config_file(self._env)).st_mtime
+        except OSError:
+            return 0.0
+
+    def current(self) -> config.Config:
+        stamp = self._mtime()
+        if stamp != self._stamp:
+            self._stamp = stamp
+            try:
+                self.cfg = config.load(self._env)
+            except ConfigError as exc:
+                log.error("the config changed but cannot be read (%s); keeping the old one", exc)
+        return self.cfg
+
+    def sender(self, chat_id: int, user: Any) -> Sender | None:
+        """The sender's identity in ``chat_id``, or None when they may not act there."""
+        cfg = self.current()
+        if user is None or chat_id != cfg.chat_id:
+            return None
+        label = user.username or user.first_name or str(user.id)
+        member = next((m for m in cfg.members if m.id == user.id), None)
+        if member is not None:
+            return Sender(user.id, member.label or label, member.role)
+        if chat_id > 0 and user.id == chat_id:
+            return Sender(user.id, label, "owner")  # the private chat setup was done with
+        return None
+
+
+class Access(BaseMiddleware):
+    """Puts ``sender`` (a ``Sender``) into the handler data, or stops the update."""
+
+    def __init__(self, members: Members, state: ChatState, outbox: Outbox,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.members = members
+        self.state = state
+        self.outbox = outbox
+        self.clock = clock
+
+    async def __call__(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
+                       event: TelegramObject, data: dict[str, Any]) -> Any:
+        if isinstance(event, CallbackQuery):
+            chat = event.message.chat if event.message is not None else None
+        elif isinstance(event, Message):
+            chat = event.chat
+        else:
+            return None
+        user = event.from_user
+        if chat is None or user is None or user.is_bot:
+            return None
+        sender = self.members.sender(chat.id, user)
+        if sender is None:
+            await self._refuse(event, chat, user)
+            return None
+        data["sender"] = sender
+        return await handler(event, data)
+
+    async def _refuse(self, event: TelegramObject, chat: Any, user: Any) -> None:
+        configured = chat.id == self.members.current().chat_id
+        log.warning("ignored %s from user %s in chat %s (%s)", type(event).__name__.lower(),
+                    user.id, chat.id, "not a member" if configured else "not this bot's chat")
+        text = NOT_MEMBER_TEXT if configured else PRIVATE_TEXT
+        if isinstance(event, CallbackQuery):
+            try:
+                await event.answer(text, show_alert=False)
+            except Exception as exc:  # noqa: BLE001 - a toast that fails changes nothing
+                log.debug("toast failed: %s", exc)
+            return
+        if chat.type != "private" and not configured:
+            return  # never talk in other people's groups
+        now = self.clock()
+        last = self.state.strangers.get(str(user.id), 0.0)
+        if now - last < STRANGER_REPLY_EVERY:
+            return
+        self.state.strangers[str(user.id)] = now
+        self.outbox.put(Op("post", chat.id, text))

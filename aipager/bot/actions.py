@@ -1,0 +1,210 @@
+"""What the chat does to sessions: deliver a message, start, stop, kill, compact, switch model.
+
+Handlers stay thin and call these.  Everything typed goes through the daemon's
+``SessionIO`` (one writer per session); the registry is changed only through
+the daemon's entry points (``queue_chat_message``, ``drop_chat_message``).
+Feedback to the person goes through the outbox, like every other output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from aipager import dtach
+from aipager.bot import view
+from aipager.bot.chatstate import STYLES, ChatState, msg_key
+from aipager.bot.outbox import Op, Outbox
+from aipager.daemon.model import Session, State
+from aipager.daemon.terminal import ESCAPE
+from aipager.errors import AipagerError, SessionError, SessionNotFound
+
+log = logging.getLogger("aipager.bot")
+
+#: how long /new waits for Claude Code to show its prompt before typing a first message
+FIRST_MESSAGE_DELAY = 3.0
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Who sent an update, as the access middleware resolved them."""
+
+    user_id: int
+    label: str
+    role: str
+
+    @property
+    def tag(self) -> str:
+        return f"@{self.label}" if self.label and not self.label.startswith("@") else self.label
+
+
+class Actions:
+    """The chat's operations.
+
+    Args:
+        daemon: the running ``Daemon`` (registry, session I/O, entry points).
+        state: the chat state; outbox: where feedback goes.
+        default_folder: where ``/new`` starts sessions.
+    """
+
+    def __init__(self, daemon: Any, state: ChatState, outbox: Outbox, default_folder: str) -> None:
+        self.daemon = daemon
+        self.env = daemon.env
+        self.state = state
+        self.outbox = outbox
+        self.default_folder = default_folder
+
+    # -- looking things up ---------------------------------------------------------
+
+    @property
+    def registry(self) -> Any:
+        return self.daemon.core.registry
+
+    def sessions(self) -> list[Session]:
+        return sorted(self.registry, key=lambda s: s.label)
+
+    def live_sessions(self) -> list[Session]:
+        return [s for s in self.sessions() if view.is_live(s)]
+
+    def find(self, label: str) -> Session | None:
+        """A session by its label (``jim``) or internal name (``claude-jim``)."""
+        label = label.strip().lstrip("/").lower()
+        for sess in self.registry:
+            if sess.label.lower() == label or sess.name.lower() == label:
+                return sess
+        return None
+
+    def target(self, chat_id: int, reply_to: int | None) -> Session | None:
+        """Where a plain message goes: the session of the replied-to message, else the
+        chat's current session, else the only live one; None means ask."""
+        if reply_to is not None:
+            name = self.state.session_of(chat_id, reply_to)
+            sess = self.registry.get(name) if name else None
+            if sess is not None:
+                return sess
+        name = self.state.current.get(str(chat_id))
+        sess = self.registry.get(name) if name else None
+        if sess is not None and view.is_live(sess):
+            return sess
+        live = self.live_sessions()
+        return live[0] if len(live) == 1 else None
+
+    def say(self, chat_id: int, text: str, *, reply_to: int | None = None,
+            markup: dict | None = None, session: str = "") -> None:
+        self.outbox.put(Op("post", chat_id, text, markup=markup, reply_to=reply_to,
+                           session=session))
+
+    def react(self, chat_id: int, msg_id: int, emoji: str) -> None:
+        if self.state.advance_reaction(chat_id, msg_id, emoji):
+            self.outbox.put(Op("react", chat_id, emoji=emoji, msg_id=msg_id))
+
+    # -- messages ------------------------------------------------------------------
+
+    async def deliver(self, sess: Session, chat_id: int, msg_id: int, text: str,
+                      sender: Sender, quoted: tuple[str, float] | None = None) -> str:
+        """Hand a chat message to ``sess``: typed now, or held while Claude shows a dialog
+        (typed text would answer it).  Returns ``typed``, ``held`` or ``failed``."""
+        self.state.current[str(chat_id)] = sess.name
+        author = {"user_id": sender.user_id, "label": sender.label, "role": sender.role}
+        if quoted:
+            # A reply to an older message: Claude is shown what it replies to.
+            author["reply_to"] = {"text": quoted[0][:1000], "sent_at": quoted[1]}
+        if sess.state == State.WAITING:
+            self.daemon.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
+                                           sender=sender.label, held=True)
+            self.state.authors[msg_key(chat_id, msg_id)] = author
+            self.say(chat_id, f"⏳ Held for {sess.label}: Claude is waiting for an answer "
+                     "above; this goes in when that is settled.", reply_to=msg_id,
+                     session=sess.name)
+            return "held"
+        return await self.type_message(sess.name, chat_id, msg_id, text, author)
+
+    async def type_message(self, session: str, chat_id: int, msg_id: int, text: str,
+                           author: dict[str, Any], *, queued: bool = False) -> str:
+        """Type a chat message with its permission note; 👀 now, 👍/🤷 when Claude takes it."""
+        if not queued:
+            self.daemon.queue_chat_message(session, msg_id, text, chat_id=chat_id,
+                                           sender=author.get("label", ""))
+        # 👀 first: Claude may take the message before the typing call returns.
+        self.react(chat_id, msg_id, "👀")
+        prefs = self.state.prefs_of(chat_id)
+        note = {"msg_id": msg_id, "chat_id": chat_id, "author_user_id": author.get("user_id"),
+                "author_label": author.get("label", ""), "role": author.get("role", "user"),
+                "text": text, "style": STYLES.get(prefs.get("style") or "") or None,
+                "reply_to": author.get("reply_to")}
+        try:
+            await self.daemon.session_io.type_text(session, text, note=note)
+        except (AipagerError, ValueError, OSError) as exc:
+            self.daemon.drop_chat_message(session, msg_id)
+            self.react(chat_id, msg_id, "🤷")
+            self.say(chat_id, f"🤷 Not delivered to {session.removeprefix('claude-')}: "
+                     f"{_reason(exc)}", reply_to=msg_id)
+            log.warning("typing a chat message into %s failed: %s", session, exc)
+            return "failed"
+        return "typed"
+
+    async def release(self, session: str, chat_id: int, msg_id: int, text: str) -> None:
+        """A held message may go in now (the registry's ``release`` output)."""
+        author = self.state.authors.pop(msg_key(chat_id, msg_id), None)
+        if author is None:
+            # Its author is unknown (an older daemon held it): the floor applies.
+            author = {"user_id": None, "label": "", "role": "user"}
+        await self.type_message(session, chat_id, msg_id, text, author, queued=True)
+
+    # -- session control -----------------------------------------------------------
+
+    async def stop(self, sess: Session) -> None:
+        """Interrupt the running task: Escape, as Claude Code's TUI expects."""
+        await self.daemon.session_io.press(sess.name, [ESCAPE])
+
+    async def type_command(self, sess: Session, command: str) -> None:
+        """Type one of Claude Code's own slash commands (``/compact``)."""
+        await self.daemon.session_io.type_text(sess.name, command)
+
+    async def switch_model(self, sess: Session, model: str) -> None:
+        """``/model NAME`` announced with aipager's marker, so no "Switch model?" question."""
+        if sess.claude_session_id:
+            from aipager.policy import marker
+
+            marker.write_modelswitch_marker(self.env, sess.name, model, sess.claude_session_id)
+        await self.daemon.session_io.type_text(sess.name, f"/model {model}")
+
+    async def new_session(self, name: str, *, resume_id: str = "", cwd: str = "") -> str:
+        """Start session ``name`` in dtach (the same code as ``aipager session --detached``).
+
+        Returns:
+            The internal session name.
+
+        Raises:
+            InvalidSessionName, SessionError: as ``dtach.create``.
+        """
+        bare = dtach.check_name(name)
+        if bare.lower() in view.RESERVED:
+            msg = f"{bare} is the name of a command; pick another name"
+            raise SessionError(msg)
+        args = ("--resume", resume_id) if resume_id else ()
+        folder = cwd if cwd and os.path.isdir(cwd) else self.default_folder
+        await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=folder)
+        session = dtach.session_name(bare)
+        sess = self.registry.ensure(session)
+        if sess.state == State.GONE:
+            sess.gone_at, sess.end_reason = None, ""
+            self.registry.set_state(sess, State.UNKNOWN)
+        sess.socket_seen = True
+        sess.cwd = sess.cwd or folder
+        self.registry.touch(sess)
+        return session
+
+    async def kill(self, sess: Session) -> bool:
+        return await asyncio.to_thread(dtach.kill, self.env, sess.label)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, SessionNotFound):
+        return "the session is not running"
+    if isinstance(exc, SessionError):
+        return str(exc)
+    return f"could not type it ({exc})"

@@ -1,0 +1,207 @@
+"""What the chat side remembers: pure records, saved with the daemon's other state.
+
+No I/O here except ``load``/``save``.  The registry knows sessions; this knows
+Telegram: which message shows which card, which bot message belongs to which
+session (reply routing), each chat's current session, the short handles that
+buttons carry, per-chat settings, reactions already shown (they only move
+forward), who sent the messages that wait, and what the outbox has not sent yet.
+
+Saved as ``paths.chat_state_file`` (0600, atomic); an unreadable file gives a
+fresh state and a log line, never a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import orjson
+
+from aipager import paths
+
+log = logging.getLogger("aipager.bot")
+
+VERSION = 1
+#: bot messages remembered for reply routing
+ROUTES_KEPT = 2000
+#: short handles remembered for buttons (older buttons answer "this button expired")
+HANDLES_KEPT = 1000
+#: reactions remembered (so a late 👀 never replaces a 👍)
+REACTIONS_KEPT = 2000
+#: live-message ids remembered (cards of older tasks are never edited again)
+LIVE_KEPT = 500
+
+#: reaction order: a message's reaction only moves to a higher rank
+REACTION_RANK = {"👀": 1, "👍": 2, "🤷": 2}
+
+#: per-chat settings and their defaults
+DEFAULT_PREFS: dict[str, Any] = {"style": "", "diffs": False, "detail": "full"}
+#: reply styles offered in /settings (empty: Claude's own)
+STYLES = {"": "Claude's own", "brief": "Reply briefly, in a few sentences.",
+          "detailed": "Reply in detail, with the reasoning."}
+
+
+def msg_key(chat_id: int | str, message_id: int | str) -> str:
+    return f"{chat_id}:{message_id}"
+
+
+@dataclass
+class ChatState:
+    """The chat side's memory (see the module docstring)."""
+
+    #: live message key (``card:<session>:<seq>``, ``status``, ``req:<key>``) → [chat, message]
+    live: OrderedDict[str, list[int]] = field(default_factory=OrderedDict)
+    #: ``chat:message`` of a bot message → session it belongs to
+    routes: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    #: chat id (str) → the session plain messages go to
+    current: dict[str, str] = field(default_factory=dict)
+    #: button handle → what it stands for (``session``/``request`` + value)
+    handles: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
+    next_handle: int = 1
+    #: chat id (str) → settings (see DEFAULT_PREFS)
+    prefs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``chat:message`` → reaction shown
+    reactions: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    #: user id (str) → when the "this bot is private" reply went out
+    strangers: dict[str, float] = field(default_factory=dict)
+    #: ``chat:message`` of a held chat message → its author (id, label, role)
+    authors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the outbox's unsent work (``outbox.Op.to_json``), oldest first
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    #: live message key → the text it shows (a restart re-emits cards: same text, no edit)
+    shown: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    #: the session names last put in the command menu
+    menu: list[str] = field(default_factory=list)
+
+    # -- live messages -------------------------------------------------------
+
+    def live_id(self, key: str) -> int | None:
+        pair = self.live.get(key)
+        return pair[1] if pair else None
+
+    def set_live(self, key: str, chat_id: int, message_id: int) -> None:
+        self.live[key] = [int(chat_id), int(message_id)]
+        self.live.move_to_end(key)
+        _trim(self.live, LIVE_KEPT)
+
+    def show(self, key: str, text: str) -> bool:
+        """Record that live message ``key`` shows ``text``; False when it already did."""
+        if self.shown.get(key) == text:
+            return False
+        self.shown[key] = text
+        self.shown.move_to_end(key)
+        _trim(self.shown, LIVE_KEPT)
+        return True
+
+    def forget_live(self, key: str) -> None:
+        self.live.pop(key, None)
+
+    # -- reply routing -------------------------------------------------------
+
+    def route(self, chat_id: int, message_id: int, session: str) -> None:
+        key = msg_key(chat_id, message_id)
+        self.routes[key] = session
+        self.routes.move_to_end(key)
+        _trim(self.routes, ROUTES_KEPT)
+
+    def session_of(self, chat_id: int, message_id: int) -> str | None:
+        return self.routes.get(msg_key(chat_id, message_id))
+
+    # -- button handles --------------------------------------------------------
+
+    def handle(self, kind: str, value: str) -> int:
+        """A short number standing for ``(kind, value)`` in callback data (≤ 64 bytes)."""
+        for key, pair in reversed(self.handles.items()):
+            if pair == [kind, value]:
+                return int(key)
+        number = self.next_handle
+        self.next_handle += 1
+        self.handles[str(number)] = [kind, value]
+        _trim(self.handles, HANDLES_KEPT)
+        return number
+
+    def resolve(self, kind: str, number: int) -> str | None:
+        """What handle ``number`` stands for, if it is of ``kind`` and still known."""
+        pair = self.handles.get(str(number))
+        return pair[1] if pair and pair[0] == kind else None
+
+    # -- reactions -------------------------------------------------------------
+
+    def advance_reaction(self, chat_id: int, message_id: int, emoji: str) -> bool:
+        """Record ``emoji`` if it moves the message's reaction forward; False: keep the old one."""
+        key = msg_key(chat_id, message_id)
+        old = self.reactions.get(key)
+        if old is not None and REACTION_RANK.get(emoji, 0) <= REACTION_RANK.get(old, 0):
+            return False
+        self.reactions[key] = emoji
+        self.reactions.move_to_end(key)
+        _trim(self.reactions, REACTIONS_KEPT)
+        return True
+
+    # -- settings --------------------------------------------------------------
+
+    def prefs_of(self, chat_id: int) -> dict[str, Any]:
+        return {**DEFAULT_PREFS, **self.prefs.get(str(chat_id), {})}
+
+    def set_pref(self, chat_id: int, name: str, value: Any) -> None:
+        self.prefs.setdefault(str(chat_id), {})[name] = value
+
+    # -- persistence -----------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": VERSION, "live": self.live, "routes": self.routes,
+            "current": self.current, "handles": self.handles, "next_handle": self.next_handle,
+            "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
+            "authors": self.authors, "pending": self.pending, "menu": self.menu,
+            "shown": self.shown,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any) -> ChatState:
+        """Rebuild from ``to_json`` output; anything of the wrong shape is left out."""
+        state = cls()
+        if not isinstance(doc, dict):
+            return state
+        for name in ("live", "routes", "handles", "reactions", "shown"):
+            value = doc.get(name)
+            if isinstance(value, dict):
+                setattr(state, name, OrderedDict(value))
+        for name in ("current", "prefs", "strangers", "authors"):
+            value = doc.get(name)
+            if isinstance(value, dict):
+                setattr(state, name, dict(value))
+        if isinstance(doc.get("pending"), list):
+            state.pending = [op for op in doc["pending"] if isinstance(op, dict)]
+        if isinstance(doc.get("menu"), list):
+            state.menu = [str(n) for n in doc["menu"]]
+        if isinstance(doc.get("next_handle"), int):
+            state.next_handle = doc["next_handle"]
+        return state
+
+
+def _trim(od: OrderedDict, cap: int) -> None:
+    while len(od) > cap:
+        od.popitem(last=False)
+
+
+def load(env: Mapping[str, str]) -> ChatState:
+    """The saved chat state; a fresh one when missing or unreadable (logged)."""
+    path = paths.chat_state_file(env)
+    try:
+        with open(path, "rb") as fh:
+            return ChatState.from_json(orjson.loads(fh.read()))
+    except FileNotFoundError:
+        return ChatState()
+    except (OSError, orjson.JSONDecodeError) as exc:
+        log.error("cannot read the chat state %s (%s); starting with a fresh one", path, exc)
+        return ChatState()
+
+
+def save(env: Mapping[str, str], state: ChatState) -> None:
+    """Write the chat state atomically, owner-only."""
+    from aipager.daemon.persist import write_atomic
+
+    write_atomic(paths.chat_state_file(env), orjson.dumps(state.to_json()))

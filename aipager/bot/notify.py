@@ -1,0 +1,256 @@
+"""The daemon's ``Notifier`` for the chat: each ``Output`` becomes outbox ops.
+
+``emit`` runs inside the daemon's event handlers, so it only decides and
+queues (no awaits, no Telegram calls).  What each output kind becomes:
+
+- ``card``: the task's live message, edited in place, with a Stop button while
+  the task runs; the first one replies to the prompt that started the task.
+- ``answer``: Claude's Markdown as Telegram entities (``markdown.format_answer``),
+  replying to the prompt; past a few messages the whole answer is attached.
+- ``notice``: a short message (a context warning gets "Compact now").
+- ``permission``: its own message with the buttons; ``request_closed`` replaces
+  them with who answered.  ``question``: the question and its options.
+- ``reaction``: 👀 → 👍/🤷 on the person's message (never backwards).
+- ``release``: a held message is typed now (through ``Actions.release``).
+- ``diff``: a code block, when the chat turned diff previews on.
+
+After each output the pinned status line is recomputed and, when it changed,
+edited.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Coroutine
+
+from aipager.bot import view
+from aipager.bot.callbacks import RequestTap, SessionTap, packed
+from aipager.bot.chatstate import ChatState
+from aipager.bot.outbox import Op, Outbox
+from aipager.daemon.model import Session
+from aipager.daemon.notifier import Output
+
+log = logging.getLogger("aipager.bot")
+
+STATUS_KEY = "status"
+
+
+def card_key(session: str, task: Any) -> str:
+    return f"card:{session}:{task}"
+
+
+def request_key(session: str, key: str) -> str:
+    return f"req:{session}:{key}"
+
+
+def _entities(chunk: Any) -> list[dict[str, Any]]:
+    return [e.model_dump(exclude_none=True) for e in chunk.entities]
+
+
+class ChatNotifier:
+    """Turns outputs into outbox ops for the chat(s) a session reports to.
+
+    Args:
+        outbox, state: where ops go, what the chat remembers.
+        registry: a callable returning the daemon's registry (read only here).
+        chats_for: session name → chat ids it reports to.
+        spawn: runs a coroutine in the daemon's loop (held messages are typed by one).
+        release: ``Actions.release`` (set once the actions exist).
+        started_at: wall-clock start of this daemon: a task that ended before it
+            and was never shown gets no card now (the restart would flood the chat).
+    """
+
+    def __init__(self, outbox: Outbox, state: ChatState, registry: Callable[[], Any],
+                 chats_for: Callable[[str], list[int]],
+                 spawn: Callable[[Coroutine[Any, Any, Any]], Any],
+                 started_at: float | None = None) -> None:
+        self.outbox = outbox
+        self.state = state
+        self._registry = registry
+        self._chats_for = chats_for
+        self._spawn = spawn
+        self.release: Callable[..., Coroutine[Any, Any, Any]] | None = None
+        self.started_at = time.time() if started_at is None else started_at
+        self._status: dict[int, str] = {}
+
+    def emit(self, out: Output) -> None:
+        try:
+            handler = getattr(self, f"_on_{out.kind}", None)
+            sess = self._registry().get(out.session)
+            for chat_id in self._chats_for(out.session):
+                if handler is not None:
+                    handler(out, sess, chat_id)
+                self._status_line(chat_id)
+        except Exception:  # noqa: BLE001 - a rendering bug must not break event handling
+            log.exception("showing a %s output in the chat failed", out.kind)
+
+    # -- kinds ---------------------------------------------------------------------
+
+    def _on_card(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        key = card_key(out.session, out.data.get("task"))
+        final = bool(out.data.get("final"))
+        task = sess.task if sess is not None else None
+        if (final and self.state.live_id(key) is None and task is not None
+                and task.ended_at is not None and task.ended_at < self.started_at):
+            return  # ended while nobody showed it: the answer says what matters
+        prefs = self.state.prefs_of(chat_id)
+        text = view.card_text(out.text, sess, detail=prefs.get("detail", "full"))
+        markup = None
+        if not final:
+            handle = self.state.handle("session", out.session)
+            markup = view.keyboard([[("⏹ Stop", packed(SessionTap(h=handle, act="stop")))]])
+        if not self.state.show(key, text + ("" if final else "\0stop")):
+            return
+        self.outbox.put(Op("live", chat_id, text, markup=markup, key=key, session=out.session,
+                           reply_to=_prompt_msg(sess, out.data.get("task"))))
+
+    def _on_answer(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        from aipager.bot.markdown import format_answer
+
+        label = sess.label if sess is not None else out.session
+        formatted = format_answer(label, out.text)
+        reply_to = _prompt_msg(sess, out.data.get("task"))
+        for i, chunk in enumerate(formatted.messages):
+            self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
+                               reply_to=reply_to if i == 0 else None, session=out.session),
+                            urgent=True)
+        if formatted.attachment is not None:
+            self.outbox.put(Op("upload", chat_id, "The whole answer",
+                               filename=formatted.attachment_name or f"{label}-answer.md",
+                               data=formatted.attachment, session=out.session), urgent=True)
+
+    def _on_notice(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        markup = None
+        if out.data.get("notice") == "context_warning":
+            handle = self.state.handle("session", out.session)
+            markup = view.keyboard([[("📦 Compact now",
+                                      packed(SessionTap(h=handle, act="compact")))]])
+        self.outbox.put(Op("post", chat_id, out.text, markup=markup, session=out.session),
+                        urgent=True)
+
+    def _on_permission(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        key = request_key(out.session, out.data.get("key", ""))
+        handle = self.state.handle("request", f"{out.session}\0{out.data.get('key', '')}")
+        buttons = out.data.get("buttons") or ["allow", "deny", "stop"]
+
+        def tap(label: str, act: str) -> tuple[str, str]:
+            return label, packed(RequestTap(h=handle, act=act))
+
+        rows = [[tap("✅ Allow", "allow"), tap("❌ Deny", "deny")]]
+        second = []
+        if "always" in buttons:
+            second.append(tap("🟢 Always allow", "always"))
+        second.append(tap("⏹ Stop", "stop"))
+        rows.append(second)
+        text = out.text
+        rule = _always_rule(sess, out.data.get("key", "")) if "always" in buttons else ""
+        if rule:
+            text += f"\n🟢 Always allow remembers: {rule}"
+        self.state.forget_live(key)  # shown again (late answer): a new message
+        self.state.show(key, text)
+        self.outbox.put(Op("post", chat_id, text, entities=_code_entity(text, out.data),
+                           markup=view.keyboard(rows), key=key, session=out.session),
+                        urgent=True)
+
+    def _on_question(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        options = out.data.get("options") or []
+        lines = [out.text]
+        lines += [f"{i + 1}. {opt}" for i, opt in enumerate(options)]
+        lines.append("Answer it in the terminal.")
+        key = request_key(out.session, out.data.get("key", ""))
+        text = "\n".join(lines)
+        self.state.show(key, text)
+        self.outbox.put(Op("post", chat_id, text, key=key, session=out.session), urgent=True)
+
+    def _on_request_closed(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        key = request_key(out.session, out.data.get("key", ""))
+        shown = self.state.shown.get(key)
+        if shown is None:
+            return
+        line = view.verdict(out.data.get("via", ""), out.data.get("answer", ""),
+                            out.data.get("who", ""), time.time())
+        text = f"{shown}\n{line}"
+        self.state.show(key, text)
+        self.outbox.put(Op("live", chat_id, text, key=key, session=out.session))
+
+    def _on_reaction(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        msg_id, emoji = out.data.get("msg_id"), out.data.get("emoji", "")
+        target = int(out.data.get("chat_id") or chat_id)
+        if target != chat_id or not str(msg_id).lstrip("-").isdigit():
+            return
+        if self.state.advance_reaction(chat_id, int(msg_id), emoji):
+            self.outbox.put(Op("react", chat_id, emoji=emoji, msg_id=int(msg_id)))
+
+    def _on_release(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        msg_id = out.data.get("msg_id")
+        target = int(out.data.get("chat_id") or chat_id)
+        if target != chat_id or self.release is None or not str(msg_id).lstrip("-").isdigit():
+            return
+        self._spawn(self.release(out.session, chat_id, int(msg_id), out.text))
+
+    def _on_diff(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        if not self.state.prefs_of(chat_id).get("diffs"):
+            return
+        from aipager.bot.markdown import to_chunks
+
+        label = sess.label if sess is not None else out.session
+        body = out.text.replace("```", "'''")
+        for chunk in to_chunks(f"📝 {label}\n```diff\n{body}\n```")[:2]:
+            self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
+                               session=out.session))
+
+    # -- the pinned status line ----------------------------------------------------
+
+    def _status_line(self, chat_id: int) -> None:
+        text = view.status_bar(list(self._registry()))
+        if self._status.get(chat_id) == text:
+            return
+        self._status[chat_id] = text
+        if not self.state.show(STATUS_KEY, text):
+            return
+        self.outbox.put(Op("live", chat_id, text, key=STATUS_KEY, pin=True))
+
+
+def _prompt_msg(sess: Session | None, task_seq: Any) -> int | None:
+    """The chat message that started the task (the answer and card reply to it)."""
+    task = sess.task if sess is not None else None
+    if task is None or task.seq != task_seq or not task.authors:
+        return None
+    msg_id = task.authors[0].get("msg_id")
+    try:
+        return int(msg_id)
+    except (TypeError, ValueError):
+        return None
+
+
+def _always_rule(sess: Session | None, key: str) -> str:
+    if sess is None:
+        return ""
+    req = next((r for r in sess.requests if r.key == key), None)
+    if req is None:
+        return ""
+    rules = []
+    for s in req.suggestions:
+        if not isinstance(s, dict):
+            continue
+        for rule in s.get("rules") or []:
+            if isinstance(rule, dict) and rule.get("toolName"):
+                content = rule.get("ruleContent")
+                rules.append(f"{rule['toolName']}({content})" if content else rule["toolName"])
+        for folder in s.get("directories") or []:
+            rules.append(f"folder {folder}")
+    return ", ".join(rules[:4])
+
+
+def _code_entity(text: str, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request's command or path as a code block (it is what the person judges)."""
+    detail = data.get("detail") or ""
+    if not detail:
+        return []
+    start = text.find(detail)
+    if start < 0:
+        return []
+    offset = len(text[:start].encode("utf-16-le")) // 2
+    length = len(detail.encode("utf-16-le")) // 2
+    return [{"type": "pre", "offset": offset, "length": length}]

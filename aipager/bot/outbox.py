@@ -1,0 +1,392 @@
+"""The outbox: the only code that sends, edits, reacts or uploads on Telegram.
+
+Everything the chat shows goes through ``Outbox.put(op)``; one lane per chat
+sends in order, so a person reads events in the order they happened.
+
+- **Coalescing.** A live message (an activity card, the pinned status line, a
+  request whose buttons change) is one slot per key: a newer text replaces the
+  older one still waiting, so only the latest text is sent.  Reactions
+  coalesce per message the same way.
+- **Pacing.** Edits of a chat's live messages go out at most once a second
+  (every three seconds in groups); new messages in a group at most 20 a
+  minute.  An edit that must wait lets the messages behind it go first: a
+  card's state can arrive later, an answer should not.
+- **Failures.** ``429 retry_after`` pauses that chat only; network errors and
+  5xx retry with capped backoff (the daemon goes on ingesting meanwhile, and
+  coalescing means a card catches up with one edit); "message is not
+  modified" counts as done; an edit of a message that is gone sends a new
+  one; an entity or reply problem is retried without it; other refusals are
+  logged and dropped, never retried forever, never raised.
+- **Restarts.** What is unsent is written into the chat state
+  (``pending``) at every save and put back at the next start, so an answer
+  accepted by the daemon reaches the chat once even across a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from aipager.bot.chatstate import ChatState
+
+log = logging.getLogger("aipager.bot")
+
+#: seconds between edits of live messages in one chat (Telegram allows about one a second)
+EDIT_GAP = 1.0
+EDIT_GAP_GROUP = 3.0
+#: new messages per minute in a group
+GROUP_SENDS_PER_MINUTE = 20
+#: retry backoff after network errors and 5xx: first, cap (seconds)
+BACKOFF_FIRST = 0.5
+BACKOFF_CAP = 30.0
+#: uploads kept across a restart only up to this size (bigger ones are re-made by their owner)
+PERSIST_DATA_MAX = 2 * 1024 * 1024
+
+
+@dataclass
+class Op:
+    """One thing to show.  ``kind``:
+
+    - ``post``: a new message (``text``, ``entities``, ``markup``, ``reply_to``);
+      ``key`` set: remembered as a live message; ``session`` set: replies to it route there.
+    - ``live``: the message under ``key``, edited in place (sent first if new);
+      ``pin``: pin it when it is first sent.
+    - ``react``: reaction ``emoji`` on message ``msg_id``.
+    - ``upload``: a document (``filename``, ``data``, ``text`` as caption); ``photo`` as a photo.
+    - ``action``: a chat action (``text``: "typing"); best effort, never retried.
+    """
+
+    kind: str
+    chat_id: int
+    text: str = ""
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    markup: dict[str, Any] | None = None
+    reply_to: int | None = None
+    key: str = ""
+    session: str = ""
+    pin: bool = False
+    emoji: str = ""
+    msg_id: int | None = None
+    filename: str = ""
+    data: bytes = b""
+    photo: bool = False
+
+    def slot(self) -> str | None:
+        """Ops with the same slot coalesce: only the latest is sent."""
+        if self.kind == "live":
+            return f"live:{self.key}"
+        if self.kind == "react":
+            return f"react:{self.msg_id}"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["data"] = base64.b64encode(self.data).decode() if self.data else ""
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Op | None:
+        try:
+            doc = dict(doc)
+            doc["data"] = base64.b64decode(doc.get("data") or "")
+            return cls(**doc)
+        except (TypeError, ValueError):
+            return None
+
+
+class _Lane:
+    """One chat's queue.  A coalescing op sits in ``queue`` as its slot name."""
+
+    def __init__(self) -> None:
+        self.queue: deque[Op | str] = deque()
+        self.latest: dict[str, Op] = {}
+        self.wake = asyncio.Event()
+        self.paused_until = 0.0
+        self.last_edit = -1e9
+        self.sends: deque[float] = deque()
+        self.failures = 0
+        self.task: asyncio.Task | None = None
+
+    def ops(self) -> list[Op]:
+        out = []
+        for item in self.queue:
+            op = self.latest.get(item) if isinstance(item, str) else item
+            if op is not None:
+                out.append(op)
+        return out
+
+
+class Outbox:
+    """Per-chat ordered sending with coalescing, pacing and retries (module docstring).
+
+    Args:
+        bot: the aiogram ``Bot``.
+        state: the chat state (live message ids, routes, reactions, pending).
+        on_change: called after anything the state should save (cheap; the
+            caller debounces).  ``urgent`` is true when an answer was queued.
+        clock: monotonic seconds (tests may pass their own).
+    """
+
+    def __init__(self, bot: Any, state: ChatState, *,
+                 on_change: Callable[[bool], None] = lambda urgent: None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.bot = bot
+        self.state = state
+        self._on_change = on_change
+        self._clock = clock
+        self._lanes: dict[int, _Lane] = {}
+        self._running = False
+        #: counters for status and the bench
+        self.counters: dict[str, int] = {"sent": 0, "edited": 0, "retries": 0, "dropped": 0,
+                                         "rate_limited": 0, "coalesced": 0}
+
+    # -- queueing ----------------------------------------------------------------
+
+    def put(self, op: Op, *, urgent: bool = False) -> None:
+        """Queue ``op`` (synchronous; never blocks, never raises for delivery)."""
+        lane = self._lanes.get(op.chat_id)
+        if lane is None:
+            lane = self._lanes[op.chat_id] = _Lane()
+        slot = op.slot()
+        if slot is None:
+            lane.queue.append(op)
+        else:
+            if slot in lane.latest:
+                self.counters["coalesced"] += 1
+            else:
+                lane.queue.append(slot)
+            lane.latest[slot] = op
+        lane.wake.set()
+        if self._running and (lane.task is None or lane.task.done()):
+            lane.task = asyncio.get_running_loop().create_task(self._run(op.chat_id, lane))
+        self._on_change(urgent)
+
+    def pending(self) -> list[Op]:
+        """Everything not yet sent, per chat in order (what a restart must not lose)."""
+        return [op for lane in self._lanes.values() for op in lane.ops()
+                if op.kind != "action" and len(op.data) <= PERSIST_DATA_MAX]
+
+    def idle(self) -> bool:
+        return not any(lane.queue for lane in self._lanes.values())
+
+    # -- running -----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Put back what the last run left unsent, then start the lanes (in a running loop)."""
+        restored = [op for op in (Op.from_json(doc) for doc in self.state.pending) if op]
+        self.state.pending = []
+        for op in restored:
+            self.put(op)
+        if restored:
+            log.info("resending %d chat message(s) the last run left unsent", len(restored))
+        self._running = True
+        loop = asyncio.get_running_loop()
+        for chat_id, lane in self._lanes.items():
+            if lane.task is None or lane.task.done():
+                lane.task = loop.create_task(self._run(chat_id, lane))
+
+    async def close(self, grace: float = 3.0) -> None:
+        """Give the lanes ``grace`` seconds to finish, then stop them; unsent work
+        stays in ``pending()`` for the state file."""
+        deadline = self._clock() + grace
+        while not self.idle() and self._clock() < deadline:
+            await asyncio.sleep(0.05)
+        self._running = False
+        tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _run(self, chat_id: int, lane: _Lane) -> None:
+        while self._running:
+            if not lane.queue:
+                lane.wake.clear()
+                await lane.wake.wait()
+                continue
+            now = self._clock()
+            if lane.paused_until > now:
+                await self._sleep(lane, lane.paused_until - now)
+                continue
+            index, wait = self._next(chat_id, lane, now)
+            if index is None:
+                await self._sleep(lane, wait)
+                continue
+            item = lane.queue[index]
+            op = lane.latest.pop(item) if isinstance(item, str) else item
+            del lane.queue[index]
+            done = await self._attempt(chat_id, lane, op)
+            if not done:
+                self._requeue(lane, op, index)
+            self._on_change(False)
+
+    def _next(self, chat_id: int, lane: _Lane, now: float) -> tuple[int | None, float]:
+        """The index of the op to send now, or (None, seconds to wait)."""
+        group = chat_id < 0
+        edit_gap = EDIT_GAP_GROUP if group else EDIT_GAP
+        while lane.sends and now - lane.sends[0] > 60.0:
+            lane.sends.popleft()
+        send_wait = 0.0
+        if group and len(lane.sends) >= GROUP_SENDS_PER_MINUTE:
+            send_wait = 60.0 - (now - lane.sends[0])
+        edit_wait = max(0.0, lane.last_edit + edit_gap - now)
+        waits = []
+        for i, item in enumerate(lane.queue):
+            op = lane.latest.get(item) if isinstance(item, str) else item
+            if op is None:
+                continue
+            if self._is_edit(op):
+                if edit_wait <= 0:
+                    return i, 0.0
+                waits.append(edit_wait)
+                continue  # an edit may wait while what follows goes first
+            if op.kind in ("post", "live", "upload") and send_wait > 0:
+                return None, min([send_wait, *waits])
+            return i, 0.0
+        return None, min(waits) if waits else 0.05
+
+    def _is_edit(self, op: Op) -> bool:
+        return op.kind == "live" and self.state.live_id(op.key) is not None
+
+    def _requeue(self, lane: _Lane, op: Op, index: int) -> None:
+        slot = op.slot()
+        if slot is None:
+            lane.queue.insert(index, op)
+        elif slot not in lane.latest:  # a newer version arrived meanwhile: it wins
+            lane.latest[slot] = op
+            lane.queue.insert(index, slot)
+
+    async def _sleep(self, lane: _Lane, seconds: float) -> None:
+        lane.wake.clear()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(lane.wake.wait(), max(0.01, seconds))
+
+    # -- one attempt ---------------------------------------------------------------
+
+    async def _attempt(self, chat_id: int, lane: _Lane, op: Op) -> bool:
+        """Send ``op`` once.  True: done (sent, or dropped for good); False: try again."""
+        from aiogram import exceptions as tg
+
+        try:
+            for _ in range(3):  # a refused detail (entities, reply, gone message) retries at once
+                retry = await self._send(lane, op)
+                if not retry:
+                    break
+        except tg.TelegramRetryAfter as exc:
+            self.counters["rate_limited"] += 1
+            lane.paused_until = self._clock() + max(1, exc.retry_after)
+            log.warning("Telegram asks to slow down in chat %s: waiting %s s", chat_id,
+                        exc.retry_after)
+            return False
+        except (tg.TelegramNetworkError, tg.TelegramServerError, asyncio.TimeoutError,
+                OSError) as exc:
+            lane.failures += 1
+            self.counters["retries"] += 1
+            delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (lane.failures - 1))
+            if lane.failures == 1:
+                log.warning("cannot reach Telegram (%s); retrying, the chat will catch up",
+                            _short(exc))
+            lane.paused_until = self._clock() + delay
+            return False
+        except tg.TelegramUnauthorizedError:
+            log.error("Telegram rejects the bot token; fix it with `aipager config token`")
+            lane.paused_until = self._clock() + 60.0
+            return False
+        except tg.TelegramAPIError as exc:
+            self.counters["dropped"] += 1
+            log.error("Telegram refused a %s in chat %s: %s", op.kind, chat_id, _short(exc))
+            return True
+        except Exception:  # noqa: BLE001 - a bug must not stop the lane
+            self.counters["dropped"] += 1
+            log.exception("sending a %s to chat %s failed", op.kind, chat_id)
+            return True
+        if lane.failures:
+            log.info("Telegram reachable again")
+            lane.failures = 0
+        return True
+
+    async def _send(self, lane: _Lane, op: Op) -> bool:
+        """One API call for ``op``; True when a detail was dropped and it must be sent again."""
+        from aiogram.exceptions import TelegramBadRequest
+
+        try:
+            await self._call(lane, op)
+        except TelegramBadRequest as exc:
+            text = str(exc).lower()
+            if "not modified" in text:
+                return False
+            if op.kind == "live" and ("message to edit not found" in text
+                                      or "can't be edited" in text or "message_id_invalid" in text):
+                self.state.forget_live(op.key)  # deleted in the chat: show it anew
+                return True
+            if op.entities and ("entit" in text or "can't parse" in text):
+                op.entities = []
+                return True
+            if op.reply_to is not None and "repl" in text:
+                op.reply_to = None
+                return True
+            if op.kind == "react" and ("reaction" in text or "not found" in text):
+                return False  # the message is gone or reactions are off: nothing to do
+            raise
+        return False
+
+    async def _call(self, lane: _Lane, op: Op) -> None:
+        from aiogram.types import (BufferedInputFile, InlineKeyboardMarkup, LinkPreviewOptions,
+                                   MessageEntity, ReactionTypeEmoji, ReplyParameters)
+
+        bot = self.bot
+        entities = [MessageEntity(**e) for e in op.entities] or None
+        markup = InlineKeyboardMarkup.model_validate(op.markup) if op.markup else None
+        no_preview = LinkPreviewOptions(is_disabled=True)
+        reply = (ReplyParameters(message_id=op.reply_to, allow_sending_without_reply=True)
+                 if op.reply_to else None)
+        if op.kind == "action":
+            with contextlib.suppress(Exception):
+                await bot.send_chat_action(op.chat_id, op.text or "typing")
+            return
+        if op.kind == "react":
+            await bot.set_message_reaction(op.chat_id, op.msg_id,
+                                           reaction=[ReactionTypeEmoji(emoji=op.emoji)])
+            return
+        if op.kind == "live" and self.state.live_id(op.key) is not None:
+            lane.last_edit = self._clock()
+            await bot.edit_message_text(text=op.text, chat_id=op.chat_id,
+                                        message_id=self.state.live_id(op.key), entities=entities,
+                                        reply_markup=markup, link_preview_options=no_preview)
+            self.counters["edited"] += 1
+            return
+        lane.sends.append(self._clock())
+        if op.kind == "upload":
+            upload = BufferedInputFile(op.data, filename=op.filename or "file")
+            caption = op.text[:1024] or None
+            if op.photo:
+                sent = await bot.send_photo(op.chat_id, upload, caption=caption,
+                                            reply_parameters=reply)
+            else:
+                sent = await bot.send_document(op.chat_id, upload, caption=caption,
+                                               reply_parameters=reply)
+        else:
+            sent = await bot.send_message(op.chat_id, op.text, entities=entities,
+                                          reply_markup=markup, reply_parameters=reply,
+                                          link_preview_options=no_preview)
+        self.counters["sent"] += 1
+        if op.session:
+            self.state.route(op.chat_id, sent.message_id, op.session)
+        if op.key:
+            self.state.set_live(op.key, op.chat_id, sent.message_id)
+        if op.pin:
+            try:
+                await bot.pin_chat_message(op.chat_id, sent.message_id, disable_notification=True)
+            except Exception as exc:  # noqa: BLE001 - no right to pin: the line still works
+                log.warning("cannot pin the status line in chat %s: %s", op.chat_id, _short(exc))
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__

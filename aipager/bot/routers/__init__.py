@@ -1,0 +1,1 @@
+"""Update handlers by concern: ``commands``, ``taps`` (buttons), ``messages`` (plain text)."""

@@ -1,0 +1,176 @@
+"""Button taps: permission answers, session buttons (stop, use, kill, compact, resume,
+picker), settings.  Every tap is answered (a toast or nothing), and a tap whose
+handle is unknown (an old button, forged data) acts on nothing."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from aiogram import F, Router
+from aiogram.types import CallbackQuery
+
+from aipager.bot import view
+from aipager.bot.actions import Actions, Sender
+from aipager.bot.callbacks import RequestTap, SessionTap, SettingTap
+from aipager.bot.chatstate import STYLES
+from aipager.bot.outbox import Op
+from aipager.bot.routers.commands import ask_kill, compact, settings_view, stop_session
+from aipager.daemon import replies
+from aipager.daemon.model import State
+from aipager.daemon.terminal import ESCAPE
+from aipager.errors import AipagerError
+
+log = logging.getLogger("aipager.bot")
+
+EXPIRED = "This button has expired."
+#: keys that answer Claude Code's permission dialog when its hook no longer waits
+#: (2.1.328: "1" Yes, "2" Yes and don't ask again, Esc No)
+DIALOG_KEYS = {"allow": [b"1"], "allow_always": [b"2"], "deny": [ESCAPE]}
+_KINDS = {"allow": "allow", "always": "allow_always", "deny": "deny", "stop": "deny"}
+
+
+async def _toast(query: CallbackQuery, text: str = "") -> None:
+    try:
+        await query.answer(text or None)
+    except Exception as exc:  # noqa: BLE001 - the query may be too old: nothing to undo
+        log.debug("toast failed: %s", exc)
+
+
+async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                         sender: Sender) -> None:
+    value = actions.state.resolve("request", callback_data.h)
+    if value is None or "\0" not in value:
+        await _toast(query, EXPIRED)
+        return
+    session, key = value.split("\0", 1)
+    kind = _KINDS[callback_data.act]
+    try:
+        result = actions.daemon.answer_request(session, key, kind, sender.tag)
+    except ValueError:
+        await _toast(query, EXPIRED)
+        return
+    if result in (replies.ALREADY, replies.GONE):
+        await _toast(query, "Already answered." if result == replies.ALREADY
+                     else "This request is no longer open.")
+        return
+    if result == replies.VIA_KEYS:
+        try:
+            await actions.daemon.session_io.press(session, DIALOG_KEYS[kind])
+        except AipagerError as exc:
+            await _toast(query, f"Could not answer: {exc}")
+            return
+        rkey = f"req:{session}:{key}"
+        # Popped: the PostToolUse that closes the request later must not add a second line.
+        shown = actions.state.shown.pop(rkey, None)
+        if shown is not None and query.message is not None:
+            word = "stop" if callback_data.act == "stop" else kind
+            text = f"{shown}\n{view.verdict('keys', word, sender.tag, time.time())}"
+            actions.outbox.put(Op("live", query.message.chat.id, text, key=rkey, session=session))
+    if callback_data.act == "stop":
+        sess = actions.registry.get(session)
+        if sess is not None:
+            try:
+                await actions.stop(sess)
+            except AipagerError as exc:
+                log.warning("stop after deny failed: %s", exc)
+    await _toast(query, {"allow": "Allowed", "always": "Always allowed", "deny": "Denied",
+                         "stop": "Denied and stopped"}[callback_data.act])
+
+
+async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                         sender: Sender, picks: dict) -> None:
+    name = actions.state.resolve("session", callback_data.h)
+    sess = actions.registry.get(name) if name else None
+    chat_id = query.message.chat.id if query.message is not None else 0
+    act = callback_data.act
+    if sess is None or not chat_id:
+        await _toast(query, EXPIRED)
+        return
+    if act == "resume":
+        await _toast(query)
+        await _resume(actions, chat_id, sess)
+        return
+    if not view.is_live(sess):
+        await _toast(query, f"{sess.label} is not running.")
+        return
+    if act == "stop":
+        if sess.state not in (State.WORKING, State.WAITING):
+            await _toast(query, f"{sess.label} is not working on anything.")
+            return
+        await _toast(query, "Stopping…")
+        await stop_session(actions, chat_id, sess)
+    elif act == "use":
+        actions.state.current[str(chat_id)] = sess.name
+        await _toast(query, f"Messages go to {sess.label} now.")
+        actions.say(chat_id, f"Your messages go to {sess.label} now.", session=sess.name)
+    elif act == "kill":
+        await _toast(query)
+        ask_kill(actions, chat_id, sess)
+    elif act == "kill_yes":
+        await _toast(query, f"Ending {sess.label}…")
+        ended = await actions.kill(sess)
+        actions.say(chat_id, f"🗑 {sess.label} ended by {sender.tag}." if ended
+                    else f"{sess.label} was not running.")
+    elif act == "kill_no":
+        await _toast(query, "Kept running.")
+    elif act == "compact":
+        await _toast(query)
+        await compact(actions, chat_id, sess)
+    elif act.startswith("m") and act[1:].isdigit():
+        pick = picks.pop(int(act[1:]), None)
+        if pick is None:
+            await _toast(query, EXPIRED)
+            return
+        p_chat, msg_id, text, who, quoted = pick
+        await _toast(query, f"Sent to {sess.label}.")
+        await actions.deliver(sess, p_chat, msg_id, text, who, quoted)
+    else:
+        await _toast(query, EXPIRED)
+
+
+async def _resume(actions: Actions, chat_id: int, sess) -> None:
+    if view.is_live(sess) and sess.socket_seen:
+        actions.say(chat_id, f"{sess.label} is running already.")
+        return
+    try:
+        await actions.new_session(sess.label, resume_id=sess.claude_session_id, cwd=sess.cwd)
+    except AipagerError as exc:
+        actions.say(chat_id, f"Cannot resume {sess.label}: {exc}")
+        return
+    actions.state.current[str(chat_id)] = sess.name
+    actions.say(chat_id, f"↩️ {sess.label} resumed in {sess.cwd or actions.default_folder}.",
+                session=sess.name)
+
+
+async def on_setting_tap(query: CallbackQuery, callback_data: SettingTap, actions: Actions) -> None:
+    chat_id = query.message.chat.id if query.message is not None else 0
+    name, value = callback_data.name, callback_data.value
+    if name == "style" and (value in STYLES or value == "own"):
+        actions.state.set_pref(chat_id, "style", "" if value == "own" else value)
+    elif name == "diffs" and value in ("on", "off"):
+        actions.state.set_pref(chat_id, "diffs", value == "on")
+    elif name == "detail" and value in ("full", "compact"):
+        actions.state.set_pref(chat_id, "detail", value)
+    else:
+        await _toast(query, EXPIRED)
+        return
+    await _toast(query, "Saved.")
+    text, markup = settings_view(actions, chat_id)
+    key = f"settings:{chat_id}:{query.message.message_id}"
+    actions.state.set_live(key, chat_id, query.message.message_id)
+    actions.outbox.put(Op("live", chat_id, text, markup=markup, key=key))
+
+
+async def on_unknown_tap(query: CallbackQuery) -> None:
+    await _toast(query, EXPIRED)
+
+
+def make_router() -> Router:
+    """The taps handlers on a fresh router (a router joins one dispatcher only)."""
+    router = Router(name="taps")
+    router.callback_query.register(on_request_tap, RequestTap.filter(F.act.in_(set(_KINDS))))
+    router.callback_query.register(on_session_tap, SessionTap.filter())
+    router.callback_query.register(on_setting_tap, SettingTap.filter())
+    router.callback_query.register(on_unknown_tap)
+    return router

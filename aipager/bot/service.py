@@ -1,0 +1,261 @@
+"""The Telegram bot as a daemon service: composition of the chat side, and its loops.
+
+``ChatBot`` builds the aiogram ``Bot`` and ``Dispatcher`` (routers per concern,
+the access middleware), the outbox, the chat state and the daemon-facing
+``ChatNotifier``.  ``run(daemon)`` is what ``Daemon(services=[...])`` starts:
+it polls for updates and keeps the command menu, the typing indicator and the
+saved chat state current until the daemon stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+from typing import Any, Coroutine, Mapping
+
+from aipager import config, telegram_check
+from aipager.bot import chatstate, polling, view
+from aipager.bot.access import Access, Members
+from aipager.bot.actions import Actions
+from aipager.bot.notify import ChatNotifier
+from aipager.bot.outbox import Op, Outbox
+from aipager.daemon.model import State
+
+log = logging.getLogger("aipager.bot")
+
+#: seconds between saves of a changed chat state (an answer saves at once)
+SAVE_SECONDS = 1.0
+#: Telegram shows "typing…" for about 5 s
+TYPING_SECONDS = 4.5
+#: seconds between checks of the session shortcuts in the command menu
+MENU_SECONDS = 3.0
+#: how long shutdown waits for the outbox to empty
+CLOSE_GRACE = 3.0
+#: a Telegram command name
+_COMMAND = re.compile(r"^[a-z0-9_]{1,32}$")
+
+RESTARTED = "🔄 aipager is running again after an unclean stop; sessions carried on."
+
+
+class ChatBot:
+    """The chat side of one daemon.
+
+    Args:
+        env: paths and knobs (``AIPAGER_TELEGRAM_API_BASE`` points at another Bot API).
+        cfg: the loaded config (token, chat, members).
+        unclean: the previous daemon did not stop cleanly (say so in the chat).
+    """
+
+    def __init__(self, env: Mapping[str, str], cfg: config.Config, *, unclean: bool = False) -> None:
+        self.env = dict(env)
+        self.members = Members(self.env, cfg)
+        self.unclean = unclean
+        self.state = chatstate.load(self.env)
+        base = cfg.extra.get("api_base") if isinstance(cfg.extra.get("api_base"), str) else None
+        self.bot = telegram_check.build_bot(cfg.bot_token, telegram_check.api_base(self.env) or base)
+        self.outbox = Outbox(self.bot, self.state, on_change=self._changed)
+        self.daemon: Any = None
+        self.notifier = ChatNotifier(self.outbox, self.state, self._registry, self.chats_for,
+                                     self._spawn)
+        self.username: str | None = None
+        self._dirty = False
+        self._closed = False
+        self._tasks: set[asyncio.Task] = set()
+        self._chat_locks: dict[int, asyncio.Lock] = {}
+
+    # -- wiring ---------------------------------------------------------------------
+
+    def attach(self, daemon: Any) -> None:
+        """Bind to the daemon whose outputs this shows (before it serves)."""
+        self.daemon = daemon
+        self.notifier.started_at = daemon.started_at
+
+    def _registry(self) -> Any:
+        return self.daemon.core.registry if self.daemon is not None else {}
+
+    def chats_for(self, session: str) -> list[int]:
+        """The chats a session reports to: the configured chat."""
+        return [self.members.current().chat_id]
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(self._guarded(coro))
+        except RuntimeError:
+            coro.close()
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, coro: Coroutine[Any, Any, Any]) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - one failed action must not stop the bot
+            log.exception("a chat action failed")
+
+    def _default_folder(self) -> str:
+        cfg = self.members.current()
+        folder = cfg.extra.get("new_session_folder")
+        if isinstance(folder, str) and os.path.isdir(folder):
+            return folder
+        return self.env.get("HOME") or os.path.expanduser("~")
+
+    # -- state saving ---------------------------------------------------------------
+
+    def _changed(self, urgent: bool) -> None:
+        self._dirty = True
+        if urgent or self._closed:
+            self.save()
+
+    def save(self) -> None:
+        self.state.pending = [op.to_json() for op in self.outbox.pending()]
+        try:
+            chatstate.save(self.env, self.state)
+        except OSError as exc:
+            log.error("cannot save the chat state: %s", exc)
+            return
+        self._dirty = False
+
+    # -- the service ----------------------------------------------------------------
+
+    def dispatcher(self, actions: Actions) -> Any:
+        from aiogram import Dispatcher
+
+        from aipager.bot.routers import commands, messages, taps
+
+        dp = Dispatcher()
+        access = Access(self.members, self.state, self.outbox)
+        dp.message.outer_middleware(access)
+        dp.callback_query.outer_middleware(access)
+        # Order matters: commands (incl. /<session>) before plain text.
+        dp.include_routers(commands.make_router(), taps.make_router(), messages.make_router())
+        dp["actions"] = actions
+        dp["pending_names"] = {}
+        dp["picks"] = {}
+        dp["bot_identity"] = (self.bot.id, None)
+        return dp
+
+    async def run(self, daemon: Any) -> None:
+        """The daemon service: runs until cancelled at daemon shutdown."""
+        if self.daemon is None:
+            self.attach(daemon)
+        actions = Actions(daemon, self.state, self.outbox, self._default_folder())
+        self.notifier.release = actions.release
+        dp = self.dispatcher(actions)
+        self.outbox.start()
+        loops = [self._every(SAVE_SECONDS, self._save_if_dirty),
+                 self._every(TYPING_SECONDS, self._typing),
+                 self._every(MENU_SECONDS, self._menu),
+                 self._introduce(dp)]
+        for coro in loops:
+            self._spawn(coro)
+
+        async def handle(update: Any) -> None:
+            await self._handle(dp, update)
+
+        try:
+            await polling.poll(self.bot, handle)
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            for task in list(self._tasks):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            await self.outbox.close(CLOSE_GRACE)
+            self._closed = True
+            self.save()
+            with contextlib.suppress(Exception):
+                await self.bot.session.close()
+
+    async def _handle(self, dp: Any, update: Any) -> None:
+        """One update: messages of a chat in order (a slow one delays only its chat),
+        taps at once."""
+        chat = update.message.chat.id if update.message is not None else None
+        if chat is None:
+            self._spawn(dp.feed_update(self.bot, update))
+            return
+        lock = self._chat_locks.setdefault(chat, asyncio.Lock())
+
+        async def in_order() -> None:
+            async with lock:
+                await dp.feed_update(self.bot, update)
+
+        self._spawn(in_order())
+
+    async def _every(self, seconds: float, fn: Any) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                result = fn()
+                if asyncio.iscoroutine(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a failing loop step must not stop the bot
+                log.exception("bot loop %s failed", getattr(fn, "__name__", fn))
+
+    def _save_if_dirty(self) -> None:
+        if self._dirty:
+            self.save()
+
+    def _typing(self) -> None:
+        if any(s.state == State.WORKING for s in self._registry()):
+            for chat_id in {self.members.current().chat_id}:
+                self.outbox.put(Op("action", chat_id, "typing"))
+
+    async def _introduce(self, dp: Any) -> None:
+        """getMe and the command menu (retried until Telegram answers), then, after an
+        unclean stop, one line in the chat."""
+        from aiogram.types import BotCommand
+
+        if self.unclean:
+            self.outbox.put(Op("post", self.members.current().chat_id, RESTARTED))
+        delay = 1.0
+        while True:
+            try:
+                me = await self.bot.get_me()
+                self.username = me.username
+                dp["bot_identity"] = (me.id, me.username)
+                await self.bot.set_my_commands([BotCommand(command=c, description=d)
+                                                for c, d in view.COMMANDS])
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - Telegram down: try again later
+                log.debug("bot introduction failed: %s", exc)
+                await asyncio.sleep(delay)
+                delay = min(30.0, delay * 2)
+
+    async def _menu(self) -> None:
+        """One ``/<session>`` per live session in the chat's command menu."""
+        from aiogram.types import BotCommand, BotCommandScopeChat
+
+        names = sorted(s.label for s in self._registry()
+                       if view.is_live(s) and _COMMAND.match(s.label)
+                       and s.label not in view.RESERVED)[:50]
+        if names == self.state.menu:
+            return
+        commands = [BotCommand(command=n, description=f"Talk to session {n}") for n in names]
+        commands += [BotCommand(command=c, description=d) for c, d in view.COMMANDS]
+        await self.bot.set_my_commands(commands[:100], scope=BotCommandScopeChat(
+            chat_id=self.members.current().chat_id))
+        self.state.menu = names
+        self._dirty = True
+
+
+def previous_run_unclean(state: Mapping[str, Any]) -> bool:
+    """Whether the saved daemon state says the last daemon ended without a clean stop."""
+    daemon = state.get("daemon") or {}
+    return daemon.get("started_at") is not None and daemon.get("stopped_at") is None
+
+
+def chat_bot(env: Mapping[str, str], cfg: config.Config, saved: Mapping[str, Any]) -> ChatBot:
+    """The chat side for ``run_daemon``."""
+    return ChatBot(env, cfg, unclean=previous_run_unclean(saved))
+
+
+__all__ = ["ChatBot", "chat_bot", "previous_run_unclean"]

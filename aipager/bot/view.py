@@ -1,0 +1,144 @@
+"""The chat's words and buttons: pure functions of sessions and settings (no I/O).
+
+Card and notice texts come from the daemon (``aipager.daemon.render``); this
+module adds what only the chat has: the status line and screen, help, the
+answer to a tap, and the inline keyboards (as plain dicts the outbox keeps
+across restarts).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable, Sequence
+
+from aipager.daemon.model import Session, State
+from aipager.daemon.render import elapsed
+
+#: one inline button: (label, callback data)
+Button = tuple[str, str]
+
+_STATE_ICON = {State.WORKING: "⏳", State.WAITING: "🔐", State.READY: "✅", State.UNKNOWN: "•",
+               State.GONE: "🔴"}
+_STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State.READY: "ready",
+                State.UNKNOWN: "starting", State.GONE: "ended"}
+
+#: the commands the menu shows (session shortcuts come first, added per live session)
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("status", "Every session and what it waits for"),
+    ("new", "Start a session: /new NAME [first message]"),
+    ("stop", "Interrupt the running task: /stop [name]"),
+    ("resume", "Resume an ended session"),
+    ("kill", "End a session: /kill NAME"),
+    ("compact", "Compact the conversation: /compact [name]"),
+    ("model", "Switch model: /model NAME"),
+    ("settings", "Reply style, diff previews, card detail"),
+    ("help", "Where messages go, and the commands"),
+)
+#: names a session may not take (they would shadow a command)
+RESERVED = frozenset(name for name, _ in COMMANDS) | {"start", "whoami", "members", "role",
+                                                      "invite", "clearqueue", "now"}
+
+
+def keyboard(rows: Iterable[Sequence[Button]]) -> dict | None:
+    """An InlineKeyboardMarkup as a plain dict (None when there are no buttons)."""
+    out = [[{"text": label, "callback_data": data} for label, data in row] for row in rows if row]
+    return {"inline_keyboard": out} if out else None
+
+
+def is_live(sess: Session) -> bool:
+    return sess.state != State.GONE
+
+
+def cost(sess: Session) -> str:
+    return f" · ${sess.cost_usd:.2f}" if isinstance(sess.cost_usd, (int, float)) else ""
+
+
+def card_text(card: str, sess: Session | None, *, detail: str = "full") -> str:
+    """The card as the chat shows it: the daemon's text, the session's cost on the header,
+    only the header and last rows in ``compact`` detail."""
+    head, sep, rest = card.partition("\n")
+    if sess is not None:
+        head += cost(sess)
+    if detail == "compact" and rest:
+        rows = rest.splitlines()
+        rest = "\n".join(rows[-3:])
+    return head + (sep + rest if rest else "")
+
+
+def session_line(sess: Session, now: float, current: bool = False) -> str:
+    """``⏳ jim · working · 1m 12s · opus · ctx 41% · $0.04``."""
+    parts = [f"{_STATE_ICON.get(sess.state, '•')} {sess.label}", _STATE_WORDS.get(sess.state, "")]
+    if sess.state == State.WAITING and sess.waiting_for():
+        parts[-1] = f"waiting for your {sess.waiting_for()}"
+    task = sess.task
+    if sess.state in (State.WORKING, State.WAITING) and task is not None:
+        parts.append(elapsed(now - task.started_at))
+    if sess.model:
+        parts.append(sess.model)
+    if isinstance(sess.context_pct, (int, float)):
+        parts.append(f"ctx {sess.context_pct:.0f}%")
+    line = " · ".join(p for p in parts if p) + cost(sess)
+    return line + ("  ← current" if current else "")
+
+
+def status_screen(sessions: Sequence[Session], current: str | None, now: float) -> str:
+    live = [s for s in sessions if is_live(s)]
+    if not live:
+        return ("No sessions yet. Start one with /new NAME, or run "
+                "`aipager session NAME` on the computer.")
+    lines = ["Sessions:"]
+    lines += [session_line(s, now, s.name == current) for s in live]
+    return "\n".join(lines)
+
+
+def status_bar(sessions: Sequence[Session]) -> str:
+    """The pinned line: who waits for you first, then who works."""
+    live = [s for s in sessions if is_live(s)]
+    waiting = [s.label for s in live if s.state == State.WAITING]
+    working = [s.label for s in live if s.state == State.WORKING]
+    parts = []
+    if waiting:
+        parts.append("🔐 waiting for you: " + ", ".join(waiting))
+    if working:
+        parts.append("⏳ working: " + ", ".join(working))
+    if not parts:
+        parts.append(f"✅ {len(live)} session{'s' if len(live) != 1 else ''} idle" if live
+                     else "no sessions running")
+    return "📟 " + " · ".join(parts)
+
+
+def help_text(sessions: Sequence[Session], current: str | None) -> str:
+    live = [s.label for s in sessions if is_live(s)]
+    if current:
+        where = f"Plain messages go to {current.removeprefix('claude-')}."
+    elif len(live) == 1:
+        where = f"Plain messages go to {live[0]}."
+    elif live:
+        where = "Plain messages: you pick the session (or reply to one of its messages)."
+    else:
+        where = "No session runs yet: /new NAME starts one."
+    return "\n".join([
+        "aipager — Claude Code from your phone.",
+        where,
+        "Reply to a session's message to talk to that session; /NAME text sends to NAME.",
+        "",
+        *(f"/{name} — {words}" for name, words in COMMANDS),
+        "",
+        "👀 handed to Claude · 👍 Claude took it · 🤷 never delivered",
+    ])
+
+
+def verdict(via: str, answer: str, who: str, at: float) -> str:
+    """The line that replaces a request's buttons once it is answered."""
+    if via in ("", "terminal"):
+        return "⌨️ answered in the terminal"
+    words = {"allow": "✅ Allowed", "allow_always": "🟢 Always allowed", "deny": "❌ Denied",
+             "stop": "⏹ Stopped"}.get(answer, "✅ Answered")
+    return f"{words} by {who} · {time.strftime('%H:%M', time.localtime(at))}"
+
+
+def picker_text(action: str) -> str:
+    return {"use": "Which session should get your messages?",
+            "stop": "Stop which session?", "kill": "End which session?",
+            "resume": "Resume which session?",
+            "send": "Which session is this message for?"}.get(action, "Which session?")

@@ -1,0 +1,118 @@
+"""The chat on real parts: the real aiogram client over HTTP against the fake Bot API,
+the real ``Daemon`` (its event core fed with datagrams as the ingest would), the real
+``ChatBot``; only the terminal is a fake (``FakeSessions`` at the ``SessionIO`` seam:
+it records what would be typed into dtach)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from typing import Any, Callable
+
+import orjson
+import pytest
+from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
+
+from aipager import config
+from aipager.errors import SessionNotFound
+
+STRANGER = {"id": 777, "is_bot": False, "first_name": "Mallory", "username": "mallory"}
+
+
+class FakeSessions:
+    """``SessionIO`` for dtach sessions that exist only here: records typing and keys."""
+
+    def __init__(self) -> None:
+        self.live: set[str] = set()
+        self.typed: list[tuple[str, str, dict | None]] = []
+        self.keys: list[tuple[str, list[bytes]]] = []
+
+    def discover(self) -> dict[str, str]:
+        return {name: f"/nonexistent/{name}.sock" for name in self.live}
+
+    async def type_text(self, session: str, text: str, *, note: Any = None) -> None:
+        if session not in self.live:
+            msg = f"session {session} is not running"
+            raise SessionNotFound(msg)
+        self.typed.append((session, text, dict(note) if note else None))
+
+    async def press(self, session: str, keys: Any) -> None:
+        if session not in self.live:
+            msg = f"session {session} is not running"
+            raise SessionNotFound(msg)
+        self.keys.append((session, list(keys)))
+
+
+async def eventually(pred: Callable[[], Any], timeout: float = 5.0, what: str = "") -> Any:
+    """Wait (without sleeping the test's logic into wall-clock assumptions) until ``pred``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or pred}")
+        await asyncio.sleep(0.01)
+
+
+class Chat:
+    """One running chat: ``fake`` (Bot API), ``daemon``, ``bot`` (ChatBot), ``sessions``."""
+
+    def __init__(self, fake: FakeBotAPI, daemon: Any, bot: Any, sessions: FakeSessions) -> None:
+        self.fake = fake
+        self.daemon = daemon
+        self.bot = bot
+        self.sessions = sessions
+        self.chat_id = OWNER["id"]
+
+    def feed(self, session: str, event: str, **fields: Any) -> None:
+        """One hook datagram for ``session`` (through the daemon's delivery path), then a
+        card flush as the daemon's tick does."""
+        key = "type" if event in ("statusline",) else "hook_event_name"
+        doc = {key: event, "session": session, **fields}
+        self.daemon.deliver([orjson.dumps(doc)])
+        self.daemon.core.flush_cards()
+
+    def start(self, name: str, **fields: Any) -> str:
+        session = f"claude-{name}"
+        self.sessions.live.add(session)
+        self.feed(session, "SessionStart", source="startup", session_id=f"sid-{name}",
+                  cwd="/tmp", transcript_path=f"/nonexistent/{name}.jsonl", **fields)
+        return session
+
+    def bot_texts(self) -> list[str]:
+        return [m.get("text", "") for m in self.fake.bot_messages(self.chat_id)]
+
+    def sent_texts(self) -> list[str]:
+        return [str(p.get("text", "")) for p in self.fake.calls_of("sendMessage")]
+
+
+@pytest.fixture
+def members() -> tuple[config.Member, ...]:
+    return ()
+
+
+@pytest.fixture
+async def chat(members) -> Any:
+    from aipager.bot.service import ChatBot
+    from aipager.daemon.app import Daemon
+
+    fake = FakeBotAPI()
+    fake.add_private_chat(OWNER)
+    async with fake.running() as base:
+        env = dict(os.environ, AIPAGER_TELEGRAM_API_BASE=base)
+        cfg = config.Config(bot_token=TOKEN, chat_id=OWNER["id"], members=members)
+        config.save(env, cfg)
+        bot = ChatBot(env, cfg)
+        sessions = FakeSessions()
+        daemon = Daemon(env, notifier=bot.notifier, session_io=sessions)
+        bot.attach(daemon)
+        task = asyncio.create_task(bot.run(daemon))
+        try:
+            yield Chat(fake, daemon, bot, sessions)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

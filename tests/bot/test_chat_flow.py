@@ -1,0 +1,151 @@
+"""What the phone shows, step by step, for the everyday flow: a message becomes a prompt,
+the card follows the task, the answer arrives once, threaded, with 👀 → 👍."""
+
+from __future__ import annotations
+
+from bot.conftest import STRANGER, eventually
+from fakes.telegram_api import OWNER
+
+from aipager.bot.outbox import Op
+
+
+def _reactions(fake, msg_id):
+    return [p["reaction"][0]["emoji"] for p in fake.calls_of("setMessageReaction")
+            if int(p["message_id"]) == msg_id]
+
+
+async def test_a_message_becomes_a_prompt_and_the_answer_comes_back_once(chat):
+    fake = chat.fake
+    session = chat.start("jim")
+    msg = await fake.user_says("fix the failing test")
+    typed = await eventually(lambda: chat.sessions.typed, what="the message typed")
+    assert typed[0][:2] == (session, "fix the failing test")
+    note = typed[0][2]
+    assert (note["author_user_id"], note["role"], note["msg_id"]) == (OWNER["id"], "owner",
+                                                                      msg["message_id"])
+    await fake.wait_for("setMessageReaction", lambda p: p["reaction"][0]["emoji"] == "👀")
+
+    # Claude takes it: the hook's pick-up, then the prompt, a tool, the answer.
+    chat.feed(session, "queue_pickup", consumed=[{"msg_id": msg["message_id"],
+                                                  "chat_id": chat.chat_id,
+                                                  "author_user_id": OWNER["id"]}])
+    chat.feed(session, "UserPromptSubmit", prompt="fix the failing test", prompt_id="p1")
+    chat.feed(session, "PreToolUse", tool_name="Bash", tool_use_id="t1",
+              tool_input={"command": "pytest -q"})
+    card = await fake.wait_for("sendMessage", lambda p: "jim · working" in str(p.get("text")))
+    assert "pytest -q" in card["text"]
+    assert "⏹ Stop" in str(card.get("reply_markup"))
+    chat.feed(session, "PostToolUse", tool_name="Bash", tool_use_id="t1",
+              tool_input={"command": "pytest -q"}, tool_response={"stdout": "1 passed"})
+    chat.feed(session, "Stop", prompt_id="p1",
+              last_assistant_message="**Fixed.** The test passes now.\n\n```\n1 passed\n```")
+    answer = await fake.wait_for("sendMessage", lambda p: "The test passes now" in str(p["text"]))
+    assert int(answer["reply_parameters"]["message_id"]) == msg["message_id"]
+    kinds = {e["type"] for e in answer.get("entities") or []}
+    assert {"bold", "pre"} <= kinds, answer
+    assert "**" not in answer["text"]
+    await fake.wait_for("setMessageReaction", lambda p: p["reaction"][0]["emoji"] == "👍")
+    final = await fake.wait_for("editMessageText", lambda p: "jim · done" in str(p["text"]))
+    assert "reply_markup" not in final or not final["reply_markup"], final
+    assert _reactions(fake, msg["message_id"]) == ["👀", "👍"]
+
+    # The same Stop again (a repeated datagram, a replay): nothing new is sent.
+    before = len(fake.calls_of("sendMessage"))
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="**Fixed.** again")
+    await chat.bot.outbox_settled() if hasattr(chat.bot, "outbox_settled") else None
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    assert len(fake.calls_of("sendMessage")) == before
+    answers = [t for t in chat.sent_texts() if "The test passes now" in t]
+    assert len(answers) == 1
+
+
+async def test_a_stranger_is_never_acted_on_and_hears_it_once(chat):
+    chat.start("jim")
+    await chat.fake.user_says("rm -rf /", user=STRANGER)
+    await chat.fake.user_says("please", user=STRANGER)
+    reply = await chat.fake.wait_for("sendMessage", lambda p: int(p["chat_id"]) == STRANGER["id"])
+    assert "private" in reply["text"]
+    await chat.fake.user_says("/status")  # the owner's message is handled after the stranger's
+    await chat.fake.wait_for("sendMessage", lambda p: "Sessions:" in str(p["text"]))
+    assert chat.sessions.typed == []
+    assert len([p for p in chat.fake.calls_of("sendMessage")
+                if int(p["chat_id"]) == STRANGER["id"]]) == 1
+
+
+async def test_with_several_sessions_a_picker_asks_where_the_message_goes(chat):
+    chat.start("alpha")
+    beta = chat.start("beta")
+    msg = await chat.fake.user_says("run the linter")
+    picker = await chat.fake.wait_for("sendMessage", lambda p: "Which session" in str(p["text"]))
+    buttons = [b for row in picker["reply_markup"]["inline_keyboard"] for b in row]
+    assert [b["text"] for b in buttons] == ["alpha", "beta"]
+    sent = next(m for m in chat.fake.bot_messages(chat.chat_id) if "Which session" in m["text"])
+    await chat.fake.user_taps(sent["message_id"], buttons[1]["callback_data"])
+    typed = await eventually(lambda: chat.sessions.typed, what="typed after the pick")
+    assert typed[0][:2] == (beta, "run the linter")
+    assert typed[0][2]["msg_id"] == msg["message_id"]
+    # The pick made beta current: the next message goes there without asking.
+    await chat.fake.user_says("and the formatter")
+    await eventually(lambda: len(chat.sessions.typed) == 2, what="second message typed")
+    assert chat.sessions.typed[1][:2] == (beta, "and the formatter")
+
+
+async def test_a_reply_to_a_sessions_message_goes_to_that_session(chat):
+    alpha = chat.start("alpha")
+    chat.start("beta")
+    chat.feed(alpha, "UserPromptSubmit", prompt="terminal work", prompt_id="a1")
+    chat.feed(alpha, "Stop", prompt_id="a1", last_assistant_message="Alpha's answer.")
+    answer = await chat.fake.wait_for("sendMessage", lambda p: "Alpha's answer" in str(p["text"]))
+    stored = next(m for m in chat.fake.bot_messages(chat.chat_id) if "Alpha's answer" in m["text"])
+    await chat.fake.user_says("thanks, now the docs", reply_to=stored["message_id"])
+    typed = await eventually(lambda: chat.sessions.typed, what="typed")
+    assert typed[0][:2] == (alpha, "thanks, now the docs")
+    # Claude is told what the message replies to.
+    assert typed[0][2]["reply_to"]["text"].endswith("Alpha's answer.")
+    assert answer
+
+
+async def test_a_message_for_a_session_that_is_gone_is_marked_undelivered(chat):
+    session = chat.start("jim")
+    chat.sessions.live.discard(session)  # its terminal died; discovery has not noticed yet
+    msg = await chat.fake.user_says("hello?")
+    await chat.fake.wait_for("setMessageReaction", lambda p: p["reaction"][0]["emoji"] == "🤷")
+    note = await chat.fake.wait_for("sendMessage", lambda p: "Not delivered" in str(p["text"]))
+    assert "not running" in note["text"]
+    assert _reactions(chat.fake, msg["message_id"])[-1] == "🤷"
+    sess = chat.daemon.core.registry.get(session)
+    assert sess.queue == []
+
+
+async def test_messages_wait_while_claude_shows_a_dialog_and_go_in_after(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="deploy", prompt_id="p1")
+    chat.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="t1",
+              tool_input={"command": "make deploy", "description": "Deploy"})
+    await chat.fake.wait_for("sendMessage", lambda p: "make deploy" in str(p["text"]))
+    msg = await chat.fake.user_says("also bump the version")
+    await chat.fake.wait_for("sendMessage", lambda p: "Held for jim" in str(p["text"]))
+    assert chat.sessions.typed == []
+    chat.feed(session, "PostToolUse", tool_name="Bash", tool_use_id="t1",
+              tool_input={"command": "make deploy"}, tool_response={})
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Deployed.")
+    typed = await eventually(lambda: chat.sessions.typed, what="released message typed")
+    assert typed[0][:2] == (session, "also bump the version")
+    assert typed[0][2]["author_user_id"] == OWNER["id"]
+    await chat.fake.wait_for("setMessageReaction", lambda p: int(p["message_id"]) == msg["message_id"])
+
+
+async def test_outbox_ops_left_unsent_survive_a_restart(chat, tmp_path):
+    from aipager.bot import chatstate
+    from aipager.bot.outbox import Outbox
+
+    chat.fake.set_outage(True)
+    chat.bot.outbox.put(Op("post", chat.chat_id, "an answer that must arrive"), urgent=True)
+    saved = chatstate.load(chat.bot.env)
+    assert [p["text"] for p in saved.pending] == ["an answer that must arrive"]
+    chat.fake.set_outage(False)
+    # A new process: a fresh outbox on the saved state sends it.
+    outbox = Outbox(chat.bot.bot, saved)
+    outbox.start()
+    await chat.fake.wait_for("sendMessage", lambda p: p["text"] == "an answer that must arrive")
+    await outbox.close()
