@@ -1,0 +1,154 @@
+"""The outbox against the fake Bot API's failures: 429, outages, "not modified",
+deleted messages, refused entities; order, coalescing, and what a restart keeps."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+from bot.conftest import eventually
+from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
+
+from aipager import telegram_check
+from aipager.bot.chatstate import ChatState
+from aipager.bot.outbox import Op, Outbox
+
+OTHER = {"id": 5151, "is_bot": False, "first_name": "Other", "username": "other"}
+
+
+@pytest.fixture
+async def box():
+    fake = FakeBotAPI()
+    fake.add_private_chat(OWNER)
+    fake.add_private_chat(OTHER)
+    async with fake.running() as base:
+        bot = telegram_check.build_bot(TOKEN, base)
+        outbox = Outbox(bot, ChatState())
+        outbox.start()
+        try:
+            yield fake, outbox
+        finally:
+            await outbox.close(0.5)
+            with contextlib.suppress(Exception):
+                await bot.session.close()
+
+
+def _texts(fake, method, chat=OWNER["id"]):
+    return [p["text"] for p in fake.calls_of(method, ok=True) if int(p["chat_id"]) == chat]
+
+
+async def test_posts_go_out_in_order(box):
+    fake, outbox = box
+    for i in range(12):
+        outbox.put(Op("post", OWNER["id"], f"message {i}"))
+    await eventually(outbox.idle, what="all sent")
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == 12)
+    assert _texts(fake, "sendMessage") == [f"message {i}" for i in range(12)]
+
+
+async def test_a_429_pauses_only_that_chat_and_the_message_still_arrives_once(box):
+    fake, outbox = box
+    fake.fail("sendMessage", 429, retry_after=1)
+    outbox.put(Op("post", OWNER["id"], "slow down"))
+    await fake.wait_for("sendMessage", ok=False)
+    outbox.put(Op("post", OTHER["id"], "other chat goes on"))
+    other = await fake.wait_for("sendMessage", lambda p: p["text"] == "other chat goes on")
+    # The other chat was served while the first waited out its retry_after.
+    assert not _texts(fake, "sendMessage")
+    assert other
+    await fake.wait_for("sendMessage", lambda p: p["text"] == "slow down", timeout=5)
+    assert _texts(fake, "sendMessage") == ["slow down"]
+    assert outbox.counters["rate_limited"] == 1
+
+
+async def test_an_outage_coalesces_card_edits_and_converges_on_the_last_text(box):
+    fake, outbox = box
+    outbox.put(Op("live", OWNER["id"], "⏳ jim · working · 1s", key="card:jim:1"))
+    await fake.wait_for("sendMessage")
+    fake.set_outage(True)
+    for i in range(2, 40):
+        outbox.put(Op("live", OWNER["id"], f"⏳ jim · working · {i}s", key="card:jim:1"))
+        await asyncio.sleep(0.01)
+    outbox.put(Op("post", OWNER["id"], "the answer"))
+    outbox.put(Op("live", OWNER["id"], "✅ jim · done · 40s", key="card:jim:1"))
+    await fake.wait_for("editMessageText", ok=False)
+    fake.set_outage(False)
+    await fake.wait_for("sendMessage", lambda p: p["text"] == "the answer", timeout=20)
+    await eventually(lambda: "✅ jim · done · 40s" in _texts(fake, "editMessageText"), 20)
+    edits = _texts(fake, "editMessageText")
+    assert edits[-1] == "✅ jim · done · 40s"
+    assert len(edits) <= 3, edits  # coalesced: not one edit per update
+    stored = fake.bot_messages(OWNER["id"])
+    assert [m["text"] for m in stored] == ["✅ jim · done · 40s", "the answer"]
+    assert _texts(fake, "sendMessage").count("the answer") == 1
+
+
+async def test_not_modified_is_done_and_a_deleted_card_is_sent_again(box):
+    fake, outbox = box
+    outbox.put(Op("live", OWNER["id"], "card v1", key="k"))
+    first = await fake.wait_for("sendMessage")
+    mid = outbox.state.live_id("k")
+    assert mid is not None
+    outbox.state.shown.clear()
+    outbox.put(Op("live", OWNER["id"], "card v1", key="k"))  # same text: Telegram says so
+    await fake.wait_for("editMessageText", ok=False)
+    await eventually(outbox.idle)
+    assert len(fake.calls_of("editMessageText")) == 1  # not retried
+    del fake.messages[(OWNER["id"], mid)]  # the person deleted the card
+    outbox.put(Op("live", OWNER["id"], "card v2", key="k"))
+    await fake.wait_for("sendMessage", lambda p: p["text"] == "card v2")
+    assert outbox.state.live_id("k") != mid
+    assert first
+
+
+async def test_refused_entities_and_a_gone_reply_target_do_not_lose_the_message(box):
+    fake, outbox = box
+    fake.fail("sendMessage", 400, "Bad Request: can't parse entities: Can't find end of the entity")
+    outbox.put(Op("post", OWNER["id"], "**bold**", entities=[{"type": "bold", "offset": 0,
+                                                               "length": 4}], reply_to=99999))
+    sent = await fake.wait_for("sendMessage")
+    assert sent["text"] == "**bold**" and not sent.get("entities")
+
+
+async def test_a_permanent_refusal_is_dropped_not_retried_forever(box):
+    fake, outbox = box
+    fake.fail("sendMessage", 403, "Forbidden: bot was blocked by the user", times=5)
+    outbox.put(Op("post", OWNER["id"], "nobody reads this"))
+    outbox.put(Op("post", OWNER["id"], "next"))
+    await eventually(outbox.idle)
+    assert len(fake.calls_of("sendMessage", ok=False)) == 2
+    assert outbox.counters["dropped"] == 2
+
+
+async def test_reactions_coalesce_per_message(box):
+    fake, outbox = box
+    msg = await fake.user_says("hi")
+    fake.set_outage(True)
+    outbox.put(Op("react", OWNER["id"], emoji="👀", msg_id=msg["message_id"]))
+    await fake.wait_for("setMessageReaction", ok=False)
+    outbox.put(Op("react", OWNER["id"], emoji="👍", msg_id=msg["message_id"]))
+    fake.set_outage(False)
+    await fake.wait_for("setMessageReaction", timeout=10)
+    await eventually(outbox.idle)
+    assert [p["reaction"][0]["emoji"] for p in fake.calls_of("setMessageReaction", ok=True)] == ["👍"]
+
+
+async def test_unsent_work_is_kept_for_the_next_start(box):
+    fake, outbox = box
+    fake.set_outage(True)
+    outbox.put(Op("post", OWNER["id"], "answer one"))
+    outbox.put(Op("live", OWNER["id"], "card", key="c"))
+    outbox.put(Op("upload", OWNER["id"], "caption", filename="a.md", data=b"# full\n"))
+    await fake.wait_for("sendMessage", ok=False)
+    pending = [op.to_json() for op in outbox.pending()]
+    assert [p["kind"] for p in pending] == ["post", "live", "upload"]
+    fake.set_outage(False)
+    state = ChatState(pending=pending)
+    other = Outbox(outbox.bot, state)
+    outbox._running = False  # the old process is gone
+    other.start()
+    await fake.wait_for("sendDocument", timeout=10)
+    upload = fake.uploads[-1]
+    assert upload["data"] == b"# full\n" and upload["filename"] == "a.md"
+    await other.close(2)
