@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from aipager import dtach
 from aipager.bot import view
@@ -24,8 +24,10 @@ from aipager.errors import AipagerError, SessionError, SessionNotFound
 
 log = logging.getLogger("aipager.bot")
 
-#: how long /new waits for Claude Code to show its prompt before typing a first message
-FIRST_MESSAGE_DELAY = 3.0
+#: how long /new waits for a new session's SessionStart before typing a first message
+READY_TIMEOUT = 30.0
+#: after SessionStart, Claude Code still draws its prompt before it reads keys
+READY_SETTLE = 1.0
 
 
 @dataclass(frozen=True)
@@ -47,17 +49,23 @@ class Actions:
     Args:
         daemon: the running ``Daemon`` (registry, session I/O, entry points).
         state: the chat state; outbox: where feedback goes.
-        default_folder: where ``/new`` starts sessions.
+        default_folder: where ``/new`` starts sessions (asked each time: the config can change).
     """
 
-    def __init__(self, daemon: Any, state: ChatState, outbox: Outbox, default_folder: str) -> None:
+    def __init__(self, daemon: Any, state: ChatState, outbox: Outbox,
+                 default_folder: Callable[[], str]) -> None:
         self.daemon = daemon
         self.env = daemon.env
         self.state = state
         self.outbox = outbox
-        self.default_folder = default_folder
+        self._default_folder = default_folder
 
     # -- looking things up ---------------------------------------------------------
+
+    @property
+    def default_folder(self) -> str:
+        """Where /new starts sessions (the config's ``new_session_folder``, else HOME)."""
+        return self._default_folder()
 
     @property
     def registry(self) -> Any:
@@ -107,7 +115,6 @@ class Actions:
                       sender: Sender, quoted: tuple[str, float] | None = None) -> str:
         """Hand a chat message to ``sess``: typed now, or held while Claude shows a dialog
         (typed text would answer it).  Returns ``typed``, ``held`` or ``failed``."""
-        self.state.current[str(chat_id)] = sess.name
         author = {"user_id": sender.user_id, "label": sender.label, "role": sender.role}
         if quoted:
             # A reply to an older message: Claude is shown what it replies to.
@@ -190,13 +197,25 @@ class Actions:
         await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=folder)
         session = dtach.session_name(bare)
         sess = self.registry.ensure(session)
-        if sess.state == State.GONE:
-            sess.gone_at, sess.end_reason = None, ""
-            self.registry.set_state(sess, State.UNKNOWN)
+        # A new process: whatever the registry knew of the name is over.
+        sess.gone_at, sess.end_reason = None, ""
+        self.registry.set_state(sess, State.UNKNOWN)
         sess.socket_seen = True
         sess.cwd = sess.cwd or folder
         self.registry.touch(sess)
         return session
+
+    async def wait_ready(self, session: str, timeout: float = READY_TIMEOUT) -> bool:
+        """Wait until a new session's Claude Code has started (its SessionStart arrived)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            sess = self.registry.get(session)
+            if sess is not None and sess.state == State.READY:
+                await asyncio.sleep(READY_SETTLE)
+                return True
+            await asyncio.sleep(0.1)
+        return False
 
     async def kill(self, sess: Session) -> bool:
         return await asyncio.to_thread(dtach.kill, self.env, sess.label)

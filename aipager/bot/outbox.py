@@ -112,9 +112,11 @@ class _Lane:
         self.sends: deque[float] = deque()
         self.failures = 0
         self.task: asyncio.Task | None = None
+        #: the op being sent right now (still unsent until Telegram answers)
+        self.inflight: Op | None = None
 
     def ops(self) -> list[Op]:
-        out = []
+        out = [self.inflight] if self.inflight is not None else []
         for item in self.queue:
             op = self.latest.get(item) if isinstance(item, str) else item
             if op is not None:
@@ -173,7 +175,7 @@ class Outbox:
                 if op.kind != "action" and len(op.data) <= PERSIST_DATA_MAX]
 
     def idle(self) -> bool:
-        return not any(lane.queue for lane in self._lanes.values())
+        return not any(lane.queue or lane.inflight for lane in self._lanes.values())
 
     # -- running -----------------------------------------------------------------
 
@@ -222,7 +224,16 @@ class Outbox:
             item = lane.queue[index]
             op = lane.latest.pop(item) if isinstance(item, str) else item
             del lane.queue[index]
-            done = await self._attempt(chat_id, lane, op)
+            lane.inflight = op
+            try:
+                done = await self._attempt(chat_id, lane, op)
+            except asyncio.CancelledError:
+                # Stopped mid-call: whether Telegram got it is unknown; keeping it
+                # (sent again at the next start) beats losing an answer.
+                self._requeue(lane, op, 0)
+                raise
+            finally:
+                lane.inflight = None
             if not done:
                 self._requeue(lane, op, index)
             self._on_change(False)

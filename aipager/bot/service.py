@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -72,6 +73,10 @@ class ChatBot:
         """Bind to the daemon whose outputs this shows (before it serves)."""
         self.daemon = daemon
         self.notifier.started_at = daemon.started_at
+        # Diff previews are a per-chat setting: the daemon makes them, the notifier
+        # shows them only to chats that turned them on.
+        registry = daemon.core.registry
+        registry.knobs = dataclasses.replace(registry.knobs, diff_previews=True)
 
     def _registry(self) -> Any:
         return self.daemon.core.registry if self.daemon is not None else {}
@@ -143,7 +148,7 @@ class ChatBot:
         """The daemon service: runs until cancelled at daemon shutdown."""
         if self.daemon is None:
             self.attach(daemon)
-        actions = Actions(daemon, self.state, self.outbox, self._default_folder())
+        actions = Actions(daemon, self.state, self.outbox, self._default_folder)
         self.notifier.release = actions.release
         dp = self.dispatcher(actions)
         self.outbox.start()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 
@@ -12,7 +11,7 @@ from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
 from aipager.bot import view
-from aipager.bot.actions import FIRST_MESSAGE_DELAY, Actions, Sender
+from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import SessionTap, SettingTap, packed
 from aipager.bot.chatstate import STYLES
 from aipager.daemon.model import Session, State
@@ -106,7 +105,9 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
     actions.say(chat_id, f"🆕 {label} started in {actions.default_folder}. "
                 f"Your messages go there now.", reply_to=message.message_id, session=session)
     if first:
-        await asyncio.sleep(FIRST_MESSAGE_DELAY)  # Claude Code draws its prompt first
+        if not await actions.wait_ready(session):
+            log.warning("session %s sent no SessionStart yet; typing the first message anyway",
+                        session)
         sess = actions.registry.get(session)
         if sess is not None:
             await actions.deliver(sess, chat_id, message.message_id, first, sender)

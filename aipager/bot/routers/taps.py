@@ -123,6 +123,7 @@ async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, action
             await _toast(query, EXPIRED)
             return
         p_chat, msg_id, text, who, quoted = pick
+        actions.state.current[str(p_chat)] = sess.name  # picked once: the next ones go there too
         await _toast(query, f"Sent to {sess.label}.")
         await actions.deliver(sess, p_chat, msg_id, text, who, quoted)
     else:

@@ -1,0 +1,235 @@
+"""Commands from the chat: /start /help /status /new /stop /kill /compact /model /settings
+/resume, /<session>, unknown commands and non-text messages, the command menu.
+
+/new and /kill run real dtach sessions (the program is a small script standing in for
+Claude Code: it records where and how it was started); typing still goes to the fake."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from bot.conftest import eventually
+
+from aipager import dtach, paths
+from aipager.daemon.terminal import ESCAPE
+
+
+@pytest.fixture
+def fake_claude(tmp_path, chat):
+    mark = tmp_path / "started"
+    script = tmp_path / "claude"
+    script.write_text(f'#!/bin/sh\necho "$PWD|$*" >> {mark}\nexec sleep 60\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    chat.daemon.env["AIPAGER_CLAUDE_BIN"] = str(script)
+    chat.bot.members.cfg.extra["new_session_folder"] = str(folder)
+    yield mark, folder
+    for info in dtach.list_sessions(chat.daemon.env):
+        dtach.kill(chat.daemon.env, info.name)
+
+
+async def _said(chat, needle, timeout=5.0):
+    return await chat.fake.wait_for("sendMessage", lambda p: needle in str(p["text"]), timeout)
+
+
+def _message(chat, needle):
+    return next(m for m in reversed(chat.fake.bot_messages(chat.chat_id)) if needle in m["text"])
+
+
+def _data(message, label):
+    return next(b["callback_data"] for row in message["reply_markup"]["inline_keyboard"]
+                for b in row if b["text"] == label)
+
+
+async def test_help_says_where_messages_go(chat):
+    chat.start("jim")
+    await chat.fake.user_says("/start")
+    text = (await _said(chat, "aipager"))["text"]
+    assert "Plain messages go to jim." in text
+    assert "/new" in text and "/status" in text
+
+
+async def test_status_lists_sessions_and_a_tap_makes_one_current(chat):
+    chat.start("alpha")
+    beta = chat.start("beta")
+    chat.feed(beta, "statusline", model={"display_name": "Opus"}, cost={"total_cost_usd": 0.25})
+    chat.feed(beta, "UserPromptSubmit", prompt="work", prompt_id="b1")
+    await chat.fake.user_says("/status")
+    status = await _said(chat, "Sessions:")
+    assert "✅ alpha · ready" in status["text"]
+    assert "⏳ beta · working" in status["text"]
+    message = _message(chat, "Sessions:")
+    await chat.fake.user_taps(message["message_id"], _data(message, "beta"))
+    await _said(chat, "Your messages go to beta now.")
+    await chat.fake.user_says("hello beta")
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][:2] == (beta, "hello beta")
+
+
+async def test_new_starts_a_dtach_session_in_the_default_folder_and_types_the_first_message(
+        chat, fake_claude):
+    mark, folder = fake_claude
+    chat.sessions.live.add("claude-demo")  # typing goes to the fake terminal
+    await chat.fake.user_says("/new demo write the readme")
+    await _said(chat, "demo started")
+    await eventually(lambda: mark.exists() and mark.read_text(), what="the program started")
+    assert mark.read_text().strip() == f"{folder}|"
+    assert dtach.is_live(paths.dtach_socket(chat.daemon.env, "demo"))
+    # The first message waits for Claude Code's SessionStart.
+    assert chat.sessions.typed == []
+    chat.feed("claude-demo", "SessionStart", source="startup", session_id="sid-demo", cwd=str(folder))
+    typed = await eventually(lambda: chat.sessions.typed, what="first message typed")
+    assert typed[0][:2] == ("claude-demo", "write the readme")
+
+
+async def test_new_without_a_name_asks_for_one_and_refuses_bad_names(chat, fake_claude):
+    mark, _ = fake_claude
+    await chat.fake.user_says("/new")
+    await _said(chat, "Name for the new session?")
+    await chat.fake.user_says("../etc")
+    await _said(chat, "Cannot start ../etc")
+    await chat.fake.user_says("/new status")
+    await _said(chat, "is the name of a command")
+    assert not mark.exists()
+    await chat.fake.user_says("/new")
+    await _said(chat, "Name for the new session?")
+    await chat.fake.user_says("x1")
+    await _said(chat, "x1 started")
+
+
+async def test_kill_asks_first_and_ends_the_session(chat, fake_claude):
+    await chat.fake.user_says("/new victim")
+    await _said(chat, "victim started")
+    sock = paths.dtach_socket(chat.daemon.env, "victim")
+    await chat.fake.user_says("/kill victim")
+    await _said(chat, "End session victim?")
+    assert dtach.is_live(sock)
+    ask = _message(chat, "End session victim?")
+    await chat.fake.user_taps(ask["message_id"], _data(ask, "Cancel"))
+    await chat.fake.wait_for("answerCallbackQuery", lambda p: p.get("text") == "Kept running.")
+    assert dtach.is_live(sock)
+    await chat.fake.user_taps(ask["message_id"], _data(ask, "🗑 Yes, end it"))
+    await _said(chat, "victim ended by @owner")
+    assert not dtach.is_live(sock)
+
+
+async def test_stop_presses_escape_in_the_working_session(chat):
+    idle = chat.start("idle")
+    busy = chat.start("busy")
+    chat.feed(busy, "UserPromptSubmit", prompt="long job", prompt_id="p1")
+    await chat.fake.user_says("/stop")
+    await _said(chat, "Stop sent to busy")
+    assert chat.sessions.keys == [(busy, [ESCAPE])]
+    await chat.fake.user_says("/stop idle")
+    await _said(chat, "Stop sent to idle")
+    assert idle
+
+
+async def test_the_cards_stop_button_interrupts_and_a_stale_one_refuses(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
+    await chat.fake.wait_for("sendMessage", lambda p: "jim · working" in str(p["text"]))
+    card = _message(chat, "jim · working")
+    await chat.fake.user_taps(card["message_id"], _data(card, "⏹ Stop"))
+    await eventually(lambda: chat.sessions.keys)
+    assert chat.sessions.keys == [(session, [ESCAPE])]
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Stopped.")
+    query = await chat.fake.user_taps(card["message_id"], _data(card, "⏹ Stop"))
+    toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
+    assert "not working" in toast["text"]
+    assert len(chat.sessions.keys) == 1
+
+
+async def test_compact_and_model_are_typed(chat):
+    session = chat.start("jim")
+    chat.feed(session, "statusline", session_id="sid-jim")
+    await chat.fake.user_says("/compact")
+    await _said(chat, "/compact sent to jim")
+    await chat.fake.user_says("/model sonnet")
+    await _said(chat, "switching to sonnet")
+    assert [t[1] for t in chat.sessions.typed] == ["/compact", "/model sonnet"]
+    marker = paths.modelswitch_marker(chat.daemon.env, session)
+    assert os.path.exists(marker), "the switch is announced so Claude Code does not ask"
+    await chat.fake.user_says("/model rm -rf")
+    await _said(chat, "Which model?")
+    assert len(chat.sessions.typed) == 2
+
+
+async def test_settings_toggle_and_change_what_is_shown(chat):
+    session = chat.start("jim")
+    await chat.fake.user_says("/settings")
+    settings = await _said(chat, "Settings for this chat")
+    assert "Diff previews: off" in settings["text"]
+    message = _message(chat, "Settings for this chat")
+    await chat.fake.user_taps(message["message_id"], _data(message, "📝 Diff previews: turn on"))
+    await chat.fake.wait_for("editMessageText", lambda p: "Diff previews: on" in p["text"])
+    chat.feed(session, "UserPromptSubmit", prompt="edit", prompt_id="p1")
+    chat.feed(session, "PreToolUse", tool_name="Edit", tool_use_id="e1",
+              tool_input={"file_path": "/tmp/a.py", "old_string": "x = 1", "new_string": "x = 2"})
+    chat.feed(session, "PostToolUse", tool_name="Edit", tool_use_id="e1",
+              tool_input={"file_path": "/tmp/a.py", "old_string": "x = 1", "new_string": "x = 2"},
+              tool_response={})
+    diff = await _said(chat, "x = 2")
+    assert any(e["type"] == "pre" for e in diff.get("entities") or [])
+    message = _message(chat, "Settings for this chat")
+    await chat.fake.user_taps(message["message_id"], _data(message, "💬 Reply style ›"))
+    await chat.fake.wait_for("editMessageText", lambda p: "Reply briefly" in p["text"])
+    await chat.fake.user_says("summarise")
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][2]["style"].startswith("Reply briefly")
+
+
+async def test_session_shortcuts_and_unknown_commands(chat):
+    alpha = chat.start("alpha")
+    chat.start("beta")
+    await chat.fake.user_says("/alpha")
+    await _said(chat, "Your messages go to alpha now.")
+    await chat.fake.user_says("/beta run lint")
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][:2] == ("claude-beta", "run lint")
+    await chat.fake.user_says("/frobnicate")
+    await _said(chat, "Unknown command /frobnicate")
+    await chat.fake.user_says("next one")
+    await eventually(lambda: len(chat.sessions.typed) == 2)
+    assert chat.sessions.typed[1][:2] == (alpha, "next one")
+
+
+async def test_stickers_and_other_messages_get_a_hint(chat):
+    chat.start("jim")
+    await chat.fake.push_raw_update({"message": {
+        "message_id": 900, "date": 1764680000, "chat": {"id": chat.chat_id, "type": "private"},
+        "from": {"id": chat.chat_id, "is_bot": False, "first_name": "Owner"},
+        "sticker": {"file_id": "s1", "file_unique_id": "u1", "type": "regular", "width": 1,
+                    "height": 1, "is_animated": False, "is_video": False}}})
+    await _said(chat, "I pass on text messages")
+    assert chat.sessions.typed == []
+
+
+async def test_the_menu_lists_live_sessions(chat):
+    from aipager.bot import service
+
+    chat.start("alpha")
+    chat.start("bad-name")  # not a valid command name: no shortcut
+    await service.ChatBot._menu(chat.bot)
+    scoped = await chat.fake.wait_for("setMyCommands", lambda p: "scope" in p)
+    names = [c["command"] for c in scoped["commands"]]
+    assert names[0] == "alpha" and "bad-name" not in names and "status" in names
+
+
+async def test_resume_restarts_an_ended_session_with_its_conversation(chat, fake_claude):
+    mark, folder = fake_claude
+    session = chat.start("old")
+    sess = chat.daemon.core.registry.get(session)
+    sess.cwd = str(folder)
+    chat.feed(session, "SessionEnd", reason="prompt_input_exit")
+    await chat.fake.user_says("/resume")
+    picker = await _said(chat, "Resume which session?")
+    message = _message(chat, "Resume which session?")
+    await chat.fake.user_taps(message["message_id"], _data(message, "old"))
+    await _said(chat, "old resumed")
+    await eventually(lambda: mark.exists() and mark.read_text())
+    assert mark.read_text().strip() == f"{folder}|--resume sid-old"
+    assert picker
