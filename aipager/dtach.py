@@ -163,6 +163,9 @@ def session_env(base: Mapping[str, str], name: str) -> dict[str, str]:
     """The environment Claude Code runs with inside session ``name``."""
     env = dict(base)
     env["CLAUDE_DTACH_SESSION"] = session_name(name)
+    # Claude Code (2.1.301+) offers its SendUserFile tool only with this set:
+    # the files it sends reach the chat.
+    env.setdefault("CLAUDE_CODE_ATTACHMENTS_BY_PATH", "1")
     # A session started from inside Claude Code must not think it is nested.
     env.pop("CLAUDECODE", None)
     return env

@@ -179,6 +179,15 @@ def daemon_state_file(env: Mapping[str, str]) -> str:
     return _join(state_dir(env), "daemon-state.json")
 
 
+def files_dir(env: Mapping[str, str]) -> str:
+    """Files moving between the chat and sessions (owner-only): under the runtime
+    folder when there is one, else the cache; never a shared /tmp name."""
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime and _isabs(runtime):
+        return _join(runtime, "aipager", "files")
+    return _join(_xdg(env, "XDG_CACHE_HOME", ".cache"), "aipager", "files")
+
+
 def chat_state_file(env: Mapping[str, str]) -> str:
     """The bot's own state: message ids of cards, reply routing, unsent messages."""
     return _join(state_dir(env), "chat-state.json")

@@ -23,7 +23,7 @@ from aipager import config, paths
 from aipager.bot.actions import Sender
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import Op, Outbox
-from aipager.errors import ConfigError
+from aipager.errors import AipagerError, ConfigError
 
 log = logging.getLogger("aipager.bot")
 
@@ -65,10 +65,25 @@ class Members:
         label = user.username or user.first_name or str(user.id)
         member = next((m for m in cfg.members if m.id == user.id), None)
         if member is not None:
-            return Sender(user.id, member.label or label, member.role)
+            return self._with_rights(user.id, member.label or label, member.role)
         if chat_id > 0 and user.id == chat_id:
-            return Sender(user.id, label, "owner")  # the private chat setup was done with
+            return self._with_rights(user.id, label, "owner")  # whose chat setup was done with
         return None
+
+    def _with_rights(self, user_id: int, label: str, role_name: str) -> Sender:
+        """The sender with what their role lets them do (the policy file's roles)."""
+        from aipager.policy import model
+
+        try:
+            role = model.load_policy(self._env).role(role_name)
+        except AipagerError as exc:
+            if role_name != "owner":
+                # Unusable policy or unknown role: no rights rather than guessed ones.
+                log.error("role %r of %s cannot be resolved (%s): no rights", role_name, label, exc)
+                return Sender(user_id, label, role_name, False, False, False)
+            return Sender(user_id, label, role_name)
+        return Sender(user_id, label, role_name, role.may_prompt, role.may_approve,
+                      role.may_manage)
 
 
 class Access(BaseMiddleware):

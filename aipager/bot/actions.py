@@ -37,6 +37,9 @@ class Sender:
     user_id: int
     label: str
     role: str
+    may_prompt: bool = True
+    may_approve: bool = True
+    may_manage: bool = True
 
     @property
     def tag(self) -> str:

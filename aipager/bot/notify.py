@@ -13,6 +13,9 @@ queues (no awaits, no Telegram calls).  What each output kind becomes:
 - ``reaction``: 👀 → 👍/🤷 on the person's message (never backwards).
 - ``release``: a held message is typed now (through ``Actions.release``).
 - ``diff``: a code block, when the chat turned diff previews on.
+- ``files``: copied and re-checked at once (``files.take_for_sending``, in a
+  thread), uploaded after the task's answer (or its final card when there is
+  no answer); refused ones are listed in a notice.
 
 After each output the pinned status line is recomputed and, when it changed,
 edited.
@@ -64,7 +67,10 @@ class ChatNotifier:
     def __init__(self, outbox: Outbox, state: ChatState, registry: Callable[[], Any],
                  chats_for: Callable[[str], list[int]],
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any],
-                 started_at: float | None = None) -> None:
+                 started_at: float | None = None, env: dict[str, str] | None = None) -> None:
+        self.env = env if env is not None else {}
+        #: files of a task waiting for its answer: (session, task, chat) → entry
+        self._files: dict[tuple[str, Any, int], dict[str, Any]] = {}
         self.outbox = outbox
         self.state = state
         self._registry = registry
@@ -100,6 +106,8 @@ class ChatNotifier:
         if not final:
             handle = self.state.handle("session", out.session)
             markup = view.keyboard([[("⏹ Stop", packed(SessionTap(h=handle, act="stop")))]])
+        if final:
+            self._release_files(out.session, out.data.get("task"), chat_id)
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
         self.outbox.put(Op("live", chat_id, text, markup=markup, key=key, session=out.session,
@@ -119,6 +127,7 @@ class ChatNotifier:
             self.outbox.put(Op("upload", chat_id, "The whole answer",
                                filename=formatted.attachment_name or f"{label}-answer.md",
                                data=formatted.attachment, session=out.session), urgent=True)
+        self._release_files(out.session, out.data.get("task"), chat_id)
 
     def _on_notice(self, out: Output, sess: Session | None, chat_id: int) -> None:
         markup = None
@@ -199,6 +208,51 @@ class ChatNotifier:
         for chunk in to_chunks(f"📝 {label}\n```diff\n{body}\n```")[:2]:
             self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
                                session=out.session))
+
+    def _on_files(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        entry = self._files.setdefault((out.session, out.data.get("task"), chat_id),
+                                       {"ops": [], "released": False, "copying": 0})
+        entry["copying"] += 1
+        self._spawn(self._take(out, chat_id, entry))
+
+    async def _take(self, out: Output, chat_id: int, entry: dict[str, Any]) -> None:
+        import asyncio
+
+        from aipager.bot import files
+
+        try:
+            copies, refused = await asyncio.to_thread(
+                files.take_for_sending, self.env, out.session, list(out.data.get("files") or []),
+                str(out.data.get("cwd") or ""))
+        finally:
+            entry["copying"] -= 1
+        for i, copy in enumerate(copies):
+            entry["ops"].append(Op("upload", chat_id, out.text if i == 0 else "",
+                                   filename=copy.filename, path=copy.path, photo=copy.photo,
+                                   session=out.session))
+        if refused:
+            label = out.session.removeprefix("claude-")
+            reasons = "; ".join(f"{r['path']}: {r['reason']}" for r in refused)
+            entry["ops"].append(Op("post", chat_id, f"📎 {label} · not sent: {reasons}",
+                                   session=out.session))
+        self._flush_files(out.session, out.data.get("task"), chat_id)
+
+    def _release_files(self, session: str, task: Any, chat_id: int) -> None:
+        entry = self._files.setdefault((session, task, chat_id),
+                                       {"ops": [], "released": False, "copying": 0})
+        entry["released"] = True
+        self._flush_files(session, task, chat_id)
+
+    def _flush_files(self, session: str, task: Any, chat_id: int) -> None:
+        key = (session, task, chat_id)
+        entry = self._files.get(key)
+        if entry is None or not entry["released"]:
+            return
+        ops, entry["ops"] = entry["ops"], []
+        for op in ops:
+            self.outbox.put(op, urgent=True)
+        if not entry["copying"]:
+            del self._files[key]
 
     # -- the pinned status line ----------------------------------------------------
 

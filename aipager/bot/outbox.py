@@ -28,6 +28,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import os
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
@@ -58,7 +59,8 @@ class Op:
     - ``live``: the message under ``key``, edited in place (sent first if new);
       ``pin``: pin it when it is first sent.
     - ``react``: reaction ``emoji`` on message ``msg_id``.
-    - ``upload``: a document (``filename``, ``data``, ``text`` as caption); ``photo`` as a photo.
+    - ``upload``: a document (``filename``; ``data``, or ``path`` of a private copy that is
+      removed once sent; ``text`` as caption); ``photo`` as a photo.
     - ``action``: a chat action (``text``: "typing"); best effort, never retried.
     """
 
@@ -76,6 +78,7 @@ class Op:
     filename: str = ""
     data: bytes = b""
     photo: bool = False
+    path: str = ""
 
     def slot(self) -> str | None:
         """Ops with the same slot coalesce: only the latest is sent."""
@@ -349,8 +352,9 @@ class Outbox:
         return False
 
     async def _call(self, lane: _Lane, op: Op) -> None:
-        from aiogram.types import (BufferedInputFile, InlineKeyboardMarkup, LinkPreviewOptions,
-                                   MessageEntity, ReactionTypeEmoji, ReplyParameters)
+        from aiogram.types import (BufferedInputFile, FSInputFile, InlineKeyboardMarkup,
+                                   LinkPreviewOptions, MessageEntity, ReactionTypeEmoji,
+                                   ReplyParameters)
 
         bot = self.bot
         entities = [MessageEntity(**e) for e in op.entities] or None
@@ -375,7 +379,12 @@ class Outbox:
             return
         lane.sends.append(self._clock())
         if op.kind == "upload":
-            upload = BufferedInputFile(op.data, filename=op.filename or "file")
+            if op.path:
+                if not os.path.isfile(op.path):
+                    raise FileGone(op.path)  # not an OSError: that would be retried
+                upload = FSInputFile(op.path, filename=op.filename or "file")
+            else:
+                upload = BufferedInputFile(op.data, filename=op.filename or "file")
             caption = op.text[:1024] or None
             if op.photo:
                 sent = await bot.send_photo(op.chat_id, upload, caption=caption,
@@ -388,6 +397,9 @@ class Outbox:
                                           reply_markup=markup, reply_parameters=reply,
                                           link_preview_options=no_preview)
         self.counters["sent"] += 1
+        if op.path:
+            with contextlib.suppress(OSError):
+                os.unlink(op.path)  # the private copy has done its job
         if op.session:
             self.state.route(op.chat_id, sent.message_id, op.session)
         if op.key:
@@ -397,6 +409,10 @@ class Outbox:
                 await bot.pin_chat_message(op.chat_id, sent.message_id, disable_notification=True)
             except Exception as exc:  # noqa: BLE001 - no right to pin: the line still works
                 log.warning("cannot pin the status line in chat %s: %s", op.chat_id, _short(exc))
+
+
+class FileGone(Exception):
+    """The private copy of a file to upload is no longer there (dropped, logged)."""
 
 
 def _short(exc: BaseException) -> str:

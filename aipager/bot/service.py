@@ -33,6 +33,8 @@ SAVE_SECONDS = 1.0
 TYPING_SECONDS = 4.5
 #: seconds between checks of the session shortcuts in the command menu
 MENU_SECONDS = 3.0
+#: seconds between removals of day-old files
+FILES_SWEEP_SECONDS = 3600.0
 #: how long shutdown waits for the outbox to empty
 CLOSE_GRACE = 3.0
 #: a Telegram command name
@@ -60,7 +62,7 @@ class ChatBot:
         self.outbox = Outbox(self.bot, self.state, on_change=self._changed)
         self.daemon: Any = None
         self.notifier = ChatNotifier(self.outbox, self.state, self._registry, self.chats_for,
-                                     self._spawn)
+                                     self._spawn, env=self.env)
         self.username: str | None = None
         self._dirty = False
         self._closed = False
@@ -141,6 +143,7 @@ class ChatBot:
         dp["actions"] = actions
         dp["pending_names"] = {}
         dp["picks"] = {}
+        dp["albums"] = {}
         dp["bot_identity"] = (self.bot.id, None)
         return dp
 
@@ -155,6 +158,7 @@ class ChatBot:
         loops = [self._every(SAVE_SECONDS, self._save_if_dirty),
                  self._every(TYPING_SECONDS, self._typing),
                  self._every(MENU_SECONDS, self._menu),
+                 self._every(FILES_SWEEP_SECONDS, self._sweep_files),
                  self._introduce(dp)]
         for coro in loops:
             self._spawn(coro)
@@ -206,6 +210,13 @@ class ChatBot:
     def _save_if_dirty(self) -> None:
         if self._dirty:
             self.save()
+
+    async def _sweep_files(self) -> None:
+        from aipager.bot import files
+
+        removed = await asyncio.to_thread(files.sweep, self.env)
+        if removed:
+            log.info("removed %d file(s) older than a day", removed)
 
     def _typing(self) -> None:
         if any(s.state == State.WORKING for s in self._registry()):

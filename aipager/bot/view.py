@@ -124,6 +124,7 @@ def help_text(sessions: Sequence[Session], current: str | None) -> str:
         "",
         *(f"/{name} — {words}" for name, words in COMMANDS),
         "",
+        "Photos and documents go to Claude as files; Claude can send files back.",
         "👀 handed to Claude · 👍 Claude took it · 🤷 never delivered",
     ])
 

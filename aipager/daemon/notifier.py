@@ -27,6 +27,8 @@ Output kinds (``Output.kind``) and their ``data``:
 - ``reaction``: set ``data["emoji"]`` on chat message ``data["msg_id"]``.
 - ``release``: a held chat message may now be typed (``data["msg_id"]``, ``text``).
 - ``diff``: a Write/Edit preview when enabled.
+- ``files``: a SendUserFile ran: ``data["files"]`` (absolute paths), ``text`` its caption,
+  ``data["task"]``, ``data["cwd"]``.
 """
 
 from __future__ import annotations

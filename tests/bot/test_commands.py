@@ -204,7 +204,7 @@ async def test_stickers_and_other_messages_get_a_hint(chat):
         "from": {"id": chat.chat_id, "is_bot": False, "first_name": "Owner"},
         "sticker": {"file_id": "s1", "file_unique_id": "u1", "type": "regular", "width": 1,
                     "height": 1, "is_animated": False, "is_video": False}}})
-    await _said(chat, "I pass on text messages")
+    await _said(chat, "I pass on text, photos and documents")
     assert chat.sessions.typed == []
 
 

@@ -102,7 +102,8 @@ def test_argv_builders_and_typing_writes():
 
 def test_session_env_names_the_session_and_drops_nesting():
     env = dtach.session_env({"CLAUDECODE": "1", "PATH": "/bin"}, "x1")
-    assert env == {"PATH": "/bin", "CLAUDE_DTACH_SESSION": "claude-x1"}
+    assert env == {"PATH": "/bin", "CLAUDE_DTACH_SESSION": "claude-x1",
+                   "CLAUDE_CODE_ATTACHMENTS_BY_PATH": "1"}
 
 
 def test_program_lookup_order(tmp_path, monkeypatch):

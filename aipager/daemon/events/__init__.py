@@ -11,6 +11,7 @@ from __future__ import annotations
 from aipager.daemon.events import (
     compaction,
     display,
+    files,
     own,
     permissions,
     prompts,
@@ -29,5 +30,6 @@ ROUTERS = (
     compaction.router,
     display.router,
     statusline.router,
+    files.router,
     own.router,
 )

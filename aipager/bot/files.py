@@ -1,0 +1,199 @@
+"""Files both ways, on disk: what the phone sends, and copies of what Claude sends.
+
+Everything lives under ``paths.files_dir`` in owner-only folders (0700, files
+0600): ``in/chat-<id>/`` for downloads, ``out/`` for the copies waiting to be
+uploaded.  A folder that is a symlink, another user's, or open to others is
+refused, never used; files are created with ``O_EXCL | O_NOFOLLOW`` relative
+to the folder's descriptor, so nothing is written through a planted link or
+outside its folder.  Files older than ``MAX_AGE`` are removed by ``sweep``.
+
+Blocking functions: the bot runs them in a thread.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import stat
+import time
+import unicodedata
+from dataclasses import dataclass
+from typing import Mapping
+
+from aipager import paths
+from aipager.errors import AipagerError
+
+#: Telegram lets bots download up to 20 MB
+DOWNLOAD_MAX = 20 * 1024 * 1024
+#: Telegram's upload limits for bots
+PHOTO_MAX = 10 * 1024 * 1024
+DOCUMENT_MAX = 50 * 1024 * 1024
+#: files are removed after a day
+MAX_AGE = 24 * 3600.0
+#: the longest name kept (bytes of UTF-8), before the unique prefix
+NAME_MAX = 120
+PHOTO_TYPES = (".jpg", ".jpeg", ".png", ".webp", ".gif")
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+
+class FileRefused(AipagerError):
+    """A file the chat will not take or send (the message says why)."""
+
+
+def safe_name(name: str, fallback: str = "file") -> str:
+    """A file name that cannot leave its folder or hide: no separators, no control or
+    direction characters, no leading dots, bounded length."""
+    name = unicodedata.normalize("NFC", name or "")
+    name = "".join(ch for ch in name if unicodedata.category(ch) not in ("Cf", "Cc", "Cs"))
+    name = _UNSAFE.sub("_", name).strip().lstrip(".").strip()
+    if not name or name in (".", ".."):
+        name = fallback
+    raw = name.encode("utf-8")
+    if len(raw) > NAME_MAX:
+        stem, dot, ext = name.rpartition(".")
+        ext = f".{ext}" if dot and len(ext.encode()) <= 16 else ""
+        name = (stem if dot else name).encode()[:NAME_MAX - len(ext.encode())].decode(
+            "utf-8", "ignore") + ext
+    return name
+
+
+def private_dir(path: str) -> int:
+    """Create ``path`` (and its parents) owner-only if needed; return an O_DIRECTORY fd.
+
+    Raises:
+        FileRefused: the folder is a symlink, not ours, or open to others.
+    """
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        msg = f"{path} cannot be used for files ({exc.strerror})"
+        raise FileRefused(msg) from exc
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        os.close(fd)
+        msg = f"{path} is not a private folder of this user; aipager will not put files there"
+        raise FileRefused(msg)
+    return fd
+
+
+def _create(dir_fd: int, name: str) -> tuple[int, str]:
+    for _ in range(20):
+        unique = f"{secrets.token_hex(3)}-{name}"
+        try:
+            fd = os.open(unique, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                         dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+        return fd, unique
+    msg = "no free file name"
+    raise FileRefused(msg)
+
+
+def inbox_dir(env: Mapping[str, str], chat_id: int) -> str:
+    return os.path.join(paths.files_dir(env), "in", f"chat-{chat_id}")
+
+
+def outbox_dir(env: Mapping[str, str]) -> str:
+    return os.path.join(paths.files_dir(env), "out")
+
+
+def save_download(env: Mapping[str, str], chat_id: int, name: str, data: bytes) -> str:
+    """Write a file from the chat into the chat's private folder; returns its path."""
+    folder = inbox_dir(env, chat_id)
+    os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
+    private_dir(os.path.dirname(folder))
+    dir_fd = private_dir(folder)
+    try:
+        fd, unique = _create(dir_fd, safe_name(name))
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    finally:
+        os.close(dir_fd)
+    return os.path.join(folder, unique)
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A checked private copy of a file Claude sends."""
+
+    path: str
+    filename: str
+    photo: bool
+
+
+def take_for_sending(env: Mapping[str, str], session: str, files: list[str],
+                     cwd: str) -> tuple[list[Outgoing], list[dict]]:
+    """Check each file as the hook did (floor, secret-shaped names, the task's rules, the
+    file itself) and copy it at once, so a later change cannot swap what is sent.
+
+    Returns:
+        (copies ready to upload, refused files as ``{path, code, reason}``).
+    """
+    from aipager.policy import hookside, sendfile
+
+    home = paths.home(env)
+    try:
+        snap = hookside.current_rules(env, session, time.time())
+        task = None if (snap["origin"] == "terminal" or snap["exempt"]) else snap
+    except Exception:  # noqa: BLE001 - an unreadable task: check against the floor only
+        task = {"no_access": []}
+    globs = sendfile.send_floor(env, home)
+    out: list[Outgoing] = []
+    refused: list[dict] = []
+    folder = outbox_dir(env)
+    for path in files:
+        problem = sendfile.check_file(path, cwd, home, globs, task)
+        if problem is None:
+            try:
+                out.append(_copy(folder, os.path.realpath(path)))
+                continue
+            except FileRefused as exc:
+                problem = ("changed", str(exc))
+            except OSError as exc:
+                problem = ("unreadable", exc.strerror or "cannot be read")
+        refused.append({"path": path, "code": problem[0], "reason": problem[1]})
+    return out, refused
+
+
+def _copy(folder: str, real: str) -> Outgoing:
+    src = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(src)
+        # The same conditions the check saw, now on what is actually open.
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or not 0 < st.st_size <= DOCUMENT_MAX:
+            msg = "the file changed while it was being sent"
+            raise FileRefused(msg)
+        dir_fd = private_dir(folder)
+        try:
+            name = safe_name(os.path.basename(real))
+            dst, unique = _create(dir_fd, name)
+            with os.fdopen(dst, "wb") as out:
+                while chunk := os.read(src, 1 << 20):
+                    out.write(chunk)
+        finally:
+            os.close(dir_fd)
+    finally:
+        os.close(src)
+    photo = name.lower().endswith(PHOTO_TYPES) and st.st_size <= PHOTO_MAX
+    return Outgoing(os.path.join(folder, unique), name, photo)
+
+
+def sweep(env: Mapping[str, str], now: float | None = None) -> int:
+    """Remove files older than ``MAX_AGE`` from the file folders; returns how many."""
+    now = time.time() if now is None else now
+    removed = 0
+    root = paths.files_dir(env)
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+                if now - st.st_mtime > MAX_AGE:
+                    os.unlink(path)
+                    removed += 1
+            except OSError:
+                continue
+    return removed
