@@ -149,3 +149,73 @@ async def test_outbox_ops_left_unsent_survive_a_restart(chat, tmp_path):
     outbox.start()
     await chat.fake.wait_for("sendMessage", lambda p: p["text"] == "an answer that must arrive")
     await outbox.close()
+
+
+async def test_long_answers_are_split_and_past_a_few_messages_attached(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="explain", prompt_id="p1")
+    para = ("This paragraph explains one more part of the design in plain words. " * 20).strip()
+    answer = "\n\n".join(f"## Part {i}\n\n{para}" for i in range(30))
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message=answer)
+    upload = await chat.fake.wait_for("sendDocument")
+    assert chat.fake.uploads[-1]["filename"] == "jim-answer.md"
+    assert chat.fake.uploads[-1]["data"] == answer.encode()
+    head = [p for p in chat.fake.calls_of("sendMessage") if "Part 0" in str(p["text"])]
+    assert len(head) == 1 and len(head[0]["text"]) <= 4096
+    assert upload
+
+
+async def test_context_warning_offers_compact_and_the_tap_types_it(chat):
+    session = chat.start("jim")
+    chat.feed(session, "statusline", context_pct=91.0)
+    notice = await chat.fake.wait_for("sendMessage", lambda p: "Context at 91%" in p["text"])
+    stored = next(m for m in chat.fake.bot_messages(chat.chat_id) if "Context at 91%" in m["text"])
+    data = stored["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    await chat.fake.user_taps(stored["message_id"], data)
+    await eventually(lambda: chat.sessions.typed)
+    assert chat.sessions.typed[0][:2] == (session, "/compact")
+    assert notice
+
+
+async def test_the_pinned_status_line_is_edited_not_resent_and_typing_shows(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="work", prompt_id="p1")
+    await chat.fake.wait_for("pinChatMessage")
+    await chat.fake.wait_for("sendChatAction", lambda p: p["action"] == "typing", timeout=10)
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Done.")
+    await chat.fake.wait_for("editMessageText", lambda p: p["text"].startswith("📟 ✅"))
+    assert len(chat.fake.calls_of("pinChatMessage")) == 1
+    status_posts = [p for p in chat.fake.calls_of("sendMessage") if p["text"].startswith("📟")]
+    assert len(status_posts) == 1
+
+
+async def test_after_an_unclean_stop_the_chat_hears_it_once(tmp_path):
+    import asyncio
+    import contextlib
+    import os
+
+    from fakes.telegram_api import TOKEN, FakeBotAPI
+
+    from aipager import config
+    from aipager.bot.service import RESTARTED, ChatBot, previous_run_unclean
+    from aipager.daemon.app import Daemon
+
+    assert previous_run_unclean({"daemon": {"started_at": 1.0, "stopped_at": None}})
+    assert not previous_run_unclean({"daemon": {"started_at": 1.0, "stopped_at": 2.0}})
+    assert not previous_run_unclean({"daemon": {"started_at": None, "stopped_at": None}})
+    fake = FakeBotAPI()
+    fake.add_private_chat(OWNER)
+    async with fake.running() as base:
+        env = dict(os.environ, AIPAGER_TELEGRAM_API_BASE=base)
+        cfg = config.Config(bot_token=TOKEN, chat_id=OWNER["id"])
+        bot = ChatBot(env, cfg, unclean=True)
+        daemon = Daemon(env, notifier=bot.notifier)
+        bot.attach(daemon)
+        task = asyncio.create_task(bot.run(daemon))
+        try:
+            await fake.wait_for("sendMessage", lambda p: p["text"] == RESTARTED)
+            await fake.wait_for("setMyCommands")
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
