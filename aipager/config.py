@@ -25,8 +25,11 @@ from aipager.errors import ConfigError
 
 SCHEMA_VERSION = 1
 
-#: team roles, strongest first; the owner is the chat the bot was set up with
+#: the built-in team roles, strongest first; the policy file may define more
+#: (``aipager.policy.model`` is the one source of what a role may do)
 ROLES = ("owner", "admin", "user", "read_only")
+#: what a role name looks like (custom roles from the policy file included)
+_ROLE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 # The Bot API token shape: "<bot id>:<secret>".  Checked before any network
 # call so a pasted chat id or a stray newline fails with a clear message.
@@ -108,10 +111,28 @@ def check_token_shape(token: str) -> str:
     return token
 
 
-def check_role(role: str) -> str:
-    """Return ``role`` if it is one of ``ROLES``, else raise ``ConfigError``."""
-    if role not in ROLES:
-        msg = f"unknown role {role!r}; use one of: {', '.join(ROLES)}"
+def check_role(role: str, env: Mapping[str, str] | None = None) -> str:
+    """Return ``role`` if it names a role, else raise ``ConfigError``.
+
+    With ``env`` the role must exist in the owner's policy (built-in or custom
+    roles); without it only the name's shape is checked (a config may name a
+    custom role of a policy file that is read later).
+    """
+    if not isinstance(role, str) or not _ROLE_NAME.match(role):
+        msg = f"{role!r} is not a valid role name"
+        raise ConfigError(msg)
+    if env is None:
+        return role
+    from aipager.errors import PolicyError
+    from aipager.policy import model
+
+    try:
+        known = model.load_policy(env).roles
+    except PolicyError as exc:
+        msg = f"cannot check role {role!r}: {exc}"
+        raise ConfigError(msg) from exc
+    if role not in known:
+        msg = f"unknown role {role!r}; use one of: {', '.join(known)}"
         raise ConfigError(msg)
     return role
 

@@ -108,11 +108,22 @@ class Access(BaseMiddleware):
         if chat is None or user is None or user.is_bot:
             return None
         sender = self.members.sender(chat.id, user)
+        if sender is None and self._joining(event, chat.id):
+            # An invitation code: the /join handler checks it; nothing else is reachable.
+            data["sender"] = Sender(user.id, user.username or user.first_name or str(user.id),
+                                    "guest", False, False, False)
+            return await handler(event, data)
         if sender is None:
             await self._refuse(event, chat, user)
             return None
         data["sender"] = sender
         return await handler(event, data)
+
+    def _joining(self, event: TelegramObject, chat_id: int) -> bool:
+        if not isinstance(event, Message) or chat_id != self.members.current().chat_id:
+            return False
+        head = (event.text or "").split(" ", 1)[0].split("@", 1)[0]
+        return head == "/join"
 
     async def _refuse(self, event: TelegramObject, chat: Any, user: Any) -> None:
         configured = chat.id == self.members.current().chat_id

@@ -45,6 +45,46 @@ class Sender:
     def tag(self) -> str:
         return f"@{self.label}" if self.label and not self.label.startswith("@") else self.label
 
+    def rights(self) -> list[str]:
+        words = [w for w, ok in (("prompt", self.may_prompt), ("approve", self.may_approve),
+                                 ("manage", self.may_manage)) if ok]
+        return words or ["read"]
+
+
+def task_authors(sess: Session) -> set[Any]:
+    """Telegram ids of who asked for the session's running task (empty: the terminal)."""
+    task = sess.task
+    if task is None or task.ended_at is not None:
+        return set()
+    return {a.get("user_id") for a in task.authors if a.get("user_id") is not None}
+
+
+def author_label(sess: Session) -> str:
+    task = sess.task
+    if task is None or not task.authors:
+        return "the terminal"
+    first = task.authors[0]
+    return str(first.get("label") or first.get("user_id") or "someone")
+
+
+def refusal(sender: Sender, what: str, sess: Session | None = None) -> str | None:
+    """Why ``sender`` may not do ``what`` (prompt | approve | stop | manage), or None.
+
+    Approving and stopping another person's task takes an admin (``may_manage``):
+    a member's tap never reaches past the task they started themselves.
+    """
+    if what == "prompt" and not sender.may_prompt:
+        return "Your role may not send messages to Claude here."
+    if what == "manage" and not sender.may_manage:
+        return "Only an admin may do that here."
+    if what == "approve" and not sender.may_approve:
+        return "Your role may not answer Claude's requests."
+    if what in ("approve", "stop") and not sender.may_manage and sess is not None:
+        if sender.user_id not in task_authors(sess):
+            return ("Only the task's author or an admin may do that." if what == "stop"
+                    else "Only the task's author or an admin may answer this.")
+    return None
+
 
 class Actions:
     """The chat's operations.
@@ -122,13 +162,19 @@ class Actions:
         if quoted:
             # A reply to an older message: Claude is shown what it replies to.
             author["reply_to"] = {"text": quoted[0][:1000], "sent_at": quoted[1]}
+        why = ""
         if sess.state == State.WAITING:
+            why = (f"⏳ Held for {sess.label}: Claude is waiting for an answer above; this goes "
+                   "in when that is settled.")
+        elif (sess.state == State.WORKING and sender.role != "owner"
+              and sender.user_id not in task_authors(sess)):
+            # Each task keeps the rights of one author: another person's message waits.
+            why = f"⏳ queued after {author_label(sess)}'s task in {sess.label}"
+        if why:
             self.daemon.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
                                            sender=sender.label, held=True)
             self.state.authors[msg_key(chat_id, msg_id)] = author
-            self.say(chat_id, f"⏳ Held for {sess.label}: Claude is waiting for an answer "
-                     "above; this goes in when that is settled.", reply_to=msg_id,
-                     session=sess.name)
+            self.say(chat_id, why, reply_to=msg_id, session=sess.name)
             return "held"
         return await self.type_message(sess.name, chat_id, msg_id, text, author)
 
@@ -154,7 +200,15 @@ class Actions:
                      f"{_reason(exc)}", reply_to=msg_id)
             log.warning("typing a chat message into %s failed: %s", session, exc)
             return "failed"
+        self.audit("chat_prompt", author, session=session, msg_id=msg_id, chat_id=chat_id)
         return "typed"
+
+    def audit(self, action: str, who: dict[str, Any] | Sender, **fields: Any) -> None:
+        """An audit record naming who did it (id, label, role)."""
+        if isinstance(who, Sender):
+            who = {"user_id": who.user_id, "label": who.label, "role": who.role}
+        self.daemon.audit_chat(action, who=who.get("label", ""), who_id=who.get("user_id"),
+                               role=who.get("role", ""), **fields)
 
     async def release(self, session: str, chat_id: int, msg_id: int, text: str) -> None:
         """A held message may go in now (the registry's ``release`` output)."""

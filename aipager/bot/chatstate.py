@@ -72,6 +72,8 @@ class ChatState:
     pending: list[dict[str, Any]] = field(default_factory=list)
     #: live message key → the text it shows (a restart re-emits cards: same text, no edit)
     shown: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    #: one-time invitation codes → {"role", "by", "expires"}
+    invites: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the session names last put in the command menu
     menu: list[str] = field(default_factory=list)
 
@@ -156,7 +158,7 @@ class ChatState:
             "current": self.current, "handles": self.handles, "next_handle": self.next_handle,
             "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
             "authors": self.authors, "pending": self.pending, "menu": self.menu,
-            "shown": self.shown,
+            "shown": self.shown, "invites": self.invites,
         }
 
     @classmethod
@@ -169,7 +171,7 @@ class ChatState:
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, OrderedDict(value))
-        for name in ("current", "prefs", "strangers", "authors"):
+        for name in ("current", "prefs", "strangers", "authors", "invites"):
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, dict(value))

@@ -150,11 +150,22 @@ class Outbox:
         #: counters for status and the bench
         self.counters: dict[str, int] = {"sent": 0, "edited": 0, "retries": 0, "dropped": 0,
                                          "rate_limited": 0, "coalesced": 0}
+        # What the last run left unsent is queued now, ahead of anything this run
+        # puts: the daemon replays its spool (queueing answers, saving the state)
+        # before ``start``, and that save must keep both, each once.
+        self._restored = [op for op in (Op.from_json(doc) for doc in state.pending) if op]
+        state.pending = []
+        for op in self._restored:
+            self._queue(op)
 
     # -- queueing ----------------------------------------------------------------
 
     def put(self, op: Op, *, urgent: bool = False) -> None:
         """Queue ``op`` (synchronous; never blocks, never raises for delivery)."""
+        self._queue(op)
+        self._on_change(urgent)
+
+    def _queue(self, op: Op) -> None:
         lane = self._lanes.get(op.chat_id)
         if lane is None:
             lane = self._lanes[op.chat_id] = _Lane()
@@ -170,7 +181,6 @@ class Outbox:
         lane.wake.set()
         if self._running and (lane.task is None or lane.task.done()):
             lane.task = asyncio.get_running_loop().create_task(self._run(op.chat_id, lane))
-        self._on_change(urgent)
 
     def pending(self) -> list[Op]:
         """Everything not yet sent, per chat in order (what a restart must not lose)."""
@@ -183,13 +193,10 @@ class Outbox:
     # -- running -----------------------------------------------------------------
 
     def start(self) -> None:
-        """Put back what the last run left unsent, then start the lanes (in a running loop)."""
-        restored = [op for op in (Op.from_json(doc) for doc in self.state.pending) if op]
-        self.state.pending = []
-        for op in restored:
-            self.put(op)
-        if restored:
-            log.info("resending %d chat message(s) the last run left unsent", len(restored))
+        """Start the lanes (in a running loop); what the last run left unsent goes first."""
+        if self._restored:
+            log.info("resending %d chat message(s) the last run left unsent", len(self._restored))
+            self._restored = []
         self._running = True
         loop = asyncio.get_running_loop()
         for chat_id, lane in self._lanes.items():

@@ -132,15 +132,18 @@ class ChatBot:
     def dispatcher(self, actions: Actions) -> Any:
         from aiogram import Dispatcher
 
-        from aipager.bot.routers import commands, messages, taps
+        from aipager.bot.routers import commands, messages, taps, team
 
         dp = Dispatcher()
         access = Access(self.members, self.state, self.outbox)
         dp.message.outer_middleware(access)
         dp.callback_query.outer_middleware(access)
-        # Order matters: commands (incl. /<session>) before plain text.
-        dp.include_routers(commands.make_router(), taps.make_router(), messages.make_router())
+        # Order matters: team commands and commands (the catch-all /<session> last among
+        # them) before plain text.
+        dp.include_routers(team.make_router(), commands.make_router(), taps.make_router(),
+                           messages.make_router())
         dp["actions"] = actions
+        dp["members"] = self.members
         dp["pending_names"] = {}
         dp["picks"] = {}
         dp["albums"] = {}

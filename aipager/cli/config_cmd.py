@@ -21,6 +21,7 @@ app = typer.Typer(help="Show or change token, chat, members, policy file, wiring
 member_app = typer.Typer(help="Team members and their roles.")
 app.add_typer(member_app, name="member")
 
+_MEMBERS_LIVE = "A running daemon applies it from the next message on."
 _RESTART = "Restart the daemon to apply (`aipager service stop && aipager service start`)."
 
 
@@ -90,15 +91,16 @@ def chat(chat_id: int = typer.Argument(..., help="Telegram chat id.")) -> None:
 @handles_errors
 def member_add(
     user_id: int = typer.Argument(..., help="Telegram user id."),
-    role: str = typer.Option("user", "--role", help=f"One of: {', '.join(config.ROLES)}."),
+    role: str = typer.Option("user", "--role", help=f"One of: {', '.join(config.ROLES)}, "
+                             "or a role the policy file defines."),
     label: str = typer.Option("", "--label", help="A name to show for this person."),
 ) -> None:
     """Add a member, or change an existing member's role and label."""
     env = _env()
     cfg = config.load(env)
-    member = config.Member(id=user_id, role=config.check_role(role), label=label)
+    member = config.Member(id=user_id, role=config.check_role(role, env), label=label)
     config.save(env, cfg.with_member(member))
-    typer.echo(f"Member {user_id} is now {role}. {_RESTART}")
+    typer.echo(f"Member {user_id} is now {role}. {_MEMBERS_LIVE}")
 
 
 @member_app.command("remove")
@@ -111,7 +113,7 @@ def member_remove(user_id: int = typer.Argument(..., help="Telegram user id.")) 
         typer.echo(f"No member {user_id}; nothing changed.")
         return
     config.save(env, cfg.without_member(user_id))
-    typer.echo(f"Member {user_id} removed. {_RESTART}")
+    typer.echo(f"Member {user_id} removed. {_MEMBERS_LIVE}")
 
 
 @app.command("policy-file")

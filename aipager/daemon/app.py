@@ -98,6 +98,8 @@ class Daemon:
         self._last_spool = 0.0
         self._tasks: set[asyncio.Task] = set()
         self._services = tuple(services)
+        #: session → (mtime_ns, size) of its transcript when last read for an interruption
+        self._transcripts: dict[str, tuple[int, int]] = {}
 
     # -- state -------------------------------------------------------------
 
@@ -129,7 +131,8 @@ class Daemon:
 
     # -- taps ----------------------------------------------------------------
 
-    def answer_request(self, session: str, request_key: str, kind: str, who: str) -> str:
+    def answer_request(self, session: str, request_key: str, kind: str, who: str, *,
+                       who_id: int | None = None, role: str = "") -> str:
         """One tap on a permission request (the chat's entry point): ``replies.answer``.
 
         Args:
@@ -137,12 +140,14 @@ class Daemon:
             request_key: the ``key`` of the ``permission`` output.
             kind: ``allow``, ``allow_always`` or ``deny``.
             who: the tapper's label, e.g. ``@alice`` (named by a deny's message).
+            who_id, role: the tapper's Telegram id and role, for the audit log.
 
         Returns:
             ``replies.VIA_HOOK`` (done), ``replies.VIA_KEYS`` (type the keys into
             the terminal dialog), ``replies.ALREADY`` or ``replies.GONE`` (type nothing).
         """
-        result = replies.answer(self.core.ctx, session, request_key, kind, who)
+        result = replies.answer(self.core.ctx, session, request_key, kind, who,
+                                who_id=who_id, role=role)
         self.save(force=True)
         return result
 
@@ -153,6 +158,12 @@ class Daemon:
         self.core.registry.queue_message(session, str(msg_id), text, chat_id=str(chat_id),
                                          sender=sender, held=held)
         self.save(force=True)
+
+    def audit_chat(self, action: str, **fields: Any) -> None:
+        """One audit record for something done from the chat (prompts, management)."""
+        from aipager.daemon.audit import iso_seconds
+
+        self.audit.write({"ts": iso_seconds(time.time()), "action": action, **fields})
 
     def drop_chat_message(self, session: str, msg_id: int | str) -> None:
         """Forget a queued chat message that could not be typed after all."""
@@ -225,8 +236,22 @@ class Daemon:
         mark_discovered(self.core.registry, live, lambda sess, why: end_session(ctx, sess, why))
 
     def tick(self) -> None:
+        for name in tasks.catch_interrupts(self.core.ctx, transcript.interrupted_at,
+                                           self._transcript_changed):
+            log.info("task of %s interrupted (seen in its transcript)", name)
         self.core.tick()
         self.save()
+
+    def _transcript_changed(self, sess: Any) -> bool:
+        try:
+            st = os.stat(sess.transcript_path)
+        except OSError:
+            return False
+        stamp = (st.st_mtime_ns, st.st_size)
+        if self._transcripts.get(sess.name) == stamp:
+            return False
+        self._transcripts[sess.name] = stamp
+        return True
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         task = asyncio.create_task(coro)

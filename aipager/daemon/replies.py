@@ -124,7 +124,7 @@ def _find(ctx: Ctx, session: str, key: str) -> tuple[Session, Request] | None:
 
 
 def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
-           send: Sender = send_reply) -> str:
+           send: Sender = send_reply, *, who_id: int | None = None, role: str = "") -> str:
     """Apply one tap on permission request ``key`` of ``session``.
 
     Returns:
@@ -166,6 +166,7 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
         req.reply_addr = ""
     ctx.audit.write({"ts": iso_seconds(ctx.now()), "session": sess.name, "action": "permission_answer",
                      "label": sess.label, "tool": req.tool, "answer": kind, "via": via, "who": who,
+                     **({"who_id": who_id, "role": role} if who_id is not None else {}),
                      "task": sess.task.seq if sess.task else None})
     ctx.registry.touch(sess)
     return via

@@ -1,6 +1,8 @@
 """Ending a task: state, answer delivery (exactly once), the messages that waited.
 
-Shared by Stop, StopFailure and an idle_prompt that stands in for a lost Stop.
+Shared by Stop, StopFailure and an idle_prompt that stands in for a lost Stop;
+``catch_up`` (at start) and ``catch_interrupts`` (every tick) end tasks whose
+end only the saved conversation shows.
 """
 
 from __future__ import annotations
@@ -111,5 +113,36 @@ def catch_up(ctx: Ctx, finished_answer: Callable[[str], str | None],
         answer = finished_answer(sess.transcript_path)
         if answer:
             finish_task(ctx, sess, {"prompt_id": task.prompt_id}, answer)
+            done.append(sess.name)
+    return done
+
+
+def catch_interrupts(ctx: Ctx, interrupted_at: Callable[[str], float | None],
+                     changed: Callable[[Session], bool]) -> list[str]:
+    """End tasks that Esc cut short (in the terminal, or ``/stop`` from the chat).
+
+    Claude Code fires no hook for an interrupted turn: no Stop, no answer; only
+    its saved conversation shows it.  A running or waiting task ends marked
+    interrupted (as AX Code's Interrupt event does) when the transcript's last
+    turn is an interruption written after the task started.
+
+    Args:
+        interrupted_at: transcript path → when the last turn was interrupted
+            (``transcript.interrupted_at``), else None.
+        changed: whether the session's transcript changed since last asked
+            (unchanged ones are not read again).
+
+    Returns:
+        Names of the sessions whose task was ended.
+    """
+    done = []
+    for sess in list(ctx.registry):
+        task = sess.task
+        if (sess.state not in (State.WORKING, State.WAITING) or task is None
+                or task.ended_at is not None or not sess.transcript_path or not changed(sess)):
+            continue
+        at = interrupted_at(sess.transcript_path)
+        if at is not None and at >= task.started_at:
+            finish_task(ctx, sess, {"prompt_id": task.prompt_id}, None, error=render.INTERRUPTED)
             done.append(sess.name)
     return done

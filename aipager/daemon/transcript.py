@@ -1,8 +1,9 @@
 """Reading Claude Code's saved conversation (the transcript JSONL) from its tail.
 
 Used when a Stop carries no ``last_assistant_message``, for an idle_prompt that
-stands in for a lost Stop, at start to finish tasks whose Stop was missed, and
-to see background commands that ended mid-task.  Only the last ``TAIL_BYTES``
+stands in for a lost Stop, at start to finish tasks whose Stop was missed, to
+see background commands that ended mid-task, and to see a turn Esc cut short
+(Claude Code fires no hook for that).  Only the last ``TAIL_BYTES``
 are read.
 """
 
@@ -16,6 +17,9 @@ import orjson
 #: bytes read from the end of a transcript; an answer longer than this is cut at the start
 TAIL_BYTES = 512 * 1024
 _MARK = "<task-notification>"
+#: the user entry Claude Code (2.1.328) writes when Esc cuts a turn short:
+#: "[Request interrupted by user]" or "[Request interrupted by user for tool use]"
+INTERRUPT_MARK = "[Request interrupted by user"
 
 
 def _tail(path: str) -> bytes:
@@ -118,3 +122,48 @@ def task_notifications(path: str) -> list[str]:
             b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
         found += [t for t in texts if _MARK in t]
     return found
+
+
+def interrupted_at(path: str) -> float | None:
+    """When Esc cut the conversation's last turn short, else None.
+
+    Claude Code fires no hook when a turn is interrupted (no Stop follows); it
+    writes a user entry starting with ``INTERRUPT_MARK``.  The turn counts as
+    interrupted when that entry is the last main-conversation user or assistant
+    entry.
+
+    Returns:
+        The entry's ``timestamp`` in seconds since the epoch (the caller compares
+        it with the task's start, so an older interruption never ends a newer
+        task); None when not interrupted or the time cannot be read.
+    """
+    tail = _tail(path)
+    if INTERRUPT_MARK.encode() not in tail:
+        return None
+    for entry in reversed(_entries(tail)):
+        if not isinstance(entry, dict) or entry.get("isSidechain"):
+            continue
+        kind = entry.get("type")
+        if kind == "assistant":
+            return None
+        if kind != "user":
+            continue
+        content = _blocks(entry, "user")
+        texts = [content] if isinstance(content, str) else [
+            b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
+        if not any(isinstance(t, str) and t.startswith(INTERRUPT_MARK) for t in texts):
+            return None
+        return _epoch(entry.get("timestamp"))
+    return None
+
+
+def _epoch(stamp: Any) -> float | None:
+    """``2026-12-03T08:15:10.102Z`` → seconds since the epoch (None if unreadable)."""
+    from datetime import datetime
+
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

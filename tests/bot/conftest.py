@@ -60,12 +60,13 @@ async def eventually(pred: Callable[[], Any], timeout: float = 5.0, what: str = 
 class Chat:
     """One running chat: ``fake`` (Bot API), ``daemon``, ``bot`` (ChatBot), ``sessions``."""
 
-    def __init__(self, fake: FakeBotAPI, daemon: Any, bot: Any, sessions: FakeSessions) -> None:
+    def __init__(self, fake: FakeBotAPI, daemon: Any, bot: Any, sessions: FakeSessions,
+                 chat_id: int = OWNER["id"]) -> None:
         self.fake = fake
         self.daemon = daemon
         self.bot = bot
         self.sessions = sessions
-        self.chat_id = OWNER["id"]
+        self.chat_id = chat_id
 
     def feed(self, session: str, event: str, **fields: Any) -> None:
         """One hook datagram for ``session`` (through the daemon's delivery path), then a
@@ -95,15 +96,22 @@ def members() -> tuple[config.Member, ...]:
 
 
 @pytest.fixture
-async def chat(members) -> Any:
+def group() -> int | None:
+    """A group chat id to configure instead of the owner's private chat."""
+    return None
+
+
+@pytest.fixture
+async def chat(members, group) -> Any:
     from aipager.bot.service import ChatBot
     from aipager.daemon.app import Daemon
 
     fake = FakeBotAPI()
     fake.add_private_chat(OWNER)
+    chat_id = fake.add_group_chat(group, "team") if group else OWNER["id"]
     async with fake.running() as base:
         env = dict(os.environ, AIPAGER_TELEGRAM_API_BASE=base)
-        cfg = config.Config(bot_token=TOKEN, chat_id=OWNER["id"], members=members)
+        cfg = config.Config(bot_token=TOKEN, chat_id=chat_id, members=members)
         config.save(env, cfg)
         bot = ChatBot(env, cfg)
         sessions = FakeSessions()
@@ -111,7 +119,7 @@ async def chat(members) -> Any:
         bot.attach(daemon)
         task = asyncio.create_task(bot.run(daemon))
         try:
-            yield Chat(fake, daemon, bot, sessions)
+            yield Chat(fake, daemon, bot, sessions, chat_id)
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

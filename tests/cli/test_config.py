@@ -55,8 +55,8 @@ def test_missing_file_says_run_setup(env):
         ([], "JSON object"),
         ({"chat_id": 1}, "bot_token is missing"),
         ({"bot_token": TOKEN, "chat_id": "1"}, "chat_id must be an integer"),
-        ({"bot_token": TOKEN, "chat_id": 1, "members": [{"id": 1, "role": "boss"}]},
-         "unknown role"),
+        ({"bot_token": TOKEN, "chat_id": 1, "members": [{"id": 1, "role": "Boss!"}]},
+         "not a valid role name"),
         ({"bot_token": TOKEN, "chat_id": 1, "schema_version": 9}, "schema_version"),
     ],
 )
@@ -78,3 +78,18 @@ def test_token_shape(bad):
     with pytest.raises(ConfigError):
         config.check_token_shape(bad)
     assert config.check_token_shape(f"  {TOKEN}\n") == TOKEN
+
+
+def test_member_roles_come_from_the_policy_file(env):
+    import os
+
+    from aipager import paths
+
+    with pytest.raises(ConfigError, match="unknown role 'reviewer'"):
+        config.check_role("reviewer", env)
+    os.makedirs(os.path.dirname(paths.policy_user_file(env)), exist_ok=True)
+    with open(paths.policy_user_file(env), "w", encoding="utf-8") as fh:
+        json.dump({"version": 1, "roles": {"reviewer": {"extends": "read_only"}}}, fh)
+    assert config.check_role("reviewer", env) == "reviewer"
+    doc = {"bot_token": TOKEN, "chat_id": 1, "members": [{"id": 3, "role": "reviewer"}]}
+    assert config.from_json(doc).members[0].role == "reviewer"

@@ -11,7 +11,7 @@ from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
 from aipager.bot import view
-from aipager.bot.actions import Actions, Sender
+from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import SessionTap, SettingTap, packed
 from aipager.bot.chatstate import STYLES
 from aipager.daemon.model import Session, State
@@ -21,6 +21,15 @@ log = logging.getLogger("aipager.bot")
 
 #: a Telegram command name (what ``/<session>`` needs to be)
 COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
+
+
+def refused(actions: Actions, message: Message, sender: Sender, what: str,
+            sess: Session | None = None) -> bool:
+    """Say why ``sender`` may not do this, if so (True: stop here)."""
+    why = refusal(sender, what, sess)
+    if why:
+        actions.say(message.chat.id, f"🔒 {why}", reply_to=message.message_id)
+    return bool(why)
 
 
 def session_buttons(actions: Actions, sessions: list[Session], act: str) -> dict | None:
@@ -76,6 +85,8 @@ async def on_status(message: Message, actions: Actions) -> None:
 
 async def on_new(message: Message, command: CommandObject, actions: Actions, sender: Sender,
                  pending_names: dict) -> None:
+    if refused(actions, message, sender, "manage"):
+        return
     args = (command.args or "").strip()
     if not args:
         pending_names[(message.chat.id, sender.user_id)] = True
@@ -101,6 +112,7 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
         actions.say(chat_id, f"Cannot start {name}: {exc}", reply_to=message.message_id)
         return
     actions.state.current[str(chat_id)] = session
+    actions.audit("session_new", sender, session=session)
     label = session.removeprefix("claude-")
     actions.say(chat_id, f"🆕 {label} started in {actions.default_folder}. "
                 f"Your messages go there now.", reply_to=message.message_id, session=session)
@@ -113,7 +125,9 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
             await actions.deliver(sess, chat_id, message.message_id, first, sender)
 
 
-async def on_resume(message: Message, actions: Actions) -> None:
+async def on_resume(message: Message, actions: Actions, sender: Sender) -> None:
+    if refused(actions, message, sender, "manage"):
+        return
     ended = [s for s in actions.sessions() if s.state == State.GONE and s.claude_session_id]
     if not ended:
         actions.say(message.chat.id, "No ended session to resume.")
@@ -122,10 +136,11 @@ async def on_resume(message: Message, actions: Actions) -> None:
                 markup=session_buttons(actions, ended[-10:], "resume"))
 
 
-async def on_stop(message: Message, command: CommandObject, actions: Actions) -> None:
+async def on_stop(message: Message, command: CommandObject, actions: Actions,
+                  sender: Sender) -> None:
     busy = [s for s in actions.live_sessions() if s.state in (State.WORKING, State.WAITING)]
     sess = pick_or_run(actions, message, command.args, "stop", busy)
-    if sess is not None:
+    if sess is not None and not refused(actions, message, sender, "stop", sess):
         await stop_session(actions, message.chat.id, sess)
 
 
@@ -138,7 +153,10 @@ async def stop_session(actions: Actions, chat_id: int, sess: Session) -> None:
     actions.say(chat_id, f"⏹ Stop sent to {sess.label}.", session=sess.name)
 
 
-async def on_kill(message: Message, command: CommandObject, actions: Actions) -> None:
+async def on_kill(message: Message, command: CommandObject, actions: Actions,
+                  sender: Sender) -> None:
+    if refused(actions, message, sender, "manage"):
+        return
     sess = pick_or_run(actions, message, command.args, "kill", actions.live_sessions())
     if sess is not None:
         ask_kill(actions, message.chat.id, sess)
@@ -152,7 +170,10 @@ def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
                 markup=markup)
 
 
-async def on_compact(message: Message, command: CommandObject, actions: Actions) -> None:
+async def on_compact(message: Message, command: CommandObject, actions: Actions,
+                     sender: Sender) -> None:
+    if refused(actions, message, sender, "prompt"):
+        return
     sess = pick_or_run(actions, message, command.args, "compact", actions.live_sessions())
     if sess is not None:
         await compact(actions, message.chat.id, sess)
@@ -167,7 +188,10 @@ async def compact(actions: Actions, chat_id: int, sess: Session) -> None:
     actions.say(chat_id, f"📦 /compact sent to {sess.label}.", session=sess.name)
 
 
-async def on_model(message: Message, command: CommandObject, actions: Actions) -> None:
+async def on_model(message: Message, command: CommandObject, actions: Actions,
+                   sender: Sender) -> None:
+    if refused(actions, message, sender, "manage"):
+        return
     model = (command.args or "").strip()
     if not model or not re.fullmatch(r"[A-Za-z0-9._\[\]-]{1,64}", model):
         actions.say(message.chat.id, "Which model? For example: /model opus, /model sonnet.",
@@ -223,6 +247,8 @@ async def on_session_command(message: Message, actions: Actions, sender: Sender)
                     "understand.", reply_to=message.message_id)
         return
     rest = rest.strip()
+    if refused(actions, message, sender, "prompt"):
+        return
     if not rest:
         actions.state.current[str(message.chat.id)] = sess.name
         actions.say(message.chat.id, f"Your messages go to {sess.label} now.", session=sess.name)

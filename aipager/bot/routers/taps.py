@@ -11,7 +11,7 @@ from aiogram import F, Router
 from aiogram.types import CallbackQuery
 
 from aipager.bot import view
-from aipager.bot.actions import Actions, Sender
+from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import RequestTap, SessionTap, SettingTap
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Op
@@ -45,8 +45,13 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
         return
     session, key = value.split("\0", 1)
     kind = _KINDS[callback_data.act]
+    why = refusal(sender, "approve", actions.registry.get(session))
+    if why:
+        await _toast(query, why)
+        return
     try:
-        result = actions.daemon.answer_request(session, key, kind, sender.tag)
+        result = actions.daemon.answer_request(session, key, kind, sender.tag,
+                                               who_id=sender.user_id, role=sender.role)
     except ValueError:
         await _toast(query, EXPIRED)
         return
@@ -87,9 +92,15 @@ async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, action
     if sess is None or not chat_id:
         await _toast(query, EXPIRED)
         return
+    need = {"stop": "stop", "kill": "manage", "kill_yes": "manage", "kill_no": "manage",
+            "resume": "manage"}.get(act, "prompt")
+    why = refusal(sender, need, sess)
+    if why:
+        await _toast(query, why)
+        return
     if act == "resume":
         await _toast(query)
-        await _resume(actions, chat_id, sess)
+        await _resume(actions, chat_id, sess, sender)
         return
     if not view.is_live(sess):
         await _toast(query, f"{sess.label} is not running.")
@@ -110,6 +121,7 @@ async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, action
     elif act == "kill_yes":
         await _toast(query, f"Ending {sess.label}…")
         ended = await actions.kill(sess)
+        actions.audit("session_kill", sender, session=sess.name)
         actions.say(chat_id, f"🗑 {sess.label} ended by {sender.tag}." if ended
                     else f"{sess.label} was not running.")
     elif act == "kill_no":
@@ -130,7 +142,7 @@ async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, action
         await _toast(query, EXPIRED)
 
 
-async def _resume(actions: Actions, chat_id: int, sess) -> None:
+async def _resume(actions: Actions, chat_id: int, sess, sender: Sender) -> None:
     if view.is_live(sess) and sess.socket_seen:
         actions.say(chat_id, f"{sess.label} is running already.")
         return
@@ -140,12 +152,17 @@ async def _resume(actions: Actions, chat_id: int, sess) -> None:
         actions.say(chat_id, f"Cannot resume {sess.label}: {exc}")
         return
     actions.state.current[str(chat_id)] = sess.name
+    actions.audit("session_resume", sender, session=sess.name)
     actions.say(chat_id, f"↩️ {sess.label} resumed in {sess.cwd or actions.default_folder}.",
                 session=sess.name)
 
 
-async def on_setting_tap(query: CallbackQuery, callback_data: SettingTap, actions: Actions) -> None:
+async def on_setting_tap(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                         sender: Sender) -> None:
     chat_id = query.message.chat.id if query.message is not None else 0
+    if chat_id < 0 and (why := refusal(sender, "manage")):
+        await _toast(query, why)  # a group's settings are the admins' to change
+        return
     name, value = callback_data.name, callback_data.value
     if name == "style" and (value in STYLES or value == "own"):
         actions.state.set_pref(chat_id, "style", "" if value == "own" else value)

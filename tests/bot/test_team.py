@@ -1,0 +1,204 @@
+"""A team group: owner, admin, user, read_only and a stranger each try the same things;
+what the fake Bot API received and what reached the terminal decide each outcome."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from bot.conftest import eventually
+
+from aipager import config, paths
+
+GROUP = -100777
+PEOPLE = {
+    "owner": {"id": 11, "is_bot": False, "first_name": "Olga", "username": "olga"},
+    "admin": {"id": 12, "is_bot": False, "first_name": "Adam", "username": "adam"},
+    "user": {"id": 13, "is_bot": False, "first_name": "Ursula", "username": "ursula"},
+    "read_only": {"id": 14, "is_bot": False, "first_name": "Rita", "username": "rita"},
+    "stranger": {"id": 15, "is_bot": False, "first_name": "Sam", "username": "sam"},
+}
+MEMBERS = tuple(config.Member(PEOPLE[r]["id"], r, PEOPLE[r]["username"])
+                for r in ("owner", "admin", "user", "read_only"))
+
+
+@pytest.fixture
+def group():
+    return GROUP
+
+
+@pytest.fixture
+def members():
+    return MEMBERS
+
+
+async def _reply(chat, user, pred=lambda p: True, timeout=5.0):
+    return await chat.fake.wait_for("sendMessage", lambda p: int(p["chat_id"]) == GROUP and pred(p),
+                                    timeout)
+
+
+async def _says(chat, who, text, **kw):
+    return await chat.fake.user_says(text, user=PEOPLE[who], chat_id=GROUP, **kw)
+
+
+def _owner_task(chat):
+    """The owner's running task (typed at the terminal) with a permission request open."""
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="deploy", prompt_id="p1")
+    chat.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="t1",
+              tool_input={"command": "make deploy", "description": "Deploy"})
+    return session
+
+
+PROMPT = {"owner": "typed", "admin": "typed", "user": "held", "read_only": "refused",
+          "stranger": "ignored"}
+
+
+@pytest.mark.parametrize("who", list(PEOPLE))
+async def test_prompt(chat, who):
+    session = chat.start("jim")
+    await _says(chat, who, "/jim check the logs")
+    expected = PROMPT[who] if who != "user" else "typed"  # nothing runs yet: the user may too
+    if expected == "typed":
+        typed = await eventually(lambda: chat.sessions.typed)
+        assert typed[0][:2] == (session, "check the logs")
+        assert (typed[0][2]["author_user_id"], typed[0][2]["role"]) == (PEOPLE[who]["id"], who)
+    elif expected == "refused":
+        said = await _reply(chat, who, lambda p: "may not send" in p["text"])
+        assert said
+    else:
+        said = await _reply(chat, who, lambda p: "not a member" in p["text"])
+        assert said
+    if expected != "typed":
+        assert chat.sessions.typed == []
+
+
+TAP = {"owner": "allowed", "admin": "allowed", "user": "task's author", "read_only": "may not",
+       "stranger": "not a member"}
+
+
+@pytest.mark.parametrize("who", list(PEOPLE))
+async def test_tap_allow_on_someone_elses_task(chat, who):
+    session = _owner_task(chat)
+    await chat.fake.wait_for("sendMessage", lambda p: "make deploy" in p["text"])
+    request = next(m for m in chat.fake.bot_messages(GROUP) if "make deploy" in m["text"]
+                   and m.get("reply_markup"))
+    allow = request["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    query = await chat.fake.user_taps(request["message_id"], allow, user=PEOPLE[who],
+                                      chat_id=GROUP)
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    if TAP[who] == "allowed":
+        assert toast["text"] == "Allowed"
+        assert chat.sessions.keys == [(session, [b"1"])]
+        with open(paths.audit_log(chat.bot.env), encoding="utf-8") as fh:
+            record = [json.loads(line) for line in fh][-1]
+        assert (record["who_id"], record["role"]) == (PEOPLE[who]["id"], who)
+    else:
+        assert TAP[who] in toast["text"].lower()
+        assert chat.sessions.keys == []
+        assert chat.daemon.core.registry.get(session).requests[0].answered == ""
+
+
+STOP = {"owner": "sent", "admin": "sent", "user": "author", "read_only": "author",
+        "stranger": "not a member"}
+
+
+@pytest.mark.parametrize("who", list(PEOPLE))
+async def test_stop(chat, who):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
+    await _says(chat, who, "/stop")
+    said = await _reply(chat, who, lambda p: "Stop" in p["text"] or "🔒" in p["text"]
+                        or "not a member" in p["text"])
+    assert STOP[who] in said["text"].lower() if STOP[who] != "sent" else "Stop sent" in said["text"]
+    assert chat.sessions.keys == ([(session, [b"\x1b"])] if STOP[who] == "sent" else [])
+
+
+MANAGE = {"owner": True, "admin": True, "user": False, "read_only": False, "stranger": False}
+
+
+@pytest.mark.parametrize("who", list(PEOPLE))
+@pytest.mark.parametrize("command, allowed_reply", [
+    ("/kill jim", "End session jim?"), ("/new", "Name for the new session?"),
+    ("/members", "Members:"), ("/resume", "No ended session")])
+async def test_management(chat, who, command, allowed_reply):
+    chat.start("jim")
+    await _says(chat, who, command)
+    said = await _reply(chat, who)
+    if MANAGE[who]:
+        assert allowed_reply in said["text"]
+    elif who == "stranger":
+        assert "not a member" in said["text"]
+    else:
+        assert said["text"].startswith("🔒") and "admin" in said["text"]
+
+
+async def test_a_users_message_waits_for_anothers_task_and_goes_in_after(chat):
+    session = chat.start("jim")
+    # The admin's task runs (Claude took the admin's message).
+    await _says(chat, "admin", "/jim refactor the parser")
+    await eventually(lambda: chat.sessions.typed)
+    first = chat.sessions.typed[0][2]
+    chat.feed(session, "queue_pickup", consumed=[{"msg_id": first["msg_id"], "chat_id": GROUP,
+                                                  "author_user_id": PEOPLE["admin"]["id"]}])
+    chat.feed(session, "UserPromptSubmit", prompt="refactor the parser", prompt_id="p1")
+    await _says(chat, "user", "/jim also add a test")
+    held = await _reply(chat, "user", lambda p: "queued after" in p["text"])
+    assert "adam" in held["text"] or str(PEOPLE["admin"]["id"]) in held["text"]
+    assert len(chat.sessions.typed) == 1
+    # The owner joins the running task at once.
+    await _says(chat, "owner", "/jim and keep the API")
+    await eventually(lambda: len(chat.sessions.typed) == 2)
+    assert chat.sessions.typed[1][1] == "and keep the API"
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Refactored.")
+    await eventually(lambda: len(chat.sessions.typed) == 3)
+    assert chat.sessions.typed[2][1] == "also add a test"
+    assert chat.sessions.typed[2][2]["author_user_id"] == PEOPLE["user"]["id"]
+
+
+async def test_group_chatter_is_ignored_and_replies_and_mentions_count(chat):
+    session = chat.start("jim")
+    await _says(chat, "owner", "lunch anyone?")
+    await _says(chat, "owner", "@aipager_test_bot run the tests")
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert [t[1] for t in typed] == ["run the tests"]
+    assert session
+
+
+async def test_roles_change_from_the_chat_and_count_at_once(chat):
+    chat.start("jim")
+    stranger_msg = await _says(chat, "stranger", "hello?")
+    await _reply(chat, "stranger", lambda p: "not a member" in p["text"])
+    await _says(chat, "user", "/role admin", reply_to=stranger_msg["message_id"])
+    await _reply(chat, "user", lambda p: "Only an admin" in p["text"])
+    await _says(chat, "admin", "/role admin", reply_to=stranger_msg["message_id"])
+    await _reply(chat, "admin", lambda p: "Only the owner" in p["text"])
+    await _says(chat, "admin", "/role user", reply_to=stranger_msg["message_id"])
+    await _reply(chat, "admin", lambda p: "sam is now user" in p["text"])
+    assert any(m.id == PEOPLE["stranger"]["id"] and m.role == "user"
+               for m in config.load(chat.bot.env).members)
+    await _says(chat, "stranger", "/whoami")
+    who = await _reply(chat, "stranger", lambda p: "You are @sam" in p["text"])
+    assert "role user" in who["text"]
+    with open(paths.audit_log(chat.bot.env), encoding="utf-8") as fh:
+        records = [json.loads(line) for line in fh]
+    assert [(r["who"], r["who_id"], r["role"], r["target_id"], r["new_role"]) for r in records
+            if r["action"] == "member_role"] == [("adam", PEOPLE["admin"]["id"], "admin",
+                                                  PEOPLE["stranger"]["id"], "user")]
+
+
+async def test_an_invitation_works_once(chat):
+    await _says(chat, "admin", "/invite user")
+    invite = await _reply(chat, "admin", lambda p: "/join" in p["text"])
+    code = invite["text"].split("/join ", 1)[1].split()[0]
+    newcomer = {"id": 99, "is_bot": False, "first_name": "Nia", "username": "nia"}
+    await chat.fake.user_says(f"/join {code}", user=newcomer, chat_id=GROUP)
+    await _reply(chat, "x", lambda p: "Welcome, nia" in p["text"])
+    other = {"id": 98, "is_bot": False, "first_name": "Eve", "username": "eve"}
+    await chat.fake.user_says(f"/join {code}", user=other, chat_id=GROUP)
+    await _reply(chat, "x", lambda p: "not valid" in p["text"])
+    roles = {m.id: m.role for m in config.load(chat.bot.env).members}
+    assert roles.get(99) == "user" and 98 not in roles
+    await _says(chat, "user", "/invite admin")
+    await _reply(chat, "user", lambda p: "Only an admin" in p["text"])
