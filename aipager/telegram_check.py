@@ -93,6 +93,38 @@ async def check_chat(
     return ChatInfo(id=chat.id, title=title, kind=str(chat.type))
 
 
+GROUP_FIX = ("make the bot an admin of the group, or turn its privacy mode off "
+             "(@BotFather: /setprivacy → Disable), then remove and re-add it to the group")
+
+
+async def group_access(token: str, chat_id: int, base: str | None,
+                       timeout: float = DEFAULT_TIMEOUT) -> tuple[bool, str]:
+    """Whether the bot reads a group's messages (privacy mode off, or an admin).
+
+    With privacy mode on, Telegram hands a bot only commands addressed to it and
+    replies to its own messages: mentions and replies to other members'
+    messages (``/role``) never arrive.
+
+    Returns:
+        (reads everything, how: "admin" | "privacy off" | "" when it does not).
+
+    Raises:
+        TokenRejected / TelegramUnreachable / ChatUnreachable: as ``check_chat``.
+    """
+    bot = build_bot(token, base, timeout)
+    async with bot.session:
+        try:
+            me = await bot.get_me()
+            member = await bot.get_chat_member(chat_id, me.id)
+        except Exception as exc:
+            raise _translate(exc, base, chat=chat_id) from exc
+    if str(member.status).endswith("administrator") or str(member.status).endswith("creator"):
+        return True, "admin"
+    if me.can_read_all_group_messages:
+        return True, "privacy off"
+    return False, ""
+
+
 async def detect_chat(
     token: str, base: str | None, wait: float = 120.0, timeout: float = DEFAULT_TIMEOUT
 ) -> ChatInfo | None:

@@ -50,7 +50,28 @@ def _telegram(env: dict[str, str], cfg: config.Config | None) -> list[Check]:
         checks.append(Check("chat", True, f"{chat.title} ({chat.id})"))
     except AipagerError as exc:
         checks.append(Check("chat", False, str(exc), "run `aipager config chat <id>`"))
+        return checks
+    if chat.kind != "private":
+        checks.append(_group(cfg, base))
     return checks
+
+
+def _group(cfg: config.Config, base: str | None) -> Check:
+    from aipager import telegram_check as tg
+
+    try:
+        reads, how = tg.run(tg.group_access(cfg.bot_token, cfg.chat_id, base))
+    except AipagerError as exc:
+        return Check("group", False, str(exc), "run `aipager config chat <id>`")
+    if not reads:
+        return Check("group", False, "the bot sees only commands and replies to it in the "
+                     "group (privacy mode)", tg.GROUP_FIX)
+    owners = [m for m in cfg.members if m.role == "owner"]
+    if not owners:
+        return Check("group", False, "no member has the owner role, so nobody may approve "
+                     "or manage", "run `aipager config member add <your id> --role owner`")
+    return Check("group", True, f"reads the group's messages ({how}); "
+                 f"{len(cfg.members)} member(s)")
 
 
 def _program(name: str, find: Callable[[], str], fix: str) -> Check:

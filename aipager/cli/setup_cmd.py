@@ -51,8 +51,12 @@ def run_setup(
     yes: bool = False,
     wait: float = 120.0,
     ask: bool | None = None,
+    owner_id: int | None = None,
 ) -> config.Config:
-    """The whole setup; returns the saved config.  ``ask`` None = ask if on a terminal."""
+    """The whole setup; returns the saved config.  ``ask`` None = ask if on a terminal.
+
+    ``owner_id``: with a group chat, the Telegram user who owns it in aipager.
+    """
     from aipager import telegram_check as tg
 
     ask = interactive() if ask is None else ask
@@ -95,6 +99,14 @@ def run_setup(
         cfg = replace(previous, bot_token=token, chat_id=chat.id)
     if chat.kind == "private":
         cfg = cfg.with_member(config.Member(id=chat.id, role="owner", label=chat.title))
+    else:
+        cfg = _group_owner(cfg, owner_id, ask)
+        reads, how = tg.run(tg.group_access(token, chat.id, base))
+        if reads:
+            typer.echo(f"The bot reads the group's messages ({how}).")
+        else:
+            typer.echo("Warning: the bot sees only commands and replies to it in this group "
+                       f"(Telegram privacy mode). To fix: {tg.GROUP_FIX}.", err=True)
     path = config.save(env, cfg)
     typer.echo(f"Config written to {path} (owner-only).")
 
@@ -107,6 +119,20 @@ def run_setup(
     for note in result.notes:
         typer.echo(f"Note: {note}")
     return cfg
+
+
+def _group_owner(cfg: config.Config, owner_id: int | None, ask: bool) -> config.Config:
+    """A group needs an owner member: nobody could approve or manage otherwise."""
+    if owner_id is None and ask:
+        answer = typer.prompt("Your Telegram user id (the group's owner in aipager)",
+                              default="", show_default=False)
+        owner_id = int(answer) if answer.strip().isdigit() else None
+    if owner_id is None:
+        if not any(m.role == "owner" for m in cfg.members):
+            typer.echo("Warning: no owner yet; add yourself with "
+                       "`aipager config member add <your user id> --role owner`.", err=True)
+        return cfg
+    return cfg.with_member(config.Member(id=owner_id, role="owner", label="owner"))
 
 
 def _previous(env: Mapping[str, str]) -> config.Config | None:
@@ -123,7 +149,10 @@ def setup(
     token_file: Optional[Path] = typer.Option(
         None, "--token-file", help="Read the bot token from this file ('-' = stdin)."),
     chat_id: Optional[int] = typer.Option(
-        None, "--chat-id", help="Telegram chat id to report to (detected when omitted)."),
+        None, "--chat-id", help="Telegram chat id to report to: your private chat (detected "
+        "when omitted) or a group (negative id)."),
+    owner_id: Optional[int] = typer.Option(
+        None, "--owner-id", help="With a group: your Telegram user id (becomes its owner)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Replace an existing setup, ask nothing."),
     wait: float = typer.Option(
         120.0, "--wait", help="Seconds to wait for a message when detecting the chat."),
@@ -134,5 +163,5 @@ def setup(
     from stdin (scripts).  It is never taken as an argument.
     """
     run_setup(_env(), token_file=token_file, chat_id=chat_id, yes=yes, wait=wait,
-              ask=interactive() and not yes)
+              ask=interactive() and not yes, owner_id=owner_id)
     typer.echo("Done. Run `aipager start` (or `aipager service install`) to start the daemon.")

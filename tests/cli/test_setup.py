@@ -146,3 +146,29 @@ def test_interactive_setup_hides_the_token_and_detects_the_chat(runner, fake_api
     declined = runner.invoke(app, ["setup"], input="n\n")
     assert declined.exit_code == 0 and "Replace" in declined.output
     assert config.load(env) == before
+
+
+def test_setup_with_a_group_names_its_owner_and_checks_what_the_bot_reads(
+        runner, fake_api, bins, token_file, env):
+    group = fake_api.add_group_chat(-100555, "team")
+    fake_api.bot_is_admin = False
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id", str(group),
+                                 "--owner-id", "4242", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "privacy mode" in result.stderr and "setprivacy" in result.stderr
+    cfg = config.load(env)
+    assert cfg.chat_id == group and [(m.id, m.role) for m in cfg.members] == [(4242, "owner")]
+    doctor = runner.invoke(app, ["doctor"])
+    assert "privacy mode" in doctor.output and "setprivacy" in doctor.output
+    fake_api.bot_is_admin = True
+    doctor = runner.invoke(app, ["doctor"])
+    assert "reads the group's messages (admin)" in doctor.output
+
+
+def test_setup_with_a_group_and_no_owner_warns(runner, fake_api, bins, token_file, env):
+    group = fake_api.add_group_chat(-100556, "team")
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id", str(group),
+                                 "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "no owner yet" in result.stderr
+    assert "reads the group's messages (admin)" in result.output
