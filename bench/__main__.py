@@ -19,7 +19,7 @@ import platform
 import sys
 
 #: benchmark modules, in the order they run
-MODULES = ("bench.hook", "bench.policy", "bench.ingest")
+MODULES = ("bench.hook", "bench.policy", "bench.ingest", "bench.bot", "bench.permission")
 
 COLUMNS = (
     ("case", "{}", 34),

@@ -146,7 +146,9 @@ class ChatNotifier:
         def tap(label: str, act: str) -> tuple[str, str]:
             return label, packed(RequestTap(h=handle, act=act))
 
-        rows = [[tap("✅ Allow", "allow"), tap("❌ Deny", "deny")]]
+        plan = out.data.get("tool") == "ExitPlanMode"
+        rows = [[tap("✅ Approve plan" if plan else "✅ Allow", "allow"),
+                 tap("✍️ Keep planning" if plan else "❌ Deny", "deny")]]
         second = []
         if "always" in buttons:
             second.append(tap("🟢 Always allow", "always"))

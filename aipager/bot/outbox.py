@@ -80,6 +80,11 @@ class Op:
     photo: bool = False
     path: str = ""
 
+    @property
+    def background(self) -> bool:
+        """Edits that yield to other edits when both wait (the pinned status line)."""
+        return self.kind == "live" and self.key == "status"
+
     def slot(self) -> str | None:
         """Ops with the same slot coalesce: only the latest is sent."""
         if self.kind == "live":
@@ -259,18 +264,25 @@ class Outbox:
             send_wait = 60.0 - (now - lane.sends[0])
         edit_wait = max(0.0, lane.last_edit + edit_gap - now)
         waits = []
+        deferred = None
         for i, item in enumerate(lane.queue):
             op = lane.latest.get(item) if isinstance(item, str) else item
             if op is None:
                 continue
             if self._is_edit(op):
                 if edit_wait <= 0:
-                    return i, 0.0
+                    if not op.background:
+                        return i, 0.0
+                    if deferred is None:
+                        deferred = i  # the status line goes when no card edit waits
+                    continue
                 waits.append(edit_wait)
                 continue  # an edit may wait while what follows goes first
             if op.kind in ("post", "live", "upload") and send_wait > 0:
                 return None, min([send_wait, *waits])
             return i, 0.0
+        if deferred is not None:
+            return deferred, 0.0
         return None, min(waits) if waits else 0.05
 
     def _is_edit(self, op: Op) -> bool:
@@ -379,9 +391,15 @@ class Outbox:
             return
         if op.kind == "live" and self.state.live_id(op.key) is not None:
             lane.last_edit = self._clock()
-            await bot.edit_message_text(text=op.text, chat_id=op.chat_id,
-                                        message_id=self.state.live_id(op.key), entities=entities,
-                                        reply_markup=markup, link_preview_options=no_preview)
+            try:
+                await bot.edit_message_text(text=op.text, chat_id=op.chat_id,
+                                            message_id=self.state.live_id(op.key),
+                                            entities=entities, reply_markup=markup,
+                                            link_preview_options=no_preview)
+            finally:
+                # Counted from when Telegram answered: calls that take different times
+                # must still arrive a full gap apart.
+                lane.last_edit = self._clock()
             self.counters["edited"] += 1
             return
         lane.sends.append(self._clock())

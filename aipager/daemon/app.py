@@ -182,7 +182,11 @@ class Daemon:
         if now - self._last_spool >= SPOOL_MIN_GAP:
             # A datagram arriving means hooks are firing: spooled ones may be waiting too.
             self.replay_spool()
-        if self.core.registry.save_now:
+        reg = self.core.registry
+        if reg.flush_now:
+            reg.flush_now = False
+            self.core.flush_cards()
+        if reg.save_now:
             self.save()
 
     def replay_spool(self) -> int:

@@ -45,6 +45,8 @@ class Registry:
         self.dirty: set[str] = set()
         #: set when something must reach disk now (a delivered answer)
         self.save_now = False
+        #: set when a card should be shown now rather than at the next tick (a task ended)
+        self.flush_now = False
         #: bumped on every change; the daemon saves when it moved
         self.version = 0
 

@@ -49,6 +49,21 @@ def safety_blocked(label: str, reason: str) -> str:
     return f"🛑 {label} · Blocked by a safety rule: {reason} (stopped)"
 
 
+#: the tool whose permission request is Claude asking to leave plan mode
+PLAN_TOOL = "ExitPlanMode"
+
+
+def permission(label: str, tool: str, description: str, detail: str) -> str:
+    """A permission request: what Claude wants to do, then the real command, path or plan."""
+    if tool == PLAN_TOOL:
+        head = f"📋 {label} · Approve plan?"
+    else:
+        head = f"🔐 {label} · {tool or 'Permission'}"
+        if description:
+            head += f": {description}"
+    return f"{head}\n{detail}" if detail else head
+
+
 def session_ended(label: str, reason: str) -> str:
     words = {
         "clear": "Session cleared",

@@ -63,6 +63,9 @@ def request_detail(tool: str, tool_input: Any) -> str:
     """The real command or path a permission request is about (not Claude's description)."""
     if not isinstance(tool_input, dict):
         return ""
+    plan = tool_input.get("plan")
+    if tool == "ExitPlanMode" and isinstance(plan, str) and plan.strip():
+        return plan if len(plan) <= 3000 else plan[:2999] + "…"
     for name in ("command", "file_path", "notebook_path", "url", "path", "pattern", "query"):
         value = tool_input.get(name)
         if isinstance(value, str) and value:

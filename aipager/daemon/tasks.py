@@ -84,6 +84,8 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
     reg.touch(sess)
     deliver_answer(ctx, sess, answer, ev.get("prompt_id") or (task.prompt_id if task else ""))
     release_held(ctx, sess)
+    # The final card follows its answer at once instead of at the next tick.
+    reg.flush_now = True
 
 
 def catch_up(ctx: Ctx, finished_answer: Callable[[str], str | None],

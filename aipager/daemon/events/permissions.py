@@ -131,10 +131,8 @@ def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
 
 
 def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
-    head = f"🔐 {sess.label} · {req.tool or 'Permission'}"
-    if req.description:
-        head += f": {shorten(req.description, 200)}"
-    text = f"{head}\n{req.detail}" if req.detail else head
+    text = render.permission(sess.label, req.tool, shorten(req.description, 200)
+                             if req.description else "", req.detail)
     buttons = ["allow", "deny", "stop"] + (["always"] if req.always_available else [])
     ctx.emit("permission", sess, text, key=req.key, tool=req.tool, detail=req.detail,
              buttons=buttons, separate=req.separate, request_id=req.request_id,

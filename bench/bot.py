@@ -1,0 +1,252 @@
+"""The chat side of the real daemon: edit pacing under a flood, Stop → answer, RSS.
+
+``python -m bench --only bot``.  Runs the installed ``aipager start`` against the fake Bot
+API (``tests/fakes/telegram_api.py``, served from a thread of this process; the repo's
+``tests/`` folder goes on ``sys.path`` for it) in a throwaway world: ``bench/chatrig.py``
+says how, and how every Bot API call is timed at the fake.  Events are datagrams on the
+control socket shaped as the hook forwards them.
+
+Rows (targets in brackets):
+
+- **flood** — one session, a prompt, then 500 tool events (250 Bash PreToolUse/PostToolUse
+  pairs, distinct ``tool_use_id``) evenly over 10 s, then Stop with
+  ``last_assistant_message``: ``editMessageText`` calls in the chat, the most edits whose
+  arrival at the fake falls in any half-open 1-second window [≤ 1], the smallest gap between
+  two edits, the time from the Stop datagram to the card's final edit (no Stop button) [≤ 2
+  s], and whether that text equals the daemon's own card (``aipager status --json``; no
+  cost is known, so the chat adds no " · $cost").
+- **Stop → answer** — per turn a prompt, the card shown, then Stop: from ``sendto`` of the
+  Stop datagram to the answer's ``sendMessage`` reaching the fake, p50/p95 [p50 ≤ 50 ms];
+  floors measured in the same turns: a ``sendMessage`` round trip straight to the fake with
+  aiohttp, and a ``/bin/true`` spawn.  Turns: ``--rounds`` (at most 21) after ``--warmup``
+  (at most 3).
+- **RSS** — the daemon's VmRSS/VmHWM (``/proc/<pid>/status``) with the bot loaded, idle and
+  with 20 sessions (those of the rows above plus 18 with a finished 10-tool task) [≤ 80
+  MB]; its children (the ingest drain) reported on their own; and, for scale, what a fresh
+  interpreter takes after importing the daemon's modules without and with aiogram.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from bench import chatrig
+
+GROUP = "bot"
+FLOOD_EVENTS = 500
+FLOOD_SECONDS = 10.0
+MAX_TURNS = 21
+RSS_SESSIONS = 20
+TARGET_EDITS_PER_S = 1
+TARGET_FINAL_S = 2.0
+TARGET_ANSWER_MS = 50.0
+TARGET_RSS_MB = 80.0
+
+
+def _sleep_until(t: float) -> None:
+    left = t - time.monotonic()
+    if left > 0:
+        time.sleep(left)
+
+
+def _max_in_window(times: list[float], window: float = 1.0) -> int:
+    """The most stamps in any half-open window (t - window, t]."""
+    best, lo = 0, 0
+    ordered = sorted(times)
+    for hi, t in enumerate(ordered):
+        while ordered[lo] <= t - window:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+
+
+def _card_sent(rig: chatrig.Rig, label: str, since: int, timeout: float = 5.0) -> chatrig.Call:
+    call = rig.stamps.wait("sendMessage", lambda c: c.text.startswith(f"⏳ {label} · ")
+                           and "⏹ Stop" in c.buttons(), timeout, since)
+    if call is None:
+        raise RuntimeError(f"the card of {label} never reached the chat:\n{rig.tail()}")
+    return call
+
+
+def flood(rig: chatrig.Rig) -> dict:
+    sess = chatrig.Session(rig, "claude-flood")
+    sess.start()
+    mark = rig.stamps.mark()
+    sess.prompt("run the flood")
+    card = _card_sent(rig, sess.label, mark)
+    pairs = FLOOD_EVENTS // 2
+    gap = FLOOD_SECONDS / FLOOD_EVENTS
+    start = time.monotonic() + 0.05
+    for i in range(pairs):
+        tid, cmd = f"toolu_flood{i:04d}", f"echo step {i}"
+        _sleep_until(start + 2 * i * gap)
+        sess.pre_tool(tid, cmd)
+        _sleep_until(start + (2 * i + 1) * gap)
+        sess.post_tool(tid, cmd, f"step {i}\n")
+    _sleep_until(start + FLOOD_SECONDS)
+    t_stop = sess.stop("The flood is done.")
+
+    def final(c: chatrig.Call) -> bool:
+        return (c.message_id == card.message_id and "⏹ Stop" not in c.buttons()
+                and c.t_in >= t_stop)
+
+    last = rig.stamps.wait("editMessageText", final, 15)
+    if last is None:
+        raise RuntimeError(f"the card's final edit never came:\n{rig.tail()}")
+
+    def done(st: dict) -> bool:
+        view = rig.session(sess.name, st)
+        return (bool(view["task"]["ended_at"])
+                and view["card"].startswith(f"✅ {sess.label} · done"))
+
+    daemon_card = rig.session(sess.name, rig.wait_status(done, 15, "the flood task done"))["card"]
+    time.sleep(1.2)  # anything still paced would show now
+    shown = rig.fake.snapshot()["messages"].get((rig.chat_id, card.message_id), {}).get("text")
+    edits = [c for c in rig.stamps.of("editMessageText", mark)
+             if (c.result or {}).get("chat", {}).get("id") == rig.chat_id]
+    upto = [c for c in edits if c.t_in <= last.t_in]
+    times = [c.t_in for c in upto]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    final_ms = (last.t_in - t_stop) * 1000
+    # What took the edit slots between Stop and the final card (each waits ~1 s for its slot).
+    between = []
+    for c in upto:
+        if c.t_in < t_stop or c is last:
+            continue
+        if c.message_id == card.message_id:
+            between.append("card(working)" if "⏹ Stop" in c.buttons() else "card")
+        else:
+            between.append("status line" if c.text.startswith("📟") else f"#{c.message_id}")
+    most = _max_in_window(times)
+    return {
+        "group": GROUP, "case": "flood: 500 tool events / 10 s, Stop",
+        "edits": len(upto),
+        "card_edits": sum(1 for c in upto if c.message_id == card.message_id),
+        "edits_after_final": len(edits) - len(upto),
+        "max_edits_in_1s": most,
+        "min_edit_gap_ms": round(min(gaps) * 1000, 1) if gaps else None,
+        "stop_to_final_card_ms": round(final_ms, 1),
+        "edits_between": " > ".join(between) or "none",
+        "final_card_equals_daemon_card": last.text == daemon_card,
+        "chat_shows_final_card": shown == daemon_card,
+        "met": (most <= TARGET_EDITS_PER_S and final_ms <= TARGET_FINAL_S * 1000
+                and last.text == daemon_card == shown),
+    }
+
+
+def stop_to_answer(rig: chatrig.Rig, turns: int, warmup: int) -> list[dict]:
+    sess = chatrig.Session(rig, "claude-turns")
+    sess.start()
+    client = chatrig.DirectClient(rig.base, rig.tg.TOKEN, rig.chat_id)
+    answer_ms: list[float] = []
+    http_ms: list[float] = []
+    true_ms: list[float] = []
+    try:
+        for k in range(warmup + turns):
+            mark = rig.stamps.mark()
+            sess.prompt(f"turn {k}")
+            _card_sent(rig, sess.label, mark)
+            time.sleep(0.25)  # the task runs a moment; its card is on screen
+            marker = f"Turn {k} answered."
+            t_stop = sess.stop(marker)
+            got = rig.stamps.wait("sendMessage", lambda c: c.text.startswith(f"{sess.label}\n")
+                                  and marker in c.text, 10, mark)
+            if got is None:
+                raise RuntimeError(f"the answer of turn {k} never reached the chat:\n{rig.tail()}")
+            direct = client.send_ms(f"floor {k}")
+            spawn = chatrig.spawn_ms(["/bin/true"])
+            if k >= warmup:
+                answer_ms.append((got.t_in - t_stop) * 1000)
+                http_ms.append(direct)
+                true_ms.append(spawn)
+    finally:
+        client.close()
+    case = f"Stop→answer, {turns} turns"
+    true_p50 = statistics.median(true_ms)
+    p50 = statistics.median(answer_ms)
+    return [
+        chatrig.stats_row(GROUP, case, "/bin/true spawn", true_ms, true_p50),
+        chatrig.stats_row(GROUP, case, "direct sendMessage RTT", http_ms, true_p50),
+        chatrig.stats_row(GROUP, case, "Stop→answer at fake", answer_ms, true_p50,
+                          target_p50_ms=TARGET_ANSWER_MS, met=p50 <= TARGET_ANSWER_MS),
+    ]
+
+
+def _mb(kb: int | None) -> float | None:
+    return None if kb is None else round(kb / 1024, 1)
+
+
+def rss(rig: chatrig.Rig, case: str, sessions: int) -> dict:
+    assert rig.proc is not None
+    mine = chatrig.proc_status(rig.proc.pid)
+    row = {"group": GROUP, "case": case, "sessions": sessions,
+           "daemon_rss_mb": _mb(mine.get("VmRSS")), "daemon_hwm_mb": _mb(mine.get("VmHWM"))}
+    for pid in chatrig.children(rig.proc.pid):
+        name = chatrig.cmdline(pid)
+        kind = "drain" if "drain" in name else f"child{pid}"
+        row[f"{kind}_rss_mb"] = _mb(chatrig.proc_status(pid).get("VmRSS"))
+    return row
+
+
+_RSS_PROBE = ("import sys\nfor m in sys.argv[1:]: __import__(m)\n"
+              "print([x.split()[1] for x in open('/proc/self/status')"
+              " if x.startswith('VmRSS')][0])")
+
+
+def rss_floors() -> dict:
+    """What the daemon's imports alone take (fresh interpreters of this venv): python, the
+    daemon without the bot, the daemon's modules plus aiogram, plus the bot."""
+    import subprocess
+    import sys
+
+    row: dict = {"group": GROUP, "case": "RSS floors: imports alone"}
+    for key, mods in (("python_mb", []), ("daemon_no_bot_mb", ["aipager.daemon.app"]),
+                      ("plus_aiogram_mb", ["aipager.daemon.app", "aiogram"]),
+                      ("plus_bot_mb", ["aipager.daemon.app", "aipager.bot.service"])):
+        done = subprocess.run([sys.executable, "-c", _RSS_PROBE, *mods], capture_output=True,
+                              text=True, timeout=60)
+        row[key] = _mb(int(done.stdout.strip())) if done.returncode == 0 else None
+    return row
+
+
+def more_sessions(rig: chatrig.Rig, total: int) -> int:
+    have = len(rig.status()["state"].get("sessions", []))
+    names = [f"claude-s{j:02d}" for j in range(max(0, total - have))]
+    for name in names:
+        sess = chatrig.Session(rig, name)
+        sess.start()
+        sess.prompt("a short task")
+        for i in range(10):
+            tid, cmd = f"toolu_{name}_{i}", f"ls step-{i}"
+            sess.pre_tool(tid, cmd)
+            sess.post_tool(tid, cmd, "a\nb\n")
+        sess.stop(f"{name} finished.")
+        time.sleep(0.01)
+
+    def settled(st: dict) -> bool:
+        live = st["state"].get("sessions", [])
+        return len(live) >= total and all(s["task"] and s["task"]["ended_at"] for s in live)
+
+    status = rig.wait_status(settled, 30, f"{total} sessions with finished tasks")
+    time.sleep(1.5)
+    return len(status["state"]["sessions"])
+
+
+def run(args) -> list[dict]:
+    turns = max(3, min(MAX_TURNS, args.rounds))
+    warmup = max(0, min(3, args.warmup))
+    rows: list[dict] = []
+    with chatrig.Rig() as rig:
+        time.sleep(1.0)
+        rows.append(rss(rig, "daemon RSS: bot loaded, idle", 0))
+        rows.append(flood(rig))
+        rows.extend(stop_to_answer(rig, turns, warmup))
+        count = more_sessions(rig, RSS_SESSIONS)
+        row = rss(rig, f"daemon RSS: bot, {count} sessions", count)
+        row["target_mb"] = TARGET_RSS_MB
+        row["met"] = (row["daemon_rss_mb"] or 0) <= TARGET_RSS_MB
+        row["daemon_log_errors"] = rig.log_problems()
+        rows.append(row)
+    rows.append(rss_floors())
+    return rows
