@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
-import sys
 
 import typer
 
-from aipager import config, paths, service, wiring
+from aipager import config, logsetup, paths, service, wiring
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
 from aipager.cli._daemon import stop_daemon
@@ -18,48 +16,11 @@ from aipager.errors import AipagerError, ConfigError
 
 service_app = typer.Typer(help="The systemd user service that keeps the daemon running.")
 
-_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-class RedactTokens(logging.Filter):
-    """Masks anything shaped like a bot token in a log record.
-
-    A safety net: aipager never logs the token, but a library's error text
-    might carry a request URL (``/bot<token>/getMe``).
-    """
-
-    _TOKEN = re.compile(r"(?<!\d)(\d{3,}):[A-Za-z0-9_-]{20,}")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        redacted = self._TOKEN.sub(lambda m: f"{m.group(1)}:***", text)
-        if redacted != text:
-            record.msg, record.args = redacted, None
-        return True
 
 
 def setup_logging(env: dict[str, str], verbose: bool) -> str:
-    """Log to stderr and to ``paths.log_file``; return the log file path.
-
-    Calling it again replaces the handlers it added before.
-    """
-    path = paths.log_file(env)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    root = logging.getLogger()
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    for old in [h for h in root.handlers if getattr(h, "_aipager", False)]:
-        root.removeHandler(old)
-        old.close()
-    formatter = logging.Formatter(_LOG_FORMAT)
-    for handler in (logging.StreamHandler(sys.stderr), logging.FileHandler(path, encoding="utf-8")):
-        handler.setFormatter(formatter)
-        handler.addFilter(RedactTokens())
-        handler._aipager = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
-    if not verbose:
-        # aiohttp/aiogram chatter (every poll) only with --verbose.
-        logging.getLogger("aiogram").setLevel(logging.WARNING)
-    return path
+    """Log to stderr and to ``paths.log_file``; return the log file path (``logsetup``)."""
+    return logsetup.setup(env, verbose)
 
 
 @handles_errors

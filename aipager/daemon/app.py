@@ -355,23 +355,11 @@ class Daemon:
 
 
 def _setup_logging(env: Mapping[str, str], verbose: bool) -> None:
-    root = logging.getLogger("aipager")
-    if root.handlers or logging.getLogger().handlers:
+    if logging.getLogger().handlers:
         return  # the caller (`aipager start`) configured logging already
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        path = paths.log_file(env)
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(path)
-        handler.setFormatter(fmt)
-        root.addHandler(handler)
-    except OSError:
-        pass
-    if verbose:
-        stream = logging.StreamHandler()
-        stream.setFormatter(fmt)
-        root.addHandler(stream)
-    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    from aipager import logsetup
+
+    logsetup.setup(env, verbose, stderr=verbose)
 
 
 def run_daemon(env: Mapping[str, str], *, verbose: bool = False, cfg: Any = None) -> int:
