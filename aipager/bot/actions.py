@@ -274,6 +274,52 @@ class Actions:
             await asyncio.sleep(0.1)
         return False
 
+    async def answer_questions(self, rkey: str, ask: dict[str, Any], sender: Sender) -> str:
+        """Press the keys that answer an AskUserQuestion dialog with ``ask["answers"]``.
+
+        Returns ``answered``, or ``gone`` when the dialog is no longer open (answered in
+        the terminal, task over): then nothing is typed.
+        """
+        from aipager.bot import dialogkeys
+
+        sess = self.registry.get(ask["session"])
+        req = next((r for r in sess.requests if r.key == ask["key"] and r.kind == "question"),
+                   None) if sess is not None else None
+        if req is None or req.answered:
+            self.state.asks.pop(rkey, None)
+            return "gone"
+        qs = [dialogkeys.Question(q["question"], tuple(q["options"]), bool(q.get("multi")))
+              for q in ask["questions"]]
+        answers = [dialogkeys.Answer(list(a.get("picks", [])), a.get("text", ""))
+                   for a in ask["answers"]]
+        req.answered = "question"  # a second tap types nothing, even while this one types
+        self.registry.touch(sess)
+        await self.daemon.session_io.press(sess.name, dialogkeys.questions(qs, answers))
+        self.state.asks.pop(rkey, None)
+        shown = self.state.shown.pop(rkey, None) or ""
+        text = f"{shown}\n{view.answers_text(ask)}\n✅ Answered by {sender.tag}"
+        self.outbox.put(Op("live", ask["chat"], text.strip(), key=rkey, session=sess.name))
+        self.audit("question_answer", sender, session=sess.name, tool="AskUserQuestion")
+        return "answered"
+
+    async def decline_questions(self, rkey: str, ask: dict[str, Any], sender: Sender) -> str:
+        from aipager.bot import dialogkeys
+
+        sess = self.registry.get(ask["session"])
+        req = next((r for r in sess.requests if r.key == ask["key"] and r.kind == "question"),
+                   None) if sess is not None else None
+        if req is None or req.answered:
+            self.state.asks.pop(rkey, None)
+            return "gone"
+        req.answered = "declined"
+        await self.daemon.session_io.press(sess.name, dialogkeys.decline())
+        self.state.asks.pop(rkey, None)
+        shown = self.state.shown.pop(rkey, None) or ""
+        self.outbox.put(Op("live", ask["chat"], f"{shown}\n⏹ Declined by {sender.tag}".strip(),
+                           key=rkey, session=sess.name))
+        self.audit("question_decline", sender, session=sess.name, tool="AskUserQuestion")
+        return "answered"
+
     async def kill(self, sess: Session) -> bool:
         return await asyncio.to_thread(dtach.kill, self.env, sess.label)
 

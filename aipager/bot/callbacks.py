@@ -29,6 +29,15 @@ class RequestTap(CallbackData, prefix="r"):
     act: str
 
 
+class QuestionTap(CallbackData, prefix="q"):
+    """A question's button: ``act`` p (pick option ``i``), t (toggle ``i``), s (submit the
+    toggles), o (answer in words), x (decline)."""
+
+    h: int
+    act: str
+    i: int = 0
+
+
 class SettingTap(CallbackData, prefix="set"):
     """A /settings button: ``name`` the setting, ``value`` the new value."""
 

@@ -72,6 +72,8 @@ class ChatState:
     pending: list[dict[str, Any]] = field(default_factory=list)
     #: live message key → the text it shows (a restart re-emits cards: same text, no edit)
     shown: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    #: questions being answered from the chat: request key → questions, step, answers
+    asks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: one-time invitation codes → {"role", "by", "expires"}
     invites: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the session names last put in the command menu
@@ -159,6 +161,7 @@ class ChatState:
             "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
             "authors": self.authors, "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "invites": self.invites,
+            "asks": self.asks,
         }
 
     @classmethod
@@ -171,7 +174,7 @@ class ChatState:
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, OrderedDict(value))
-        for name in ("current", "prefs", "strangers", "authors", "invites"):
+        for name in ("current", "prefs", "strangers", "authors", "invites", "asks"):
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, dict(value))

@@ -165,18 +165,26 @@ class ChatNotifier:
                         urgent=True)
 
     def _on_question(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        options = out.data.get("options") or []
-        lines = [out.text]
-        lines += [f"{i + 1}. {opt}" for i, opt in enumerate(options)]
-        lines.append("Answer it in the terminal.")
+        questions = [q for q in out.data.get("questions") or [] if q.get("options")]
+        if not questions:
+            questions = [{"question": out.text, "header": "", "options": out.data.get("options")
+                          or [], "multi": bool(out.data.get("multi_select"))}]
         key = request_key(out.session, out.data.get("key", ""))
-        text = "\n".join(lines)
+        handle = self.state.handle("ask", f"{out.session}\0{out.data.get('key', '')}")
+        ask = {"questions": questions, "step": 0, "answers": [], "toggled": [], "chat": chat_id,
+               "session": out.session, "key": out.data.get("key", "")}
+        self.state.asks[key] = ask
+        label = sess.label if sess is not None else out.session
+        text, markup = view.question_view(label, ask, handle)
+        self.state.forget_live(key)
         self.state.show(key, text)
-        self.outbox.put(Op("post", chat_id, text, key=key, session=out.session), urgent=True)
+        self.outbox.put(Op("post", chat_id, text, markup=markup, key=key, session=out.session),
+                        urgent=True)
 
     def _on_request_closed(self, out: Output, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.data.get("key", ""))
         shown = self.state.shown.get(key)
+        self.state.asks.pop(key, None)
         if shown is None:
             return
         line = view.verdict(out.data.get("via", ""), out.data.get("answer", ""),

@@ -147,6 +147,7 @@ class ChatBot:
         dp["pending_names"] = {}
         dp["picks"] = {}
         dp["albums"] = {}
+        dp["pending_other"] = {}
         dp["bot_identity"] = (self.bot.id, None)
         return dp
 

@@ -143,3 +143,44 @@ def picker_text(action: str) -> str:
             "stop": "Stop which session?", "kill": "End which session?",
             "resume": "Resume which session?",
             "send": "Which session is this message for?"}.get(action, "Which session?")
+
+
+def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
+    """The question the chat shows now (one of an AskUserQuestion call), with its buttons.
+
+    ``ask``: ``{"questions": [{question, header, options, multi}], "step": i,
+    "toggled": [option indexes]}``; buttons carry ``QuestionTap`` data.
+    """
+    from aipager.bot.callbacks import QuestionTap, packed
+
+    qs = ask["questions"]
+    step = ask.get("step", 0)
+    q = qs[step]
+    count = f" ({step + 1}/{len(qs)})" if len(qs) > 1 else ""
+    lines = [f"❓ {label} · {q.get('header') or 'Claude asks'}{count}", q["question"]]
+    toggled = set(ask.get("toggled") or [])
+
+    def tap(text: str, act: str, i: int = 0) -> Button:
+        return text[:60], packed(QuestionTap(h=handle, act=act, i=i))
+
+    rows: list[list[Button]] = []
+    for i, option in enumerate(q["options"]):
+        if q.get("multi"):
+            rows.append([tap(f"{'☑' if i in toggled else '☐'} {option}", "t", i)])
+        else:
+            rows.append([tap(f"{i + 1}. {option}", "p", i)])
+    if q.get("multi"):
+        rows.append([tap("✅ Next" if step + 1 < len(qs) else "✅ Submit", "s")])
+    rows.append([tap("✍️ Other…", "o"), tap("⏹ Decline", "x")])
+    return "\n".join(lines), keyboard(rows)
+
+
+def answers_text(ask: dict) -> str:
+    """``question → answer`` lines for the chat once a question is answered."""
+    out = []
+    for q, a in zip(ask["questions"], ask.get("answers") or []):
+        words = [q["options"][i] for i in a.get("picks", []) if 0 <= i < len(q["options"])]
+        if a.get("text"):
+            words.append(f"“{a['text']}”")
+        out.append(f"{q['question']} → {', '.join(words) or '—'}")
+    return "\n".join(out)

@@ -61,8 +61,10 @@ def _glibc_problems(doc) -> list[str]:
     if match._c is None or not isinstance(doc, dict):
         return []
     found = []
+    roles = doc.get("roles")
+    # the schema check has already named a "roles" that is not an object
     sections = [("floor", doc.get("floor"))] + [
-        (f"roles.{name}", spec) for name, spec in (doc.get("roles") or {}).items()
+        (f"roles.{name}", spec) for name, spec in (roles.items() if isinstance(roles, dict) else ())
     ]
     for place, spec in sections:
         items = spec.get("denied_commands") if isinstance(spec, dict) else None

@@ -20,7 +20,8 @@ Output kinds (``Output.kind``) and their ``data``:
 - ``permission``: a permission request (``data``: key, tool, detail, buttons,
   separate, request_id, reply_addr, agent_id; ``late_answer`` when it is shown again
   because a tap reached its hook too late, see ``replies.late``).
-- ``question``: an AskUserQuestion (``data``: key, options, multi_select).
+- ``question``: an AskUserQuestion (``data``: key, options, multi_select of the first
+  question, and ``questions``: every question as ``{question, header, options, multi}``).
 - ``request_closed``: a request or question was answered (in the terminal, or by a tap the
   waiting hook took: then ``data`` also has ``via``, ``answer``, ``who``); late taps type nothing.
 - ``request_update``: the hook stopped waiting (``data["reply_addr"]`` cleared).

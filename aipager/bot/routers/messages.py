@@ -82,7 +82,8 @@ async def send_text(actions: Actions, message: Message, sender: Sender, text: st
 
 
 async def on_text(message: Message, actions: Actions, sender: Sender, pending_names: dict,
-                  picks: dict, bot_identity: tuple[int, str | None]) -> None:
+                  picks: dict, bot_identity: tuple[int, str | None],
+                  pending_other: dict) -> None:
     chat_id = message.chat.id
     text = message.text or ""
     if not _addressed(message, *bot_identity):
@@ -91,6 +92,15 @@ async def on_text(message: Message, actions: Actions, sender: Sender, pending_na
         text = text.replace(f"@{bot_identity[1]}", "").strip()
     if not text.strip():
         actions.say(chat_id, "An empty message: nothing to send.", reply_to=message.message_id)
+        return
+    rkey = pending_other.pop((chat_id, sender.user_id), None)
+    ask = actions.state.asks.get(rkey) if rkey else None
+    if ask is not None:
+        from aipager.bot.routers.taps import record_answer
+
+        multi = ask["questions"][ask["step"]].get("multi")
+        picks = list(ask.get("toggled") or []) if multi else []
+        await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": text.strip()})
         return
     if pending_names.pop((chat_id, sender.user_id), None):
         name, _, first = text.strip().partition(" ")

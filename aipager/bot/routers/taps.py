@@ -12,7 +12,7 @@ from aiogram.types import CallbackQuery
 
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
-from aipager.bot.callbacks import RequestTap, SessionTap, SettingTap
+from aipager.bot.callbacks import QuestionTap, RequestTap, SessionTap, SettingTap
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Op
 from aipager.bot.routers.commands import ask_kill, compact, settings_view, stop_session
@@ -45,9 +45,16 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
         return
     session, key = value.split("\0", 1)
     kind = _KINDS[callback_data.act]
-    why = refusal(sender, "approve", actions.registry.get(session))
+    sess = actions.registry.get(session)
+    why = refusal(sender, "approve", sess)
     if why:
         await _toast(query, why)
+        return
+    req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
+    if req is not None and req.tool == "ExitPlanMode" and not req.reply_addr:
+        # The plan dialog's keys differ with and without a plan file ("1" is auto mode in
+        # one, "2" is No in the other): only the waiting hook answers it safely.
+        await _toast(query, "The plan waits in the terminal now: answer it there.")
         return
     try:
         result = actions.daemon.answer_request(session, key, kind, sender.tag,
@@ -81,6 +88,70 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
                 log.warning("stop after deny failed: %s", exc)
     await _toast(query, {"allow": "Allowed", "always": "Always allowed", "deny": "Denied",
                          "stop": "Denied and stopped"}[callback_data.act])
+
+
+async def on_question_tap(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
+                          sender: Sender, pending_other: dict) -> None:
+    value = actions.state.resolve("ask", callback_data.h)
+    if value is None or "\0" not in value:
+        await _toast(query, EXPIRED)
+        return
+    session, key = value.split("\0", 1)
+    rkey = f"req:{session}:{key}"
+    ask = actions.state.asks.get(rkey)
+    if ask is None:
+        await _toast(query, "This question is no longer open.")
+        return
+    why = refusal(sender, "approve", actions.registry.get(session))
+    if why:
+        await _toast(query, why)
+        return
+    q = ask["questions"][ask["step"]]
+    act, i = callback_data.act, callback_data.i
+    if act in ("p", "t") and not 0 <= i < len(q["options"]):
+        await _toast(query, EXPIRED)
+        return
+    if act == "x":
+        result = await actions.decline_questions(rkey, ask, sender)
+        await _toast(query, "Declined." if result == "answered" else "Already answered.")
+        return
+    if act == "o":
+        pending_other[(ask["chat"], sender.user_id)] = rkey
+        await _toast(query)
+        actions.say(ask["chat"], f"✍️ Send your answer to “{q['question'][:80]}” as your next "
+                    "message.", session=session)
+        return
+    if act == "t":
+        toggled = set(ask.get("toggled") or [])
+        toggled ^= {i}
+        ask["toggled"] = sorted(toggled)
+        await _toast(query)
+        show_question(actions, rkey, ask)
+        return
+    picks = [i] if act == "p" else list(ask.get("toggled") or [])
+    await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": ""})
+    await _toast(query, "Answered.")
+
+
+async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
+                        answer: dict) -> None:
+    """One question answered: the next one is shown, or after the last the keys go in."""
+    ask["answers"].append(answer)
+    ask["step"] += 1
+    ask["toggled"] = []
+    if ask["step"] < len(ask["questions"]):
+        show_question(actions, rkey, ask)
+        return
+    if await actions.answer_questions(rkey, ask, sender) == "gone":
+        actions.say(ask["chat"], "That question was already answered; nothing was typed.")
+
+
+def show_question(actions: Actions, rkey: str, ask: dict) -> None:
+    session = ask["session"]
+    handle = actions.state.handle("ask", f"{session}\0{ask['key']}")
+    text, markup = view.question_view(session.removeprefix("claude-"), ask, handle)
+    actions.state.show(rkey, text)
+    actions.outbox.put(Op("live", ask["chat"], text, markup=markup, key=rkey, session=session))
 
 
 async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -188,6 +259,7 @@ def make_router() -> Router:
     """The taps handlers on a fresh router (a router joins one dispatcher only)."""
     router = Router(name="taps")
     router.callback_query.register(on_request_tap, RequestTap.filter(F.act.in_(set(_KINDS))))
+    router.callback_query.register(on_question_tap, QuestionTap.filter())
     router.callback_query.register(on_session_tap, SessionTap.filter())
     router.callback_query.register(on_setting_tap, SettingTap.filter())
     router.callback_query.register(on_unknown_tap)

@@ -46,12 +46,28 @@ def _open(ctx: Ctx, sess: Session, req: Request) -> None:
     ctx.registry.touch(sess)
 
 
-def _question_from(ev: dict) -> tuple[str, list[str], bool]:
+def questions_of(ev: dict) -> list[dict]:
+    """Every question of an AskUserQuestion call: ``{question, header, options, multi}``."""
     tool_input = ev.get("tool_input") if isinstance(ev.get("tool_input"), dict) else {}
-    questions = tool_input.get("questions")
-    first = questions[0] if isinstance(questions, list) and questions and isinstance(questions[0], dict) else {}
-    options = [str(o.get("label", o)) if isinstance(o, dict) else str(o) for o in first.get("options") or []]
-    return str(first.get("question") or ""), options, bool(first.get("multiSelect"))
+    raw = tool_input.get("questions")
+    out = []
+    for q in raw if isinstance(raw, list) else []:
+        if not isinstance(q, dict):
+            continue
+        options = q.get("options") if isinstance(q.get("options"), list) else []
+        out.append({
+            "question": str(q.get("question") or ""),
+            "header": str(q.get("header") or ""),
+            "options": [str(o.get("label", "")) if isinstance(o, dict) else str(o) for o in options],
+            "multi": q.get("multiSelect") is True,
+        })
+    return out
+
+
+def _question_from(ev: dict) -> tuple[str, list[str], bool]:
+    qs = questions_of(ev)
+    first = qs[0] if qs else {"question": "", "options": [], "multi": False}
+    return first["question"], first["options"], first["multi"]
 
 
 def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
@@ -70,7 +86,8 @@ def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
                   input_digest=digest, description=text, options=options)
     _open(ctx, sess, req)
     ctx.emit("question", sess, f"❓ {sess.label} · {text}", key=req.key, options=options,
-             multi_select=multi, separate=req.separate, agent_id=agent_id)
+             multi_select=multi, separate=req.separate, agent_id=agent_id,
+             questions=questions_of(ev))
 
 
 @router.on("PreToolUse")

@@ -1,0 +1,134 @@
+"""Claude's questions (AskUserQuestion) answered from the chat: buttons per option in
+Claude's order, toggles for multi-select, several questions stepped through, answers in
+words; the keys typed are the measured ones (see test_dialogkeys)."""
+
+from __future__ import annotations
+
+from bot.conftest import eventually
+
+from aipager.bot import dialogkeys as dk
+
+
+def _ask(chat, session, questions, tool_use_id="q1"):
+    chat.feed(session, "UserPromptSubmit", prompt="pick", prompt_id="p1")
+    chat.feed(session, "PreToolUse", tool_name="AskUserQuestion", tool_use_id=tool_use_id,
+              tool_input={"questions": questions})
+
+
+def _q(text, options, multi=False, header="Choice"):
+    return {"question": text, "header": header, "multiSelect": multi,
+            "options": [{"label": o, "description": ""} for o in options]}
+
+
+async def _message(chat, needle):
+    """The question's own message (the card mentions the question too)."""
+    def ours(text):
+        return needle in text and text.startswith(("❓", "📋"))
+    await chat.fake.wait_for("sendMessage", lambda p: ours(str(p["text"])))
+    return next(m for m in chat.fake.bot_messages(chat.chat_id) if ours(m["text"]))
+
+
+def _buttons(chat, message_id):
+    message = chat.fake.message(chat.chat_id, message_id)
+    return {b["text"]: b["callback_data"] for row in message["reply_markup"]["inline_keyboard"]
+            for b in row}
+
+
+async def test_one_question_one_tap(chat):
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Which colour?", ["Red", "Green", "Blue"])])
+    message = await _message(chat, "Which colour?")
+    buttons = _buttons(chat, message["message_id"])
+    assert list(buttons)[:3] == ["1. Red", "2. Green", "3. Blue"]
+    await chat.fake.user_taps(message["message_id"], buttons["3. Blue"])
+    await eventually(lambda: chat.sessions.keys)
+    assert chat.sessions.keys == [(session, [b"3"])]
+    edited = await chat.fake.wait_for("editMessageText", lambda p: "Answered by @owner" in p["text"])
+    assert "Which colour? → Blue" in edited["text"]
+    # A second tap on the old buttons types nothing.
+    query = await chat.fake.user_taps(message["message_id"], buttons["1. Red"])
+    await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
+    assert len(chat.sessions.keys) == 1
+
+
+async def test_multi_select_and_a_second_question(chat):
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Toppings?", ["Cheese", "Ham", "Olives"], multi=True),
+                         _q("Size?", ["Small", "Large"])])
+    message = await _message(chat, "Toppings?")
+    mid = message["message_id"]
+    await chat.fake.user_taps(mid, _buttons(chat, mid)["☐ Cheese"])
+    await chat.fake.wait_for("editMessageText", lambda p: "Toppings?" in p["text"])
+    await eventually(lambda: "☑ Cheese" in _buttons(chat, mid))
+    await chat.fake.user_taps(mid, _buttons(chat, mid)["☐ Olives"])
+    await eventually(lambda: "☑ Olives" in _buttons(chat, mid))
+    await chat.fake.user_taps(mid, _buttons(chat, mid)["✅ Next"])
+    await eventually(lambda: "1. Small" in _buttons(chat, mid), what="question 2 shown")
+    assert chat.sessions.keys == []  # nothing typed before the last answer
+    await chat.fake.user_taps(mid, _buttons(chat, mid)["2. Large"])
+    await eventually(lambda: chat.sessions.keys)
+    expected = dk.questions([dk.Question("Toppings?", ("Cheese", "Ham", "Olives"), True),
+                             dk.Question("Size?", ("Small", "Large"))],
+                            [dk.Answer([0, 2]), dk.Answer([1])])
+    assert chat.sessions.keys == [(session, expected)]
+    final = await chat.fake.wait_for("editMessageText", lambda p: "Answered by" in p["text"])
+    assert "Toppings? → Cheese, Olives" in final["text"] and "Size? → Large" in final["text"]
+
+
+async def test_an_answer_in_words(chat):
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Name the branch", ["main", "dev"])])
+    message = await _message(chat, "Name the branch")
+    await chat.fake.user_taps(message["message_id"], _buttons(chat, message["message_id"])["✍️ Other…"])
+    await chat.fake.wait_for("sendMessage", lambda p: "Send your answer" in p["text"])
+    await chat.fake.user_says("feature/login")
+    await eventually(lambda: chat.sessions.keys)
+    assert chat.sessions.keys == [(session, [dk.DOWN, dk.DOWN, b"feature/login", dk.ENTER])]
+    assert chat.sessions.typed == []  # the words answered the dialog, not a new prompt
+
+
+async def test_answered_in_the_terminal_first(chat):
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Proceed?", ["Yes", "No"])])
+    message = await _message(chat, "Proceed?")
+    chat.feed(session, "PostToolUse", tool_name="AskUserQuestion", tool_use_id="q1",
+              tool_input={"questions": [_q("Proceed?", ["Yes", "No"])]}, tool_response={})
+    await chat.fake.wait_for("editMessageText", lambda p: "answered in the terminal" in p["text"])
+    stale = message["reply_markup"]["inline_keyboard"][0][0]["callback_data"]  # as first shown
+    assert not chat.fake.message(chat.chat_id, message["message_id"]).get("reply_markup")
+    query = await chat.fake.user_taps(message["message_id"], stale)
+    toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
+    assert "no longer open" in toast["text"]
+    assert chat.sessions.keys == []
+
+
+async def test_decline(chat):
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Proceed?", ["Yes", "No"])])
+    message = await _message(chat, "Proceed?")
+    await chat.fake.user_taps(message["message_id"], _buttons(chat, message["message_id"])["⏹ Decline"])
+    await eventually(lambda: chat.sessions.keys)
+    assert chat.sessions.keys == [(session, [dk.ESC])]
+    await chat.fake.wait_for("editMessageText", lambda p: "Declined by @owner" in p["text"])
+
+
+async def test_plan_approval_has_its_own_words(chat):
+    session = chat.start("jim")
+    chat.feed(session, "PermissionRequest", tool_name="ExitPlanMode", tool_use_id="x1",
+              tool_input={"plan": "1. Read the code\n2. Fix the bug"})
+    message = await _message(chat, "Approve plan?")
+    assert "2. Fix the bug" in message["text"]
+    labels = [b["text"] for row in message["reply_markup"]["inline_keyboard"] for b in row]
+    assert labels[:2] == ["✅ Approve plan", "✍️ Keep planning"]
+
+
+async def test_a_plan_is_never_answered_by_guessed_keys(chat):
+    session = chat.start("jim")
+    chat.feed(session, "PermissionRequest", tool_name="ExitPlanMode", tool_use_id="x1",
+              tool_input={"plan": "the plan"})  # no reply address: the hook is not waiting
+    message = await _message(chat, "Approve plan?")
+    data = message["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    query = await chat.fake.user_taps(message["message_id"], data)
+    toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
+    assert "terminal" in toast["text"] and chat.sessions.keys == []
+    assert chat.daemon.core.registry.get(session).requests[0].answered == ""
