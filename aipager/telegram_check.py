@@ -125,29 +125,52 @@ async def group_access(token: str, chat_id: int, base: str | None,
     return False, ""
 
 
+#: the pause after a poll that came back early with nothing new, doubled up to the cap
+DETECT_BACKOFF = (0.5, 4.0)
+
+
 async def detect_chat(
     token: str, base: str | None, wait: float = 120.0, timeout: float = DEFAULT_TIMEOUT
 ) -> ChatInfo | None:
     """Wait up to ``wait`` seconds for a private message to the bot; its chat.
 
-    Used by interactive setup ("send any message to your bot").  Updates are
-    read without being confirmed, so a daemon started later still sees them.
+    Used by interactive setup ("send any message to your bot").  A private
+    message is never confirmed, so a daemon started later still sees it.
+    Updates of anything else (a group message, an edit, a tap on an old
+    button) are skipped by passing ``offset`` past them, which confirms them:
+    only those, never a private message, since the offset stops at the first
+    batch holding one.  Without that, getUpdates would answer the same batch at
+    once, over and over, instead of waiting.  A poll that still comes back
+    early with nothing new is followed by a pause (0.5 s, doubling to 4 s).
     """
     bot = build_bot(token, base, timeout + 30)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
+    offset: int | None = None
+    pause = DETECT_BACKOFF[0]
     async with bot.session:
         while (left := deadline - loop.time()) > 0:
+            poll = int(min(left, 25)) or 1
+            asked = loop.time()
             try:
-                updates = await bot.get_updates(timeout=int(min(left, 25)) or 1,
+                updates = await bot.get_updates(offset=offset, timeout=poll,
                                                 allowed_updates=["message"])
             except Exception as exc:
                 raise _translate(exc, base, chat=None) from exc
-            for update in reversed(updates):
+            fresh = [u for u in updates if offset is None or u.update_id >= offset]
+            for update in reversed(fresh):
                 msg = update.message
                 if msg is not None and msg.chat.type == "private":
                     name = msg.chat.full_name or str(msg.chat.id)
                     return ChatInfo(id=msg.chat.id, title=name, kind="private")
+            if fresh:
+                offset = max(u.update_id for u in fresh) + 1
+                pause = DETECT_BACKOFF[0]
+            elif loop.time() - asked < poll / 2:
+                # back early with nothing new: a server (or proxy) that does
+                # not hold the poll must not make this a busy loop
+                await asyncio.sleep(min(pause, max(0.0, deadline - loop.time())))
+                pause = min(pause * 2, DETECT_BACKOFF[1])
     return None
 
 

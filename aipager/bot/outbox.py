@@ -192,6 +192,10 @@ class Outbox:
         return [op for lane in self._lanes.values() for op in lane.ops()
                 if op.kind != "action" and len(op.data) <= PERSIST_DATA_MAX]
 
+    def failing(self) -> bool:
+        """Whether some chat's sending is retrying after network errors or 5xx."""
+        return any(lane.failures for lane in self._lanes.values())
+
     def idle(self) -> bool:
         return not any(lane.queue or lane.inflight for lane in self._lanes.values())
 

@@ -38,9 +38,13 @@ class RawUpdates(GetUpdates):
 
 
 async def poll(bot: Any, handle: Callable[[Update], Awaitable[None]], *,
-               timeout: int = POLL_TIMEOUT, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
-               ) -> None:
-    """Fetch updates until cancelled and pass each valid one to ``handle`` in order."""
+               timeout: int = POLL_TIMEOUT, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+               on_health: Callable[[str], None] = lambda state: None) -> None:
+    """Fetch updates until cancelled and pass each valid one to ``handle`` in order.
+
+    ``on_health`` hears "ok" after each answered poll, else "conflict", "token" or
+    "unreachable".
+    """
     from aiogram import exceptions as tg
 
     offset: int | None = None
@@ -69,6 +73,7 @@ async def poll(bot: Any, handle: Callable[[Update], Awaitable[None]], *,
             if trouble:
                 log.info("receiving Telegram updates again")
             trouble, failures = "", 0
+            on_health("ok")
             for item in raw:
                 update_id = item.get("update_id") if isinstance(item, dict) else None
                 if isinstance(update_id, int) and not isinstance(update_id, bool):
@@ -81,5 +86,6 @@ async def poll(bot: Any, handle: Callable[[Update], Awaitable[None]], *,
                     continue
                 await handle(update)
             continue
+        on_health({"network": "unreachable"}.get(trouble, trouble))
         failures += 1
         await sleep(min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (failures - 1)))

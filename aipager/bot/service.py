@@ -64,6 +64,8 @@ class ChatBot:
         self.notifier = ChatNotifier(self.outbox, self.state, self._registry, self.chats_for,
                                      self._spawn, env=self.env)
         self.username: str | None = None
+        #: "ok", or what is wrong with reaching Telegram ("unreachable", "conflict", "token")
+        self.telegram = "starting"
         self._dirty = False
         self._closed = False
         self._tasks: set[asyncio.Task] = set()
@@ -79,6 +81,14 @@ class ChatBot:
         # shows them only to chats that turned them on.
         registry = daemon.core.registry
         registry.knobs = dataclasses.replace(registry.knobs, diff_previews=True)
+        daemon.facts.append(self.facts)
+
+    def facts(self) -> dict[str, Any]:
+        """The chat's health for ``aipager status``: Telegram reachable, what waits to be sent."""
+        return {"chat": {"chat_id": self.members.current().chat_id,
+                         "telegram": "unreachable" if self.outbox.failing() else self.telegram,
+                         "unsent": len(self.outbox.pending()),
+                         "bot": self.username, **self.outbox.counters}}
 
     def _registry(self) -> Any:
         return self.daemon.core.registry if self.daemon is not None else {}
@@ -170,8 +180,11 @@ class ChatBot:
         async def handle(update: Any) -> None:
             await self._handle(dp, update)
 
+        def health(state: str) -> None:
+            self.telegram = state
+
         try:
-            await polling.poll(self.bot, handle)
+            await polling.poll(self.bot, handle, on_health=health)
         finally:
             for task in list(self._tasks):
                 task.cancel()
@@ -239,6 +252,8 @@ class ChatBot:
             try:
                 me = await self.bot.get_me()
                 self.username = me.username
+                if self.telegram == "starting":
+                    self.telegram = "ok"
                 dp["bot_identity"] = (me.id, me.username)
                 await self.bot.set_my_commands([BotCommand(command=c, description=d)
                                                 for c, d in view.COMMANDS])

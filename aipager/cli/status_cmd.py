@@ -68,6 +68,10 @@ def status(
     typer.echo(f"daemon: {running}  [{where}]")
     if problem:
         typer.echo(f"state: {problem}")
+    chat = ((state or {}).get("daemon") or {}).get("chat") if isinstance(state, dict) else None
+    if pids and isinstance(chat, dict):
+        typer.echo(f"chat: {chat.get('chat_id')} via @{chat.get('bot') or '?'} · Telegram "
+                   f"{chat.get('telegram')} · {chat.get('unsent', 0)} unsent")
     rows = [r for r in _sessions_of(state) if show_all or r.get("state") != "gone"]
     live = {t["session"]: t["live"] for t in terminals}
     if not rows and not terminals:

@@ -98,6 +98,8 @@ class Daemon:
         self._last_spool = 0.0
         self._tasks: set[asyncio.Task] = set()
         self._services = tuple(services)
+        #: more facts for the saved state, from services (the chat: its connection, unsent)
+        self.facts: list[Callable[[], dict[str, Any]]] = []
         #: session → (mtime_ns, size) of its transcript when last read for an interruption
         self._transcripts: dict[str, tuple[int, int]] = {}
 
@@ -112,6 +114,7 @@ class Daemon:
             "socket": self.socket_path,
             "counters": {**self.core.counters, **self.core.ctx.counters,
                          "audit_failures": self.audit.failures},
+            **{k: v for facts in self.facts for k, v in facts().items()},
         }
 
     def save(self, *, force: bool = False, stopped: bool = False) -> None:

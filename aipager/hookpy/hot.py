@@ -57,7 +57,8 @@ MODULES = (
 )
 #: C extensions the twins import, located at build time: loading them straight
 #: from their file skips the search through the standard library's folders
-#: (~0.2 ms each measured); a path that no longer exists means the normal search
+#: (~0.2 ms each measured); a path that no longer exists means the normal search,
+#: and one built into the interpreter (no file) is left out
 EXTENSIONS = ("_json", "_socket")
 #: the bundle's path relative to the site dir
 FILE = "aipager/hookpy/_hot.bin"
@@ -152,7 +153,10 @@ def build(site: str) -> bytes:
         table[name] = (rel, is_package, marshal.dumps(code))
     for name in EXTENSIONS:
         module = importlib.import_module(name)
-        table[name] = (module.__file__, None, b"")
+        path = getattr(module, "__file__", None)
+        if path is None:
+            continue  # built into this interpreter (Debian's python3: _socket): no search to skip
+        table[name] = (path, None, b"")
     with open(__file__, "rb") as fh:
         loader = compile(fh.read(), "site-packages/" + FILE, "exec", dont_inherit=True, optimize=2)
     return importlib.util.MAGIC_NUMBER + marshal.dumps((loader, table))

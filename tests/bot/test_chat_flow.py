@@ -219,3 +219,15 @@ async def test_after_an_unclean_stop_the_chat_hears_it_once(tmp_path):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def test_status_shows_the_chats_health(chat):
+    await eventually(lambda: chat.daemon.daemon_facts()["chat"]["telegram"] == "ok")
+    chat.fake.set_outage(True)
+    chat.bot.outbox.put(Op("post", chat.chat_id, "waits"))
+    await eventually(lambda: chat.daemon.daemon_facts()["chat"]["telegram"] == "unreachable",
+                     timeout=40)
+    facts = chat.daemon.daemon_facts()["chat"]
+    assert facts["unsent"] == 1 and facts["chat_id"] == chat.chat_id
+    chat.fake.set_outage(False)
+    await eventually(lambda: chat.daemon.daemon_facts()["chat"]["unsent"] == 0, timeout=40)

@@ -152,3 +152,19 @@ async def test_unsent_work_is_kept_for_the_next_start(box):
     upload = fake.uploads[-1]
     assert upload["data"] == b"# full\n" and upload["filename"] == "a.md"
     await other.close(2)
+
+
+async def test_work_queued_before_start_and_the_last_runs_leftovers_each_go_once(box):
+    # A restarted daemon replays its spool (queueing answers, saving the state) before the
+    # bot's outbox starts: the save must keep both, and the start must not send twice.
+    fake, outbox = box
+    state = ChatState(pending=[Op("post", OWNER["id"], "left over").to_json()])
+    other = Outbox(outbox.bot, state)
+    other.put(Op("post", OWNER["id"], "replayed answer"), urgent=True)
+    saved = [op.to_json() for op in other.pending()]  # what ChatBot.save writes now
+    assert [p["text"] for p in saved] == ["left over", "replayed answer"]
+    other.start()
+    await fake.wait_for("sendMessage", lambda p: p["text"] == "replayed answer", timeout=10)
+    await eventually(other.idle)
+    assert _texts(fake, "sendMessage") == ["left over", "replayed answer"]
+    await other.close(1)
