@@ -162,17 +162,17 @@ class Actions:
         if quoted:
             # A reply to an older message: Claude is shown what it replies to.
             author["reply_to"] = {"text": quoted[0][:1000], "sent_at": quoted[1]}
-        why = ""
-        if sess.state == State.WAITING:
-            why = (f"⏳ Held for {sess.label}: Claude is waiting for an answer above; this goes "
-                   "in when that is settled.")
-        elif (sess.state == State.WORKING and sender.role != "owner"
-              and sender.user_id not in task_authors(sess)):
+        why, held_for = "", "task"
+        if (sess.state in (State.WORKING, State.WAITING) and sender.role != "owner"
+                and sender.user_id not in task_authors(sess)):
             # Each task keeps the rights of one author: another person's message waits.
             why = f"⏳ queued after {author_label(sess)}'s task in {sess.label}"
+        elif sess.state == State.WAITING:
+            why, held_for = (f"⏳ Held for {sess.label}: Claude is waiting for an answer above; "
+                             "this goes in when that is settled."), "dialog"
         if why:
             self.daemon.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
-                                           sender=sender.label, held=True)
+                                           sender=sender.label, held=True, held_for=held_for)
             self.state.authors[msg_key(chat_id, msg_id)] = author
             self.say(chat_id, why, reply_to=msg_id, session=sess.name)
             return "held"

@@ -155,11 +155,13 @@ class Daemon:
         return result
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
-                           chat_id: int | str = "", sender: str = "", held: bool = False) -> None:
+                           chat_id: int | str = "", sender: str = "", held: bool = False,
+                           held_for: str = "task") -> None:
         """A chat message for ``session``: typed now (👀 until Claude takes it) or, with
-        ``held``, waiting for the task to end (a ``release`` output says when)."""
+        ``held``, waiting for the task to end or (``held_for="dialog"``) for the open dialog
+        to close (a ``release`` output says when)."""
         self.core.registry.queue_message(session, str(msg_id), text, chat_id=str(chat_id),
-                                         sender=sender, held=held)
+                                         sender=sender, held=held, held_for=held_for)
         self.save(force=True)
 
     def audit_chat(self, action: str, **fields: Any) -> None:

@@ -126,6 +126,8 @@ class QueuedMessage:
     sender: str = ""
     #: held (waits for the task to end) | typed (👀, waiting for the pick-up)
     status: str = "held"
+    #: what a held message waits for: "task" (its end) or "dialog" (the open dialog to close)
+    held_for: str = "task"
 
 
 @dataclass(slots=True)

@@ -100,16 +100,18 @@ class Registry:
     # -- chat messages (the Telegram layer calls these) ------------------------
 
     def queue_message(self, name: str, msg_id: str, text: str, *, chat_id: str = "",
-                      sender: str = "", held: bool = False) -> QueuedMessage:
+                      sender: str = "", held: bool = False,
+                      held_for: str = "task") -> QueuedMessage:
         """Remember a chat message for session ``name``.
 
         ``held``: it waits for the task to end (released by Stop as a ``release``
-        output); otherwise it was typed now and waits for Claude to take it
+        output), or with ``held_for="dialog"`` only for the open dialog to close; otherwise it was typed now and waits for Claude to take it
         (``queue_pickup`` turns 👀 into 👍).  At most ``QUEUE_CAP`` are kept.
         """
         sess = self.ensure(name)
         msg = QueuedMessage(msg_id=str(msg_id), text=text, queued_at=self.clock(),
-                            chat_id=str(chat_id), sender=sender, status="held" if held else "typed")
+                            chat_id=str(chat_id), sender=sender, status="held" if held else "typed",
+                            held_for=held_for)
         sess.queue.append(msg)
         del sess.queue[:-QUEUE_CAP]
         self.touch(sess)

@@ -28,6 +28,7 @@ from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.events.permissions import reopen
 from aipager.daemon.model import HOOK_ANSWERED_KEPT, Request, Session, State
+from aipager.daemon.tasks import release_held
 from aipager.hookpy import reply as hook_reply
 
 #: the taps a permission request takes
@@ -160,6 +161,8 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
         if not sess.requests and sess.state == State.WAITING:
             task = sess.task
             ctx.registry.set_state(sess, State.WORKING if task and task.ended_at is None else State.READY)
+        if not sess.requests:
+            release_held(ctx, sess, only="dialog")
     else:
         via = VIA_KEYS
         req.answered = kind

@@ -55,10 +55,11 @@ def deliver_answer(ctx: Ctx, sess: Session, text: str | None, prompt_id: str) ->
     return True
 
 
-def release_held(ctx: Ctx, sess: Session) -> None:
-    """The messages that waited for the task may now be typed (oldest first)."""
+def release_held(ctx: Ctx, sess: Session, only: str = "") -> None:
+    """The messages that waited may now be typed (oldest first); ``only="dialog"``: just
+    those that waited for a dialog to close (the task goes on)."""
     for msg in sess.queue:
-        if msg.status == "held":
+        if msg.status == "held" and (not only or msg.held_for == only):
             msg.status = "typed"
             ctx.emit("release", sess, msg.text, msg_id=msg.msg_id, chat_id=msg.chat_id)
 

@@ -128,7 +128,7 @@ async def test_messages_wait_while_claude_shows_a_dialog_and_go_in_after(chat):
     assert chat.sessions.typed == []
     chat.feed(session, "PostToolUse", tool_name="Bash", tool_use_id="t1",
               tool_input={"command": "make deploy"}, tool_response={})
-    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Deployed.")
+    # The dialog closed: typing can no longer answer it, so the message goes in now.
     typed = await eventually(lambda: chat.sessions.typed, what="released message typed")
     assert typed[0][:2] == (session, "also bump the version")
     assert typed[0][2]["author_user_id"] == OWNER["id"]

@@ -16,7 +16,7 @@ from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Request, Session, State
 from aipager.daemon.summaries import request_detail, shorten
-from aipager.daemon.tasks import finish_task
+from aipager.daemon.tasks import finish_task, release_held
 
 router = EventRouter("permissions")
 
@@ -182,6 +182,8 @@ def _close_answered(ev: dict, sess: Session, ctx: Ctx) -> None:
     if not keep and sess.state == State.WAITING:
         task = sess.task
         ctx.registry.set_state(sess, State.WORKING if task and task.ended_at is None else State.READY)
+    if not keep:
+        release_held(ctx, sess, only="dialog")  # typing can no longer answer a dialog
     ctx.registry.touch(sess)
 
 
