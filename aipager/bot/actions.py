@@ -282,42 +282,36 @@ class Actions:
         """
         from aipager.bot import dialogkeys
 
-        sess = self.registry.get(ask["session"])
-        req = next((r for r in sess.requests if r.key == ask["key"] and r.kind == "question"),
-                   None) if sess is not None else None
-        if req is None or req.answered:
-            self.state.asks.pop(rkey, None)
-            return "gone"
         qs = [dialogkeys.Question(q["question"], tuple(q["options"]), bool(q.get("multi")))
               for q in ask["questions"]]
         answers = [dialogkeys.Answer(list(a.get("picks", [])), a.get("text", ""))
                    for a in ask["answers"]]
-        req.answered = "question"  # a second tap types nothing, even while this one types
-        self.registry.touch(sess)
-        await self.daemon.session_io.press(sess.name, dialogkeys.questions(qs, answers))
-        self.state.asks.pop(rkey, None)
-        shown = self.state.shown.pop(rkey, None) or ""
-        text = f"{shown}\n{view.answers_text(ask)}\n✅ Answered by {sender.tag}"
-        self.outbox.put(Op("live", ask["chat"], text.strip(), key=rkey, session=sess.name))
-        self.audit("question_answer", sender, session=sess.name, tool="AskUserQuestion")
-        return "answered"
+        return await self._settle_question(
+            rkey, ask, sender, dialogkeys.questions(qs, answers), "question_answer",
+            f"{view.answers_text(ask)}\n✅ Answered by {sender.tag}")
 
     async def decline_questions(self, rkey: str, ask: dict[str, Any], sender: Sender) -> str:
+        """Decline the whole AskUserQuestion dialog (Esc); ``gone`` when it is not open."""
         from aipager.bot import dialogkeys
 
+        return await self._settle_question(rkey, ask, sender, dialogkeys.decline(),
+                                           "question_decline", f"⏹ Declined by {sender.tag}")
+
+    async def _settle_question(self, rkey: str, ask: dict[str, Any], sender: Sender,
+                               keys: list[bytes], action: str, line: str) -> str:
         sess = self.registry.get(ask["session"])
         req = next((r for r in sess.requests if r.key == ask["key"] and r.kind == "question"),
                    None) if sess is not None else None
-        if req is None or req.answered:
-            self.state.asks.pop(rkey, None)
-            return "gone"
-        req.answered = "declined"
-        await self.daemon.session_io.press(sess.name, dialogkeys.decline())
         self.state.asks.pop(rkey, None)
+        if req is None or req.answered:
+            return "gone"
+        req.answered = action  # a second tap types nothing, even while this one types
+        self.registry.touch(sess)
+        await self.daemon.session_io.press(sess.name, keys)
         shown = self.state.shown.pop(rkey, None) or ""
-        self.outbox.put(Op("live", ask["chat"], f"{shown}\n⏹ Declined by {sender.tag}".strip(),
-                           key=rkey, session=sess.name))
-        self.audit("question_decline", sender, session=sess.name, tool="AskUserQuestion")
+        self.outbox.put(Op("live", ask["chat"], f"{shown}\n{line}".strip(), key=rkey,
+                           session=sess.name))
+        self.audit(action, sender, session=sess.name, tool="AskUserQuestion")
         return "answered"
 
     async def kill(self, sess: Session) -> bool:

@@ -34,6 +34,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from aipager.aio import cancel_and_wait
 from aipager.bot.chatstate import ChatState
 
 log = logging.getLogger("aipager.bot")
@@ -219,12 +220,7 @@ class Outbox:
         while not self.idle() and self._clock() < deadline:
             await asyncio.sleep(0.05)
         self._running = False
-        tasks = [lane.task for lane in self._lanes.values() if lane.task is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(lane.task for lane in self._lanes.values() if lane.task is not None)
 
     async def _run(self, chat_id: int, lane: _Lane) -> None:
         while self._running:

@@ -18,6 +18,7 @@ import re
 from typing import Any, Coroutine, Mapping
 
 from aipager import config, telegram_check
+from aipager.aio import cancel_and_wait, every
 from aipager.bot import chatstate, polling, view
 from aipager.bot.access import Access, Members
 from aipager.bot.actions import Actions
@@ -186,11 +187,7 @@ class ChatBot:
         try:
             await polling.poll(self.bot, handle, on_health=health)
         finally:
-            for task in list(self._tasks):
-                task.cancel()
-            for task in list(self._tasks):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(self._tasks)
             await self.outbox.close(CLOSE_GRACE)
             self._closed = True
             self.save()
@@ -213,16 +210,7 @@ class ChatBot:
         self._spawn(in_order())
 
     async def _every(self, seconds: float, fn: Any) -> None:
-        while True:
-            await asyncio.sleep(seconds)
-            try:
-                result = fn()
-                if asyncio.iscoroutine(result):
-                    await result
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - a failing loop step must not stop the bot
-                log.exception("bot loop %s failed", getattr(fn, "__name__", fn))
+        await every(seconds, fn, log)
 
     def _save_if_dirty(self) -> None:
         if self._dirty:

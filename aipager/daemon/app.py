@@ -22,6 +22,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 import orjson
 
 from aipager import __version__, paths
+from aipager.aio import cancel_and_wait, every
 from aipager.daemon import deepq, lock, persist, replies, spool, tasks, transcript
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
@@ -95,6 +96,8 @@ class Daemon:
         self.stop_event = asyncio.Event()
         self._saved_version = -1
         self._last_save = 0.0
+        #: the last state-save failure logged (None: the last save worked)
+        self._save_error: str | None = None
         self._last_spool = 0.0
         self._tasks: set[asyncio.Task] = set()
         self._services = tuple(services)
@@ -126,8 +129,14 @@ class Daemon:
         try:
             persist.save_state(self.env, reg, self.daemon_facts(stopped))
         except OSError as exc:
-            log.error("cannot save the daemon state: %s", exc)
+            # retried every tick; logged once, then again only when the error changes
+            if str(exc) != self._save_error:
+                log.error("cannot save the daemon state: %s", exc)
+                self._save_error = str(exc)
             return
+        if self._save_error is not None:
+            log.info("the daemon state is saved again")
+            self._save_error = None
         reg.save_now = False
         self._saved_version = reg.version
         self._last_save = now
@@ -222,14 +231,7 @@ class Daemon:
     # -- loops ---------------------------------------------------------------
 
     async def _every(self, seconds: float, fn: Callable[[], Any]) -> None:
-        while True:
-            await asyncio.sleep(seconds)
-            try:
-                result = fn()
-                if asyncio.iscoroutine(result):
-                    await result
-            except Exception:  # noqa: BLE001 - a failing timer must not stop the daemon
-                log.exception("periodic %s failed", getattr(fn, "__name__", fn))
+        await every(seconds, fn, log)
 
     async def _guard(self, service: Callable[[Daemon], Awaitable[None]]) -> None:
         try:
@@ -335,11 +337,7 @@ class Daemon:
                 failed = None
                 thread = self._thread_ingest(sock, loop)
         finally:
-            for task in list(self._tasks):
-                task.cancel()
-            for task in list(self._tasks):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(self._tasks)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
             if drain is not None:

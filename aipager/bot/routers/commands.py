@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any, Awaitable
 
 from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
@@ -144,20 +145,33 @@ async def on_stop(message: Message, command: CommandObject, actions: Actions,
         await stop_session(actions, message.chat.id, sess)
 
 
-async def stop_session(actions: Actions, chat_id: int, sess: Session) -> None:
+async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[Any],
+                done: str, failed: str) -> None:
+    """Run ``work`` on a session and say how it went."""
     try:
-        await actions.stop(sess)
+        await work
     except AipagerError as exc:
-        actions.say(chat_id, f"Cannot stop {sess.label}: {exc}")
+        actions.say(chat_id, f"{failed} {sess.label}: {exc}")
         return
-    actions.say(chat_id, f"⏹ Stop sent to {sess.label}.", session=sess.name)
+    actions.say(chat_id, done, session=sess.name)
+
+
+async def stop_session(actions: Actions, chat_id: int, sess: Session) -> None:
+    await _tell(actions, chat_id, sess, actions.stop(sess), f"⏹ Stop sent to {sess.label}.",
+                "Cannot stop")
+
+
+async def _chosen(actions: Actions, message: Message, command: CommandObject, sender: Sender,
+                  need: str, act: str) -> Session | None:
+    """The live session a command is about, if the sender may do ``need``."""
+    if refused(actions, message, sender, need):
+        return None
+    return pick_or_run(actions, message, command.args, act, actions.live_sessions())
 
 
 async def on_kill(message: Message, command: CommandObject, actions: Actions,
                   sender: Sender) -> None:
-    if refused(actions, message, sender, "manage"):
-        return
-    sess = pick_or_run(actions, message, command.args, "kill", actions.live_sessions())
+    sess = await _chosen(actions, message, command, sender, "manage", "kill")
     if sess is not None:
         ask_kill(actions, message.chat.id, sess)
 
@@ -172,20 +186,14 @@ def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
 
 async def on_compact(message: Message, command: CommandObject, actions: Actions,
                      sender: Sender) -> None:
-    if refused(actions, message, sender, "prompt"):
-        return
-    sess = pick_or_run(actions, message, command.args, "compact", actions.live_sessions())
+    sess = await _chosen(actions, message, command, sender, "prompt", "compact")
     if sess is not None:
         await compact(actions, message.chat.id, sess)
 
 
 async def compact(actions: Actions, chat_id: int, sess: Session) -> None:
-    try:
-        await actions.type_command(sess, "/compact")
-    except AipagerError as exc:
-        actions.say(chat_id, f"Cannot compact {sess.label}: {exc}")
-        return
-    actions.say(chat_id, f"📦 /compact sent to {sess.label}.", session=sess.name)
+    await _tell(actions, chat_id, sess, actions.type_command(sess, "/compact"),
+                f"📦 /compact sent to {sess.label}.", "Cannot compact")
 
 
 async def on_model(message: Message, command: CommandObject, actions: Actions,
