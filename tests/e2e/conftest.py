@@ -3,15 +3,19 @@
 Layers, each a fixture a scenario asks for by name:
 
 - ``fake_anthropic``  — the scripted model (``fakes.anthropic.FakeAnthropic``) on 127.0.0.1.
+- ``fake_telegram``   — the fake Bot API (``fakes.telegram_api.FakeBotAPI``) on 127.0.0.1,
+                        served from a thread; the owner has a private chat with the bot.
+                        Scenarios "type" with ``say`` and "tap" with ``tap``.
 - ``claude_home``     — throwaway HOME/project/instance folder, first-run dialogs answered,
                         ``settings.json`` wired to the installed ``aipager-hook``.
 - ``hook_socket``     — a bare datagram socket where the daemon's would be (hook scenarios).
-- ``daemon``          — ``aipager start`` instead, read back via ``aipager status --json``.
+- ``daemon``          — ``aipager start`` instead, read back via ``aipager status --json``;
+                        its bot polls ``fake_telegram``.
 - ``run_claude_p``    — ``claude -p`` against the fake, returns a ``PrintRun``.
 - ``dtach_session``   — factory for interactive Claude Code sessions in dtach.
 
-Daemon scenarios swap ``hook_socket`` for a running daemon; the Telegram side will add a
-fake Bot API fixture next to ``fake_anthropic`` and hand its URL to the daemon's config.
+Daemon scenarios swap ``hook_socket`` for a running daemon, whose bot talks to the fake
+Bot API (its URL in the daemon's ``AIPAGER_TELEGRAM_API_BASE``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from e2e.kit.dtachs import CliSession, DtachSession
 from e2e.kit.hooksock import HookSocket
 from e2e.kit.runner import PrintRun, run_print
 from fakes.anthropic import FakeAnthropic
+from fakes.telegram_api import OWNER, FakeBotAPI
 
 
 @pytest.fixture
@@ -35,6 +40,15 @@ def fake_anthropic() -> Iterator[FakeAnthropic]:
     fake.start()
     yield fake
     fake.stop()
+
+
+@pytest.fixture
+def fake_telegram() -> Iterator[FakeBotAPI]:
+    """The fake Bot API in a thread (the daemon is another process); ``.base`` is its URL."""
+    fake = FakeBotAPI()
+    fake.add_private_chat(OWNER)
+    with fake.in_thread():
+        yield fake
 
 
 @pytest.fixture
@@ -60,10 +74,19 @@ def hook_socket(claude_home: kit.ClaudeHome) -> Iterator[HookSocket]:
 
 
 @pytest.fixture
-def daemon(claude_home: kit.ClaudeHome) -> Iterator[Daemon]:
-    """``aipager start`` running for ``claude_home`` (instead of ``hook_socket``)."""
+def daemon(claude_home: kit.ClaudeHome, fake_telegram: FakeBotAPI,
+           fake_anthropic: FakeAnthropic) -> Iterator[Daemon]:
+    """``aipager start`` running for ``claude_home`` (instead of ``hook_socket``).
+
+    Its bot polls ``fake_telegram``; sessions it starts (``/new``) run the suite's Claude
+    Code against ``fake_anthropic``, as the harness's own sessions do.
+    """
     write_config(claude_home)
-    proc = Daemon(claude_home)
+    session_env = claude_home.claude_env(fake_anthropic.base_url)
+    session_env.pop("CLAUDE_DTACH_SESSION")  # dtach.create sets it per session
+    extra = {k: v for k, v in session_env.items() if k not in claude_home.aipager_env()}
+    extra["AIPAGER_CLAUDE_BIN"] = kit.claude_binary()
+    proc = Daemon(claude_home, api_base=fake_telegram.base, extra_env=extra)
     proc.start()
     yield proc
     proc.stop()

@@ -1,13 +1,17 @@
 """The real daemon as a user runs it: ``aipager start`` in a subprocess, read back through
 ``aipager status --json`` and its log file.
 
-The config needs no Telegram yet: a well-formed dummy token, a chat and two members (an
-owner and a ``user``).  The Telegram round adds a fake Bot API URL to this config; nothing
-else here changes.
+The config is the owner's private chat with the bot (chat id == the owner's user id, as
+``aipager setup`` writes it), the fake Bot API's token, the owner and a ``user`` member, and
+``new_session_folder`` (where ``/new`` starts sessions: the home's project).  The daemon's
+environment points the bot at the fake Bot API (``AIPAGER_TELEGRAM_API_BASE``) and, when
+given, carries what Claude Code needs to reach the fake model, so sessions the bot starts
+with ``/new`` run offline like the harness's own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,44 +21,70 @@ from typing import Any, Callable
 
 from aipager import paths
 from e2e.kit.claude import ClaudeHome, installed_program
+from fakes.telegram_api import OWNER, TOKEN
 
-OWNER_ID = 1001
+#: the owner: the person the fake Bot API's helpers speak as by default
+OWNER_ID = OWNER["id"]
 USER_ID = 2002
-CHAT_ID = -1000000000042
-BOT_TOKEN = "123456789:e2e-dummy-token-not-used-0000000"
+#: the owner's private chat with the bot
+CHAT_ID = OWNER_ID
+BOT_TOKEN = TOKEN
 
 
 def write_config(home: ClaudeHome) -> str:
-    """aipager's config for the home: dummy bot, an owner and a ``user`` member."""
+    """aipager's config for the home: the owner's private chat, the owner and a ``user``."""
     from aipager import config
 
     cfg = config.Config(
         bot_token=BOT_TOKEN,
         chat_id=CHAT_ID,
         members=(config.Member(OWNER_ID, "owner", "owner"), config.Member(USER_ID, "user", "guest")),
+        extra={"new_session_folder": home.project},
     )
     return config.save(home.aipager_env(), cfg)
 
 
 class Daemon:
-    """One ``aipager start`` process for a :class:`ClaudeHome`."""
+    """One ``aipager start`` process for a :class:`ClaudeHome`.
 
-    def __init__(self, home: ClaudeHome) -> None:
+    Args:
+        home: the throwaway world.
+        api_base: the fake Bot API's base URL (the bot polls it).
+        extra_env: more environment for the daemon (and so for sessions ``/new`` starts).
+    """
+
+    def __init__(self, home: ClaudeHome, api_base: str = "",
+                 extra_env: dict[str, str] | None = None) -> None:
         self.home = home
-        self.env = home.aipager_env()
+        self.extra_env = dict(extra_env or {})
+        if api_base:
+            self.extra_env["AIPAGER_TELEGRAM_API_BASE"] = api_base
+        self.env = self.environment()
         self.proc: subprocess.Popen[bytes] | None = None
         self.output = os.path.join(home.root, "daemon-output.log")
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    def environment(self) -> dict[str, str]:
+        """The home's aipager environment (read again: a scenario may add knobs) plus ours."""
+        return {**self.home.aipager_env(), **self.extra_env}
+
     def start(self, wait: float = 20.0) -> None:
         """Start ``aipager start`` and wait until its state says it is alive."""
+        self.env = self.environment()
         with open(self.output, "ab") as out:
             self.proc = subprocess.Popen(
                 [installed_program("aipager"), "start"], env=self.env, cwd=self.home.root,
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             )
-        self.wait_state(lambda st: st["state"]["daemon"].get("alive") is True, wait, "daemon alive")
+        try:
+            self.wait_state(lambda st: st["state"]["daemon"].get("alive") is True, wait,
+                            "daemon alive")
+        except BaseException:
+            # A fixture that fails in setup is never torn down: leave no daemon behind.
+            with contextlib.suppress(AssertionError):
+                self.stop()
+            raise
 
     def stop(self, timeout: float = 15.0) -> int | None:
         """SIGTERM (a clean shutdown) and wait; returns the exit status."""
