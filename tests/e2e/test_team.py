@@ -1,0 +1,117 @@
+"""A team group on the real path: the fake Bot API's group, the real daemon and bot, the real
+Claude Code TUI.  A `user` member's prompt runs with the user's rules plus the floor (the
+hook refuses before any dialog could be approved); the owner's identical prompt runs; another
+person's message waits for the running task and then goes in."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from e2e.kit import claude as kit
+from e2e.kit.chat import Phone, buttons
+from e2e.kit.daemon import OWNER_ID, USER_ID, Daemon
+from fakes import anthropic as fa
+from fakes.telegram_api import OWNER, TOKEN
+
+pytestmark = pytest.mark.e2e
+
+GROUP = -1000000000042
+GUEST = {"id": USER_ID, "is_bot": False, "first_name": "Guest", "username": "guest"}
+#: Bash is not pre-allowed: if the hook let a call through, Claude Code would show its dialog
+TUI_ARGS = ("--permission-mode", "default", "--allowedTools", "Write,Read")
+
+
+@pytest.fixture
+def team(claude_home, fake_telegram, fake_anthropic):
+    """The daemon reporting to a group with the owner and a `user` member."""
+    from aipager import config
+
+    fake_telegram.add_group_chat(GROUP, "team")
+    cfg = config.Config(bot_token=TOKEN, chat_id=GROUP,
+                        members=(config.Member(OWNER_ID, "owner", "owner"),
+                                 config.Member(USER_ID, "user", "guest")))
+    config.save(claude_home.aipager_env(), cfg)
+    session_env = claude_home.claude_env(fake_anthropic.base_url)
+    session_env.pop("CLAUDE_DTACH_SESSION")
+    extra = {k: v for k, v in session_env.items() if k not in claude_home.aipager_env()}
+    extra["AIPAGER_CLAUDE_BIN"] = kit.claude_binary()
+    proc = Daemon(claude_home, api_base=fake_telegram.base, extra_env=extra)
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def _ready(daemon) -> None:
+    daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 30,
+                        "the session ready")
+
+
+def _finished(seq: int):
+    def pred(sess: dict) -> bool:
+        task = sess.get("task") or {}
+        return task.get("seq") == seq and bool(task.get("ended_at")) and sess["state"] == "ready"
+    return pred
+
+
+def test_a_users_forbidden_task_is_refused_while_the_owners_identical_one_runs(
+        team, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    phone = Phone(fake_telegram, GROUP)
+    made = os.path.join(claude_home.project, "made-by-team")
+    fake_anthropic.script("E2E-TEAM", fa.bash(f"touch {made}"), fa.text("Team task over."))
+    tui = dtach_session(*TUI_ARGS)
+    _ready(team)
+
+    fake_telegram.say("/e2e E2E-TEAM make the file", user=GUEST, chat_id=GROUP)
+
+    sess = team.wait_session(_finished(1), 40, "the user's task finished")
+    assert sess["task"]["blocked"], sess["task"]
+    assert [a["user_id"] for a in sess["task"]["authors"]] == [USER_ID]
+    phone.wait(lambda snap: any("Blocked by a safety rule" in t for t in phone.sent_texts(snap)),
+               20, "the safety notice in the group")
+    assert not os.path.exists(made)
+    # Never a dialog to approve: the hook refused before Claude Code could ask.
+    assert not tui.shows("Do you want to proceed?")
+    assert not any("🔐 e2e · Bash" in t for t in phone.sent_texts())
+
+    fake_telegram.say("/e2e E2E-TEAM make the file", user=OWNER, chat_id=GROUP)
+
+    # The owner's task asks (Bash is not pre-allowed): the owner taps Allow in the group.
+    request = phone.wait_message(lambda m: m.get("text", "").startswith("🔐 e2e · Bash"), 40,
+                                 "the owner's permission request")
+    fake_telegram.tap(request["message_id"], buttons(request)["✅ Allow"], chat_id=GROUP)
+    sess = team.wait_session(_finished(2), 40, "the owner's task finished")
+    assert not sess["task"]["blocked"]
+    assert os.path.exists(made)
+
+
+def test_another_persons_message_waits_for_the_running_task(team, dtach_session, fake_anthropic,
+                                                           fake_telegram, claude_home):
+    phone = Phone(fake_telegram, GROUP)
+    first_file = os.path.join(claude_home.project, "first")
+    fake_anthropic.script("E2E-FIRST", fa.bash(f"touch {first_file}"),
+                          fa.text("First task over."))
+    fake_anthropic.script("E2E-SECOND", fa.text("Second task over."))
+    dtach_session(*TUI_ARGS)
+    _ready(team)
+
+    fake_telegram.say("/e2e E2E-FIRST start", user=OWNER, chat_id=GROUP)
+    # The owner's task stops at a permission request: it is still running.
+    request = phone.wait_message(lambda m: m.get("text", "").startswith("🔐 e2e · Bash"), 40,
+                                 "the owner's permission request")
+    fake_telegram.say("/e2e E2E-SECOND after that", user=GUEST, chat_id=GROUP)
+    phone.wait(lambda snap: any("queued after owner" in t for t in phone.sent_texts(snap)), 20,
+               "the queued line")
+    assert not fake_anthropic.requests_with("E2E-SECOND")
+
+    fake_telegram.tap(request["message_id"], buttons(request)["✅ Allow"], chat_id=GROUP)
+
+    phone.wait(lambda snap: any("Second task over." in t for t in phone.sent_texts(snap)), 60,
+               "the second answer")
+    texts = phone.sent_texts()
+    first = next(i for i, t in enumerate(texts) if "First task over." in t)
+    second = next(i for i, t in enumerate(texts) if "Second task over." in t)
+    assert first < second
+    sess = team.wait_session(_finished(2), 30, "the second task finished")
+    assert [a["user_id"] for a in sess["task"]["authors"]] == [USER_ID]
