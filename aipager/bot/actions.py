@@ -28,6 +28,10 @@ log = logging.getLogger("aipager.bot")
 READY_TIMEOUT = 30.0
 #: after SessionStart, Claude Code still draws its prompt before it reads keys
 READY_SETTLE = 1.0
+#: a dialog reads keys this long after it is drawn (measured on 2.1.328: tui_keys.json)
+DIALOG_SETTLE = 1.0
+#: how long a question's answer waits for the dialog to be drawn
+DIALOG_WAIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -307,12 +311,27 @@ class Actions:
             return "gone"
         req.answered = action  # a second tap types nothing, even while this one types
         self.registry.touch(sess)
-        await self.daemon.session_io.press(sess.name, keys)
+        # Taken first: the tool's end (request_closed) may come while the keys go in, and
+        # must not add "answered in the terminal".
         shown = self.state.shown.pop(rkey, None) or ""
+        await self._dialog_ready(req)
+        await self.daemon.session_io.press(sess.name, keys)
         self.outbox.put(Op("live", ask["chat"], f"{shown}\n{line}".strip(), key=rkey,
                            session=sess.name))
         self.audit(action, sender, session=sess.name, tool="AskUserQuestion")
         return "answered"
+
+    async def _dialog_ready(self, req: Any) -> None:
+        """Wait until Claude Code shows the dialog and reads keys (``DIALOG_SETTLE`` after its
+        PermissionRequest; at most ``DIALOG_WAIT`` when that event never comes)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DIALOG_WAIT
+        while not req.dialog_at and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if req.dialog_at:
+            left = req.dialog_at + DIALOG_SETTLE - self.registry.clock()
+            if left > 0:
+                await asyncio.sleep(min(left, DIALOG_SETTLE))
 
     async def kill(self, sess: Session) -> bool:
         return await asyncio.to_thread(dtach.kill, self.env, sess.label)

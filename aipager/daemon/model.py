@@ -113,6 +113,9 @@ class Request:
     suggestions: list = field(default_factory=list)
     #: the tap that answered it by keys (allow | allow_always | deny): a later tap types nothing
     answered: str = ""
+    #: when Claude Code put its dialog on screen (a question's PermissionRequest): keys
+    #: typed before the TUI reads them are lost
+    dialog_at: float = 0.0
 
 
 @dataclass(slots=True)

@@ -150,7 +150,8 @@ def interrupted_at(path: str) -> float | None:
             continue
         content = _blocks(entry, "user")
         texts = [content] if isinstance(content, str) else [
-            b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
+            b.get("text", "") for b in content or ()
+            if isinstance(b, dict) and b.get("type") == "text"]
         if not any(isinstance(t, str) and t.startswith(INTERRUPT_MARK) for t in texts):
             return None
         return _epoch(entry.get("timestamp"))

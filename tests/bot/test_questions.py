@@ -13,6 +13,9 @@ def _ask(chat, session, questions, tool_use_id="q1"):
     chat.feed(session, "UserPromptSubmit", prompt="pick", prompt_id="p1")
     chat.feed(session, "PreToolUse", tool_name="AskUserQuestion", tool_use_id=tool_use_id,
               tool_input={"questions": questions})
+    # Claude Code's PermissionRequest for the picker: it is on screen now
+    chat.feed(session, "PermissionRequest", tool_name="AskUserQuestion", tool_use_id=tool_use_id,
+              tool_input={"questions": questions})
 
 
 def _q(text, options, multi=False, header="Choice"):

@@ -67,14 +67,15 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
                      else "This request is no longer open.")
         return
     if result == replies.VIA_KEYS:
+        rkey = f"req:{session}:{key}"
+        # Taken first: the PostToolUse that closes the request may come while the keys go
+        # in, and must not add a second line.
+        shown = actions.state.shown.pop(rkey, None)
         try:
             await actions.daemon.session_io.press(session, DIALOG_KEYS[kind])
         except AipagerError as exc:
             await _toast(query, f"Could not answer: {exc}")
             return
-        rkey = f"req:{session}:{key}"
-        # Popped: the PostToolUse that closes the request later must not add a second line.
-        shown = actions.state.shown.pop(rkey, None)
         if shown is not None and query.message is not None:
             word = "stop" if callback_data.act == "stop" else kind
             text = f"{shown}\n{view.verdict('keys', word, sender.tag, time.time())}"

@@ -21,6 +21,9 @@ from aipager.daemon.tasks import finish_task, release_held
 router = EventRouter("permissions")
 
 QUESTION_TOOL = "AskUserQuestion"
+#: open requests kept per session (Claude Code shows one dialog at a time, a few with
+#: parallel agents); past it the oldest is closed
+REQUESTS_CAP = 20
 
 
 def _str(ev: dict, key: str) -> str:
@@ -42,6 +45,9 @@ def _open(ctx: Ctx, sess: Session, req: Request) -> None:
         sess.reminded = False  # a new wait earns one reminder
     req.separate = bool(sess.requests)
     sess.requests.append(req)
+    for old in sess.requests[:-REQUESTS_CAP]:
+        ctx.emit("request_closed", sess, key=old.key, request_id=old.request_id)
+    del sess.requests[:-REQUESTS_CAP]
     ctx.registry.set_state(sess, State.WAITING)
     ctx.registry.touch(sess)
 
@@ -77,7 +83,12 @@ def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
         # A helper agent of Claude Code asking while no task runs: not Claude asking you.
         return
     digest = input_digest(QUESTION_TOOL, ev.get("tool_input"))
-    if any(r.kind == "question" and r.input_digest == digest for r in sess.requests):
+    shown = next((r for r in sess.requests if r.kind == "question" and r.input_digest == digest),
+                 None)
+    if shown is not None:
+        if _str(ev, "hook_event_name") == "PermissionRequest" and not shown.dialog_at:
+            shown.dialog_at = ctx.now()  # the picker is on screen now
+            ctx.registry.touch(sess)
         return
     text, options, multi = _question_from(ev)
     tool_use_id = _str(ev, "tool_use_id")

@@ -1,0 +1,254 @@
+"""Permission requests answered from the chat, on the real Claude Code TUI.
+
+Claude Code (``--permission-mode default``, nothing pre-allowed) asks before each Bash
+command; its PermissionRequest hook forwards the request and waits for the daemon's reply
+(``AIPAGER_PERMISSION_REPLY_DEADLINE``, 20 s by default).  The bot shows the request with
+"✅ Allow", "❌ Deny", "⏹ Stop" (and "🟢 Always allow" when Claude Code offers a rule).
+
+Claude Code 2.1.328 draws its own dialog 0.1–0.4 s after the hook starts, *while* the hook
+waits, and keeps it answerable at the terminal: a tap in time closes that dialog through
+the hook ("Allowed by PermissionRequest hook"), no key typed.  So the scenarios wait for the
+dialog before tapping (a faster tap may beat the drawing; that is luck, not a guarantee).
+After the deadline the hook gives up, the dialog stays, and a tap answers it with keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+import pytest
+
+from aipager import paths
+from e2e.kit.chat import Phone, buttons, text_of
+from fakes import anthropic as fa
+
+pytestmark = pytest.mark.e2e
+
+SESSION = "claude-e2e"
+DIALOG = "Do you want to proceed?"
+ASKING = ("--permission-mode", "default")  # nothing pre-allowed: Claude Code asks
+#: the reply wait for the scenarios where nobody taps in time
+SHORT_DEADLINE = "4"
+
+
+def _ready(daemon) -> None:
+    daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 30,
+                        "the session ready")
+
+
+def _request(phone: Phone, detail: str, timeout: float = 30.0) -> dict:
+    """The permission message whose command is ``detail`` (with its buttons)."""
+    return phone.wait_message(lambda m: detail in text_of(m) and "✅ Allow" in buttons(m),
+                              timeout, f"the permission request for {detail!r}")
+
+
+def _verdict(phone: Phone, message: dict, words: str, timeout: float = 15.0) -> dict:
+    """The permission message once edited to its verdict line (buttons gone)."""
+    pattern = re.compile(rf"\n{re.escape(words)} by @owner · \d\d:\d\d$")
+    return phone.wait(lambda snap: next(
+        (m for m in phone.messages(snap) if m["message_id"] == message["message_id"]
+         and pattern.search(text_of(m)) and not buttons(m)), None),
+        timeout, f"the request edited to {words!r}")
+
+
+def _audit(home) -> list[dict]:
+    try:
+        with open(paths.audit_log(home.aipager_env()), encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+    except FileNotFoundError:
+        return []
+
+
+def _task_done(sess: dict) -> bool:
+    return bool(sess.get("task") and sess["task"].get("ended_at")) and sess["state"] == "ready"
+
+
+def test_allow_tap_answers_through_the_hook_and_the_command_runs(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    phone = Phone(fake_telegram)
+    target = os.path.join(claude_home.project, "allowed")
+    fake_anthropic.script("E2E-TALLOW", fa.bash(f"touch {target}"), fa.text("Made it."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TALLOW make the file")
+
+    request = _request(phone, f"touch {target}")
+    assert set(buttons(request)) == {"✅ Allow", "❌ Deny", "⏹ Stop"}, buttons(request)
+    assert not os.path.exists(target)
+    tui.wait_shown(DIALOG)
+    dialogs = tui.count(DIALOG)
+    query = phone.tap(request, "✅ Allow")
+
+    assert phone.toast(query)["text"] == "Allowed"
+    _verdict(phone, request, "✅ Allowed")
+    # The hook's decision closed the terminal's dialog: nothing was pressed there.
+    tui.wait_shown("Allowed by PermissionRequest hook", 20)
+    tui.wait_shown("Made it.", 30)
+    assert os.path.exists(target)
+    assert tui.count(DIALOG) == dialogs
+    sess = daemon.wait_session(_task_done, 20, "the task done")
+    assert [(r["summary"], r["status"]) for r in sess["rows"]] == [(f"Bash: touch {target}", "ok")]
+    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    assert (record["answer"], record["via"], record["who"]) == ("allow", "hook_decision", "@owner")
+
+
+def test_deny_tap_refuses_and_the_model_is_told(daemon, dtach_session, fake_anthropic,
+                                                fake_telegram, claude_home):
+    phone = Phone(fake_telegram)
+    target = os.path.join(claude_home.project, "denied")
+    fake_anthropic.script("E2E-TDENY", fa.bash(f"touch {target}"), fa.text("Left it alone."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TDENY make the file")
+
+    request = _request(phone, f"touch {target}")
+    tui.wait_shown(DIALOG)
+    dialogs = tui.count(DIALOG)
+    query = phone.tap(request, "❌ Deny")
+
+    assert phone.toast(query)["text"] == "Denied"
+    _verdict(phone, request, "❌ Denied")
+    tui.wait_shown("Denied by PermissionRequest hook", 20)
+    tui.wait_shown("Left it alone.", 30)
+    assert not os.path.exists(target)
+    assert tui.count(DIALOG) == dialogs
+    results = [b for r in fake_anthropic.requests_with("E2E-TDENY") for b in r.tool_results()]
+    assert len(results) == 1 and results[0].get("is_error"), results
+    assert "Denied via aipager by @owner" in json.dumps(results[0].get("content")), results
+    sess = daemon.wait_session(_task_done, 20, "the task done")
+    assert not sess["requests"]
+
+
+def test_always_allow_saves_the_rule_and_the_next_identical_call_asks_nothing(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    phone = Phone(fake_telegram)
+    command = "python3 -c 'print(6*7)'"
+    fake_anthropic.script("E2E-TALWAYS", fa.bash(command), fa.text("First run done."))
+    fake_anthropic.script("E2E-TAGAIN", fa.bash(command), fa.text("Second run done."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TALWAYS run it")
+
+    request = _request(phone, command)
+    tui.wait_shown(DIALOG)
+    # Claude Code offers a rule for this command: the button says what it remembers.
+    assert "🟢 Always allow" in buttons(request), buttons(request)
+    assert f"Always allow remembers: Bash({command})" in text_of(request)
+    query = phone.tap(request, "🟢 Always allow")
+
+    assert phone.toast(query)["text"] == "Always allowed"
+    _verdict(phone, request, "🟢 Always allowed")
+    tui.wait_shown("First run done.", 30)
+    # 2.1.328 writes the rule (parentheses escaped) to the project's local settings.
+    local = os.path.join(claude_home.project, ".claude", "settings.local.json")
+    with open(local, encoding="utf-8") as fh:
+        allowed = json.load(fh)["permissions"]["allow"]
+    assert allowed == ["Bash(python3 -c 'print\\(6*7\\)')"], allowed
+    daemon.wait_session(_task_done, 20, "the first task done")
+    dialogs = tui.count(DIALOG)
+
+    phone.say("E2E-TAGAIN run it again")
+
+    tui.wait_shown("Second run done.", 30)
+    sess = daemon.wait_session(lambda s: _task_done(s) and s["task"]["seq"] == 2, 20,
+                               "the second task done")
+    assert [r["status"] for r in sess["rows"] if r["task"] == 2] == ["ok"]
+    results = [b for r in fake_anthropic.requests_with("E2E-TAGAIN") for b in r.tool_results()]
+    assert results and "42" in json.dumps(results[-1].get("content")), results
+    asked = [p for p in phone.calls("sendMessage") if "✅ Allow" in json.dumps(
+        p.get("reply_markup"), ensure_ascii=False)]
+    assert len(asked) == 1, asked
+    assert tui.count(DIALOG) == dialogs  # Claude Code did not ask either
+
+
+def test_late_taps_answer_the_terminal_dialog_with_keys(daemon, dtach_session, fake_anthropic,
+                                                        fake_telegram, claude_home):
+    """Nobody taps within the deadline: Claude Code shows its dialog; a tap then presses the
+    dialog's keys — "2" for Always allow, "1" for Allow, Esc for Deny (2.1.328)."""
+    phone = Phone(fake_telegram)
+    claude_home.extra_env["AIPAGER_PERMISSION_REPLY_DEADLINE"] = SHORT_DEADLINE
+    first, second = (os.path.join(claude_home.project, n) for n in ("late-one", "late-two"))
+    always = "python3 -c 'print(6*7)'"
+    fake_anthropic.script("E2E-TLATE", fa.bash(always), fa.bash(f"touch {first}"),
+                          fa.bash(f"touch {second}"), fa.text("Never reached."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TLATE three steps")
+
+    dialogs = [tui.count(DIALOG)]
+
+    def late_tap(detail: str, label: str) -> dict:
+        request = _request(phone, detail)
+        # The hook gave up waiting (the daemon cleared the reply address), then Claude Code
+        # drew its own dialog.
+        daemon.wait_session(lambda s: any(r["detail"] == detail and r["reply_addr"] == ""
+                                          for r in s["requests"]), 20, "the reply wait over")
+        tui.wait_screen(lambda _s: tui.count(DIALOG) > dialogs[-1], 20, "the dialog")
+        time.sleep(1.0)  # the TUI reads keys a moment after drawing a dialog
+        query = phone.tap(request, label)
+        phone.toast(query)
+        dialogs.append(tui.count(DIALOG))
+        return request
+
+    # Always allow → "2": the rule Claude Code's own option 2 saves.
+    request = late_tap(always, "🟢 Always allow")
+    _verdict(phone, request, "🟢 Always allowed")
+    local = os.path.join(claude_home.project, ".claude", "settings.local.json")
+    phone.wait(lambda _s: os.path.exists(local), 15, "the local settings")
+    with open(local, encoding="utf-8") as fh:
+        assert json.load(fh)["permissions"]["allow"] == ["Bash(python3 *)"]
+
+    # Allow → "1": the command runs.
+    request = late_tap(f"touch {first}", "✅ Allow")
+    _verdict(phone, request, "✅ Allowed")
+    phone.wait(lambda _s: os.path.exists(first), 20, "the first file made")
+
+    # Deny → Esc: not run, and Claude Code interrupts the turn.
+    request = late_tap(f"touch {second}", "❌ Deny")
+    _verdict(phone, request, "❌ Denied")
+    tui.wait_shown("Interrupted", 20)
+    sess = daemon.wait_session(_task_done, 20, "the task ended")
+    assert sess["card"].startswith("⏹ e2e · interrupted"), sess["card"]
+    assert not sess["requests"]
+    assert not os.path.exists(second)
+    assert not tui.shows("Never reached.")
+    vias = [(r["answer"], r["via"]) for r in _audit(claude_home)
+            if r["action"] == "permission_answer"]
+    assert vias == [("allow_always", "keystroke_fallback"), ("allow", "keystroke_fallback"),
+                    ("deny", "keystroke_fallback")], vias
+
+
+def test_a_tap_after_the_terminal_answered_types_nothing(daemon, dtach_session, fake_anthropic,
+                                                         fake_telegram, claude_home):
+    phone = Phone(fake_telegram)
+    claude_home.extra_env["AIPAGER_PERMISSION_REPLY_DEADLINE"] = SHORT_DEADLINE
+    target = os.path.join(claude_home.project, "terminal-made")
+    fake_anthropic.script("E2E-TTERM", fa.bash(f"touch {target}"), fa.text("Terminal said yes."))
+    fake_anthropic.script("E2E-TNEXT", fa.text("Next one."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TTERM make the file")
+    request = _request(phone, f"touch {target}")
+    tui.wait_shown(DIALOG, 30)
+
+    # Answered at the terminal: "1" (Yes).
+    tui.press_until(b"1", lambda: os.path.exists(target))
+    tui.wait_shown("Terminal said yes.", 30)
+    daemon.wait_session(_task_done, 20, "the task done")
+    phone.wait_message(lambda m: m["message_id"] == request["message_id"]
+                       and "answered in the terminal" in text_of(m) and not buttons(m), 15,
+                       "the request marked answered in the terminal")
+
+    query = phone.tap(request, "✅ Allow")  # a stale button on the phone
+
+    toast = phone.toast(query)
+    assert toast["text"] in ("This request is no longer open.", "Already answered."), toast
+    # Nothing was typed: the next message reaches Claude Code exactly as sent.
+    phone.say("E2E-TNEXT go on")
+    sess = daemon.wait_session(lambda s: _task_done(s) and s["task"]["seq"] == 2, 30,
+                               "the next task done")
+    assert sess["task"]["prompt"] == "E2E-TNEXT go on", sess["task"]
+    assert not [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
