@@ -92,6 +92,8 @@ class Op:
             return f"live:{self.key}"
         if self.kind == "react":
             return f"react:{self.msg_id}"
+        if self.kind == "action":
+            return "action"  # "typing…" piles up while Telegram is away: one is enough
         return None
 
     def to_json(self) -> dict[str, Any]:

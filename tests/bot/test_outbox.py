@@ -168,3 +168,16 @@ async def test_work_queued_before_start_and_the_last_runs_leftovers_each_go_once
     await eventually(other.idle)
     assert _texts(fake, "sendMessage") == ["left over", "replayed answer"]
     await other.close(1)
+
+
+async def test_typing_does_not_pile_up_while_telegram_is_away(box):
+    fake, outbox = box
+    fake.set_outage(True)
+    outbox.put(Op("post", OWNER["id"], "first"))
+    await fake.wait_for("sendMessage", ok=False)
+    for _ in range(20):
+        outbox.put(Op("action", OWNER["id"], "typing"))
+    assert len(outbox._lanes[OWNER["id"]].queue) == 2
+    fake.set_outage(False)
+    await eventually(outbox.idle, timeout=20)
+    assert len(fake.calls_of("sendChatAction")) <= 1
