@@ -158,9 +158,18 @@ class ChatNotifier:
         rule = _always_rule(sess, out.data.get("key", "")) if "always" in buttons else ""
         if rule:
             text += f"\n🟢 Always allow remembers: {rule}"
+        entities = _code_entity(text, out.data)
+        preview = out.data.get("preview")
+        if preview and self.state.prefs_of(chat_id).get("diffs"):
+            body = preview.split("\n", 1)[1] if "\n" in preview else ""
+            if body and len(text) + len(body) < 3500:
+                start = len(text.encode("utf-16-le")) // 2 + 1
+                text += "\n" + body
+                entities.append({"type": "pre", "offset": start, "length":
+                                 len(body.encode("utf-16-le")) // 2, "language": "diff"})
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
-        self.outbox.put(Op("post", chat_id, text, entities=_code_entity(text, out.data),
+        self.outbox.put(Op("post", chat_id, text, entities=entities,
                            markup=view.keyboard(rows), key=key, session=out.session),
                         urgent=True)
 

@@ -170,3 +170,14 @@ async def test_a_strangers_tap_acts_on_nothing(chat):
     assert "not a member" in toast["text"]
     assert chat.sessions.keys == []
     assert chat.daemon.core.registry.get(session).requests[0].answered == ""
+
+
+async def test_an_edit_request_shows_its_diff_when_previews_are_on(chat):
+    session = chat.start("jim")
+    chat.bot.state.set_pref(chat.chat_id, "diffs", True)
+    chat.feed(session, "PermissionRequest", tool_name="Edit", tool_use_id="e1",
+              tool_input={"file_path": "/srv/app.py", "old_string": "x = 1", "new_string": "x = 2"})
+    message = await _request_message(chat, "/srv/app.py")
+    assert "- x = 1\n+ x = 2" in message["text"]
+    kinds = {(e["type"], e.get("language")) for e in message.get("entities") or []}
+    assert ("pre", "diff") in kinds

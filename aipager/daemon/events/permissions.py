@@ -149,7 +149,11 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
                   always_available=always, request_id=request_id, reply_addr=reply_addr,
                   suggestions=suggestions if isinstance(suggestions, list) else [])
     _open(ctx, sess, req)
-    _emit_permission(ctx, sess, req)
+    from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
+
+    # What a Write/Edit would change, for chats that show diff previews.
+    preview = diff_preview(tool, tool_input) if tool in DIFF_TOOLS else ""
+    _emit_permission(ctx, sess, req, **({"preview": preview} if preview else {}))
 
 
 def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
