@@ -14,10 +14,6 @@ from aipager.errors import AipagerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: exit code for a usage problem found by a command itself (click uses 2 too)
-USAGE = 2
-
-
 def env() -> dict[str, str]:
     """The environment commands read paths and settings from (a copy)."""
     return dict(os.environ)
@@ -54,8 +50,3 @@ def interactive() -> bool:
 def print_json(doc: Any) -> None:
     typer.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
 
-
-def usage_error(msg: str) -> typer.Exit:
-    """Report a usage problem and return the Exit to raise."""
-    typer.echo(f"aipager: {msg}", err=True)
-    return typer.Exit(USAGE)

@@ -219,11 +219,6 @@ def check_regex(pattern: str, rule: str = "regex") -> None:
         raise _fail(rule, pattern, "an empty alternative")
 
 
-def regex_escape(text: str) -> str:
-    """Escape ``text`` so it matches literally inside a dialect regex."""
-    return "".join("\\" + ch if ch in ".\\()[]{}*+?|^$/" else ch for ch in text)
-
-
 def required_literals(pattern: str, icase: bool = False) -> list[str] | None:
     """Strings of which every match of the dialect regex contains at least one.
 
