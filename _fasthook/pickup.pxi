@@ -47,6 +47,9 @@ ctypedef struct PkNote:
     size_t strip_b
     int expired
     int consumed
+    # a note of another aipager version (Note.usable false on "v"): never
+    # taken, counted as waiting, as notes.pickup counts it
+    int foreign
 
 ctypedef struct PkSet:
     # a rule set built by rules.stricter in place, plus what a snapshot adds
@@ -337,8 +340,8 @@ cdef int pk_name_time(const char* name, double* q) noexcept nogil:
 
 
 cdef int pk_load_note(const char* folder, PkNote* note, double now) noexcept nogil:
-    """Read one note and classify it as notes.pickup does (expired, or
-    usable with its stripped text): 0, or -1 to decline."""
+    """Read one note and classify it as notes.pickup does (expired, of
+    another version, or usable with its stripped text): 0, or -1 to decline."""
     cdef char path[PATH_CAP]
     cdef JSpan v
     cdef JSpan rules_
@@ -362,9 +365,21 @@ cdef int pk_load_note(const char* folder, PkNote* note, double now) noexcept nog
     if now - d > PK_TTL:
         note.expired = 1
         return 0
-    # Note.usable; an unusable note stays outstanding in Python: decline
-    if js_find_key(&note.top, "v", 1, &v) != 1 or js_to_double(&v, &d) < 0 or d != 1.0:
+    # Note.usable.  A note of another version (no "v", or one Python finds
+    # unequal to 1: left by an older or newer aipager) stays waiting in
+    # Python and is never taken: read so here, so such leftovers keep the
+    # compiled path.  Any other unusable note: decline.
+    r = js_find_key(&note.top, "v", 1, &v)
+    if r < 0 or (r == 1 and v.kind == JS_TRUE):
+        return -1  # true == 1 to Python: the rest of usable() decides
+    if r == 0 or v.kind != JS_NUMBER:
+        note.foreign = 1
+        return 0
+    if js_to_double(&v, &d) < 0:
         return -1
+    if d != 1.0:
+        note.foreign = 1
+        return 0
     if js_find_key(&note.top, "text", 4, &v) != 1:
         return -1
     note.text = pk_decode(&v, &note.text_len)
@@ -996,6 +1011,9 @@ cdef int pk_decide(const HookCtx* ctx, PkNote* notes, int* count, double now,
             free(prompt)
             return -1
         if notes[i].expired:
+            continue
+        if notes[i].foreign:
+            remaining += 1
             continue
         hit = <const char*>memmem(prompt + pos, plen - pos, notes[i].text + notes[i].strip_a,
                                   notes[i].strip_b - notes[i].strip_a)

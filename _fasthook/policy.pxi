@@ -895,7 +895,7 @@ cdef void pol_send_blocked(const HookCtx* ctx, const char* tool, const char* rea
 
 cdef int pol_notes_state(const HookCtx* ctx) noexcept nogil:
     """notes.outstanding: 1 some *.json in the session's notes folder, 0 none
-    (or no folder), -1 the folder cannot be read."""
+    (or no folder, or a file in its place), -1 the folder cannot be read."""
     cdef char path[PATH_CAP]
     cdef DIR* d
     cdef dirent* e
@@ -906,7 +906,9 @@ cdef int pol_notes_state(const HookCtx* ctx) noexcept nogil:
         return -1
     d = opendir(path)
     if d == NULL:
-        return 0 if errno == ENOENT else -1
+        # not a folder (a file another aipager version left): no notes, as
+        # listdir's NotADirectoryError is to Python
+        return 0 if errno == ENOENT or errno == ENOTDIR else -1
     while True:
         e = readdir(d)
         if e == NULL:

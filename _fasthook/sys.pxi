@@ -18,6 +18,7 @@ from posix.resource cimport rlimit, getrlimit, setrlimit, RLIMIT_AS
 cdef extern from "<errno.h>" nogil:
     enum:
         ENOENT
+        ENOTDIR
         ECONNREFUSED
 
 cdef extern from "<fcntl.h>" nogil:

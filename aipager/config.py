@@ -111,6 +111,31 @@ def check_token_shape(token: str) -> str:
     return token
 
 
+#: Telegram's ids have at most 52 significant bits (the Bot API keeps them
+#: exact in a double); private chats and users are positive, groups negative,
+#: supergroups and channels -100… (-1000000000000 - their own id)
+ID_LIMIT = 1 << 52
+
+
+def check_chat_id(chat_id: int) -> int:
+    """Return ``chat_id`` if Telegram could have made it, else raise ``ConfigError``."""
+    if isinstance(chat_id, bool) or not isinstance(chat_id, int) or not 0 < abs(chat_id) < ID_LIMIT:
+        msg = (f"{chat_id} is not a Telegram chat id: a private chat's id is positive, a "
+               "group's negative (a supergroup's starts with -100), and none is 0 or "
+               "longer than 52 bits")
+        raise ConfigError(msg)
+    return chat_id
+
+
+def check_user_id(user_id: int) -> int:
+    """Return ``user_id`` if it can be a Telegram user's id, else raise ``ConfigError``."""
+    if isinstance(user_id, bool) or not isinstance(user_id, int) or not 0 < user_id < ID_LIMIT:
+        msg = (f"{user_id} is not a Telegram user id: those are positive and at most 52 bits "
+               "(a negative id is a group's)")
+        raise ConfigError(msg)
+    return user_id
+
+
 def check_role(role: str, env: Mapping[str, str] | None = None) -> str:
     """Return ``role`` if it names a role, else raise ``ConfigError``.
 
@@ -186,6 +211,11 @@ def from_json(doc: Any, where: str = "config") -> Config:
     if not isinstance(chat_id, int) or isinstance(chat_id, bool):
         msg = f"{where}: chat_id must be an integer"
         raise ConfigError(msg)
+    try:
+        check_chat_id(chat_id)
+    except ConfigError as exc:
+        msg = f"{where}: {exc}"
+        raise ConfigError(msg) from None
     members = tuple(_member(m, where) for m in doc.get("members") or ())
     policy_file = _opt_str(doc, "policy_file", where)
     claude_path = _opt_str(doc, "claude_path", where)

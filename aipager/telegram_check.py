@@ -138,10 +138,12 @@ async def detect_chat(
     message is never confirmed, so a daemon started later still sees it.
     Updates of anything else (a group message, an edit, a tap on an old
     button) are skipped by passing ``offset`` past them, which confirms them:
-    only those, never a private message, since the offset stops at the first
-    batch holding one.  Without that, getUpdates would answer the same batch at
-    once, over and over, instead of waiting.  A poll that still comes back
-    early with nothing new is followed by a pause (0.5 s, doubling to 4 s).
+    only those, never a private message, since a batch holding one ends the
+    wait before the offset moves (the daemon, once set up, acts on the
+    configured private chat only).  Without the offset, getUpdates would
+    answer the same batch at once, over and over, instead of waiting.  A poll
+    that still comes back early with nothing new is followed by a pause (0.5 s,
+    doubling to 4 s).
     """
     bot = build_bot(token, base, timeout + 30)
     loop = asyncio.get_running_loop()

@@ -22,6 +22,7 @@ when the plan changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -314,16 +315,26 @@ def write_json(path: str, doc: dict[str, Any]) -> str | None:
     """Back up ``path`` (if present) then replace it atomically; return the backup.
 
     Shared by every file aipager wires (``wiring_ax`` too): the backup sits
-    next to the file as ``<name>.aipager-backup-<stamp>``, the mode is kept.
+    next to ``path`` as ``<name>.aipager-backup-<stamp>``, the mode is kept.
+    A ``path`` that is a symbolic link (a dotfile manager's: stow, chezmoi,
+    home-manager) stays one: the file it points to is replaced instead, in
+    its own folder, so the rename never crosses file systems.
 
     Raises:
-        SettingsError: the folder, backup or file cannot be written.
+        SettingsError: the folder, backup or file cannot be written (for a
+            link, the message names its target).
     """
-    folder = os.path.dirname(path)
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    if os.path.islink(target):
+        msg = f"{path} is a symbolic link that loops; fix it, aipager left it alone"
+        raise SettingsError(msg)
+    folder = os.path.dirname(target)
+    shown = path if target == path else f"{target} (where the link {path} points)"
     backup = None
     mode = 0o600
     try:
-        os.makedirs(folder, exist_ok=True)
+        if target == path:
+            os.makedirs(folder, exist_ok=True)
         if os.path.exists(path):
             mode = os.stat(path).st_mode & 0o777
             stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -334,13 +345,18 @@ def write_json(path: str, doc: dict[str, Any]) -> str | None:
                 backup = f"{path}.aipager-backup-{stamp}-{n}"
             shutil.copy2(path, backup)
         fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2)
-            fh.write("\n")
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=2)
+                fh.write("\n")
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     except OSError as exc:
-        msg = f"cannot write {path}: {exc.strerror}"
+        msg = f"cannot write {shown}: {exc.strerror}"
         raise SettingsError(msg) from exc
     return backup
 

@@ -81,6 +81,7 @@ def chat(chat_id: int = typer.Argument(..., help="Telegram chat id.")) -> None:
     from aipager import telegram_check as tg
 
     env = _env()
+    config.check_chat_id(chat_id)
     cfg = config.load(env)
     info = tg.run(tg.check_chat(cfg.bot_token, chat_id, tg.api_base(env)))
     config.save(env, replace(cfg, chat_id=info.id))
@@ -97,6 +98,7 @@ def member_add(
 ) -> None:
     """Add a member, or change an existing member's role and label."""
     env = _env()
+    config.check_user_id(user_id)
     cfg = config.load(env)
     member = config.Member(id=user_id, role=config.check_role(role, env), label=label)
     config.save(env, cfg.with_member(member))

@@ -11,7 +11,7 @@ import typer
 from aipager import config, logsetup, paths, service, wiring
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
-from aipager.cli._daemon import stop_daemon
+from aipager.cli._daemon import ensure_folders, stop_daemon
 from aipager.errors import AipagerError, ConfigError
 
 service_app = typer.Typer(help="The systemd user service that keeps the daemon running.")
@@ -38,6 +38,7 @@ def start(
 
         run_setup(env, ask=True)
     cfg = config.load(env)  # a broken config stops here, with the file named
+    ensure_folders(env)  # a read-only HOME or state folder stops here, in one line
     log_path = setup_logging(env, verbose)
     try:
         from aipager.daemon.app import run_daemon
@@ -84,12 +85,14 @@ def uninstall(
 
 def _purge(env: dict[str, str]) -> None:
     audit = os.path.realpath(paths.audit_log(env))
+    # the program itself, where scripts/install.sh puts it: not config or state
+    venv = os.path.realpath(os.path.join(paths.data_dir(env), "venv"))
     for folder in (paths.config_dir(env), paths.state_dir(env), paths.data_dir(env)):
         if not os.path.isdir(folder):
             continue
         for entry in os.listdir(folder):
             target = os.path.join(folder, entry)
-            if os.path.realpath(target) == audit:
+            if os.path.realpath(target) in (audit, venv):
                 continue  # the audit log outlives aipager on purpose
             if os.path.isdir(target) and not os.path.islink(target):
                 shutil.rmtree(target, ignore_errors=True)

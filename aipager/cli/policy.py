@@ -78,19 +78,42 @@ def _glibc_problems(doc) -> list[str]:
 
 @app.command("check")
 @handles_errors
-def check() -> None:
+def check(
+    apply: bool = typer.Option(False, "--apply", help=(
+        "Also publish the floor for the hook now (the running daemon does it by itself "
+        "when the file changes; use this while it is down).")),
+) -> None:
     """Validate the policy file; print each problem with its place."""
     env = _env()
     path, found, policy = _problems(env)
     if found:
         for line in found:
             typer.echo(f"{path}: {line}")
+        if apply:
+            typer.echo("nothing published: the floor published before stays in force")
         raise typer.Exit(PolicySchemaError.exit_code)
     if not os.path.exists(path):
         typer.echo(f"{path}: no policy file; the built-in roles and floor apply")
-        return
-    extra = len(policy.floor_no_access) + len(policy.floor_no_write) + len(policy.floor_commands)
-    typer.echo(f"{path}: OK ({len(policy.roles)} roles, {extra} additions to the floor)")
+    else:
+        extra = len(policy.floor_no_access) + len(policy.floor_no_write) + len(policy.floor_commands)
+        typer.echo(f"{path}: OK ({len(policy.roles)} roles, {extra} additions to the floor)")
+    if apply:
+        _publish(env, policy)
+
+
+def _publish(env: dict[str, str], policy) -> None:
+    """Publish ``policy``'s effective floor where the hook reads it."""
+    from aipager.cli._daemon import daemon_pids
+    from aipager.policy import model
+
+    try:
+        where = model.publish(env, policy)
+    except OSError as exc:
+        msg = f"cannot publish the floor to {paths.floor_file(env)} ({exc.strerror or exc})"
+        raise PolicyError(msg) from exc
+    typer.echo(f"floor published for the hook: {where}")
+    if daemon_pids(env):
+        typer.echo("(the running daemon publishes it too whenever the policy file changes)")
 
 
 def _read_event(source: str) -> dict:

@@ -21,23 +21,40 @@ from aipager.cli._common import handles_errors, interactive
 from aipager.errors import ChatUnreachable, ConfigError, TokenRejected
 
 
+#: the most read from a token file or stdin: a bot token is under 100 bytes,
+#: and ``--token-file /dev/zero`` must not read until memory runs out
+TOKEN_READ_MAX = 4096
+
+
 def read_token(token_file: Path | None, ask: bool) -> str:
     """The token from ``token_file`` ("-" = stdin), a hidden prompt, or stdin.
 
+    At most ``TOKEN_READ_MAX`` bytes are read from a file (stdin: one line).
+
     Raises:
-        TokenRejected: empty or not shaped like a bot token.
+        TokenRejected: empty, longer than ``TOKEN_READ_MAX``, or not shaped
+            like a bot token.
         ConfigError: the file cannot be read.
     """
     if token_file is not None and str(token_file) != "-":
         try:
-            raw = token_file.read_text(encoding="utf-8")
+            with open(token_file, "rb") as fh:
+                data = fh.read(TOKEN_READ_MAX + 1)
         except OSError as exc:
             msg = f"cannot read the token file {token_file}: {exc.strerror}"
             raise ConfigError(msg) from exc
+        too_long, where = len(data) > TOKEN_READ_MAX, f"the token file {token_file}"
+        raw = data.decode("utf-8", errors="replace")
     elif ask and token_file is None:
         raw = typer.prompt("Bot token (from @BotFather; input hidden)", hide_input=True)
+        too_long, where = False, ""
     else:
-        raw = sys.stdin.readline()
+        raw = sys.stdin.readline(TOKEN_READ_MAX + 1)
+        too_long, where = len(raw) > TOKEN_READ_MAX, "the token's line on stdin"
+    if too_long:
+        msg = (f"{where} is longer than {TOKEN_READ_MAX} bytes, and a bot token is under 100: "
+               "give a file (or stdin) holding only the token")
+        raise TokenRejected(msg)
     try:
         return config.check_token_shape(raw)
     except ConfigError as exc:
@@ -60,6 +77,11 @@ def run_setup(
     from aipager import telegram_check as tg
 
     ask = interactive() if ask is None else ask
+    # Ids Telegram cannot have are refused before anything is read or sent.
+    if chat_id is not None:
+        config.check_chat_id(chat_id)
+    if owner_id is not None:
+        config.check_user_id(owner_id)
     previous = _previous(env)
     if previous is not None and not yes:
         if not ask:
@@ -83,8 +105,11 @@ def run_setup(
         answer = typer.prompt("Your chat id (leave empty to detect it)", default="",
                               show_default=False)
         chat_id = int(answer) if answer.strip().lstrip("-").isdigit() else None
+        if chat_id is not None:
+            config.check_chat_id(chat_id)
     if chat_id is None:
-        typer.echo(f"Send any message to @{bot.username} in Telegram; waiting up to {wait:.0f} s…")
+        typer.echo(f"Send any message to @{bot.username} in Telegram; "
+                   f"waiting up to {wait:.0f} s…")
         found = tg.run(tg.detect_chat(token, base, wait=wait))
         if found is None:
             msg = (f"no message reached @{bot.username} within {wait:.0f} s; "
@@ -127,6 +152,8 @@ def _group_owner(cfg: config.Config, owner_id: int | None, ask: bool) -> config.
         answer = typer.prompt("Your Telegram user id (the group's owner in aipager)",
                               default="", show_default=False)
         owner_id = int(answer) if answer.strip().isdigit() else None
+        if owner_id is not None:
+            config.check_user_id(owner_id)
     if owner_id is None:
         if not any(m.role == "owner" for m in cfg.members):
             typer.echo("Warning: no owner yet; add yourself with "

@@ -71,6 +71,12 @@ def test_config_token_and_chat_are_checked_first(runner, configured, fake_api, e
     assert config.load(env).chat_id == 99
     unknown = runner.invoke(app, ["config", "chat", "12345"])
     assert unknown.exit_code == 5 and config.load(env).chat_id == 99
+    calls = len(fake_api.calls)
+    for bad in (["config", "chat", "0"], ["config", "chat", "--", str(-(1 << 60))],
+                ["config", "member", "add", "--", "-5"], ["config", "member", "add", str(1 << 53)]):
+        refused = runner.invoke(app, bad)
+        assert refused.exit_code == 3 and "not a Telegram" in refused.stderr, refused.output
+    assert len(fake_api.calls) == calls and config.load(env).chat_id == 99
     new = "654321:BBnewNEWnewNEWnewNEWnewNEW11"
     bad = runner.invoke(app, ["config", "token"], input=new + "\n")
     assert bad.exit_code == 4 and config.load(env).bot_token == TOKEN
@@ -178,6 +184,31 @@ def test_start_on_an_unconfigured_machine_without_a_terminal(runner, daemon_app)
     result = runner.invoke(app, ["start"])
     assert result.exit_code == 3 and "aipager setup" in result.stderr
     assert daemon_app == []
+
+
+@pytest.mark.parametrize("blocked", ["XDG_STATE_HOME", "AIPAGER_INSTANCE_DIR"])
+def test_start_that_cannot_make_its_folders_says_so_in_one_line(runner, configured, env,
+                                                                daemon_app, monkeypatch,
+                                                                tmp_path, blocked):
+    """A file where a folder must be (a read-only HOME acts alike: the subprocess test)."""
+    import logging
+
+    in_the_way = tmp_path / "not-a-folder"
+    in_the_way.write_text("")
+    monkeypatch.setenv(blocked, str(in_the_way))
+    result = runner.invoke(app, ["start"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("aipager: cannot write to ") and blocked in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.output
+    assert daemon_app == []  # stopped before the log or the daemon
+    assert not [h for h in logging.getLogger().handlers if getattr(h, "_aipager", False)]
+
+
+def test_purge_keeps_the_program_that_install_sh_made(runner, env, configured):
+    venv = os.path.join(paths.data_dir(env), "venv")
+    os.makedirs(os.path.join(venv, "bin"))
+    assert runner.invoke(app, ["uninstall", "--yes", "--purge"]).exit_code == 0
+    assert os.listdir(paths.data_dir(env)) == ["venv"] and not config.exists(env)
 
 
 # ------------------------------------------------------------------ status

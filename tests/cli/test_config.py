@@ -58,11 +58,32 @@ def test_missing_file_says_run_setup(env):
         ({"bot_token": TOKEN, "chat_id": 1, "members": [{"id": 1, "role": "Boss!"}]},
          "not a valid role name"),
         ({"bot_token": TOKEN, "chat_id": 1, "schema_version": 9}, "schema_version"),
+        ({"bot_token": TOKEN, "chat_id": 0}, "not a Telegram chat id"),
+        ({"bot_token": TOKEN, "chat_id": 1 << 60}, "not a Telegram chat id"),
     ],
 )
 def test_invalid_documents_name_the_problem(doc, words):
     with pytest.raises(ConfigError, match=words):
         config.from_json(doc)
+
+
+@pytest.mark.parametrize("good", [1, 4242, (1 << 52) - 1, -1, -4242, -1001234567890,
+                                  -(1 << 52) + 1])
+def test_chat_ids_telegram_can_make(good):
+    assert config.check_chat_id(good) == good
+
+
+@pytest.mark.parametrize("bad", [0, 1 << 52, -(1 << 52), 10**20, -(10**30), True])
+def test_chat_ids_out_of_telegram_range(bad):
+    with pytest.raises(ConfigError, match="52 bits"):
+        config.check_chat_id(bad)
+
+
+@pytest.mark.parametrize("bad", [0, -5, -1001234567890, 1 << 52, True])
+def test_user_ids_out_of_telegram_range(bad):
+    with pytest.raises(ConfigError, match="not a Telegram user id"):
+        config.check_user_id(bad)
+    assert config.check_user_id(4242) == 4242
 
 
 def test_members_are_replaced_by_id_and_removed():

@@ -64,6 +64,42 @@ def test_token_on_stdin_and_chat_detected(runner, fake_api, bins, env):
     assert all("offset" not in p for m, p in fake_api.calls if m == "getUpdates")
 
 
+def _get_updates(fake_api) -> list[dict]:
+    return [p for m, p in fake_api.snapshot()["calls"] if m.lower() == "getupdates"]
+
+
+def test_a_pending_group_message_does_not_make_detection_spin(runner, fake_api, bins, env):
+    group = fake_api.add_group_chat(500, "team")
+    fake_api.say("morning all", chat_id=group)
+    [pending] = fake_api.snapshot()["updates"]
+    result = runner.invoke(app, ["setup", "--wait", "3"], input=TOKEN + "\n")
+    assert result.exit_code == ChatUnreachable.exit_code, result.output
+    polls = _get_updates(fake_api)
+    # Before: the same group update came back at once, a call every ~40 ms (~75 here).
+    assert len(polls) <= 6, polls
+    assert int(polls[-1]["offset"]) == pending["update_id"] + 1  # skipped, then a real long poll
+
+
+def test_a_private_message_behind_a_group_message_is_found_and_left_for_the_daemon(
+        runner, fake_api, bins, env):
+    import threading
+
+    group = fake_api.add_group_chat(500, "team")
+    fake_api.say("morning all", chat_id=group)
+    later = threading.Timer(0.8, lambda: fake_api.say("hello bot"))
+    later.start()
+    try:
+        result = runner.invoke(app, ["setup", "--wait", "10"], input=TOKEN + "\n")
+    finally:
+        later.join()
+    assert result.exit_code == 0, result.output
+    assert config.load(env).chat_id == OWNER["id"]
+    # Only the group update was confirmed: the private one is still there for the daemon.
+    left = fake_api.snapshot()["updates"]
+    assert [u["message"]["chat"]["type"] for u in left] == ["private"]
+    assert len(_get_updates(fake_api)) <= 4
+
+
 def test_rejected_token(runner, fake_api, bins, token_file, env):
     del fake_api.tokens[TOKEN]
     result = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id", "1"])
@@ -121,6 +157,50 @@ def test_invalid_settings_json_stops_setup_and_is_kept(runner, fake_api, bins, t
     assert not config.exists(env) and fake_api.calls == []  # stopped before anything else
     with open(paths.claude_settings(env)) as fh:
         assert fh.read() == "{oops"
+
+
+def test_token_file_that_never_ends_is_refused_after_4_kib(runner, fake_api, bins, env):
+    import resource
+    import threading
+
+    # /dev/zero: before, setup read it until memory ran out (2.8 GB in 5 s)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(runner.invoke(
+        app, ["setup", "--token-file", "/dev/zero", "--chat-id", "1"])), daemon=True)
+    worker.start()
+    worker.join(20)
+    assert done, "setup still reading /dev/zero after 20 s"
+    result = done[0]
+    assert result.exit_code == TokenRejected.exit_code, result.output
+    assert "longer than 4096 bytes" in result.stderr and "/dev/zero" in result.stderr
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 50_000  # KiB
+    assert fake_api.calls == [] and not config.exists(env)
+
+
+def test_a_long_token_file_or_stdin_line_is_refused(runner, fake_api, bins, env, tmp_path):
+    big = tmp_path / "big"
+    big.write_text(TOKEN + "\n" + "x" * 5000)
+    by_file = runner.invoke(app, ["setup", "--token-file", str(big), "--chat-id", "1"])
+    assert by_file.exit_code == TokenRejected.exit_code and "longer than 4096" in by_file.stderr
+    by_stdin = runner.invoke(app, ["setup", "--chat-id", "1"], input="7" * 10_000 + "\n")
+    assert by_stdin.exit_code == TokenRejected.exit_code and "stdin" in by_stdin.stderr
+    # The bound is generous: a token with a trailing newline and spaces still passes.
+    fake_api.add_private_chat()
+    ok = runner.invoke(app, ["setup", "--chat-id", str(OWNER["id"]), "--yes"],
+                       input=" " * 3000 + TOKEN + "\n")
+    assert ok.exit_code == 0, ok.output
+
+
+@pytest.mark.parametrize("args", [["--chat-id", "0"], ["--chat-id", str(1 << 52)],
+                                  ["--chat-id", "-99999999999999999999"],
+                                  ["--chat-id", "-100500", "--owner-id", "-7"],
+                                  ["--chat-id", "-100500", "--owner-id", str(1 << 60)]])
+def test_ids_telegram_cannot_have_are_refused_first(runner, fake_api, bins, token_file, env, args):
+    result = runner.invoke(app, ["setup", "--token-file", str(token_file), *args])
+    assert result.exit_code == ConfigError.exit_code, result.output
+    assert "not a Telegram" in result.stderr and "52 bits" in result.stderr
+    assert fake_api.calls == [] and not config.exists(env)
 
 
 def test_token_is_never_an_argument(runner):

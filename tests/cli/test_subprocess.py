@@ -95,3 +95,31 @@ def test_service_and_start_fail_cleanly_here(argv):
     result = aipager_cli(*argv, extra_env={"PATH": "/nonexistent"})
     assert result.returncode in (3, 6)
     assert "Traceback" not in result.stderr and result.stderr.startswith("aipager: ")
+
+
+def test_start_in_a_read_only_home_fails_in_one_line(tmp_path):
+    """HOME on a read-only mount (root ignores file modes): one message, no traceback,
+    before the daemon starts (it could never save its state there)."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1)")
+    home, run = tmp_path / "home", tmp_path / "run"
+    home.mkdir()
+    run.mkdir(mode=0o700)
+    env = {"HOME": str(home), "XDG_RUNTIME_DIR": str(run), "PATH": os.environ["PATH"],
+           "PYTHONPATH": PACKAGE_ROOT, "AIPAGER_TELEGRAM_API_BASE": "http://127.0.0.1:9"}
+    config.save(env, config.Config(TOKEN, OWNER["id"]))
+    script = 'mount --bind -o ro "$HOME" "$HOME" && exec "$@"'
+    cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+           sys.executable, "-m", "aipager.cli", "start"]
+    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
+                            "sh", "true"], env=env, capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no private read-only mount here: {probe.stderr.strip()}")
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [(
+        f"aipager: cannot write to {paths.state_dir(env)} (Read-only file system), where aipager "
+        "keeps its log, state and audit log; make it writable, or set XDG_STATE_HOME to a "
+        "writable folder")]

@@ -63,3 +63,16 @@ async def test_detect_chat_waits_for_a_message(api):
 def test_api_base_from_env():
     assert tg.api_base({}) is None
     assert tg.api_base({"AIPAGER_TELEGRAM_API_BASE": "http://127.0.0.1:1"}) == "http://127.0.0.1:1"
+
+
+async def test_detect_chat_backs_off_when_the_server_does_not_hold_the_poll(api):
+    """A server (or proxy) answering getUpdates at once with nothing: no busy loop."""
+    held = api._handlers["getupdates"]
+
+    async def at_once(bot, params):
+        return await held(bot, {**params, "timeout": 0})
+
+    api._handlers["getupdates"] = at_once
+    assert await tg.detect_chat(TOKEN, api.base, wait=3) is None
+    polls = api.calls_of("getUpdates")
+    assert 2 <= len(polls) <= 6, len(polls)  # pauses of 0.5, 1, 2 s; without them: hundreds

@@ -159,6 +159,40 @@ def test_file_mode_is_kept(env, bins):
     assert os.stat(settings_path(env)).st_mode & 0o777 == 0o640
 
 
+def test_a_symlinked_settings_file_is_written_through_to_its_target(env, bins):
+    """Dotfile managers (stow, chezmoi, home-manager) link settings.json into a repo."""
+    repo = os.path.join(paths.home(env), "dotfiles", "claude")
+    os.makedirs(repo)
+    target = os.path.join(repo, "settings.json")
+    jsonfile.write(target, USER_SETTINGS)
+    os.chmod(target, 0o644)
+    link = settings_path(env)
+    os.makedirs(os.path.dirname(link))
+    os.symlink(os.path.relpath(target, os.path.dirname(link)), link)  # relative, as stow does
+
+    result = wiring.install(env, bins)
+    assert result.changed and os.path.islink(link)
+    assert os.path.realpath(link) == os.path.realpath(target)
+    assert_fully_wired(jsonfile.read(target), bins)
+    assert os.stat(target).st_mode & 0o777 == 0o644
+    # the backup holds the old content, beside the link, out of the dotfiles repo
+    assert jsonfile.read(result.backup) == USER_SETTINGS and os.path.dirname(result.backup) == \
+        os.path.dirname(link)
+    assert sorted(os.listdir(repo)) == ["settings.json"]
+
+    wiring.uninstall(env)
+    assert os.path.islink(link) and jsonfile.read(target) == USER_SETTINGS
+
+
+def test_a_symlink_whose_target_cannot_be_written_is_named(env, bins, tmp_path):
+    link = settings_path(env)
+    os.makedirs(os.path.dirname(link))
+    os.symlink(str(tmp_path / "gone" / "settings.json"), link)  # its folder does not exist
+    with pytest.raises(SettingsError, match="where the link .* points"):
+        wiring.install(env, bins)
+    assert os.path.islink(link)
+
+
 def test_check_reports_each_problem(env, bins):
     assert any("not wired" in p.what for p in wiring.check(env, bins))
     wiring.install(env, bins)

@@ -126,6 +126,7 @@ def test_wheel_has_no_compiled_policy_extension(twin_install):
         [str(twin_install / "python"), "-c",
          "from aipager.policy import match; print(match.ENGINE)"],
         capture_output=True, text=True, timeout=60,
+        cwd=twin_install,  # not the checkout: `-c` imports from the working folder first
     )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == "python"

@@ -175,3 +175,15 @@ def test_a_twin_that_cannot_run_exits_with_the_code_it_was_given(tmp_path, sourc
 def test_native_stage2_passes_its_fail_exit(native_bins: dict) -> None:
     with open(native_bins["hook"], "rb") as fh:
         assert b"--fail-exit=%d" in fh.read()
+
+
+def test_build_leaves_out_extensions_built_into_the_interpreter(monkeypatch, sources_only_site: str) -> None:
+    """Debian's python3 has ``_socket`` built in (no ``__file__``): the install must not fail."""
+    import marshal
+    import sys
+
+    assert "sys" in sys.builtin_module_names
+    monkeypatch.setattr(hot, "EXTENSIONS", ("_json", "sys"))
+    bundle = hot.build(sources_only_site)
+    _loader, table = marshal.loads(bundle[4:])
+    assert "sys" not in table and table["_json"][1] is None

@@ -68,6 +68,23 @@ def test_check_lists_every_problem_with_its_place(runner):
     assert "floor.no_access_paths[0]: pattern '[^a]*' uses '[^'" in text
 
 
+@pytest.mark.parametrize("doc, problem", [
+    ({"version": 1, "roles": 5}, "roles: expected object, got int"),
+    ({"version": 1, "roles": "dev"}, "roles: expected object, got str"),
+    ({"version": 1, "roles": [{"dev": {}}]}, "roles: expected object, got list"),
+    ({"version": 1, "floor": 5}, "floor: expected object, got int"),
+    ({"version": 1, "roles": {"dev": 5}}, "roles.dev: expected object, got int"),
+    ({"version": 1, "floor": {"denied_commands": 5}}, "floor.denied_commands: expected array, got int"),
+    (5, "(top level): expected object, got int"),
+])
+def test_check_wrong_types_are_problems_not_tracebacks(runner, doc, problem):
+    path = write_policy(doc)
+    res = runner.invoke(app, ["policy", "check"])
+    assert res.exit_code == 3, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert f"{path}: {problem}" in res.output
+
+
 def test_check_bad_json(runner):
     write_policy("{oops")
     res = runner.invoke(app, ["policy", "check"])

@@ -277,6 +277,15 @@ def raw_entry(kind: str, text: str) -> dict:
         "v_float": lambda: _with(text, v=1.0),
         "v_2": lambda: _with(text, v=2),
         "v_missing": lambda: _with(text, v=_DROP),
+        "v_0": lambda: _with(text, v=0),
+        "v_str": lambda: _with(text, v="1"),
+        "v_null": lambda: _with(text, v=None),
+        "v_false": lambda: _with(text, v=False),
+        "v_list": lambda: _with(text, v=[1]),
+        "v_neg": lambda: {"data": valid.replace('"v": 1', '"v": -0.0').encode()},
+        "v_huge": lambda: {"data": valid.replace('"v": 1', '"v": 1e400').encode()},
+        "v_1e0": lambda: {"data": valid.replace('"v": 1', '"v": 1E0').encode()},
+        "v_long": lambda: {"data": valid.replace('"v": 1', '"v": 1.' + "0" * 70).encode()},
         "text_int": lambda: _with(5),
         "text_blank": lambda: _with(""),
         "text_uspace": lambda: _with("\u3000\xa0\u2028\x85"),
@@ -339,7 +348,8 @@ def raw_entry(kind: str, text: str) -> dict:
 
 RAW_KINDS = [
     "valid", "no_needles", "needles_str", "needles_short", "needles_bad_item", "needles_null", "needles_for_floor",
-    "v_true", "v_float", "v_2", "v_missing", "text_int", "text_blank", "text_uspace", "rules_str",
+    "v_true", "v_float", "v_2", "v_missing", "v_0", "v_str", "v_null", "v_false", "v_list", "v_neg",
+    "v_huge", "v_1e0", "v_long", "text_int", "text_blank", "text_uspace", "rules_str",
     "rules_bad_list", "rules_missing_key", "rules_allowed_bad", "author_str", "author_none_id", "author_odd",
     "author_empty", "exempt_one", "exempt_true", "ids_odd", "ids_missing", "style_odd", "reply_text_int",
     "reply_nan", "queued_nan", "queued_inf", "queued_huge", "queued_str", "queued_bool", "queued_missing",
@@ -468,6 +478,48 @@ def test_odd_names_agree(native_bins, name, kind) -> None:
     case = {"policy": POLICY, "note_raw": [entry, raw_entry("valid", "ship it")]}
     (native, _), (twin, _) = both(case, prompt_event("please ship it"), hook_env("/home/u"))
     assert native == twin
+
+
+# --- leftovers of another aipager version -------------------------------------
+
+#: what an older (or newer) aipager may leave in the notes folder, or in its place
+LEFTOVERS = {
+    "turn_open_file": {"note_raw": [("turn-open", b"1764679000.5\n")]},
+    "turn_open_dir": {"note_raw": [{"name": "turn-open", "dir": True}]},
+    "note_without_v": {"note_raw": [raw_entry("v_missing", "an old message")]},
+    "note_v0": {"note_raw": [raw_entry("v_0", "an old message")]},
+    "note_v2": {"note_raw": [raw_entry("v_2", "a newer message")]},
+    "note_v_string": {"note_raw": [raw_entry("v_str", "an old message")]},
+    "notes_path_is_a_file": {"notes_file": True},
+}
+STOP_EVENT = b'{"hook_event_name":"Stop","session_id":"s1","stop_hook_active":false}'
+
+
+@pytest.mark.parametrize("event", ["chat_prompt", "terminal_prompt", "stop"])
+@pytest.mark.parametrize("leftover", list(LEFTOVERS))
+def test_leftovers_of_another_version_keep_the_compiled_path(native_bins, leftover, event) -> None:
+    """Before: a note of another version made every prompt decline (for its 24 h),
+    a file in the folder's place every prompt; now both read them as the twin does
+    (a foreign note waits, never taken: the floor for a terminal prompt)."""
+    case = dict(LEFTOVERS[leftover], policy=POLICY, mark=True, now=time.time())
+    if event == "chat_prompt" and not case.get("notes_file"):
+        case["note_raw"] = case["note_raw"] + [raw_entry("valid", "ship it")]
+    stdin = STOP_EVENT if event == "stop" else prompt_event(
+        "please ship it" if event == "chat_prompt" else "typed at the terminal")
+    (native, done), (twin, _) = both(case, stdin, hook_env("/home/u"))
+    assert hookrun.DECLINED not in done.stderr, done.stderr.decode(errors="replace")
+    assert native == twin
+    left = json.loads(native[3])
+    foreign_note = leftover.startswith("note_")
+    if event == "chat_prompt" and not case.get("notes_file"):
+        assert left["snapshot"]["origin"] == "telegram"
+    elif event == "terminal_prompt":
+        # a waiting note (ours or not) means nobody can be named: the floor
+        assert left["snapshot"]["origin"] == ("unattributed" if foreign_note else "terminal")
+    if foreign_note:
+        assert sum(left["notes"]) == 1, "the foreign note is left in place"
+    if event == "stop":
+        assert left["mark"] is foreign_note  # a waiting note keeps the task open
 
 
 # --- the everyday situations: the compiled side handles them ----------------
