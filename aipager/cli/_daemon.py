@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
 from typing import Mapping
 
 from aipager import dtach, paths
+from aipager.errors import DaemonError
 
 
 def daemon_pids(env: Mapping[str, str]) -> set[int]:
@@ -65,3 +67,33 @@ def stop_daemon(env: Mapping[str, str], grace: float = 5.0) -> bool:
         left = {p for p in left if dtach.alive(p)}
         time.sleep(0.05)
     return bool(pids)
+
+
+def ensure_folders(env: Mapping[str, str]) -> None:
+    """Create the daemon's folders (0700) and check that each one takes a file.
+
+    Run by ``aipager start`` before anything else, so a read-only HOME or
+    state folder stops it with one message instead of a traceback, or a
+    daemon that cannot save its state.
+
+    Raises:
+        DaemonError: a folder cannot be created or written; names the folder,
+            what lives there and the variable that moves it.
+    """
+    inst = "AIPAGER_INSTANCE_DIR" if env.get("AIPAGER_INSTANCE_DIR") else None
+    wanted = [
+        (paths.state_dir(env), "log, state and audit log", "XDG_STATE_HOME"),
+        (os.path.dirname(paths.lock_file(env)), "single-instance lock", inst or "XDG_DATA_HOME"),
+        (paths.control_dir(env), "control socket and spool",
+         inst or "XDG_RUNTIME_DIR (or AIPAGER_SOCKET_PATH)"),
+    ]
+    for folder, what, var in wanted:
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".aipager-probe-", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            msg = (f"cannot write to {folder} ({exc.strerror}), where aipager keeps its {what}; "
+                   f"make it writable, or set {var} to a writable folder")
+            raise DaemonError(msg) from exc

@@ -121,6 +121,46 @@ def _socket(env: dict[str, str]) -> Check:
     return Check("socket", True, sock)
 
 
+def _saved_state(env: dict[str, str]) -> Check:
+    """The daemon's saved state: readable, and no damaged copy set aside."""
+    from aipager.daemon import persist
+
+    state = persist.load_state(env)
+    kept = persist.kept_aside(env)
+    if state.get("state_error"):
+        return Check("saved state", False, state["state_error"],
+                     "start the daemon: it keeps the damaged file aside and restores what it can")
+    if kept:
+        daemon = state.get("daemon") if isinstance(state.get("daemon"), dict) else {}
+        why = daemon.get("state_error") if isinstance(daemon.get("state_error"), str) else ""
+        detail = f"{len(kept)} damaged state file(s) kept aside: {', '.join(kept)}"
+        return Check("saved state", False, f"{detail}. {why}" if why else detail,
+                     "look at them for anything lost, then delete them")
+    return Check("saved state", True, paths.daemon_state_file(env))
+
+
+def _floor(env: dict[str, str]) -> Check:
+    """The owner's policy file is usable and its floor is what the hook enforces."""
+    from aipager.policy import floor, model
+
+    fix = "fix the file (`aipager policy check` lists the problems)"
+    try:
+        wanted = model.effective_floor(model.load_policy(env), env)
+    except AipagerError as exc:
+        return Check("safety floor", False, str(exc), fix)
+    except Exception as exc:  # noqa: BLE001 - a broken policy file is a finding here
+        return Check("safety floor", False, f"{paths.policy_user_file(env)}: {exc}", fix)
+    enforced = floor.load_floor(env)
+    missing = sum(1 for key, items in wanted.items() if isinstance(items, list)
+                  for item in items if item not in (enforced.get(key) or ()))
+    if missing:
+        return Check("safety floor", False,
+                     f"{missing} rule(s) of the policy file's floor are not published, so the "
+                     "hook does not enforce them",
+                     "start the daemon (it publishes at once), or `aipager policy check --apply`")
+    return Check("safety floor", True, f"published at {paths.floor_file(env)}")
+
+
 def _daemon(env: dict[str, str]) -> Check:
     pids = sorted(daemon_pids(env))
     if pids:
@@ -143,6 +183,8 @@ def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
     checks += _wiring(env)
     checks += _hooks(env)
     checks.append(_socket(env))
+    checks.append(_floor(env))
+    checks.append(_saved_state(env))
     checks.append(_daemon(env))
     return checks
 

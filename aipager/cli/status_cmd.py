@@ -36,6 +36,15 @@ def _load_state(env: dict[str, str]) -> tuple[Any, str | None]:
         return None, f"cannot read the daemon's state ({paths.daemon_state_file(env)}): {exc}"
 
 
+def _state_problem(state: Any) -> str | None:
+    """What is wrong with the saved state: unreadable now, or damaged at the daemon's start."""
+    if not isinstance(state, dict):
+        return None
+    daemon = state.get("daemon")
+    found = state.get("state_error") or (daemon.get("state_error") if isinstance(daemon, dict) else None)
+    return found if isinstance(found, str) and found else None
+
+
 def _sessions_of(state: Any) -> list[dict[str, Any]]:
     sessions = state.get("sessions") if isinstance(state, dict) else None
     if isinstance(sessions, dict):
@@ -54,6 +63,7 @@ def status(
     env = _env()
     pids = sorted(daemon_pids(env))
     state, problem = _load_state(env)
+    problem = problem or _state_problem(state)
     terminals = [s.to_json() for s in dtach.list_sessions(env)]
     if as_json:
         print_json({
@@ -68,6 +78,9 @@ def status(
     typer.echo(f"daemon: {running}  [{where}]")
     if problem:
         typer.echo(f"state: {problem}")
+    facts = state.get("daemon") if isinstance(state, dict) else None
+    if pids and isinstance(facts, dict) and facts.get("policy_error"):
+        typer.echo(f"policy: {facts['policy_error']} (the floor published before stays in force)")
     chat = ((state or {}).get("daemon") or {}).get("chat") if isinstance(state, dict) else None
     if pids and isinstance(chat, dict):
         typer.echo(f"chat: {chat.get('chat_id')} via @{chat.get('bot') or '?'} · Telegram "

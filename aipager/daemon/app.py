@@ -26,6 +26,7 @@ from aipager.aio import cancel_and_wait, every
 from aipager.daemon import deepq, lock, persist, replies, spool, tasks, transcript
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
+from aipager.daemon.floorwatch import FloorPublisher
 from aipager.daemon.events.session import end_session
 from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv_leftovers
 from aipager.daemon.knobs import Knobs
@@ -101,10 +102,16 @@ class Daemon:
         self._last_spool = 0.0
         self._tasks: set[asyncio.Task] = set()
         self._services = tuple(services)
+        #: the receiving thread, when the drain process could not run
+        self.ingest_thread: Ingest | None = None
         #: more facts for the saved state, from services (the chat: its connection, unsent)
         self.facts: list[Callable[[], dict[str, Any]]] = []
         #: session → (mtime_ns, size) of its transcript when last read for an interruption
         self._transcripts: dict[str, tuple[int, int]] = {}
+        #: publishes the owner's safety floor for the hook (at start, then on change)
+        self.floor = FloorPublisher(self.env)
+        #: what was wrong with the saved state at start (``persist.restore_saved``), or None
+        self.state_error: str | None = None
 
     # -- state -------------------------------------------------------------
 
@@ -115,8 +122,13 @@ class Daemon:
             "started_at": self.started_at,
             "stopped_at": time.time() if stopped else None,
             "socket": self.socket_path,
+            "state_error": self.state_error,
+            "policy_error": self.floor.problem or None,
             "counters": {**self.core.counters, **self.core.ctx.counters,
-                         "audit_failures": self.audit.failures},
+                         "audit_failures": self.audit.failures,
+                         # datagrams the receiving thread (drain fallback) had no room for
+                         "ingest_overflow": self.ingest_thread.overflow
+                         if self.ingest_thread is not None else 0},
             **{k: v for facts in self.facts for k, v in facts().items()},
         }
 
@@ -250,8 +262,15 @@ class Daemon:
         for name in tasks.catch_interrupts(self.core.ctx, transcript.interrupted_at,
                                            self._transcript_changed):
             log.info("task of %s interrupted (seen in its transcript)", name)
+        problem = self.floor.problem
+        self.floor.check()
         self.core.tick()
-        self.save()
+        if len(self._transcripts) > len(self.core.registry.sessions):
+            # stamps of forgotten sessions (``limits``): never more than one tick's worth
+            self._transcripts = {k: v for k, v in self._transcripts.items()
+                                 if k in self.core.registry.sessions}
+        # a policy file that became unusable (or usable again) shows in `aipager status` at once
+        self.save(force=self.floor.problem != problem)
 
     def _transcript_changed(self, sess: Any) -> bool:
         try:
@@ -281,6 +300,7 @@ class Daemon:
         sys.setswitchinterval(SWITCH_INTERVAL)
         ingest = Ingest(sock, loop, self.deliver)
         ingest.start()
+        self.ingest_thread = ingest
         return ingest
 
     async def serve(self) -> int:
@@ -295,7 +315,8 @@ class Daemon:
         loop = asyncio.get_running_loop()
         os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
         os.chmod(self.spool_dir, 0o700)
-        persist.restore(self.core.registry, persist.load_state(self.env))
+        self.state_error = persist.restore_saved(self.env, self.core.registry)
+        self.floor.check()
         # What the hooks spooled while we were down comes first, in order; the
         # hooks keep spooling until the socket is bound, and the replay after
         # binding takes those.

@@ -146,5 +146,11 @@ class DaemonCore:
 
     def tick(self) -> None:
         """Time-based rules, then cards (called every second or so by the daemon)."""
-        self.registry.sweep()
+        reg = self.registry
+        reg.sweep()
+        if reg.forgotten:
+            self.ctx.counters["sessions_forgotten"] = reg.forgotten
+        if len(self._cards) > len(reg.sessions):
+            # cards of forgotten sessions (the difference bounds what stays stale)
+            self._cards = {k: v for k, v in self._cards.items() if k in reg.sessions}
         self.flush_cards()

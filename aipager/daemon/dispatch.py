@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from aipager import wire
 from aipager.daemon.audit import AuditSink, RecordingAudit
+from aipager.daemon.fields import FieldCheck
 from aipager.daemon.model import NOTICES_KEPT, Session, State
 from aipager.daemon.notifier import Notifier, Output
 from aipager.daemon.registry import Registry
@@ -137,6 +138,7 @@ class Dispatcher:
     def __init__(self, ctx: Ctx, *routers: EventRouter) -> None:
         self.ctx = ctx
         self._chains: dict[str, list[Handler]] = {}
+        self._fields = FieldCheck(ctx.counters)
         for router in routers:
             self.include(router)
 
@@ -148,7 +150,11 @@ class Dispatcher:
         return set(self._chains)
 
     def feed(self, ev: dict) -> _Sentinel:
-        """Route one decoded datagram; handler exceptions propagate to the ingest boundary."""
+        """Route one decoded datagram; handler exceptions propagate to the ingest boundary.
+
+        Text fields of another type are removed first (``fields``).
+        """
+        self._fields.clean(ev)
         key = wire.dispatch_key(ev)
         chain = self._chains.get(key) if isinstance(key, str) else None
         name = ev.get("session")

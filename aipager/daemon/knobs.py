@@ -36,6 +36,8 @@ class Knobs:
         delivered_cap: delivered-answer digests kept per session.
         dedup_window: seconds within which a byte-identical datagram is dropped as a repeat.
         diff_previews: emit a diff output for Write/Edit (a chat setting, off by default).
+        orphan_cap: sessions never seen with a dtach socket kept at most (``limits``).
+        orphan_idle: seconds without an event after which such a session is forgotten.
     """
 
     bg_shell_max_track: float = 7200.0
@@ -47,6 +49,8 @@ class Knobs:
     delivered_cap: int = 64
     dedup_window: float = 3.0
     diff_previews: bool = False
+    orphan_cap: int = 200
+    orphan_idle: float = 3 * 24 * 3600.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Knobs:

@@ -5,6 +5,7 @@
 
     {
       "version": 1,
+      "state_error": str,           # optional, from ``load_state``: the file cannot be used
       "daemon": {
         "pid": int | null,          # the daemon that wrote the file
         "alive": bool,              # computed on read: that pid runs and its socket exists
@@ -12,6 +13,9 @@
         "saved_at": float,
         "stopped_at": float | null, # set by a clean shutdown
         "socket": str,
+        "state_error": str | null,  # optional: the saved state was damaged at start
+                                    #   (``restore_saved``: what, where it was kept)
+        "policy_error": str | null, # optional: the policy file cannot be used (``floorwatch``)
         "counters": {"received", "handled", "ignored", "unhandled", "malformed",
                      "errors", "repeats", "spool_replayed", "spool_stale",
                      "audit_failures", ...: int}
@@ -51,6 +55,8 @@ rendering the chat gets (header only when no task ran yet).
 
 from __future__ import annotations
 
+import itertools
+import logging
 import os
 import time
 from typing import Any, Mapping
@@ -58,11 +64,13 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import dtach, paths
-from aipager.daemon import render
+from aipager.daemon import render, salvage
 from aipager.daemon.model import Session
 from aipager.daemon.registry import Registry
 
 STATE_VERSION = 1
+
+log = logging.getLogger("aipager.daemon")
 
 
 def empty_state(env: Mapping[str, str]) -> dict[str, Any]:
@@ -131,15 +139,22 @@ def load_state(env: Mapping[str, str]) -> dict[str, Any]:
     """The saved state (see the module docstring), with ``daemon.alive`` computed now.
 
     Never raises for a missing or unreadable file: it returns an empty state
-    (``daemon.alive`` false, no sessions), so ``aipager status`` always prints.
+    (``daemon.alive`` false, no sessions), so ``aipager status`` always prints;
+    a file that exists but cannot be used adds ``state_error`` (what is wrong).
     """
+    path = paths.daemon_state_file(env)
     try:
-        with open(paths.daemon_state_file(env), "rb") as fh:
+        with open(path, "rb") as fh:
             state = orjson.loads(fh.read())
-    except (OSError, orjson.JSONDecodeError):
+    except FileNotFoundError:
         return empty_state(env)
+    except OSError as exc:
+        return {**empty_state(env), "state_error": f"{path}: cannot read it ({exc.strerror})"}
+    except orjson.JSONDecodeError as exc:
+        return {**empty_state(env), "state_error": f"{path}: damaged, not valid JSON ({exc}); "
+                "the daemon keeps it aside at its next start and restores what it can"}
     if not isinstance(state, dict) or not isinstance(state.get("daemon"), dict):
-        return empty_state(env)
+        return {**empty_state(env), "state_error": f"{path}: damaged, not the saved-state shape"}
     state.setdefault("sessions", [])
     daemon = state["daemon"]
     daemon["alive"] = (
@@ -150,8 +165,84 @@ def load_state(env: Mapping[str, str]) -> dict[str, Any]:
     return state
 
 
-def restore(registry: Registry, state: Mapping[str, Any]) -> None:
-    """Load the sessions of a saved state into ``registry``."""
+def restore(registry: Registry, state: Mapping[str, Any]) -> list[str]:
+    """Load the usable sessions of a decoded saved state into ``registry``.
+
+    Returns:
+        What was wrong with the records (``salvage``); empty when all were sound.
+    """
+    problems: list[str] = []
     sessions = state.get("sessions")
-    if isinstance(sessions, list):
-        registry.restore([s for s in sessions if isinstance(s, dict)])
+    if not isinstance(sessions, list):
+        sessions = []
+    good = [s for i, raw in enumerate(sessions) if (s := salvage.session(raw, i, problems))]
+    registry.restore(good)
+    return problems
+
+
+#: a damaged state file is renamed to ``<name><KEPT_INFIX><UTC stamp>`` next to it
+KEPT_INFIX = ".damaged-"
+
+
+def kept_aside(env: Mapping[str, str]) -> list[str]:
+    """Damaged state files the daemon set aside at its starts, oldest first."""
+    path = paths.daemon_state_file(env)
+    folder, name = os.path.split(path)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, n) for n in names if n.startswith(name + KEPT_INFIX))
+
+
+def _keep_aside(path: str, now: float) -> str:
+    stamp = f"{path}{KEPT_INFIX}" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    kept = next(name for n in itertools.count(1)
+                if not os.path.lexists(name := stamp if n == 1 else f"{stamp}-{n}"))
+    os.rename(path, kept)
+    return kept
+
+
+def restore_saved(env: Mapping[str, str], registry: Registry, *,
+                  now: float | None = None) -> str | None:
+    """At daemon start: load the saved sessions, keeping a damaged file aside.
+
+    Every session record still usable is restored (``salvage``: a file cut
+    short keeps the sessions written before the cut; bad fields are dropped,
+    bad records skipped).  When anything was wrong the file is renamed to
+    ``<file>.damaged-<UTC stamp>`` (the next save writes a sound one) and the
+    problems are logged.
+
+    Returns:
+        None when the file was sound or absent, else one line for
+        ``aipager status`` and ``doctor``: what was wrong, where the file was
+        kept, how many sessions were restored.
+    """
+    path = paths.daemon_state_file(env)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problem = f"{path}: cannot read the saved state ({exc.strerror}); starting without it"
+        log.error("%s", problem)
+        return problem
+    sessions, seen, problems = salvage.sessions_of(data)
+    registry.restore(sessions)
+    if not problems:
+        return None
+    restored = len(registry.sessions)
+    try:
+        kept = _keep_aside(path, time.time() if now is None else now)
+    except OSError as exc:
+        kept = f"(not kept: cannot rename it: {exc.strerror})"
+    for line in problems[:salvage.PROBLEMS_LISTED]:
+        log.error("saved state: %s", line)
+    if len(problems) > salvage.PROBLEMS_LISTED:
+        log.error("saved state: … %d more problem(s)", len(problems) - salvage.PROBLEMS_LISTED)
+    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+    summary = (f"the saved state was damaged ({problems[0]}{more}); kept as {kept}; "
+               f"restored {restored} of {seen} session(s)")
+    log.error("%s", summary)
+    return summary

@@ -12,6 +12,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from aipager import paths
+from aipager.daemon import limits
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.model import QueuedMessage, Session, State, Task
 
@@ -49,6 +50,11 @@ class Registry:
         self.flush_now = False
         #: bumped on every change; the daemon saves when it moved
         self.version = 0
+        #: sessions forgotten by the orphan limits (``limits.shed_orphans``), and whether
+        #: the cap was ever hit (it is logged once)
+        self.forgotten = 0
+        self.orphan_cap_hit = False
+        self._shed_at = self.knobs.orphan_cap + limits.SHED_SLACK
 
     def __iter__(self) -> Iterator[Session]:
         return iter(self.sessions.values())
@@ -63,7 +69,14 @@ class Registry:
             sess = Session(name=name, label=label_of(name), registered_at=self.clock())
             self.sessions[name] = sess
             self.touch(sess)
+            if len(self.sessions) >= self._shed_at:
+                # junk names must not grow memory between two sweeps
+                self._shed(keep=name)
         return sess
+
+    def _shed(self, keep: str = "") -> None:
+        limits.shed_orphans(self, self.clock(), keep)
+        self._shed_at = max(len(self.sessions), self.knobs.orphan_cap) + limits.SHED_SLACK
 
     def touch(self, sess: Session) -> None:
         """Record that ``sess`` changed (card re-render, state save)."""
@@ -127,11 +140,13 @@ class Registry:
           as running (status ``lapsed``, never shown finished);
         - a background command older than ``bg_shell_max_track`` is no longer followed;
         - chat messages queued more than a day ago are forgotten;
-        - sessions ended more than 14 days ago are dropped.
+        - sessions ended more than 14 days ago are dropped;
+        - sessions never seen with a dtach socket are capped and expire (``limits``).
         """
         now = self.clock()
         k = self.knobs
         changed: list[str] = []
+        self._shed()
         for name in [s.name for s in self.sessions.values()
                      if s.state == State.GONE and s.gone_at and now - s.gone_at > GONE_MAX_AGE]:
             del self.sessions[name]

@@ -43,8 +43,10 @@ def tool_summary(tool: str, tool_input: Any) -> str:
         text = f"{pattern} in {where}" if where else pattern
         return f"{tool}: {shorten(text)}"
     if tool == "AskUserQuestion":
-        questions = tool_input.get("questions") or []
-        first = questions[0].get("question", "") if questions and isinstance(questions[0], dict) else ""
+        questions = tool_input.get("questions")
+        first = (questions[0].get("question", "")
+                 if isinstance(questions, list) and questions and isinstance(questions[0], dict)
+                 else "")
         return f"{tool}: {shorten(str(first))}" if first else tool
     for name in _FIELDS.get(tool, ()):
         value = tool_input.get(name)

@@ -232,3 +232,34 @@ def test_ax_interrupt_ends_the_task_without_an_answer(core, notifier):
     assert [o.data.get("msg_id") for o in notifier.of("release")] == ["9"]
     core.feed(ev("Interrupt", reason="user"))  # a second one changes nothing
     assert sess.state == State.READY
+
+
+def test_a_task_esc_cut_short_ends_interrupted_once_and_never_a_newer_one(core, notifier):
+    from aipager.daemon.tasks import catch_interrupts
+
+    core.feed(ev("UserPromptSubmit", prompt="long", prompt_id="p1"))
+    core.feed(tool("Bash", "t1"))
+    sess = core.registry.get(S)
+    started = sess.task.started_at
+    cut = {"/t/c1.jsonl": started + 1.0}
+    asked: list[str] = []
+
+    def changed(s) -> bool:
+        asked.append(s.name)
+        return True
+
+    assert catch_interrupts(core.ctx, {}.get, changed) == []  # not interrupted
+    assert sess.state == State.WORKING
+    assert catch_interrupts(core.ctx, cut.get, changed) == [S]
+    assert sess.state == State.READY and sess.task.error == render.INTERRUPTED
+    assert notifier.texts("answer") == []
+    asked.clear()
+    assert catch_interrupts(core.ctx, cut.get, changed) == []  # ended: not even looked at
+    assert asked == []
+    # An interruption older than the running task (it was the previous turn's) changes nothing.
+    core.feed(ev("UserPromptSubmit", prompt="next", prompt_id="p2"))
+    old = {"/t/c1.jsonl": sess.task.started_at - 5.0}
+    assert catch_interrupts(core.ctx, old.get, changed) == []
+    assert sess.state == State.WORKING
+    # An unchanged transcript is not read again.
+    assert catch_interrupts(core.ctx, cut.get, lambda s: False) == []

@@ -61,3 +61,32 @@ def test_finished_answer_only_when_the_turn_ended(tmp_path):
     assert transcript.finished_answer(str(p)) is None
     _write(p, [user, tool, done, {"type": "system", "content": "x"}])
     assert transcript.finished_answer(str(p)) == "Finished."
+
+
+def test_interrupted_at_only_when_the_last_turn_was_cut_short(tmp_path):
+    p = tmp_path / "t.jsonl"
+    user = {"type": "user", "message": {"content": "go"}}
+    tool = {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash"}]}}
+    # What Claude Code 2.1.328 writes when Esc stops a running tool (no hook fires).
+    words = "[Request interrupted by user for tool use]"
+    cut = {"type": "user", "timestamp": "2026-12-03T08:15:10.102Z",
+           "message": {"role": "user", "content": [{"type": "text", "text": words}]}}
+    tail = [{"type": "last-prompt", "lastPrompt": "go"}, {"type": "mode", "mode": "normal"}]
+    _write(p, [user, tool, cut, *tail])
+    assert transcript.interrupted_at(str(p)) == 1796285710.102
+    # Interrupted while the model was still writing: the other wording.
+    plain = dict(cut, message={"content": "[Request interrupted by user]"})
+    _write(p, [user, plain])
+    assert transcript.interrupted_at(str(p)) == 1796285710.102
+    # A later turn (a new prompt, an answer) means the interruption is history.
+    _write(p, [user, tool, cut, {"type": "user", "message": {"content": "next"}}])
+    assert transcript.interrupted_at(str(p)) is None
+    answer = {"type": "assistant", "message": {"content": [{"type": "text", "text": "ok"}]}}
+    _write(p, [user, tool, cut, answer])
+    assert transcript.interrupted_at(str(p)) is None
+    # A sidechain (subagent) entry does not count; an unreadable time is not trusted.
+    _write(p, [user, dict(cut, isSidechain=True)])
+    assert transcript.interrupted_at(str(p)) is None
+    _write(p, [user, dict(cut, timestamp="yesterday")])
+    assert transcript.interrupted_at(str(p)) is None
+    assert transcript.interrupted_at(str(tmp_path / "none")) is None

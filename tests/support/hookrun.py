@@ -79,6 +79,14 @@ def boot_loader() -> str:
     return BOOT[:cut]
 
 
+def require(kind: str) -> str:
+    """``kind`` after checking that a native contender really is the installed ELF."""
+    if kind == "native":
+        path = native_path("hook")
+        assert path and is_elf(path), "the native aipager-hook must be installed"
+    return kind
+
+
 def contender_cmd(kind: str, tool: str) -> list[str]:
     if kind == "twin":
         return twin_cmd(tool)

@@ -33,7 +33,8 @@ def prepare_policy_files(case: dict, env: dict, session: str) -> None:
     'floor_raw' (text) written as the floor file; 'notes_dir_link': true
     makes the notes folder a symlink to the real one; 'snapshot_dir' /
     'mark_dir': true put a folder where the hook writes the snapshot / mark;
-    'snapshot_owner': a uid the snapshot is given to (see ``_give``).
+    'snapshot_owner': a uid the snapshot is given to (see ``_give``);
+    'notes_file': true puts a plain file where the notes folder goes.
 
     Richer notes (``note_docs`` / ``note_raw``, see ``_write_note_docs`` and
     ``_write_raw_notes``) are dated from 'now' (default: the clock), so that
@@ -65,6 +66,10 @@ def prepare_policy_files(case: dict, env: dict, session: str) -> None:
             os.mkdir(path, 0o700)  # the hook cannot write it
     if "snapshot_owner" in case:
         _give(paths.policy_file(env, session), case["snapshot_owner"])
+    if case.get("notes_file"):
+        # a plain file where the notes folder goes (another aipager version's)
+        write_private(paths.notes_dir(env, session), b"turn-open\n")
+        return
     if not any(case.get(key) for key in ("notes_dir", "notes", "note_docs", "note_raw")):
         return
     folder = paths.notes_dir(env, session)
@@ -190,6 +195,9 @@ def collect_policy_files(env: dict, session: str) -> dict:
             left["mark_is_time"] = isinstance(float(fh.read()), float)
         os.unlink(paths.task_mark(env, session))
     folder = paths.notes_dir(env, session)
+    if os.path.isfile(folder) and not os.path.islink(folder):
+        left["notes_file"] = True
+        os.unlink(folder)
     if os.path.islink(folder):
         left["notes_dir_link"] = True
         os.unlink(folder)

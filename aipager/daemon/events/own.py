@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from aipager import wire
-from aipager.daemon import audit, render, replies
+from aipager.daemon import audit, limits, render, replies
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Session
 
@@ -25,9 +25,14 @@ def _audit(ev: dict, sess: Session | None, ctx: Ctx) -> None:
         ctx.audit.write(record)
 
 
+def _id(value: object) -> int | str | None:
+    # ids are compared, hashed and saved: a number or a string, nothing else
+    return value if value.__class__ in (int, str) else None
+
+
 def _author(note: dict, sess: Session) -> dict:
-    msg_id = note.get("msg_id")
-    author = {"user_id": note.get("author_user_id"), "msg_id": msg_id}
+    msg_id = _id(note.get("msg_id"))
+    author = {"user_id": _id(note.get("author_user_id")), "msg_id": msg_id}
     queued = next((m for m in sess.queue if m.msg_id == str(msg_id)), None)
     if queued is not None and queued.sender:
         author["label"] = queued.sender
@@ -103,7 +108,11 @@ def on_memory_cap(ev: dict, sess: Session, ctx: Ctx) -> None:
 def on_report_error(ev: dict, sess: Session | None, ctx: Ctx) -> None:
     # Shape only (where, event, tool kind): never payload text.  Kept as counts
     # for `aipager status` until the problem-report flow exists.
-    where = str(ev.get("where") or "unknown")
-    ctx.count(f"report_error:{where}")
+    key = limits.family_key(ctx.counters, "report_error", ev.get("where"))
+    first = key not in ctx.counters
+    ctx.count(key)
     _audit(ev, sess, ctx)
-    log.warning("error report from %s: event=%s tool=%s", where, ev.get("event"), ev.get("tool"))
+    if first:
+        # a place reporting again is counted, not logged again (junk must not fill the log)
+        log.warning("error report from %s: event=%s tool=%s", key.partition(":")[2],
+                    ev.get("event"), ev.get("tool"))

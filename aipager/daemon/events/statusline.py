@@ -72,7 +72,7 @@ def on_statusline(ev: dict, sess: Session, ctx: Ctx) -> None:
     if got["cost_usd"] is not None:
         sess.cost_usd = got["cost_usd"]
     for key in ("total_input", "total_output", "lines_added", "lines_removed"):
-        if isinstance(got[key], int):
+        if got[key].__class__ is int:  # not a bool
             setattr(sess, key, got[key])
     if not sess.claude_session_id and isinstance(ev.get("session_id"), str):
         sess.claude_session_id = ev["session_id"]
