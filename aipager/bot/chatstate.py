@@ -206,7 +206,12 @@ def load(env: Mapping[str, str]) -> ChatState:
 
 
 def save(env: Mapping[str, str], state: ChatState) -> None:
-    """Write the chat state atomically, owner-only."""
+    """Write the chat state atomically, owner-only.
+
+    Not fsynced: it is written before every answer goes out, and an fsync there
+    (tens to hundreds of ms on a busy disk) would sit between Claude's Stop and
+    the phone; a daemon crash keeps it either way (the page cache survives it).
+    """
     from aipager.daemon.persist import write_atomic
 
-    write_atomic(paths.chat_state_file(env), orjson.dumps(state.to_json()))
+    write_atomic(paths.chat_state_file(env), orjson.dumps(state.to_json()), sync=False)

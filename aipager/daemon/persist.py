@@ -101,10 +101,11 @@ def build_state(registry: Registry, daemon: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-def write_atomic(path: str, data: bytes) -> None:
+def write_atomic(path: str, data: bytes, *, sync: bool = True) -> None:
     """Write ``data`` to ``path`` so a reader sees the old or the new file, never half.
 
-    The file is created 0600 in a folder created 0700.
+    The file is created 0600 in a folder created 0700.  ``sync=False`` skips the
+    fsync: the file then survives a crash of the process, not of the machine.
     """
     folder = os.path.dirname(path)
     os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -114,7 +115,8 @@ def write_atomic(path: str, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
