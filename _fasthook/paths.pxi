@@ -1,12 +1,13 @@
 # The C twin of aipager/paths.py for the locations the hook touches.
 #
 # Same resolution, same order (tests/hook checks both against real sends):
+#   private  /tmp/aipager-<uid> (paths.private_dir)
 #   socket   $AIPAGER_INSTANCE_DIR/aipager.sock, $AIPAGER_SOCKET_PATH,
-#            $XDG_RUNTIME_DIR/aipager.sock, /tmp/aipager.sock (first SET
+#            $XDG_RUNTIME_DIR/aipager.sock, private/aipager.sock (first SET
 #            variable wins; nothing is probed on disk)
 #   control  dirname(socket) (os.path.dirname semantics, "" -> ".")
 #   spool    control/aipager-spool
-#   session  $AIPAGER_INSTANCE_DIR or /tmp
+#   session  $AIPAGER_INSTANCE_DIR or private
 #   status   session/claude-status-<session>.json
 # Every function writes a NUL-terminated path into dst[0:cap] and returns 0,
 # or -1 when it does not fit (callers decline: Python has no such limit).
@@ -45,7 +46,14 @@ cdef int path_copy(char* dst, size_t cap, const char* a) noexcept nogil:
     return 0
 
 
+cdef int paths_private_dir(char* dst, size_t cap) noexcept nogil:
+    """paths.private_dir: /tmp/aipager-<uid>."""
+    cdef int k = snprintf(dst, cap, "/tmp/aipager-%u", <unsigned int>getuid())
+    return 0 if k > 0 and <size_t>k < cap else -1
+
+
 cdef int paths_socket(char* dst, size_t cap) noexcept nogil:
+    cdef char priv[64]
     cdef const char* v = env_nonempty("AIPAGER_INSTANCE_DIR")
     if v != NULL:
         return path_join(dst, cap, v, "aipager.sock")
@@ -55,7 +63,9 @@ cdef int paths_socket(char* dst, size_t cap) noexcept nogil:
     v = env_nonempty("XDG_RUNTIME_DIR")
     if v != NULL:
         return path_join(dst, cap, v, "aipager.sock")
-    return path_copy(dst, cap, "/tmp/aipager.sock")
+    if paths_private_dir(priv, sizeof(priv)) < 0:
+        return -1
+    return path_join(dst, cap, priv, "aipager.sock")
 
 
 cdef int path_dirname(char* dst, size_t cap, const char* p) noexcept nogil:
@@ -86,7 +96,9 @@ cdef int path_dirname(char* dst, size_t cap, const char* p) noexcept nogil:
 
 cdef int paths_session_dir(char* dst, size_t cap) noexcept nogil:
     cdef const char* v = env_nonempty("AIPAGER_INSTANCE_DIR")
-    return path_copy(dst, cap, v if v != NULL else <const char*>"/tmp")
+    if v != NULL:
+        return path_copy(dst, cap, v)
+    return paths_private_dir(dst, cap)
 
 
 cdef int paths_status_file(char* dst, size_t cap, const char* session_dir, const char* session) noexcept nogil:

@@ -4,6 +4,12 @@
 #   sender_init(&s, debug)       resolve the socket (paths.pxi) and spool dir
 #   sender_send(&s, buf, n)      -> SEND_OK, SEND_SPOOLED or SEND_DROPPED
 #
+# Only a socket of our own takes a datagram: before every send the path is
+# lstat'ed (socket_ours: a socket, not a symlink, st_uid == getuid()).  A
+# missing, foreign or odd one is "nobody listens": the datagram is spooled,
+# never handed to whoever bound the name (another user on the machine could
+# have, in a shared folder).
+#
 # errno mapping (the one place it happens):
 #   EAGAIN/EWOULDBLOCK/ENOBUFS   the daemon's queue is full (Linux holds
 #                                net.unix.max_dgram_qlen, ~10): write the
@@ -114,6 +120,12 @@ cdef int spool_write(Sender* s, const char* data, size_t n) noexcept nogil:
     return -1
 
 
+cdef bint socket_ours(const char* path) noexcept nogil:
+    """transport.socket_ours: path is a socket (not a symlink) owned by our uid."""
+    cdef struct_stat st
+    return lstat(path, &st) == 0 and S_ISSOCK(st.st_mode) and st.st_uid == getuid()
+
+
 cdef int sender_send(Sender* s, const char* buf, size_t n) noexcept nogil:
     cdef ssize_t r
     cdef int want
@@ -121,6 +133,9 @@ cdef int sender_send(Sender* s, const char* buf, size_t n) noexcept nogil:
     if not s.ready:
         dbg(s.debug, s.who, "socket path unusable, dropped", NULL)
         return SEND_DROPPED
+    if not socket_ours(s.addr.sun_path):
+        dbg(s.debug, s.who, "no socket of ours, spooling:", s.addr.sun_path)
+        return SEND_SPOOLED if spool_write(s, buf, n) == 0 else SEND_DROPPED
     if s.fd < 0:
         s.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)
         if s.fd < 0:

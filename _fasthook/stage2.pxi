@@ -61,10 +61,11 @@ cdef int connected_socket(const Sender* snd) noexcept nogil:
 
     Why: the twin then sends with a plain write() on this descriptor and
     never loads the _socket extension (measured ~0.3-0.5 ms of its start).
-    A daemon that is down refuses the connect: the twin falls back to its
-    own socket and the spool."""
+    A daemon that is down refuses the connect, and a socket that is not ours
+    is never connected: the twin falls back to its own socket (which checks
+    again) and the spool."""
     cdef int fd
-    if not snd.ready:
+    if not snd.ready or not socket_ours(snd.addr.sun_path):
         return -1
     fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0)
     if fd < 0:

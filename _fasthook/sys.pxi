@@ -8,10 +8,10 @@ from libc.errno cimport errno, EINTR, EAGAIN, ENOBUFS, EEXIST, ENOMEM
 from libc.stdio cimport snprintf
 from libc.stdlib cimport malloc, realloc, free, getenv
 from libc.string cimport memcmp, memcpy, memchr, strlen, strcmp, memmove
-from posix.unistd cimport (read, write, close, getpid, geteuid, execv, dup2,
+from posix.unistd cimport (read, write, close, getpid, geteuid, getuid, execv, dup2,
                            lseek, readlink, access, unlink, link, X_OK, R_OK)
 from posix.fcntl cimport open, O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NONBLOCK
-from posix.stat cimport struct_stat, fstat, S_ISDIR, S_ISREG
+from posix.stat cimport struct_stat, fstat, lstat, S_ISDIR, S_ISREG, S_ISSOCK
 from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 from posix.resource cimport rlimit, getrlimit, setrlimit, RLIMIT_AS
 

@@ -8,6 +8,11 @@ environment (the hook reads it to name the session).  dtach comes from the
 The argv builders (``create_argv``, ``attach_argv``, ``push_argv``) and
 ``typing_writes`` are public so the daemon can run the same commands with
 asyncio; the functions below them are the synchronous API the CLI uses.
+
+A socket is typed into, attached to or even probed only when it is a socket
+of our own uid (``aipager.trust``): another user may have created
+``claude-dtach-NAME.sock`` in a shared folder.  Such a socket is listed with
+its ``problem`` and refused with ``UnsafePath``, never used nor removed.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from aipager import paths
+from aipager import paths, trust
 from aipager.errors import AipagerError, InvalidSessionName, SessionError, SessionNotFound
 
 #: detach key for attached terminals: Ctrl-\ (dtach's ``-e`` notation)
@@ -46,10 +51,15 @@ class SessionInfo:
     session: str  # the internal name: "claude-x1"
     socket: str
     live: bool
+    #: why the socket is not used (another user's, a symlink); it is then never live
+    problem: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "session": self.session, "socket": self.socket,
-                "live": self.live}
+        doc: dict[str, object] = {"name": self.name, "session": self.session,
+                                  "socket": self.socket, "live": self.live}
+        if self.problem:
+            doc["problem"] = self.problem
+        return doc
 
 
 # ---------------------------------------------------------------- names
@@ -188,11 +198,15 @@ def typing_writes(text: str) -> list[tuple[bytes, float]]:
 
 
 def is_live(socket_path: str) -> bool:
-    """Whether a dtach master answers on ``socket_path``."""
+    """Whether a dtach master of ours answers on ``socket_path``.
+
+    A socket that is not ours (or a symlink) is never connected to: False.
+    """
     try:
-        if not stat.S_ISSOCK(os.stat(socket_path).st_mode):
-            return False
+        st = os.lstat(socket_path)
     except OSError:
+        return False
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
         return False
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(1.0)
@@ -213,6 +227,8 @@ def list_sessions(env: Mapping[str, str], clean: bool = False) -> list[SessionIn
         clean: remove stale sockets (nobody answers) and leave them out.
     """
     folder = paths.session_dir(env)
+    if folder == paths.private_dir() and trust.private_dir_finding(folder) is not None:
+        return []  # not ours: nothing in it is trusted (`aipager doctor` says why)
     try:
         entries = sorted(os.listdir(folder))
     except OSError:
@@ -224,6 +240,10 @@ def list_sessions(env: Mapping[str, str], clean: bool = False) -> list[SessionIn
             continue
         name = match.group(1)
         sock = os.path.join(folder, entry)
+        problem = trust.socket_finding(sock, "session socket")
+        if problem is not None:
+            found.append(SessionInfo(name, paths.SESSION_PREFIX + name, sock, False, str(problem)))
+            continue
         live = is_live(sock)
         if not live and clean:
             _unlink(sock)
@@ -259,14 +279,16 @@ def create(
     Raises:
         InvalidSessionName: bad name.
         SessionError: the session is already live, or dtach failed to start it.
+        UnsafePath: the session folder or a socket at the name is another user's.
     """
     name = check_name(name)
     sock = paths.dtach_socket(env, name)
+    trust.make_folder(os.path.dirname(sock))
+    trust.require_own_socket(sock, "session socket")
     if is_live(sock):
         msg = f"session {name} is already running; attach with `aipager session {name}`"
         raise SessionError(msg)
     _unlink(sock)  # stale: dtach refuses to create over an existing file
-    os.makedirs(os.path.dirname(sock), exist_ok=True)
     command = list(program) if program is not None else [claude_binary(env), *args]
     argv = create_argv(dtach_binary(env), sock, command)
     proc = subprocess.run(
@@ -290,6 +312,7 @@ def attach(env: Mapping[str, str], name: str) -> int:
 
     Raises:
         SessionNotFound: nothing answers on the session's socket.
+        UnsafePath: the socket is another user's or a symlink.
     """
     sock = _live_socket(env, name)
     return subprocess.call(attach_argv(dtach_binary(env), sock))
@@ -301,6 +324,7 @@ def type_text(env: Mapping[str, str], name: str, text: str, timeout: float = PUS
     Raises:
         SessionNotFound: the session is not live.
         SessionError: dtach failed or took longer than ``timeout``.
+        UnsafePath: the socket is another user's or a symlink.
     """
     sock = _live_socket(env, name)
     proc = subprocess.Popen(
@@ -337,9 +361,13 @@ def kill(env: Mapping[str, str], name: str, grace: float = 3.0) -> bool:
     Returns:
         True if a live session was ended, False if there was only a stale
         socket (removed) or nothing.
+
+    Raises:
+        UnsafePath: the socket at the name is another user's (left alone).
     """
     name = check_name(name)
     sock = paths.dtach_socket(env, name)
+    trust.require_own_socket(sock, "session socket")
     if not is_live(sock):
         _unlink(sock)
         return False
@@ -399,6 +427,8 @@ def descendants(pids: set[int]) -> set[int]:
 def _live_socket(env: Mapping[str, str], name: str) -> str:
     name = check_name(name)
     sock = paths.dtach_socket(env, name)
+    # before anything connects: a foreign socket is reported, never typed into or attached
+    trust.require_own_socket(sock, "session socket")
     if not is_live(sock):
         msg = f"no running session {name}; start it with `aipager session {name}`"
         raise SessionNotFound(msg)

@@ -16,7 +16,8 @@
     │   ├── TokenRejected        getMe answered 401/404
     │   ├── TelegramUnreachable  no answer from the Bot API
     │   └── ChatUnreachable      the chat never talked to the bot / is unknown
-    └── ServiceError             systemctl is missing or refused a command
+    ├── ServiceError             systemctl is missing or refused a command
+    └── UnsafePath               a shared path is another user's, a symlink or too open
 
 Each error carries a message meant for a person; the CLI prints it without a
 traceback and maps the class to an exit code (``exit_code``).  Boundaries
@@ -95,3 +96,10 @@ class ChatUnreachable(TelegramError):
 
 class ServiceError(AipagerError):
     exit_code = 6
+
+
+class UnsafePath(AipagerError):
+    """A path aipager would trust (private folder, socket) belongs to another user,
+    is a symlink or is open to others: possibly an attack; never used."""
+
+    exit_code = 8

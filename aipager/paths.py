@@ -5,11 +5,15 @@ shared table in ``tests/cases/paths.json`` keeps the two in step.  Nothing here
 touches the file system, so callers (and tests) pass the environment they mean.
 
 Layout:
+- private folder: ``/tmp/aipager-<uid>``, the default home of everything
+  below that has no folder of its own.  It is never a shared name: it is made
+  0700 by whoever needs it first and refused when it exists with another
+  owner, another mode or as a symlink (``aipager.trust``).
 - control folder: the folder of the control socket.  It holds the socket,
   the spool of events the socket could not take, and model-switch markers.
-- session folder: ``$AIPAGER_INSTANCE_DIR`` or ``/tmp``.  Per-session files
-  the hook and Claude Code's status line read and write (status, task rules,
-  permission notes, dtach sockets).
+- session folder: ``$AIPAGER_INSTANCE_DIR`` or the private folder.
+  Per-session files the hook and Claude Code's status line read and write
+  (status, task rules, permission notes, dtach sockets).
 - config/state/data folders follow XDG with ``HOME`` as the base.
 """
 
@@ -28,6 +32,8 @@ SPOOL_NAME = "aipager-spool"
 #: a PermissionRequest's reply socket: <control folder>/aipager-reply-<request id>.sock
 REPLY_PREFIX = "aipager-reply-"
 SESSION_PREFIX = "claude-"
+#: the private folder is PRIVATE_PREFIX + the uid (_fasthook/paths.pxi spells it out too)
+PRIVATE_PREFIX = "/tmp/aipager-"
 
 
 # ``import os`` alone costs the pure-Python hook twin ~1.2x python's own start
@@ -71,6 +77,11 @@ def _dirname(p):
     return head
 
 
+def private_dir() -> str:
+    """The user's private folder, ``/tmp/aipager-<uid>`` (no environment variable moves it)."""
+    return f"{PRIVATE_PREFIX}{posix.getuid()}"
+
+
 def socket_path(env: Mapping[str, str]) -> str:
     """The control socket, first match of the documented order."""
     inst = env.get("AIPAGER_INSTANCE_DIR")
@@ -82,7 +93,7 @@ def socket_path(env: Mapping[str, str]) -> str:
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime:
         return _join(runtime, SOCKET_NAME)
-    return _join("/tmp", SOCKET_NAME)
+    return _join(private_dir(), SOCKET_NAME)
 
 
 def control_dir(env: Mapping[str, str]) -> str:
@@ -100,7 +111,7 @@ def reply_socket(env: Mapping[str, str], request_id: str) -> str:
 
 
 def session_dir(env: Mapping[str, str]) -> str:
-    return env.get("AIPAGER_INSTANCE_DIR") or "/tmp"
+    return env.get("AIPAGER_INSTANCE_DIR") or private_dir()
 
 
 def status_file(env: Mapping[str, str], session: str) -> str:

@@ -12,7 +12,7 @@ import tempfile
 import time
 from typing import Mapping
 
-from aipager import dtach, paths
+from aipager import dtach, paths, trust
 from aipager.errors import DaemonError
 
 
@@ -79,6 +79,7 @@ def ensure_folders(env: Mapping[str, str]) -> None:
     Raises:
         DaemonError: a folder cannot be created or written; names the folder,
             what lives there and the variable that moves it.
+        UnsafePath: the private folder is another user's, a symlink or open to others.
     """
     inst = "AIPAGER_INSTANCE_DIR" if env.get("AIPAGER_INSTANCE_DIR") else None
     wanted = [
@@ -86,10 +87,12 @@ def ensure_folders(env: Mapping[str, str]) -> None:
         (os.path.dirname(paths.lock_file(env)), "single-instance lock", inst or "XDG_DATA_HOME"),
         (paths.control_dir(env), "control socket and spool",
          inst or "XDG_RUNTIME_DIR (or AIPAGER_SOCKET_PATH)"),
+        (paths.session_dir(env), "sessions' sockets and files", "AIPAGER_INSTANCE_DIR"),
     ]
     for folder, what, var in wanted:
         try:
-            os.makedirs(folder, mode=0o700, exist_ok=True)
+            # the private folder is made 0700 or refused (UnsafePath, an attack named)
+            trust.make_folder(folder)
             fd, probe = tempfile.mkstemp(prefix=".aipager-probe-", dir=folder)
             os.close(fd)
             os.unlink(probe)

@@ -8,7 +8,7 @@ from typing import Callable
 
 import typer
 
-from aipager import config, dtach, paths, wiring
+from aipager import config, dtach, paths, trust, wiring
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids
@@ -112,11 +112,17 @@ def _wiring(env: dict[str, str]) -> list[Check]:
 def _socket(env: dict[str, str]) -> Check:
     sock = paths.socket_path(env)
     folder = os.path.dirname(sock) or "."
+    # another user's private folder or socket at our names: an attack, named first
+    unsafe = trust.findings(env)
+    if unsafe:
+        return Check("socket", False, unsafe[0].what, unsafe[0].fix)
     if len(sock.encode()) >= _SUN_PATH_MAX:
         return Check("socket", False, f"{sock} is longer than a Unix socket path may be",
                      "set AIPAGER_SOCKET_PATH or XDG_RUNTIME_DIR to a shorter folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return Check("socket", False, f"{folder} is not writable",
+    # a private folder not made yet is made 0700 where it would go
+    probe = folder if os.path.lexists(folder) or folder != paths.private_dir() else "/tmp"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return Check("socket", False, f"{probe} is not writable",
                      "set XDG_RUNTIME_DIR (or AIPAGER_SOCKET_PATH) to a folder you own")
     return Check("socket", True, sock)
 

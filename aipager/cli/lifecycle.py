@@ -8,7 +8,7 @@ import shutil
 
 import typer
 
-from aipager import config, logsetup, paths, service, wiring
+from aipager import config, logsetup, paths, service, trust, wiring
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
 from aipager.cli._daemon import ensure_folders, stop_daemon
@@ -101,8 +101,8 @@ def _purge(env: dict[str, str]) -> None:
     # Events the hooks kept for a daemon that was down belong to this install:
     # without the folder a later hook (or reinstall) spools nothing.
     spool = paths.spool_dir(env)
-    if os.path.isdir(spool) and not os.path.islink(spool):
-        shutil.rmtree(spool, ignore_errors=True)
+    if os.path.isdir(spool) and trust.own_folder_finding(spool, "spool folder") is None:
+        shutil.rmtree(spool, ignore_errors=True)  # ours only: never another user's folder
     typer.echo("Config and state removed.")
 
 

@@ -76,15 +76,20 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable o
     """Sessions with a dtach socket; stale sockets (nobody answers) are removed."""
     env = _env()
     found = dtach.list_sessions(env)
-    stale = [s for s in found if not s.live]
+    refused = [s for s in found if s.problem]
+    stale = [s for s in found if not s.live and not s.problem]
     for s in stale:
         dtach.kill(env, s.name)  # a stale socket: kill just unlinks it
     live = [s for s in found if s.live]
     if as_json:
         doc: dict[str, Any] = {"sessions": [s.to_json() for s in live],
                                "stale_removed": [s.name for s in stale]}
+        if refused:
+            doc["refused"] = [s.to_json() for s in refused]
         print_json(doc)
         return
+    for s in refused:
+        typer.echo(f"aipager: {s.problem}", err=True)
     for s in stale:
         typer.echo(f"removed stale socket of {s.name}", err=True)
     if not live:

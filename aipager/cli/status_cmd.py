@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from aipager import dtach, paths
+from aipager import dtach, paths, trust
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids
@@ -65,17 +65,22 @@ def status(
     state, problem = _load_state(env)
     problem = problem or _state_problem(state)
     terminals = [s.to_json() for s in dtach.list_sessions(env)]
+    # another user's private folder or socket at our names (issue 16): named as an attack
+    unsafe = [str(f) for f in trust.findings(env)] + [t["problem"] for t in terminals if t.get("problem")]
     if as_json:
         print_json({
             "daemon": {"running": bool(pids), "pids": pids, "socket": paths.socket_path(env)},
             "state": state,
             "state_error": problem,
             "dtach_sessions": terminals,
+            "unsafe_paths": unsafe,
         })
         return
     where = paths.socket_path(env)
     running = f"running (pid {', '.join(map(str, pids))})" if pids else "not running"
     typer.echo(f"daemon: {running}  [{where}]")
+    for line in unsafe:
+        typer.echo(f"WARNING: {line}")
     if problem:
         typer.echo(f"state: {problem}")
     facts = state.get("daemon") if isinstance(state, dict) else None

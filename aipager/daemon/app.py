@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 import orjson
 
-from aipager import __version__, paths
+from aipager import __version__, paths, trust
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import deepq, lock, persist, replies, spool, tasks, transcript
 from aipager.daemon.audit import AuditFile
@@ -313,8 +313,17 @@ class Daemon:
         the last read: nothing can be queued after it.
         """
         loop = asyncio.get_running_loop()
-        os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
-        os.chmod(self.spool_dir, 0o700)
+        # The control folder (the private one is made 0700, or refused as
+        # another user's: UnsafePath), then the spool in it, which is only
+        # used when it is ours: a foreign or symlinked one is logged, never chmod'ed.
+        trust.make_folder(os.path.dirname(self.socket_path) or ".")
+        refused = spool.prepare_folder(self.spool_dir)
+        strangers = [] if refused else spool.foreign(self.spool_dir)
+        if refused:
+            log.error("spool not used, nothing replayed from it: %s", refused)
+        elif strangers:
+            log.error("spool %s holds %d file(s) that are not ours; they are never replayed",
+                      self.spool_dir, len(strangers))
         self.state_error = persist.restore_saved(self.env, self.core.registry)
         self.floor.check()
         # What the hooks spooled while we were down comes first, in order; the

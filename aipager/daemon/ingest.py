@@ -38,9 +38,9 @@ import sys
 import threading
 from typing import Callable
 
-from aipager import wire
+from aipager import paths, trust, wire
 from aipager.daemon import deepq
-from aipager.errors import DaemonAlreadyRunning, DaemonError
+from aipager.errors import DaemonAlreadyRunning, DaemonError, UnsafePath
 
 log = logging.getLogger("aipager.daemon")
 
@@ -82,15 +82,21 @@ def bind_control_socket(path: str, queue_len: int | None = None) -> socket.socke
     Raises:
         DaemonAlreadyRunning: something answers on ``path``.
         DaemonError: ``path`` exists and is not a socket, or cannot be bound.
+        UnsafePath: ``path`` is another user's socket or a symlink, or its
+            folder is the private folder and is not ours (``aipager.trust``).
     """
     folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+    if folder == paths.private_dir() or not os.path.isdir(folder):
+        trust.make_folder(folder)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         st = None
     if st is not None:
+        # someone else's socket (or symlink) at our name: never talk to it, never unlink it
+        found = trust.socket_finding(path)
+        if found is not None and found.attack:
+            raise UnsafePath(str(found))
         if not stat.S_ISSOCK(st.st_mode):
             msg = f"{path} exists and is not a socket; move it away and start again"
             raise DaemonError(msg)

@@ -11,6 +11,11 @@ aipager never ran (or was uninstalled) collects nothing.  The daemon replays
 spooled files in name order (oldest first) and unlinks each one; files older
 than ``MAX_AGE`` (by the time in their name) are dropped unreplayed, so a
 daemon that was down for days does not replay stale history.
+
+Only what is ours is replayed: a spool folder that is a symlink or another
+user's is neither used nor changed (``prepare_folder`` says why, the daemon
+logs it and goes on), and a file in it that is not a regular file of ours is
+never read (``pending`` leaves it out, ``take`` refuses it).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import errno
 import os
 import re
 import socket
+import stat
 import time
 from typing import Callable
 
@@ -29,6 +35,7 @@ SPOOL_ERRNOS = (errno.EAGAIN, errno.ENOBUFS, errno.ENOENT, errno.ECONNREFUSED)
 SETTLE_SECONDS = 2.0
 #: spooled events older than this are dropped, not replayed
 MAX_AGE = 24 * 3600.0
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def spool_name(ns: int, pid: int) -> str:
@@ -78,34 +85,117 @@ def discard(spool_dir: str, name: str) -> bool:
     return True
 
 
-def pending(spool_dir: str) -> list[str]:
-    """Spooled file names, oldest first."""
+def prepare_folder(spool_dir: str) -> str | None:
+    """Make the spool folder (0700) or tighten ours; None, or why it is not used.
+
+    A folder that is a symlink, another user's or not a folder is left exactly
+    as it is (no chmod of someone else's folder): the caller logs the reason.
+    """
+    from aipager import trust
+
     try:
-        names = os.listdir(spool_dir)
+        os.mkdir(spool_dir, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return f"cannot create the spool folder {spool_dir}: {exc.strerror}"
+    found = trust.own_folder_finding(spool_dir, "spool folder")
+    if found is not None:
+        return str(found)
+    try:
+        dfd = os.open(spool_dir, _DIR_FLAGS)
+    except OSError as exc:
+        return f"cannot open the spool folder {spool_dir}: {exc.strerror}"
+    try:
+        st = os.fstat(dfd)
+        if st.st_uid != os.geteuid():
+            return f"the spool folder {spool_dir} is not ours"
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(dfd, 0o700)  # ours: through the descriptor, never a path that may move
+    finally:
+        os.close(dfd)
+    return None
+
+
+def _own_dir(spool_dir: str) -> int | None:
+    """A descriptor of the spool folder if it is a real folder of ours, else None."""
+    try:
+        dfd = os.open(spool_dir, _DIR_FLAGS)
     except OSError:
-        return []
-    return sorted(n for n in names if SPOOL_RE.match(n))
+        return None
+    try:
+        if os.fstat(dfd).st_uid == os.geteuid():
+            return dfd
+    except OSError:
+        pass
+    os.close(dfd)
+    return None
+
+
+def _own_file(st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def _scan(spool_dir: str) -> tuple[list[str], list[str]]:
+    """Spool-named entries, oldest first: (regular files of ours, anything else)."""
+    dfd = _own_dir(spool_dir)
+    if dfd is None:
+        return [], []
+    own: list[str] = []
+    other: list[str] = []
+    try:
+        for name in sorted(n for n in os.listdir(dfd) if SPOOL_RE.match(n)):
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except OSError:
+                continue  # taken meanwhile
+            (own if _own_file(st) else other).append(name)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+    return own, other
+
+
+def pending(spool_dir: str) -> list[str]:
+    """Spooled file names, oldest first: regular files of ours in a folder of ours."""
+    return _scan(spool_dir)[0]
+
+
+def foreign(spool_dir: str) -> list[str]:
+    """Spool-named entries that are not regular files of ours (never replayed)."""
+    return _scan(spool_dir)[1]
 
 
 def take(spool_dir: str, name: str, parses: Callable[[bytes], bool]) -> bytes | None:
     """Read and remove one spooled file.
 
-    Returns None when the file is gone (another pass took it) or does not parse
-    yet but is young (a writer may still be at it); an old unparsable file is
+    Returns None when the file is gone (another pass took it), is not a
+    regular file of ours (never read, left in place), or does not parse yet
+    but is young (a writer may still be at it); an old unparsable file is
     removed and returned so the caller counts it as malformed.
     """
-    path = os.path.join(spool_dir, name)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        if not parses(data):
-            if time.time() - os.stat(path).st_mtime < SETTLE_SECONDS:
-                return None
-        os.unlink(path)
-    except FileNotFoundError:
+    dfd = _own_dir(spool_dir)
+    if dfd is None:
         return None
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+        try:
+            st = os.fstat(fd)
+            if not _own_file(st):
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read()
+        finally:
+            os.close(fd)
+        if not parses(data):
+            if time.time() - st.st_mtime < SETTLE_SECONDS:
+                return None
+        os.unlink(name, dir_fd=dfd)
     except OSError:
         return None
+    finally:
+        os.close(dfd)
     return data
 
 

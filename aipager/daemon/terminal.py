@@ -8,12 +8,15 @@ the chat use it; tests pass a fake.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from aipager import dtach
 from aipager.daemon.model import Session, State
 from aipager.daemon.registry import Registry
-from aipager.errors import SessionError, SessionNotFound
+from aipager.errors import SessionError, SessionNotFound, UnsafePath
+
+log = logging.getLogger("aipager.daemon")
 
 
 #: keys the chat presses (Claude Code's TUI reads them as a terminal would send them)
@@ -46,9 +49,16 @@ class DtachIO:
     def __init__(self, env: Mapping[str, str]) -> None:
         self._env = env
         self._locks: dict[str, asyncio.Lock] = {}
+        self._refused: set[str] = set()
 
     def discover(self) -> dict[str, str]:
-        return {info.session: info.socket for info in dtach.list_sessions(self._env) if info.live}
+        found = dtach.list_sessions(self._env)
+        for info in found:
+            # another user's socket at a session's name: said once, never used
+            if info.problem and info.socket not in self._refused:
+                self._refused.add(info.socket)
+                log.error("session socket refused: %s", info.problem)
+        return {info.session: info.socket for info in found if info.live}
 
     def _write_note(self, session: str, note: Mapping[str, Any]) -> None:
         # Imported here: the policy package is only needed once the chat types messages.
@@ -62,6 +72,7 @@ class DtachIO:
         Raises:
             SessionNotFound: no live dtach socket for the session.
             SessionError: dtach failed or hung.
+            UnsafePath: the session's socket is another user's (never typed into).
         """
         await self._push(session, dtach.typing_writes(text), note=note)
 
@@ -78,6 +89,8 @@ class DtachIO:
         lock = self._locks.setdefault(session, asyncio.Lock())
         async with lock:
             info = next((i for i in dtach.list_sessions(self._env) if i.session == session), None)
+            if info is not None and info.problem:
+                raise UnsafePath(info.problem)
             if info is None or not info.live:
                 msg = f"session {session} is not running"
                 raise SessionNotFound(msg)

@@ -4,6 +4,10 @@ errno mapping, the one place it happens: EAGAIN/ENOBUFS (the daemon's queue is
 full) and ENOENT/ECONNREFUSED (nobody listens: the daemon is down) -> spool
 the datagram, if the spool folder is ours; anything else -> drop.  The hook
 never waits on the daemon.
+
+Only a socket of our own takes a datagram (``socket_ours``, checked before
+every send): a missing, foreign-owned or symlinked path is "nobody listens",
+so the datagram is spooled instead of handed to whoever bound that name.
 """
 
 from __future__ import annotations
@@ -25,6 +29,20 @@ _DOWN = (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTCONN)
 _FD_MAX = 65536
 _DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW | posix.O_CLOEXEC
 _NEW_FLAGS = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
+#: sizeof(sockaddr_un.sun_path): a path must fit with its NUL
+_SUN_PATH = 108
+#: stat.S_IFMT / stat.S_IFSOCK, without importing stat on the hot path
+_S_IFMT = 0o170000
+_S_IFSOCK = 0o140000
+
+
+def socket_ours(path: str) -> bool:
+    """send.pxi socket_ours: ``path`` is a socket (not a symlink) owned by our uid."""
+    try:
+        st = posix.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return (st.st_mode & _S_IFMT) == _S_IFSOCK and st.st_uid == posix.getuid()
 
 
 def passed_socket(argv: list[str]) -> int:
@@ -61,6 +79,13 @@ class Sender:
                 return self._failed(exc, data)
             debug_line(self.debug, self.who, "sent through the passed socket to", self.path)
             return SEND_OK
+        if len(self.path.encode("utf-8", "surrogateescape")) >= _SUN_PATH:
+            # send.pxi sender_init: too long for sockaddr_un, every send is dropped
+            debug_line(self.debug, self.who, "socket path unusable, dropped")
+            return SEND_DROPPED
+        if not socket_ours(self.path):
+            debug_line(self.debug, self.who, "no socket of ours, spooling:", self.path)
+            return SEND_SPOOLED if self._spool(data) else SEND_DROPPED
         # imported on the first send, not at import: a twin run that only decides
         # (a tool call the native hook already forwarded) never loads the extension
         import _socket

@@ -171,8 +171,8 @@ def publish_floor(env, floor: dict) -> str:
     """Write the effective floor for the hook (daemon side); return the path."""
     path = paths.floor_file(env)
     rules.check_shape(floor)
-    import os  # daemon side only; the hook twin reads the floor without os
+    from aipager import trust  # daemon side only; the hook twin reads the floor without os
 
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    trust.make_folder(paths.session_dir(env))
     _fsio.write_json_atomic(path, {"v": 1, "rules": floor})
     return path

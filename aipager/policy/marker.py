@@ -50,9 +50,9 @@ def write_modelswitch_marker(
         raise ValueError(msg)
     now = time.time() if now is None else now
     path = paths.modelswitch_marker(env, session)
-    import os  # daemon side: the hook's claim stays clear of os (import cost)
+    from aipager import trust  # daemon side: the hook's claim stays clear of os (import cost)
 
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    trust.make_folder(paths.control_dir(env))
     doc = {
         "v": 1,
         "session": session,

@@ -56,9 +56,11 @@ class Run:
 
 
 def run_hook(kind: str, env: dict, answer: Callable[[dict], list[bytes]] | None,
-             receiver: hookrun.Receiver | None, timeout: float = 20, stdin: bytes | None = None) -> Run:
-    """Start the hook, answer its forwarded event with ``answer(event)``'s datagrams."""
-    proc = subprocess.Popen(hookrun.contender_cmd(kind, "hook"), stdin=subprocess.PIPE,
+             receiver: hookrun.Receiver | None, timeout: float = 20, stdin: bytes | None = None,
+             prefix: tuple[str, ...] = ()) -> Run:
+    """Start the hook (after ``prefix``, e.g. setpriv), answer its forwarded event with
+    ``answer(event)``'s datagrams."""
+    proc = subprocess.Popen([*prefix, *hookrun.contender_cmd(kind, "hook")], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         proc.stdin.write(event_bytes() if stdin is None else stdin)
