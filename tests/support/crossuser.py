@@ -99,10 +99,29 @@ def _expose(paths_needed: list[str]) -> None:
             os.rmdir(keep)
 
 
+def _hold_tmp_paths(paths_needed: list[str]) -> list[tuple[str, str]]:
+    """Bind the folders under /tmp that the run needs (a checkout or venv made there, as CI
+    may) to a holding place, so they can come back after /tmp is replaced."""
+    tops = sorted({"/tmp/" + os.path.realpath(p)[len("/tmp/"):].split("/", 1)[0]
+                   for p in paths_needed if os.path.realpath(p).startswith("/tmp/")})
+    held = []
+    for i, top in enumerate(tops):
+        hold = f"/run/crossuser-hold-{os.getpid()}-{i}"
+        os.makedirs(hold)
+        _mount("--bind", top, hold)
+        held.append((top, hold))
+    return held
+
+
 def _isolate() -> str | None:
     """A fresh /tmp, the interpreter reachable by others; None, or why not."""
     try:
+        held = _hold_tmp_paths([os.path.realpath(sys.executable), sys.prefix, REPO])
         _mount("-t", "tmpfs", "-o", "mode=1777", "crossuser-tmp", "/tmp")
+        for top, hold in held:
+            os.mkdir(top, 0o755)
+            _mount("--move", hold, top)
+            os.rmdir(hold)
         _expose([os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, REPO])
     except (subprocess.CalledProcessError, OSError) as exc:
         return f"cannot set up the private /tmp: {exc}"
