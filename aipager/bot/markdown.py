@@ -75,9 +75,9 @@ def format_answer(
     """
     body, spans = _convert(markdown)
     if _is_blank(body):
-        body, spans = EMPTY_ANSWER, [_Span("italic", 0, _u16(EMPTY_ANSWER))]
+        body, spans = EMPTY_ANSWER, [_Span("italic", 0, u16_len(EMPTY_ANSWER))]
     head = _clean(label).replace("\n", " ")
-    shift = _u16(head) + 1
+    shift = u16_len(head) + 1
     header = [_Span("bold", 0, shift - 1)] if head else []
     text = f"{head}\n{body}"
     spans = header + [s._replace(start=s.start + shift, end=s.end + shift) for s in spans]
@@ -88,10 +88,10 @@ def format_answer(
 
     name = f"{_file_safe(label)}-answer.md"
     note = f"… (full answer attached as {name})"
-    room = limit - _u16(note) - 1
+    room = limit - u16_len(note) - 1
     if room >= 2:
         first = _split(text, spans, room)[0]
-        italic = MessageEntity(type="italic", offset=_u16(first.text) + 1, length=_u16(note))
+        italic = MessageEntity(type="italic", offset=u16_len(first.text) + 1, length=u16_len(note))
         message = Chunk(text=f"{first.text}\n{note}", entities=[*first.entities, italic])
     else:  # a limit too small for the note: the note alone, cut to size
         message = _split(note, [], limit)[0]
@@ -199,7 +199,7 @@ def _kept_spans(text: str, entities: list) -> list[_Span]:
 
     Telegram does not nest quotes, so a quote inside a quote keeps only the outer one.
     """
-    total = _u16(text)
+    total = u16_len(text)
     spans: list[_Span] = []
     for e in entities:
         start, end = max(0, e.offset), min(total, e.offset + e.length)
@@ -323,7 +323,7 @@ def _clip(spans: list[_Span], lo: int, hi: int) -> list[MessageEntity]:
 # --- small helpers --------------------------------------------------------------------
 
 
-def _u16(text: str) -> int:
+def u16_len(text: str) -> int:
     """Length in UTF-16 code units, the unit of Telegram's limits and offsets."""
     return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 

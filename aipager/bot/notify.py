@@ -30,6 +30,7 @@ from typing import Any, Callable, Coroutine
 from aipager.bot import view
 from aipager.bot.callbacks import RequestTap, SessionTap, packed
 from aipager.bot.chatstate import ChatState
+from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Op, Outbox
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import Output
@@ -114,8 +115,6 @@ class ChatNotifier:
                            reply_to=_prompt_msg(sess, out.data.get("task"))))
 
     def _on_answer(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        from aipager.bot.markdown import format_answer
-
         label = sess.label if sess is not None else out.session
         formatted = format_answer(label, out.text)
         reply_to = _prompt_msg(sess, out.data.get("task"))
@@ -163,10 +162,10 @@ class ChatNotifier:
         if preview and self.state.prefs_of(chat_id).get("diffs"):
             body = preview.split("\n", 1)[1] if "\n" in preview else ""
             if body and len(text) + len(body) < 3500:
-                start = len(text.encode("utf-16-le")) // 2 + 1
+                start = u16_len(text) + 1
                 text += "\n" + body
-                entities.append({"type": "pre", "offset": start, "length":
-                                 len(body.encode("utf-16-le")) // 2, "language": "diff"})
+                entities.append({"type": "pre", "offset": start, "length": u16_len(body),
+                                 "language": "diff"})
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
         self.outbox.put(Op("post", chat_id, text, entities=entities,
@@ -220,8 +219,6 @@ class ChatNotifier:
     def _on_diff(self, out: Output, sess: Session | None, chat_id: int) -> None:
         if not self.state.prefs_of(chat_id).get("diffs"):
             return
-        from aipager.bot.markdown import to_chunks
-
         label = sess.label if sess is not None else out.session
         body = out.text.replace("```", "'''")
         for chunk in to_chunks(f"📝 {label}\n```diff\n{body}\n```")[:2]:
@@ -324,6 +321,4 @@ def _code_entity(text: str, data: dict[str, Any]) -> list[dict[str, Any]]:
     start = text.find(detail)
     if start < 0:
         return []
-    offset = len(text[:start].encode("utf-16-le")) // 2
-    length = len(detail.encode("utf-16-le")) // 2
-    return [{"type": "pre", "offset": offset, "length": length}]
+    return [{"type": "pre", "offset": u16_len(text[:start]), "length": u16_len(detail)}]
