@@ -37,6 +37,7 @@ from typing import Any, Mapping
 
 from aipager import paths, wire
 from aipager.errors import SettingsError
+from aipager.fsnames import unused_name
 
 HOOK_NAME = "aipager-hook"
 STATUSLINE_NAME = "aipager-statusline"
@@ -337,12 +338,7 @@ def write_json(path: str, doc: dict[str, Any]) -> str | None:
             os.makedirs(folder, exist_ok=True)
         if os.path.exists(path):
             mode = os.stat(path).st_mode & 0o777
-            stamp = time.strftime("%Y%m%dT%H%M%S")
-            backup = f"{path}.aipager-backup-{stamp}"
-            n = 1
-            while os.path.exists(backup):
-                n += 1
-                backup = f"{path}.aipager-backup-{stamp}-{n}"
+            backup = unused_name(f"{path}.aipager-backup-{time.strftime('%Y%m%dT%H%M%S')}")
             shutil.copy2(path, backup)
         fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=folder)
         try:

@@ -55,7 +55,6 @@ rendering the chat gets (header only when no task ran yet).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import time
@@ -64,6 +63,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import dtach, paths
+from aipager.fsnames import unused_name
 from aipager.daemon import render, salvage
 from aipager.daemon.model import Session
 from aipager.daemon.registry import Registry
@@ -198,9 +198,7 @@ def kept_aside(env: Mapping[str, str]) -> list[str]:
 
 
 def _keep_aside(path: str, now: float) -> str:
-    stamp = f"{path}{KEPT_INFIX}" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    kept = next(name for n in itertools.count(1)
-                if not os.path.lexists(name := stamp if n == 1 else f"{stamp}-{n}"))
+    kept = unused_name(f"{path}{KEPT_INFIX}" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)))
     os.rename(path, kept)
     return kept
 
