@@ -157,6 +157,28 @@ def own_folder_finding(path: str, kind: str) -> Finding | None:
     return found
 
 
+def open_own_dir(path: str) -> int:
+    """An ``O_DIRECTORY`` descriptor of ``path`` when it is a real folder (not a symlink)
+    that this process owns.  Checked on the open descriptor, so the folder cannot be
+    swapped between the check and its use (files are then made with ``dir_fd``).
+
+    Raises:
+        OSError: it cannot be opened (missing, a symlink, not a folder).
+        UnsafePath: another user owns it.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        uid = os.fstat(fd).st_uid
+    except OSError:
+        os.close(fd)
+        raise
+    if uid != os.geteuid():
+        os.close(fd)
+        msg = f"{path} belongs to {owner(uid)}, not to you"
+        raise UnsafePath(msg)
+    return fd
+
+
 def findings(env) -> list[Finding]:
     """What ``doctor`` and ``status`` report: the private folder, if it is in use, and the control socket."""
     found = []

@@ -21,8 +21,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping
 
-from aipager import paths
-from aipager.errors import AipagerError
+from aipager import paths, trust
+from aipager.errors import AipagerError, UnsafePath
 
 #: Telegram lets bots download up to 20 MB
 DOWNLOAD_MAX = 20 * 1024 * 1024
@@ -66,16 +66,17 @@ def private_dir(path: str) -> int:
         FileRefused: the folder is a symlink, not ours, or open to others.
     """
     os.makedirs(path, mode=0o700, exist_ok=True)
+    not_private = f"{path} is not a private folder of this user; aipager will not put files there"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fd = trust.open_own_dir(path)
+    except UnsafePath:
+        raise FileRefused(not_private) from None
     except OSError as exc:
         msg = f"{path} cannot be used for files ({exc.strerror})"
         raise FileRefused(msg) from exc
-    st = os.fstat(fd)
-    if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
+    if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
         os.close(fd)
-        msg = f"{path} is not a private folder of this user; aipager will not put files there"
-        raise FileRefused(msg)
+        raise FileRefused(not_private)
     return fd
 
 

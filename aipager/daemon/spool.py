@@ -28,6 +28,9 @@ import stat
 import time
 from typing import Callable
 
+from aipager import trust
+from aipager.errors import UnsafePath
+
 SPOOL_RE = re.compile(r"^\d{20}-\d+\.json$")
 #: sendto failures that spool: the queue is full, or the daemon is down
 SPOOL_ERRNOS = (errno.EAGAIN, errno.ENOBUFS, errno.ENOENT, errno.ECONNREFUSED)
@@ -35,7 +38,6 @@ SPOOL_ERRNOS = (errno.EAGAIN, errno.ENOBUFS, errno.ENOENT, errno.ECONNREFUSED)
 SETTLE_SECONDS = 2.0
 #: spooled events older than this are dropped, not replayed
 MAX_AGE = 24 * 3600.0
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def spool_name(ns: int, pid: int) -> str:
@@ -91,8 +93,6 @@ def prepare_folder(spool_dir: str) -> str | None:
     A folder that is a symlink, another user's or not a folder is left exactly
     as it is (no chmod of someone else's folder): the caller logs the reason.
     """
-    from aipager import trust
-
     try:
         os.mkdir(spool_dir, 0o700)
     except FileExistsError:
@@ -103,14 +103,13 @@ def prepare_folder(spool_dir: str) -> str | None:
     if found is not None:
         return str(found)
     try:
-        dfd = os.open(spool_dir, _DIR_FLAGS)
+        dfd = trust.open_own_dir(spool_dir)
+    except UnsafePath:
+        return f"the spool folder {spool_dir} is not ours"
     except OSError as exc:
         return f"cannot open the spool folder {spool_dir}: {exc.strerror}"
     try:
-        st = os.fstat(dfd)
-        if st.st_uid != os.geteuid():
-            return f"the spool folder {spool_dir} is not ours"
-        if stat.S_IMODE(st.st_mode) != 0o700:
+        if stat.S_IMODE(os.fstat(dfd).st_mode) != 0o700:
             os.fchmod(dfd, 0o700)  # ours: through the descriptor, never a path that may move
     finally:
         os.close(dfd)
@@ -120,16 +119,9 @@ def prepare_folder(spool_dir: str) -> str | None:
 def _own_dir(spool_dir: str) -> int | None:
     """A descriptor of the spool folder if it is a real folder of ours, else None."""
     try:
-        dfd = os.open(spool_dir, _DIR_FLAGS)
-    except OSError:
+        return trust.open_own_dir(spool_dir)
+    except (OSError, UnsafePath):
         return None
-    try:
-        if os.fstat(dfd).st_uid == os.geteuid():
-            return dfd
-    except OSError:
-        pass
-    os.close(dfd)
-    return None
 
 
 def _own_file(st: os.stat_result) -> bool:
