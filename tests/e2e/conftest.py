@@ -82,11 +82,7 @@ def daemon(claude_home: kit.ClaudeHome, fake_telegram: FakeBotAPI,
     Code against ``fake_anthropic``, as the harness's own sessions do.
     """
     write_config(claude_home)
-    session_env = claude_home.claude_env(fake_anthropic.base_url)
-    session_env.pop("CLAUDE_DTACH_SESSION")  # dtach.create sets it per session
-    extra = {k: v for k, v in session_env.items() if k not in claude_home.aipager_env()}
-    extra["AIPAGER_CLAUDE_BIN"] = kit.claude_binary()
-    proc = Daemon(claude_home, api_base=fake_telegram.base, extra_env=extra)
+    proc = Daemon.for_chat(claude_home, fake_telegram.base, fake_anthropic.base_url)
     proc.start()
     yield proc
     proc.stop()

@@ -7,20 +7,12 @@ from __future__ import annotations
 import pytest
 
 from e2e.kit.chat import Phone, buttons, text_of
+from e2e.kit.questions import COLOUR, TOPPINGS
 from fakes import anthropic as fa
 
 pytestmark = pytest.mark.e2e
 
 TUI_ARGS = ("--permission-mode", "default", "--allowedTools", "Bash,Write,Edit,Read")
-COLOUR = {"question": "Which colour should the button be?", "header": "Colour",
-          "multiSelect": False,
-          "options": [{"label": "Green", "description": "calm"},
-                      {"label": "Red", "description": "loud"},
-                      {"label": "Blue", "description": "cool"}]}
-TOPPINGS = {"question": "Which toppings do you want?", "header": "Toppings", "multiSelect": True,
-            "options": [{"label": "Cheese", "description": "c"},
-                        {"label": "Ham", "description": "h"},
-                        {"label": "Olives", "description": "o"}]}
 
 
 def _ready(daemon) -> None:

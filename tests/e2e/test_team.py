@@ -9,7 +9,6 @@ import os
 
 import pytest
 
-from e2e.kit import claude as kit
 from e2e.kit.chat import Phone, buttons
 from e2e.kit.daemon import OWNER_ID, USER_ID, Daemon
 from fakes import anthropic as fa
@@ -33,11 +32,7 @@ def team(claude_home, fake_telegram, fake_anthropic):
                         members=(config.Member(OWNER_ID, "owner", "owner"),
                                  config.Member(USER_ID, "user", "guest")))
     config.save(claude_home.aipager_env(), cfg)
-    session_env = claude_home.claude_env(fake_anthropic.base_url)
-    session_env.pop("CLAUDE_DTACH_SESSION")
-    extra = {k: v for k, v in session_env.items() if k not in claude_home.aipager_env()}
-    extra["AIPAGER_CLAUDE_BIN"] = kit.claude_binary()
-    proc = Daemon(claude_home, api_base=fake_telegram.base, extra_env=extra)
+    proc = Daemon.for_chat(claude_home, fake_telegram.base, fake_anthropic.base_url)
     proc.start()
     yield proc
     proc.stop()

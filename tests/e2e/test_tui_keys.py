@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from e2e.kit.dtachs import _ANSI, _CURSOR_RIGHT
+from e2e.kit.questions import COLOUR, SIZE, TOPPINGS
 from fakes import anthropic as fa
 
 pytestmark = pytest.mark.e2e
@@ -37,19 +38,6 @@ PLAN = KEYS["plan"]
 NO_PLAN = PLAN["without_plan_file"]
 INTERRUPTED = "Interrupted · What should Claude do instead?"
 
-COLOUR = {"question": "Which colour should the button be?", "header": "Colour",
-          "multiSelect": False,
-          "options": [{"label": "Green", "description": "calm"},
-                      {"label": "Red", "description": "loud"},
-                      {"label": "Blue", "description": "cool"}]}
-SIZE = {"question": "Which size should it be?", "header": "Size", "multiSelect": False,
-        "options": [{"label": "Small", "description": "s"},
-                    {"label": "Medium", "description": "m"},
-                    {"label": "Large", "description": "l"}]}
-TOPPINGS = {"question": "Which toppings do you want?", "header": "Toppings", "multiSelect": True,
-            "options": [{"label": "Cheese", "description": "c"},
-                        {"label": "Ham", "description": "h"},
-                        {"label": "Olives", "description": "o"}]}
 
 
 # -- the fixture's step language ------------------------------------------------------------

@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable
 
 from aipager import paths
-from e2e.kit.claude import ClaudeHome, installed_program
+from e2e.kit.claude import ClaudeHome, claude_binary, installed_program
 from fakes.telegram_api import OWNER, TOKEN
 
 #: the owner: the person the fake Bot API's helpers speak as by default
@@ -62,6 +62,17 @@ class Daemon:
         self.env = self.environment()
         self.proc: subprocess.Popen[bytes] | None = None
         self.output = os.path.join(home.root, "daemon-output.log")
+
+    @classmethod
+    def for_chat(cls, home: ClaudeHome, api_base: str, model_url: str) -> Daemon:
+        """A daemon whose bot polls the fake Bot API at ``api_base`` and whose ``/new``
+        sessions run the suite's Claude Code against the fake model at ``model_url``,
+        as the harness's own sessions do."""
+        session_env = home.claude_env(model_url)
+        session_env.pop("CLAUDE_DTACH_SESSION")  # dtach.create sets it per session
+        extra = {k: v for k, v in session_env.items() if k not in home.aipager_env()}
+        extra["AIPAGER_CLAUDE_BIN"] = claude_binary()
+        return cls(home, api_base=api_base, extra_env=extra)
 
     # -- lifecycle -------------------------------------------------------------------------
 
