@@ -3,38 +3,11 @@ proven by tests/e2e/test_tui_keys.py): expand the fixture's steps and compare.""
 
 from __future__ import annotations
 
-import json
-import os
-
 import pytest
 
+from support.tuikeys import KEYS, expand
+
 from aipager.bot import dialogkeys as dk
-
-FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tui_keys.json")
-with open(FIXTURE, encoding="utf-8") as fh:
-    KEYS = json.load(fh)
-
-
-def expand(steps, params):
-    out = []
-    for step in steps:
-        if "key" in step:
-            out.append(KEYS["keys"][step["key"]].encode())
-        elif "digit" in step:
-            out.append(step["digit"].encode())
-        elif "option_digit" in step:
-            out.append(str(params[step["option_digit"]] + 1).encode())
-        elif "repeat" in step:
-            times = step["times"]
-            times = params[times] if isinstance(times, str) else times
-            out += [KEYS["keys"][step["repeat"]].encode()] * times
-        elif "text" in step:
-            out.append(step["text"].format(**params).encode())
-        elif "each" in step:
-            for value in params[step["each"]]:
-                out += expand(step["steps"], {**params, step["as"]: value})
-    return out
-
 
 @pytest.mark.parametrize("kind", ["allow", "allow_always", "deny"])
 def test_permission_keys(kind):

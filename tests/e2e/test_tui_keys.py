@@ -25,12 +25,10 @@ import pytest
 from e2e.kit.dtachs import _ANSI, _CURSOR_RIGHT
 from e2e.kit.questions import COLOUR, SIZE, TOPPINGS
 from fakes import anthropic as fa
+from support.tuikeys import KEYS, expand
 
 pytestmark = pytest.mark.e2e
 
-FIXTURE_PATH = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tui_keys.json")
-with open(FIXTURE_PATH, encoding="utf-8") as _fh:
-    KEYS = json.load(_fh)
 
 PERM = KEYS["permission"]
 QUEST = KEYS["question"]
@@ -41,32 +39,6 @@ INTERRUPTED = "Interrupted · What should Claude do instead?"
 
 
 # -- the fixture's step language ------------------------------------------------------------
-
-def expand(steps: list[dict[str, Any]], params: dict[str, Any]) -> list[bytes]:
-    """The writes a list of fixture steps stands for, parameters filled in."""
-    writes: list[bytes] = []
-    for step in steps:
-        if "key" in step:
-            writes.append(KEYS["keys"][step["key"]].encode())
-        elif "digit" in step:
-            writes.append(step["digit"].encode())
-        elif "option_digit" in step:
-            writes.append(str(params[step["option_digit"]] + 1).encode())
-        elif "repeat" in step:
-            times = step["times"]
-            times = params[times] if isinstance(times, str) else times
-            writes += [KEYS["keys"][step["repeat"]].encode()] * times
-        elif "text" in step:
-            text = step["text"].format(**params)
-            assert "\r" not in text and "\n" not in text
-            writes.append(text.encode())
-        elif "each" in step:
-            for value in params[step["each"]]:
-                writes += expand(step["steps"], {**params, step["as"]: value})
-        else:
-            raise AssertionError(f"unknown step {step}")
-    return writes
-
 
 def press(tui, action: dict[str, Any], *, more: bool = False, **params: Any) -> None:
     """Type ``action``'s steps into the dialog on screen, paced as the fixture says.
