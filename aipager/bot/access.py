@@ -12,7 +12,6 @@ next message on.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Any, Awaitable, Callable, Mapping
 
@@ -20,6 +19,7 @@ from aiogram import BaseMiddleware
 from aiogram.types import CallbackQuery, Message, TelegramObject
 
 from aipager import config, paths
+from aipager.fsnames import Stamp, file_stamp
 from aipager.bot.actions import Sender
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import Op, Outbox
@@ -39,16 +39,12 @@ class Members:
     def __init__(self, env: Mapping[str, str], cfg: config.Config) -> None:
         self._env = env
         self.cfg = cfg
-        self._stamp = self._mtime()
-
-    def _mtime(self) -> float:
-        try:
-            return os.stat(paths.config_file(self._env)).st_mtime
-        except OSError:
-            return 0.0
+        self._stamp = file_stamp(paths.config_file(env))
+        #: the policy file's version and what it gave (a Policy, or why it is unusable)
+        self._policy: tuple[Stamp, Any] = (None, None)
 
     def current(self) -> config.Config:
-        stamp = self._mtime()
+        stamp = file_stamp(paths.config_file(self._env))
         if stamp != self._stamp:
             self._stamp = stamp
             try:
@@ -70,12 +66,26 @@ class Members:
             return self._with_rights(user.id, label, "owner")  # whose chat setup was done with
         return None
 
-    def _with_rights(self, user_id: int, label: str, role_name: str) -> Sender:
-        """The sender with what their role lets them do (the policy file's roles)."""
+    def _loaded_policy(self) -> Any:
+        """The owner's policy, or why it is unusable (a string); the file is read again
+        only when it changed, not for every message."""
         from aipager.policy import model
 
+        stamp = file_stamp(paths.policy_user_file(self._env))
+        if self._policy[1] is None or stamp != self._policy[0]:
+            try:
+                self._policy = (stamp, model.load_policy(self._env))
+            except AipagerError as exc:
+                self._policy = (stamp, str(exc))
+        return self._policy[1]
+
+    def _with_rights(self, user_id: int, label: str, role_name: str) -> Sender:
+        """The sender with what their role lets them do (the policy file's roles)."""
+        policy = self._loaded_policy()
         try:
-            role = model.load_policy(self._env).role(role_name)
+            if isinstance(policy, str):
+                raise AipagerError(policy)
+            role = policy.role(role_name)
         except AipagerError as exc:
             if role_name != "owner":
                 # Unusable policy or unknown role: no rights rather than guessed ones.

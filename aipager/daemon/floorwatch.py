@@ -14,26 +14,13 @@ The check is two ``stat`` calls, cheap enough for every daemon tick.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Mapping
 
 from aipager import paths
+from aipager.fsnames import Stamp, file_stamp
 from aipager.errors import PolicyError
 
 log = logging.getLogger("aipager.daemon")
-
-#: what identifies one version of a file: (inode, mtime ns, size); None when absent
-Stamp = tuple[int, int, int] | None
-
-
-def _stamp(path: str) -> Stamp:
-    # followed: a policy file that is a symlink (dotfile managers) changes through its target
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
 
 class FloorPublisher:
     """Publishes the effective floor (built-in + the owner's additions) for the hook.
@@ -62,7 +49,7 @@ class FloorPublisher:
         Never raises.  Returns:
             True when the floor file was written.
         """
-        stamp = _stamp(self.policy_path)
+        stamp = file_stamp(self.policy_path)
         if stamp != self._policy_seen:
             self._policy_seen = stamp
             return self._reload()
@@ -70,7 +57,7 @@ class FloorPublisher:
             return False
         if self._write_failed:
             return self._write(self.floor)
-        if _stamp(self.floor_path) != self._written:
+        if file_stamp(self.floor_path) != self._written:
             log.warning("the published safety floor %s was removed or changed by something "
                         "else; publishing it again", self.floor_path)
             return self._write(self.floor)
@@ -93,7 +80,7 @@ class FloorPublisher:
                 # Keep what is published now (never less than the built-in floor) and
                 # put it back should it disappear.
                 self.floor = floor_mod.load_floor(self.env)
-                self._written = _stamp(self.floor_path)
+                self._written = file_stamp(self.floor_path)
             return False
         self.problem = ""
         self.floor = floor
@@ -114,7 +101,7 @@ class FloorPublisher:
         if self._write_failed:
             log.info("the safety floor is published again at %s", self.floor_path)
         self._write_failed = False
-        self._written = _stamp(self.floor_path)
+        self._written = file_stamp(self.floor_path)
         log.info("safety floor published: %d no-access, %d no-write, %d command patterns",
                  len(floor["no_access"]), len(floor["no_write"]),
                  len(floor["commands"]) + len(floor["commands_i"]))
