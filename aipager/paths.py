@@ -190,6 +190,11 @@ def daemon_state_file(env: Mapping[str, str]) -> str:
     return _join(state_dir(env), "daemon-state.json")
 
 
+def journal_file(env: Mapping[str, str]) -> str:
+    """What the daemon accepted since its last saved state (``daemon.journal``)."""
+    return _join(state_dir(env), "daemon-journal.bin")
+
+
 def files_dir(env: Mapping[str, str]) -> str:
     """Files moving between the chat and sessions (owner-only): under the runtime
     folder when there is one, else the cache; never a shared /tmp name."""

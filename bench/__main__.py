@@ -19,7 +19,8 @@ import platform
 import sys
 
 #: benchmark modules, in the order they run
-MODULES = ("bench.hook", "bench.policy", "bench.ingest", "bench.bot", "bench.permission")
+MODULES = ("bench.hook", "bench.policy", "bench.ingest", "bench.bot", "bench.permission",
+           "bench.crash")
 
 COLUMNS = (
     ("case", "{}", 34),

@@ -222,23 +222,34 @@ class Rig:
         self.address = paths.socket_path(self.env)
         self.spool_dir = paths.spool_dir(self.env)
         self.output = os.path.join(self.root, "daemon.out")
-        with open(self.output, "wb") as out:
+        self.launch()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.setblocking(False)
+
+    def launch(self) -> None:
+        """``aipager start``, until it is ready: the socket is bound, the bot said hello
+        (getMe, command menu) and polls.  Its output is appended to ``self.output``."""
+        mark = self.stamps.mark()
+        with open(self.output, "ab") as out:
             self.proc = subprocess.Popen([program("aipager"), "start"], env=self.env, cwd=self.root,
                                          stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT)
-        # Ready: the socket is bound, the bot said hello (getMe, command menu) and polls.
         deadline = time.monotonic() + 30
-        while not os.path.exists(self.address):
+        while not _bound(self.address):
             self._alive("binding its socket")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the daemon never bound {self.address}:\n{self.tail()}")
             time.sleep(0.05)
-        if self.stamps.wait("setMyCommands", timeout=20) is None:
+        if self.stamps.wait("setMyCommands", timeout=20, since=mark) is None:
             raise RuntimeError(f"the daemon's bot never reached the fake Bot API:\n{self.tail()}")
         if not self.stamps.wait_arrival("getUpdates", timeout=10):
             raise RuntimeError(f"the daemon's bot does not poll:\n{self.tail()}")
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self._sock.setblocking(False)
+
+    def kill_hard(self) -> None:
+        """SIGKILL the daemon process alone (its drain lives on), as the OOM killer would."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
 
     def _alive(self, what: str) -> None:
         if self.proc is not None and self.proc.poll() is not None:
@@ -385,6 +396,18 @@ class Session:
 
 
 # -- processes ---------------------------------------------------------------------------
+
+
+def _bound(path: str) -> bool:
+    """A daemon listens at ``path`` (a dead one's leftover socket file refuses)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 def children(pid: int) -> list[int]:

@@ -23,7 +23,7 @@ import orjson
 
 from aipager import __version__, paths, trust
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import deepq, lock, persist, replies, spool, tasks, transcript
+from aipager.daemon import deepq, journal, lock, persist, replies, spool, tasks, transcript
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.floorwatch import FloorPublisher
@@ -87,6 +87,8 @@ class Daemon:
         self.recorder = RecordingNotifier(maxlen=1000)
         self.notifier = FanoutNotifier([LogNotifier(), self.recorder, *([notifier] if notifier else [])])
         self.audit = AuditFile(paths.audit_log(self.env))
+        #: every datagram accepted since the last save, so a hard kill loses none (``journal``)
+        self.journal = journal.Journal(paths.journal_file(self.env))
         self.core = DaemonCore(self.notifier, knobs=Knobs.from_env(self.env), audit=self.audit)
         self.session_io = session_io or DtachIO(self.env)
         self.socket_path = paths.socket_path(self.env)
@@ -124,6 +126,7 @@ class Daemon:
             "socket": self.socket_path,
             "state_error": self.state_error,
             "policy_error": self.floor.problem or None,
+            "journal_seq": self.journal.seq,
             "counters": {**self.core.counters, **self.core.ctx.counters,
                          "audit_failures": self.audit.failures,
                          # datagrams the receiving thread (drain fallback) had no room for
@@ -140,6 +143,8 @@ class Daemon:
             return
         try:
             persist.save_state(self.env, reg, self.daemon_facts(stopped))
+            # the state now holds every journaled datagram (nothing is fed in between)
+            self.journal.saved()
         except OSError as exc:
             # retried every tick; logged once, then again only when the error changes
             if str(exc) != self._save_error:
@@ -201,6 +206,7 @@ class Daemon:
     # -- datagrams -----------------------------------------------------------
 
     def deliver(self, batch: list[bytes]) -> None:
+        self.journal.append(batch)  # before handling: a hard kill from here on loses nothing
         feed = self.core.feed_bytes
         for data in batch:
             feed(data)
@@ -228,7 +234,7 @@ class Daemon:
             if spool.is_stale(name, now):
                 stale += spool.discard(self.spool_dir, name)
                 continue
-            data = spool.take(self.spool_dir, name, _parses)
+            data = spool.take(self.spool_dir, name, _parses, keep=self._journal_one)
             if data is None:
                 continue
             self.core.counters["spool_replayed"] += 1
@@ -239,6 +245,21 @@ class Daemon:
             log.warning("dropped %d spooled event(s) older than %d h without replaying them",
                         stale, spool.MAX_AGE // 3600)
         return done
+
+    def _journal_one(self, data: bytes) -> None:
+        self.journal.append([data])
+
+    def replay_journal(self, after: int) -> int:
+        """At start: feed what the last run accepted past its saved state (a hard kill)."""
+        batch, top = journal.read(self.journal.path, after)
+        self.journal.seq = max(self.journal.seq, top)
+        for data in batch:
+            self.core.feed_bytes(data)
+        if batch:
+            self.core.counters["journal_replayed"] += len(batch)
+            log.warning("the last run ended without saving its state: %d accepted event(s) "
+                        "replayed from the journal", len(batch))
+        return len(batch)
 
     # -- loops ---------------------------------------------------------------
 
@@ -324,8 +345,12 @@ class Daemon:
         elif strangers:
             log.error("spool %s holds %d file(s) that are not ours; they are never replayed",
                       self.spool_dir, len(strangers))
-        self.state_error = persist.restore_saved(self.env, self.core.registry)
+        restored = persist.restore_saved(self.env, self.core.registry)
+        self.state_error = restored.problem
+        self.journal.seq = restored.journal_seq
         self.floor.check()
+        # What the last run accepted but never saved (killed hard) comes before the spool.
+        self.replay_journal(restored.journal_seq)
         # What the hooks spooled while we were down comes first, in order; the
         # hooks keep spooling until the socket is bound, and the replay after
         # binding takes those.
@@ -337,7 +362,9 @@ class Daemon:
         sock = bind_control_socket(self.socket_path, deepq.QUEUE_LEN if deep else None)
         self.socket_queue = deepq.QUEUE_LEN if deep and deepq.is_deep(sock) else None
         bound_ino = os.stat(self.socket_path).st_ino
-        drain: DrainIngest | None = DrainIngest(sock, self.deliver)
+        drain: DrainIngest | None = DrainIngest(
+            sock, self.deliver, spool_dir=None if refused else self.spool_dir,
+            sock_path=self.socket_path)
         thread: Ingest | None = None
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.stop_event.set)
@@ -383,6 +410,7 @@ class Daemon:
             sock.close()
             self.core.flush_cards()
             self.save(force=True, stopped=True)
+            self.journal.close()
             log.info("aipager daemon stopped")
         return 0
 

@@ -26,7 +26,7 @@ log = logging.getLogger("aipager.daemon")
 
 #: counter names reported in the saved state
 COUNTERS = ("received", "handled", "ignored", "unhandled", "malformed", "errors", "repeats",
-            "spool_replayed", "spool_stale")
+            "spool_replayed", "spool_stale", "journal_replayed")
 
 
 class DaemonCore:

@@ -1,10 +1,22 @@
 """The drain: a tiny separate process that empties the control socket into a pipe.
 
-Run as ``python -I -S drain.py FD [NATIVE [MAX_BACKLOG]]``: the bound datagram
-socket arrives as file descriptor FD, and every datagram leaves on stdout
-framed as a 4-byte little-endian length and the bytes.  It does nothing else,
-so it keeps the socket's ~10-datagram kernel queue empty even while the
-daemon's event loop is busy or stalled: it needs no share of the daemon's GIL.
+Run as ``python -I -S drain.py FD [NATIVE [MAX_BACKLOG [PIPE SPOOL SOCKET PID]]]``: the
+bound datagram socket arrives as file descriptor FD, and every datagram leaves
+on stdout framed as a 4-byte little-endian length and the bytes.  It does
+nothing else, so it keeps the socket's ~10-datagram kernel queue empty even
+while the daemon's event loop is busy or stalled: it needs no share of the
+daemon's GIL.
+
+When the daemon dies without stopping it (``kill -9``, the OOM killer), what
+the daemon never read would die with the pipe: the frames in it, the drain's
+backlog, the kernel queue.  With the last four arguments (``Salvage``) the
+drain keeps them: PIPE is a read end of its own stdout pipe (so the pipe
+outlives the daemon), SPOOL the spool folder, SOCKET the control socket's path
+and PID the daemon.  When PID exits, the drain removes the socket's name (new
+datagrams then go to the spool, as the hooks do when no daemon listens), stops
+its loop as on SIGTERM, reads back everything in the pipe and writes each
+datagram to the spool as a hook would, named just before that moment, so the
+next daemon replays them first, in order.
 
 Two twin loops do the moving, with one contract (the tests run both):
 
@@ -30,6 +42,8 @@ import select
 import signal
 import socket
 import sys
+import threading
+import time
 
 #: the largest datagram read (aipager.wire.MAX_DATAGRAM plus slack)
 MAX_DATAGRAM = 201_024
@@ -96,6 +110,155 @@ def python_loop(fd: int, out: int, wake: int, max_backlog: int) -> int:
         sock.detach()  # the descriptor belongs to our caller
 
 
+class Salvage:
+    """Keeps what a dead daemon never read (see the module docstring).
+
+    Args:
+        pipe: a read end of the drain's stdout pipe.
+        spool_dir: the spool folder (``paths.spool_dir``; used only when it is ours).
+        sock_path: the control socket's path; its name is removed only while it
+            is the file the daemon bound (same inode as when the drain started).
+        fd: the drain's socket.
+        pid: the daemon.
+        wake: the write end of the loop's wake pipe (a byte stops the loop).
+    """
+
+    def __init__(self, pipe: int, spool_dir: str, sock_path: str, fd: int, pid: int,
+                 wake: int) -> None:
+        self.pipe, self.spool_dir, self.sock_path = pipe, spool_dir, sock_path
+        self.fd, self.pid, self.wake = fd, pid, wake
+        #: set once the daemon is gone (the watcher then holds the pipe's bytes)
+        self.dead = threading.Event()
+        self._loop_done = threading.Event()
+        self._held = bytearray()
+        self._before = 0
+        self._thread = threading.Thread(target=self._watch, name="salvage", daemon=True)
+        # The name as bound now (the daemon binds before it starts us): a socket file's
+        # inode is not the socket's own (fstat of ``fd``), so it is compared with this.
+        try:
+            st = os.stat(sock_path)
+            self._bound = (st.st_dev, st.st_ino)
+        except OSError:
+            self._bound = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _wait_for_death(self) -> None:
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except ProcessLookupError:
+            return
+        except (OSError, AttributeError):
+            # no pidfd (old kernel): our parent changes when the daemon dies
+            while os.getppid() == self.pid:
+                time.sleep(0.1)
+            return
+        try:
+            select.select([pidfd], [], [])
+        finally:
+            os.close(pidfd)
+
+    def _watch(self) -> None:
+        self._wait_for_death()
+        # Named before anything the hooks spool from now on, which comes later.
+        self._before = time.time_ns()
+        self._cut_socket()
+        self.dead.set()
+        try:
+            os.write(self.wake, b"x")
+        except OSError:
+            pass
+        # The loop now takes the kernel queue and writes its backlog into the pipe
+        # (blocking): read it back while it does, until it is done and the pipe empty.
+        os.set_blocking(self.pipe, False)
+        while True:
+            done = self._loop_done.is_set()
+            select.select([self.pipe], [], [], 0.05)
+            while True:
+                try:
+                    chunk = os.read(self.pipe, 1 << 20)
+                except (BlockingIOError, InterruptedError):
+                    break
+                if not chunk:
+                    break
+                self._held += chunk
+            if done:
+                return
+
+    def _cut_socket(self) -> None:
+        try:
+            st = os.stat(self.sock_path)
+            if (st.st_dev, st.st_ino) == self._bound:
+                os.unlink(self.sock_path)
+        except OSError:
+            pass
+
+    def finish(self) -> int:
+        """After the loop stopped for a dead daemon: spool what was held; how many."""
+        self._loop_done.set()
+        self._thread.join()
+        datagrams = []
+        blob, pos = bytes(self._held), 0
+        while pos + 4 <= len(blob):
+            size = int.from_bytes(blob[pos:pos + 4], "little")
+            if pos + 4 + size > len(blob):
+                break
+            datagrams.append(blob[pos + 4:pos + 4 + size])
+            pos += 4 + size
+        return spool_all(self.spool_dir, datagrams, self._before - len(datagrams))
+
+
+def spool_all(spool_dir: str, datagrams: list, first_ns: int) -> int:
+    """Write each datagram to ``spool_dir`` as the hook does (``<20-digit ns>-<pid>.json``,
+    0600, linked into place), named ``first_ns``, ``first_ns + 1``, …; how many were written.
+
+    Only into a real folder of our own uid (the daemon's ``spool.prepare_folder``
+    made it); anything else is reported on stderr and nothing is written.
+    """
+    if not datagrams:
+        return 0
+    try:
+        dfd = os.open(spool_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        sys.stderr.write(f"aipager drain: cannot spool {len(datagrams)} datagram(s): {exc}\n")
+        return 0
+    written = 0
+    try:
+        if os.fstat(dfd).st_uid != os.getuid():
+            sys.stderr.write(f"aipager drain: {spool_dir} is not ours; "
+                             f"{len(datagrams)} datagram(s) not spooled\n")
+            return 0
+        pid = os.getpid()
+        tmp = f".drain-{pid}.tmp"
+        for i, data in enumerate(datagrams):
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                             dir_fd=dfd)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+                ns = first_ns + i
+                while True:
+                    try:
+                        os.link(tmp, f"{ns:020d}-{pid}.json", src_dir_fd=dfd, dst_dir_fd=dfd)
+                        break
+                    except FileExistsError:
+                        ns += 1
+                os.unlink(tmp, dir_fd=dfd)
+                written += 1
+            except OSError as exc:
+                sys.stderr.write(f"aipager drain: cannot spool a datagram: {exc}\n")
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except OSError:
+                    pass
+    finally:
+        os.close(dfd)
+    return written
+
+
 def load_native(path: str):
     """The compiled loop module at ``path``, or None when it cannot be loaded.
 
@@ -116,8 +279,8 @@ def load_native(path: str):
     return module
 
 
-def _prepare(out: int) -> int:
-    """Pipe size, non-blocking pipe, SIGTERM as a byte on a wake pipe; the wake read end."""
+def _prepare(out: int) -> tuple[int, int]:
+    """Pipe size, non-blocking pipe, SIGTERM as a byte on a wake pipe; its two ends."""
     os.set_blocking(out, False)
     try:
         fcntl.fcntl(out, F_SETPIPE_SZ, PIPE_SIZE)
@@ -131,10 +294,11 @@ def _prepare(out: int) -> int:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGTERM, lambda *_: None)
-    return wake_r
+    return wake_r, wake_w
 
 
-def run(fd: int, out: int, native=None, max_backlog: int = MAX_BACKLOG) -> int:
+def run(fd: int, out: int, native=None, max_backlog: int = MAX_BACKLOG,
+        salvage: tuple | None = None) -> int:
     """Move datagrams from socket ``fd`` to pipe ``out`` until SIGTERM or a closed pipe.
 
     Args:
@@ -142,14 +306,27 @@ def run(fd: int, out: int, native=None, max_backlog: int = MAX_BACKLOG) -> int:
         out: the pipe's write end.
         native: the ``aipager._drain_c`` module, or None for the Python loop.
         max_backlog: bytes held in memory before the socket is left unread.
+        salvage: ``(pipe, spool_dir, sock_path, pid)`` to keep what a dead daemon
+            never read (``Salvage``), or None.
 
     Returns:
         0 after a clean stop, else the errno that ended the native loop.
     """
-    wake = _prepare(out)
+    wake, wake_w = _prepare(out)
+    keeper = None
+    if salvage is not None:
+        pipe, spool_dir, sock_path, pid = salvage
+        keeper = Salvage(pipe, spool_dir, sock_path, fd, pid, wake_w)
+        keeper.start()
     if native is not None:
-        return native.run(fd, out, wake, max_backlog)
-    return python_loop(fd, out, wake, max_backlog)
+        code = native.run(fd, out, wake, max_backlog)
+    else:
+        code = python_loop(fd, out, wake, max_backlog)
+    if keeper is not None and keeper.dead.is_set():
+        kept = keeper.finish()
+        sys.stderr.write(f"aipager drain: the daemon died; {kept} datagram(s) it never read "
+                         "were spooled\n")
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,8 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     native = None
     if len(args) > 1 and args[1] != "-":
         native = load_native(args[1])
-    max_backlog = int(args[2]) if len(args) > 2 else MAX_BACKLOG
-    code = run(int(args[0]), sys.stdout.fileno(), native, max_backlog)
+    max_backlog = int(args[2]) if len(args) > 2 and args[2] != "-" else MAX_BACKLOG
+    salvage = None
+    if len(args) > 6:
+        salvage = (int(args[3]), args[4], args[5], int(args[6]))
+    code = run(int(args[0]), sys.stdout.fileno(), native, max_backlog, salvage)
     if code:
         sys.stderr.write(f"aipager drain: stopped by {os.strerror(code)}\n")
         return 1

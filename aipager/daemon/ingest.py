@@ -246,19 +246,35 @@ class DrainIngest:
     the event loop.  A stalled loop only lets the pipe (1 MiB) and then the
     drain's memory fill up; the socket queue stays empty.
 
+    The pipe is read with ``add_reader`` and handed to ``deliver`` in the same
+    callback (no stream buffer in between), so what the daemon has read is
+    journaled at once (``journal``).  Given the spool folder, the drain also
+    holds a read end of the pipe and keeps, in the spool, whatever a daemon
+    killed hard never read (``drain.Salvage``).
+
     Args:
         sock: the bound control socket; its descriptor is passed to the drain.
         deliver: called on the loop with a list of datagrams (oldest first).
         native: let the drain run the compiled loop when it is built (False:
             always its Python loop).
+        spool_dir: where the drain spools what a dead daemon never read (None: nowhere).
+        sock_path: the control socket's path (its name is removed when the daemon dies).
     """
 
+    #: bytes read from the pipe per callback at most (then the loop gets a turn)
+    READ_BUDGET = 4 * 1024 * 1024
+
     def __init__(self, sock: socket.socket, deliver: Callable[[list[bytes]], None],
-                 native: bool = True) -> None:
+                 native: bool = True, *, spool_dir: str | None = None,
+                 sock_path: str | None = None) -> None:
         self._sock = sock
         self._deliver = deliver
+        self._spool_dir = spool_dir
+        self._sock_path = sock_path
         self._proc: asyncio.subprocess.Process | None = None
-        self._pump_task: asyncio.Task | None = None
+        self._pipe: int | None = None
+        self._frames = FrameReader()
+        self._eof: asyncio.Event | None = None
         self.stopping = False
         #: set when the drain ended without being asked to
         self.failed = asyncio.Event()
@@ -269,27 +285,59 @@ class DrainIngest:
         from aipager.daemon import drain
 
         fd = self._sock.fileno()
-        self._proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-S", drain.__file__, str(fd), self.native_path or "-",
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            pass_fds=(fd,), limit=4 * 1024 * 1024)
-        self._pump_task = asyncio.create_task(self._pump())
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        argv = [sys.executable, "-I", "-S", drain.__file__, str(fd), self.native_path or "-"]
+        keep = [fd]
+        if self._spool_dir and self._sock_path:
+            argv += ["-", str(read_end), self._spool_dir, self._sock_path, str(os.getpid())]
+            keep.append(read_end)
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=write_end, pass_fds=keep)
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        os.set_blocking(read_end, False)
+        self._pipe = read_end
+        self._eof = asyncio.Event()
+        asyncio.get_running_loop().add_reader(read_end, self._readable)
 
-    async def _pump(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        frames = FrameReader()
-        read = self._proc.stdout.read
-        while True:
-            chunk = await read(1024 * 1024)
-            if not chunk:
+    def _readable(self) -> None:
+        assert self._pipe is not None
+        batch: list[bytes] = []
+        budget = self.READ_BUDGET
+        ended = False
+        while budget > 0:
+            try:
+                chunk = os.read(self._pipe, 1024 * 1024)
+            except (BlockingIOError, InterruptedError):
                 break
-            batch = frames.feed(chunk)
-            if batch:
-                self._deliver(batch)
+            if not chunk:
+                ended = True
+                break
+            budget -= len(chunk)
+            batch += self._frames.feed(chunk)
+        if batch:
+            self._deliver(batch)
+        if ended:
+            self._closed()
+
+    def _closed(self) -> None:
+        assert self._pipe is not None and self._eof is not None
+        asyncio.get_running_loop().remove_reader(self._pipe)
+        os.close(self._pipe)
+        self._pipe = None
+        self._eof.set()
         if not self.stopping:
-            log.error("the ingest drain process ended (exit %s); falling back to a thread",
-                      await self._proc.wait())
-            self.failed.set()
+            asyncio.get_running_loop().create_task(self._report())
+
+    async def _report(self) -> None:
+        assert self._proc is not None
+        log.error("the ingest drain process ended (exit %s); falling back to a thread",
+                  await self._proc.wait())
+        self.failed.set()
 
     async def stop(self) -> None:
         """Ask the drain to hand over everything it holds, and wait for it."""
@@ -299,9 +347,15 @@ class DrainIngest:
         if self._proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self._proc.terminate()
-        if self._pump_task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(self._pump_task, 10)
+        if self._eof is not None:
+            try:
+                await asyncio.wait_for(self._eof.wait(), 10)
+            except asyncio.TimeoutError:
+                log.error("the ingest drain did not finish within 10 s; killed")
+                with contextlib.suppress(ProcessLookupError):
+                    self._proc.kill()
+                if self._pipe is not None:
+                    self._closed()
         await self._proc.wait()
 
 

@@ -16,6 +16,7 @@
         "state_error": str | null,  # optional: the saved state was damaged at start
                                     #   (``restore_saved``: what, where it was kept)
         "policy_error": str | null, # optional: the policy file cannot be used (``floorwatch``)
+        "journal_seq": int,         # optional: the last ``journal`` frame this state includes
         "counters": {"received", "handled", "ignored", "unhandled", "malformed",
                      "errors", "repeats", "spool_replayed", "spool_stale",
                      "audit_failures", ...: int}
@@ -58,7 +59,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import orjson
 
@@ -203,8 +204,26 @@ def _keep_aside(path: str, now: float) -> str:
     return kept
 
 
+class Restored(NamedTuple):
+    """What ``restore_saved`` found besides the sessions."""
+
+    #: None when the file was sound or absent, else one line for ``aipager status`` and
+    #: ``doctor``: what was wrong, where the file was kept, how many sessions were restored
+    problem: str | None
+    #: the last journal frame the saved state includes (``journal``; 0: none, or unknown)
+    journal_seq: int
+
+
+def _journal_seq(data: bytes) -> int:
+    try:
+        seq = orjson.loads(data)["daemon"]["journal_seq"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return 0  # unknown: the whole journal is replayed
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq > 0 else 0
+
+
 def restore_saved(env: Mapping[str, str], registry: Registry, *,
-                  now: float | None = None) -> str | None:
+                  now: float | None = None) -> Restored:
     """At daemon start: load the saved sessions, keeping a damaged file aside.
 
     Every session record still usable is restored (``salvage``: a file cut
@@ -212,26 +231,22 @@ def restore_saved(env: Mapping[str, str], registry: Registry, *,
     bad records skipped).  When anything was wrong the file is renamed to
     ``<file>.damaged-<UTC stamp>`` (the next save writes a sound one) and the
     problems are logged.
-
-    Returns:
-        None when the file was sound or absent, else one line for
-        ``aipager status`` and ``doctor``: what was wrong, where the file was
-        kept, how many sessions were restored.
     """
     path = paths.daemon_state_file(env)
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except FileNotFoundError:
-        return None
+        return Restored(None, 0)
     except OSError as exc:
         problem = f"{path}: cannot read the saved state ({exc.strerror}); starting without it"
         log.error("%s", problem)
-        return problem
+        return Restored(problem, 0)
     sessions, seen, problems = salvage.sessions_of(data)
     registry.restore(sessions)
+    seq = _journal_seq(data)
     if not problems:
-        return None
+        return Restored(None, seq)
     restored = len(registry.sessions)
     try:
         kept = _keep_aside(path, time.time() if now is None else now)
@@ -245,4 +260,4 @@ def restore_saved(env: Mapping[str, str], registry: Registry, *,
     summary = (f"the saved state was damaged ({problems[0]}{more}); kept as {kept}; "
                f"restored {restored} of {seen} session(s)")
     log.error("%s", summary)
-    return summary
+    return Restored(summary, seq)

@@ -159,8 +159,12 @@ def foreign(spool_dir: str) -> list[str]:
     return _scan(spool_dir)[1]
 
 
-def take(spool_dir: str, name: str, parses: Callable[[bytes], bool]) -> bytes | None:
+def take(spool_dir: str, name: str, parses: Callable[[bytes], bool],
+         keep: Callable[[bytes], None] | None = None) -> bytes | None:
     """Read and remove one spooled file.
+
+    ``keep`` is given the bytes before the file is removed (the daemon's journal),
+    so no moment exists where the datagram is in neither place.
 
     Returns None when the file is gone (another pass took it), is not a
     regular file of ours (never read, left in place), or does not parse yet
@@ -183,6 +187,8 @@ def take(spool_dir: str, name: str, parses: Callable[[bytes], bool]) -> bytes | 
         if not parses(data):
             if time.time() - st.st_mtime < SETTLE_SECONDS:
                 return None
+        if keep is not None:
+            keep(data)
         os.unlink(name, dir_fd=dfd)
     except OSError:
         return None

@@ -131,7 +131,7 @@ def test_restore_saved_keeps_the_damaged_file_aside(caplog):
     data = state_bytes(good_session("claude-a"), *mistyped())
     path = write_state(data)
     reg = Registry()
-    problem = persist.restore_saved(env, reg, now=1_700_000_000)
+    problem = persist.restore_saved(env, reg, now=1_700_000_000).problem
     assert "claude-a" in reg.sessions and len(reg.sessions) == 10
     (kept,) = persist.kept_aside(env)
     assert kept == path + ".damaged-20231114T221320Z"
@@ -149,7 +149,7 @@ def test_a_sound_file_is_left_alone():
     env = dict(os.environ)
     path = write_state(state_bytes(good_session("claude-a")))
     reg = Registry()
-    assert persist.restore_saved(env, reg) is None
+    assert persist.restore_saved(env, reg).problem is None
     assert list(reg.sessions) == ["claude-a"] and os.path.exists(path)
     assert persist.kept_aside(env) == []
 
@@ -215,5 +215,5 @@ def test_the_daemon_starts_on_a_damaged_state(kind):
         assert "the saved state was damaged" in fh.read()
     # the file written at shutdown is sound: the next start restores it whole, quietly
     reg = Registry()
-    assert persist.restore_saved(env, reg) is None
+    assert persist.restore_saved(env, reg).problem is None
     assert os.path.exists(path) and len(persist.kept_aside(env)) == 1
