@@ -23,29 +23,32 @@ cdef enum:
 
 cdef int write_status(const char* session_dir, const char* session, const char* raw, size_t n,
                       int debug) noexcept nogil:
+    """Replace the status file with ``raw``: 0, or the errno that stopped it (as the twin)."""
     cdef char tmp[PATH_CAP]
     cdef char final[PATH_CAP]
     cdef char nm[512]
     cdef timespec ts
-    cdef int fd
+    cdef int fd, e
     cdef ssize_t w
     cdef size_t off = 0
     clock_gettime(CLOCK_REALTIME, &ts)
     snprintf(nm, sizeof(nm), ".claude-status-%s.json.%d.%ld.tmp", session, <int>getpid(), <long>ts.tv_nsec)
     if path_join(tmp, PATH_CAP, session_dir, nm) < 0 or paths_status_file(final, PATH_CAP, session_dir, session) < 0:
-        return -1
+        return ENAMETOOLONG
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
     if fd < 0:
+        e = errno
         dbg(debug, "aipager-statusline", "cannot write", tmp)
-        return -1
+        return e
     while off < n:
         w = write(fd, raw + off, n - off)
         if w < 0:
             if errno == EINTR:
                 continue
+            e = errno
             close(fd)
             unlink(tmp)
-            return -1
+            return e
         off += <size_t>w
     close(fd)
     # Swap the new file in with RENAME_EXCHANGE, then drop the old one: as
@@ -54,11 +57,18 @@ cdef int write_status(const char* session_dir, const char* session, const char* 
     # per redraw; the exchange skips that.  No target yet, or a file system
     # without the flag: a plain rename.
     if renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) == 0:
+        if unlink(tmp) == 0:
+            return 0
+        # What was swapped out is a folder (EISDIR), which a plain rename (the
+        # twin) refuses to replace: swap it back and fail the same way.
+        e = errno
+        renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE)
         unlink(tmp)
-        return 0
+        return e
     if renameat(AT_FDCWD, tmp, AT_FDCWD, final) < 0:
+        e = errno
         unlink(tmp)
-        return -1
+        return e
     return 0
 
 
@@ -120,6 +130,7 @@ cdef int statusline_run(int argc, char** argv, char** envp) noexcept nogil:
     cdef int sr = 0
     cdef bint first = True
     cdef int k
+    cdef int failed
 
     v = getenv("AIPAGER_DEBUG")
     debug = v != NULL and strcmp(v, "1") == 0
@@ -207,7 +218,14 @@ cdef int statusline_run(int argc, char** argv, char** envp) noexcept nogil:
         if dg.n > MAX_DATAGRAM:
             return decline(&snd, session, raw.p, raw.n, "statusline", 0, debug, "datagram too large", NULL)
         if paths_session_dir(session_dir, PATH_CAP) == 0:
-            write_status(session_dir, session, raw.p, raw.n, debug)
+            failed = write_status(session_dir, session, raw.p, raw.n, debug)
+            if failed:
+                dg.n -= 1  # the closing brace: the errno goes last, as the twin adds it
+                snprintf(part, sizeof(part), ",\"status_file_errno\":%d}", failed)
+                buf_adds(&dg, part)
+                if dg.oom:
+                    sender_send(&snd, capmsg, capn)
+                    return 1
         sender_send(&snd, dg.p, dg.n)
     elif line.oom:
         return 1

@@ -101,5 +101,7 @@ def status(
         terminal = live.pop(name, live.pop(paths.SESSION_PREFIX + name, None))
         cells.append("terminal=" + {True: "live", False: "stale", None: "none"}[terminal])
         typer.echo(f"  {row.get('label') or name:<20} " + "  ".join(cells))
+        if row.get("status_file_error"):
+            typer.echo(f"  {'':<20} ! {row['status_file_error']}: no token counts in its events")
     for name, is_live in sorted(live.items()):
         typer.echo(f"  {name:<20} terminal={'live' if is_live else 'stale'}")

@@ -210,6 +210,9 @@ class Session:
     pre_compact_pct: float | None = None
     compact_notice_pending: bool = False
     context_warned: bool = False
+    #: why the status-line helper cannot write the session's status file ("" when it can);
+    #: the hook then sends no token counts.  Logged once when it changes, shown by ``status``
+    status_file_error: str = ""
     socket_seen: bool = False
     gone_at: float | None = None
     end_reason: str = ""

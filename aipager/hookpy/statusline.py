@@ -6,6 +6,8 @@ atomically (0600) to ``paths.status_file`` (the hook reads ``sl_tokens``
 from it) and sends a ``statusline`` datagram; it always prints the terminal
 line ``[name] Opus 5.5 | 42% ctx | $1.23``.  A part whose value is null, not
 a number or absurd is left out; there is no ``[name]`` without a session.
+A status file that cannot be written adds ``"status_file_errno": N`` at the
+end of the datagram (the daemon reports it once).
 """
 
 from __future__ import annotations
@@ -69,8 +71,13 @@ def datagram(status: dict, session: str) -> dict:
     return msg
 
 
-def write_status(env, session: str, raw: bytes, debug: bool) -> None:
-    """Atomically replace the session's status file with raw (0600)."""
+def write_status(env, session: str, raw: bytes, debug: bool) -> int:
+    """Atomically replace the session's status file with raw (0600).
+
+    Returns:
+        0, or the errno that stopped it (sent to the daemon as
+        ``status_file_errno``, which reports it once).
+    """
     final = paths.status_file(env, session)
     folder = paths.session_dir(env)
     tmp = os.path.join(folder, f".claude-status-{session}.json.{os.getpid()}.{time.time_ns() % 1000000000}.tmp")
@@ -78,18 +85,20 @@ def write_status(env, session: str, raw: bytes, debug: bool) -> None:
         fd = os.open(tmp, _TMP_FLAGS, 0o600)
     except OSError as exc:
         common.debug_line(debug, WHO, "cannot write", tmp, exc)
-        return
+        return exc.errno or 5  # EIO
     try:
         try:
             common.write_all(fd, raw)
         finally:
             os.close(fd)
         os.rename(tmp, final)
-    except OSError:
+    except OSError as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        return exc.errno or 5  # EIO
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -122,8 +131,11 @@ def _run(raw: bytes, session: str | None, env, sender, debug: bool) -> int:
         return 0
     line = render(status, session)
     if session is not None and sender is not None:
-        data = jsonlite.dumps(datagram(status, session)).encode()
-        write_status(env, session, raw, debug)
+        msg = datagram(status, session)
+        failed = write_status(env, session, raw, debug)
+        if failed:
+            msg["status_file_errno"] = failed
+        data = jsonlite.dumps(msg).encode()
         if len(data) <= wire.MAX_DATAGRAM:
             sender.send(data)
     common.write_all(1, (line + "\n").encode("utf-8", "surrogatepass"))

@@ -53,3 +53,43 @@ def test_recorded_sequence_through_the_hook(daemon, which):
     assert [(r["tool"], r["status"]) for r in sess["rows"]] == [
         ("Bash", "ok"), ("Bash", "failed"), ("Write", "ok"), ("Edit", "ok")]
     assert len(sess["delivered_answers"]) == 2  # one answer: its turn key and its text key
+
+
+def test_a_status_file_that_cannot_be_written_is_reported_once(daemon):
+    """The installed status-line helper cannot write the status file (a folder is in its
+    place): the daemon shows why in ``aipager status``, logs it once over many redraws,
+    and clears it when the file is written again."""
+    from typer.testing import CliRunner
+
+    from aipager import paths
+    from aipager.cli.app import app
+
+    helper = shutil.which("aipager-statusline", path=os.path.dirname(sys.executable))
+    assert helper, "aipager-statusline is not installed next to this interpreter"
+    env = {**os.environ, "CLAUDE_DTACH_SESSION": "claude-sl"}
+    status = orjson.dumps({"model": {"display_name": "Opus 5.5"},
+                           "context_window": {"used_percentage": 12}})
+    blocker = paths.status_file(env, "claude-sl")
+    os.mkdir(blocker)
+
+    def session():
+        found = [s for s in persist.load_state(env)["sessions"] if s["name"] == "claude-sl"]
+        return found[0] if found else {}
+
+    for _ in range(3):
+        done = subprocess.run([helper], input=status, env=env, capture_output=True, timeout=30)
+        assert done.returncode == 0 and done.stdout == b"[sl] Opus 5.5 | 12% ctx\n"
+    wait_for(lambda: session().get("status_file_error"))
+    assert session()["status_file_error"] == "cannot write the status file (Is a directory)"
+    shown = CliRunner().invoke(app, ["status"], env=env).output
+    assert "! cannot write the status file (Is a directory): no token counts" in shown
+    os.rmdir(blocker)
+    subprocess.run([helper], input=status, env=env, capture_output=True, timeout=30, check=True)
+    wait_for(lambda: session().get("status_file_error") == "")
+    daemon.terminate()
+    _, err = daemon.communicate(timeout=15)
+    log = err.decode()
+    with open(paths.log_file(env), encoding="utf-8") as fh:
+        log += fh.read()
+    assert log.count("cannot write the status file") == 1
+    assert "the status file is written again" in log

@@ -7,6 +7,7 @@ on datagrams, stdout, exit code and the status file they leave.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pathlib
@@ -93,6 +94,8 @@ def expected_sent(case: dict, env: dict) -> list:
     if want == "statusline":
         msg = {"type": "statusline", "session": session}
         msg.update({key: _get(source, path) for key, path in STATUSLINE_FIELDS.items()})
+        if case.get("status_blocked"):
+            msg["status_file_errno"] = errno.EISDIR  # last, as both twins add it
         return [msg]
     if want == "ax-args":
         # AX Code's arguments-only stdin as the hook reshapes it (hookpy/axcode.py)
@@ -127,6 +130,8 @@ def run_case(case: dict, kind: str, debug: bool = False,
     status = case_status(case)
     if status is not None:
         write_private(status_path, status)
+    if case.get("status_blocked"):
+        os.mkdir(status_path, 0o700)  # a folder where the status file goes: it cannot be written
     if session:
         prepare_policy_files(case, env, session)
     receiver = hookrun.receiver_for(env)
@@ -136,7 +141,10 @@ def run_case(case: dict, kind: str, debug: bool = False,
     finally:
         receiver.close()
     left = None
-    if os.path.exists(status_path):
+    if os.path.isdir(status_path):
+        os.rmdir(status_path)  # still the folder (both twins must leave it as it was)
+        left = b"<folder>"
+    elif os.path.exists(status_path):
         with open(status_path, "rb") as fh:
             left = fh.read()
         os.unlink(status_path)
@@ -160,7 +168,9 @@ def test_case_meets_expectation(case_id: str, kind: str) -> None:
         assert result.stdout.decode("utf-8") == expect["stdout"]
     elif case["tool"] == "hook" and json.loads(case_stdin(case)).get("hook_event_name") not in POLICY_EVENTS:
         assert result.stdout == b""
-    if case["tool"] == "statusline" and expect["sent"]:
+    if case.get("status_blocked"):
+        assert status_left == b"<folder>"
+    elif case["tool"] == "statusline" and expect["sent"]:
         # the raw status JSON, verbatim, for the hook's sl_tokens
         assert status_left == case_stdin(case)
     if "mark" in expect:

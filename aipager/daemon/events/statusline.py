@@ -7,6 +7,8 @@ status JSON (``model.display_name``, ``context_window.used_percentage`` …).
 
 from __future__ import annotations
 
+import logging
+import os
 from typing import Any
 
 from aipager import wire
@@ -16,6 +18,7 @@ from aipager.daemon.events import compaction
 from aipager.daemon.model import Session
 
 router = EventRouter("statusline")
+log = logging.getLogger("aipager.daemon")
 
 #: the context warning threshold, percent
 WARN_AT = 80.0
@@ -61,8 +64,26 @@ def figures(ev: dict) -> dict[str, Any]:
     return out
 
 
+def _status_file_problem(ev: dict, sess: Session, ctx: Ctx) -> None:
+    # The helper adds the errno only when the write failed: say it once, not every redraw.
+    code = ev.get("status_file_errno")
+    problem = ""
+    if code.__class__ is int and 0 < code < 4096:
+        problem = f"cannot write the status file ({os.strerror(code)})"
+    if problem == sess.status_file_error:
+        return
+    if problem:
+        log.warning("%s: the status-line helper %s (no token counts until it can)",
+                    sess.name, problem)
+    else:
+        log.info("%s: the status file is written again", sess.name)
+    sess.status_file_error = problem
+    ctx.registry.touch(sess)
+
+
 @router.on(wire.STATUSLINE)
 def on_statusline(ev: dict, sess: Session, ctx: Ctx) -> None:
+    _status_file_problem(ev, sess, ctx)
     got = figures(ev)
     before = (sess.model, sess.context_pct, sess.cost_usd)
     if got["model"]:
