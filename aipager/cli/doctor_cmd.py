@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from typing import Callable
 
@@ -167,6 +168,41 @@ def _floor(env: dict[str, str]) -> Check:
     return Check("safety floor", True, f"published at {paths.floor_file(env)}")
 
 
+def _private_files(env: dict[str, str]) -> Check:
+    """Config, logs, state, journal, audit and chat files: ours and closed to others.
+
+    They hold the bot token, Claude's answers and what was typed; another user
+    on the machine must not read them (issue 16).  Only what exists is checked.
+    """
+    folders = [paths.config_dir(env), paths.state_dir(env), paths.files_dir(env)]
+    files = [paths.config_file(env), paths.policy_user_file(env), paths.daemon_state_file(env),
+             paths.journal_file(env), paths.chat_state_file(env), paths.audit_log(env),
+             paths.log_file(env)]
+    problems: list[str] = []
+    loose: dict[str, list[str]] = {"700": [], "600": []}
+    for path, is_folder in [(f, True) for f in folders] + [(f, False) for f in files]:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            problems.append(f"{path}: cannot check it ({exc.strerror})")
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            problems.append(f"{path} is a symlink")
+        elif st.st_uid != os.getuid():
+            problems.append(f"{path} belongs to uid {st.st_uid}, not you")
+        elif st.st_mode & 0o077:
+            problems.append(f"{path} is open to others ({stat.filemode(st.st_mode)})")
+            loose["700" if is_folder else "600"].append(path)
+    if not problems:
+        return Check("private files", True, "config, logs, state and audit are yours alone")
+    fixes = [f"chmod {mode} {' '.join(found)}" for mode, found in loose.items() if found]
+    if len(fixes) < len(problems):
+        fixes.append("move what is not yours, or a symlink, away (aipager makes its own)")
+    return Check("private files", False, "; ".join(problems), "; ".join(fixes))
+
+
 def _daemon(env: dict[str, str]) -> Check:
     pids = sorted(daemon_pids(env))
     if pids:
@@ -191,6 +227,7 @@ def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
     checks.append(_socket(env))
     checks.append(_floor(env))
     checks.append(_saved_state(env))
+    checks.append(_private_files(env))
     checks.append(_daemon(env))
     return checks
 

@@ -273,6 +273,34 @@ def test_doctor_all_good_then_each_problem_with_a_fix(runner, configured, fake_a
     assert {c["name"] for c in doc if not c["ok"]} == {"hook binaries", "daemon"}
 
 
+def test_doctor_names_private_files_open_to_others(runner, configured, env):
+    """The token, logs and state are the owner's alone: doctor says which are not, and how."""
+    from aipager import paths
+
+    def check():
+        doc = json.loads(runner.invoke(app, ["doctor", "--json", "--offline"]).output)
+        return next(c for c in doc if c["name"] == "private files")
+
+    os.makedirs(paths.state_dir(env), mode=0o700, exist_ok=True)
+    with open(paths.log_file(env), "w", encoding="utf-8"):
+        pass
+    os.chmod(paths.log_file(env), 0o600)
+    assert check()["ok"] is True
+    os.chmod(paths.config_file(env), 0o644)
+    os.chmod(paths.state_dir(env), 0o755)
+    found = check()
+    assert found["ok"] is False
+    assert f"{paths.config_file(env)} is open to others (-rw-r--r--)" in found["detail"]
+    assert f"{paths.state_dir(env)} is open to others (drwxr-xr-x)" in found["detail"]
+    assert found["fix"] == f"chmod 700 {paths.state_dir(env)}; chmod 600 {paths.config_file(env)}"
+    os.chmod(paths.config_file(env), 0o600)
+    os.chmod(paths.state_dir(env), 0o700)
+    os.symlink(paths.config_file(env), paths.audit_log(env))
+    found = check()
+    assert found["ok"] is False and f"{paths.audit_log(env)} is a symlink" in found["detail"]
+    assert "move what is not yours, or a symlink, away" in found["fix"]
+
+
 def test_doctor_on_a_bare_machine(runner, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     result = runner.invoke(app, ["doctor", "--offline"])
