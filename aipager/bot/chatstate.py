@@ -78,6 +78,9 @@ class ChatState:
     invites: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the session names last put in the command menu
     menu: list[str] = field(default_factory=list)
+    #: the journal number of the last datagram whose outputs the chat took
+    #: (``Output.origin``): after a hard kill the replayed ones up to it are not shown again
+    taken: int = 0
 
     # -- live messages -------------------------------------------------------
 
@@ -161,7 +164,7 @@ class ChatState:
             "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
             "authors": self.authors, "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "invites": self.invites,
-            "asks": self.asks,
+            "asks": self.asks, "taken": self.taken,
         }
 
     @classmethod
@@ -182,8 +185,9 @@ class ChatState:
             state.pending = [op for op in doc["pending"] if isinstance(op, dict)]
         if isinstance(doc.get("menu"), list):
             state.menu = [str(n) for n in doc["menu"]]
-        if isinstance(doc.get("next_handle"), int):
-            state.next_handle = doc["next_handle"]
+        for name in ("next_handle", "taken"):
+            if isinstance(doc.get(name), int) and not isinstance(doc.get(name), bool):
+                setattr(state, name, doc[name])
         return state
 
 

@@ -82,6 +82,13 @@ class ChatNotifier:
         self._status: dict[int, str] = {}
 
     def emit(self, out: Output) -> None:
+        if out.origin:
+            if out.replayed and out.origin <= self.state.taken:
+                log.info("%s output of %s not shown again: the chat took it before the "
+                         "daemon was killed", out.kind, out.session)
+                return
+            # live outputs set it (not max): numbers start over when the state was lost
+            self.state.taken = out.origin
         try:
             handler = getattr(self, f"_on_{out.kind}", None)
             sess = self._registry().get(out.session)

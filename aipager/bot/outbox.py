@@ -242,6 +242,9 @@ class Outbox:
             op = lane.latest.pop(item) if isinstance(item, str) else item
             del lane.queue[index]
             lane.inflight = op
+            # A new message, once sent, is saved as sent at once: sent again after a hard
+            # kill it would show twice (an edit or a reaction repeats harmlessly).
+            fresh = op.kind in ("post", "upload") or (op.kind == "live" and not self._is_edit(op))
             try:
                 done = await self._attempt(chat_id, lane, op)
             except asyncio.CancelledError:
@@ -253,7 +256,7 @@ class Outbox:
                 lane.inflight = None
             if not done:
                 self._requeue(lane, op, index)
-            self._on_change(False)
+            self._on_change(done and fresh)
 
     def _next(self, chat_id: int, lane: _Lane, now: float) -> tuple[int | None, float]:
         """The index of the op to send now, or (None, seconds to wait)."""

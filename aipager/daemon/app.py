@@ -206,10 +206,14 @@ class Daemon:
     # -- datagrams -----------------------------------------------------------
 
     def deliver(self, batch: list[bytes]) -> None:
+        first = self.journal.seq + 1
         self.journal.append(batch)  # before handling: a hard kill from here on loses nothing
         feed = self.core.feed_bytes
-        for data in batch:
+        ctx = self.core.ctx
+        for i, data in enumerate(batch):
+            ctx.origin = first + i
             feed(data)
+        ctx.origin = 0
         now = time.monotonic()
         if now - self._last_spool >= SPOOL_MIN_GAP:
             # A datagram arriving means hooks are firing: spooled ones may be waiting too.
@@ -238,7 +242,9 @@ class Daemon:
             if data is None:
                 continue
             self.core.counters["spool_replayed"] += 1
+            self.core.ctx.origin = self.journal.seq  # journaled by ``take`` just now
             self.core.feed_bytes(data)
+            self.core.ctx.origin = 0
             done += 1
         if stale:
             self.core.counters["spool_stale"] += stale
@@ -253,8 +259,14 @@ class Daemon:
         """At start: feed what the last run accepted past its saved state (a hard kill)."""
         batch, top = journal.read(self.journal.path, after)
         self.journal.seq = max(self.journal.seq, top)
-        for data in batch:
-            self.core.feed_bytes(data)
+        ctx = self.core.ctx
+        ctx.replaying = True
+        try:
+            for seq, data in batch:
+                ctx.origin = seq
+                self.core.feed_bytes(data)
+        finally:
+            ctx.origin, ctx.replaying = 0, False
         if batch:
             self.core.counters["journal_replayed"] += len(batch)
             log.warning("the last run ended without saving its state: %d accepted event(s) "

@@ -85,12 +85,17 @@ class Ctx:
     counters: dict[str, int] = field(default_factory=dict)
     #: where safety events are recorded (``audit.AuditFile`` in the daemon)
     audit: AuditSink = field(default_factory=RecordingAudit)
+    #: the journal number of the datagram being handled (0: none), stamped on its outputs
+    origin: int = 0
+    #: the datagram being handled is replayed from the journal (``Output.replayed``)
+    replaying: bool = False
 
     def now(self) -> float:
         return self.registry.clock()
 
     def emit(self, kind: str, sess: Session, text: str = "", **data: Any) -> None:
-        self.notifier.emit(Output(kind=kind, session=sess.name, text=text, data=data))
+        self.notifier.emit(Output(kind=kind, session=sess.name, text=text, data=data,
+                                  origin=self.origin, replayed=self.replaying))
 
     def notice(self, sess: Session, name: str, text: str, **data: Any) -> None:
         notices = sess.notices

@@ -46,12 +46,13 @@ def frames(seq: int, batch: Iterable[bytes]) -> tuple[bytes, int]:
     return bytes(out), seq
 
 
-def parse(blob: bytes, after: int) -> tuple[list[bytes], int]:
-    """The datagrams numbered past ``after`` (in order) and the highest number seen.
+def parse(blob: bytes, after: int) -> tuple[list[tuple[int, bytes]], int]:
+    """The ``(number, datagram)`` frames numbered past ``after`` (in order) and the
+    highest number seen.
 
     Stops at a torn or impossible frame: everything before it is kept.
     """
-    out: list[bytes] = []
+    out: list[tuple[int, bytes]] = []
     top = after
     pos, end = 0, len(blob)
     while pos + _HEAD <= end:
@@ -60,13 +61,13 @@ def parse(blob: bytes, after: int) -> tuple[list[bytes], int]:
         if pos + _HEAD + size > end:
             break  # torn: the process died in this write
         if seq > top:
-            out.append(blob[pos + _HEAD:pos + _HEAD + size])
+            out.append((seq, blob[pos + _HEAD:pos + _HEAD + size]))
             top = seq
         pos += _HEAD + size
     return out, top
 
 
-def read(path: str, after: int) -> tuple[list[bytes], int]:
+def read(path: str, after: int) -> tuple[list[tuple[int, bytes]], int]:
     """``parse`` of the journal at ``path`` (nothing when it is missing or unreadable)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)

@@ -47,6 +47,12 @@ class Output:
     session: str
     text: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    #: the journal number of the datagram whose handling made it (``journal``); 0 when a
+    #: timer or a tap made it
+    origin: int = 0
+    #: made again while the journal was replayed after a hard kill: a chat that already
+    #: showed outputs up to this ``origin`` skips it (nothing is shown twice)
+    replayed: bool = False
 
 
 class Notifier(Protocol):

@@ -30,14 +30,14 @@ from aipager.daemon.spool import send_or_spool
 def test_frames_parse_back_in_order_past_a_number():
     blob, top = journal.frames(4, [b"a", b"", b"ccc"])
     assert top == 7
-    assert journal.parse(blob, 0) == ([b"a", b"", b"ccc"], 7)
-    assert journal.parse(blob, 5) == ([b"", b"ccc"], 7)
+    assert journal.parse(blob, 0) == ([(5, b"a"), (6, b""), (7, b"ccc")], 7)
+    assert journal.parse(blob, 5) == ([(6, b""), (7, b"ccc")], 7)
     assert journal.parse(blob, 7) == ([], 7)
 
 
 def test_a_torn_last_frame_keeps_the_frames_before_it():
     blob, _ = journal.frames(0, [b"first", b"second"])
-    assert journal.parse(blob[:-3], 0) == ([b"first"], 1)
+    assert journal.parse(blob[:-3], 0) == ([(1, b"first")], 1)
     assert journal.parse(blob[:5], 0) == ([], 0)
 
 
@@ -45,11 +45,11 @@ def test_the_journal_is_emptied_by_a_save_and_numbers_go_on(tmp_path):
     path = str(tmp_path / "j.bin")
     j = journal.Journal(path)
     j.append([b"1", b"2"])
-    assert journal.read(path, 0) == ([b"1", b"2"], 2)
+    assert journal.read(path, 0) == ([(1, b"1"), (2, b"2")], 2)
     j.saved()
     assert os.path.getsize(path) == 0
     j.append([b"3"])
-    assert journal.read(path, 2) == ([b"3"], 3)
+    assert journal.read(path, 2) == ([(3, b"3")], 3)
     assert os.stat(path).st_mode & 0o777 == 0o600
     j.close()
 
@@ -70,11 +70,11 @@ def test_past_its_cap_the_journal_stops_growing_and_says_so(tmp_path, caplog, mo
     j.append([b"x" * 50])
     j.append([b"y" * 50])
     j.append([b"z" * 50])
-    assert journal.read(path, 0)[0] == [b"x" * 50]
+    assert journal.read(path, 0)[0] == [(1, b"x" * 50)]
     assert caplog.text.count("reached") == 1
     j.saved()
     j.append([b"w"])
-    assert journal.read(path, 0)[0] == [b"w"]
+    assert journal.read(path, 0)[0] == [(4, b"w")]
     assert "written again" in caplog.text
     j.close()
 

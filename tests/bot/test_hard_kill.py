@@ -1,0 +1,111 @@
+"""``aipager start`` killed hard (kill -9) right after the chat showed a request and a notice.
+
+The events are in the journal and not in the saved state, so the next daemon handles them
+again; the chat must not show them twice (``Output.origin`` against ``ChatState.taken``),
+and what comes after the restart must still be shown.  The real daemon process and its bot,
+against the fake Bot API served from a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
+from support.daemon_proc import wait_for
+
+from aipager import config, paths
+from aipager.bot import chatstate
+from aipager.daemon import journal, persist
+
+AIPAGER = os.path.join(os.path.dirname(sys.executable), "aipager")
+SESSION = "claude-kk"
+
+
+def _event(event: str, **more) -> bytes:
+    return json.dumps({"hook_event_name": event, "session": SESSION, "session_id": "sid-kk",
+                       "cwd": "/tmp", "transcript_path": "/nonexistent/kk.jsonl",
+                       **more}).encode()
+
+
+class World:
+    def __init__(self, fake: FakeBotAPI, base: str) -> None:
+        self.fake = fake
+        self.env = {**os.environ, "AIPAGER_TELEGRAM_API_BASE": base}
+        config.save(self.env, config.Config(
+            bot_token=TOKEN, chat_id=OWNER["id"],
+            members=(config.Member(OWNER["id"], "owner", "owner"),)))
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        ready = len(self.fake.calls_of("setMyCommands"))
+        self.proc = subprocess.Popen([AIPAGER, "start"], env=self.env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for(lambda: len(self.fake.calls_of("setMyCommands")) > ready
+                 or self.proc.poll() is not None, timeout=40)
+        assert self.proc.poll() is None, self.proc.stderr.read().decode()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendto(data, paths.socket_path(self.env))
+
+    def texts(self, needle: str) -> list[str]:
+        return [str(p["text"]) for p in self.fake.calls_of("sendMessage") if needle in str(p["text"])]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.communicate(timeout=20)
+
+
+@pytest.fixture
+def world():
+    fake = FakeBotAPI()
+    fake.add_private_chat(OWNER)
+    with fake.in_thread() as base:
+        w = World(fake, base)
+        try:
+            yield w
+        finally:
+            w.stop()
+
+
+def test_after_a_hard_kill_the_chat_shows_nothing_twice_and_goes_on(world):
+    world.start()
+    events = [_event("SessionStart", source="startup"),
+              _event("PreCompact", trigger="manual"),
+              _event("PermissionRequest", tool_name="Bash", tool_use_id="toolu_kk1",
+                     tool_input={"command": "rm -rf build", "description": "clean"})]
+    for data in events:
+        world.send(data)
+    world.fake.wait_call("sendMessage", lambda p: "rm -rf build" in str(p["text"]), timeout=20)
+    world.fake.wait_call("sendMessage", lambda p: "compacting" in str(p["text"]).lower())
+    # the bot has recorded them as sent (a kill in the moment between Telegram's answer
+    # and that record can still repeat one message: sending is at least once)
+    wait_for(lambda: not chatstate.load(world.env).pending)
+    world.proc.send_signal(signal.SIGSTOP)
+    held = journal.read(paths.journal_file(world.env), 0)[0]
+    if len(held) != len(events):
+        world.proc.send_signal(signal.SIGCONT)
+        pytest.skip("the daemon saved its state before the kill (a slow machine): "
+                    "nothing would be replayed")
+    world.proc.send_signal(signal.SIGKILL)
+    world.proc.communicate(timeout=10)
+
+    world.start()
+    state = persist.load_state(world.env)
+    assert state["daemon"]["counters"]["journal_replayed"] == len(events)
+    # what happens next is shown: a second request, after the replayed one
+    world.send(_event("PermissionRequest", tool_name="Bash", tool_use_id="toolu_kk2",
+                      tool_input={"command": "make dist", "description": "package"}))
+    world.fake.wait_call("sendMessage", lambda p: "make dist" in str(p["text"]), timeout=20)
+    time.sleep(0.5)  # anything the restart would repeat has had its turn
+    assert len(world.texts("rm -rf build")) == 1
+    assert len([t for t in world.texts("") if "compacting" in t.lower()]) == 1
+    assert len(world.texts("make dist")) == 1
