@@ -210,52 +210,33 @@ class Salvage:
 
 
 def spool_all(spool_dir: str, datagrams: list, first_ns: int) -> int:
-    """Write each datagram to ``spool_dir`` as the hook does (``<20-digit ns>-<pid>.json``,
-    0600, linked into place), named ``first_ns``, ``first_ns + 1``, …; how many were written.
+    """Write each datagram to ``spool_dir`` as the hook does, named ``first_ns``,
+    ``first_ns + 1``, …; how many were written (failures are reported on stderr).
 
-    Only into a real folder of our own uid (the daemon's ``spool.prepare_folder``
-    made it); anything else is reported on stderr and nothing is written.
+    The writer is ``aipager/spoolfile.py``, loaded by its path: this script must
+    not import the package (it imports builtins only, so that is safe here).
     """
     if not datagrams:
         return 0
     try:
-        dfd = os.open(spool_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
+        from importlib.util import module_from_spec, spec_from_file_location
+
+        where = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "spoolfile.py")
+        spec = spec_from_file_location("aipager_spoolfile", where)
+        spoolfile = module_from_spec(spec)
+        spec.loader.exec_module(spoolfile)
+    except (ImportError, OSError) as exc:
         sys.stderr.write(f"aipager drain: cannot spool {len(datagrams)} datagram(s): {exc}\n")
         return 0
     written = 0
-    try:
-        if os.fstat(dfd).st_uid != os.getuid():
-            sys.stderr.write(f"aipager drain: {spool_dir} is not ours; "
-                             f"{len(datagrams)} datagram(s) not spooled\n")
-            return 0
-        pid = os.getpid()
-        tmp = f".drain-{pid}.tmp"
-        for i, data in enumerate(datagrams):
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
-                             dir_fd=dfd)
-                try:
-                    os.write(fd, data)
-                finally:
-                    os.close(fd)
-                ns = first_ns + i
-                while True:
-                    try:
-                        os.link(tmp, f"{ns:020d}-{pid}.json", src_dir_fd=dfd, dst_dir_fd=dfd)
-                        break
-                    except FileExistsError:
-                        ns += 1
-                os.unlink(tmp, dir_fd=dfd)
-                written += 1
-            except OSError as exc:
-                sys.stderr.write(f"aipager drain: cannot spool a datagram: {exc}\n")
-                try:
-                    os.unlink(tmp, dir_fd=dfd)
-                except OSError:
-                    pass
-    finally:
-        os.close(dfd)
+    for i, data in enumerate(datagrams):
+        try:
+            spoolfile.write(spool_dir, data, first_ns + i)
+        except OSError as exc:
+            sys.stderr.write(f"aipager drain: cannot spool a datagram: {exc}\n")
+            continue
+        written += 1
     return written
 
 

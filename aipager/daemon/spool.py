@@ -28,7 +28,7 @@ import stat
 import time
 from typing import Callable
 
-from aipager import trust
+from aipager import spoolfile, trust
 from aipager.errors import UnsafePath
 
 SPOOL_RE = re.compile(r"^\d{20}-\d+\.json$")
@@ -41,31 +41,16 @@ MAX_AGE = 24 * 3600.0
 
 
 def spool_name(ns: int, pid: int) -> str:
-    return f"{ns:020d}-{pid}.json"
+    return spoolfile.name_of(ns, pid)
 
 
 def write_spool(spool_dir: str, data: bytes) -> str:
-    """Spool one datagram as the hook does; returns the file path.
+    """Spool one datagram as the hook does (``spoolfile.write``); returns the file path.
 
     Raises:
         OSError: the folder is missing, a symlink, not ours, or unwritable.
     """
-    dfd = os.open(spool_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        if os.fstat(dfd).st_uid != os.geteuid():
-            msg = f"spool folder {spool_dir} is not ours"
-            raise PermissionError(msg)
-        name = spool_name(time.time_ns(), os.getpid())
-        tmp = f".{name}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dfd)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-    finally:
-        os.close(dfd)
-    return os.path.join(spool_dir, name)
+    return os.path.join(spool_dir, spoolfile.write(spool_dir, data))
 
 
 def written_at(name: str) -> float:

@@ -32,6 +32,7 @@ MODULES = (
     "aipager",
     "aipager.errors",
     "aipager.paths",
+    "aipager.spoolfile",
     "aipager.wire",
     "aipager.hookpy",
     "aipager.hookpy.axcode",

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import errno
 import posix
-import time
 
-from aipager import paths
-from aipager.hookpy.common import debug_line, write_all
+from aipager import paths, spoolfile
+from aipager.hookpy.common import debug_line
 
 SEND_OK = 0
 SEND_SPOOLED = 1
@@ -27,8 +26,6 @@ _FULL = (errno.EAGAIN, errno.ENOBUFS)
 _DOWN = (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTCONN)
 #: a larger datagram needs SO_SNDBUF raised, which takes the _socket extension
 _FD_MAX = 65536
-_DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW | posix.O_CLOEXEC
-_NEW_FLAGS = posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC
 #: sizeof(sockaddr_un.sun_path): a path must fit with its NUL
 _SUN_PATH = 108
 #: stat.S_IFMT / stat.S_IFSOCK, without importing stat on the hot path
@@ -119,37 +116,9 @@ class Sender:
     def _spool(self, data: bytes) -> bool:
         """Write the datagram to the spool dir if it is ours: True when stored."""
         try:
-            dfd = posix.open(self.spool, _DIR_FLAGS)
-        except OSError:
-            debug_line(self.debug, self.who, "no spool dir, dropped:", self.spool)
+            name = spoolfile.write(self.spool, data)
+        except OSError as exc:
+            debug_line(self.debug, self.who, "not spooled, dropped:", self.spool, exc)
             return False
-        try:
-            st = posix.fstat(dfd)
-            if st.st_uid != posix.geteuid():
-                debug_line(self.debug, self.who, "spool dir not ours, dropped:", self.spool)
-                return False
-            ns = time.time_ns()
-            pid = posix.getpid()
-            tmp = f".{ns:020d}-{pid}.json.tmp"
-            fd = posix.open(tmp, _NEW_FLAGS, 0o600, dir_fd=dfd)
-            try:
-                write_all(fd, data)
-            finally:
-                posix.close(fd)
-            try:
-                for tries in range(64):
-                    name = f"{ns + tries:020d}-{pid}.json"
-                    try:
-                        # link, not rename: never replaces another datagram
-                        posix.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-                    except FileExistsError:
-                        continue
-                    debug_line(self.debug, self.who, "spooled", name)
-                    return True
-                return False
-            finally:
-                posix.unlink(tmp, dir_fd=dfd)
-        except OSError:
-            return False
-        finally:
-            posix.close(dfd)
+        debug_line(self.debug, self.who, "spooled", name)
+        return True
