@@ -33,7 +33,8 @@ from aipager.bot.chatstate import ChatState
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Op, Outbox
 from aipager.daemon.model import Session
-from aipager.daemon.notifier import Output
+from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
+                                     Permission, Question, Reaction, Release, RequestClosed)
 
 log = logging.getLogger("aipager.bot")
 
@@ -101,9 +102,9 @@ class ChatNotifier:
 
     # -- kinds ---------------------------------------------------------------------
 
-    def _on_card(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        key = card_key(out.session, out.data.get("task"))
-        final = bool(out.data.get("final"))
+    def _on_card(self, out: Card, sess: Session | None, chat_id: int) -> None:
+        key = card_key(out.session, out.task)
+        final = out.final
         task = sess.task if sess is not None else None
         if (final and self.state.live_id(key) is None and task is not None
                 and task.ended_at is not None and task.ended_at < self.started_at):
@@ -115,16 +116,16 @@ class ChatNotifier:
             handle = self.state.handle("session", out.session)
             markup = view.keyboard([[("⏹ Stop", packed(SessionTap(h=handle, act="stop")))]])
         if final:
-            self._release_files(out.session, out.data.get("task"), chat_id)
+            self._release_files(out.session, out.task, chat_id)
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
         self.outbox.put(Op("live", chat_id, text, markup=markup, key=key, session=out.session,
-                           reply_to=_prompt_msg(sess, out.data.get("task"))))
+                           reply_to=_prompt_msg(sess, out.task)))
 
-    def _on_answer(self, out: Output, sess: Session | None, chat_id: int) -> None:
+    def _on_answer(self, out: Answer, sess: Session | None, chat_id: int) -> None:
         label = sess.label if sess is not None else out.session
         formatted = format_answer(label, out.text)
-        reply_to = _prompt_msg(sess, out.data.get("task"))
+        reply_to = _prompt_msg(sess, out.task)
         for i, chunk in enumerate(formatted.messages):
             self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
                                reply_to=reply_to if i == 0 else None, session=out.session),
@@ -133,26 +134,26 @@ class ChatNotifier:
             self.outbox.put(Op("upload", chat_id, "The whole answer",
                                filename=formatted.attachment_name or f"{label}-answer.md",
                                data=formatted.attachment, session=out.session), urgent=True)
-        self._release_files(out.session, out.data.get("task"), chat_id)
+        self._release_files(out.session, out.task, chat_id)
 
-    def _on_notice(self, out: Output, sess: Session | None, chat_id: int) -> None:
+    def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:
         markup = None
-        if out.data.get("notice") == "context_warning":
+        if out.notice == NoticeName.CONTEXT_WARNING:
             handle = self.state.handle("session", out.session)
             markup = view.keyboard([[("📦 Compact now",
                                       packed(SessionTap(h=handle, act="compact")))]])
         self.outbox.put(Op("post", chat_id, out.text, markup=markup, session=out.session),
                         urgent=True)
 
-    def _on_permission(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        key = request_key(out.session, out.data.get("key", ""))
-        handle = self.state.handle("request", f"{out.session}\0{out.data.get('key', '')}")
-        buttons = out.data.get("buttons") or ["allow", "deny", "stop"]
+    def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
+        key = request_key(out.session, out.key)
+        handle = self.state.handle("request", f"{out.session}\0{out.key}")
+        buttons = out.buttons or ["allow", "deny", "stop"]
 
         def tap(label: str, act: str) -> tuple[str, str]:
             return label, packed(RequestTap(h=handle, act=act))
 
-        plan = out.data.get("tool") == "ExitPlanMode"
+        plan = out.tool == "ExitPlanMode"
         rows = [[tap("✅ Approve plan" if plan else "✅ Allow", "allow"),
                  tap("✍️ Keep planning" if plan else "❌ Deny", "deny")]]
         second = []
@@ -161,11 +162,11 @@ class ChatNotifier:
         second.append(tap("⏹ Stop", "stop"))
         rows.append(second)
         text = out.text
-        rule = _always_rule(sess, out.data.get("key", "")) if "always" in buttons else ""
+        rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
             text += f"\n🟢 Always allow remembers: {rule}"
-        entities = _code_entity(text, out.data)
-        preview = out.data.get("preview")
+        entities = _code_entity(text, out.detail)
+        preview = out.preview
         if preview and self.state.prefs_of(chat_id).get("diffs"):
             body = preview.split("\n", 1)[1] if "\n" in preview else ""
             if body and len(text) + len(body) < 3500:
@@ -179,15 +180,14 @@ class ChatNotifier:
                            markup=view.keyboard(rows), key=key, session=out.session),
                         urgent=True)
 
-    def _on_question(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        questions = [q for q in out.data.get("questions") or [] if q.get("options")]
+    def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
+        questions = [q for q in out.questions if q.get("options")]
         if not questions:
-            questions = [{"question": out.text, "header": "", "options": out.data.get("options")
-                          or [], "multi": bool(out.data.get("multi_select"))}]
-        key = request_key(out.session, out.data.get("key", ""))
-        handle = self.state.handle("ask", f"{out.session}\0{out.data.get('key', '')}")
+            questions = [{"question": out.text, "header": "", "options": out.options, "multi": out.multi_select}]
+        key = request_key(out.session, out.key)
+        handle = self.state.handle("ask", f"{out.session}\0{out.key}")
         ask = {"questions": questions, "step": 0, "answers": [], "toggled": [], "chat": chat_id,
-               "session": out.session, "key": out.data.get("key", "")}
+               "session": out.session, "key": out.key}
         self.state.asks[key] = ask
         label = sess.label if sess is not None else out.session
         text, markup = view.question_view(label, ask, handle)
@@ -196,34 +196,34 @@ class ChatNotifier:
         self.outbox.put(Op("post", chat_id, text, markup=markup, key=key, session=out.session),
                         urgent=True)
 
-    def _on_request_closed(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        key = request_key(out.session, out.data.get("key", ""))
+    def _on_request_closed(self, out: RequestClosed, sess: Session | None, chat_id: int) -> None:
+        key = request_key(out.session, out.key)
         shown = self.state.shown.get(key)
         self.state.asks.pop(key, None)
         if shown is None:
             return
-        line = view.verdict(out.data.get("via", ""), out.data.get("answer", ""),
-                            out.data.get("who", ""), time.time())
+        line = view.verdict(out.via, out.answer,
+                            out.who, time.time())
         text = f"{shown}\n{line}"
         self.state.show(key, text)
         self.outbox.put(Op("live", chat_id, text, key=key, session=out.session))
 
-    def _on_reaction(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        msg_id, emoji = out.data.get("msg_id"), out.data.get("emoji", "")
-        target = int(out.data.get("chat_id") or chat_id)
+    def _on_reaction(self, out: Reaction, sess: Session | None, chat_id: int) -> None:
+        msg_id, emoji = out.msg_id, out.emoji
+        target = int(out.chat_id or chat_id)
         if target != chat_id or not str(msg_id).lstrip("-").isdigit():
             return
         if self.state.advance_reaction(chat_id, int(msg_id), emoji):
             self.outbox.put(Op("react", chat_id, emoji=emoji, msg_id=int(msg_id)))
 
-    def _on_release(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        msg_id = out.data.get("msg_id")
-        target = int(out.data.get("chat_id") or chat_id)
+    def _on_release(self, out: Release, sess: Session | None, chat_id: int) -> None:
+        msg_id = out.msg_id
+        target = int(out.chat_id or chat_id)
         if target != chat_id or self.release is None or not str(msg_id).lstrip("-").isdigit():
             return
         self._spawn(self.release(out.session, chat_id, int(msg_id), out.text))
 
-    def _on_diff(self, out: Output, sess: Session | None, chat_id: int) -> None:
+    def _on_diff(self, out: Diff, sess: Session | None, chat_id: int) -> None:
         if not self.state.prefs_of(chat_id).get("diffs"):
             return
         label = sess.label if sess is not None else out.session
@@ -232,21 +232,21 @@ class ChatNotifier:
             self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
                                session=out.session))
 
-    def _on_files(self, out: Output, sess: Session | None, chat_id: int) -> None:
-        entry = self._files.setdefault((out.session, out.data.get("task"), chat_id),
+    def _on_files(self, out: Files, sess: Session | None, chat_id: int) -> None:
+        entry = self._files.setdefault((out.session, out.task, chat_id),
                                        {"ops": [], "released": False, "copying": 0})
         entry["copying"] += 1
         self._spawn(self._take(out, chat_id, entry))
 
-    async def _take(self, out: Output, chat_id: int, entry: dict[str, Any]) -> None:
+    async def _take(self, out: Files, chat_id: int, entry: dict[str, Any]) -> None:
         import asyncio
 
         from aipager.bot import files
 
         try:
             copies, refused = await asyncio.to_thread(
-                files.take_for_sending, self.env, out.session, list(out.data.get("files") or []),
-                str(out.data.get("cwd") or ""))
+                files.take_for_sending, self.env, out.session, list(out.files),
+                out.cwd)
         finally:
             entry["copying"] -= 1
         for i, copy in enumerate(copies):
@@ -258,7 +258,7 @@ class ChatNotifier:
             reasons = "; ".join(f"{r['path']}: {r['reason']}" for r in refused)
             entry["ops"].append(Op("post", chat_id, f"📎 {label} · not sent: {reasons}",
                                    session=out.session))
-        self._flush_files(out.session, out.data.get("task"), chat_id)
+        self._flush_files(out.session, out.task, chat_id)
 
     def _release_files(self, session: str, task: Any, chat_id: int) -> None:
         entry = self._files.setdefault((session, task, chat_id),
@@ -320,9 +320,8 @@ def _always_rule(sess: Session | None, key: str) -> str:
     return ", ".join(rules[:4])
 
 
-def _code_entity(text: str, data: dict[str, Any]) -> list[dict[str, Any]]:
+def _code_entity(text: str, detail: str) -> list[dict[str, Any]]:
     """The request's command or path as a code block (it is what the person judges)."""
-    detail = data.get("detail") or ""
     if not detail:
         return []
     start = text.find(detail)

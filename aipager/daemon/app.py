@@ -26,8 +26,8 @@ from aipager.aio import cancel_and_wait, every
 from aipager.daemon import deepq, journal, lock, persist, replies, spool, tasks, transcript
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
-from aipager.daemon.floorwatch import FloorPublisher
 from aipager.daemon.events.session import end_session
+from aipager.daemon.floorwatch import FloorPublisher
 from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv_leftovers
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import FanoutNotifier, Notifier, Output, RecordingNotifier

@@ -18,7 +18,7 @@ from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
 from aipager.daemon.events import ROUTERS
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.notifier import Notifier, Output
+from aipager.daemon.notifier import Card, Notifier
 from aipager.daemon.registry import Registry
 from aipager.daemon.transcript import last_answer, task_notifications
 
@@ -139,7 +139,7 @@ class DaemonCore:
                 continue
             self._cards[name] = key
             final = sess.task.ended_at is not None and not sess.work_open()
-            self.notifier.emit(Output("card", name, text, {"task": sess.task.seq, "final": final}))
+            self.notifier.emit(Card(name, text, task=sess.task.seq, final=final))
             sent += 1
         reg.dirty.clear()
         return sent

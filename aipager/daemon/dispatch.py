@@ -21,7 +21,7 @@ from aipager import wire
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.fields import FieldCheck
 from aipager.daemon.model import NOTICES_KEPT, Session, State
-from aipager.daemon.notifier import Notifier, Output
+from aipager.daemon.notifier import Notice, NoticeName, Notifier, Output
 from aipager.daemon.registry import Registry
 
 Handler = Callable[[dict, Session, "Ctx"], None]
@@ -93,16 +93,18 @@ class Ctx:
     def now(self) -> float:
         return self.registry.clock()
 
-    def emit(self, kind: str, sess: Session, text: str = "", **data: Any) -> None:
-        self.notifier.emit(Output(kind=kind, session=sess.name, text=text, data=data,
-                                  origin=self.origin, replayed=self.replaying))
+    def emit(self, kind: type[Output], sess: Session, text: str = "", **fields: Any) -> None:
+        """One output of ``kind`` (a ``notifier`` class) about ``sess``; ``fields`` are its own."""
+        self.notifier.emit(kind(session=sess.name, text=text, origin=self.origin,
+                                replayed=self.replaying, **fields))
 
-    def notice(self, sess: Session, name: str, text: str, **data: Any) -> None:
+    def notice(self, sess: Session, name: NoticeName, text: str, **extra: Any) -> None:
+        """A notice: kept in the session's latest notices (``aipager status``) and emitted."""
         notices = sess.notices
-        notices.append({"name": name, "text": text, "at": self.now()})
+        notices.append({"name": str(name), "text": text, "at": self.now()})
         del notices[:-NOTICES_KEPT]
         self.registry.touch(sess)
-        self.emit("notice", sess, text, notice=name, **data)
+        self.emit(Notice, sess, text, notice=name, extra=extra)
 
     def count(self, key: str) -> None:
         self.counters[key] = self.counters.get(key, 0) + 1

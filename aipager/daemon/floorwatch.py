@@ -17,8 +17,8 @@ import logging
 from typing import Mapping
 
 from aipager import paths
-from aipager.fsnames import Stamp, file_stamp
 from aipager.errors import PolicyError
+from aipager.fsnames import Stamp, file_stamp
 
 log = logging.getLogger("aipager.daemon")
 

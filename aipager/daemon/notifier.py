@@ -1,58 +1,201 @@
 """The output seam: everything the daemon wants a person to see goes through a Notifier.
 
 Handlers never talk to Telegram.  They hand ``Output`` records to a
-``Notifier``; the Telegram layer (next round) implements the protocol by
-queueing them for an aiogram sender task.  Until then the daemon and the tests
-use ``RecordingNotifier``.
+``Notifier``; the chat's ``ChatNotifier`` (``aipager.bot.notify``) queues them
+for the outbox, tests use ``RecordingNotifier``.
 
 ``emit`` is synchronous on purpose: handlers stay plain functions over the
 registry (fast, testable without an event loop) and a real notifier only has
 to enqueue.
 
-Output kinds (``Output.kind``) and their ``data``:
-
-- ``card``: the activity card of ``data["task"]`` changed; ``text`` is the full
-  rendering, ``data["final"]`` is true once the task is over and no work runs.
-- ``notice``: a one-line notice (``data["notice"]`` names it: compacted,
-  compacting, context_warning, still_waiting, session_end, safety_blocked,
-  files_refused, memory_cap, api_error, report_error, late_tap).
-- ``answer``: Claude's answer, delivered once (``data["digest"]``, ``data["task"]``).
-- ``permission``: a permission request (``data``: key, tool, detail, buttons,
-  separate, request_id, reply_addr, agent_id; ``late_answer`` when it is shown again
-  because a tap reached its hook too late, see ``replies.late``).
-- ``question``: an AskUserQuestion (``data``: key, options, multi_select of the first
-  question, and ``questions``: every question as ``{question, header, options, multi}``).
-- ``request_closed``: a request or question was answered (in the terminal, or by a tap the
-  waiting hook took: then ``data`` also has ``via``, ``answer``, ``who``); late taps type nothing.
-- ``request_update``: the hook stopped waiting (``data["reply_addr"]`` cleared).
-- ``reaction``: set ``data["emoji"]`` on chat message ``data["msg_id"]``.
-- ``release``: a held chat message may now be typed (``data["msg_id"]``, ``text``).
-- ``diff``: a Write/Edit preview when enabled.
-- ``files``: a SendUserFile ran: ``data["files"]`` (absolute paths), ``text`` its caption,
-  ``data["task"]``, ``data["cwd"]``.
+Each kind is a frozen dataclass below (a tagged union: ``kind`` names it, a
+consumer matches on the class); the text a person reads is built by
+``render`` before it gets here.  ``data`` shows the kind's own fields as a
+dict (notices: ``notice`` plus their ``extra``), for logs and tests.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol
+from enum import StrEnum
+from typing import Any, ClassVar, Iterable, Protocol
 
 
-@dataclass(frozen=True, slots=True)
+class NoticeName(StrEnum):
+    """The one-line notices (``Notice.notice``)."""
+
+    COMPACTING = "compacting"
+    COMPACTED = "compacted"
+    CONTEXT_WARNING = "context_warning"
+    STILL_WAITING = "still_waiting"
+    SESSION_END = "session_end"
+    SAFETY_BLOCKED = "safety_blocked"
+    FILES_REFUSED = "files_refused"
+    MEMORY_CAP = "memory_cap"
+    API_ERROR = "api_error"
+    LATE_TAP = "late_tap"
+
+
+@dataclass(frozen=True)
 class Output:
-    """One thing to show: see the module docstring for kinds."""
+    """What every output has: the session it is about and the text a person reads."""
 
-    kind: str
+    kind: ClassVar[str] = ""
     session: str
     text: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
     #: the journal number of the datagram whose handling made it (``journal``); 0 when a
     #: timer or a tap made it
     origin: int = 0
     #: made again while the journal was replayed after a hard kill: a chat that already
     #: showed outputs up to this ``origin`` skips it (nothing is shown twice)
     replayed: bool = False
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The kind's own fields (not ``session``, ``text``, ``origin``, ``replayed``)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name not in _COMMON}
+
+
+_COMMON = frozenset(f.name for f in dataclasses.fields(Output))
+
+
+@dataclass(frozen=True)
+class Card(Output):
+    """The activity card of ``task`` changed; ``text`` is its whole rendering (``render.card``)."""
+
+    kind: ClassVar[str] = "card"
+    task: int = 0
+    #: the task is over and no work (agents, background commands) runs
+    final: bool = False
+
+
+@dataclass(frozen=True)
+class Notice(Output):
+    """A one-line notice; ``extra`` holds what its name implies (``pct``, ``reason`` …)."""
+
+    kind: ClassVar[str] = "notice"
+    notice: NoticeName = NoticeName.API_ERROR
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return {"notice": str(self.notice), **self.extra}
+
+
+@dataclass(frozen=True)
+class Answer(Output):
+    """Claude's answer at the end of ``task``, delivered once (``digest``)."""
+
+    kind: ClassVar[str] = "answer"
+    digest: str = ""
+    task: int = 0
+    prompt_id: str = ""
+
+
+@dataclass(frozen=True)
+class Permission(Output):
+    """A permission request; ``key`` names it for taps (``Daemon.answer_request``)."""
+
+    kind: ClassVar[str] = "permission"
+    key: str = ""
+    tool: str = ""
+    detail: str = ""
+    #: of allow, deny, stop, always
+    buttons: list[str] = field(default_factory=list)
+    separate: bool = False
+    request_id: str = ""
+    #: the waiting hook's reply socket ("" when no hook waits: keys answer the dialog)
+    reply_addr: str = ""
+    agent_id: str = ""
+    #: a Write/Edit diff, for chats that show previews
+    preview: str = ""
+    #: shown again because this tap reached its hook too late (``replies.late``)
+    late_answer: str = ""
+
+
+@dataclass(frozen=True)
+class Question(Output):
+    """An AskUserQuestion: the first question's ``options``, and every one in ``questions``
+    (``{question, header, options, multi}``)."""
+
+    kind: ClassVar[str] = "question"
+    key: str = ""
+    options: list[Any] = field(default_factory=list)
+    multi_select: bool = False
+    separate: bool = False
+    agent_id: str = ""
+    questions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RequestClosed(Output):
+    """A request or question was answered (in the terminal, or by a tap the waiting hook
+    took: then ``via``, ``answer`` and ``who`` say how); late taps type nothing."""
+
+    kind: ClassVar[str] = "request_closed"
+    key: str = ""
+    request_id: str = ""
+    via: str = ""
+    answer: str = ""
+    who: str = ""
+
+
+@dataclass(frozen=True)
+class RequestUpdate(Output):
+    """The hook waiting on a request stopped (``reply_addr`` cleared) or a new one waits."""
+
+    kind: ClassVar[str] = "request_update"
+    key: str = ""
+    request_id: str = ""
+    reply_addr: str = ""
+
+
+@dataclass(frozen=True)
+class Reaction(Output):
+    """Set ``emoji`` on chat message ``msg_id`` (of ``chat_id``)."""
+
+    kind: ClassVar[str] = "reaction"
+    msg_id: str = ""
+    chat_id: str = ""
+    emoji: str = ""
+
+
+@dataclass(frozen=True)
+class Release(Output):
+    """A held chat message may now be typed; ``text`` is the message."""
+
+    kind: ClassVar[str] = "release"
+    msg_id: str = ""
+    chat_id: str = ""
+
+
+@dataclass(frozen=True)
+class Diff(Output):
+    """A Write/Edit preview (``text``: the unified diff), for chats that want them."""
+
+    kind: ClassVar[str] = "diff"
+    tool: str = ""
+    row: str = ""
+
+
+@dataclass(frozen=True)
+class Files(Output):
+    """SendUserFile ran: ``files`` (absolute paths) of ``task``; ``text`` is its caption."""
+
+    kind: ClassVar[str] = "files"
+    files: list[str] = field(default_factory=list)
+    cwd: str = ""
+    task: int = 0
+    tool_use_id: str = ""
+
+
+#: every kind, by name
+KINDS: dict[str, type[Output]] = {cls.kind: cls for cls in (
+    Card, Notice, Answer, Permission, Question, RequestClosed, RequestUpdate, Reaction,
+    Release, Diff, Files)}
 
 
 class Notifier(Protocol):
@@ -82,7 +225,8 @@ class RecordingNotifier:
         return [o.text for o in self.of(kind, session)]
 
     def notices(self, name: str | None = None) -> list[str]:
-        return [o.text for o in self.outputs if o.kind == "notice" and (name is None or o.data.get("notice") == name)]
+        return [o.text for o in self.outputs
+                if isinstance(o, Notice) and (name is None or o.notice == name)]
 
     def clear(self) -> None:
         self.outputs.clear()

@@ -64,10 +64,10 @@ from typing import Any, Mapping, NamedTuple
 import orjson
 
 from aipager import dtach, paths
-from aipager.fsnames import unused_name
 from aipager.daemon import render, salvage
 from aipager.daemon.model import Session
 from aipager.daemon.registry import Registry
+from aipager.fsnames import unused_name
 
 STATE_VERSION = 1
 

@@ -41,6 +41,30 @@ def context_warning(label: str, pct: float) -> str:
     return f"⚠️ {label} · Context at {pct:.0f}% - will compact soon"
 
 
+def api_error(label: str, words: str) -> str:
+    return f"⚠️ {label} · {words}"
+
+
+def files_refused(label: str, files: list[dict]) -> str:
+    reasons = "; ".join(f"{f.get('path', '?')}: {f.get('reason') or f.get('code') or 'refused'}"
+                        for f in files)
+    n = len(files)
+    return f"📎 {label} · {n} file{'s' if n != 1 else ''} not sent: {reasons}"
+
+
+def memory_cap(label: str, where: str) -> str:
+    return f"🧠 {label} · {where} hit its 1 GB memory limit"
+
+
+def late_tap(label: str, lost: str) -> str:
+    return (f"⌛ {label} · the {lost.replace('_', ' ')} tap came as the wait ended: "
+            "Claude Code asks in the terminal, tap again")
+
+
+def question(label: str, text: str) -> str:
+    return f"❓ {label} · {text}"
+
+
 def still_waiting(label: str) -> str:
     return f"⬆️ {label} · still waiting for your answer above"
 

@@ -24,10 +24,12 @@ from typing import Any, Callable
 
 import orjson
 
+from aipager.daemon import render
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.events.permissions import reopen
 from aipager.daemon.model import HOOK_ANSWERED_KEPT, Request, Session, State
+from aipager.daemon.notifier import NoticeName, RequestClosed
 from aipager.daemon.tasks import release_held
 from aipager.hookpy import reply as hook_reply
 
@@ -156,7 +158,7 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
         sess.requests[:] = [r for r in sess.requests if r is not req]
         sess.hook_answered.append(req)
         del sess.hook_answered[:-HOOK_ANSWERED_KEPT]
-        ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id, via=via,
+        ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id, via=via,
                  answer=kind, who=who)
         if not sess.requests and sess.state == State.WAITING:
             task = sess.task
@@ -191,6 +193,5 @@ def late(ctx: Ctx, sess: Session, request_id: str) -> bool:
     sess.hook_answered.remove(req)
     lost, req.answered, req.reply_addr = req.answered, "", ""
     reopen(ctx, sess, req, late_answer=lost)
-    ctx.notice(sess, "late_tap", f"⌛ {sess.label} · the {lost.replace('_', ' ')} tap came as the wait "
-               "ended: Claude Code asks in the terminal, tap again")
+    ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost))
     return True

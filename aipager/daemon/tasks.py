@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 from typing import Callable
 
+from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.model import Session, State
-from aipager.daemon import render
+from aipager.daemon.notifier import Answer, Release, RequestClosed
 
 
 def answer_keys(sess: Session, prompt_id: str, text: str) -> tuple[str, str]:
@@ -42,7 +43,7 @@ def deliver_answer(ctx: Ctx, sess: Session, text: str | None, prompt_id: str) ->
     if status:
         body = f"{text}\n\n{status}"
     seq = sess.task.seq if sess.task else 0
-    ctx.emit("answer", sess, body, digest=text_key, task=seq, prompt_id=prompt_id)
+    ctx.emit(Answer, sess, body, digest=text_key, task=seq, prompt_id=prompt_id)
     cap = ctx.registry.knobs.delivered_cap
     for key in (task_key, text_key):
         if key:
@@ -61,12 +62,12 @@ def release_held(ctx: Ctx, sess: Session, only: str = "") -> None:
     for msg in sess.queue:
         if msg.status == "held" and (not only or msg.held_for == only):
             msg.status = "typed"
-            ctx.emit("release", sess, msg.text, msg_id=msg.msg_id, chat_id=msg.chat_id)
+            ctx.emit(Release, sess, msg.text, msg_id=msg.msg_id, chat_id=msg.chat_id)
 
 
 def close_requests(ctx: Ctx, sess: Session) -> None:
     for req in sess.requests:
-        ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
+        ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id)
     sess.requests.clear()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Session
+from aipager.daemon.notifier import NoticeName
 
 router = EventRouter("compaction")
 
@@ -17,7 +18,7 @@ def on_pre_compact(ev: dict, sess: Session, ctx: Ctx) -> None:
     task = sess.task
     if task is None or task.ended_at is not None:
         # No card is open: say it in a message so the pause does not look like a crash.
-        ctx.notice(sess, "compacting", render.compacting(sess.label))
+        ctx.notice(sess, NoticeName.COMPACTING, render.compacting(sess.label))
     ctx.registry.touch(sess)
 
 
@@ -50,7 +51,7 @@ def report_if_dropped(ctx: Ctx, sess: Session) -> None:
     before, after = sess.pre_compact_pct, sess.context_pct
     if not sess.compact_notice_pending or before is None or after is None or after >= before:
         return
-    ctx.notice(sess, "compacted", render.compacted(sess.label, before, after),
+    ctx.notice(sess, NoticeName.COMPACTED, render.compacted(sess.label, before, after),
                before=before, after=after)
     sess.compact_notice_pending = False
     sess.pre_compact_pct = None

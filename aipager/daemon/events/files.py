@@ -8,6 +8,7 @@ import os
 
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Session
+from aipager.daemon.notifier import Files
 
 router = EventRouter("files")
 
@@ -44,5 +45,5 @@ def on_sent_files(ev: dict, sess: Session, ctx: Ctx) -> None:
     if not files:
         return
     caption = tool_input.get("caption") if isinstance(tool_input, dict) else ""
-    ctx.emit("files", sess, caption if isinstance(caption, str) else "", files=files, cwd=cwd,
+    ctx.emit(Files, sess, caption if isinstance(caption, str) else "", files=files, cwd=cwd,
              task=sess.task.seq if sess.task else 0, tool_use_id=ev.get("tool_use_id"))

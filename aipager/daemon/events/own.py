@@ -9,6 +9,7 @@ from aipager import wire
 from aipager.daemon import audit, limits, render, replies
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Session
+from aipager.daemon.notifier import NoticeName, Reaction, RequestUpdate
 
 router = EventRouter("own")
 log = logging.getLogger("aipager.daemon")
@@ -53,7 +54,7 @@ def on_queue_pickup(ev: dict, sess: Session, ctx: Ctx) -> None:
             if not msg_id:
                 continue
             sess.queue[:] = [m for m in sess.queue if m.msg_id != msg_id]
-            ctx.emit("reaction", sess, msg_id=msg_id, chat_id=str(note.get("chat_id", "")), emoji=emoji)
+            ctx.emit(Reaction, sess, msg_id=msg_id, chat_id=str(note.get("chat_id", "")), emoji=emoji)
     ctx.registry.touch(sess)
 
 
@@ -64,18 +65,15 @@ def on_safety_blocked(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.task is not None:
         sess.task.blocked = reason
     _audit(ev, sess, ctx)
-    ctx.notice(sess, "safety_blocked", render.safety_blocked(sess.label, reason), tool=tool, reason=reason)
+    ctx.notice(sess, NoticeName.SAFETY_BLOCKED, render.safety_blocked(sess.label, reason), tool=tool, reason=reason)
     ctx.registry.touch(sess)
 
 
 @router.on(wire.SEND_FILES_REFUSED)
 def on_send_files_refused(ev: dict, sess: Session, ctx: Ctx) -> None:
     files = _notes(ev, "files")
-    reasons = "; ".join(f"{f.get('path', '?')}: {f.get('reason') or f.get('code') or 'refused'}" for f in files)
-    n = len(files)
     _audit(ev, sess, ctx)
-    ctx.notice(sess, "files_refused",
-               f"📎 {sess.label} · {n} file{'s' if n != 1 else ''} not sent: {reasons}",
+    ctx.notice(sess, NoticeName.FILES_REFUSED, render.files_refused(sess.label, files),
                tool_use_id=ev.get("tool_use_id"), files=files)
 
 
@@ -86,7 +84,7 @@ def on_reply_timeout(ev: dict, sess: Session, ctx: Ctx) -> None:
     for req in sess.requests:
         if request_id and req.request_id == request_id:
             req.reply_addr = ""
-            ctx.emit("request_update", sess, key=req.key, request_id=req.request_id, reply_addr="")
+            ctx.emit(RequestUpdate, sess, key=req.key, request_id=req.request_id, reply_addr="")
             ctx.registry.touch(sess)
             return
     if isinstance(request_id, str) and request_id:
@@ -100,7 +98,7 @@ def on_memory_cap(ev: dict, sess: Session, ctx: Ctx) -> None:
     tool = ev.get("tool")
     where = f"{hook} ({tool})" if tool else hook
     _audit(ev, sess, ctx)
-    ctx.notice(sess, "memory_cap", f"🧠 {sess.label} · {where} hit its 1 GB memory limit",
+    ctx.notice(sess, NoticeName.MEMORY_CAP, render.memory_cap(sess.label, where),
                hook=hook, tool=tool, report=True)
 
 

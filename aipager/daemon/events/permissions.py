@@ -15,6 +15,7 @@ import orjson
 from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Request, Session, State
+from aipager.daemon.notifier import NoticeName, Permission, Question, RequestClosed, RequestUpdate
 from aipager.daemon.summaries import request_detail, shorten
 from aipager.daemon.tasks import finish_task, release_held
 
@@ -46,7 +47,7 @@ def _open(ctx: Ctx, sess: Session, req: Request) -> None:
     req.separate = bool(sess.requests)
     sess.requests.append(req)
     for old in sess.requests[:-REQUESTS_CAP]:
-        ctx.emit("request_closed", sess, key=old.key, request_id=old.request_id)
+        ctx.emit(RequestClosed, sess, key=old.key, request_id=old.request_id)
     del sess.requests[:-REQUESTS_CAP]
     ctx.registry.set_state(sess, State.WAITING)
     ctx.registry.touch(sess)
@@ -96,7 +97,7 @@ def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
                   opened_at=ctx.now(), tool_use_id=tool_use_id, agent=agent_id,
                   input_digest=digest, description=text, options=options)
     _open(ctx, sess, req)
-    ctx.emit("question", sess, f"❓ {sess.label} · {text}", key=req.key, options=options,
+    ctx.emit(Question, sess, render.question(sess.label, text), key=req.key, options=options,
              multi_select=multi, separate=req.separate, agent_id=agent_id,
              questions=questions_of(ev))
 
@@ -134,7 +135,7 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
             # The same dialog again: shown once; a new hook waiting takes over the reply.
             if request_id and request_id != req.request_id:
                 req.request_id, req.reply_addr = request_id, reply_addr
-                ctx.emit("request_update", sess, key=req.key, request_id=request_id,
+                ctx.emit(RequestUpdate, sess, key=req.key, request_id=request_id,
                          reply_addr=reply_addr)
             return
     description = ""
@@ -166,7 +167,7 @@ def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> N
     text = render.permission(sess.label, req.tool, shorten(req.description, 200)
                              if req.description else "", req.detail)
     buttons = ["allow", "deny", "stop"] + (["always"] if req.always_available else [])
-    ctx.emit("permission", sess, text, key=req.key, tool=req.tool, detail=req.detail,
+    ctx.emit(Permission, sess, text, key=req.key, tool=req.tool, detail=req.detail,
              buttons=buttons, separate=req.separate, request_id=req.request_id,
              reply_addr=req.reply_addr, agent_id=req.agent, **data)
 
@@ -188,7 +189,7 @@ def _close_answered(ev: dict, sess: Session, ctx: Ctx) -> None:
             or (not req.tool and req.agent == agent_id)
         )
         if answered:
-            ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
+            ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id)
         else:
             keep.append(req)
     if len(keep) == len(sess.requests):
@@ -225,7 +226,7 @@ def on_idle_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.requests:
         if not sess.reminded:
             sess.reminded = True
-            ctx.notice(sess, "still_waiting", render.still_waiting(sess.label))
+            ctx.notice(sess, NoticeName.STILL_WAITING, render.still_waiting(sess.label))
         return
     if sess.state in (State.WORKING, State.UNKNOWN):
         # Claude is idle but its Stop never arrived: finish the task from the transcript.

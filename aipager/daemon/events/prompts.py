@@ -9,6 +9,7 @@ from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events.subagents import finish_agent
 from aipager.daemon.model import Session, State
+from aipager.daemon.notifier import NoticeName, RequestClosed
 from aipager.daemon.tasks import deliver_answer, finish_task
 
 router = EventRouter("prompts")
@@ -98,7 +99,7 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     # A new prompt means the main loop's open dialogs were dismissed.
     main_requests = [r for r in sess.requests if r.agent is None]
     for req in main_requests:
-        ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
+        ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id)
         sess.requests.remove(req)
     origin = origin_of(prompt)
     if sess.pickup_authors and origin == "terminal":
@@ -183,4 +184,4 @@ def on_interrupt(ev: dict, sess: Session, ctx: Ctx) -> None:
 def on_stop_failure(ev: dict, sess: Session, ctx: Ctx) -> None:
     words = api_error_words(ev)
     finish_task(ctx, sess, ev, _answer_from(ev, sess, ctx), error=words)
-    ctx.notice(sess, "api_error", f"⚠️ {sess.label} · {words}")
+    ctx.notice(sess, NoticeName.API_ERROR, render.api_error(sess.label, words))

@@ -6,6 +6,7 @@ from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events import compaction
 from aipager.daemon.model import Session, State
+from aipager.daemon.notifier import NoticeName, Reaction
 from aipager.daemon.tasks import close_requests
 
 router = EventRouter("session")
@@ -77,8 +78,8 @@ def end_session(ctx: Ctx, sess: Session, reason: str) -> None:
     sess.compacting = False
     for msg in sess.queue:
         # Claude will never take these: tell the sender (🤷).
-        ctx.emit("reaction", sess, msg_id=msg.msg_id, chat_id=msg.chat_id, emoji="🤷")
+        ctx.emit(Reaction, sess, msg_id=msg.msg_id, chat_id=msg.chat_id, emoji="🤷")
     sess.queue.clear()
     ctx.registry.set_state(sess, State.GONE)
-    ctx.notice(sess, "session_end", render.session_ended(sess.label, reason), reason=reason)
+    ctx.notice(sess, NoticeName.SESSION_END, render.session_ended(sess.label, reason), reason=reason)
     ctx.registry.touch(sess)

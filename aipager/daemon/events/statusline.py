@@ -16,6 +16,7 @@ from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events import compaction
 from aipager.daemon.model import Session
+from aipager.daemon.notifier import NoticeName
 
 router = EventRouter("statusline")
 log = logging.getLogger("aipager.daemon")
@@ -103,6 +104,6 @@ def on_statusline(ev: dict, sess: Session, ctx: Ctx) -> None:
         compaction.report_if_dropped(ctx, sess)
         if pct >= WARN_AT and not sess.context_warned and not sess.compacting:
             sess.context_warned = True
-            ctx.notice(sess, "context_warning", render.context_warning(sess.label, pct), pct=pct)
+            ctx.notice(sess, NoticeName.CONTEXT_WARNING, render.context_warning(sess.label, pct), pct=pct)
     if (sess.model, sess.context_pct, sess.cost_usd) != before:
         ctx.registry.touch(sess)

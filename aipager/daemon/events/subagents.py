@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Agent, AgentCall, Session, State
+from aipager.daemon.notifier import RequestClosed
 from aipager.daemon.summaries import shorten
 
 router = EventRouter("subagents")
@@ -87,7 +88,7 @@ def _close_agent_requests(ctx: Ctx, sess: Session, agent_id: str) -> None:
     # A finished agent's dialogs can no longer be answered.
     mine = [r for r in sess.requests if r.agent == agent_id]
     for req in mine:
-        ctx.emit("request_closed", sess, key=req.key, request_id=req.request_id)
+        ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id)
         sess.requests.remove(req)
     if mine and not sess.requests and sess.state == State.WAITING:
         task = sess.task

@@ -9,6 +9,7 @@ from __future__ import annotations
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events.subagents import AGENT_TOOLS
 from aipager.daemon.model import BgCommand, Row, Session, State, Task
+from aipager.daemon.notifier import Diff
 from aipager.daemon.summaries import shorten, tool_summary
 
 router = EventRouter("tools")
@@ -79,7 +80,7 @@ def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
     if tool in DIFF_TOOLS and ctx.registry.knobs.diff_previews:
         diff = diff_preview(tool, ev.get("tool_input"))
         if diff:
-            ctx.emit("diff", sess, diff, tool=tool, row=rid)
+            ctx.emit(Diff, sess, diff, tool=tool, row=rid)
     ctx.registry.touch(sess)
 
 
