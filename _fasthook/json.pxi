@@ -5,7 +5,7 @@
 # libpython.  Reusable by every `include`r (hook.pyx, policy.pxi,
 # policy_ext.pyx).
 #
-# SEMANTICS (kept identical to the pure-Python twin, aipager/hookpy/jsonlite.py,
+# SEMANTICS (kept identical to the pure-Python twin, aipager/jsonlite.py,
 # which uses CPython's `_json` with strict=True on the strict-UTF-8 text):
 # - RFC 8259 grammar; whitespace is exactly space, \t, \n, \r.
 # - Strings: raw bytes < 0x20 are invalid; escapes \" \\ \/ \b \f \n \r \t

@@ -78,6 +78,12 @@ OWN_DATAGRAMS = (
 #: under it means no event depends on a tuned kernel.
 MAX_DATAGRAM = 200_000
 
+#: the reply wait (``hookpy/reply``, ``daemon/replies``): larger reply datagrams are ignored
+#: (their decision would not fit the C side's output buffer) …
+REPLY_MAX = 32768
+#: … and so are replies with more '{' and '[' bytes than this
+MAX_BRACKETS = 256
+
 #: marker put where the hook shortened a string to fit MAX_DATAGRAM
 TRUNCATION_MARKER = "…[truncated by aipager: {n} bytes dropped]"
 

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import orjson
 
+from aipager import wire
 from aipager.daemon import render
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
@@ -31,7 +32,6 @@ from aipager.daemon.events.permissions import reopen
 from aipager.daemon.model import HOOK_ANSWERED_KEPT, Request, Session, State
 from aipager.daemon.notifier import NoticeName, RequestClosed
 from aipager.daemon.tasks import release_held
-from aipager.hookpy import reply as hook_reply
 
 #: the taps a permission request takes
 KINDS = ("allow", "allow_always", "deny")
@@ -63,7 +63,7 @@ def reply_datagram(request_id: str, decision: dict) -> bytes:
 def _fits(request_id: str, decision: dict) -> bool:
     # the hook ignores bigger or more nested replies (hookpy/reply.py)
     data = reply_datagram(request_id, decision)
-    return len(data) <= hook_reply.REPLY_MAX and data.count(b"{") + data.count(b"[") <= hook_reply.MAX_BRACKETS
+    return len(data) <= wire.REPLY_MAX and data.count(b"{") + data.count(b"[") <= wire.MAX_BRACKETS
 
 
 def decision_for(kind: str, request: Request, who_label: str) -> dict:

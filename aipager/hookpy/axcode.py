@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import posix
 
-from aipager.hookpy import common, jsonlite
+from aipager import jsonlite
+from aipager.hookpy import common
 
 #: the $HOOK_EVENT values whose stdin is a tool's arguments
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import posix
 
-from aipager import paths, wire
-from aipager.hookpy import common, jsonlite, transport
+from aipager import jsonlite, paths, wire
+from aipager.hookpy import common, transport
 from aipager.policy import hookside
 
 TYPE_CHECKING = False  # typing itself is not imported on the hook's path

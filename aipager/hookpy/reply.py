@@ -39,8 +39,7 @@ import _json
 import posix
 import time
 
-from aipager import paths, wire
-from aipager.hookpy import jsonlite
+from aipager import jsonlite, paths, wire
 from aipager.hookpy.common import debug_line
 
 #: the wait when $AIPAGER_PERMISSION_REPLY_DEADLINE is unset or unreadable
@@ -48,10 +47,9 @@ DEFAULT_MS = 20000
 #: what an override is clamped to (0 itself turns the wait off)
 MIN_MS = 10
 MAX_MS = 120000
-#: larger reply datagrams are ignored (their decision would not fit the C side's output buffer)
-REPLY_MAX = 32768
-#: replies with more '{' and '[' bytes than this are ignored
-MAX_BRACKETS = 256
+#: the reply datagram's limits, shared with the daemon's side
+REPLY_MAX = wire.REPLY_MAX
+MAX_BRACKETS = wire.MAX_BRACKETS
 #: sockaddr_un.sun_path holds 107 bytes and the NUL
 SUN_PATH_MAX = 107
 _WS = " \t\n\r"

@@ -9,7 +9,7 @@ always survive; as a last resort only they are sent.
 from __future__ import annotations
 
 from aipager import wire
-from aipager.hookpy import jsonlite
+from aipager import jsonlite
 
 #: top-level keys never shortened
 _PROTECTED = ("hook_event_name", "session", "tool_name", "notification_type", "type")

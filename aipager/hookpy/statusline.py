@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import time
 
-from aipager import paths, wire
-from aipager.hookpy import common, jsonlite, transport
+from aipager import jsonlite, paths, wire
+from aipager.hookpy import common, transport
 
 WHO = "aipager-statusline"
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

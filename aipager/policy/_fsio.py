@@ -10,18 +10,9 @@ from __future__ import annotations
 
 import posix
 
-try:  # the hook twin's builtins-only JSON
-    from aipager.hookpy import jsonlite as _jsonlite
+from aipager import jsonlite
 
-    _loads, dumps = _jsonlite.loads, _jsonlite.dumps
-except ImportError:  # pragma: no cover - only while the hook package is absent
-    import json as _json_mod
-
-    _loads = _json_mod.loads
-
-    def dumps(value) -> str:
-        """Compact ASCII JSON."""
-        return _json_mod.dumps(value, separators=(",", ":"))
+_loads, dumps = jsonlite.loads, jsonlite.dumps
 
 
 def loads(data):
