@@ -77,23 +77,11 @@ cdef extern from "<stdlib.h>" nogil:
 cdef extern from "<stdio.h>" nogil:
     int rename(const char* oldpath, const char* newpath)
 
-cdef extern from *:
-    """
-    /* _match_py.REASON_HALTED */
-    static const char POL_REASON_HALTED[] =
-        "task halted: a prior tool call of this task was blocked by the safety policy;"
-        " start a new request";
-    static const char POL_SAFETY_PREFIX[] = "aipager safety policy: ";
-    /* floor.FLOOR_COMMANDS and their needles (floor.KNOWN_NEEDLES) as JSON:
-       the floor's command part, which no env changes (test_extensions.py
-       checks them against the Python floor) */
-    static const char POL_FLOOR_COMMANDS[] =
-        "[\\"(^|[^A-Za-z0-9_.-])(sudo|su|doas|pkexec|runuser|sudoedit)([^A-Za-z0-9_.-]|$)\\",\\"(^|[;&|(`]|\\\\\\\\$\\\\\\\\()\\\\\\\\s*\\\\\\\\$[A-Za-z_{(]\\",\\"(^|[^A-Za-z0-9_.-])eval([^A-Za-z0-9_.-]|$)\\",\\"(^|[^A-Za-z0-9_.-])aipager\\\\\\\\s+(service|config|setup|start|uninstall|policy)\\",\\"systemctl\\\\\\\\s.*aipager\\",\\"(pkill|killall)\\\\\\\\s.*(aipager|dtach|claude)\\",\\"\\\\\\\\.config/aipager\\",\\"\\\\\\\\.local/(share|state)/aipager\\",\\"aipager-(hook|statusline|modelswitch|reply|spool)\\",\\"claude-(policy|notes|status|reply|dtach|bgjob|exit)-\\",\\"\\\\\\\\.claude(/|\\\\\\\\.json|[^A-Za-z0-9_.-]|$)\\",\\"(^|[^A-Za-z0-9_.-])claude\\\\\\\\s.*--(dangerously-skip-permissions|permission-mode|allowed-?tools|append-system-prompt|system-prompt|mcp-config|add-dir|settings|resume|continue)\\",\\"(^|[^A-Za-z0-9_.-])(find|rg|ag|ack|fd|fdfind|tree|du|locate)\\\\\\\\s([^;&|]*\\\\\\\\s)?(~|\\\\\\\\$HOME|\\\\\\\\$\\\\\\\\{HOME\\\\\\\\}|/home|/root|/Users|/)/?(\\\\\\\\s|$|[;&|)])\\",\\"(^|[^A-Za-z0-9_.-])(grep|egrep|ls)\\\\\\\\s([^;&|]*\\\\\\\\s)?-[A-Za-z]*[rR][^;&|]*\\\\\\\\s(~|\\\\\\\\$HOME|\\\\\\\\$\\\\\\\\{HOME\\\\\\\\}|/home|/root|/Users|/)/?(\\\\\\\\s|$|[;&|)])\\"]";
-    static const char POL_FLOOR_NEEDLES[] =
-        "[[\\"doas\\",\\"pkexec\\",\\"runuser\\",\\"su\\",\\"sudo\\",\\"sudoedit\\"],[\\"$\\"],[\\"eval\\"],[\\"aipager\\"],[\\"systemctl\\"],[\\"killall\\",\\"pkill\\"],[\\".config/aipager\\"],[\\"/aipager\\"],[\\"aipager-\\"],[\\"claude-\\"],[\\".claude\\"],[\\"claude\\"],[\\"ack\\",\\"ag\\",\\"du\\",\\"fd\\",\\"fdfind\\",\\"find\\",\\"locate\\",\\"rg\\",\\"tree\\"],[\\"egrep\\",\\"grep\\",\\"ls\\"]]";
-    /* hookside.REASON_UNUSABLE */
-    static const char POL_REASON_UNUSABLE[] = "the tool call could not be read; denied to be safe";
-    """
+# The literals this file shares with the Python policy, generated from it by setup.py
+# (write_generated): _match_py.REASON_HALTED, hookside.SAFETY_PREFIX and REASON_UNUSABLE,
+# floor.FLOOR_COMMANDS and their needles (floor.KNOWN_NEEDLES) as JSON -- the floor's
+# command part, which no env changes.
+cdef extern from "policy_literals.h":
     const char POL_REASON_HALTED[]
     const char POL_SAFETY_PREFIX[]
     const char POL_REASON_UNUSABLE[]
