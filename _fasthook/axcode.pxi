@@ -1,5 +1,8 @@
 # AX Code's tool-hook stdin, reshaped into Claude Code's (twin of aipager/hookpy/axcode.py).
 #
+# TWIN OF aipager/hookpy/axcode.py:
+#   ax_adapt = ax_adapt
+#
 # AX Code ("protocol": "claude-code", spec seeds/004) writes only the tool's
 # JSON arguments on a tool hook's stdin; event, tool id and session id come in
 # $HOOK_EVENT, $HOOK_TOOL and $HOOK_SESSION_ID, and the hook runs in the

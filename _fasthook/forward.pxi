@@ -1,5 +1,14 @@
 # aipager-hook stage 1: read, splice, forward, run the policy steps.
 #
+# TWIN OF aipager/hookpy/hook.py:
+#   read_status = read_status
+#   add_sl_tokens = sl_tokens
+#   unusable = _unusable
+#   hook_run = _run
+#
+# TWIN OF aipager/hookpy/common.py:
+#   names_pre_tool_use = names_pre_tool_use
+#
 # Mirrors aipager/hookpy/hook.py step for step.  The datagram is Claude
 # Code's own text with keys spliced in before the final "}":
 #     <raw up to the closing brace>[,]"session":"S"[,"sl_tokens":{...}]

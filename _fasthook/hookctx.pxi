@@ -1,4 +1,4 @@
-# The structs the hook hands to its policy steps (see policy.pxi for the seam).
+# The structs the hook hands to its policy steps (see hookside.pxi for the seam).
 #
 # Shared by hook.pyx (the glibc-only ELF) and policy_ext.pyx (the importable
 # extension aipager._policy_c used for differential tests), so it must stay

@@ -1,8 +1,11 @@
 # A depth-aware JSON scanner for the hook's no-interpreter fast path.
 #
+# TWIN OF aipager/jsonlite.py:
+#   js_parse = loads
+#
 # Everything here is C-typed, `noexcept nogil` and allocation-free, so it runs
 # before (and without) any CPython initialisation: the hook ELF links no
-# libpython.  Reusable by every `include`r (hook.pyx, policy.pxi,
+# libpython.  Reusable by every `include`r (hook.pyx, the policy files,
 # policy_ext.pyx).
 #
 # SEMANTICS (kept identical to the pure-Python twin, aipager/jsonlite.py,

@@ -5,6 +5,11 @@
 # claim is an atomic rename.  Declines (nothing changed yet) where Python's
 # reading could differ: JSON this side does not parse, true/false where a
 # number is expected (Python counts them), non-ASCII models (str.lower).
+#
+# TWIN OF aipager/policy/marker.py:
+#   mk_matches = _matches
+#   mk_model_switch = claim
+#
 
 cdef extern from *:
     """

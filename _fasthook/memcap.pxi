@@ -1,5 +1,9 @@
 # The 1 GiB memory cap, its pre-built datagram, and report_error.
 #
+# TWIN OF aipager/hookpy/common.py:
+#   limit_memory = limit_memory
+#   cap_msg = cap_message
+#
 # setrlimit(RLIMIT_AS) lowers the soft limit to 1 GiB (never raises it; the
 # Python twin inherits it on a decline).  $AIPAGER_MEMORY_CAP (bytes)
 # overrides the cap for tests and diagnosis.  The hook_memory_cap_hit

@@ -1,5 +1,13 @@
 # The C twin of aipager/paths.py for the locations the hook touches.
 #
+# TWIN OF aipager/paths.py:
+#   path_join = _join
+#   path_dirname = _dirname
+#   paths_private_dir = private_dir
+#   paths_socket = socket_path
+#   paths_session_dir = session_dir
+#   paths_status_file = status_file
+#
 # Same resolution, same order (tests/hook checks both against real sends):
 #   private  /tmp/aipager-<uid> (paths.private_dir)
 #   socket   $AIPAGER_INSTANCE_DIR/aipager.sock, $AIPAGER_SOCKET_PATH,

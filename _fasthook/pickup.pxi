@@ -2,7 +2,17 @@
 # prompt while notes are outstanding -- the C twin of notes.pickup,
 # hookside.task_rules, hookside.joined and hookside._context.
 #
-# TWINS: the same contract as policy.pxi.  Everything is worked out before
+# TWIN OF aipager/policy/notes.py:
+#   pk_list_notes = list_notes
+#   pk_prompt_with_notes = pickup
+#
+# TWIN OF aipager/policy/hookside.py:
+#   pk_author = _author
+#   pk_task_rules = task_rules
+#   pk_joined = joined
+#   pk_context = _context
+#
+# TWINS: the same contract as match.pxi.  Everything is worked out before
 # the first effect (unlinking notes, writing the snapshot and the mark,
 # sending queue_pickup), so a decline leaves the files as they were and the
 # Python twin does the whole step.  This side declines on anything that is
@@ -1068,7 +1078,7 @@ cdef void pk_notes_free(PkNote* notes, int count) noexcept nogil:
 
 cdef int pk_prompt_with_notes(const HookCtx* ctx, HookOut* out, const char* snap_path,
                               const char* mark_path) noexcept nogil:
-    """hookside.prompt_submitted while notes are outstanding (policy.pxi's
+    """hookside.prompt_submitted while notes are outstanding (hookside.pxi's
     pol_prompt_submitted hands over here).  STEP_OK, STEP_PRINT (extra
     context in out) or STEP_DECLINE."""
     cdef char folder[PATH_CAP]

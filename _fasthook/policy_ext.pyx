@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """aipager._policy_c: the hook's compiled matcher, importable from Python.
 
-The same policy.pxi the glibc-only hook runs, wrapped for the CLI
+The same policy files (match.pxi, floor.pxi, hookside.pxi) the glibc-only hook runs, wrapped for the CLI
 (``aipager policy explain``), ``aipager.policy.match`` and the differential
 tests against ``aipager.policy._match_py``.  Unlike the hook, this module
 lives inside an interpreter that called setlocale(LC_CTYPE, ""); each call
@@ -13,7 +13,9 @@ include "json.pxi"
 include "buf.pxi"
 include "paths.pxi"
 include "hookctx.pxi"
-include "policy.pxi"
+include "match.pxi"
+include "floor.pxi"
+include "hookside.pxi"
 include "pickup.pxi"
 include "sendfile.pxi"
 include "marker.pxi"
@@ -98,7 +100,7 @@ def regex_compiles(bytes pattern, bint icase=False):
 
 
 def floor_literals() -> tuple:
-    """(commands JSON, needles JSON) compiled into policy.pxi, for the test
+    """(commands JSON, needles JSON) compiled into floor.pxi, for the test
     that keeps them equal to aipager.policy.floor."""
     return POL_FLOOR_COMMANDS.decode(), POL_FLOOR_NEEDLES.decode()
 

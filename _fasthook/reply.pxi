@@ -1,5 +1,13 @@
 # A PermissionRequest answered from the chat: the reply wait.
 #
+# TWIN OF aipager/hookpy/reply.py:
+#   reply_deadline_ms = deadline_ms
+#   reply_wanted = wanted
+#   reply_path_usable = _usable_path
+#   put_compact = compact
+#   reply_decision = decision_output
+#   reply_timeout_msg = timeout_message
+#
 # The C twin of aipager/hookpy/reply.py, whose module docstring is the spec
 # (when the wait happens, what a valid reply is, how the decision is
 # re-encoded so both twins print the same bytes).  In short:

@@ -1,6 +1,13 @@
 # Non-blocking datagram send to the daemon, with the spool for a full queue
 # or a daemon that is down.
 #
+# TWIN OF aipager/hookpy/transport.py:
+#   socket_ours = socket_ours
+#   sender_send = Sender.send
+#
+# TWIN OF aipager/spoolfile.py:
+#   spool_write = write
+#
 #   sender_init(&s, debug)       resolve the socket (paths.pxi) and spool dir
 #   sender_send(&s, buf, n)      -> SEND_OK, SEND_SPOOLED or SEND_DROPPED
 #

@@ -2,6 +2,15 @@
 # aipager/policy/sendfile.py (check, check_file, _file_problem,
 # refusal_text) and hookside._send_files.
 #
+# TWIN OF aipager/policy/sendfile.py:
+#   sf_send_floor = send_floor
+#   sf_requested = requested_files
+#   sf_check_file = check_file
+#   sf_file_problem = _file_problem
+#
+# TWIN OF aipager/policy/hookside.py:
+#   sf_send_files = _send_files
+#
 # Runs after pol_decide allowed the call, for every task (owner and
 # terminal included).  Same order as Python: per file, per path form, the
 # send floor, then the secret-shaped names, then the task's no-access

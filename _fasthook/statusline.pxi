@@ -1,5 +1,9 @@
 # aipager-statusline stage 1 (twin: aipager/hookpy/statusline.py).
 #
+# TWIN OF aipager/hookpy/statusline.py:
+#   write_status = write_status
+#   statusline_run = _run
+#
 # With a valid CLAUDE_DTACH_SESSION: write the raw status JSON atomically
 # (0600, temp + rename) to paths.status_file, then send the `statusline`
 # datagram (values copied verbatim from the status JSON, null when absent).

@@ -1,6 +1,6 @@
 """Reference matcher: the readable specification of a PreToolUse decision.
 
-``_fasthook/policy.pxi`` is its compiled twin.  The two must stay
+``_fasthook/match.pxi`` is its compiled twin.  The two must stay
 behaviourally identical: same function names, same constants, same order of
 checks, same reason strings.  A change to one lands in the other in the same
 commit; ``tests/cases/policy_cases.json`` and the differential fuzz hold them

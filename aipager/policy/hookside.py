@@ -1,4 +1,4 @@
-"""Hook-side policy steps: the Python twin of ``_fasthook/policy.pxi``.
+"""Hook-side policy steps: the Python twin of ``_fasthook/hookside.pxi``.
 
 CONTRACT.  The hook (both twins) runs, for every event of a session aipager
 started:
@@ -39,7 +39,7 @@ from aipager.policy import _fsio, snapshot
 # PreToolUse or prompt loads only what its own step uses
 
 SAFETY_PREFIX = "aipager safety policy: "
-#: policy.pxi POL_REASON_UNUSABLE
+#: hookside.pxi POL_REASON_UNUSABLE (generated from here by setup.py)
 REASON_UNUSABLE = "the tool call could not be read; denied to be safe"
 
 
@@ -258,7 +258,7 @@ def current_rules(env, session: str, now: float) -> dict:
 
 def _unrestricted_snapshot(env, session: str) -> bool:
     """The task's snapshot is readable and lets everything through: terminal-
-    typed or owner-exempt, not halted (policy.pxi policy_unusable)."""
+    typed or owner-exempt, not halted (hookside.pxi policy_unusable)."""
     try:
         snap = snapshot.read(env, session)
     except Exception:  # noqa: BLE001 - any doubt means no exemption

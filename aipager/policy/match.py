@@ -1,7 +1,7 @@
 """Pick the PreToolUse matcher: the compiled twin unless told otherwise.
 
 ``aipager._policy_c`` (built from ``_fasthook/policy_ext.pyx``, the same
-``policy.pxi`` the hook ELF runs) is used unless ``AIPAGER_NO_EXTENSIONS`` is
+``match.pxi`` the hook ELF runs) is used unless ``AIPAGER_NO_EXTENSIONS`` is
 set or it cannot be imported; ``_match_py`` is the reference.  The C twin may
 *decline* (non-ASCII subject, a rule glibc will not compile, ...): then the
 Python twin decides, exactly as the hook hands over to its Python stage.
