@@ -10,6 +10,10 @@ import os
 
 import pytest
 
+# aiogram the way the daemon imports it (models built on use, ``aipager.bot.lazytypes``),
+# before any test module imports it the eager way
+import aipager.bot  # noqa: F401
+
 _ISOLATED = (
     "HOME",
     "XDG_CONFIG_HOME",

@@ -1,0 +1,115 @@
+"""Import aiogram without building all of its pydantic models up front.
+
+aiogram 3 declares its Telegram types ``defer_build=True`` (build on first use),
+then ``aiogram/types/__init__.py`` calls ``model_rebuild`` on every one of them
+at import: 630-odd validators, each carrying copies of the types it nests,
+~145 MB and ~3 s before the bot has done anything.  The daemon needs a handful
+(the updates it reads, what the methods it calls return).
+
+``import_aiogram()`` runs that import with the loop's rebuild skipped, keeps the
+names it would have resolved forward references with, and gives them to every
+aiogram model as its parent namespace, so each builds, correctly, when first
+used (``Response``, whose ``Response[T]`` is every method's answer, too).
+``check()`` then validates a sample update, a sample answer and a request; if
+anything about this does not hold (another aiogram or pydantic), the eager
+build runs after all, logged, and the bot works as it would have (heavier).
+
+Call ``import_aiogram()`` before anything imports aiogram (``aipager.bot``'s
+``__init__`` does).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional, Union
+
+log = logging.getLogger("aipager.bot")
+
+#: what the deferred import captured: the types namespace and the models it skipped
+_state: dict[str, Any] = {"namespace": None, "skipped": [], "lazy": False}
+
+
+def import_aiogram() -> bool:
+    """Import aiogram with its models' builds deferred; True when that worked."""
+    import sys
+
+    if "aiogram.types" in sys.modules:
+        return _state["lazy"]  # imported before us (eagerly, or by an earlier call)
+    from pydantic import BaseModel
+
+    original = BaseModel.__dict__["model_rebuild"]
+    skipped: list[tuple[type, dict]] = []
+
+    def deferred(cls, *, force=False, raise_errors=True, _parent_namespace_depth=2,
+                 _types_namespace=None):
+        if _types_namespace is not None and cls.__module__.startswith("aiogram."):
+            skipped.append((cls, _types_namespace))
+            return None
+        return original.__func__(cls, force=force, raise_errors=raise_errors,
+                                 _parent_namespace_depth=_parent_namespace_depth + 1,
+                                 _types_namespace=_types_namespace)
+
+    BaseModel.model_rebuild = classmethod(deferred)
+    try:
+        import aiogram.methods  # noqa: F401
+        import aiogram.types  # noqa: F401
+    finally:
+        BaseModel.model_rebuild = original
+    if not skipped:
+        return False  # this aiogram builds nothing at import: nothing to defer
+    namespace = {"List": list, "Optional": Optional, "Union": Union, **skipped[0][1]}
+    _state.update(namespace=namespace, skipped=[cls for cls, _ in skipped], lazy=True)
+    try:
+        _give_namespace(namespace)
+        check()
+    except Exception:  # noqa: BLE001 - any surprise: build everything as aiogram would
+        log.warning("deferred aiogram model builds did not work here; building them all",
+                    exc_info=True)
+        eager()
+        return False
+    return True
+
+
+def _models() -> list[type]:
+    from aiogram.methods.base import Response, TelegramMethod
+    from aiogram.types.base import TelegramObject
+
+    found: list[type] = []
+    # Response[T] (every method's answer) inherits Response's parent namespace
+    stack = [TelegramObject, TelegramMethod, Response]
+    while stack:
+        cls = stack.pop()
+        found.append(cls)
+        stack.extend(cls.__subclasses__())
+    return found
+
+
+def _give_namespace(namespace: dict) -> None:
+    # pydantic resolves a model's forward references with its parent namespace (and
+    # its module's globals, where aiogram imports these names only for type checkers)
+    for cls in _models():
+        cls.__pydantic_parent_namespace__ = namespace
+
+
+def check() -> None:
+    """Raise unless a sample update and a sample response validate."""
+    from aiogram.methods import SendMessage
+    from aiogram.methods.base import Response
+    from aiogram.types import Update
+
+    sample = {"message_id": 1, "date": 0, "chat": {"id": 1, "type": "private"},
+              "from": {"id": 1, "is_bot": False, "first_name": "a"}, "text": "hi",
+              "entities": [{"type": "bold", "offset": 0, "length": 2}],
+              "reply_to_message": {"message_id": 0, "date": 0,
+                                   "chat": {"id": 1, "type": "private"}}}
+    Update.model_validate({"update_id": 1, "message": sample})
+    Response[SendMessage.__returning__].model_validate({"ok": True, "result": sample})
+    SendMessage(chat_id=1, text="x").model_dump()
+
+
+def eager() -> None:
+    """What aiogram's import would have done: build every skipped model."""
+    namespace = _state["namespace"]
+    for cls in _state["skipped"]:
+        cls.model_rebuild(_types_namespace=namespace, force=True)
+    _state["lazy"] = False
