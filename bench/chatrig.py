@@ -235,7 +235,9 @@ class Rig:
                                          stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
-        while not _bound(self.address):
+        from aipager.daemon.ingest import socket_is_live
+
+        while not socket_is_live(self.address):
             self._alive("binding its socket")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the daemon never bound {self.address}:\n{self.tail()}")
@@ -396,18 +398,6 @@ class Session:
 
 
 # -- processes ---------------------------------------------------------------------------
-
-
-def _bound(path: str) -> bool:
-    """A daemon listens at ``path`` (a dead one's leftover socket file refuses)."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    try:
-        probe.connect(path)
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
 
 
 def children(pid: int) -> list[int]:

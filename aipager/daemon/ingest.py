@@ -50,7 +50,8 @@ RCVBUF = 8 * 1024 * 1024
 MAX_BACKLOG = 1_000_000
 
 
-def _socket_is_live(path: str) -> bool:
+def socket_is_live(path: str) -> bool:
+    """A daemon listens at ``path`` (a dead one's leftover socket file refuses)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     try:
         probe.connect(path)
@@ -100,7 +101,7 @@ def bind_control_socket(path: str, queue_len: int | None = None) -> socket.socke
         if not stat.S_ISSOCK(st.st_mode):
             msg = f"{path} exists and is not a socket; move it away and start again"
             raise DaemonError(msg)
-        if _socket_is_live(path):
+        if socket_is_live(path):
             msg = f"another aipager daemon is listening on {path}"
             raise DaemonAlreadyRunning(msg)
         os.unlink(path)  # stale: its daemon died without cleaning up
