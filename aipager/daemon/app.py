@@ -222,8 +222,8 @@ class Daemon:
         if reg.flush_now:
             reg.flush_now = False
             self.core.flush_cards()
-        if reg.save_now:
-            self.save()
+        if reg.save_now or self.journal.due:
+            self.save(force=self.journal.due)
 
     def replay_spool(self) -> int:
         """Feed spooled events (oldest first) and remove their files.

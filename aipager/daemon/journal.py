@@ -18,8 +18,10 @@ past it) replays nothing twice.
 
 Writing never blocks event handling: a journal that cannot be written is
 logged once and the daemon goes on without it (as before the journal existed).
-Its size is capped (``MAX_BYTES``: saves that keep failing would otherwise let
-it grow without end); past the cap it is logged once and not appended to.
+Past ``SAVE_AT`` bytes (a flood) the daemon saves at once instead of at the
+next second; the size is capped (``MAX_BYTES``: saves that keep failing would
+otherwise let it grow without end) and past the cap it is logged once and not
+appended to.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ from typing import Iterable
 
 log = logging.getLogger("aipager.daemon")
 
-#: bytes the journal may reach between two saves
+#: past this many bytes the daemon saves its state at once (``due``), which empties it:
+#: a flood is journaled in full without the journal growing with it
+SAVE_AT = 16 * 1024 * 1024
+#: bytes the journal may reach between two saves (only when saving keeps failing)
 MAX_BYTES = 64 * 1024 * 1024
 _HEAD = 12
 
@@ -130,7 +135,7 @@ class Journal:
             return
         if self._size + len(data) > MAX_BYTES:
             self._fail(f"the event journal {self.path} reached its cap of {MAX_BYTES:,} bytes "
-                       "(the state is not being saved)")
+                       "(saving the state fails or falls behind)")
             return
         try:
             written = os.write(fd, data)
@@ -147,6 +152,11 @@ class Journal:
             self._fail(f"the event journal {self.path} is full (short write)")
             return
         self._size += written
+
+    @property
+    def due(self) -> bool:
+        """Big enough that the state should be saved now (and the journal emptied)."""
+        return self._size >= SAVE_AT
 
     def saved(self) -> None:
         """The state now holds everything appended: empty the journal."""

@@ -62,6 +62,18 @@ def test_a_journal_that_cannot_be_written_is_logged_once_and_never_raises(tmp_pa
     assert caplog.text.count("cannot open the event journal") == 1
 
 
+def test_a_big_journal_asks_for_a_save(tmp_path, monkeypatch):
+    monkeypatch.setattr(journal, "SAVE_AT", 100)
+    j = journal.Journal(str(tmp_path / "j.bin"))
+    j.append([b"x" * 50])
+    assert not j.due
+    j.append([b"y" * 50])
+    assert j.due
+    j.saved()
+    assert not j.due
+    j.close()
+
+
 def test_past_its_cap_the_journal_stops_growing_and_says_so(tmp_path, caplog, monkeypatch):
     caplog.set_level(logging.INFO, "aipager.daemon")
     monkeypatch.setattr(journal, "MAX_BYTES", 100)
