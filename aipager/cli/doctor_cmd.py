@@ -175,12 +175,15 @@ def _private_files(env: dict[str, str]) -> Check:
     on the machine must not read them (issue 16).  Only what exists is checked.
     """
     folders = [paths.config_dir(env), paths.state_dir(env), paths.files_dir(env)]
-    files = [paths.config_file(env), paths.policy_user_file(env), paths.daemon_state_file(env),
-             paths.journal_file(env), paths.chat_state_file(env), paths.audit_log(env),
-             paths.log_file(env)]
+    files = [paths.config_file(env), paths.daemon_state_file(env), paths.journal_file(env),
+             paths.chat_state_file(env), paths.audit_log(env), paths.log_file(env)]
     problems: list[str] = []
-    loose: dict[str, list[str]] = {"700": [], "600": []}
-    for path, is_folder in [(f, True) for f in folders] + [(f, False) for f in files]:
+    loose: dict[str, list[str]] = {"700": [], "600": [], "go-w": []}
+    # the policy file holds no secret (an editor may well make it 0644); others must
+    # not be able to change it
+    checked = ([(f, 0o077, "700") for f in folders] + [(f, 0o077, "600") for f in files]
+               + [(paths.policy_user_file(env), 0o022, "go-w")])
+    for path, closed, fix in checked:
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -192,9 +195,9 @@ def _private_files(env: dict[str, str]) -> Check:
             problems.append(f"{path} is a symlink")
         elif st.st_uid != os.getuid():
             problems.append(f"{path} belongs to uid {st.st_uid}, not you")
-        elif st.st_mode & 0o077:
+        elif st.st_mode & closed:
             problems.append(f"{path} is open to others ({stat.filemode(st.st_mode)})")
-            loose["700" if is_folder else "600"].append(path)
+            loose[fix].append(path)
     if not problems:
         return Check("private files", True, "config, logs, state and audit are yours alone")
     fixes = [f"chmod {mode} {' '.join(found)}" for mode, found in loose.items() if found]

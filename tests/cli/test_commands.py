@@ -295,6 +295,15 @@ def test_doctor_names_private_files_open_to_others(runner, configured, env):
     assert found["fix"] == f"chmod 700 {paths.state_dir(env)}; chmod 600 {paths.config_file(env)}"
     os.chmod(paths.config_file(env), 0o600)
     os.chmod(paths.state_dir(env), 0o700)
+    # the policy file may be readable (an editor's 0644), never writable by others
+    with open(paths.policy_user_file(env), "w", encoding="utf-8") as fh:
+        fh.write("{}")
+    os.chmod(paths.policy_user_file(env), 0o644)
+    assert check()["ok"] is True
+    os.chmod(paths.policy_user_file(env), 0o666)
+    found = check()
+    assert found["ok"] is False and found["fix"] == f"chmod go-w {paths.policy_user_file(env)}"
+    os.chmod(paths.policy_user_file(env), 0o644)
     os.symlink(paths.config_file(env), paths.audit_log(env))
     found = check()
     assert found["ok"] is False and f"{paths.audit_log(env)} is a symlink" in found["detail"]
