@@ -31,7 +31,9 @@ Two twin loops do the moving, with one contract (the tests run both):
 When the pipe is full the frames wait in memory; once ``MAX_BACKLOG`` bytes
 wait, the socket is left unread, so its queue fills and the hooks spool
 (nothing is dropped here).  SIGTERM: take what the kernel still queues, write
-everything, exit 0.  It also exits (0) when the daemon closes the pipe.
+everything, exit 0.  It also exits (0) when the daemon closes the pipe; with
+``Salvage`` (which holds a read end itself, so that close is never seen) when
+the daemon dies.
 """
 
 from __future__ import annotations
