@@ -23,6 +23,7 @@ import pytest
 
 from aipager import paths
 from e2e.kit.chat import Phone, buttons, text_of
+from e2e.kit.dtachs import drawn
 from fakes import anthropic as fa
 
 pytestmark = pytest.mark.e2e
@@ -176,9 +177,11 @@ def test_late_taps_answer_the_terminal_dialog_with_keys(daemon, dtach_session, f
                           fa.bash(f"touch {second}"), fa.text("Never reached."))
     tui = dtach_session(*ASKING)
     _ready(daemon)
+    # Where in the screen log the next dialog can start: before the prompt, then just before
+    # each tap (the next tool call, and so its dialog, only comes after it).  Counting the
+    # dialogs instead raced with a fast next step, whose dialog could be counted already.
+    marks = [len(tui.screen())]
     phone.say("E2E-TLATE three steps")
-
-    dialogs = [tui.count(DIALOG)]
 
     def late_tap(detail: str, label: str) -> dict:
         request = _request(phone, detail)
@@ -186,11 +189,11 @@ def test_late_taps_answer_the_terminal_dialog_with_keys(daemon, dtach_session, f
         # drew its own dialog.
         daemon.wait_session(lambda s: any(r["detail"] == detail and r["reply_addr"] == ""
                                           for r in s["requests"]), 20, "the reply wait over")
-        tui.wait_screen(lambda _s: tui.count(DIALOG) > dialogs[-1], 20, "the dialog")
+        tui.wait_screen(lambda screen: drawn(DIALOG, screen[marks[-1]:]), 20, "the dialog")
         time.sleep(1.0)  # the TUI reads keys a moment after drawing a dialog
+        marks.append(len(tui.screen()))
         query = phone.tap(request, label)
         phone.toast(query)
-        dialogs.append(tui.count(DIALOG))
         return request
 
     # Always allow → "2": the rule Claude Code's own option 2 saves.
