@@ -60,6 +60,29 @@ def frame(data: bytes) -> bytes:
     return len(data).to_bytes(4, "little") + data
 
 
+class FrameReader:
+    """Splits the pipe stream ``frame`` writes (4-byte little-endian length + datagram) into
+    datagrams: the daemon reading the pipe, and ``Salvage`` reading it back."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += chunk
+        out: list[bytes] = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            size = int.from_bytes(buf[pos:pos + 4], "little")
+            if end - pos - 4 < size:
+                break
+            out.append(bytes(buf[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        del buf[:pos]
+        return out
+
+
 def _read_all(sock: socket.socket, pending: bytearray, limit: float) -> None:
     # Stops at ``limit`` too: a sender keeping the queue full would otherwise
     # keep this loop reading past the backlog cap.
@@ -200,14 +223,7 @@ class Salvage:
         """After the loop stopped for a dead daemon: spool what was held; how many."""
         self._loop_done.set()
         self._thread.join()
-        datagrams = []
-        blob, pos = bytes(self._held), 0
-        while pos + 4 <= len(blob):
-            size = int.from_bytes(blob[pos:pos + 4], "little")
-            if pos + 4 + size > len(blob):
-                break
-            datagrams.append(blob[pos + 4:pos + 4 + size])
-            pos += 4 + size
+        datagrams = FrameReader().feed(bytes(self._held))
         return spool_all(self.spool_dir, datagrams, self._before - len(datagrams))
 
 

@@ -40,6 +40,7 @@ from typing import Callable
 
 from aipager import paths, trust, wire
 from aipager.daemon import deepq
+from aipager.daemon.drain import FrameReader  # the pipe format lives with its writer
 from aipager.errors import DaemonAlreadyRunning, DaemonError, UnsafePath
 
 log = logging.getLogger("aipager.daemon")
@@ -216,28 +217,6 @@ class Ingest:
             self._scheduled = False
         if batch:
             self._deliver(batch)
-
-
-class FrameReader:
-    """Splits the drain's pipe stream (4-byte little-endian length + datagram) into datagrams."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        buf = self._buf
-        buf += chunk
-        out: list[bytes] = []
-        pos = 0
-        end = len(buf)
-        while end - pos >= 4:
-            size = int.from_bytes(buf[pos:pos + 4], "little")
-            if end - pos - 4 < size:
-                break
-            out.append(bytes(buf[pos + 4:pos + 4 + size]))
-            pos += 4 + size
-        del buf[:pos]
-        return out
 
 
 class DrainIngest:
