@@ -206,14 +206,11 @@ class Daemon:
     # -- datagrams -----------------------------------------------------------
 
     def deliver(self, batch: list[bytes]) -> None:
-        first = self.journal.seq + 1
-        self.journal.append(batch)  # before handling: a hard kill from here on loses nothing
+        # journaled before handling: a hard kill from here on loses nothing
+        first = self.journal.append(batch)
         feed = self.core.feed_bytes
-        ctx = self.core.ctx
-        for i, data in enumerate(batch):
-            ctx.origin = first + i
-            feed(data)
-        ctx.origin = 0
+        for seq, data in enumerate(batch, first):
+            feed(data, seq)
         now = time.monotonic()
         if now - self._last_spool >= SPOOL_MIN_GAP:
             # A datagram arriving means hooks are firing: spooled ones may be waiting too.
@@ -242,9 +239,7 @@ class Daemon:
             if data is None:
                 continue
             self.core.counters["spool_replayed"] += 1
-            self.core.ctx.origin = self.journal.seq  # journaled by ``take`` just now
-            self.core.feed_bytes(data)
-            self.core.ctx.origin = 0
+            self.core.feed_bytes(data, self.journal.seq)  # journaled by ``take`` just now
             done += 1
         if stale:
             self.core.counters["spool_stale"] += stale
@@ -259,14 +254,8 @@ class Daemon:
         """At start: feed what the last run accepted past its saved state (a hard kill)."""
         batch, top = journal.read(self.journal.path, after)
         self.journal.seq = max(self.journal.seq, top)
-        ctx = self.core.ctx
-        ctx.replaying = True
-        try:
-            for seq, data in batch:
-                ctx.origin = seq
-                self.core.feed_bytes(data)
-        finally:
-            ctx.origin, ctx.replaying = 0, False
+        for seq, data in batch:
+            self.core.feed_bytes(data, seq, replayed=True)
         if batch:
             self.core.counters["journal_replayed"] += len(batch)
             log.warning("the last run ended without saving its state: %d accepted event(s) "

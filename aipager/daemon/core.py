@@ -63,8 +63,21 @@ class DaemonCore:
         #: optional observer called with each decoded event after handling (bench, tests)
         self.on_handled: Callable[[dict], None] | None = None
 
-    def feed_bytes(self, data: bytes) -> None:
-        """Handle one datagram; never raises (errors are logged and counted)."""
+    def feed_bytes(self, data: bytes, origin: int = 0, replayed: bool = False) -> None:
+        """Handle one datagram; never raises (errors are logged and counted).
+
+        Args:
+            origin: its journal number, stamped on the outputs it makes (``Output.origin``).
+            replayed: it is replayed from the journal (``Output.replayed``).
+        """
+        ctx = self.ctx
+        ctx.origin, ctx.replaying = origin, replayed
+        try:
+            self._feed_bytes(data)
+        finally:
+            ctx.origin, ctx.replaying = 0, False  # taps and timers make outputs of no datagram
+
+    def _feed_bytes(self, data: bytes) -> None:
         c = self.counters
         c["received"] += 1
         if self._is_repeat(data):

@@ -127,21 +127,26 @@ class Journal:
             log.error("%s; events since the last save would be lost on a crash", problem)
             self._problem = problem
 
-    def append(self, batch: list[bytes]) -> None:
-        """Number ``batch`` and write it (one system call); never raises."""
+    def append(self, batch: list[bytes]) -> int:
+        """Number ``batch`` and write it (one system call); never raises.
+
+        Returns:
+            The number given to its first datagram (the next ones follow on).
+        """
+        first = self.seq + 1
         data, self.seq = frames(self.seq, batch)
         fd = self._open()
         if fd is None:
-            return
+            return first
         if self._size + len(data) > MAX_BYTES:
             self._fail(f"the event journal {self.path} reached its cap of {MAX_BYTES:,} bytes "
                        "(saving the state fails or falls behind)")
-            return
+            return first
         try:
             written = os.write(fd, data)
         except OSError as exc:
             self._fail(f"cannot write the event journal {self.path}: {exc.strerror}")
-            return
+            return first
         if written != len(data):
             # A short write (disk full) would leave a torn frame that hides every later
             # one from ``parse``: cut it off again.
@@ -150,8 +155,9 @@ class Journal:
             except OSError:
                 pass
             self._fail(f"the event journal {self.path} is full (short write)")
-            return
+            return first
         self._size += written
+        return first
 
     @property
     def due(self) -> bool:
