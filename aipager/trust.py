@@ -52,7 +52,7 @@ def owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def _foreign(path: str, st: os.stat_result, kind: str) -> Finding | None:
+def foreign_finding(path: str, st: os.stat_result, kind: str) -> Finding | None:
     """A symlink, or an owner other than us, at ``path``: the attack findings."""
     if stat.S_ISLNK(st.st_mode):
         try:
@@ -128,7 +128,7 @@ def socket_finding(path: str, kind: str = "control socket") -> Finding | None:
     except OSError as exc:
         return Finding(f"cannot check the {kind} {path}: {exc.strerror}",
                        f"make {os.path.dirname(path) or '.'} reachable for you")
-    found = _foreign(path, st, kind)
+    found = foreign_finding(path, st, kind)
     if found is not None:
         return found
     if not stat.S_ISSOCK(st.st_mode):
@@ -151,7 +151,7 @@ def own_folder_finding(path: str, kind: str) -> Finding | None:
         return None
     except OSError as exc:
         return Finding(f"cannot check {path}: {exc.strerror}", f"make {path} reachable for you")
-    found = _foreign(path, st, kind)
+    found = foreign_finding(path, st, kind)
     if found is None and not stat.S_ISDIR(st.st_mode):
         found = Finding(f"{path} is not a folder", f"move {path} away")
     return found

@@ -191,10 +191,9 @@ def _private_files(env: dict[str, str]) -> Check:
         except OSError as exc:
             problems.append(f"{path}: cannot check it ({exc.strerror})")
             continue
-        if stat.S_ISLNK(st.st_mode):
-            problems.append(f"{path} is a symlink")
-        elif st.st_uid != os.getuid():
-            problems.append(f"{path} belongs to uid {st.st_uid}, not you")
+        foreign = trust.foreign_finding(path, st, "private files")
+        if foreign is not None:
+            problems.append(foreign.what)
         elif st.st_mode & closed:
             problems.append(f"{path} is open to others ({stat.filemode(st.st_mode)})")
             loose[fix].append(path)
