@@ -191,7 +191,7 @@ def _private_files(env: dict[str, str]) -> Check:
         except OSError as exc:
             problems.append(f"{path}: cannot check it ({exc.strerror})")
             continue
-        foreign = trust.foreign_finding(path, st, "private files")
+        foreign = trust.foreign_finding(path, st, "file")
         if foreign is not None:
             problems.append(foreign.what)
         elif st.st_mode & closed:
