@@ -183,7 +183,8 @@ class ChatNotifier:
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
         questions = [q for q in out.questions if q.get("options")]
         if not questions:
-            questions = [{"question": out.text, "header": "", "options": out.options, "multi": out.multi_select}]
+            questions = [{"question": out.text, "header": "", "options": out.options,
+                          "multi": out.multi_select}]
         key = request_key(out.session, out.key)
         handle = self.state.handle("ask", f"{out.session}\0{out.key}")
         ask = {"questions": questions, "step": 0, "answers": [], "toggled": [], "chat": chat_id,
@@ -202,8 +203,7 @@ class ChatNotifier:
         self.state.asks.pop(key, None)
         if shown is None:
             return
-        line = view.verdict(out.via, out.answer,
-                            out.who, time.time())
+        line = view.verdict(out.via, out.answer, out.who, time.time())
         text = f"{shown}\n{line}"
         self.state.show(key, text)
         self.outbox.put(Op("live", chat_id, text, key=key, session=out.session))
