@@ -194,6 +194,35 @@ def typing_writes(text: str) -> list[tuple[bytes, float]]:
     return [(data, gap), (ENTER, 0.0)] if data else [(ENTER, 0.0)]
 
 
+#: xterm's bracketed paste: Claude Code takes what is between them as text
+PASTE_START = b"\x1b[200~"
+PASTE_END = b"\x1b[201~"
+
+
+def paste_writes(text: str) -> list[tuple[bytes, float]]:
+    """The writes that put ``text`` into the input box as one bracketed paste and
+    press Enter: any length arrives whole and exact (Claude Code 2.1.328 hands a
+    long paste to the hooks inside ``<pasted_content>`` tags), where typed text
+    over about 1,000 characters was split between keys and a paste.
+
+    Raises:
+        ValueError: ``text`` holds an escape byte (it could end the paste early
+            and press keys): clean it first (``policy.chatprompt.clean``).
+    """
+    if "\x1b" in text:
+        msg = "pasted text may not hold escape bytes"
+        raise ValueError(msg)
+    data = text.encode("utf-8")
+    # A longer paste takes the TUI longer to take in before it reads the Enter.
+    gap = min(1.0, 0.25 + len(data) / 10_000)
+    return [(PASTE_START + data + PASTE_END, gap), (ENTER, 0.0)]
+
+
+#: what clears Claude Code's input box, a pasted block included (measured on
+#: 2.1.328: Ctrl-U), without touching a running task (Esc or Ctrl-C would stop it)
+CLEAR_INPUT = b"\x15"
+
+
 # ---------------------------------------------------------------- liveness
 
 

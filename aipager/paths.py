@@ -133,6 +133,12 @@ def notes_dir(env: Mapping[str, str], session: str) -> str:
     return _join(session_dir(env), f"claude-notes-{session}")
 
 
+def typing_mark(env: Mapping[str, str], session: str) -> str:
+    """Exists while the daemon types a chat message into the session: a crash
+    in that window leaves it, and the next start clears the input box."""
+    return _join(session_dir(env), f"claude-typing-{session}.json")
+
+
 def floor_file(env: Mapping[str, str]) -> str:
     """The effective safety floor the daemon publishes for the hook."""
     return _join(session_dir(env), f"claude-policy-.floor-{posix.getuid()}.json")

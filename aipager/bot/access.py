@@ -92,8 +92,11 @@ class Members:
                 log.error("role %r of %s cannot be resolved (%s): no rights", role_name, label, exc)
                 return Sender(user_id, label, role_name, False, False, False)
             return Sender(user_id, label, role_name)
+        # Raw keystrokes (``!cmd``, Claude Code's own commands) only ever for an owner
+        # who opted in: they pass no check at all.
+        raw = role_name == "owner" and self.current().extra.get("owner_raw_keys") is True
         return Sender(user_id, label, role_name, role.may_prompt, role.may_approve,
-                      role.may_manage)
+                      role.may_manage, exempt=role.exempt, raw_keys=raw)
 
 
 class Access(BaseMiddleware):

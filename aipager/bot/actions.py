@@ -14,13 +14,14 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from aipager import dtach
+from aipager import dtach, paths
 from aipager.bot import view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Op, Outbox
 from aipager.daemon.model import Session, State
 from aipager.daemon.terminal import ESCAPE
 from aipager.errors import AipagerError, SessionError, SessionNotFound
+from aipager.policy import chatprompt
 
 log = logging.getLogger("aipager.bot")
 
@@ -44,6 +45,10 @@ class Sender:
     may_prompt: bool = True
     may_approve: bool = True
     may_manage: bool = True
+    #: the role passes no safety check (the owner): its @-mentions are not checked
+    exempt: bool = False
+    #: the owner's opt-in (config ``owner_raw_keys``): their text is typed as keys
+    raw_keys: bool = False
 
     @property
     def tag(self) -> str:
@@ -161,7 +166,20 @@ class Actions:
     async def deliver(self, sess: Session, chat_id: int, msg_id: int, text: str,
                       sender: Sender, quoted: tuple[str, float] | None = None) -> str:
         """Hand a chat message to ``sess``: typed now, or held while Claude shows a dialog
-        (typed text would answer it).  Returns ``typed``, ``held`` or ``failed``."""
+        (typed text would answer it).  Returns ``typed``, ``held``, ``refused`` (told in one
+        line, audited) or ``failed``."""
+        if sender.raw_keys and sess.state != State.WAITING:
+            return await self.type_raw(sess, chat_id, msg_id, text, sender)
+        verdict = self.check_prompt(sess, text, sender)
+        if verdict.reason is not None:
+            self.audit("chat_prompt_refused", sender, session=sess.name, msg_id=msg_id,
+                       chat_id=chat_id, refused=verdict.reason.name.lower(),
+                       detail=verdict.detail or None)
+            self.react(chat_id, msg_id, "🤷")
+            self.say(chat_id, view.prompt_refused(verdict.reason, verdict.detail),
+                     reply_to=msg_id)
+            return "refused"
+        text = verdict.text
         author = {"user_id": sender.user_id, "label": sender.label, "role": sender.role}
         if quoted:
             # A reply to an older message: Claude is shown what it replies to.
@@ -182,6 +200,36 @@ class Actions:
             return "held"
         return await self.type_message(sess.name, chat_id, msg_id, text, author)
 
+    def check_prompt(self, sess: Session, text: str, sender: Sender) -> chatprompt.Verdict:
+        """Whether ``text`` may go in as a prompt: never as a shell command, one of
+        Claude Code's own commands or keys, and no @-mention of a file the sender's
+        role may not read (``policy.chatprompt``)."""
+        check = None
+        if not sender.exempt:
+            from aipager.policy import model
+
+            try:
+                snap = model.task_snapshot(model.load_policy(self.env), sender.role, self.env)
+                check = chatprompt.read_check(snap, sess.cwd or "", paths.home(self.env))
+            except AipagerError as exc:
+                def check(path: str, why: str = str(exc)) -> str:  # fail closed
+                    return f"the policy cannot be read ({why})"
+        return chatprompt.refusal(text, mention_check=check)
+
+    async def type_raw(self, sess: Session, chat_id: int, msg_id: int, text: str,
+                       sender: Sender) -> str:
+        """The owner's opt-in: ``text`` typed as keys, exactly as sent (no note: bash
+        mode and Claude Code's commands read none, and the owner's rights need none)."""
+        self.react(chat_id, msg_id, "👀")
+        try:
+            await self.daemon.session_io.type_text(sess.name, text)
+        except (AipagerError, ValueError, OSError) as exc:
+            self.react(chat_id, msg_id, "🤷")
+            self.say(chat_id, f"🤷 Not delivered to {sess.label}: {_reason(exc)}", reply_to=msg_id)
+            return "failed"
+        self.audit("chat_raw_keys", sender, session=sess.name, msg_id=msg_id, chat_id=chat_id)
+        return "typed"
+
     async def type_message(self, session: str, chat_id: int, msg_id: int, text: str,
                            author: dict[str, Any], *, queued: bool = False) -> str:
         """Type a chat message with its permission note; 👀 now, 👍/🤷 when Claude takes it."""
@@ -196,7 +244,7 @@ class Actions:
                 "text": text, "style": STYLES.get(prefs.get("style") or "") or None,
                 "reply_to": author.get("reply_to")}
         try:
-            await self.daemon.session_io.type_text(session, text, note=note)
+            await self.daemon.session_io.type_prompt(session, chatprompt.clean(text), note=note)
         except (AipagerError, ValueError, OSError) as exc:
             self.daemon.drop_chat_message(session, msg_id)
             self.react(chat_id, msg_id, "🤷")

@@ -142,8 +142,14 @@ class ChatNotifier:
             handle = self.state.handle("session", out.session)
             markup = view.keyboard([[("📦 Compact now",
                                       packed(SessionTap(h=handle, act="compact")))]])
-        self.outbox.put(Op("post", chat_id, out.text, markup=markup, session=out.session),
-                        urgent=True)
+        reply_to = None
+        if out.notice == NoticeName.TYPING_CUT and str(out.extra.get("chat_id")) == str(chat_id):
+            # said on the message that was cut off (never a message id of another chat)
+            reply_to = int(out.extra["msg_id"])
+            if self.state.advance_reaction(chat_id, reply_to, "🤷"):
+                self.outbox.put(Op("react", chat_id, emoji="🤷", msg_id=reply_to))
+        self.outbox.put(Op("post", chat_id, out.text, markup=markup, session=out.session,
+                           reply_to=reply_to), urgent=True)
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)

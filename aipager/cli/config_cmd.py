@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -150,6 +151,27 @@ def claude_path(
     target = None if clear or path is None else os.path.abspath(path)
     config.save(env, replace(cfg, claude_path=target))
     typer.echo(f"Claude Code: {target or 'claude on PATH'}.")
+
+
+class OnOff(str, Enum):
+    on = "on"
+    off = "off"
+
+
+@app.command("raw-keys")
+@handles_errors
+def raw_keys(state: OnOff = typer.Argument(..., help="on or off.")) -> None:
+    """Let the owner's chat messages be typed as keys (`!cmd`, Claude Code's own /commands).
+
+    Off by default: then every message from the chat, the owner's too, goes in as a prompt.
+    It never applies to other members.
+    """
+    env = _env()
+    cfg = config.load(env)
+    extra = {**cfg.extra, "owner_raw_keys": state is OnOff.on}
+    config.save(env, replace(cfg, extra=extra))
+    typer.echo("The owner's messages are typed as keys: !cmd and /commands act. " + _MEMBERS_LIVE
+               if state is OnOff.on else "Every chat message goes in as a prompt. " + _MEMBERS_LIVE)
 
 
 @app.command("rewire")

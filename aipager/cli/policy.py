@@ -138,7 +138,7 @@ def explain(
     engine: Engine = typer.Option(None, "--engine", help="Matcher: c (as the hook) or python (the twin)."),
 ) -> None:
     """Print the decision the hook would take for this tool call."""
-    from aipager.policy import _match_py, match, model, rules, sendfile, snapshot
+    from aipager.policy import _match_py, match, model, sendfile
 
     env = _env()
     policy = model.load_policy(env)
@@ -146,10 +146,7 @@ def explain(
     event = _read_event(event_file)
     if cwd:
         event["cwd"] = os.path.abspath(cwd)
-    task = model.role_rules(the_role, env)
-    if not the_role.exempt:
-        task = rules.stricter(task, model.effective_floor(policy, env))
-    snap = snapshot.normalise(snapshot.make("telegram", the_role.exempt, task))
+    snap = model.task_snapshot(policy, role, env)
     use = (engine.value if engine else match.ENGINE)
     if use == "c" and match._c is None:
         msg = "the compiled matcher is not built here; use --engine python"

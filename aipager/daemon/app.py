@@ -23,14 +23,15 @@ import orjson
 
 from aipager import __version__, paths, trust
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import deepq, journal, lock, persist, replies, spool, tasks, transcript
+from aipager.daemon import deepq, journal, lock, persist, render, replies, spool, tasks, transcript
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
 from aipager.daemon.floorwatch import FloorPublisher
 from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv_leftovers
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.notifier import FanoutNotifier, Notifier, Output, RecordingNotifier
+from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
+                                     RecordingNotifier)
 from aipager.daemon.terminal import DtachIO, SessionIO, mark_discovered
 
 log = logging.getLogger("aipager.daemon")
@@ -280,6 +281,20 @@ class Daemon:
         ctx = self.core.ctx
         mark_discovered(self.core.registry, live, lambda sess, why: end_session(ctx, sess, why))
 
+    async def recover_typing(self) -> None:
+        """A crash while a chat message was pasted left it in an input box: it is
+        cleared (the next message must not be glued on), its note deleted, and its
+        author told, on the message itself."""
+        for mark in await self.session_io.recover_typing():
+            sess = self.core.registry.get(mark["session"])
+            msg_id = mark.get("msg_id")
+            log.warning("a half-typed chat message was cleared from %s", mark["session"])
+            if sess is None or msg_id is None:
+                continue
+            self.drop_chat_message(sess.name, msg_id)
+            self.core.ctx.notice(sess, NoticeName.TYPING_CUT, render.typing_cut(sess.label),
+                                 chat_id=mark.get("chat_id"), msg_id=msg_id)
+
     def tick(self) -> None:
         for name in tasks.catch_interrupts(self.core.ctx, transcript.interrupted_at,
                                            self._transcript_changed):
@@ -383,6 +398,7 @@ class Daemon:
             self._spawn(self._every(SPOOL_SECONDS, self.replay_spool))
             self._spawn(self._every(TICK_SECONDS, self.tick))
             self._spawn(self._every(DISCOVERY_SECONDS, self.discover))
+            self._spawn(self._guard(Daemon.recover_typing))
             for service in self._services:
                 self._spawn(self._guard(service))
             failed = self._spawn(drain.failed.wait()) if drain else None

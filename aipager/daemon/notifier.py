@@ -36,6 +36,7 @@ class NoticeName(StrEnum):
     MEMORY_CAP = "memory_cap"
     API_ERROR = "api_error"
     LATE_TAP = "late_tap"
+    TYPING_CUT = "typing_cut"
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,11 @@ def safety_blocked(label: str, reason: str) -> str:
     return f"🛑 {label} · Blocked by a safety rule: {reason} (stopped)"
 
 
+def typing_cut(label: str) -> str:
+    return (f"✂️ {label} · a restart cut this message off while it was typed: it was cleared "
+            "from Claude Code's input, not sent. Send it again.")
+
+
 #: the tool whose permission request is Claude asking to leave plan mode
 PLAN_TOOL = "ExitPlanMode"
 

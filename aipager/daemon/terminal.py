@@ -8,13 +8,17 @@ the chat use it; tests pass a fake.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import glob
 import logging
+import os
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from aipager import dtach
+from aipager import dtach, paths
 from aipager.daemon.model import Session, State
 from aipager.daemon.registry import Registry
 from aipager.errors import SessionError, SessionNotFound, UnsafePath
+from aipager.policy import _fsio
 
 log = logging.getLogger("aipager.daemon")
 
@@ -32,11 +36,21 @@ class SessionIO(Protocol):
     def discover(self) -> dict[str, str]:
         """Live sessions: ``claude-NAME`` → dtach socket path (blocking; run in a thread)."""
 
-    async def type_text(self, session: str, text: str, *, note: Mapping[str, Any] | None = None) -> None:
-        """Type ``text`` and press Enter, after writing the message's permission note."""
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+        """Paste a chat message (clean text, ``policy.chatprompt``) and press Enter,
+        after writing its permission note; a crash meanwhile is cleared at the next start."""
+
+    async def type_text(self, session: str, text: str) -> None:
+        """Type ``text`` as keys and press Enter: aipager's own commands (``/compact``)
+        and the owner's raw keystrokes, never a member's message."""
 
     async def press(self, session: str, keys: Sequence[bytes]) -> None:
         """Press raw keys (Escape, arrows, Enter), one write each with a short pause."""
+
+    async def recover_typing(self) -> list[dict[str, Any]]:
+        """Sessions a crash left a half-pasted chat message in: each input box is
+        cleared and the message's note deleted.  Returns the marks (``session``,
+        ``chat_id``, ``msg_id``)."""
 
 
 class DtachIO:
@@ -60,21 +74,52 @@ class DtachIO:
                 log.error("session socket refused: %s", info.problem)
         return {info.session: info.socket for info in found if info.live}
 
-    def _write_note(self, session: str, note: Mapping[str, Any]) -> None:
-        # Imported here: the policy package is only needed once the chat types messages.
-        from aipager.policy import notes
-
-        notes.write_note(self._env, session, **note)
-
-    async def type_text(self, session: str, text: str, *, note: Mapping[str, Any] | None = None) -> None:
-        """Type into ``session`` (one writer per session at a time).
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+        """Paste into ``session`` (one writer per session at a time).
 
         Raises:
             SessionNotFound: no live dtach socket for the session.
             SessionError: dtach failed or hung.
             UnsafePath: the session's socket is another user's (never typed into).
+            ValueError: ``text`` was not cleaned (``dtach.paste_writes``).
         """
-        await self._push(session, dtach.typing_writes(text), note=note)
+        from aipager.policy import chatprompt
+
+        # The last guard for every client: the chat refuses these before they get here.
+        if chatprompt.clean(text) != text or chatprompt.lead(text) is not None:
+            msg = "a chat message may not start with !, /, # or & nor hold control bytes"
+            raise ValueError(msg)
+        await self._push(session, dtach.paste_writes(text), note=note)
+
+    async def type_text(self, session: str, text: str) -> None:
+        """Type into ``session`` as keys (raises as ``type_prompt``)."""
+        await self._push(session, dtach.typing_writes(text))
+
+    async def recover_typing(self) -> list[dict[str, Any]]:
+        found = []
+        live = await asyncio.to_thread(self.discover)
+        for session in sorted(live):
+            mark_path = paths.typing_mark(self._env, session)
+            mark = _fsio.read_json_own(mark_path)
+            if mark is None:
+                continue
+            # The paste may be in the input box, without its Enter: Ctrl-U empties
+            # the box (a pasted block included) and leaves a running task alone.
+            try:
+                await self._push(session, [(dtach.CLEAR_INPUT, KEY_GAP)])
+            except (SessionError, UnsafePath) as exc:
+                log.warning("could not clear the input box of %s: %s", session, exc)
+            note = mark.get("note") if isinstance(mark, dict) else None
+            if isinstance(note, str) and os.path.dirname(note) == paths.notes_dir(self._env, session):
+                _fsio.unlink_quiet(note)  # its message was never submitted: nobody's rights
+            _fsio.unlink_quiet(mark_path)
+            found.append({"session": session, **(mark if isinstance(mark, dict) else {})})
+        # marks of sessions that are gone: their input boxes went with them
+        for path in glob.glob(paths.typing_mark(self._env, "*")):
+            session = os.path.basename(path)[len("claude-typing-"):-len(".json")]
+            if session not in live:
+                _fsio.unlink_quiet(path)
+        return found
 
     async def press(self, session: str, keys: Sequence[bytes]) -> None:
         """Press ``keys`` in order (each its own write, ``KEY_GAP`` apart).
@@ -94,19 +139,23 @@ class DtachIO:
             if info is None or not info.live:
                 msg = f"session {session} is not running"
                 raise SessionNotFound(msg)
+            mark = ""
             if note is not None:
-                # The note must exist before Claude can take the message (the hook reads it).
-                self._write_note(session, note)
+                # The note must exist before Claude can take the message (the hook
+                # reads it); the mark says a paste is under way until its Enter is in.
+                mark = self._write_note(session, note)
             argv = dtach.push_argv(dtach.dtach_binary(self._env), info.socket)
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE)
             assert proc.stdin is not None
+            written = 0
             try:
                 for data, pause in writes:
                     # One write per chunk: dtach -p forwards each read as one packet.
                     proc.stdin.write(data)
                     await proc.stdin.drain()
+                    written += 1
                     if pause:
                         await asyncio.sleep(pause)
                 proc.stdin.close()
@@ -114,12 +163,42 @@ class DtachIO:
             except (OSError, asyncio.TimeoutError) as exc:
                 proc.kill()
                 await proc.wait()
+                if mark and written < len(writes):
+                    # never submitted: its note must not outlive it (nobody's rights)
+                    await self._abandon(info.socket, mark)
                 msg = f"typing into session {session} failed: {exc}"
                 raise SessionError(msg) from exc
+            finally:
+                if mark:
+                    _fsio.unlink_quiet(mark)
             if proc.returncode != 0:
                 detail = err.decode(errors="replace").strip() if err else proc.returncode
                 msg = f"typing into session {session} failed: {detail}"
                 raise SessionError(msg)
+
+    async def _abandon(self, socket_path: str, mark: str) -> None:
+        """A paste that never got its Enter: clear the input box (best effort) and
+        delete the message's note."""
+        doc = _fsio.read_json_own(mark)
+        if isinstance(doc, dict) and isinstance(doc.get("note"), str):
+            _fsio.unlink_quiet(doc["note"])
+        argv = dtach.push_argv(dtach.dtach_binary(self._env), socket_path)
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL)
+            await asyncio.wait_for(proc.communicate(dtach.CLEAR_INPUT), dtach.PUSH_TIMEOUT)
+
+    def _write_note(self, session: str, note: Mapping[str, Any]) -> str:
+        """Write the message's note and the typing mark naming it; returns the mark."""
+        # Imported here: the policy package is only needed once the chat types messages.
+        from aipager.policy import notes
+
+        path = notes.write_note(self._env, session, **note)
+        mark = paths.typing_mark(self._env, session)
+        _fsio.write_json_atomic(mark, {"note": path, "chat_id": note.get("chat_id"),
+                                       "msg_id": note.get("msg_id")})
+        return mark
 
 
 def mark_discovered(registry: Registry, live: Mapping[str, str],

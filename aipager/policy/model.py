@@ -208,6 +208,20 @@ def role_rules(role: Role, env) -> dict:
     return out
 
 
+def task_snapshot(policy: Policy, role_name: str, env) -> dict:
+    """The snapshot a task of ``role_name`` runs under (its rules plus the floor,
+    unless the role is exempt), normalised for ``_match_py.decide``: what
+    ``aipager policy explain`` decides against, and what the chat checks an
+    @-mention with before typing it."""
+    from aipager.policy import snapshot
+
+    the_role = policy.role(role_name)
+    task = role_rules(the_role, env)
+    if not the_role.exempt:
+        task = rules.stricter(task, effective_floor(policy, env))
+    return snapshot.normalise(snapshot.make("telegram", the_role.exempt, task))
+
+
 def effective_floor(policy: Policy, env) -> dict:
     """Built-in floor plus the owner's additions, ready for ``publish_floor``."""
     home = paths.home(env)

@@ -32,11 +32,23 @@ class FakeSessions:
     def discover(self) -> dict[str, str]:
         return {name: f"/nonexistent/{name}.sock" for name in self.live}
 
-    async def type_text(self, session: str, text: str, *, note: Any = None) -> None:
+    async def type_prompt(self, session: str, text: str, *, note: Any) -> None:
+        from aipager.policy import chatprompt
+
+        if chatprompt.clean(text) != text or chatprompt.lead(text) is not None:
+            msg = "not a prompt"  # as DtachIO refuses it
+            raise ValueError(msg)
+        await self.type_text(session, text)
+        self.typed[-1] = (session, text, dict(note))
+
+    async def type_text(self, session: str, text: str) -> None:
         if session not in self.live:
             msg = f"session {session} is not running"
             raise SessionNotFound(msg)
-        self.typed.append((session, text, dict(note) if note else None))
+        self.typed.append((session, text, None))
+
+    async def recover_typing(self) -> list[dict[str, Any]]:
+        return []
 
     async def press(self, session: str, keys: Any) -> None:
         if session not in self.live:

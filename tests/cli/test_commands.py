@@ -46,6 +46,16 @@ def test_config_without_setup(runner):
     assert result.exit_code == 3 and "aipager setup" in result.stderr
 
 
+def test_config_raw_keys_is_off_until_the_owner_turns_it_on(runner, configured, env):
+    assert "owner_raw_keys" not in config.load(env).extra
+    on = runner.invoke(app, ["config", "raw-keys", "on"])
+    assert on.exit_code == 0 and "typed as keys" in on.output
+    assert config.load(env).extra["owner_raw_keys"] is True
+    assert runner.invoke(app, ["config", "raw-keys", "off"]).exit_code == 0
+    assert config.load(env).extra["owner_raw_keys"] is False
+    assert runner.invoke(app, ["config", "raw-keys", "maybe"]).exit_code != 0
+
+
 def test_config_members_policy_claude(runner, configured, env, tmp_path):
     assert runner.invoke(app, ["config", "member", "add", "55", "--role", "admin",
                                "--label", "bob"]).exit_code == 0

@@ -2,7 +2,7 @@
 permission notes, and aipager's own ``/model`` switches.
 
 Until the Telegram layer lands, the test plays the daemon's chat side with the daemon's own
-typing seam (``DtachIO.type_text`` with a note), exactly what a queued chat message does.
+typing seam (``DtachIO.type_prompt`` with a note), exactly what a queued chat message does.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _type_from_chat(home, text: str, *, user_id: int, label: str, role: str, msg
 
     note = {"msg_id": msg_id, "chat_id": CHAT_ID, "author_user_id": user_id,
             "author_label": label, "role": role, "text": text}
-    asyncio.run(DtachIO(home.aipager_env()).type_text(SESSION, text, note=note))
+    asyncio.run(DtachIO(home.aipager_env()).type_prompt(SESSION, text, note=note))
 
 
 def _audit(home) -> list[dict]:

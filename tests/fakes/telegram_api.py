@@ -157,10 +157,11 @@ class FakeBotAPI:
 
     async def user_sends_document(self, data: bytes, filename: str, caption: str | None = None,
                                   user: dict = OWNER, chat_id: int | None = None,
-                                  media_group_id: str | None = None) -> dict:
+                                  media_group_id: str | None = None,
+                                  reply_to: int | None = None) -> dict:
         """A document from ``user``; getFile and the download route serve it."""
         return await self._user_file("document", data, filename, caption, user, chat_id,
-                                     media_group_id)
+                                     media_group_id, reply_to)
 
     async def user_sends_photo(self, data: bytes, caption: str | None = None, user: dict = OWNER,
                                chat_id: int | None = None,
@@ -529,9 +530,11 @@ class FakeBotAPI:
                                  **_media(kind, info))
 
     async def _user_file(self, kind: str, data: bytes, filename: str, caption: str | None,
-                         user: dict, chat_id: int | None, media_group_id: str | None) -> dict:
+                         user: dict, chat_id: int | None, media_group_id: str | None,
+                         reply_to: int | None = None) -> dict:
         chat_id = self._user_chat(user, chat_id)
         message = self._store(chat_id, user, caption=caption, media_group_id=media_group_id,
+                              reply_to_message=self._reply_target(chat_id, reply_to),
                               **_media(kind, self._register(data, filename, kind)))
         await self._push({"message": message})
         return message
