@@ -21,7 +21,9 @@
 # strings it cannot spell exactly (non-ASCII rule strings, NUL in a text,
 # floats among the authors), on a command pattern whose needles neither the
 # notes nor the built-in floor carry (Python would run the dialect parser),
-# on a terminal prompt joining an open non-terminal task (Python rewrites
+# on a prompt made of notes only once Claude Code's <pasted_content> tags
+# are taken off (notes.unwrap_pastes: a long message), on a terminal
+# prompt joining an open non-terminal task (Python rewrites
 # the old snapshot with its float time stamp), and on more than PK_MAX_NOTES
 # notes.  tests/policy/test_pickup_twins.py holds the twins together.
 #
@@ -96,6 +98,18 @@ cdef bint pk_space(unsigned int c) noexcept nogil:
         return c == 32 or (c >= 9 and c <= 13) or (c >= 28 and c <= 31)
     return (c == 0x85 or c == 0xA0 or c == 0x1680 or (c >= 0x2000 and c <= 0x200A)
             or c == 0x2028 or c == 0x2029 or c == 0x202F or c == 0x205F or c == 0x3000)
+
+
+cdef size_t pk_skip_space(const char* text, size_t n, size_t i) noexcept nogil:
+    """notes._skip_space: the first index at or after i that is not a space."""
+    cdef unsigned int c
+    cdef size_t k
+    while i < n:
+        k = pk_cp(<const unsigned char*>text, i, &c)
+        if not pk_space(c):
+            break
+        i += k
+    return i
 
 
 cdef void pk_strip(const char* text, size_t n, size_t* a, size_t* b) noexcept nogil:
@@ -618,7 +632,8 @@ cdef int pk_set_needle(PkSet* s, int c, int i, const JSpan* need) noexcept nogil
 
 cdef int pk_task_needles(PkSet* s, PkNote* notes, int count) noexcept nogil:
     """hookside.task_rules' needles: the built-in floor's, else the latest
-    granting note's; -1 where Python would need the dialect parser."""
+    granting note's (taken or waiting); -1 where Python would need the
+    dialect parser."""
     cdef JSpan need
     cdef JSpan rules_
     cdef JSpan author
@@ -634,7 +649,7 @@ cdef int pk_task_needles(PkSet* s, PkNote* notes, int count) noexcept nogil:
             r = pk_floor_needles(c, s.lists[4 + c].items[i], &need)
             j = count - 1
             while r == 0 and j >= 0:
-                if notes[j].consumed:
+                if not notes[j].foreign:
                     js_find_key(&notes[j].top, "author", 6, &author)
                     if (js_find_key(&author, "user_id", 7, &uid) == 1 and uid.kind != JS_NULL
                             and js_find_key(&notes[j].top, "rules", 5, &rules_) == 1):
@@ -717,15 +732,14 @@ cdef int pk_task_rules(const HookCtx* ctx, PkSet* s, PkNote* notes, int count, i
     cdef int i
     for i in range(count):
         consumed += notes[i].consumed
-    if consumed == 0:
-        pk_set_init(s, PK_TERMINAL if remaining == 0 else PK_UNATTRIBUTED)
-        if remaining == 0:
-            return 0
-        return -1 if pk_merge_floor(ctx, s) < 0 or pk_task_needles(s, notes, 0) < 0 else 0
-    pk_set_init(s, PK_TELEGRAM)
-    s.exempt = 1
+    if consumed == 0 and remaining == 0:
+        pk_set_init(s, PK_TERMINAL)
+        return 0
+    # every usable note waiting is a possible author: its rules count too
+    pk_set_init(s, PK_TELEGRAM if consumed else PK_UNATTRIBUTED)
+    s.exempt = 1 if consumed else 0
     for i in range(count):
-        if not notes[i].consumed:
+        if notes[i].foreign:
             continue
         js_find_key(&notes[i].top, "author", 6, &author)
         if js_find_key(&author, "user_id", 7, &uid) != 1 or uid.kind == JS_NULL:
@@ -737,6 +751,8 @@ cdef int pk_task_rules(const HookCtx* ctx, PkSet* s, PkNote* notes, int count, i
             js_find_key(&notes[i].top, "rules", 5, &rules_)
             if pk_merge_spans(s, &rules_) < 0:
                 return -1
+        if not notes[i].consumed:
+            continue
         if s.authors.n:
             buf_add(&s.authors, ",", 1)
         if pk_author(&s.authors, &notes[i]) < 0:
@@ -1000,7 +1016,6 @@ cdef int pk_decide(const HookCtx* ctx, PkNote* notes, int* count, double now,
     cdef size_t plen
     cdef size_t pos = 0
     cdef long n
-    cdef const char* hit
     cdef int remaining = 0
     cdef int use_joined = 0
     cdef int i
@@ -1015,23 +1030,34 @@ cdef int pk_decide(const HookCtx* ctx, PkNote* notes, int* count, double now,
     if pk_list_notes(folder, notes, count) < 0:
         free(prompt)
         return -1
-    # notes.pickup: a note is taken when its text follows the previous one's
+    # notes.pickup: the prompt must be exactly the notes' texts, in order,
+    # with only white space around them (notes._exact); expired notes too
+    pos = pk_skip_space(prompt, plen, 0)
     for i in range(count[0]):
         if pk_load_note(folder, &notes[i], now) < 0:
             free(prompt)
             return -1
-        if notes[i].expired:
-            continue
         if notes[i].foreign:
-            remaining += 1
             continue
-        hit = <const char*>memmem(prompt + pos, plen - pos, notes[i].text + notes[i].strip_a,
-                                  notes[i].strip_b - notes[i].strip_a)
-        if hit != NULL:
+        n = <long>(notes[i].strip_b - notes[i].strip_a)
+        if <long>(plen - pos) >= n and memcmp(prompt + pos, notes[i].text + notes[i].strip_a, n) == 0:
             notes[i].consumed = 1
-            pos = <size_t>(hit - prompt) + notes[i].strip_b - notes[i].strip_a
-        else:
+            pos = pk_skip_space(prompt, plen, pos + <size_t>n)
+    if pos != plen:
+        # not made of notes alone: nothing is taken; a long paste's tags are
+        # the Python twin's to take off (notes.unwrap_pastes)
+        for i in range(count[0]):
+            notes[i].consumed = 0
+        if memmem(prompt, plen, "<pasted_content id=\"", 20) != NULL:
+            free(prompt)
+            return -1
+    for i in range(count[0]):
+        # expired notes that were not taken are deleted and reported, and
+        # count as waiting for this prompt (notes.pickup, hookside.task_rules)
+        if not notes[i].consumed:
             remaining += 1
+        else:
+            notes[i].expired = 0
     free(prompt)
     new = <PkSet*>calloc(1, sizeof(PkSet))
     joined = <PkSet*>calloc(1, sizeof(PkSet))

@@ -107,32 +107,37 @@ def _author(note) -> dict:
     }
 
 
-def task_rules(env, consumed: list, remaining: list, now: float) -> dict:
-    """The snapshot for a prompt that took ``consumed`` notes."""
+def task_rules(env, consumed: list, waiting: list, now: float) -> dict:
+    """The snapshot for a prompt that took ``consumed`` notes while ``waiting``
+    (not taken: still waiting, expired, or of another version) were left.
+
+    Every usable waiting note is a possible author too, so its rules count:
+    the task never gets more than the strictest of them (a note a crash left
+    behind restricts, it never lends rights)."""
     from aipager.policy import floor, notes, rules
 
-    if consumed:
-        exempt = True
-        merged = rules.empty()
-        granted = []
-        for note in consumed:
-            note_exempt, note_rules = notes.note_rules(note)
-            exempt = exempt and note_exempt
-            merged = rules.stricter(merged, note_rules)
-            granted.append(note_rules)
-        if not exempt:
-            merged = rules.stricter(merged, floor.load_floor(env))
-        # the needles the notes carry, the floor's own winning (the compiled
-        # hook looks them up in the same order)
-        known = snapshot.needles_of(*granted)
-        known.update(floor.KNOWN_NEEDLES)
-        authors = [_author(n) for n in consumed]
-        return snapshot.make("telegram", exempt, merged, authors, now, known)
-    if not remaining:
+    if not consumed and not waiting:
         # nobody's message is waiting: the person at the terminal typed this
         return snapshot.make("terminal", False, rules.empty(), (), now)
-    # a message is waiting but this prompt is not it: nobody can be named
-    return snapshot.for_floor(floor.load_floor(env), now, floor.KNOWN_NEEDLES)
+    # with nothing taken, nobody can be named: the floor at least
+    exempt = bool(consumed)
+    merged = rules.empty()
+    granted = []
+    # in the notes' name order, as the compiled twin merges them (list order matters)
+    for note in sorted(consumed + [n for n in waiting if n.usable()], key=lambda n: n.name):
+        note_exempt, note_rules = notes.note_rules(note)
+        exempt = exempt and note_exempt
+        merged = rules.stricter(merged, note_rules)
+        granted.append(note_rules)
+    if not exempt:
+        merged = rules.stricter(merged, floor.load_floor(env))
+    # the needles the notes carry, the floor's own winning (the compiled
+    # hook looks them up in the same order)
+    known = snapshot.needles_of(*granted)
+    known.update(floor.KNOWN_NEEDLES)
+    authors = [_author(n) for n in consumed]
+    return snapshot.make("telegram" if consumed else "unattributed", exempt, merged, authors,
+                         now, known)
 
 
 def joined(env, current: dict, new: dict) -> dict:
@@ -210,7 +215,7 @@ def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
                 "expired": [n.summary() for n in expired],
             }
         )
-    new = task_rules(env, consumed, remaining, now)
+    new = task_rules(env, consumed, remaining + expired, now)
     if snapshot.open_task(env, session):
         try:
             current = snapshot.read(env, session)

@@ -18,6 +18,16 @@ A note (``<notes dir>/<queued_at µs, 20 digits>-<8 hex>.json``, 0600 in a
      "style": "reply briefly" | null,  # reply style chosen in /settings
      "reply_to": {"text": "...", "sent_at": 1764679000.0} | null}
 
+Which notes a prompt takes (``pickup``): the prompt must be exactly the notes'
+texts, in queue order, with nothing but white space around and between them
+(Claude Code joins queued messages); a long message, which Claude Code hands
+over inside ``<pasted_content>`` tags, is read without the tags.  A prompt
+that merely contains a note's text takes nothing.  Every note still waiting is
+a possible author of the prompt, so the task gets the strictest rights among
+the notes taken and the notes waiting (``hookside.task_rules``): a note left
+behind (a crash, a message Claude Code never took) can restrict a prompt,
+never lend it rights.
+
 A note whose author has no ``user_id`` never grants the author's role: it is
 read as the floor.  A note of another aipager version (no ``"v"``, or another
 one) is never taken: it waits, so a terminal prompt gets the floor, until it
@@ -185,34 +195,67 @@ def _queued_at(note: Note) -> float:
         return 0.0
 
 
+#: how Claude Code 2.1.328 hands a long paste to the hooks
+PASTE_OPEN = '<pasted_content id="'
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def _exact(prompt: str, notes: list) -> list:
+    """The notes ``prompt`` is made of, in order, or [] when it is anything else."""
+    taken = []
+    pos = _skip_space(prompt, 0)
+    for note in notes:
+        text = note.doc["text"].strip()
+        if prompt.startswith(text, pos):
+            taken.append(note)
+            pos = _skip_space(prompt, pos + len(text))
+    return taken if pos == len(prompt) else []
+
+
+def unwrap_pastes(prompt: str) -> str:
+    """``prompt`` with each ``<pasted_content id="X">`` block replaced by its text."""
+    import re
+
+    return re.sub(r'<pasted_content id="([^"\n]{1,64})">\n(.*?)\n</pasted_content id="\1">',
+                  lambda m: m.group(2), prompt, flags=re.S)
+
+
 def pickup(env, session: str, prompt: str, now: float):
     """Match ``prompt`` against the notes; delete the consumed and the expired.
 
-    A note is consumed when its text occurs in the prompt after the previous
-    consumed note's text (Claude Code joins queued messages in order).
+    The notes consumed are those the prompt is exactly made of (see the module
+    docstring); an expired note is matched like the others, then deleted.
 
     Returns:
-        ``(consumed, expired, remaining)`` lists of Note.
+        ``(consumed, expired, remaining)`` lists of Note; ``expired`` holds the
+        expired notes not consumed.
     """
-    consumed: list[Note] = []
+    every = list_notes(env, session)
+    usable = [n for n in every if n.usable()]
+    consumed = _exact(prompt, usable)
+    if not consumed and PASTE_OPEN in prompt:
+        consumed = _exact(unwrap_pastes(prompt), usable)
     expired: list[Note] = []
     remaining: list[Note] = []
-    pos = 0
-    for note in list_notes(env, session):
-        if now - _queued_at(note) > TTL_SECONDS:
-            expired.append(note)
+    for note in every:
+        if note in consumed:
             continue
-        if note.usable():
-            text = note.doc["text"].strip()
-            found = prompt.find(text, pos)
-            if found >= 0:
-                consumed.append(note)
-                pos = found + len(text)
-                continue
-        remaining.append(note)
+        (expired if now - _queued_at(note) > TTL_SECONDS else remaining).append(note)
     for note in consumed + expired:
         _fsio.unlink_quiet(note.path)
     return consumed, expired, remaining
+
+
+def clear_all(env, session: str) -> None:
+    """Delete every note of ``session``: a new Claude Code process starts there,
+    and no message typed into the old one can be taken any more."""
+    for note in list_notes(env, session):
+        _fsio.unlink_quiet(note.path)
 
 
 def note_rules(note: Note) -> tuple[bool, dict]:

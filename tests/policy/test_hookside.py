@@ -118,15 +118,57 @@ def test_note_without_user_id_gets_only_the_floor(ctx):
     assert tool(ctx, "Bash", command="sudo id")[0] == "deny"
 
 
-def test_unmatched_prompt_with_outstanding_note_gets_floor(ctx):
+def test_unmatched_prompt_with_outstanding_note_gets_the_waiting_authors_rules(ctx):
     note(ctx.env, "a queued chat message")
     prompt(ctx, "something else")
     snap = snapshot.read(ctx.env, SESSION)
-    assert snap["origin"] == "unattributed"
-    assert tool(ctx, "Bash", command="ls")[0] == "allow"
+    assert snap["origin"] == "unattributed" and snap["authors"] == []
+    # the waiting note's author (a user) may have written it: their rules and the floor
+    assert tool(ctx, "Bash", command="ls")[0] == "deny"
+    prompt(ctx, "a new task")
+    assert tool(ctx, "Read", file_path="a.txt")[0] == "allow"
     assert tool(ctx, "Bash", command="sudo ls")[0] == "deny"
     # the note stays: Claude still holds that message
     assert len(os.listdir(paths.notes_dir(ctx.env, SESSION))) == 1
+
+
+def test_a_waiting_owner_note_leaves_an_unmatched_prompt_the_floor(ctx):
+    note(ctx.env, "the owner's queued message", role="owner")
+    prompt(ctx, "typed at the terminal meanwhile")
+    assert tool(ctx, "Bash", command="ls")[0] == "allow"
+    assert tool(ctx, "Bash", command="sudo ls")[0] == "deny"
+
+
+def test_a_prompt_that_merely_contains_a_note_takes_nothing(ctx):
+    """A crash left the owner's note behind; a member's message quoting its text runs with
+    the member's rights, never the owner's, and names the member."""
+    now = time.time()
+    note(ctx.env, "deploy to prod", role="owner", user_id=1, queued_at=now - 60)
+    note(ctx.env, "please deploy to prod now", queued_at=now - 1)
+    prompt(ctx, "please deploy to prod now")
+    snap = snapshot.read(ctx.env, SESSION)
+    assert [a["user_id"] for a in snap["authors"]] == [7]
+    assert not snap["exempt"] and "bash" in snap["denied_tools"]
+    left = os.listdir(paths.notes_dir(ctx.env, SESSION))
+    assert len(left) == 1  # the owner's note still waits (an exempt note restricts nothing)
+
+
+def test_the_same_text_twice_gets_the_strictest_of_both(ctx):
+    now = time.time()
+    note(ctx.env, "ship it", role="owner", user_id=1, queued_at=now - 60)
+    note(ctx.env, "ship it", queued_at=now - 1)
+    prompt(ctx, "ship it")
+    snap = snapshot.read(ctx.env, SESSION)
+    assert not snap["exempt"] and "bash" in snap["denied_tools"]
+
+
+def test_a_long_paste_is_matched_inside_claude_codes_tags(ctx):
+    text = "\n".join(f"log {i:03d} served" for i in range(110))
+    note(ctx.env, text)
+    prompt(ctx, f'\n\n<pasted_content id="53c5">\n{text}\n</pasted_content id="53c5">\n')
+    snap = snapshot.read(ctx.env, SESSION)
+    assert snap["origin"] == "telegram" and [a["user_id"] for a in snap["authors"]] == [7]
+    assert not os.listdir(paths.notes_dir(ctx.env, SESSION))
 
 
 def test_two_queued_messages_merge_strictest(ctx):
@@ -161,7 +203,20 @@ def test_expired_notes_are_reported_and_dropped(ctx):
     note(ctx.env, "old", queued_at=1.0)
     prompt(ctx, "anything")
     assert ctx.sent[0]["expired"][0]["msg_id"] == 3
+    # its author may still have written this one: their rules, once
+    assert snapshot.read(ctx.env, SESSION)["origin"] == "unattributed"
+    hookside.before_forward("Stop", {}, ctx)  # the task ends; the note is gone
+    prompt(ctx, "anything else")
     assert snapshot.read(ctx.env, SESSION)["origin"] == "terminal"
+
+
+def test_an_expired_note_is_still_taken_by_its_own_message(ctx):
+    """A message Claude Code queued behind a long task keeps its author's rights."""
+    note(ctx.env, "finally my turn", queued_at=1.0)
+    prompt(ctx, "finally my turn")
+    snap = snapshot.read(ctx.env, SESSION)
+    assert snap["origin"] == "telegram" and [a["user_id"] for a in snap["authors"]] == [7]
+    assert ctx.sent[0]["expired"] == [] and len(ctx.sent[0]["consumed"]) == 1
 
 
 def test_style_and_reply_context_printed(ctx):

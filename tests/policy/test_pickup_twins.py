@@ -505,7 +505,7 @@ def test_leftovers_of_another_version_keep_the_compiled_path(native_bins, leftov
     if event == "chat_prompt" and not case.get("notes_file"):
         case["note_raw"] = case["note_raw"] + [raw_entry("valid", "ship it")]
     stdin = STOP_EVENT if event == "stop" else prompt_event(
-        "please ship it" if event == "chat_prompt" else "typed at the terminal")
+        "ship it" if event == "chat_prompt" else "typed at the terminal")
     (native, done), (twin, _) = both(case, stdin, hook_env("/home/u"))
     assert hookrun.DECLINED not in done.stderr, done.stderr.decode(errors="replace")
     assert native == twin
@@ -570,7 +570,8 @@ def test_regular_pickup_is_compiled(native_bins, situation) -> None:
     assert left["note_names"] == ["x.json.tmp1-ab"], "consumed and expired notes are deleted"
     assert len(pickups) == 1 and sent[0] is pickups[0], "queue_pickup goes before the event"
     if situation == "expired":
-        assert snap["origin"] == "terminal" and snap["exempt"] is False
+        # not taken, but its author may have written this prompt: counted once, then gone
+        assert snap["origin"] == "unattributed" and snap["exempt"] is False
         assert pickups[0]["consumed"] == []
         assert pickups[0]["expired"] == [{"note": names[0], "msg_id": 11, "chat_id": -100500, "author_user_id": 1}]
         assert stdout == b""
