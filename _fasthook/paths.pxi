@@ -118,7 +118,12 @@ cdef int paths_status_file(char* dst, size_t cap, const char* session_dir, const
 
 
 cdef bint session_valid(const char* s) noexcept nogil:
-    """CLAUDE_DTACH_SESSION: 1-128 of [A-Za-z0-9._-], not "." or ".." (aipager.hookpy.common)."""
+    """CLAUDE_DTACH_SESSION: 1-128 of [A-Za-z0-9._-], not "." or ".." (aipager.hookpy.common).
+
+    Byte by byte, so a trailing newline is refused too.  Wider than the names
+    aipager.dtach gives out, on purpose: a session an older version named
+    claude--rf still reports.
+    """
     cdef size_t n
     cdef size_t i
     cdef char c

@@ -39,8 +39,18 @@ ENTER = b"\r"
 #: how long ``dtach -p`` may take before we give up on a session
 PUSH_TIMEOUT = 5.0
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_SOCKET_RE = re.compile(r"^claude-dtach-([A-Za-z0-9_-]+)\.sock$")
+# Every name pattern is used with fullmatch: `$` also matches before a final
+# newline, and "abc\n" once became a session nothing could list or end.
+#: a name older versions gave out: ASCII letters, digits, '_', '-'
+_ANY_NAME = r"[A-Za-z0-9_-]{1,64}"
+#: a name for a new session: the same, but no leading '-' (it would read as an
+#: option: `aipager session kill -rf`)
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+#: an existing session keeps the name an older version gave it: it stays listed,
+#: reachable and killable (`aipager session kill -- -rf`)
+_EXISTING_NAME_RE = re.compile(_ANY_NAME)
+#: a session's socket: only names some version could create are sessions
+_SOCKET_RE = re.compile(rf"claude-dtach-({_ANY_NAME})\.sock")
 
 
 @dataclass(frozen=True)
@@ -66,19 +76,44 @@ class SessionInfo:
 
 
 def check_name(name: str) -> str:
-    """Return the bare session name (``x1`` for ``x1`` or ``claude-x1``).
+    """Return the bare name for a new session (``x1`` for ``x1`` or ``claude-x1``).
 
     Raises:
-        InvalidSessionName: empty, longer than 64, or not letters, digits, ``-``, ``_``.
+        InvalidSessionName: empty, longer than 64, not ASCII letters, digits,
+            ``-``, ``_``, or starting with ``-``.
     """
-    bare = name[len(paths.SESSION_PREFIX):] if name.startswith(paths.SESSION_PREFIX) else name
-    if not _NAME_RE.match(bare):
-        msg = (
-            f"invalid session name {name!r}: use 1-64 letters, digits, '-' or '_' "
-            "(for example: api-fix or x1)"
-        )
+    bare = _bare(name)
+    if _NAME_RE.fullmatch(bare):
+        return bare
+    if _EXISTING_NAME_RE.fullmatch(bare):
+        msg = f"invalid session name {name!r}: a name may not start with '-' (for example: api-fix)"
         raise InvalidSessionName(msg)
+    raise InvalidSessionName(_invalid(name))
+
+
+def existing_name(name: str) -> str:
+    """Return the bare name of a session that may exist already.
+
+    Unlike ``check_name`` this accepts a leading ``-``: older versions gave out
+    such names, and those sessions must still be attached to and ended.
+
+    Raises:
+        InvalidSessionName: a name no version could have created.
+    """
+    bare = _bare(name)
+    if not _EXISTING_NAME_RE.fullmatch(bare):
+        raise InvalidSessionName(_invalid(name))
     return bare
+
+
+def _bare(name: str) -> str:
+    return name[len(paths.SESSION_PREFIX):] if name.startswith(paths.SESSION_PREFIX) else name
+
+
+def _invalid(name: str) -> str:
+    # !r: a newline or other control character shows escaped, so this stays one line
+    return (f"invalid session name {name!r}: use 1-64 letters, digits, '-' or '_' "
+            "(for example: api-fix or x1)")
 
 
 def session_name(name: str) -> str:
@@ -264,7 +299,7 @@ def list_sessions(env: Mapping[str, str], clean: bool = False) -> list[SessionIn
         return []
     found = []
     for entry in entries:
-        match = _SOCKET_RE.match(entry)
+        match = _SOCKET_RE.fullmatch(entry)
         if not match:
             continue
         name = match.group(1)
@@ -392,9 +427,10 @@ def kill(env: Mapping[str, str], name: str, grace: float = 3.0) -> bool:
         socket (removed) or nothing.
 
     Raises:
+        InvalidSessionName: a name no version could have created.
         UnsafePath: the socket at the name is another user's (left alone).
     """
-    name = check_name(name)
+    name = existing_name(name)
     sock = paths.dtach_socket(env, name)
     trust.require_own_socket(sock, "session socket")
     if not is_live(sock):
@@ -454,12 +490,14 @@ def descendants(pids: set[int]) -> set[int]:
 
 
 def _live_socket(env: Mapping[str, str], name: str) -> str:
-    name = check_name(name)
+    name = existing_name(name)
     sock = paths.dtach_socket(env, name)
     # before anything connects: a foreign socket is reported, never typed into or attached
     trust.require_own_socket(sock, "session socket")
     if not is_live(sock):
-        msg = f"no running session {name}; start it with `aipager session {name}`"
+        msg = f"no running session {name}"
+        if _NAME_RE.fullmatch(name):  # an older name ("-rf") cannot be started again
+            msg += f"; start it with `aipager session {name}`"
         raise SessionNotFound(msg)
     return sock
 

@@ -10,7 +10,7 @@
     │   ├── DaemonUnavailable    nobody listens on the control socket
     │   └── DaemonAlreadyRunning the single-instance lock is held
     ├── SessionError
-    │   ├── InvalidSessionName   not letters, digits, '-' or '_'
+    │   ├── InvalidSessionName   not letters, digits, '-', '_'; or new and starting with '-'
     │   └── SessionNotFound      no live dtach socket for that name
     ├── TelegramError
     │   ├── TokenRejected        getMe answered 401/404

@@ -47,7 +47,7 @@ app.add_typer(lifecycle.service_app, name="service")
 app.command("status")(status_cmd.status)
 app.command("doctor")(doctor_cmd.doctor)
 app.add_typer(session_cmd.app, name="session")
-app.command("send")(session_cmd.send)
+app.command("send", cls=session_cmd.NameAfterDashes)(session_cmd.send)
 app.add_typer(policy.app, name="policy")
 app.add_typer(ax_code.app, name="ax-code")
 

@@ -3,6 +3,10 @@
 ``session NAME`` creates the dtach session ``claude-NAME`` (Claude Code in the
 current folder) or reattaches to it when it is live.  ``list`` and ``kill``
 are subcommands, so they cannot be session names here.
+
+New names may not start with ``-``; a session an older version named so is
+still listed, attached to and ended, its name after ``--``
+(``aipager session kill -- -rf``).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import sys
 from typing import Any, List, Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from aipager import dtach
 from aipager.cli._common import env as _env
@@ -21,12 +25,28 @@ from aipager.errors import SessionNotFound
 
 
 class _NameOrCommand(TyperGroup):
-    """``session x1`` means ``session open x1``; ``session list`` is a command."""
+    """``session x1`` means ``session open x1``; ``session list`` is a command
+    (``session -- -rf`` opens the older session ``-rf``)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["open", *args]
         return super().parse_args(ctx, args)
+
+
+class NameAfterDashes(TyperCommand):
+    """An unknown option may be an older session's name ("-rf"): say where names go."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:
+            # click's NoSuchOption; matched by its attributes because typer
+            # versions differ in whether they bundle their own click
+            if isinstance(getattr(exc, "option_name", None), str) and hasattr(exc, "message"):
+                exc.message = (f"{exc.message}; a session name that starts with '-' "
+                               f"goes after --: {ctx.command_path} -- NAME")
+            raise
 
 
 app = typer.Typer(
@@ -40,14 +60,16 @@ app = typer.Typer(
              context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @handles_errors
 def open_(
-    name: str = typer.Argument(..., help="Session name: letters, digits, '-', '_'."),
+    name: str = typer.Argument(
+        ..., help="Session name: letters, digits, '-', '_' (not starting with '-')."),
     claude_args: Optional[List[str]] = typer.Argument(
         None, help="Passed to Claude Code (after --)."),
     detached: bool = typer.Option(False, "--detached", "-d", help="Create without attaching."),
 ) -> None:
     """Create session NAME running Claude Code here, or reattach (detach: Ctrl-\\)."""
     env = _env()
-    bare = dtach.check_name(name)
+    # an older session named "-rf" may still be attached to; create() refuses the name
+    bare = dtach.existing_name(name)
     sock = dtach.paths.dtach_socket(env, bare)
     if dtach.is_live(sock):
         if claude_args:
@@ -98,15 +120,16 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable o
         typer.echo(f"{s.name:<24} {s.session:<32} {s.socket}")
 
 
-@app.command("kill")
+@app.command("kill", cls=NameAfterDashes)
 @handles_errors
 def kill(
-    name: str = typer.Argument(..., help="Session name."),
+    name: str = typer.Argument(
+        ..., help="Session name; one that starts with '-' goes after --: kill -- -rf."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:
     """End session NAME (Claude Code and what it started)."""
     env = _env()
-    bare = dtach.check_name(name)
+    bare = dtach.existing_name(name)
     if not yes and interactive() and not typer.confirm(f"End session {bare}?"):
         raise typer.Exit(1)
     if dtach.kill(env, bare):
@@ -118,11 +141,12 @@ def kill(
 
 @handles_errors
 def send(
-    name: str = typer.Argument(..., help="Session name."),
+    name: str = typer.Argument(
+        ..., help="Session name; one that starts with '-' goes after --: send -- -rf TEXT."),
     text: str = typer.Argument(..., help="The prompt ('-' reads it from stdin)."),
 ) -> None:
     """Type TEXT into session NAME and press Enter, as if typed at its terminal."""
     if text == "-":
         text = sys.stdin.read().rstrip("\n")
     dtach.type_text(_env(), name, text)
-    typer.echo(f"Sent to {dtach.check_name(name)}.")
+    typer.echo(f"Sent to {dtach.existing_name(name)}.")

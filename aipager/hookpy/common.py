@@ -57,7 +57,12 @@ def lookup(node, path):
 
 
 def session_valid(session: str | None) -> bool:
-    """1-128 of ``[A-Za-z0-9._-]`` and not ``.``/``..``: safe in a file name."""
+    """1-128 of ``[A-Za-z0-9._-]`` and not ``.``/``..``: safe in a file name.
+
+    Checked character by character, so a trailing newline is refused too.
+    Wider than the names ``aipager.dtach`` gives out, on purpose: a session an
+    older version named ``claude--rf`` still reports.
+    """
     return (
         bool(session)
         and len(session) <= 128  # type: ignore[arg-type]

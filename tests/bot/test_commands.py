@@ -90,7 +90,7 @@ async def test_new_without_a_name_asks_for_one_and_refuses_bad_names(chat, fake_
     await chat.fake.user_says("/new")
     await _said(chat, "Name for the new session?")
     await chat.fake.user_says("../etc")
-    await _said(chat, "Cannot start ../etc")
+    await _said(chat, "Cannot start the session: invalid session name '../etc'")
     await chat.fake.user_says("/new status")
     await _said(chat, "is the name of a command")
     assert not mark.exists()
@@ -98,6 +98,33 @@ async def test_new_without_a_name_asks_for_one_and_refuses_bad_names(chat, fake_
     await _said(chat, "Name for the new session?")
     await chat.fake.user_says("x1")
     await _said(chat, "x1 started")
+
+
+async def test_a_newline_ends_the_name_of_a_new_session(chat, fake_claude):
+    mark, folder = fake_claude
+    chat.sessions.live.add("claude-abc")  # typing goes to the fake terminal
+    # `$` once let "abc\n" through: a session nothing could list or end
+    await chat.fake.user_says("/new abc\n fix the tests\nand the docs")
+    await _said(chat, "abc started")
+    assert [(s.name, s.live) for s in dtach.list_sessions(chat.daemon.env)] == [("abc", True)]
+    assert os.listdir(paths.session_dir(chat.daemon.env)).count("claude-dtach-abc.sock") == 1
+    chat.feed("claude-abc", "SessionStart", source="startup", session_id="sid-abc", cwd=str(folder))
+    typed = await eventually(lambda: chat.sessions.typed, what="first message typed")
+    assert typed[0][:2] == ("claude-abc", "fix the tests\nand the docs")
+    await chat.fake.user_says("/new xyz\n")
+    await _said(chat, "xyz started")
+    assert [s.name for s in dtach.list_sessions(chat.daemon.env)] == ["abc", "xyz"]
+
+
+@pytest.mark.parametrize("name", ["-rf", "\u0430bc", "a" * 65, "ab\x00c"])
+async def test_new_refuses_bad_names_in_one_line(chat, fake_claude, name):
+    mark, _ = fake_claude
+    await chat.fake.user_says(f"/new {name} hello")
+    refusal = (await _said(chat, "Cannot start the session"))["text"]
+    assert "invalid session name" in refusal and "\n" not in refusal
+    if name == "-rf":
+        assert "may not start with '-'" in refusal
+    assert not mark.exists() and dtach.list_sessions(chat.daemon.env) == []
 
 
 async def test_kill_asks_first_and_ends_the_session(chat, fake_claude):

@@ -388,10 +388,55 @@ def test_list_removes_stale_sockets(runner, env):
 
 
 @pytest.mark.parametrize("argv", [["session", "bad name", "--detached"], ["send", "a/b", "x"],
-                                  ["session", "kill", "../x"]])
-def test_invalid_session_names(runner, argv):
+                                  ["session", "kill", "../x"],
+                                  ["session", "abc\n", "--detached"], ["send", "abc\r", "x"],
+                                  ["session", "kill", "--yes", "--", "abc\n"],
+                                  ["session", "kill", "--yes", "--", "a" * 65],
+                                  ["session", "--detached", "\u0430bc"]])
+def test_invalid_session_names(runner, argv, env):
     result = runner.invoke(app, argv)
     assert result.exit_code == 2 and "invalid session name" in result.stderr
+    assert len(result.stderr.splitlines()) == 1  # a control character shows escaped
+    assert dtach.list_sessions(env) == []
+
+
+def test_a_new_name_may_not_start_with_a_dash(runner, fake_claude, env):
+    result = runner.invoke(app, ["session", "--detached", "--", "-rf"])
+    assert result.exit_code == 2
+    assert result.stderr == ("aipager: invalid session name '-rf': a name may not start with "
+                             "'-' (for example: api-fix)\n")
+    assert dtach.list_sessions(env) == []
+
+
+def test_an_older_session_named_with_a_leading_dash_is_listed_and_killed_after_dashes(
+        runner, env):
+    import subprocess
+
+    sock = paths.dtach_socket(env, "-rf")
+    subprocess.run(dtach.create_argv(dtach.dtach_binary(env), sock, ["sleep", "60"]),
+                   env=env, check=True)
+    try:
+        listed = json.loads(runner.invoke(app, ["session", "list", "--json"]).output)
+        assert [(s["name"], s["live"]) for s in listed["sessions"]] == [("-rf", True)]
+        again = runner.invoke(app, ["session", "--detached", "--", "-rf"])
+        assert again.exit_code == 0 and "Session -rf is already running" in again.output
+        # without --, "-rf" reads as options: the error says where a name goes
+        wrong = runner.invoke(app, ["session", "kill", "-rf", "--yes"])
+        assert wrong.exit_code == 2
+        said = " ".join(wrong.output.replace("│", " ").split())  # out of typer's box
+        assert "No such option: -r; a session name that starts with '-' goes after --:" in said
+        assert "session kill -- NAME" in said
+        assert dtach.is_live(sock)
+        killed = runner.invoke(app, ["session", "kill", "--yes", "--", "-rf"])
+        assert killed.exit_code == 0, killed.output
+        assert killed.output == "Session -rf ended.\n"
+        assert not os.path.exists(sock)
+        # gone now, and not to be started again under that name
+        gone = runner.invoke(app, ["send", "--", "-rf", "hi"])
+        assert gone.exit_code == 4
+        assert gone.stderr == "aipager: no running session -rf\n"
+    finally:
+        dtach.kill(env, "-rf")
 
 
 def test_send_to_a_missing_session(runner):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import time
 
 import pytest
@@ -77,15 +78,81 @@ def test_typing_into_a_missing_session(fake_claude):
         dtach.type_text(dict(os.environ), "nope", "hi")
 
 
-@pytest.mark.parametrize("bad", ["", "a b", "x/y", "../x", "é", "a" * 65, "claude-", "x;rm"])
+# "\u0430" Cyrillic a, "\uff41" fullwidth a, "\u0663" Arabic-Indic 3, "\u200b" zero width space
+NEVER_NAMES = ["", "a b", "x/y", "../x", "é", "a" * 65, "claude-", "x;rm", "abc\n", "abc\r",
+               "\nabc", "abc\n\n", "ab\tc", "\u0430bc", "\uff41bc", "x\u0663", "x1\u200b",
+               "claude-abc\n", "x\x00"]
+
+
+@pytest.mark.parametrize("bad", [*NEVER_NAMES, "-rf", "--", "-", "claude--rf", "-" + "a" * 63])
 def test_invalid_names(bad):
-    with pytest.raises(InvalidSessionName):
+    with pytest.raises(InvalidSessionName) as caught:
         dtach.check_name(bad)
+    assert "\n" not in str(caught.value) and "\r" not in str(caught.value)  # one line
+
+
+@pytest.mark.parametrize("bad", NEVER_NAMES)
+def test_names_no_version_could_create_are_not_existing_names(bad):
+    with pytest.raises(InvalidSessionName):
+        dtach.existing_name(bad)
+
+
+def test_a_leading_dash_is_refused_for_new_sessions_with_its_own_reason():
+    with pytest.raises(InvalidSessionName, match="may not start with '-'"):
+        dtach.check_name("-rf")
+    with pytest.raises(InvalidSessionName, match="may not start with '-'"):
+        dtach.session_name("claude--rf")
+    # older versions gave such names out: those sessions can still be reached
+    assert dtach.existing_name("-rf") == "-rf"
+    assert dtach.existing_name("claude--rf") == "-rf"
 
 
 def test_names():
     assert dtach.check_name("claude-x1") == "x1"
     assert dtach.session_name("api_fix-2") == "claude-api_fix-2"
+    assert dtach.check_name("a" * 64) == "a" * 64
+    assert dtach.check_name("_x-") == "_x-"
+    assert dtach.existing_name("x-1") == "x-1"
+
+
+def _older_session(env, name):
+    """A live dtach session named as an older version allowed (check_name refuses it now)."""
+    sock = paths.dtach_socket(env, name)
+    argv = dtach.create_argv(dtach.dtach_binary(env), sock, ["sleep", "60"])
+    subprocess.run(argv, env=env, check=True)
+    deadline = time.monotonic() + 5
+    while not dtach.is_live(sock) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return sock
+
+
+def test_an_older_session_with_a_leading_dash_is_listed_typed_into_and_killed():
+    env = dict(os.environ)
+    sock = _older_session(env, "-rf")
+    try:
+        assert [(s.name, s.session, s.live) for s in dtach.list_sessions(env)] == [
+            ("-rf", "claude--rf", True)]
+        dtach.type_text(env, "-rf", "hi")
+        with pytest.raises(InvalidSessionName):
+            dtach.create(env, "-rf")
+        holders = dtach.descendants(dtach.socket_holders(sock))
+        assert dtach.kill(env, "claude--rf") is True
+        assert not os.path.exists(sock)
+        assert not any(dtach.alive(p) for p in holders)
+    finally:
+        dtach.kill(env, "-rf")
+
+
+def test_sockets_no_version_could_name_are_not_sessions():
+    env = dict(os.environ)
+    folder = paths.session_dir(env)
+    # plain files (a 65-letter socket path is too long to bind): only the name decides
+    for name in ["abc\n", "a" * 65, "\u0430bc", "ok"]:
+        with open(os.path.join(folder, f"claude-dtach-{name}.sock"), "w"):
+            pass
+    found = dtach.list_sessions(env)
+    assert [(s.name, s.live) for s in found] == [("ok", False)]
+    assert found[0].problem  # not a socket: listed, never used
 
 
 def test_argv_builders_and_typing_writes():

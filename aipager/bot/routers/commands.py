@@ -91,11 +91,20 @@ async def on_new(message: Message, command: CommandObject, actions: Actions, sen
     args = (command.args or "").strip()
     if not args:
         pending_names[(message.chat.id, sender.user_id)] = True
-        actions.say(message.chat.id, "Name for the new session? (letters, digits, - and _)",
-                    reply_to=message.message_id)
+        actions.say(message.chat.id, "Name for the new session? (letters, digits, - and _; "
+                    "not starting with -)", reply_to=message.message_id)
         return
-    name, _, first = args.partition(" ")
-    await start_session(actions, message, sender, name, first.strip())
+    await start_session(actions, message, sender, *name_and_first(args))
+
+
+def name_and_first(text: str) -> tuple[str, str]:
+    """``NAME [first message]``: the name ends at the first space, newline or tab.
+
+    Any whitespace ends it: a newline kept in a name once started a session
+    that could be neither listed nor ended.
+    """
+    parts = text.split(maxsplit=1) + ["", ""]
+    return parts[0], parts[1].strip()
 
 
 async def start_session(actions: Actions, message: Message, sender: Sender, name: str,
@@ -110,7 +119,8 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
     try:
         session = await actions.new_session(name)
     except AipagerError as exc:
-        actions.say(chat_id, f"Cannot start {name}: {exc}", reply_to=message.message_id)
+        # the error names the session; a refused name shows escaped there, on one line
+        actions.say(chat_id, f"Cannot start the session: {exc}", reply_to=message.message_id)
         return
     actions.state.current[str(chat_id)] = session
     actions.audit("session_new", sender, session=session)

@@ -19,7 +19,7 @@ from aiogram.types import Message
 from aipager.bot import files, view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import SessionTap, packed
-from aipager.bot.routers.commands import start_session
+from aipager.bot.routers.commands import name_and_first, start_session
 
 log = logging.getLogger("aipager.bot")
 
@@ -103,8 +103,7 @@ async def on_text(message: Message, actions: Actions, sender: Sender, pending_na
         await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": text.strip()})
         return
     if pending_names.pop((chat_id, sender.user_id), None):
-        name, _, first = text.strip().partition(" ")
-        await start_session(actions, message, sender, name, first.strip())
+        await start_session(actions, message, sender, *name_and_first(text))
         return
     if not sender.may_prompt:
         actions.say(chat_id, NO_PROMPT, reply_to=message.message_id)
