@@ -5,6 +5,9 @@
 # TWIN OF aipager/policy/sendfile.py:
 #   sf_send_floor = send_floor
 #   sf_requested = requested_files
+#   sf_under = _under
+#   sf_own_homes = own_homes
+#   sf_other_home = _other_home
 #   sf_check_file = check_file
 #   sf_file_problem = _file_problem
 #
@@ -13,25 +16,30 @@
 #
 # Runs after pol_decide allowed the call, for every task (owner and
 # terminal included).  Same order as Python: per file, per path form, the
-# send floor, then the secret-shaped names, then the task's no-access
-# globs; then the file itself.  The reasons name the form or the name, never
-# the glob, so only the set of globs matters here.  Declines (no effect
-# yet) on what this side cannot spell exactly: non-ASCII or NUL in a path
-# or the cwd, an item that is neither a string nor null/true/false/an
-# integer, a relative path without an absolute cwd, more than SF_MAX_FILES
-# files, output over HOOK_OUT_CAP.
+# send floor, then other users' homes, then the secret-shaped names, then
+# the task's no-access globs; then (a task not the owner's nor typed at the
+# terminal) the resolved file must lie in the resolved cwd; then the file
+# itself.  The reasons name the form or the name, never the glob, so only
+# the set of globs matters here.  Declines (no effect yet) on what this
+# side cannot spell exactly: non-ASCII or NUL in a path, the cwd or HOME
+# (as written or resolved), an item that is neither a string nor
+# null/true/false/an integer, a relative path without an absolute cwd, more
+# than SF_MAX_FILES files, output over HOOK_OUT_CAP.
 
 from posix.stat cimport stat
 
-cdef extern from *:
-    """
-    /* sendfile.SECRET_NAMES, floor.CREDENTIAL_PATHS + sendfile.SEND_ONLY
-       as JSON (test_extensions.py checks them against the Python lists) */
-    static const char SF_SECRET_NAMES[] = "[\\".env\\",\\".env.*\\",\\"*.pem\\",\\"*.key\\",\\"id_rsa*\\",\\"id_dsa*\\",\\"id_ecdsa*\\",\\"id_ed25519*\\",\\"*.p12\\",\\"*.pfx\\",\\"*.kdbx\\",\\"*.jks\\",\\"*.keystore\\",\\".netrc\\",\\".pgpass\\",\\".git-credentials\\",\\"credentials\\",\\"credentials.json\\",\\"*credentials*.json\\"]";
-    static const char SF_SEND_GLOBS[] = "[\\"~/.ssh/**\\",\\"~/.gnupg/**\\",\\"~/.aws/**\\",\\"~/.azure/**\\",\\"~/.kube/**\\",\\"~/.docker/config.json\\",\\"~/.config/gh/**\\",\\"~/.config/gcloud/**\\",\\"~/.password-store/**\\",\\"~/.git-credentials\\",\\"~/.netrc\\",\\"~/.pgpass\\",\\"~/.npmrc\\",\\"~/.pypirc\\",\\"/proc/**\\",\\"/sys/**\\",\\"/dev/**\\"]";
-    """
+# sendfile.SECRET_NAMES and sendfile.SEND_GLOBS (floor.CREDENTIAL_PATHS +
+# SYSTEM_SECRETS + SEND_ONLY) as JSON, and sendfile's REASON_* as printf
+# formats: generated from the Python side by setup.py (write_generated).
+cdef extern from "policy_literals.h":
     const char SF_SECRET_NAMES[]
     const char SF_SEND_GLOBS[]
+    const char SF_REASON_PROTECTED[]
+    const char SF_REASON_OTHER_HOME[]
+    const char SF_REASON_SECRET_NAME[]
+    const char SF_REASON_TASK_RULES[]
+    const char SF_REASON_OUTSIDE[]
+    const char SF_REASON_NO_FOLDER[]
 
 cdef enum:
     SF_MAX_FILES = 256
@@ -100,13 +108,65 @@ cdef int sf_forms(const char* value, const char* cwd, const char* home, char* le
     return n
 
 
-cdef int sf_check_file(const char* path, const char* cwd, const char* home, const PolList* send_globs,
-                       const PolSnap* task, Buf* files, Buf* text) noexcept nogil:
+cdef bint sf_under(const char* path, const char* folder) noexcept nogil:
+    """sendfile._under: path is folder or lies in it."""
+    cdef size_t n = strlen(folder)
+    if strcmp(folder, "/") == 0:
+        return True
+    return strncmp(path, folder, n) == 0 and (path[n] == 0 or path[n] == c'/')
+
+
+cdef int sf_own_homes(const char* home, char* lex, char* real, const char** homes) noexcept nogil:
+    """sendfile.own_homes into homes (lex, real: PATH_CAP buffers): how
+    many, or -1 to decline."""
+    if home[0] != c'/':
+        return 0
+    if strlen(home) >= PATH_CAP or not pol_ascii(home) or pol_collapse(home, lex, PATH_CAP) < 0:
+        return -1
+    if pol_realpath_tail(lex, real, PATH_CAP) < 0 or not pol_ascii(real):
+        return -1
+    homes[0] = lex
+    if strcmp(real, lex) == 0:
+        return 1
+    homes[1] = real
+    return 2
+
+
+cdef bint sf_other_home(const char* form, const char* const* homes, int nhomes) noexcept nogil:
+    """sendfile._other_home: form lies in /root or /home/<name> but not in
+    the user's own home."""
+    cdef char root[PATH_CAP]
+    cdef const char* cut
+    cdef size_t n
+    cdef int i
+    if strcmp(form, "/root") == 0 or strncmp(form, "/root/", 6) == 0:
+        n = 5
+    elif strncmp(form, "/home/", 6) == 0:
+        cut = strchr(form + 6, c'/')
+        n = strlen(form) if cut == NULL else <size_t>(cut - form)
+        if n == 6:
+            return False  # "/home//x": its collapsed form is checked too
+    else:
+        return False
+    # forms are shorter than PATH_CAP
+    memcpy(root, form, n)
+    root[n] = 0
+    for i in range(nhomes):
+        if sf_under(homes[i], root) and sf_under(form, homes[i]):
+            return False
+    return True
+
+
+cdef int sf_check_file(const char* path, const char* cwd, const char* home, const char* folder,
+                       const char* const* homes, int nhomes, const PolList* send_globs, const PolSnap* task,
+                       Buf* files, Buf* text) noexcept nogil:
     """sendfile.check_file for one ASCII path: 0 may go, 1 refused (its
-    record appended to files, its "path: reason" to text), -1 to decline."""
+    record appended to files, its "path: reason" to text), -1 to decline.
+    folder is cwd resolved ("" when cwd is not absolute), homes
+    sendfile.own_homes(HOME): both computed once by the caller."""
     cdef char lex[PATH_CAP]
     cdef char real[PATH_CAP]
-    cdef char reason[PATH_CAP + 64]
+    cdef char reason[2 * PATH_CAP + 64]
     cdef const char* forms[3]
     cdef const char* code = NULL
     cdef const char* name
@@ -123,13 +183,17 @@ cdef int sf_check_file(const char* path, const char* cwd, const char* home, cons
         for i in range(n):
             if sf_glob_any(send_globs, forms[i]):
                 code = "floor"
-                snprintf(reason, sizeof(reason), "%s is in a protected place", forms[i])
+                snprintf(reason, sizeof(reason), SF_REASON_PROTECTED, forms[i])
+                break
+            if sf_other_home(forms[i], homes, nhomes):
+                code = "floor"
+                snprintf(reason, sizeof(reason), SF_REASON_OTHER_HOME, forms[i])
                 break
             name = strrchr(forms[i], c'/')
             name = forms[i] if name == NULL else name + 1
             if sf_secret_name(name):
                 code = "floor"
-                snprintf(reason, sizeof(reason), "%s looks like a secret", name)
+                snprintf(reason, sizeof(reason), SF_REASON_SECRET_NAME, name)
                 break
             if task != NULL:
                 r = pol_check_form(task, forms[i], &task.no_access, "%s%s", reason, sizeof(reason))
@@ -137,8 +201,16 @@ cdef int sf_check_file(const char* path, const char* cwd, const char* home, cons
                     return -1
                 if r == POL_DENY:
                     code = "turn_rules"
-                    snprintf(reason, sizeof(reason), "%s is protected for this task", forms[i])
+                    snprintf(reason, sizeof(reason), SF_REASON_TASK_RULES, forms[i])
                     break
+        if code == NULL and task != NULL:
+            # the resolved file, in the session's folder resolved
+            if folder[0] == 0:
+                code = "outside"
+                snprintf(reason, sizeof(reason), "%s", SF_REASON_NO_FOLDER)
+            elif not sf_under(forms[n - 1], folder):
+                code = "outside"
+                snprintf(reason, sizeof(reason), SF_REASON_OUTSIDE, forms[n - 1], folder)
         if code == NULL:
             # sendfile._file_problem on the last form
             code = sf_file_problem(forms[n - 1], reason, sizeof(reason))
@@ -286,6 +358,11 @@ cdef int sf_send_files(const HookCtx* ctx, const PolSnap* s, const char* home, H
     cdef JSpan v
     cdef JSpan* items
     cdef char cwd[PATH_CAP]
+    cdef char folder[PATH_CAP]
+    cdef char home_lex[PATH_CAP]
+    cdef char home_real[PATH_CAP]
+    cdef const char* homes[2]
+    cdef int nhomes
     cdef char path[PATH_CAP]
     cdef Buf files
     cdef Buf text
@@ -301,6 +378,13 @@ cdef int sf_send_files(const HookCtx* ctx, const PolSnap* s, const char* home, H
         if js_decode_cstr(&v, cwd, PATH_CAP) < 0 or not pol_ascii(cwd):
             return STEP_DECLINE
     if js_find_key(&ctx.top, "tool_input", 10, &tin) != 1:
+        return STEP_DECLINE
+    # sendfile.check_file's folder (cwd resolved) and own_homes, once
+    folder[0] = 0
+    if cwd[0] == c'/' and (pol_realpath_tail(cwd, folder, PATH_CAP) < 0 or not pol_ascii(folder)):
+        return STEP_DECLINE
+    nhomes = sf_own_homes(home, home_lex, home_real, homes)
+    if nhomes < 0:
         return STEP_DECLINE
     items = <JSpan*>malloc(SF_MAX_FILES * sizeof(JSpan))
     if items == NULL:
@@ -327,7 +411,8 @@ cdef int sf_send_files(const HookCtx* ctx, const PolSnap* s, const char* home, H
             sf_record(&files, &text, path, "unchecked", "not a file path")
             refused += 1
             continue
-        r = sf_check_file(path, cwd, home, &globs, NULL if (s.terminal or s.exempt) else s, &files, &text)
+        r = sf_check_file(path, cwd, home, folder, homes, nhomes, &globs,
+                          NULL if (s.terminal or s.exempt) else s, &files, &text)
         if r > 0:
             refused += 1
             r = 0

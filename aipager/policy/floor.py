@@ -14,7 +14,8 @@ from aipager.policy import _fsio, rules
 #: folders of aipager's own files, relative to home when XDG is not set
 _SESSION_FILES = ("policy", "notes", "status", "reply", "dtach", "bgjob", "exit")
 
-#: credential stores: no access for restricted roles (user, read_only)
+#: credential stores: no access for restricted roles (user, read_only), and
+#: never sent by SendUserFile (sendfile.SEND_GLOBS)
 CREDENTIAL_PATHS = (
     "~/.ssh/**",
     "~/.gnupg/**",
@@ -30,6 +31,16 @@ CREDENTIAL_PATHS = (
     "~/.pgpass",
     "~/.npmrc",
     "~/.pypirc",
+    "~/.local/share/keyrings/**",
+    "~/.pki/**",
+    "~/.oci/**",
+    "~/.config/doctl/**",
+    "~/.terraform.d/credentials.tfrc.json",
+    "~/.s3cfg",
+    "~/.boto",
+    "~/.vault-token",
+    "~/.cargo/credentials*",
+    "~/.config/rclone/**",
 )
 
 #: tools a restricted role may not use: they run code or reach other sessions

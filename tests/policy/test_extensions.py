@@ -152,7 +152,11 @@ def test_compiled_sendfile_lists_are_the_python_ones():
 
     names, globs = (json.loads(text) for text in _policy_c.sendfile_literals())
     assert names == list(sendfile.SECRET_NAMES)
-    assert globs == list(floor.CREDENTIAL_PATHS + sendfile.SEND_ONLY)
+    assert globs == list(sendfile.SEND_GLOBS)
+    assert globs == list(floor.CREDENTIAL_PATHS + sendfile.SYSTEM_SECRETS + sendfile.SEND_ONLY)
+    assert _policy_c.sendfile_reasons() == (
+        sendfile.REASON_PROTECTED, sendfile.REASON_OTHER_HOME, sendfile.REASON_SECRET_NAME,
+        sendfile.REASON_TASK_RULES, sendfile.REASON_OUTSIDE, sendfile.REASON_NO_FOLDER)
 
 
 def test_declined_paths_load_no_parser_nor_unused_steps():

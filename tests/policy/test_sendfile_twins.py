@@ -3,8 +3,9 @@
 
 Real files of every kind the checks know (regular, missing, a folder, a hard
 link, empty, over 50 MB as a sparse file, secret-shaped names, the send
-floor, a symlink into it, the task's no-access globs), named in every shape
-a SendUserFile call may use.  Both hooks must print the same bytes, send the
+floor, the system's secrets, other users' homes, a symlink into them, the
+task's no-access globs, files outside the session's folder), named in every
+shape a SendUserFile call may use.  Both hooks must print the same bytes, send the
 same datagrams and exit alike; the native one must decide itself (no
 "declined to stage 2") except where it is documented to decline.
 """
@@ -29,7 +30,14 @@ pytestmark = pytest.mark.skipif(NO_NATIVE, reason="AIPAGER_NO_EXTENSIONS=1 run: 
 #: name -> what make_tree puts there
 FILES = ["ok.txt", "missing.txt", "folder", "linked.txt", "empty.txt", "huge.bin", ".env", "id_rsa",
          "server.pem", "my-credentials.json", "to-ssh", "secret/plan.txt", "../proj/ok.txt",
-         "deep/../ok.txt", "/proc/self/status", "/dev/null", "~/.ssh/config", "~/.netrc"]
+         "deep/../ok.txt", "/proc/self/status", "/dev/null", "~/.ssh/config", "~/.netrc",
+         "../outside.txt", "~/outside.txt", "to-outside", "to-shadow", "/etc/shadow", "/root/x.txt",
+         "/home/someone-else/x.txt", "~/.local/share/keyrings/login.keyring"]
+#: files every task may send
+ALLOWED = ("ok.txt", "../proj/ok.txt", "deep/../ok.txt")
+#: files only the owner's and terminal-typed tasks may send: the task's
+#: no-access globs and the session's folder hold the others back
+ALLOWED_UNRESTRICTED = ("secret/plan.txt", "../outside.txt", "~/outside.txt", "to-outside")
 
 
 def make_tree(home: str) -> str:
@@ -51,6 +59,14 @@ def make_tree(home: str) -> str:
         fh.write("two names\n")
     os.link(os.path.join(proj, "shared.txt"), os.path.join(proj, "linked.txt"))
     os.symlink(os.path.join(home, ".ssh", "config"), os.path.join(proj, "to-ssh"))
+    # outside the session's folder: in HOME, and a symlink in the folder to it
+    with open(os.path.join(home, "outside.txt"), "w") as fh:
+        fh.write("elsewhere\n")
+    os.symlink(os.path.join(home, "outside.txt"), os.path.join(proj, "to-outside"))
+    os.symlink("/etc/shadow", os.path.join(proj, "to-shadow"))
+    os.makedirs(os.path.join(home, ".local", "share", "keyrings"))
+    with open(os.path.join(home, ".local", "share", "keyrings", "login.keyring"), "w") as fh:
+        fh.write("k\n")
     return proj
 
 
@@ -107,7 +123,7 @@ def test_each_file_kind(world, name: str, task: str) -> None:
     exit_code, stdout, extra = native
     assert exit_code == 0
     refused = json.loads(stdout)["hookSpecificOutput"]["permissionDecisionReason"] if stdout else ""
-    if name == "ok.txt" or name.endswith("/ok.txt") or (name == "secret/plan.txt" and task != "telegram"):
+    if name in ALLOWED or (name in ALLOWED_UNRESTRICTED and task != "telegram"):
         assert stdout == b"" and extra == []
     else:
         # a soft deny: no safety marker, the reason names the file, the audit gets a record
@@ -118,7 +134,9 @@ def test_each_file_kind(world, name: str, task: str) -> None:
 
 
 CODES = {"missing.txt": "missing", "folder": "not_file", "linked.txt": "hard_link", "empty.txt": "empty",
-         "huge.bin": "too_big", ".env": "floor", "to-ssh": "floor", "/dev/null": "floor"}
+         "huge.bin": "too_big", ".env": "floor", "to-ssh": "floor", "/dev/null": "floor",
+         "../outside.txt": "outside", "to-outside": "outside",
+         "to-shadow": "floor", "/root/x.txt": "floor"}
 
 
 @pytest.mark.parametrize(("name", "code"), sorted(CODES.items()))
@@ -185,3 +203,158 @@ def test_mixed_requests_agree(world, tool_input: dict, task) -> None:
     native, twin, declined = run_both(env, event_for(tool_input, proj), task_writer(env, task, proj))
     assert native == twin
     assert not declined
+
+
+def reasons(native) -> list:
+    return [(f["code"], f["reason"]) for f in native[2][0]["files"]] if native[2] else []
+
+
+#: the system's secrets: refused for every task (the owner's, typed at the
+#: terminal, a chat user's, none recorded)
+SYSTEM = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+          "/etc/sudoers.d/90-cloud", "/etc/ssh/ssh_host_ed25519_key",
+          "/etc/ssh/ssh_host_rsa_key.pub", "/etc/ssl/private/site.key", "/etc/security/opasswd",
+          "/var/backups/shadow.bak",
+          "/etc/krb5.keytab", "/etc/wireguard/wg0.conf", "~/.gnupg/private-keys-v1.d/a",
+          "~/.local/share/keyrings/login.keyring", "~/.aws/credentials",
+          "~/.config/gcloud/credentials.db", "~/.azure/msal_token_cache.json", "~/.kube/config",
+          "~/.docker/config.json", "~/.pki/nssdb/key4.db", "~/.vault-token",
+          "~/.cargo/credentials.toml"]
+
+
+@pytest.mark.parametrize("path", SYSTEM)
+@pytest.mark.parametrize("task", ["exempt", "terminal", "telegram", None])
+def test_the_systems_secrets_go_for_no_task(world, path: str, task) -> None:
+    env, home, proj = world
+    full = path.replace("~", home)
+    event = event_for({"files": [full]}, proj)
+    native, twin, declined = run_both(env, event, task_writer(env, task, proj))
+    assert native == twin
+    assert not declined
+    assert reasons(native) == [("floor", f"{full} is in a protected place")]
+
+
+@pytest.mark.parametrize("task", ["exempt", "terminal", "telegram"])
+def test_a_symlink_to_shadow_in_the_folder(world, task: str) -> None:
+    env, _, proj = world
+    event = event_for({"files": ["to-shadow"]}, proj)
+    native, twin, declined = run_both(env, event, task_writer(env, task, proj))
+    assert native == twin
+    assert not declined
+    # the spelled and absolute forms pass; the resolved one is refused
+    assert reasons(native) == [("floor", "/etc/shadow is in a protected place")]
+
+
+#: (HOME, path, refused as another user's home); the paths do not exist, so a
+#: path let through is refused as missing
+HOMES = [
+    ("/home/ann", "/home/ann/notes.txt", False),
+    ("/home/ann/", "/home/ann/notes.txt", False),
+    ("/home/ann", "/home/ann", False),
+    ("/home/ann", "/home/bob/notes.txt", True),
+    ("/home/ann", "/home/annex/notes.txt", True),
+    ("/home/ann", "/home/bob", True),
+    ("/home/ann", "/home//bob/notes.txt", True),
+    ("/home/ann", "/home/ann/../bob/notes.txt", True),
+    ("/home/ann", "/root/notes.txt", True),
+    ("/home/ann", "/root", True),
+    ("/home/ann", "/rootless/notes.txt", False),
+    ("/home/ann", "/home/notes.txt", True),
+    ("/root", "/root/proj/notes.txt", False),
+    ("/root", "/home/ann/notes.txt", True),
+    ("/home", "/home/ann/notes.txt", True),
+    ("/", "/home/ann/notes.txt", True),
+    ("/", "/root/notes.txt", True),
+    ("/home/ann/sub", "/home/ann/notes.txt", True),
+    ("/home/ann/sub", "/home/ann/sub/notes.txt", False),
+    ("/srv/ann", "/home/ann/notes.txt", True),
+]
+
+
+@pytest.mark.parametrize(("home", "path", "refused"), HOMES)
+@pytest.mark.parametrize("task", ["exempt", "terminal"])
+def test_other_users_homes(world, home: str, path: str, refused: bool, task: str) -> None:
+    env, _, proj = world
+    env = dict(env, HOME=home)
+    event = event_for({"files": [path]}, proj)
+    native, twin, declined = run_both(env, event, task_writer(env, task, proj))
+    assert native == twin
+    assert not declined
+    got = reasons(native)
+    assert len(got) == 1
+    if refused:
+        assert got[0][0] == "floor"
+        assert got[0][1].endswith(" is in another user's home")
+    else:
+        assert got[0][0] == "missing"
+
+
+def test_roots_credentials_stay_refused_with_home_root(world) -> None:
+    env, _, proj = world
+    env = dict(env, HOME="/root")
+    native, twin, declined = run_both(env, event_for({"files": ["/root/.ssh/id_ed25519"]}, proj),
+                                      task_writer(env, "exempt", proj))
+    assert native == twin
+    assert not declined
+    assert reasons(native) == [("floor", "/root/.ssh/id_ed25519 is in a protected place")]
+
+
+def test_a_home_that_is_a_symlink_counts_resolved_too(world, tmp_path) -> None:
+    """HOME=/home/ann that resolves to /home/ann2 (a link): both are the user's."""
+    from aipager.policy import sendfile
+
+    homes = ["/home/ann", "/home/ann2"]
+    assert not sendfile._other_home("/home/ann2/x", homes)
+    assert not sendfile._other_home("/home/ann/x", homes)
+    assert sendfile._other_home("/home/bob/x", homes)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    assert sendfile.own_homes(str(link) + "/") == [str(link), str(tmp_path)]
+    assert sendfile.own_homes("relative") == []
+
+
+@pytest.mark.parametrize("task", ["telegram", None, "exempt", "terminal"])
+@pytest.mark.parametrize("where", ["inside", "outside", "link-out", "link-in", "climb", "cwd-link",
+                                   "no-cwd"])
+def test_only_the_sessions_folder_for_others(world, task, where: str) -> None:
+    """A task whose author is not the owner (and none recorded) sends only
+    files whose resolved path lies in the resolved cwd."""
+    env, home, proj = world
+    os.symlink(proj, os.path.join(home, "proj-link"))
+    os.symlink(os.path.join(proj, "ok.txt"), os.path.join(home, "into-proj"))
+    cwd, name = {
+        "inside": (proj, os.path.join(proj, "ok.txt")),
+        "outside": (proj, os.path.join(home, "outside.txt")),
+        "link-out": (proj, "to-outside"),
+        "link-in": (proj, os.path.join(home, "into-proj")),
+        "climb": (os.path.join(proj, "deep"), "../../outside.txt"),
+        "cwd-link": (os.path.join(home, "proj-link"), "ok.txt"),
+        "no-cwd": ("", os.path.join(proj, "ok.txt")),
+    }[where]
+    event = event_for({"files": [name]}, cwd)
+    native, twin, declined = run_both(env, event, task_writer(env, task, proj))
+    assert native == twin
+    assert not declined
+    restricted = task in ("telegram", None)
+    if not restricted or where in ("inside", "link-in", "cwd-link"):
+        assert reasons(native) == []
+    elif where == "no-cwd":
+        assert reasons(native) == [("outside", "this task has no folder to send files from")]
+    else:
+        folder = os.path.realpath(cwd)
+        reason = f"{home}/outside.txt is outside this task's folder {folder}"
+        assert reasons(native) == [("outside", reason)]
+
+
+def test_reasons_are_one_line() -> None:
+    """The reasons Claude reads: one line each (test_extensions.py checks the
+    compiled twin's formats are these strings)."""
+    from aipager.policy import sendfile
+
+    names = [n for n in dir(sendfile) if n.startswith("REASON_")]
+    assert len(names) == 6
+    for name in names:
+        text = getattr(sendfile, name)
+        assert "\n" not in text
+        want = {"REASON_OUTSIDE": 2, "REASON_NO_FOLDER": 0}.get(name, 1)
+        assert text.count("%s") == want
