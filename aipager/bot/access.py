@@ -2,11 +2,13 @@
 
 Only the configured chat is served.  There the sender is resolved against the
 config: in a private chat its person is the owner; in a group each member has
-the role the config gives them.  Anybody else is never acted on: a private
-chat gets at most one "this bot is private" reply per person per day, a tap a
-toast, and each attempt a log line.  The config is read again when its file
-changes, so a member added with ``aipager config member add`` counts from the
-next message on.
+the role the config gives them.  Anybody else is never acted on: they get at
+most one "this bot is private" (or "not a member") reply per person per day,
+within the chat's budget for strangers (``strangers.Strangers``) and after
+everything the team waits for (``Op.low``); a tap gets a toast.  Only what is
+answered is logged as a warning (a flood must not fill the log).  The config is
+read again when its file changes, so a member added with ``aipager config
+member add`` counts from the next message on.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from aipager.fsnames import Stamp, file_stamp
 from aipager.bot.actions import Sender
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import Op, Outbox
+from aipager.bot.strangers import Strangers
 from aipager.errors import AipagerError, ConfigError
 
 log = logging.getLogger("aipager.bot")
@@ -103,10 +106,11 @@ class Access(BaseMiddleware):
     """Puts ``sender`` (a ``Sender``) into the handler data, or stops the update."""
 
     def __init__(self, members: Members, state: ChatState, outbox: Outbox,
-                 clock: Callable[[], float] = time.time) -> None:
+                 strangers: Strangers, clock: Callable[[], float] = time.time) -> None:
         self.members = members
         self.state = state
         self.outbox = outbox
+        self.strangers = strangers
         self.clock = clock
 
     async def __call__(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
@@ -140,20 +144,26 @@ class Access(BaseMiddleware):
 
     async def _refuse(self, event: TelegramObject, chat: Any, user: Any) -> None:
         configured = chat.id == self.members.current().chat_id
-        log.warning("ignored %s from user %s in chat %s (%s)", type(event).__name__.lower(),
-                    user.id, chat.id, "not a member" if configured else "not this bot's chat")
+        why = "not a member" if configured else "not this bot's chat"
+        kind = type(event).__name__.lower()
         text = NOT_MEMBER_TEXT if configured else PRIVATE_TEXT
         if isinstance(event, CallbackQuery):
+            # A toast is seen by the tapper only and uses none of the chat's posts.
+            log.warning("ignored %s from user %s in chat %s (%s)", kind, user.id, chat.id, why)
             try:
                 await event.answer(text, show_alert=False)
             except Exception as exc:  # noqa: BLE001 - a toast that fails changes nothing
                 log.debug("toast failed: %s", exc)
             return
-        if chat.type != "private" and not configured:
-            return  # never talk in other people's groups
         now = self.clock()
         last = self.state.strangers.get(str(user.id), 0.0)
-        if now - last < STRANGER_REPLY_EVERY:
+        if ((chat.type != "private" and not configured)  # never talk in other people's groups
+                or now - last < STRANGER_REPLY_EVERY or not self.strangers.may_reply(chat.id)):
+            log.debug("ignored %s from user %s in chat %s (%s)", kind, user.id, chat.id, why)
             return
+        log.warning("ignored %s from user %s in chat %s (%s)", kind, user.id, chat.id, why)
+        # Day-old entries go: a stream of new accounts must not grow the saved state.
+        self.state.strangers = {k: t for k, t in self.state.strangers.items()
+                                if now - t < STRANGER_REPLY_EVERY}
         self.state.strangers[str(user.id)] = now
-        self.outbox.put(Op("post", chat.id, text))
+        self.outbox.put(Op("post", chat.id, text, low=True))

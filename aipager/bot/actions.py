@@ -153,9 +153,10 @@ class Actions:
         return live[0] if len(live) == 1 else None
 
     def say(self, chat_id: int, text: str, *, reply_to: int | None = None,
-            markup: dict | None = None, session: str = "") -> None:
+            markup: dict | None = None, session: str = "", low: bool = False) -> None:
+        """Post ``text``; ``low``: an answer to a stranger, sent after the team's (``Op.low``)."""
         self.outbox.put(Op("post", chat_id, text, markup=markup, reply_to=reply_to,
-                           session=session))
+                           session=session, low=low))
 
     def react(self, chat_id: int, msg_id: int, emoji: str) -> None:
         if self.state.advance_reaction(chat_id, msg_id, emoji):

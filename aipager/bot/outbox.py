@@ -11,6 +11,11 @@ sends in order, so a person reads events in the order they happened.
   (every three seconds in groups); new messages in a group at most 20 a
   minute.  An edit that must wait lets the messages behind it go first: a
   card's state can arrive later, an answer should not.
+- **Strangers last.** A reply to a non-member (``Op.low``) goes only when
+  nothing else waits in its chat and, in a group, only while fewer than half
+  of the minute's posts are used; at most ``LOW_KEPT`` wait per chat (more are
+  dropped) and none is kept across a restart.  So nobody outside the team
+  can hold back what the team is waiting for.
 - **Failures.** ``429 retry_after`` pauses that chat only; network errors and
   5xx retry with capped backoff (the daemon goes on ingesting meanwhile, and
   coalescing means a card catches up with one edit); "message is not
@@ -49,6 +54,10 @@ BACKOFF_FIRST = 0.5
 BACKOFF_CAP = 30.0
 #: uploads kept across a restart only up to this size (bigger ones are re-made by their owner)
 PERSIST_DATA_MAX = 2 * 1024 * 1024
+#: replies to strangers (``Op.low``) waiting per chat; more are dropped
+LOW_KEPT = 5
+#: a group's posts in the last minute above which replies to strangers wait
+LOW_SENDS_PER_MINUTE = GROUP_SENDS_PER_MINUTE // 2
 
 
 @dataclass
@@ -63,6 +72,9 @@ class Op:
     - ``upload``: a document (``filename``; ``data``, or ``path`` of a private copy that is
       removed once sent; ``text`` as caption); ``photo`` as a photo.
     - ``action``: a chat action (``text``: "typing"); best effort, never retried.
+
+    ``low``: a reply to a non-member (a ``post``): sent after everything else in its
+    chat, dropped when too many wait, never kept across a restart.
     """
 
     kind: str
@@ -80,6 +92,7 @@ class Op:
     data: bytes = b""
     photo: bool = False
     path: str = ""
+    low: bool = False
 
     @property
     def background(self) -> bool:
@@ -177,6 +190,11 @@ class Outbox:
         lane = self._lanes.get(op.chat_id)
         if lane is None:
             lane = self._lanes[op.chat_id] = _Lane()
+        if op.low and sum(1 for item in lane.queue
+                          if isinstance(item, Op) and item.low) >= LOW_KEPT:
+            # A flood of strangers must not grow the queue: their replies are the least owed.
+            self.counters["dropped"] += 1
+            return
         slot = op.slot()
         if slot is None:
             lane.queue.append(op)
@@ -193,7 +211,7 @@ class Outbox:
     def pending(self) -> list[Op]:
         """Everything not yet sent, per chat in order (what a restart must not lose)."""
         return [op for lane in self._lanes.values() for op in lane.ops()
-                if op.kind != "action" and len(op.data) <= PERSIST_DATA_MAX]
+                if op.kind != "action" and not op.low and len(op.data) <= PERSIST_DATA_MAX]
 
     def failing(self) -> bool:
         """Whether some chat's sending is retrying after network errors or 5xx."""
@@ -269,10 +287,14 @@ class Outbox:
             send_wait = 60.0 - (now - lane.sends[0])
         edit_wait = max(0.0, lane.last_edit + edit_gap - now)
         waits = []
-        deferred = None
+        deferred = low = None
         for i, item in enumerate(lane.queue):
             op = lane.latest.get(item) if isinstance(item, str) else item
             if op is None:
+                continue
+            if op.low:
+                if low is None:
+                    low = i  # a reply to a stranger goes when nothing else waits
                 continue
             if self._is_edit(op):
                 if edit_wait <= 0:
@@ -288,7 +310,14 @@ class Outbox:
             return i, 0.0
         if deferred is not None:
             return deferred, 0.0
-        return None, min(waits) if waits else 0.05
+        if waits:
+            return None, min(waits)
+        if low is not None:
+            # Strangers never use the half of a group's minute the team may need.
+            if group and len(lane.sends) >= LOW_SENDS_PER_MINUTE:
+                return None, 60.0 - (now - lane.sends[-LOW_SENDS_PER_MINUTE])
+            return low, 0.0
+        return None, 0.05
 
     def _is_edit(self, op: Op) -> bool:
         return op.kind == "live" and self.state.live_id(op.key) is not None

@@ -24,6 +24,7 @@ from aipager.bot.access import Access, Members
 from aipager.bot.actions import Actions
 from aipager.bot.notify import ChatNotifier
 from aipager.bot.outbox import Op, Outbox
+from aipager.bot.strangers import Strangers
 from aipager.daemon.model import State
 
 log = logging.getLogger("aipager.bot")
@@ -146,7 +147,8 @@ class ChatBot:
         from aipager.bot.routers import commands, messages, taps, team
 
         dp = Dispatcher()
-        access = Access(self.members, self.state, self.outbox)
+        strangers = Strangers()
+        access = Access(self.members, self.state, self.outbox, strangers)
         dp.message.outer_middleware(access)
         dp.callback_query.outer_middleware(access)
         # Order matters: team commands and commands (the catch-all /<session> last among
@@ -155,6 +157,7 @@ class ChatBot:
                            messages.make_router())
         dp["actions"] = actions
         dp["members"] = self.members
+        dp["strangers"] = strangers
         dp["pending_names"] = {}
         dp["picks"] = {}
         dp["albums"] = {}

@@ -12,7 +12,7 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 from aipager import telegram_check
 from aipager.bot.chatstate import ChatState
-from aipager.bot.outbox import Op, Outbox
+from aipager.bot.outbox import LOW_KEPT, LOW_SENDS_PER_MINUTE, Op, Outbox
 
 OTHER = {"id": 5151, "is_bot": False, "first_name": "Other", "username": "other"}
 
@@ -181,3 +181,35 @@ async def test_typing_does_not_pile_up_while_telegram_is_away(box):
     fake.set_outage(False)
     await eventually(outbox.idle, timeout=20)
     assert len(fake.calls_of("sendChatAction")) <= 1
+
+
+async def test_replies_to_strangers_go_last_are_capped_and_not_kept(box):
+    fake, outbox = box
+    for i in range(LOW_KEPT + 3):
+        outbox.put(Op("post", OWNER["id"], f"stranger {i}", low=True))
+    outbox.put(Op("post", OWNER["id"], "member 1"))
+    outbox.put(Op("post", OWNER["id"], "member 2"))
+    # Nothing is sent yet (no await): a restart would keep only the team's posts.
+    assert [op.text for op in outbox.pending()] == ["member 1", "member 2"]
+    await eventually(outbox.idle, what="all sent")
+    assert _texts(fake, "sendMessage") == ["member 1", "member 2", *(
+        f"stranger {i}" for i in range(LOW_KEPT))]
+    assert outbox.counters["dropped"] == 3
+
+
+async def test_strangers_never_use_the_half_of_a_groups_minute_the_team_may_need(box):
+    fake, outbox = box
+    group = fake.add_group_chat(4711, "team")
+    now = [1000.0]
+    other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
+    other.start()
+    for i in range(LOW_SENDS_PER_MINUTE):
+        other.put(Op("post", group, f"member {i}"))
+    other.put(Op("post", group, "stranger", low=True))
+    await eventually(lambda: len(_texts(fake, "sendMessage", group)) == LOW_SENDS_PER_MINUTE)
+    await asyncio.sleep(0.3)
+    assert "stranger" not in _texts(fake, "sendMessage", group)
+    now[0] += 61.0  # a minute later the budget is free again
+    other.put(Op("action", group, "typing"))  # anything wakes the lane
+    await fake.wait_for("sendMessage", lambda p: p["text"] == "stranger")
+    await other.close(1)

@@ -5,6 +5,12 @@ same list); every change here is written there, audited, and counts from the
 next message on (the access middleware re-reads the file).  Only members who
 may manage change roles; only the owner hands out ``owner`` or ``admin`` or
 changes an admin.
+
+A stranger's ``/join`` is answered within the budgets of ``strangers`` (then
+silence, and even a right code is refused until the window ends); a member's
+``/join`` uses up no code.  A name that would pass for another member, a role
+or a mention (``Sender.tag`` puts an ``@`` before labels) is not taken as a
+label: the person is shown by their id instead.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+import unicodedata
+from typing import Any
 
 from aiogram import Router
 from aiogram.filters import Command, CommandObject
@@ -21,13 +29,60 @@ from aipager import config
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
 from aipager.bot.routers.commands import refused
-from aipager.errors import ConfigError
+from aipager.bot.strangers import WINDOW, Strangers
+from aipager.errors import AipagerError, ConfigError
 
 log = logging.getLogger("aipager.bot")
 
 #: how long an invitation code works
 INVITE_SECONDS = 24 * 3600.0
 STRONG = ("owner", "admin")
+#: characters that show as nothing yet are letters or symbols to Unicode (fillers, blank braille)
+_BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def _folded(label: str) -> str:
+    """``label`` as a reader compares it: compatibility forms (NFKC), accents, invisible,
+    format and space characters, and case all ignored."""
+    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", label))
+    return "".join(c for c in text if c not in _BLANKS
+                   and unicodedata.category(c)[0] not in "CZ"
+                   and unicodedata.category(c) not in ("Mn", "Me")).casefold()
+
+
+def _lookalike(wanted: str, user_id: int, cfg: config.Config, env: Any) -> str:
+    """What ``wanted`` would pass for as ``user_id``'s label, or "" when it is safe."""
+    from aipager.policy import model
+
+    folded = _folded(wanted)
+    if not folded:
+        return "nothing"
+    if folded.startswith("@"):
+        return "a mention"
+    try:
+        roles = set(model.load_policy(env).roles)
+    except AipagerError:
+        roles = set()
+    if folded in roles | set(config.ROLES) | {"guest"}:
+        return "a role"
+    if any(m.id != user_id and folded in (_folded(m.label).lstrip("@"), str(m.id))
+           for m in cfg.members):
+        return "another member"
+    return ""
+
+
+def label_for(user: Any, cfg: config.Config, env: Any) -> tuple[str, str, str]:
+    """The label ``user`` gets: (label, the name they have, what it looked like or "")."""
+    wanted = user.username or user.first_name or ""
+    why = _lookalike(wanted, user.id, cfg, env) if wanted else ""
+    return (str(user.id) if why or not wanted else wanted), wanted, why
+
+
+def _shown_as(label: str, looked: str, whose: str = "your") -> str:
+    """The sentence that says a name was not taken (empty when it was)."""
+    # The name itself is not repeated: "@owner" in a post would mention the real owner.
+    return (f" {whose.capitalize()} name looked like {looked}, so the label is {label}."
+            if looked else "")
 
 
 async def on_whoami(message: Message, actions: Actions, sender: Sender) -> None:
@@ -69,7 +124,11 @@ async def on_role(message: Message, command: CommandObject, actions: Actions, se
         return
     cfg = members.current()
     current = next((m for m in cfg.members if m.id == target.id), None)
-    label = target.username or target.first_name or str(target.id)
+    # A label once given stays (the owner may have set it); a new one is checked.
+    label, wanted, looked = ((current.label, current.label, "") if current and current.label
+                             else label_for(target, cfg, actions.env))
+    if role == "none":
+        looked = ""  # nobody is shown under it
     try:
         if role == "none":
             if why := _may_assign(sender, "user", current.role if current else None):
@@ -79,15 +138,17 @@ async def on_role(message: Message, command: CommandObject, actions: Actions, se
             config.check_role(role, actions.env)
             if why := _may_assign(sender, role, current.role if current else None):
                 raise ConfigError(why)
-            new = cfg.with_member(config.Member(target.id, role, current.label if current
-                                                and current.label else label))
+            new = cfg.with_member(config.Member(target.id, role, label))
         config.save(actions.env, new)
     except ConfigError as exc:
         actions.say(message.chat.id, f"🔒 {exc}", reply_to=message.message_id)
         return
+    if looked:
+        actions.audit("label_refused", sender, target_id=target.id, wanted=wanted, label=label,
+                      looked_like=looked)
     actions.audit("member_role", sender, target_id=target.id, target=label, new_role=role)
     actions.say(message.chat.id, f"{label} is now {role if role != 'none' else 'not a member'} "
-                f"(by {sender.tag}).")
+                f"(by {sender.tag}).{_shown_as(label, looked, 'their')}")
 
 
 async def on_invite(message: Message, command: CommandObject, actions: Actions,
@@ -113,29 +174,64 @@ async def on_invite(message: Message, command: CommandObject, actions: Actions,
                 f"send /join {code} here.")
 
 
-async def on_join(message: Message, command: CommandObject, actions: Actions,
-                  members: Members) -> None:
-    """Reached by people who are not members yet (the access middleware lets /join pass)."""
+async def on_join(message: Message, command: CommandObject, actions: Actions, sender: Sender,
+                  members: Members, strangers: Strangers) -> None:
+    """Reached by anyone: the access middleware lets a stranger's /join pass as a guest."""
     user = message.from_user
+    chat_id = message.chat.id
+    if user is None:
+        return
+    if members.sender(chat_id, user) is not None:
+        # Nothing is used up: the code stays for the person it was made for.
+        actions.audit("join_refused", sender, reason="member already")
+        actions.say(chat_id, f"{sender.tag} is a member already; the code stays valid.",
+                    reply_to=message.message_id)
+        return
+    who = {"user_id": user.id, "label": sender.label, "role": sender.role}
+    if strangers.locked(chat_id, user.id):
+        # Not even a right code: guessing on in silence must get nowhere.  The code is
+        # left for its invitee.
+        _silenced(actions, strangers, chat_id, who, "locked out")
+        return
     code = (command.args or "").strip()
-    invite = actions.state.invites.pop(code, None) if code else None
-    if user is None or invite is None or invite.get("expires", 0) < time.time():
-        actions.say(message.chat.id, "That invitation code is not valid (used, expired or "
-                    "mistyped).", reply_to=message.message_id)
+    invites = actions.state.invites
+    invite = invites.get(code) if code else None
+    if invite is None or invite.get("expires", 0) < time.time():
+        if invite is not None:
+            del invites[code]
+        reason = "expired" if invite else "unknown code" if code else "no code"
+        left = strangers.failed(chat_id, user.id)
+        if not strangers.may_reply(chat_id):
+            _silenced(actions, strangers, chat_id, who, reason)
+            return
+        actions.audit("join_refused", who, reason=reason, tries_left=left)
+        last = "" if left else f" No more tries for {WINDOW / 60:.0f} minutes."
+        actions.say(chat_id, f"That invitation code is not valid (used, expired or "
+                    f"mistyped).{last}", reply_to=message.message_id, low=True)
         return
     cfg = members.current()
-    label = user.username or user.first_name or str(user.id)
-    if any(m.id == user.id for m in cfg.members):
-        actions.say(message.chat.id, f"{label} is a member already.")
-        return
+    label, wanted, looked = label_for(user, cfg, actions.env)
     try:
         config.save(actions.env, cfg.with_member(config.Member(user.id, invite["role"], label)))
     except ConfigError as exc:
-        actions.say(message.chat.id, f"Could not add you: {exc}")
+        actions.say(chat_id, f"Could not add you: {exc}")  # the code stays: try again
         return
-    actions.audit("member_join", {"user_id": user.id, "label": label, "role": invite["role"]},
-                  invited_by=invite.get("by"))
-    actions.say(message.chat.id, f"Welcome, {label}: you joined as {invite['role']}.")
+    del invites[code]
+    who = {"user_id": user.id, "label": label, "role": invite["role"]}
+    if looked:
+        actions.audit("label_refused", who, wanted=wanted, label=label, looked_like=looked)
+    actions.audit("member_join", who, invited_by=invite.get("by"))
+    actions.say(chat_id, f"Welcome, {label}: you joined as {invite['role']}."
+                f"{_shown_as(label, looked)}")
+
+
+def _silenced(actions: Actions, strangers: Strangers, chat_id: int, who: dict[str, Any],
+              reason: str) -> None:
+    """An attempt nobody is told about: counted, and audited at the 1st, 10th, 100th… of
+    the chat's window (``count`` says how many so far)."""
+    count = strangers.silenced(chat_id)
+    if count is not None:
+        actions.audit("join_silenced", who, reason=reason, count=count)
 
 
 def make_router() -> Router:
