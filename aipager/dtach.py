@@ -353,6 +353,12 @@ def create(
         msg = f"session {name} is already running; attach with `aipager session {name}`"
         raise SessionError(msg)
     _unlink(sock)  # stale: dtach refuses to create over an existing file
+    # Notes and typing marks of an earlier process at this name: none of its
+    # messages can be taken now, so none may restrict (or name) the new one's tasks.
+    from aipager.policy import _fsio, notes
+
+    notes.clear_all(env, session_name(name))
+    _fsio.unlink_quiet(paths.typing_mark(env, session_name(name)))
     command = list(program) if program is not None else [claude_binary(env), *args]
     argv = create_argv(dtach_binary(env), sock, command)
     proc = subprocess.run(

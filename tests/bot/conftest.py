@@ -28,6 +28,8 @@ class FakeSessions:
         self.live: set[str] = set()
         self.typed: list[tuple[str, str, dict | None]] = []
         self.keys: list[tuple[str, list[bytes]]] = []
+        #: what ``recover_typing`` reports once: messages a crash cut off mid-paste
+        self.cut: list[dict[str, Any]] = []
 
     def discover(self) -> dict[str, str]:
         return {name: f"/nonexistent/{name}.sock" for name in self.live}
@@ -48,7 +50,8 @@ class FakeSessions:
         self.typed.append((session, text, None))
 
     async def recover_typing(self) -> list[dict[str, Any]]:
-        return []
+        cut, self.cut = self.cut, []
+        return cut
 
     async def press(self, session: str, keys: Any) -> None:
         if session not in self.live:

@@ -35,8 +35,7 @@ async def test_a_members_shell_line_is_refused_told_and_audited(chat):
     msg = await chat.fake.user_says("/jim !rm -rf ~", user=GUEST, chat_id=chat.chat_id)
     refusal = await chat.fake.wait_for("sendMessage", lambda p: "🔒 Not sent" in str(p["text"]))
     assert "shell command" in refusal["text"]
-    assert refusal.get("reply_to_message_id") == msg["message_id"] or \
-        "reply_parameters" in refusal
+    assert refusal["reply_parameters"]["message_id"] == msg["message_id"]
     await chat.fake.wait_for("setMessageReaction", lambda p: p["reaction"][0]["emoji"] == "🤷")
     assert chat.sessions.typed == [] and chat.sessions.keys == []
     records = [r for r in _audit(chat.daemon.env) if r["action"] == "chat_prompt_refused"]
@@ -68,3 +67,16 @@ async def test_the_owners_own_bang_is_refused_unless_they_opted_in(chat):
     await eventually(lambda: sum("🔒 Not sent" in t for t in chat.sent_texts()) == 2,
                      what="the member still refused")
     assert len(chat.sessions.typed) == 1
+
+
+async def test_a_message_a_crash_cut_off_is_marked_and_its_author_told(chat):
+    session = chat.start("jim")
+    msg = await chat.fake.user_says("/jim a long message", chat_id=chat.chat_id)
+    await eventually(lambda: chat.sessions.typed, what="typed")
+    chat.sessions.cut = [{"session": session, "chat_id": chat.chat_id,
+                          "msg_id": msg["message_id"]}]
+    await chat.daemon.recover_typing()
+    told = await chat.fake.wait_for("sendMessage", lambda p: "cut this message off" in str(p["text"]))
+    assert "Send it again" in told["text"]
+    assert told["reply_parameters"]["message_id"] == msg["message_id"]
+    await chat.fake.wait_for("setMessageReaction", lambda p: p["reaction"][0]["emoji"] == "🤷")

@@ -48,6 +48,25 @@ def test_create_type_list_kill_end_to_end(fake_claude, tmp_path):
     assert dtach.kill(env, "t1") is False
 
 
+def test_a_new_process_starts_with_no_notes_of_the_old_one(fake_claude):
+    """A note is a message typed into a process; a new process at the name can take none
+    of them, so none may restrict or name its tasks (nor a typing mark clear its input)."""
+    from aipager.policy import notes
+
+    env = dict(os.environ)
+    notes.write_note(env, "claude-renew", msg_id=1, chat_id=1, author_user_id=7,
+                     author_label="ana", role="user", text="typed into the old one")
+    mark = paths.typing_mark(env, "claude-renew")
+    with open(mark, "w") as fh:
+        fh.write("{}")
+    dtach.create(env, "renew")
+    try:
+        assert notes.list_notes(env, "claude-renew") == []
+        assert not os.path.exists(mark)
+    finally:
+        dtach.kill(env, "renew")
+
+
 def test_a_live_session_is_not_created_twice(fake_claude):
     env = dict(os.environ)
     dtach.create(env, "dup")

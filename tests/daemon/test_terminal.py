@@ -59,3 +59,72 @@ async def test_type_text_into_a_real_session(cat_session):
 async def test_type_text_into_a_missing_session_fails():
     with pytest.raises(SessionNotFound):
         await DtachIO(dict(os.environ)).type_text("claude-nobody", "x")
+
+
+@pytest.fixture
+def raw_session(tmp_path):
+    """A session that records the raw bytes it is sent (no line editing in between)."""
+    env = dict(os.environ)
+    sock = paths.dtach_socket(env, "claude-raw")
+    out = tmp_path / "raw.bin"
+    argv = dtach.create_argv(dtach.dtach_binary(env), sock,
+                             ["sh", "-c", f"stty raw -echo; cat > {out}"])
+    subprocess.run(argv, check=True, env=env)
+    end = time.monotonic() + 5
+    while not dtach.is_live(sock):
+        assert time.monotonic() < end
+        time.sleep(0.02)
+    yield env, out
+    dtach.kill(env, "raw")
+
+
+def _wait_bytes(out, want: bytes) -> bytes:
+    end = time.monotonic() + 5
+    while want not in (out.read_bytes() if out.exists() else b""):
+        assert time.monotonic() < end, out.read_bytes() if out.exists() else "no output"
+        time.sleep(0.02)
+    return out.read_bytes()
+
+
+NOTE = {"msg_id": 5, "chat_id": -100, "author_user_id": 7, "author_label": "ana", "role": "user"}
+
+
+async def test_a_prompt_goes_in_as_one_paste_then_enter(raw_session):
+    from aipager.policy import notes
+
+    env, out = raw_session
+    text = "line one\nline two\t!not a shell"
+    await DtachIO(env).type_prompt("claude-raw", text, note=dict(NOTE, text=text))
+    data = _wait_bytes(out, b"\r")
+    assert data == dtach.PASTE_START + text.encode() + dtach.PASTE_END + b"\r"
+    assert [n.doc["text"] for n in notes.list_notes(env, "claude-raw")] == [text]
+    assert not os.path.exists(paths.typing_mark(env, "claude-raw"))
+
+
+@pytest.mark.parametrize("text", ["!id", " /exit", "a\x03b", "a\x1b[201~b"])
+async def test_what_is_not_a_prompt_is_never_typed(raw_session, text):
+    from aipager.policy import notes
+
+    env, out = raw_session
+    with pytest.raises(ValueError):
+        await DtachIO(env).type_prompt("claude-raw", text, note=dict(NOTE, text=text))
+    assert notes.list_notes(env, "claude-raw") == []
+    assert not (out.exists() and out.read_bytes())
+
+
+async def test_a_crash_in_the_typing_window_is_cleared_at_the_next_start(raw_session):
+    """The daemon died between the paste and its Enter: its mark and note are left.  The
+    next start empties the input box (Ctrl-U, which leaves a running task alone), deletes
+    the note (nobody's rights) and reports the message."""
+    from aipager.policy import _fsio, notes
+
+    env, out = raw_session
+    note = notes.write_note(env, "claude-raw", text="half typed", **NOTE)
+    _fsio.write_json_atomic(paths.typing_mark(env, "claude-raw"),
+                            {"note": note, "chat_id": -100, "msg_id": 5})
+    found = await DtachIO(env).recover_typing()
+    assert found == [{"session": "claude-raw", "note": note, "chat_id": -100, "msg_id": 5}]
+    assert _wait_bytes(out, dtach.CLEAR_INPUT) == dtach.CLEAR_INPUT
+    assert notes.list_notes(env, "claude-raw") == []
+    assert not os.path.exists(paths.typing_mark(env, "claude-raw"))
+    assert await DtachIO(env).recover_typing() == []
