@@ -136,3 +136,42 @@ def test_a_long_message_arrives_whole_and_is_answered_as_a_reply(team, dtach_ses
     assert body in fa.message_text(request.last_user())
     phone.wait(lambda snap: "👍" in phone.reactions(message["message_id"], snap), 20,
                "👍 on the message Claude took")
+
+
+def test_a_message_cut_off_by_a_crash_is_cleared_not_glued(daemon, dtach_session,
+                                                           fake_anthropic, fake_telegram,
+                                                           claude_home):
+    """The daemon is killed between pasting a message and pressing Enter: the text stays in
+    Claude Code's input box.  The next start empties the box, deletes the message's note and
+    says so on the message; the next message arrives alone, not glued to the old text."""
+    from aipager.policy import _fsio, notes
+
+    phone = Phone(fake_telegram)
+    fake_anthropic.script("E2E-NEXT", fa.text("Next answered."))
+    tui = dtach_session(*TUI_ARGS)
+    _ready(daemon)
+    first = fake_telegram.say("hello before the crash")
+    phone.wait(lambda snap: "👍" in phone.reactions(first["message_id"], snap), 40, "taken")
+
+    daemon.proc.kill()
+    daemon.proc.wait(10)
+    # what the killed daemon had done: the note, the mark, the paste without its Enter
+    env = claude_home.aipager_env()
+    note = notes.write_note(env, claude_home.session, msg_id=first["message_id"],
+                            chat_id=OWNER["id"], author_user_id=OWNER_ID, author_label="owner",
+                            role="owner", text="E2E-HALF typed when the daemon died")
+    _fsio.write_json_atomic(paths.typing_mark(env, claude_home.session),
+                            {"note": note, "chat_id": OWNER["id"], "msg_id": first["message_id"]})
+    tui.push(b"\x1b[200~E2E-HALF typed when the daemon died\x1b[201~")
+    tui.wait_shown("E2E-HALF typed when the daemon died")
+    daemon.start()
+
+    phone.wait(lambda snap: any("cut this message off" in t for t in phone.sent_texts(snap)),
+               30, "the cut-off message reported")
+    assert notes.list_notes(env, claude_home.session) == []
+    fake_telegram.say("E2E-NEXT after the restart")
+    phone.wait(lambda snap: any("Next answered." in t for t in phone.sent_texts(snap)), 60,
+               "the next answer")
+    prompt = fa.message_text(fake_anthropic.requests_with("E2E-NEXT")[0].last_user())
+    assert "E2E-HALF" not in prompt
+    assert not fake_anthropic.requests_with("E2E-HALF")
