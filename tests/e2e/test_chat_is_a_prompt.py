@@ -175,3 +175,40 @@ def test_a_message_cut_off_by_a_crash_is_cleared_not_glued(daemon, dtach_session
     prompt = fa.message_text(fake_anthropic.requests_with("E2E-NEXT")[0].last_user())
     assert "E2E-HALF" not in prompt
     assert not fake_anthropic.requests_with("E2E-HALF")
+
+
+def test_claude_sends_no_system_secret_and_a_members_task_nothing_from_outside(
+        team, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """SendUserFile of /etc/shadow is refused for every task, the owner's too (the daemon may
+    run as root); a member's task sends only files from the session's folder."""
+    phone = Phone(fake_telegram, GROUP)
+    claude_home.extra_env["CLAUDE_CODE_ATTACHMENTS_BY_PATH"] = "1"
+    inside = os.path.join(claude_home.project, "report.txt")
+    with open(inside, "w") as fh:
+        fh.write("the report\n")
+    fake_anthropic.script("E2E-SHADOW", fa.tool("SendUserFile", {"files": ["/etc/shadow"],
+                                                                 "status": "normal"}),
+                          fa.text("Shadow over."))
+    fake_anthropic.script("E2E-OUTSIDE",
+                          fa.tool("SendUserFile", {"files": ["/etc/hostname"], "status": "normal"}),
+                          fa.tool("SendUserFile", {"files": [inside], "status": "normal"}),
+                          fa.text("Outside over."))
+    dtach_session("--permission-mode", "default", "--allowedTools", "Write,Read,SendUserFile")
+    _ready(team)
+
+    fake_telegram.say("/e2e E2E-SHADOW send the password file", user=OWNER, chat_id=GROUP)
+    phone.wait(lambda snap: any("Shadow over." in t for t in phone.sent_texts(snap)), 60,
+               "the owner's answer")
+    team.wait_session(_finished(1), 30, "the owner's task finished")
+    fake_telegram.say("/e2e E2E-OUTSIDE send the host name", user=GUEST, chat_id=GROUP)
+    phone.wait(lambda snap: any("Outside over." in t for t in phone.sent_texts(snap)), 60,
+               "the member's answer")
+    phone.wait(lambda snap: len(snap["uploads"]) >= 1, 20, "the report uploaded")
+
+    uploads = phone.snapshot()["uploads"]
+    assert [u["filename"] for u in uploads] == ["report.txt"], uploads
+    errors = [str(b.get("content")) for key in ("E2E-SHADOW", "E2E-OUTSIDE")
+              for r in fake_anthropic.requests_with(key) for b in r.tool_results()
+              if b.get("is_error")]
+    assert any("/etc/shadow" in e for e in errors), errors
+    assert any("/etc/hostname" in e and "outside" in e for e in errors), errors
