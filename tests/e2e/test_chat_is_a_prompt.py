@@ -212,3 +212,30 @@ def test_claude_sends_no_system_secret_and_a_members_task_nothing_from_outside(
               if b.get("is_error")]
     assert any("/etc/shadow" in e for e in errors), errors
     assert any("/etc/hostname" in e and "outside" in e for e in errors), errors
+
+
+def test_a_stranger_flooding_join_codes_does_not_hold_the_owners_answer_back(
+        team, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """200 wrong /join codes from a stranger while the owner's task answers: before, each got
+    an answer and group posts go out at 20 a minute, so the owner waited minutes; now the
+    stranger gets at most three, after the team's, and the rest is silence (audited)."""
+    phone = Phone(fake_telegram, GROUP)
+    stranger = {"id": 31337, "is_bot": False, "first_name": "Mallory", "username": "mallory"}
+    fake_anthropic.script("E2E-FLOOD", fa.text("Flood answer."))
+    dtach_session(*TUI_ARGS)
+    _ready(team)
+    fake_telegram.say("/e2e E2E-FLOOD hello", user=OWNER, chat_id=GROUP)
+    for i in range(200):
+        fake_telegram.say(f"/join wrong{i:03d}", user=stranger, chat_id=GROUP)
+    # a group's pacing allows the answer within seconds; 200 answers would take 10 minutes
+    phone.wait(lambda snap: any("Flood answer." in t for t in phone.sent_texts(snap)), 60,
+               "the owner's answer")
+    team.wait_session(_finished(1), 30, "the owner's task finished")
+    to_stranger = [m for m in phone.messages()
+                   if m.get("reply_to_message", {}).get("from", {}).get("id") == stranger["id"]]
+    assert 1 <= len(to_stranger) <= 3, [m.get("text") for m in to_stranger]
+    assert all("invitation code is not valid" in m.get("text", "") for m in to_stranger)
+    records = _audit(claude_home)
+    assert {r.get("who_id") for r in records if r.get("action", "").startswith("join_")} \
+        == {stranger["id"]}
+    assert any(r.get("action") == "join_silenced" for r in records)
