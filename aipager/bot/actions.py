@@ -153,10 +153,12 @@ class Actions:
         return live[0] if len(live) == 1 else None
 
     def say(self, chat_id: int, text: str, *, reply_to: int | None = None,
-            markup: dict | None = None, session: str = "", low: bool = False) -> None:
-        """Post ``text``; ``low``: an answer to a stranger, sent after the team's (``Op.low``)."""
+            markup: dict | None = None, session: str = "", low: bool = False,
+            buzz: bool = False) -> None:
+        """Post ``text``, silently unless ``buzz`` (a failure the person must see: ``Op.buzz``);
+        ``low``: an answer to a stranger, sent after the team's (``Op.low``)."""
         self.outbox.put(Op("post", chat_id, text, markup=markup, reply_to=reply_to,
-                           session=session, low=low))
+                           session=session, low=low, buzz=buzz))
 
     def react(self, chat_id: int, msg_id: int, emoji: str) -> None:
         if self.state.advance_reaction(chat_id, msg_id, emoji):
@@ -226,7 +228,8 @@ class Actions:
             await self.daemon.session_io.type_text(sess.name, text)
         except (AipagerError, ValueError, OSError) as exc:
             self.react(chat_id, msg_id, "🤷")
-            self.say(chat_id, f"🤷 Not delivered to {sess.label}: {_reason(exc)}", reply_to=msg_id)
+            self.say(chat_id, f"🤷 Not delivered to {sess.label}: {_reason(exc)}", reply_to=msg_id,
+                     buzz=True)
             return "failed"
         self.audit("chat_raw_keys", sender, session=sess.name, msg_id=msg_id, chat_id=chat_id)
         return "typed"
@@ -250,7 +253,7 @@ class Actions:
             self.daemon.drop_chat_message(session, msg_id)
             self.react(chat_id, msg_id, "🤷")
             self.say(chat_id, f"🤷 Not delivered to {session.removeprefix('claude-')}: "
-                     f"{_reason(exc)}", reply_to=msg_id)
+                     f"{_reason(exc)}", reply_to=msg_id, buzz=True)
             log.warning("typing a chat message into %s failed: %s", session, exc)
             return "failed"
         self.audit("chat_prompt", author, session=session, msg_id=msg_id, chat_id=chat_id)

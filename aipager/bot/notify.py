@@ -53,6 +53,13 @@ def _entities(chunk: Any) -> list[dict[str, Any]]:
     return [e.model_dump(exclude_none=True) for e in chunk.entities]
 
 
+#: notices that need the person (a failure, a lost tap, a message cut off): they buzz;
+#: the rest (context, compaction, a session's end, refused files) arrive silently
+BUZZING_NOTICES = frozenset({NoticeName.API_ERROR, NoticeName.SAFETY_BLOCKED,
+                             NoticeName.LATE_TAP, NoticeName.TYPING_CUT,
+                             NoticeName.STILL_WAITING})
+
+
 class ChatNotifier:
     """Turns outputs into outbox ops for the chat(s) a session reports to.
 
@@ -127,9 +134,10 @@ class ChatNotifier:
         formatted = format_answer(label, out.text)
         reply_to = _prompt_msg(sess, out.task)
         for i, chunk in enumerate(formatted.messages):
+            # the answer buzzes once, on its first part
             self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
-                               reply_to=reply_to if i == 0 else None, session=out.session),
-                            urgent=True)
+                               reply_to=reply_to if i == 0 else None, session=out.session,
+                               buzz=i == 0), urgent=True)
         if formatted.attachment is not None:
             self.outbox.put(Op("upload", chat_id, "The whole answer",
                                filename=formatted.attachment_name or f"{label}-answer.md",
@@ -149,7 +157,7 @@ class ChatNotifier:
             if self.state.advance_reaction(chat_id, reply_to, "🤷"):
                 self.outbox.put(Op("react", chat_id, emoji="🤷", msg_id=reply_to))
         self.outbox.put(Op("post", chat_id, out.text, markup=markup, session=out.session,
-                           reply_to=reply_to), urgent=True)
+                           reply_to=reply_to, buzz=out.notice in BUZZING_NOTICES), urgent=True)
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)
@@ -183,7 +191,7 @@ class ChatNotifier:
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
         self.outbox.put(Op("post", chat_id, text, entities=entities,
-                           markup=view.keyboard(rows), key=key, session=out.session),
+                           markup=view.keyboard(rows), key=key, session=out.session, buzz=True),
                         urgent=True)
 
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
@@ -200,8 +208,8 @@ class ChatNotifier:
         text, markup = view.question_view(label, ask, handle)
         self.state.forget_live(key)
         self.state.show(key, text)
-        self.outbox.put(Op("post", chat_id, text, markup=markup, key=key, session=out.session),
-                        urgent=True)
+        self.outbox.put(Op("post", chat_id, text, markup=markup, key=key, session=out.session,
+                           buzz=True), urgent=True)
 
     def _on_request_closed(self, out: RequestClosed, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)

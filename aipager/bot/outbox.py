@@ -75,6 +75,11 @@ class Op:
 
     ``low``: a reply to a non-member (a ``post``): sent after everything else in its
     chat, dropped when too many wait, never kept across a restart.
+
+    ``buzz``: the phone notifies.  Off by default: progress (cards, the status line,
+    notices, replies to what the person just did) arrives silently; what needs the
+    person (the answer, a permission request, a question, a failure) buzzes, so a
+    prompt makes one notification, not three.
     """
 
     kind: str
@@ -93,6 +98,7 @@ class Op:
     photo: bool = False
     path: str = ""
     low: bool = False
+    buzz: bool = False
 
     @property
     def background(self) -> bool:
@@ -447,14 +453,17 @@ class Outbox:
             caption = op.text[:1024] or None
             if op.photo:
                 sent = await bot.send_photo(op.chat_id, upload, caption=caption,
-                                            reply_parameters=reply)
+                                            reply_parameters=reply,
+                                            disable_notification=not op.buzz)
             else:
                 sent = await bot.send_document(op.chat_id, upload, caption=caption,
-                                               reply_parameters=reply)
+                                               reply_parameters=reply,
+                                               disable_notification=not op.buzz)
         else:
             sent = await bot.send_message(op.chat_id, op.text, entities=entities,
                                           reply_markup=markup, reply_parameters=reply,
-                                          link_preview_options=no_preview)
+                                          link_preview_options=no_preview,
+                                          disable_notification=not op.buzz)
         self.counters["sent"] += 1
         if op.path:
             with contextlib.suppress(OSError):

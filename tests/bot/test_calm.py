@@ -1,0 +1,36 @@
+"""One buzz per prompt: progress arrives silently, what needs the person notifies."""
+
+from __future__ import annotations
+
+from .conftest import eventually
+
+
+def _buzzes(p) -> bool:
+    return str(p.get("disable_notification", "")).lower() not in ("true", "1")
+
+
+async def test_a_prompt_makes_one_notification_the_answer(chat):
+    fake = chat.fake
+    session = chat.start("jim")
+    msg = await fake.user_says("fix the failing test")
+    await eventually(lambda: chat.sessions.typed, what="typed")
+    chat.feed(session, "queue_pickup", consumed=[{"msg_id": msg["message_id"],
+                                                  "chat_id": chat.chat_id,
+                                                  "author_user_id": 1}])
+    chat.feed(session, "UserPromptSubmit", prompt="fix the failing test", prompt_id="p1")
+    chat.feed(session, "PreToolUse", tool_name="Bash", tool_use_id="t1",
+              tool_input={"command": "pytest -q"})
+    await fake.wait_for("sendMessage", lambda p: "jim · working" in str(p.get("text")))
+    chat.feed(session, "PermissionRequest", tool_name="Bash", tool_input={"command": "rm x"},
+              permission_suggestions=[])
+    await fake.wait_for("sendMessage", lambda p: "🔐" in str(p.get("text")))
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Fixed.")
+    await fake.wait_for("sendMessage", lambda p: str(p.get("text")).startswith("Fixed")
+                        or "Fixed." in str(p.get("text")))
+    sends = fake.calls_of("sendMessage", ok=True)
+    loud = [str(p["text"]) for p in sends if _buzzes(p)]
+    quiet = [str(p["text"]) for p in sends if not _buzzes(p)]
+    assert len(loud) == 2, loud  # the permission request and the answer
+    assert any("🔐" in t for t in loud) and any("Fixed." in t for t in loud)
+    assert any("jim · working" in t for t in quiet), quiet  # the card: silent
+    assert any("📟" in t for t in quiet), quiet  # the status line: silent
