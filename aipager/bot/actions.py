@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,6 +34,8 @@ READY_SETTLE = 1.0
 DIALOG_SETTLE = 1.0
 #: how long a question's answer waits for the dialog to be drawn
 DIALOG_WAIT = 10.0
+#: stops of one session this close together press Escape once
+STOP_DEBOUNCE = 2.0
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ class Actions:
         self.state = state
         self.outbox = outbox
         self._default_folder = default_folder
+        #: when Escape was last pressed per session (``stop``'s debounce)
+        self._stopped: dict[str, float] = {}
 
     # -- looking things up ---------------------------------------------------------
 
@@ -276,9 +281,16 @@ class Actions:
 
     # -- session control -----------------------------------------------------------
 
-    async def stop(self, sess: Session) -> None:
-        """Interrupt the running task: Escape, as Claude Code's TUI expects."""
+    async def stop(self, sess: Session) -> bool:
+        """Interrupt the running task: Escape, as Claude Code's TUI expects.  Repeated
+        stops within ``STOP_DEBOUNCE`` seconds press nothing (a burst of taps on ⏹ must
+        not become a burst of keys); returns whether Escape was pressed."""
+        now = time.monotonic()
+        if now - self._stopped.get(sess.name, -STOP_DEBOUNCE) < STOP_DEBOUNCE:
+            return False
+        self._stopped[sess.name] = now
         await self.daemon.session_io.press(sess.name, [ESCAPE])
+        return True
 
     async def type_command(self, sess: Session, command: str) -> None:
         """Type one of Claude Code's own slash commands (``/compact``)."""

@@ -9,7 +9,7 @@ sends in order, so a person reads events in the order they happened.
   coalesce per message the same way.
 - **Pacing.** Edits of a chat's live messages go out at most once a second
   (every three seconds in groups); new messages in a group at most 20 a
-  minute.  An edit that must wait lets the messages behind it go first: a
+  minute, to a private chat at most five in any five seconds.  An edit that must wait lets the messages behind it go first: a
   card's state can arrive later, an answer should not.
 - **Strangers last.** A reply to a non-member (``Op.low``) goes only when
   nothing else waits in its chat and, in a group, only while fewer than half
@@ -47,8 +47,18 @@ log = logging.getLogger("aipager.bot")
 #: seconds between edits of live messages in one chat (Telegram allows about one a second)
 EDIT_GAP = 1.0
 EDIT_GAP_GROUP = 3.0
+#: the head of a message sent again after a send whose outcome is unknown
+REPEAT_MARK = "↻ "
+#: the head of the line telling the person that Telegram refused a message
+REFUSED_MARK = "⚠️ Telegram refused"
+#: how long closing waits for calls under way (an answer Telegram is slow to accept
+#: must not be cut off and sent again at the next start)
+INFLIGHT_GRACE = 10.0
 #: new messages per minute in a group
 GROUP_SENDS_PER_MINUTE = 20
+#: new messages to a private chat: at most this many in any this many seconds (Telegram
+#: asks for about one a second per chat; an answer in parts and its file may go at once)
+PRIVATE_BURST = 5
 #: retry backoff after network errors and 5xx: first, cap (seconds)
 BACKOFF_FIRST = 0.5
 BACKOFF_CAP = 30.0
@@ -99,6 +109,10 @@ class Op:
     path: str = ""
     low: bool = False
     buzz: bool = False
+    #: a new message whose sending started (saved before the call): if it is still set when
+    #: the message is sent again, Telegram may have shown it already (the connection
+    #: dropped, or the daemon died mid-call), so it goes again marked ``REPEAT_MARK``
+    sending: bool = False
 
     @property
     def background(self) -> bool:
@@ -246,6 +260,13 @@ class Outbox:
         while not self.idle() and self._clock() < deadline:
             await asyncio.sleep(0.05)
         self._running = False
+        for lane in self._lanes.values():
+            lane.wake.set()  # a waiting lane sees it should stop
+        # A call under way is let finish: cut off, whether Telegram showed it is unknown.
+        deadline = self._clock() + INFLIGHT_GRACE
+        while (any(lane.inflight is not None for lane in self._lanes.values())
+               and self._clock() < deadline):
+            await asyncio.sleep(0.02)
         await cancel_and_wait(lane.task for lane in self._lanes.values() if lane.task is not None)
 
     async def _run(self, chat_id: int, lane: _Lane) -> None:
@@ -269,11 +290,16 @@ class Outbox:
             # A new message, once sent, is saved as sent at once: sent again after a hard
             # kill it would show twice (an edit or a reaction repeats harmlessly).
             fresh = op.kind in ("post", "upload") or (op.kind == "live" and not self._is_edit(op))
+            if fresh:
+                if op.sending:
+                    _mark_repeat(op)  # the last call's outcome was unknown: never blindly again
+                op.sending = True
+                self._on_change(True)  # saved before the call: a hard kill now leaves a mark
             try:
                 done = await self._attempt(chat_id, lane, op)
             except asyncio.CancelledError:
-                # Stopped mid-call: whether Telegram got it is unknown; keeping it
-                # (sent again at the next start) beats losing an answer.
+                # Stopped mid-call: whether Telegram got it is unknown; keeping it (sent
+                # again at the next start, marked as a possible repeat) beats losing it.
                 self._requeue(lane, op, 0)
                 raise
             finally:
@@ -291,6 +317,9 @@ class Outbox:
         send_wait = 0.0
         if group and len(lane.sends) >= GROUP_SENDS_PER_MINUTE:
             send_wait = 60.0 - (now - lane.sends[0])
+        elif not group and len(lane.sends) >= PRIVATE_BURST:
+            # the burst's oldest send must be PRIVATE_BURST seconds old
+            send_wait = max(0.0, PRIVATE_BURST - (now - lane.sends[-PRIVATE_BURST]))
         edit_wait = max(0.0, lane.last_edit + edit_gap - now)
         waits = []
         deferred = low = None
@@ -353,6 +382,7 @@ class Outbox:
                 if not retry:
                     break
         except tg.TelegramRetryAfter as exc:
+            op.sending = False  # Telegram answered: nothing was shown
             self.counters["rate_limited"] += 1
             lane.paused_until = self._clock() + max(1, exc.retry_after)
             log.warning("Telegram asks to slow down in chat %s: waiting %s s", chat_id,
@@ -360,6 +390,8 @@ class Outbox:
             return False
         except (tg.TelegramNetworkError, tg.TelegramServerError, asyncio.TimeoutError,
                 OSError) as exc:
+            if isinstance(exc, tg.TelegramServerError) or _never_connected(exc):
+                op.sending = False  # Telegram refused, or was never reached
             lane.failures += 1
             self.counters["retries"] += 1
             delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (lane.failures - 1))
@@ -375,6 +407,12 @@ class Outbox:
         except tg.TelegramAPIError as exc:
             self.counters["dropped"] += 1
             log.error("Telegram refused a %s in chat %s: %s", op.kind, chat_id, _short(exc))
+            if (op.kind in ("post", "upload") and not op.low and not op.text.startswith(REFUSED_MARK)
+                    and not isinstance(exc, tg.TelegramForbiddenError)):
+                # nothing is dropped without the person hearing of it
+                self._queue(Op("post", chat_id, f"{REFUSED_MARK} to show a message "
+                               f"({_short(exc)}); it is on the computer: `aipager status`, "
+                               "or the session's terminal.", buzz=op.buzz))
             return True
         except Exception:  # noqa: BLE001 - a bug must not stop the lane
             self.counters["dropped"] += 1
@@ -407,6 +445,12 @@ class Outbox:
                 return True
             if op.kind == "react" and ("reaction" in text or "not found" in text):
                 return False  # the message is gone or reactions are off: nothing to do
+            if op.kind in ("post", "live") and op.entities:
+                op.entities = []  # refused for another reason: plain text is the safer form
+                return True
+            if op.kind in ("post", "live") and op.markup is not None:
+                op.markup = None
+                return True
             raise
         return False
 
@@ -481,6 +525,22 @@ class Outbox:
 
 class FileGone(Exception):
     """The private copy of a file to upload is no longer there (dropped, logged)."""
+
+
+def _mark_repeat(op: Op) -> None:
+    """Head ``op``'s text with ``REPEAT_MARK`` (once), its entities moved along."""
+    if op.text.startswith(REPEAT_MARK):
+        return
+    op.text = REPEAT_MARK + op.text
+    shift = len(REPEAT_MARK.encode("utf-16-le")) // 2
+    op.entities = [dict(e, offset=int(e.get("offset", 0)) + shift) for e in op.entities]
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """A network error that happened before the request reached Telegram (aiogram names
+    aiohttp's error in its message): sending again cannot show it twice."""
+    text = str(exc)
+    return "ClientConnectorError" in text or "Cannot connect" in text
 
 
 def _short(exc: BaseException) -> str:

@@ -34,3 +34,18 @@ async def test_a_prompt_makes_one_notification_the_answer(chat):
     assert any("🔐" in t for t in loud) and any("Fixed." in t for t in loud)
     assert any("jim · working" in t for t in quiet), quiet  # the card: silent
     assert any("📟" in t for t in quiet), quiet  # the status line: silent
+
+
+async def test_a_burst_of_stops_presses_escape_once(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
+    for _ in range(20):
+        await chat.fake.user_says("/stop jim")
+    await chat.fake.wait_for("sendMessage", lambda p: "Stop sent" in str(p["text"]))
+    await eventually(lambda: chat.sessions.keys, what="Escape pressed")
+    # every /stop handled: the 20th one's turn has come and gone
+    await chat.fake.user_says("/status")
+    await chat.fake.wait_for("sendMessage", lambda p: "jim" in str(p["text"]) and
+                             "Stop sent" not in str(p["text"]) and "📟" not in str(p["text"]))
+    assert chat.sessions.keys == [(session, [b"\x1b"])]
+    assert sum("Stop sent" in t for t in chat.sent_texts()) == 1

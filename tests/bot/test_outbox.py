@@ -12,7 +12,8 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 from aipager import telegram_check
 from aipager.bot.chatstate import ChatState
-from aipager.bot.outbox import LOW_KEPT, LOW_SENDS_PER_MINUTE, Op, Outbox
+from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REFUSED_MARK,
+                                 REPEAT_MARK, Op, Outbox)
 
 OTHER = {"id": 5151, "is_bot": False, "first_name": "Other", "username": "other"}
 
@@ -40,11 +41,11 @@ def _texts(fake, method, chat=OWNER["id"]):
 
 async def test_posts_go_out_in_order(box):
     fake, outbox = box
-    for i in range(12):
+    for i in range(7):  # past the private chat's burst: paced, still in order
         outbox.put(Op("post", OWNER["id"], f"message {i}"))
-    await eventually(outbox.idle, what="all sent")
-    await eventually(lambda: len(_texts(fake, "sendMessage")) == 12)
-    assert _texts(fake, "sendMessage") == [f"message {i}" for i in range(12)]
+    await eventually(outbox.idle, timeout=10, what="all sent")
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == 7)
+    assert _texts(fake, "sendMessage") == [f"message {i}" for i in range(7)]
 
 
 async def test_a_429_pauses_only_that_chat_and_the_message_still_arrives_once(box):
@@ -213,3 +214,55 @@ async def test_strangers_never_use_the_half_of_a_groups_minute_the_team_may_need
     other.put(Op("action", group, "typing"))  # anything wakes the lane
     await fake.wait_for("sendMessage", lambda p: p["text"] == "stranger")
     await other.close(1)
+
+
+async def test_a_private_chat_is_paced_after_a_burst(box):
+    fake, outbox = box
+    now = [1000.0]
+    other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
+    other.start()
+    for i in range(PRIVATE_BURST + 3):
+        other.put(Op("post", OWNER["id"], f"flood {i}"))
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST)
+    await asyncio.sleep(0.3)
+    assert len(_texts(fake, "sendMessage")) == PRIVATE_BURST  # 51 a second was possible before
+    now[0] += 1.0
+    other.put(Op("action", OWNER["id"], "typing"))  # anything wakes the lane
+    await asyncio.sleep(0.3)
+    assert len(_texts(fake, "sendMessage")) == PRIVATE_BURST  # at most five in five seconds
+    now[0] += 4.0
+    other.put(Op("action", OWNER["id"], "typing"))
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 3)
+    assert _texts(fake, "sendMessage") == [f"flood {i}" for i in range(PRIVATE_BURST + 3)]
+    await other.close(1)
+
+
+async def test_a_send_whose_answer_was_lost_goes_again_marked_never_blindly(box):
+    fake, outbox = box
+    fake.drop_after_accepting("sendMessage")
+    outbox.put(Op("post", OWNER["id"], "the answer", entities=[
+        {"type": "bold", "offset": 4, "length": 6}], buzz=True))
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == 2, timeout=10)
+    first, second = fake.calls_of("sendMessage", ok=True)[-2:]
+    assert first["text"] == "the answer"
+    assert second["text"] == REPEAT_MARK + "the answer"
+    assert "'offset': 6" in str(second["entities"]) or '"offset":6' in str(second["entities"])
+
+
+async def test_a_clean_failure_is_sent_again_unmarked(box):
+    fake, outbox = box
+    fake.fail("sendMessage", 502)
+    outbox.put(Op("post", OWNER["id"], "after a 502"))
+    await eventually(lambda: _texts(fake, "sendMessage") == ["after a 502"], timeout=10)
+
+
+async def test_a_refused_message_is_retried_plain_then_the_person_is_told(box):
+    fake, outbox = box
+    fake.fail("sendMessage", 400, "Bad Request: something odd", times=3)
+    outbox.put(Op("post", OWNER["id"], "an answer", buzz=True,
+                  entities=[{"type": "bold", "offset": 0, "length": 2}],
+                  markup={"inline_keyboard": [[{"text": "x", "callback_data": "y"}]]}))
+    told = await fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith(REFUSED_MARK))
+    assert "something odd" in told["text"] and "aipager status" in told["text"]
+    tried = [p for p in fake.calls_of("sendMessage", ok=False) if p["text"] == "an answer"]
+    assert len(tried) == 3 and "entities" not in tried[1] and "reply_markup" not in tried[2]

@@ -22,7 +22,8 @@ What it knows:
   administers groups while ``bot_is_admin``).
 - ``calls``: every request as ``(method, params)``, in the order answered;
   ``failed_calls``: the refused ones as ``(method, params, code, description)``.
-- Failures on demand: ``fail(...)``, ``outage`` (every request answers 502),
+- Failures on demand: ``fail(...)``, ``drop_after_accepting(...)`` (done, answer lost),
+  ``outage`` (every request answers 502),
   ``conflict`` (getUpdates answers 409).
 
 Not simulated: service messages, privacy mode (the test decides what the bot
@@ -102,6 +103,7 @@ class FakeBotAPI:
         self.base = ""
         self._queries: dict[str, dict] = {}  # unanswered callback queries
         self._failures: dict[str, deque[tuple[int, str, int | None]]] = {}
+        self._drops: dict[str, int] = {}
         self._next_message: dict[int, int] = {}
         self._counter, self._next_update, self._closing, self._lock = 0, 1, False, threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -241,6 +243,13 @@ class FakeBotAPI:
             queue = self._failures.setdefault(method.lower(), deque())
             queue.extend([(code, description, retry_after)] * times)
 
+    def drop_after_accepting(self, method: str, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` are carried out (a message is stored and
+        shown) but the connection is closed before the answer: what a dropped mobile or
+        proxy connection does; the client cannot know the message arrived."""
+        with self._lock:
+            self._drops[method.lower()] = self._drops.get(method.lower(), 0) + times
+
     def set_outage(self, on: bool) -> None:
         """While on, every request answers 502 Bad Gateway (thread-safe)."""
         self.outage = bool(on)
@@ -324,6 +333,12 @@ class FakeBotAPI:
             if self._seen is not None:
                 async with self._seen:
                     self._seen.notify_all()
+        with self._lock:
+            drop = self._drops.get(method.lower(), 0)
+            if drop:
+                self._drops[method.lower()] = drop - 1
+        if drop and request.transport is not None:
+            request.transport.abort()  # done, but the answer never reaches the client
         return response
 
     async def _answer(self, token: str, method: str, params: Params) -> Any:

@@ -167,8 +167,13 @@ async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[A
 
 
 async def stop_session(actions: Actions, chat_id: int, sess: Session) -> None:
-    await _tell(actions, chat_id, sess, actions.stop(sess), f"⏹ Stop sent to {sess.label}.",
-                "Cannot stop")
+    try:
+        pressed = await actions.stop(sess)
+    except AipagerError as exc:
+        actions.say(chat_id, f"Cannot stop {sess.label}: {exc}")
+        return
+    if pressed:  # a repeated stop said nothing new
+        actions.say(chat_id, f"⏹ Stop sent to {sess.label}.", session=sess.name)
 
 
 async def _chosen(actions: Actions, message: Message, command: CommandObject, sender: Sender,
