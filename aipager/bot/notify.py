@@ -34,7 +34,8 @@ from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Op, Outbox
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
-                                     Permission, Question, Reaction, Release, RequestClosed)
+                                     Permission, Prompted, Question, Reaction, Release,
+                                     RequestClosed)
 
 log = logging.getLogger("aipager.bot")
 
@@ -127,12 +128,17 @@ class ChatNotifier:
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
         self.outbox.put(Op("live", chat_id, text, markup=markup, key=key, session=out.session,
-                           reply_to=_prompt_msg(sess, out.task)))
+                           reply_to=_prompt_msg(sess, out.task, self.state)))
+
+    def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
+        # silent (the person is at the computer); the card and the answer reply to it
+        self.outbox.put(Op("post", chat_id, out.text, key=prompt_key(out.session, out.task),
+                           session=out.session))
 
     def _on_answer(self, out: Answer, sess: Session | None, chat_id: int) -> None:
         label = sess.label if sess is not None else out.session
         formatted = format_answer(label, out.text)
-        reply_to = _prompt_msg(sess, out.task)
+        reply_to = _prompt_msg(sess, out.task, self.state)
         for i, chunk in enumerate(formatted.messages):
             # the answer buzzes once, on its first part
             self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
@@ -303,11 +309,20 @@ class ChatNotifier:
         self.outbox.put(Op("live", chat_id, text, key=STATUS_KEY, pin=True))
 
 
-def _prompt_msg(sess: Session | None, task_seq: Any) -> int | None:
-    """The chat message that started the task (the answer and card reply to it)."""
+def prompt_key(session: str, task_seq: Any) -> str:
+    """The live-message key of a prompt typed at the computer, as shown in the chat."""
+    return f"typed:{session}:{task_seq}"
+
+
+def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = None
+                ) -> int | None:
+    """The chat message that started the task (the answer and card reply to it): the
+    sender's message, or the chat's copy of a prompt typed at the computer."""
     task = sess.task if sess is not None else None
-    if task is None or task.seq != task_seq or not task.authors:
+    if task is None or task.seq != task_seq:
         return None
+    if not task.authors:
+        return state.live_id(prompt_key(sess.name, task_seq)) if state is not None else None
     msg_id = task.authors[0].get("msg_id")
     try:
         return int(msg_id)

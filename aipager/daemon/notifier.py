@@ -87,6 +87,15 @@ class Notice(Output):
 
 
 @dataclass(frozen=True)
+class Prompted(Output):
+    """A prompt typed at the computer (keyboard or ``aipager send``) opened ``task``: the
+    chat shows it, so an answer never arrives without its question."""
+
+    kind: ClassVar[str] = "prompted"
+    task: int = 0
+
+
+@dataclass(frozen=True)
 class Answer(Output):
     """Claude's answer at the end of ``task``, delivered once (``digest``)."""
 

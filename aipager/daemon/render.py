@@ -73,6 +73,17 @@ def safety_blocked(label: str, reason: str) -> str:
     return f"🛑 {label} · Blocked by a safety rule: {reason} (stopped)"
 
 
+#: how much of a prompt typed at the computer the chat shows
+TYPED_SHOWN = 600
+
+
+def typed_at_computer(label: str, prompt: str) -> str:
+    text = prompt.strip()
+    if len(text) > TYPED_SHOWN:
+        text = text[:TYPED_SHOWN] + "…"
+    return f"⌨️ {label} · typed at the computer:\n{text}"
+
+
 def typing_cut(label: str) -> str:
     return (f"✂️ {label} · a restart cut this message off while it was typed: it was cleared "
             "from Claude Code's input, not sent. Send it again.")

@@ -49,3 +49,17 @@ async def test_a_burst_of_stops_presses_escape_once(chat):
                              "Stop sent" not in str(p["text"]) and "📟" not in str(p["text"]))
     assert chat.sessions.keys == [(session, [b"\x1b"])]
     assert sum("Stop sent" in t for t in chat.sent_texts()) == 1
+
+
+async def test_a_prompt_typed_at_the_computer_shows_silently_and_the_answer_replies_to_it(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="refactor the parser", prompt_id="p1")
+    shown = await chat.fake.wait_for("sendMessage",
+                                     lambda p: "typed at the computer" in str(p["text"]))
+    assert "refactor the parser" in shown["text"] and not _buzzes(shown)
+    await eventually(lambda: chat.bot.state.live_id(f"typed:{session}:1"), what="its id kept")
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Parser refactored.")
+    answer = await chat.fake.wait_for("sendMessage", lambda p: "Parser refactored." in str(p["text"]))
+    typed = next(m for m in chat.fake.bot_messages(chat.chat_id)
+                 if "typed at the computer" in m.get("text", ""))
+    assert answer["reply_parameters"]["message_id"] == typed["message_id"]

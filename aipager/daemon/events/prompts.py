@@ -9,7 +9,7 @@ from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events.subagents import finish_agent
 from aipager.daemon.model import Session, State
-from aipager.daemon.notifier import NoticeName, RequestClosed
+from aipager.daemon.notifier import NoticeName, Prompted, RequestClosed
 from aipager.daemon.tasks import deliver_answer, finish_task
 
 router = EventRouter("prompts")
@@ -108,6 +108,9 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     task = reg.open_task(sess, prompt=prompt, prompt_id=prompt_id, origin=origin)
     task.authors, sess.pickup_authors = sess.pickup_authors, []
     reg.set_state(sess, State.WAITING if sess.requests else State.WORKING)
+    if origin == "terminal" and sess.claude_session_id:
+        # (a session that never started is junk on the control socket: nothing to show)
+        ctx.emit(Prompted, sess, render.typed_at_computer(sess.label, prompt), task=task.seq)
 
 
 def _answer_from(ev: dict, sess: Session, ctx: Ctx) -> str | None:
