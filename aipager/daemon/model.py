@@ -36,7 +36,7 @@ class Row:
     task: int
     started_at: float
     agent: str | None = None
-    #: running | ok | failed
+    #: running | ok | failed | ended (its task ended first: denied, stopped, blocked)
     status: str = "running"
     ended_at: float | None = None
     error: str = ""

@@ -14,7 +14,7 @@ COMMENTARY_CHARS = 300
 #: a card never grows past this (a Telegram message holds 4096 characters)
 CARD_CHARS = 3500
 
-_ROW_ICON = {"running": "⏳", "ok": "✓", "failed": "✗"}
+_ROW_ICON = {"running": "⏳", "ok": "✓", "failed": "✗", "ended": "⏹"}
 #: Task.error of a turn AX Code reported as interrupted (events/prompts.on_interrupt)
 INTERRUPTED = "interrupted"
 

@@ -71,6 +71,15 @@ def close_requests(ctx: Ctx, sess: Session) -> None:
     sess.requests.clear()
 
 
+def close_rows(sess: Session, now: float) -> None:
+    """The main loop's tool calls still running when its task ends never finished (denied,
+    stopped, blocked, or their end was lost): they show as ended, not ⏳, on the final card.
+    An agent's rows are left to the agent, which may outlive the turn."""
+    for row in sess.rows:
+        if row.status == "running" and row.agent is None:
+            row.status, row.ended_at = "ended", now
+
+
 def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: str = "") -> None:
     """The task ended: READY, card fixed, answer once, held messages released."""
     reg = ctx.registry
@@ -80,6 +89,7 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
         task.ended_at = now
     if task is not None and error:
         task.error = error
+    close_rows(sess, now)
     close_requests(ctx, sess)
     if sess.state != State.GONE:
         reg.set_state(sess, State.READY)

@@ -263,3 +263,29 @@ def test_a_task_esc_cut_short_ends_interrupted_once_and_never_a_newer_one(core, 
     assert sess.state == State.WORKING
     # An unchanged transcript is not read again.
     assert catch_interrupts(core.ctx, cut.get, lambda s: False) == []
+
+
+def test_a_task_that_ends_with_a_call_still_running_shows_no_hourglass(core, notifier):
+    """Denied, stopped or blocked: the call never reports its end; the final card says it
+    ended instead of ⏳ forever (and an agent's own rows are left to the agent)."""
+    core.feed(ev("SessionStart", source="startup", cwd="/w"))
+    core.feed(ev("UserPromptSubmit", prompt="hi", prompt_id="p1"))
+    core.feed(tool("Bash", "t1", tool_input={"command": "rm -rf build"}))
+    core.feed(tool("Read", "t2", tool_input={"file_path": "/w/x"}, agent_id="a1"))
+    sess = core.registry.get(S)
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="Denied, so I stopped."))
+    rows = {r.id: r.status for r in sess.rows}
+    assert rows["t1"] == "ended"
+    assert rows.get("t2", "running") == "running"
+    core.flush_cards()
+    card = notifier.of("card")[-1].text
+    assert "⏹ " in card and "rm -rf build" in card
+    assert "⏳ " not in card.split("\n", 1)[1]
+
+
+def test_a_session_that_ends_mid_call_closes_its_rows(core, notifier):
+    core.feed(ev("SessionStart", source="startup", cwd="/w"))
+    core.feed(ev("UserPromptSubmit", prompt="hi", prompt_id="p1"))
+    core.feed(tool("Bash", "t1"))
+    core.feed(ev("SessionEnd", reason="other"))
+    assert [r.status for r in core.registry.get(S).rows] == ["ended"]

@@ -7,7 +7,7 @@ from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events import compaction
 from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import NoticeName, Reaction
-from aipager.daemon.tasks import close_requests
+from aipager.daemon.tasks import close_requests, close_rows
 
 router = EventRouter("session")
 
@@ -74,6 +74,7 @@ def end_session(ctx: Ctx, sess: Session, reason: str) -> None:
     for agent in sess.agents.values():
         if agent.status in ("running", "paused", "lapsed"):
             agent.status, agent.ended_at = "dropped", now
+    close_rows(sess, now)
     close_requests(ctx, sess)
     sess.compacting = False
     for msg in sess.queue:
