@@ -346,6 +346,12 @@ def create(
         UnsafePath: the session folder or a socket at the name is another user's.
     """
     name = check_name(name)
+    from aipager.chatcommands import RESERVED
+
+    if name.lower() in RESERVED:
+        # /NAME addresses a session from the chat: this one could never be addressed
+        msg = f"{name} is the name of a chat command; pick another name"
+        raise InvalidSessionName(msg)
     sock = paths.dtach_socket(env, name)
     trust.make_folder(os.path.dirname(sock))
     trust.require_own_socket(sock, "session socket")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
+from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.daemon.model import Session, State
 from aipager.daemon.render import elapsed
 
@@ -21,22 +22,6 @@ _STATE_ICON = {State.WORKING: "⏳", State.WAITING: "🔐", State.READY: "✅", 
                State.GONE: "🔴"}
 _STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State.READY: "ready",
                 State.UNKNOWN: "starting", State.GONE: "ended"}
-
-#: the commands the menu shows (session shortcuts come first, added per live session)
-COMMANDS: tuple[tuple[str, str], ...] = (
-    ("status", "Every session and what it waits for"),
-    ("new", "Start a session: /new NAME [first message]"),
-    ("stop", "Interrupt the running task: /stop [name]"),
-    ("resume", "Resume an ended session"),
-    ("kill", "End a session: /kill NAME"),
-    ("compact", "Compact the conversation: /compact [name]"),
-    ("model", "Switch model: /model NAME"),
-    ("settings", "Reply style, diff previews, card detail"),
-    ("help", "Where messages go, and the commands"),
-)
-#: names a session may not take (they would shadow a command)
-RESERVED = frozenset(name for name, _ in COMMANDS) | {"start", "whoami", "members", "role",
-                                                      "invite", "clearqueue", "now"}
 
 
 def keyboard(rows: Iterable[Sequence[Button]]) -> dict | None:

@@ -260,3 +260,21 @@ async def test_resume_restarts_an_ended_session_with_its_conversation(chat, fake
     await eventually(lambda: mark.exists() and mark.read_text())
     assert mark.read_text().strip() == f"{folder}|--resume sid-old"
     assert picker
+
+
+def test_every_command_a_router_answers_is_a_name_no_session_may_take():
+    """One list of command names: a session named like a command could be started but
+    never addressed (``/join`` went to the team command)."""
+    from aiogram.filters import Command
+
+    from aipager.bot import view
+    from aipager.bot.routers import commands, team
+
+    names = set()
+    for router in (commands.make_router(), team.make_router()):
+        for handler in router.message.handlers:
+            for flt in handler.filters or []:
+                if isinstance(flt.callback, Command):
+                    names.update(c for c in flt.callback.commands if isinstance(c, str))
+    assert names and names <= view.RESERVED, names - view.RESERVED
+    assert "join" in names

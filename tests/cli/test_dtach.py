@@ -205,3 +205,9 @@ def test_program_lookup_order(tmp_path, monkeypatch):
     with pytest.raises(SessionError, match="not found"):
         dtach.claude_binary({"PATH": "/nonexistent"})
     assert os.access(dtach.dtach_binary({}), os.X_OK)
+
+
+@pytest.mark.parametrize("name", ["join", "Status", "new"])
+def test_a_session_may_not_take_a_chat_commands_name(fake_claude, name):
+    with pytest.raises(InvalidSessionName, match="name of a chat command"):
+        dtach.create(dict(os.environ), name)
