@@ -25,7 +25,7 @@ ENTER = b"\r"
 ESC = b"\x1b"
 TAB = b"\t"
 
-PERMISSION = {"allow": [b"1"], "allow_always": [b"2"], "deny": [ESC]}
+PERMISSION = {"allow": [b"1"], "allow_always": [b"2"], "deny": [ESC], "stop": [ESC]}
 
 
 @dataclass

@@ -168,7 +168,7 @@ class Daemon:
         Args:
             session: ``claude-<name>``.
             request_key: the ``key`` of the ``permission`` output.
-            kind: ``allow``, ``allow_always`` or ``deny``.
+            kind: ``allow``, ``allow_always``, ``deny`` or ``stop`` (deny and end the task).
             who: the tapper's label, e.g. ``@alice`` (named by a deny's message).
             who_id, role: the tapper's Telegram id and role, for the audit log.
 

@@ -18,7 +18,7 @@ Records (every one has ``ts`` in UTC ISO-8601 seconds, ``session``, ``action``):
 - ``report_error``: ``where``, ``hook``, ``kind``, ``place`` — the shape of the
   error only, never event content.
 - ``permission_answer`` (a tap, written by ``replies.answer``): ``label``, ``tool``,
-  ``answer`` (allow | allow_always | deny), ``via`` (hook_decision |
+  ``answer`` (allow | allow_always | deny | stop), ``via`` (hook_decision |
   keystroke_fallback), ``who``, ``task``.
 
 The file is created 0600 and only ever appended to; the log outlives

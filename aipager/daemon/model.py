@@ -111,7 +111,7 @@ class Request:
     separate: bool = False
     #: Claude Code's ``permission_suggestions`` (what "Allow always" remembers)
     suggestions: list = field(default_factory=list)
-    #: the tap that answered it by keys (allow | allow_always | deny): a later tap types nothing
+    #: the tap that answered it by keys (allow | allow_always | deny | stop): a later tap types nothing
     answered: str = ""
     #: when Claude Code put its dialog on screen (a question's PermissionRequest): keys
     #: typed before the TUI reads them are lost

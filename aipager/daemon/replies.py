@@ -34,7 +34,7 @@ from aipager.daemon.notifier import NoticeName, RequestClosed
 from aipager.daemon.tasks import release_held
 
 #: the taps a permission request takes
-KINDS = ("allow", "allow_always", "deny")
+KINDS = ("allow", "allow_always", "deny", "stop")
 #: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch
 ALWAYS_TYPES = ("addRules", "addDirectories")
 
@@ -70,7 +70,7 @@ def decision_for(kind: str, request: Request, who_label: str) -> dict:
     """Claude Code's PermissionRequest decision for one tap.
 
     Args:
-        kind: ``allow``, ``allow_always`` or ``deny``.
+        kind: ``allow``, ``allow_always``, ``deny`` or ``stop``.
         request: the open request (its ``suggestions`` feed "Allow always").
         who_label: who tapped, as the deny message names them (e.g. ``@alice``).
 
@@ -78,7 +78,8 @@ def decision_for(kind: str, request: Request, who_label: str) -> dict:
         ``{"behavior": "allow"}``; for ``allow_always`` plus
         ``updatedPermissions`` (the request's addRules/addDirectories
         suggestions; plain allow when there are none or they would not fit a
-        reply); for ``deny`` a ``message`` naming who and ``interrupt`` false.
+        reply); for ``deny`` a ``message`` naming who and ``interrupt`` false; for
+        ``stop`` the same with ``interrupt`` true (the task ends).
 
     Raises:
         ValueError: an unknown kind.
@@ -93,6 +94,11 @@ def decision_for(kind: str, request: Request, who_label: str) -> dict:
         return {"behavior": "allow"}
     if kind == "deny":
         return {"behavior": "deny", "message": f"Denied via aipager by {who_label}", "interrupt": False}
+    if kind == "stop":
+        # interrupt: Claude Code ends the turn, with no further model call (a plain deny
+        # lets Claude read the refusal and carry on)
+        return {"behavior": "deny", "message": f"Stopped via aipager by {who_label}",
+                "interrupt": True}
     msg = f"unknown answer {kind!r}: expected one of {', '.join(KINDS)}"
     raise ValueError(msg)
 

@@ -83,8 +83,14 @@ def test_deny_names_who() -> None:
 
 
 def test_unknown_kind() -> None:
-    with pytest.raises(ValueError, match="unknown answer 'stop'"):
-        replies.decision_for("stop", request(), "@alice")
+    with pytest.raises(ValueError, match="unknown answer 'halt'"):
+        replies.decision_for("halt", request(), "@alice")
+
+
+def test_stop_denies_and_ends_the_task() -> None:
+    """⏹ on a request: Claude Code ends the turn with no further model call."""
+    assert replies.decision_for("stop", request(), "@alice") == {
+        "behavior": "deny", "message": "Stopped via aipager by @alice", "interrupt": True}
 
 
 @pytest.mark.parametrize("kind", replies.KINDS)

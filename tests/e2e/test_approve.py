@@ -123,6 +123,34 @@ def test_deny_tap_refuses_and_the_model_is_told(daemon, dtach_session, fake_anth
     assert not sess["requests"]
 
 
+def test_stop_tap_refuses_and_ends_the_task_with_no_further_model_call(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """⏹ on a request: the hook's decision carries interrupt, so Claude Code ends the turn
+    itself; before, Claude read the refusal and answered anyway."""
+    phone = Phone(fake_telegram)
+    target = os.path.join(claude_home.project, "stopped")
+    fake_anthropic.script("E2E-TSTOP", fa.bash(f"touch {target}"), fa.text("Carried on anyway."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TSTOP make the file")
+
+    request = _request(phone, f"touch {target}")
+    tui.wait_shown(DIALOG)
+    query = phone.tap(request, "⏹ Stop")
+
+    assert phone.toast(query)["text"] == "Denied and stopped"
+    _verdict(phone, request, "⏹ Stopped")
+    tui.wait_shown("Interrupted", 20)
+    sess = daemon.wait_session(_task_done, 30, "the task ended")
+    assert sess["card"].startswith("⏹ e2e · interrupted"), sess["card"]
+    assert not os.path.exists(target)
+    time.sleep(1.0)  # a model call after the refusal would come at once
+    assert len(fake_anthropic.requests_with("E2E-TSTOP")) == 1
+    assert not tui.shows("Carried on anyway.")
+    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    assert (record["answer"], record["via"]) == ("stop", "hook_decision")
+
+
 def test_always_allow_saves_the_rule_and_the_next_identical_call_asks_nothing(
         daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
     phone = Phone(fake_telegram)

@@ -26,8 +26,8 @@ log = logging.getLogger("aipager.bot")
 EXPIRED = "This button has expired."
 #: keys that answer Claude Code's permission dialog when its hook no longer waits
 #: (2.1.328: "1" Yes, "2" Yes and don't ask again, Esc No)
-DIALOG_KEYS = {"allow": [b"1"], "allow_always": [b"2"], "deny": [ESCAPE]}
-_KINDS = {"allow": "allow", "always": "allow_always", "deny": "deny", "stop": "deny"}
+DIALOG_KEYS = {"allow": [b"1"], "allow_always": [b"2"], "deny": [ESCAPE], "stop": [ESCAPE]}
+_KINDS = {"allow": "allow", "always": "allow_always", "deny": "deny", "stop": "stop"}
 
 
 async def _toast(query: CallbackQuery, text: str = "") -> None:
