@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from aipager import dtach, paths
-from aipager.bot import view
+from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Op, Outbox
 from aipager.daemon.model import Session, State
@@ -169,6 +169,9 @@ class Actions:
         """Hand a chat message to ``sess``: typed now, or held while Claude shows a dialog
         (typed text would answer it).  Returns ``typed``, ``held``, ``refused`` (told in one
         line, audited) or ``failed``."""
+        # The update that carried it is handled from here (durably): a kill and a replay
+        # must not type it twice (``inbox``).
+        inbox.acting()
         if sender.raw_keys and sess.state != State.WAITING:
             return await self.type_raw(sess, chat_id, msg_id, text, sender)
         verdict = self.check_prompt(sess, text, sender)
