@@ -169,9 +169,6 @@ class Actions:
         """Hand a chat message to ``sess``: typed now, or held while Claude shows a dialog
         (typed text would answer it).  Returns ``typed``, ``held``, ``refused`` (told in one
         line, audited) or ``failed``."""
-        # The update that carried it is handled from here (durably): a kill and a replay
-        # must not type it twice (``inbox``).
-        inbox.acting()
         if sender.raw_keys and sess.state != State.WAITING:
             return await self.type_raw(sess, chat_id, msg_id, text, sender)
         verdict = self.check_prompt(sess, text, sender)
@@ -197,6 +194,9 @@ class Actions:
             why, held_for = (f"⏳ Held for {sess.label}: Claude is waiting for an answer above; "
                              "this goes in when that is settled."), "dialog"
         if why:
+            # Its update is handled from here on, durably (``inbox``): a replay after a kill
+            # must not hold it twice (the daemon saves the held message at once).
+            inbox.acting()
             self.daemon.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
                                            sender=sender.label, held=True, held_for=held_for)
             self.state.authors[msg_key(chat_id, msg_id)] = author
@@ -225,6 +225,7 @@ class Actions:
         """The owner's opt-in: ``text`` typed as keys, exactly as sent (no note: bash
         mode and Claude Code's commands read none, and the owner's rights need none)."""
         self.react(chat_id, msg_id, "👀")
+        inbox.acting()  # as in type_message
         try:
             await self.daemon.session_io.type_text(sess.name, text)
         except (AipagerError, ValueError, OSError) as exc:
@@ -247,6 +248,10 @@ class Actions:
                 "author_label": author.get("label", ""), "role": author.get("role", "user"),
                 "text": text, "style": STYLES.get(prefs.get("style") or "") or None,
                 "reply_to": author.get("reply_to")}
+        # Its update is handled from here on, durably (``inbox``): a replay after a kill
+        # must not type it twice.  A kill from here to the typing mark (a few system calls)
+        # loses it; from the mark on the next start clears it and says so on the message.
+        inbox.acting()
         try:
             await self.daemon.session_io.type_prompt(session, chatprompt.clean(text), note=note)
         except (AipagerError, ValueError, OSError) as exc:

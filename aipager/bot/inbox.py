@@ -19,12 +19,12 @@ only the updates past the saved id (``trim``).  Never acted on again: an update 
 ``ChatState.handled``, one with a ``done`` line, one Telegram delivers again (a kill between
 receiving and confirming) after this journal has it: its ids only grow.
 
-Acting twice: a message's handler writes its ``done`` line right before it types or holds the
-prompt (``acting``, from ``Actions.deliver``), not after.  A kill after that line and before
-the paste begins (the daemon's save, the wait for the session's one writer, starting dtach:
-milliseconds) loses that one message rather than typing it twice; a kill during the paste is
-the typing mark's (``DtachIO``: cleared and said on the message at the next start).  A held
-message is in the daemon's state, saved right after the line.  What remains: a command or
+Acting twice: a message's handler writes its ``done`` line right before it types the prompt
+(``acting``, from ``Actions.type_message``; a held one before the daemon saves it held), not
+after.  A kill between that line and the typing mark (``DtachIO``: the session's writer lock,
+the permission note, a few system calls) loses that one message silently rather than typing it
+twice; a kill from the mark until its Enter is in leaves the mark, and the next start clears
+the input box and says on the message that it was cut off.  What remains: a command or
 tap killed mid-handler, before its ``done`` line, is handled again at the next start (a
 /status answered twice, a Stop pressed twice); an album is handled part by part as its files
 are saved, so a kill in the 1.5 s it waits for more parts loses its prompt (the files stay).
