@@ -215,6 +215,11 @@ def chat_state_file(env: Mapping[str, str]) -> str:
     return _join(state_dir(env), "chat-state.json")
 
 
+def updates_journal_file(env: Mapping[str, str]) -> str:
+    """Telegram updates received and not yet handled and saved (``bot.inbox``)."""
+    return _join(state_dir(env), "chat-updates.jsonl")
+
+
 def audit_log(env: Mapping[str, str]) -> str:
     return _join(state_dir(env), "audit.jsonl")
 

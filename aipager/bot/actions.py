@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from aipager import dtach, paths
-from aipager.bot import view
+from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Op, Outbox
 from aipager.daemon.model import Session, State
@@ -201,6 +201,9 @@ class Actions:
             why, held_for = (f"⏳ Held for {sess.label}: Claude is waiting for an answer above; "
                              "this goes in when that is settled."), "dialog"
         if why:
+            # Its update is handled from here on, durably (``inbox``): a replay after a kill
+            # must not hold it twice (the daemon saves the held message at once).
+            inbox.acting()
             self.daemon.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
                                            sender=sender.label, held=True, held_for=held_for)
             self.state.authors[msg_key(chat_id, msg_id)] = author
@@ -229,6 +232,7 @@ class Actions:
         """The owner's opt-in: ``text`` typed as keys, exactly as sent (no note: bash
         mode and Claude Code's commands read none, and the owner's rights need none)."""
         self.react(chat_id, msg_id, "👀")
+        inbox.acting()  # as in type_message
         try:
             await self.daemon.session_io.type_text(sess.name, text)
         except (AipagerError, ValueError, OSError) as exc:
@@ -252,6 +256,10 @@ class Actions:
                 "author_label": author.get("label", ""), "role": author.get("role", "user"),
                 "text": text, "style": STYLES.get(prefs.get("style") or "") or None,
                 "reply_to": author.get("reply_to")}
+        # Its update is handled from here on, durably (``inbox``): a replay after a kill
+        # must not type it twice.  A kill from here to the typing mark (a few system calls)
+        # loses it; from the mark on the next start clears it and says so on the message.
+        inbox.acting()
         try:
             await self.daemon.session_io.type_prompt(session, chatprompt.clean(text), note=note)
         except (AipagerError, ValueError, OSError) as exc:

@@ -4,7 +4,8 @@ No I/O here except ``load``/``save``.  The registry knows sessions; this knows
 Telegram: which message shows which card, which bot message belongs to which
 session (reply routing), each chat's current session, the short handles that
 buttons carry, per-chat settings, reactions already shown (they only move
-forward), who sent the messages that wait, and what the outbox has not sent yet.
+forward), who sent the messages that wait, what the outbox has not sent yet, and the
+last Telegram update handled.
 
 Saved as ``paths.chat_state_file`` (0600, atomic); an unreadable file gives a
 fresh state and a log line, never a crash.
@@ -81,6 +82,9 @@ class ChatState:
     #: the journal number of the last datagram whose outputs the chat took
     #: (``Output.origin``): after a hard kill the replayed ones up to it are not shown again
     taken: int = 0
+    #: every Telegram update up to this id is handled (``inbox``): one Telegram delivers
+    #: again, or the update journal still holds, is not acted on again
+    handled: int = 0
 
     # -- live messages -------------------------------------------------------
 
@@ -164,7 +168,7 @@ class ChatState:
             "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
             "authors": self.authors, "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "invites": self.invites,
-            "asks": self.asks, "taken": self.taken,
+            "asks": self.asks, "taken": self.taken, "handled": self.handled,
         }
 
     @classmethod
@@ -185,7 +189,7 @@ class ChatState:
             state.pending = [op for op in doc["pending"] if isinstance(op, dict)]
         if isinstance(doc.get("menu"), list):
             state.menu = [str(n) for n in doc["menu"]]
-        for name in ("next_handle", "taken"):
+        for name in ("next_handle", "taken", "handled"):
             if isinstance(doc.get(name), int) and not isinstance(doc.get(name), bool):
                 setattr(state, name, doc[name])
         return state

@@ -6,6 +6,10 @@ Here each update is validated on its own (a malformed one is logged and
 skipped, its id confirmed), a second poller on the token (409 Conflict) is
 reported once and retried with backoff, and an unreachable Telegram backs off
 up to ``BACKOFF_CAP`` without ever ending the loop.
+
+The next ``getUpdates`` confirms what came before, while handlers may still be
+running (or not yet started): so each batch goes to ``inbox.keep`` (the update
+journal, ``inbox.py``) first, which also drops updates Telegram delivers again.
 """
 
 from __future__ import annotations
@@ -37,13 +41,26 @@ class RawUpdates(GetUpdates):
     __returning__ = list[dict[str, Any]]
 
 
+def parse(bot: Any, item: Any) -> Update | None:
+    """One update as aiogram's model; None (logged) when it is malformed."""
+    try:
+        return Update.model_validate(item, context={"bot": bot})
+    except ValidationError as exc:
+        update_id = item.get("update_id") if isinstance(item, dict) else None
+        log.warning("skipped a malformed Telegram update %s (%d problem(s))",
+                    update_id, exc.error_count())
+        return None
+
+
 async def poll(bot: Any, handle: Callable[[Update], Awaitable[None]], *,
                timeout: int = POLL_TIMEOUT, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-               on_health: Callable[[str], None] = lambda state: None) -> None:
+               on_health: Callable[[str], None] = lambda state: None,
+               inbox: Any = None) -> None:
     """Fetch updates until cancelled and pass each valid one to ``handle`` in order.
 
     ``on_health`` hears "ok" after each answered poll, else "conflict", "token" or
-    "unreachable".
+    "unreachable".  ``inbox`` (``inbox.Inbox``): each batch is journaled there before
+    the next poll confirms it, and a malformed update is marked handled there.
     """
     from aiogram import exceptions as tg
 
@@ -78,11 +95,13 @@ async def poll(bot: Any, handle: Callable[[Update], Awaitable[None]], *,
                 update_id = item.get("update_id") if isinstance(item, dict) else None
                 if isinstance(update_id, int) and not isinstance(update_id, bool):
                     offset = max(offset or 0, update_id + 1)
-                try:
-                    update = Update.model_validate(item, context={"bot": bot})
-                except ValidationError as exc:
-                    log.warning("skipped a malformed Telegram update %s (%d problem(s))",
-                                update_id, exc.error_count())
+            if inbox is not None:
+                raw = inbox.keep(raw)  # durable before the next poll confirms it
+            for item in raw:
+                update = parse(bot, item)
+                if update is None:
+                    if inbox is not None:
+                        inbox.done(item.get("update_id") if isinstance(item, dict) else None)
                     continue
                 await handle(update)
             continue

@@ -3,7 +3,8 @@
 ``ChatBot`` builds the aiogram ``Bot`` and ``Dispatcher`` (routers per concern,
 the access middleware), the outbox, the chat state and the daemon-facing
 ``ChatNotifier``.  ``run(daemon)`` is what ``Daemon(services=[...])`` starts:
-it polls for updates and keeps the command menu, the typing indicator and the
+it handles first the updates the last run journaled and did not handle (``inbox``),
+then polls for updates and keeps the command menu, the typing indicator and the
 saved chat state current until the daemon stops it.
 """
 
@@ -17,9 +18,9 @@ import os
 import re
 from typing import Any, Coroutine, Mapping
 
-from aipager import config, telegram_check
+from aipager import config, paths, telegram_check
 from aipager.aio import cancel_and_wait, every
-from aipager.bot import chatstate, polling, view
+from aipager.bot import chatstate, inbox, polling, view
 from aipager.bot.access import Access, Members
 from aipager.bot.actions import Actions
 from aipager.bot.notify import ChatNotifier
@@ -62,6 +63,9 @@ class ChatBot:
         base = cfg.extra.get("api_base") if isinstance(cfg.extra.get("api_base"), str) else None
         self.bot = telegram_check.build_bot(cfg.bot_token, telegram_check.api_base(self.env) or base)
         self.outbox = Outbox(self.bot, self.state, on_change=self._changed)
+        #: updates kept on disk from receipt until handled and saved
+        self.inbox = inbox.Inbox(paths.updates_journal_file(self.env), self.state.handled,
+                                 on_change=lambda: self._changed(False))
         self.daemon: Any = None
         self.notifier = ChatNotifier(self.outbox, self.state, self._registry, self.chats_for,
                                      self._spawn, env=self.env)
@@ -132,12 +136,15 @@ class ChatBot:
 
     def save(self) -> None:
         self.state.pending = [op.to_json() for op in self.outbox.pending()]
+        self.state.handled = self.inbox.handled()
         try:
             chatstate.save(self.env, self.state)
         except OSError as exc:
             log.error("cannot save the chat state: %s", exc)
             return
         self._dirty = False
+        # only now: the journal keeps what the saved state does not say is handled
+        self.inbox.trim(self.state.handled)
 
     # -- the service ----------------------------------------------------------------
 
@@ -188,12 +195,20 @@ class ChatBot:
             self.telegram = state
 
         try:
-            await polling.poll(self.bot, handle, on_health=health)
+            # what the last run received and did not handle goes first, in order
+            for raw in self.inbox.load():
+                update = polling.parse(self.bot, raw)
+                if update is None:
+                    self.inbox.done(raw.get("update_id"))
+                else:
+                    await handle(update)
+            await polling.poll(self.bot, handle, on_health=health, inbox=self.inbox)
         finally:
             await cancel_and_wait(self._tasks)
             await self.outbox.close(CLOSE_GRACE)
             self._closed = True
             self.save()
+            self.inbox.close()
             with contextlib.suppress(Exception):
                 await self.bot.session.close()
 
@@ -202,15 +217,29 @@ class ChatBot:
         taps at once."""
         chat = update.message.chat.id if update.message is not None else None
         if chat is None:
-            self._spawn(dp.feed_update(self.bot, update))
+            self._spawn(self._feed(dp, update))
             return
         lock = self._chat_locks.setdefault(chat, asyncio.Lock())
 
         async def in_order() -> None:
             async with lock:
-                await dp.feed_update(self.bot, update)
+                await self._feed(dp, update)
 
         self._spawn(in_order())
+
+    async def _feed(self, dp: Any, update: Any) -> None:
+        """Run the update's handler; then (whatever the outcome) it is handled.  Its prompt
+        marks it handled earlier, right before typing (``inbox.acting``).  Cancelled (a
+        stop) it is not: the next start handles it."""
+        uid = update.update_id
+        inbox.handling(lambda: self.inbox.done(uid))
+        try:
+            await dp.feed_update(self.bot, update)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - one failed action must not stop the bot
+            log.exception("a chat action failed")
+        self.inbox.done(uid)
 
     async def _every(self, seconds: float, fn: Any) -> None:
         await every(seconds, fn, log)

@@ -1,4 +1,5 @@
-"""``aipager start`` killed hard (kill -9) right after the chat showed a request and a notice.
+"""``aipager start`` killed hard (kill -9) right after the chat showed a request and a notice,
+or right after a phone message arrived (typed once after the restart: ``bot.inbox``).
 
 The events are in the journal and not in the saved state, so the next daemon handles them
 again; the chat must not show them twice (``Output.origin`` against ``ChatState.taken``),
@@ -109,3 +110,52 @@ def test_after_a_hard_kill_the_chat_shows_nothing_twice_and_goes_on(world):
     assert len(world.texts("rm -rf build")) == 1
     assert len([t for t in world.texts("") if "compacting" in t.lower()]) == 1
     assert len(world.texts("make dist")) == 1
+
+
+@pytest.fixture
+def recorder(world, tmp_path):
+    """A dtach session at ``SESSION`` that records the raw bytes typed into it."""
+    from aipager import dtach
+
+    out = tmp_path / "typed.bin"
+    sock = paths.dtach_socket(world.env, SESSION)
+    subprocess.run(dtach.create_argv(dtach.dtach_binary(world.env), sock,
+                                     ["sh", "-c", f"stty raw -echo; cat > {out}"]),
+                   check=True, env=world.env)
+    wait_for(lambda: dtach.is_live(sock), timeout=5)
+    yield out
+    dtach.kill(world.env, SESSION.removeprefix("claude-"))
+
+
+def test_a_message_killed_right_after_it_arrived_is_typed_once(world, recorder):
+    """kill -9 as soon as the message is in the update journal: whether its handler ran or
+    not, the next daemon types it once (the journal, or its done line), never twice; a kill
+    in the middle of its paste is said on the message instead."""
+    world.start()
+    world.send(_event("SessionStart", source="startup"))
+    wait_for(lambda: any(s["name"] == SESSION for s in persist.load_state(world.env)["sessions"]),
+             timeout=10)
+    journal_file = paths.updates_journal_file(world.env)
+
+    def seen(path) -> bool:
+        return os.path.exists(path) and b"typed once" in open(path, "rb").read()
+
+    world.fake.say("one message, typed once")
+    # killed as soon as it is in the journal; if the bot was quicker, as soon as it is typed
+    # (journaled, handled and trimmed between two looks)
+    wait_for(lambda: seen(journal_file) or seen(recorder), timeout=20)
+    world.proc.send_signal(signal.SIGKILL)
+    world.proc.communicate(timeout=10)
+
+    world.start()
+    world.fake.say("the next one")
+    wait_for(lambda: b"the next one" in (recorder.read_bytes() if recorder.exists() else b""),
+             timeout=20)
+    time.sleep(0.5)  # anything the restart would repeat has had its turn
+    typed = recorder.read_bytes().count(b"one message, typed once")
+    assert typed <= 1
+    assert recorder.read_bytes().count(b"the next one") == 1
+    if typed == 0 and not world.texts("cut this message off"):
+        # the kill fell while it was pasted: cleared, and its author told so on it; else
+        # in the known window between its done line and the typing mark (``bot.inbox``)
+        pytest.xfail("killed between the update's done line and the typing mark: lost")
