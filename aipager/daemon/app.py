@@ -162,7 +162,7 @@ class Daemon:
     # -- taps ----------------------------------------------------------------
 
     def answer_request(self, session: str, request_key: str, kind: str, who: str, *,
-                       who_id: int | None = None, role: str = "") -> str:
+                       who_id: int | None = None, role: str = "", reason: str = "") -> str:
         """One tap on a permission request (the chat's entry point): ``replies.answer``.
 
         Args:
@@ -171,13 +171,14 @@ class Daemon:
             kind: ``allow``, ``allow_always``, ``deny`` or ``stop`` (deny and end the task).
             who: the tapper's label, e.g. ``@alice`` (named by a deny's message).
             who_id, role: the tapper's Telegram id and role, for the audit log.
+            reason: a deny's reason, handed to Claude (a reply to the request).
 
         Returns:
             ``replies.VIA_HOOK`` (done), ``replies.VIA_KEYS`` (type the keys into
             the terminal dialog), ``replies.ALREADY`` or ``replies.GONE`` (type nothing).
         """
         result = replies.answer(self.core.ctx, session, request_key, kind, who,
-                                who_id=who_id, role=role)
+                                who_id=who_id, role=role, reason=reason)
         self.save(force=True)
         return result
 

@@ -66,13 +66,18 @@ def _fits(request_id: str, decision: dict) -> bool:
     return len(data) <= wire.REPLY_MAX and data.count(b"{") + data.count(b"[") <= wire.MAX_BRACKETS
 
 
-def decision_for(kind: str, request: Request, who_label: str) -> dict:
+#: the longest deny reason handed to Claude (a reply datagram must fit; a sentence is enough)
+REASON_MAX = 1000
+
+
+def decision_for(kind: str, request: Request, who_label: str, reason: str = "") -> dict:
     """Claude Code's PermissionRequest decision for one tap.
 
     Args:
         kind: ``allow``, ``allow_always``, ``deny`` or ``stop``.
         request: the open request (its ``suggestions`` feed "Allow always").
         who_label: who tapped, as the deny message names them (e.g. ``@alice``).
+        reason: a deny's reason in the person's words (a reply to the request).
 
     Returns:
         ``{"behavior": "allow"}``; for ``allow_always`` plus
@@ -93,7 +98,11 @@ def decision_for(kind: str, request: Request, who_label: str) -> dict:
             return decision
         return {"behavior": "allow"}
     if kind == "deny":
-        return {"behavior": "deny", "message": f"Denied via aipager by {who_label}", "interrupt": False}
+        message = f"Denied via aipager by {who_label}"
+        if reason.strip():
+            # Claude reads why, and can adapt instead of guessing
+            message += f": {reason.strip()[:REASON_MAX]}"
+        return {"behavior": "deny", "message": message, "interrupt": False}
     if kind == "stop":
         # interrupt: Claude Code ends the turn, with no further model call (a plain deny
         # lets Claude read the refusal and carry on)
@@ -133,7 +142,8 @@ def _find(ctx: Ctx, session: str, key: str) -> tuple[Session, Request] | None:
 
 
 def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
-           send: Sender = send_reply, *, who_id: int | None = None, role: str = "") -> str:
+           send: Sender = send_reply, *, who_id: int | None = None, role: str = "",
+           reason: str = "") -> str:
     """Apply one tap on permission request ``key`` of ``session``.
 
     Returns:
@@ -157,7 +167,7 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
     sess, req = found
     if req.answered:
         return ALREADY
-    decision = decision_for(kind, req, who)
+    decision = decision_for(kind, req, who, reason)
     if req.reply_addr and send(req.reply_addr, req.request_id, decision):
         via = VIA_HOOK
         req.answered = kind
@@ -178,6 +188,7 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
     ctx.audit.write({"ts": iso_seconds(ctx.now()), "session": sess.name, "action": "permission_answer",
                      "label": sess.label, "tool": req.tool, "answer": kind, "via": via, "who": who,
                      **({"who_id": who_id, "role": role} if who_id is not None else {}),
+                     **({"reason": reason.strip()[:REASON_MAX]} if reason.strip() else {}),
                      "task": sess.task.seq if sess.task else None})
     ctx.registry.touch(sess)
     return via

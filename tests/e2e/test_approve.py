@@ -123,6 +123,30 @@ def test_deny_tap_refuses_and_the_model_is_told(daemon, dtach_session, fake_anth
     assert not sess["requests"]
 
 
+def test_a_reply_to_a_request_denies_it_and_claude_reads_why(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    phone = Phone(fake_telegram)
+    target = os.path.join(claude_home.project, "reasoned")
+    fake_anthropic.script("E2E-TREASON", fa.bash(f"touch {target}"), fa.text("Understood."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TREASON make the file")
+
+    request = _request(phone, f"touch {target}")
+    tui.wait_shown(DIALOG)
+    phone.say("not in the project: use /tmp instead", reply_to=request["message_id"])
+
+    _verdict(phone, request, "❌ Denied")
+    tui.wait_shown("Understood.", 30)
+    assert not os.path.exists(target)
+    results = [b for r in fake_anthropic.requests_with("E2E-TREASON") for b in r.tool_results()]
+    assert len(results) == 1 and results[0].get("is_error"), results
+    assert ("Denied via aipager by @owner: not in the project: use /tmp instead"
+            in json.dumps(results[0].get("content"))), results
+    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    assert (record["answer"], record["reason"]) == ("deny", "not in the project: use /tmp instead")
+
+
 def test_stop_tap_refuses_and_ends_the_task_with_no_further_model_call(
         daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
     """⏹ on a request: the hook's decision carries interrupt, so Claude Code ends the turn

@@ -17,9 +17,10 @@ from aiogram import F, Router
 from aiogram.types import Message
 
 from aipager.bot import files, view
-from aipager.bot.actions import Actions, Sender
+from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import SessionTap, packed
 from aipager.bot.routers.commands import name_and_first, start_session
+from aipager.daemon import replies
 
 log = logging.getLogger("aipager.bot")
 
@@ -81,6 +82,44 @@ async def send_text(actions: Actions, message: Message, sender: Sender, text: st
                 reply_to=message.message_id)
 
 
+async def deny_with_reason(actions: Actions, message: Message, sender: Sender,
+                           text: str) -> bool:
+    """A reply to an open permission request denies it with the reply as the reason, which
+    Claude reads (a plain ❌ Deny stays one tap).  False: not such a reply."""
+    reply = message.reply_to_message
+    if reply is None:
+        return False
+    chat_id = message.chat.id
+    found = next((k for k, (c, m) in actions.state.live.items()
+                  if k.startswith("req:") and c == chat_id and m == reply.message_id), None)
+    if found is None:
+        return False
+    _, session, key = found.split(":", 2)
+    sess = actions.registry.get(session)
+    req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
+    if req is not None and req.kind == "question":
+        return False  # a question's message: the reply answers it
+    why = refusal(sender, "approve", sess)
+    if why:
+        actions.say(chat_id, f"🔒 {why}", reply_to=message.message_id)
+        return True
+    result = actions.daemon.answer_request(session, key, "deny", sender.tag,
+                                           who_id=sender.user_id, role=sender.role,
+                                           reason=text)
+    if result in (replies.ALREADY, replies.GONE):
+        actions.say(chat_id, "This request was already answered." if result == replies.ALREADY
+                    else "This request is no longer open.", reply_to=message.message_id)
+    elif result == replies.VIA_KEYS:
+        from aipager.bot.routers.taps import DIALOG_KEYS
+
+        await actions.daemon.session_io.press(session, DIALOG_KEYS["deny"])
+        actions.say(chat_id, "❌ Denied in Claude Code's own dialog, which takes no reason: "
+                    "Claude was not told why.", reply_to=message.message_id)
+    else:
+        actions.react(chat_id, message.message_id, "👌")
+    return True
+
+
 async def on_text(message: Message, actions: Actions, sender: Sender, pending_names: dict,
                   picks: dict, bot_identity: tuple[int, str | None],
                   pending_other: dict) -> None:
@@ -92,6 +131,8 @@ async def on_text(message: Message, actions: Actions, sender: Sender, pending_na
         text = text.replace(f"@{bot_identity[1]}", "").strip()
     if not text.strip():
         actions.say(chat_id, "An empty message: nothing to send.", reply_to=message.message_id)
+        return
+    if await deny_with_reason(actions, message, sender, text.strip()):
         return
     rkey = pending_other.pop((chat_id, sender.user_id), None)
     ask = actions.state.asks.get(rkey) if rkey else None
