@@ -116,6 +116,8 @@ class Request:
     #: when Claude Code put its dialog on screen (a question's PermissionRequest): keys
     #: typed before the TUI reads them are lost
     dialog_at: float = 0.0
+    #: the folder a command would run in (shown with a Bash request)
+    cwd: str = ""
 
 
 @dataclass(slots=True)

@@ -93,15 +93,17 @@ def typing_cut(label: str) -> str:
 PLAN_TOOL = "ExitPlanMode"
 
 
-def permission(label: str, tool: str, description: str, detail: str) -> str:
-    """A permission request: what Claude wants to do, then the real command, path or plan."""
+def permission(label: str, tool: str, description: str, detail: str, cwd: str = "") -> str:
+    """A permission request: what Claude wants to do, then the real command, path or plan,
+    and for a command the folder it would run in."""
     if tool == PLAN_TOOL:
         head = f"📋 {label} · Approve plan?"
     else:
         head = f"🔐 {label} · {tool or 'Permission'}"
         if description:
             head += f": {description}"
-    return f"{head}\n{detail}" if detail else head
+    text = f"{head}\n{detail}" if detail else head
+    return f"{text}\n📁 in {cwd}" if cwd else text
 
 
 def session_ended(label: str, reason: str) -> str:

@@ -105,7 +105,9 @@ def test_print_compact_without_card_says_compacting():
 def test_permission_bash():
     core, out = run(load_sequence("permission_bash.json"))
     (perm,) = out.of("permission")
-    assert perm.text == "🔐 perm · Bash: run cmd\ntouch /home/dev/project/made-by-claude"
+    # the whole command, and the folder it would run in
+    assert perm.text == ("🔐 perm · Bash: run cmd\ntouch /home/dev/project/made-by-claude\n"
+                         "📁 in /home/dev/project")
     assert perm.data["reply_addr"] == "/run/aipager-reply-1.sock"
     assert len(out.of("request_closed")) == 1
     assert answers(out) == ["All done. The command ran."]

@@ -148,7 +148,8 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
                   opened_at=ctx.now(), tool_use_id=tool_use_id, agent=agent_id,
                   input_digest=digest, description=description, detail=detail,
                   always_available=always, request_id=request_id, reply_addr=reply_addr,
-                  suggestions=suggestions if isinstance(suggestions, list) else [])
+                  suggestions=suggestions if isinstance(suggestions, list) else [],
+                  cwd=_str(ev, "cwd") if tool == "Bash" else "")
     _open(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
@@ -165,7 +166,7 @@ def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
 
 def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
     text = render.permission(sess.label, req.tool, shorten(req.description, 200)
-                             if req.description else "", req.detail)
+                             if req.description else "", req.detail, req.cwd)
     buttons = ["allow", "deny", "stop"] + (["always"] if req.always_available else [])
     ctx.emit(Permission, sess, text, key=req.key, tool=req.tool, detail=req.detail,
              buttons=buttons, separate=req.separate, request_id=req.request_id,
