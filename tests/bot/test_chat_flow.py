@@ -3,6 +3,7 @@ the card follows the task, the answer arrives once, threaded, with 👀 → 👍
 
 from __future__ import annotations
 
+import orjson
 from bot.conftest import STRANGER, eventually
 from fakes.telegram_api import OWNER
 
@@ -231,3 +232,22 @@ async def test_status_shows_the_chats_health(chat):
     assert facts["unsent"] == 1 and facts["chat_id"] == chat.chat_id
     chat.fake.set_outage(False)
     await eventually(lambda: chat.daemon.daemon_facts()["chat"]["unsent"] == 0, timeout=40)
+
+
+async def test_a_second_safety_block_in_a_session_is_told_too(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="clean up", prompt_id="p1")
+    chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="I could not.")
+    chat.feed(session, "UserPromptSubmit", prompt="try again", prompt_id="p2")
+    # the same block in the next task, at once: byte-identical, still a block of its own
+    chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
+
+    def notices():  # the cards show the block too, silently; the notice buzzes
+        return [p["text"] for p in chat.fake.calls_of("sendMessage")
+                if p["text"].startswith("🛑") and p.get("disable_notification") == "false"]
+
+    await eventually(lambda: len(notices()) == 2, what="two block notices")
+    with open(chat.daemon.core.ctx.audit.path, "rb") as fh:
+        actions = [orjson.loads(line)["action"] for line in fh]
+    assert actions == ["safety_blocked", "safety_blocked"]
