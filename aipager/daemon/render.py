@@ -69,6 +69,11 @@ def still_waiting(label: str) -> str:
     return f"⬆️ {label} · still waiting for your answer above"
 
 
+def waiting_words(kind: str | None) -> str:
+    """What a session waits for, in words: Claude's question wants an answer."""
+    return "waiting for your answer" if kind == "question" else "waiting for your permission"
+
+
 def safety_blocked(label: str, reason: str) -> str:
     return f"🛑 {label} · Blocked by a safety rule: {reason} (stopped)"
 
@@ -168,8 +173,7 @@ def _header(sess: Session, now: float) -> str:
     if sess.state == State.GONE:
         return session_ended(sess.label, sess.end_reason)
     if sess.state == State.WAITING:
-        what = "question" if sess.waiting_for() == "question" else "permission"
-        return f"🔐 {sess.label} · waiting for your {what} · {took}"
+        return f"🔐 {sess.label} · {waiting_words(sess.waiting_for())} · {took}"
     if sess.state == State.WORKING:
         return f"⏳ {sess.label} · working · {took}"
     if sess.work_open():
