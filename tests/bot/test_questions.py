@@ -147,3 +147,14 @@ async def test_a_session_waiting_on_a_question_waits_for_an_answer(chat):
     status = await chat.fake.wait_for("sendMessage", lambda p: "Sessions:" in str(p["text"]))
     assert "jim · waiting for your answer" in status["text"], status["text"]
     assert "question" not in " ".join(t for t in chat.sent_texts() if "waiting for" in t)
+
+
+async def test_a_reply_to_the_question_is_its_answer_in_words(chat):
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Which branch?", ["main", "dev"])])
+    message = await _message(chat, "Which branch?")
+    await chat.fake.user_says("feature/login", reply_to=message["message_id"])
+    await eventually(lambda: chat.sessions.keys, what="the answer typed")
+    assert chat.sessions.keys == [(session, [dk.DOWN, dk.DOWN, b"feature/login", dk.ENTER])]
+    assert chat.sessions.typed == []  # the words answered the dialog, not a new prompt
+    await chat.fake.wait_for("editMessageText", lambda p: "Which branch? → “feature/login”" in p["text"])
