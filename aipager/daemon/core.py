@@ -17,7 +17,7 @@ from aipager import wire
 from aipager.daemon import render
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
-from aipager.daemon.events import ROUTERS
+from aipager.daemon.events import ROUTERS, compaction
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import Card, Notifier
 from aipager.daemon.registry import Registry
@@ -170,6 +170,10 @@ class DaemonCore:
         """Time-based rules, then cards (called every second or so by the daemon)."""
         reg = self.registry
         reg.sweep()
+        now = self.ctx.now()
+        for sess in reg:
+            if sess.compact_notice_pending:
+                compaction.report_overdue(self.ctx, sess, now)
         if reg.forgotten:
             self.ctx.counters["sessions_forgotten"] = reg.forgotten
         if len(self._cards) > len(reg.sessions):

@@ -33,6 +33,10 @@ def compacted(label: str, before: float, after: float) -> str:
     return f"📦 {label} · Conversation compacted: {before:.0f}% → {after:.0f}%"
 
 
+def compacted_plain(label: str) -> str:
+    return f"📦 {label} · Conversation compacted"
+
+
 def compacting(label: str) -> str:
     return f"🔄 {label} · Compacting the conversation"
 

@@ -284,3 +284,20 @@ async def test_resume_restarts_an_ended_session_with_its_conversation(chat, fake
     await eventually(lambda: mark.exists() and mark.read_text())
     assert mark.read_text().strip() == f"{folder}|--resume sid-old"
     assert picker
+
+
+async def test_a_compact_from_the_chat_says_once_when_it_is_done(chat, monkeypatch):
+    from aipager.daemon.events import compaction
+
+    monkeypatch.setattr(compaction, "FIGURES_WAIT", 0.0)  # no reading will show a drop
+    session = chat.start("jim")
+    await chat.fake.user_says("/compact")
+    await _said(chat, "/compact sent to jim")
+    chat.feed(session, "PreCompact", trigger="manual")
+    chat.feed(session, "SessionStart", source="compact", session_id="sid-jim")
+    chat.feed(session, "PostCompact", trigger="manual")
+    chat.daemon.core.tick()
+    chat.daemon.core.tick()
+    await _said(chat, "📦 jim · Conversation compacted")
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    assert len([t for t in chat.sent_texts() if "Conversation compacted" in t]) == 1
