@@ -13,6 +13,7 @@ member add`` counts from the next message on.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any, Awaitable, Callable, Mapping
@@ -64,10 +65,13 @@ class Members:
         label = user.username or user.first_name or str(user.id)
         member = next((m for m in cfg.members if m.id == user.id), None)
         if member is not None:
-            return self._with_rights(user.id, member.label or label, member.role)
-        if chat_id > 0 and user.id == chat_id:
-            return self._with_rights(user.id, label, "owner")  # whose chat setup was done with
-        return None
+            sender = self._with_rights(user.id, member.label or label, member.role)
+        elif chat_id > 0 and user.id == chat_id:
+            sender = self._with_rights(user.id, label, "owner")  # whose chat setup was done with
+        else:
+            return None
+        username = user.username if isinstance(user.username, str) else ""
+        return dataclasses.replace(sender, username=username) if username else sender
 
     def _loaded_policy(self) -> Any:
         """The owner's policy, or why it is unusable (a string); the file is read again

@@ -52,9 +52,15 @@ class Sender:
     exempt: bool = False
     #: the owner's opt-in (config ``owner_raw_keys``): their text is typed as keys
     raw_keys: bool = False
+    #: their Telegram @username ("" when they have none)
+    username: str = ""
 
     @property
     def tag(self) -> str:
+        """``@username`` when they have one (the label may be a first name or a config
+        label such as "Owner"), else ``@label``."""
+        if self.username:
+            return f"@{self.username}"
         return f"@{self.label}" if self.label and not self.label.startswith("@") else self.label
 
     def rights(self) -> list[str]:

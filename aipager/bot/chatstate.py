@@ -8,12 +8,15 @@ forward), who sent the messages that wait, what the outbox has not sent yet, and
 last Telegram update handled.
 
 Saved as ``paths.chat_state_file`` (0600, atomic); an unreadable file gives a
-fresh state and a log line, never a crash.
+fresh state and a log line, never a crash; a damaged one is renamed next to itself
+(``<file>.damaged-<UTC stamp>``) and said once in the chat.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -21,6 +24,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import paths
+from aipager.fsnames import unused_name
 
 log = logging.getLogger("aipager.bot")
 
@@ -85,6 +89,8 @@ class ChatState:
     #: every Telegram update up to this id is handled (``inbox``): one Telegram delivers
     #: again, or the update journal still holds, is not acted on again
     handled: int = 0
+    #: not saved: what was wrong with the saved file this state replaces ("" when nothing)
+    damaged: str = ""
 
     # -- live messages -------------------------------------------------------
 
@@ -205,12 +211,33 @@ def load(env: Mapping[str, str]) -> ChatState:
     path = paths.chat_state_file(env)
     try:
         with open(path, "rb") as fh:
-            return ChatState.from_json(orjson.loads(fh.read()))
+            doc = orjson.loads(fh.read())
+        if isinstance(doc, dict):
+            return ChatState.from_json(doc)
+        why = "not the chat-state shape"
     except FileNotFoundError:
         return ChatState()
-    except (OSError, orjson.JSONDecodeError) as exc:
+    except OSError as exc:
         log.error("cannot read the chat state %s (%s); starting with a fresh one", path, exc)
         return ChatState()
+    except orjson.JSONDecodeError as exc:
+        why = f"not valid JSON ({exc})"
+    state = ChatState()
+    state.damaged = f"the chat state was damaged ({why}); {_keep_aside(path)}; starting with a fresh one"
+    log.error("%s", state.damaged)
+    return state
+
+
+def _keep_aside(path: str) -> str:
+    """Rename a damaged chat state next to itself, as the daemon does its saved state."""
+    from aipager.daemon.persist import KEPT_INFIX
+
+    kept = unused_name(f"{path}{KEPT_INFIX}" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    try:
+        os.rename(path, kept)
+    except OSError as exc:
+        return f"not kept: cannot rename it ({exc.strerror})"
+    return f"kept as {kept}"
 
 
 def save(env: Mapping[str, str], state: ChatState) -> None:

@@ -65,7 +65,7 @@ def private_dir(path: str) -> int:
     Raises:
         FileRefused: the folder is a symlink, not ours, or open to others.
     """
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    make_private_dirs(path)
     not_private = f"{path} is not a private folder of this user; aipager will not put files there"
     try:
         fd = trust.open_own_dir(path)
@@ -78,6 +78,41 @@ def private_dir(path: str) -> int:
         os.close(fd)
         raise FileRefused(not_private)
     return fd
+
+
+def make_private_dirs(path: str) -> None:
+    """Create ``path`` and every missing folder above it 0700 (``os.makedirs`` gives the
+    parents it creates the umask's mode: ``~/.cache/aipager/files`` came out 0755)."""
+    missing = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+
+
+def _files_root(env: Mapping[str, str]) -> None:
+    """The files folder, created owner-only; one an older aipager made 0755 (ours, and
+    nobody else could write into it) is closed to 0700.  Anything else wrong with it is
+    refused by ``private_dir`` below it."""
+    root = paths.files_dir(env)
+    make_private_dirs(root)
+    try:
+        fd = trust.open_own_dir(root)
+    except (OSError, UnsafePath):
+        return
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if mode & 0o077 and not mode & 0o022:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
 
 
 def _create(dir_fd: int, name: str) -> tuple[int, str]:
@@ -104,8 +139,8 @@ def outbox_dir(env: Mapping[str, str]) -> str:
 def save_download(env: Mapping[str, str], chat_id: int, name: str, data: bytes) -> str:
     """Write a file from the chat into the chat's private folder; returns its path."""
     folder = inbox_dir(env, chat_id)
-    os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
-    private_dir(os.path.dirname(folder))
+    _files_root(env)
+    os.close(private_dir(os.path.dirname(folder)))
     dir_fd = private_dir(folder)
     try:
         fd, unique = _create(dir_fd, safe_name(name))
@@ -145,6 +180,7 @@ def take_for_sending(env: Mapping[str, str], session: str, files: list[str],
     out: list[Outgoing] = []
     refused: list[dict] = []
     folder = outbox_dir(env)
+    _files_root(env)
     for path in files:
         problem = sendfile.check_file(path, cwd, home, globs, task)
         if problem is None:

@@ -262,11 +262,17 @@ class ChatBot:
 
     async def _introduce(self, dp: Any) -> None:
         """getMe and the command menu (retried until Telegram answers), then, after an
-        unclean stop, one line in the chat."""
+        unclean stop or with a damaged chat state, one line in the chat."""
         from aiogram.types import BotCommand
 
         if self.unclean:
             self.outbox.put(Op("post", self.members.current().chat_id, RESTARTED))
+        if self.state.damaged:
+            # once: the next save writes a sound file
+            self.outbox.put(Op("post", self.members.current().chat_id,
+                               f"⚠️ aipager: {self.state.damaged}. Old cards and buttons no "
+                               "longer answer.", buzz=True))
+            self.state.damaged = ""
         delay = 1.0
         while True:
             try:

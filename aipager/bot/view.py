@@ -13,6 +13,7 @@ from typing import Any, Iterable, Sequence
 
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.daemon.model import Session, State
+from aipager.daemon import render
 from aipager.daemon.render import elapsed
 
 #: one inline button: (label, callback data)
@@ -54,7 +55,7 @@ def session_line(sess: Session, now: float, current: bool = False) -> str:
     """``⏳ jim · working · 1m 12s · opus · ctx 41% · $0.04``."""
     parts = [f"{_STATE_ICON.get(sess.state, '•')} {sess.label}", _STATE_WORDS.get(sess.state, "")]
     if sess.state == State.WAITING and sess.waiting_for():
-        parts[-1] = f"waiting for your {sess.waiting_for()}"
+        parts[-1] = render.waiting_words(sess.waiting_for())
     task = sess.task
     if sess.state in (State.WORKING, State.WAITING) and task is not None:
         parts.append(elapsed(now - task.started_at))

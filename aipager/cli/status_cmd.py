@@ -16,6 +16,14 @@ from aipager.cli._daemon import daemon_pids
 _COLUMNS = ("state", "model", "context_pct", "cost_usd", "waiting_for")
 
 
+def _cell(key: str, value: Any) -> str:
+    """``key=value`` for the table; a cost in cents (``cost=$0.08``: the state keeps
+    Claude Code's float, 0.0783999…, which ``--json`` gives unchanged)."""
+    if key == "cost_usd" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"cost=${value:.2f}"
+    return f"{key}={value}"
+
+
 def _plain(value: Any) -> Any:
     """The daemon's state as JSON-ready data, whatever shape it comes in."""
     if hasattr(value, "to_json"):
@@ -97,7 +105,7 @@ def status(
         return
     for row in rows:
         name = str(row.get("name") or row.get("session") or "?")
-        cells = [f"{key}={row[key]}" for key in _COLUMNS if row.get(key) not in (None, "")]
+        cells = [_cell(key, row[key]) for key in _COLUMNS if row.get(key) not in (None, "")]
         terminal = live.pop(name, live.pop(paths.SESSION_PREFIX + name, None))
         cells.append("terminal=" + {True: "live", False: "stale", None: "none"}[terminal])
         typer.echo(f"  {row.get('label') or name:<20} " + "  ".join(cells))

@@ -13,16 +13,21 @@ from typing import Callable
 
 import orjson
 
+from aipager import wire
 from aipager.daemon import render
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
-from aipager.daemon.events import ROUTERS
+from aipager.daemon.events import ROUTERS, compaction
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import Card, Notifier
 from aipager.daemon.registry import Registry
 from aipager.daemon.transcript import last_answer, task_notifications
 
 log = logging.getLogger("aipager.daemon")
+
+#: each safety block is audited and told, even one byte-identical to the last (the hook
+#: sends one per blocked tool call: parallel calls of a halted task look alike)
+_SAFETY_BLOCKED = wire.SAFETY_BLOCKED.encode()
 
 #: counter names reported in the saved state
 COUNTERS = ("received", "handled", "ignored", "unhandled", "malformed", "errors", "repeats",
@@ -80,7 +85,8 @@ class DaemonCore:
     def _feed_bytes(self, data: bytes) -> None:
         c = self.counters
         c["received"] += 1
-        if self._is_repeat(data):
+        repeat = self._is_repeat(data)
+        if repeat and _SAFETY_BLOCKED not in data:
             c["repeats"] += 1
             return
         try:
@@ -92,6 +98,9 @@ class DaemonCore:
         if not isinstance(ev, dict):
             c["malformed"] += 1
             log.warning("datagram is not a JSON object; dropped")
+            return
+        if repeat and ev.get("hook_event_name") != wire.SAFETY_BLOCKED:
+            c["repeats"] += 1
             return
         self.feed(ev)
 
@@ -161,6 +170,10 @@ class DaemonCore:
         """Time-based rules, then cards (called every second or so by the daemon)."""
         reg = self.registry
         reg.sweep()
+        now = self.ctx.now()
+        for sess in reg:
+            if sess.compact_notice_pending:
+                compaction.report_overdue(self.ctx, sess, now)
         if reg.forgotten:
             self.ctx.counters["sessions_forgotten"] = reg.forgotten
         if len(self._cards) > len(reg.sessions):

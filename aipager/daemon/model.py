@@ -211,6 +211,9 @@ class Session:
     compacting: bool = False
     pre_compact_pct: float | None = None
     compact_notice_pending: bool = False
+    #: when the compaction ended (PostCompact or SessionStart(compact)) while its line waits
+    #: for a reading that shows the drop; None when nothing waits
+    compacted_at: float | None = None
     context_warned: bool = False
     #: why the status-line helper cannot write the session's status file ("" when it can);
     #: the hook then sends no token counts.  Logged once when it changes, shown by ``status``

@@ -33,6 +33,10 @@ def compacted(label: str, before: float, after: float) -> str:
     return f"📦 {label} · Conversation compacted: {before:.0f}% → {after:.0f}%"
 
 
+def compacted_plain(label: str) -> str:
+    return f"📦 {label} · Conversation compacted"
+
+
 def compacting(label: str) -> str:
     return f"🔄 {label} · Compacting the conversation"
 
@@ -67,6 +71,11 @@ def question(label: str, text: str) -> str:
 
 def still_waiting(label: str) -> str:
     return f"⬆️ {label} · still waiting for your answer above"
+
+
+def waiting_words(kind: str | None) -> str:
+    """What a session waits for, in words: Claude's question wants an answer."""
+    return "waiting for your answer" if kind == "question" else "waiting for your permission"
 
 
 def safety_blocked(label: str, reason: str) -> str:
@@ -181,8 +190,7 @@ def _header(sess: Session, now: float) -> str:
     if sess.state == State.GONE:
         return session_ended(sess.label, sess.end_reason)
     if sess.state == State.WAITING:
-        what = "question" if sess.waiting_for() == "question" else "permission"
-        return f"🔐 {sess.label} · waiting for your {what} · {took}"
+        return f"🔐 {sess.label} · {waiting_words(sess.waiting_for())} · {took}"
     if sess.state == State.WORKING:
         return f"⏳ {sess.label} · working · {took}"
     if sess.work_open():

@@ -117,7 +117,13 @@ def group() -> int | None:
 
 
 @pytest.fixture
-async def chat(members, group) -> Any:
+def saved_chat_state() -> bytes | None:
+    """What the chat-state file holds before the bot starts (None: no file)."""
+    return None
+
+
+@pytest.fixture
+async def chat(members, group, saved_chat_state) -> Any:
     from aipager.bot.service import ChatBot
     from aipager.daemon.app import Daemon
 
@@ -128,6 +134,13 @@ async def chat(members, group) -> Any:
         env = dict(os.environ, AIPAGER_TELEGRAM_API_BASE=base)
         cfg = config.Config(bot_token=TOKEN, chat_id=chat_id, members=members)
         config.save(env, cfg)
+        if saved_chat_state is not None:
+            from aipager import paths
+
+            path = paths.chat_state_file(env)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(saved_chat_state)
         bot = ChatBot(env, cfg)
         sessions = FakeSessions()
         daemon = Daemon(env, notifier=bot.notifier, session_io=sessions)

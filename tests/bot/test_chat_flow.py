@@ -3,9 +3,14 @@ the card follows the task, the answer arrives once, threaded, with 👀 → 👍
 
 from __future__ import annotations
 
+import os
+
+import orjson
+import pytest
 from bot.conftest import STRANGER, eventually
 from fakes.telegram_api import OWNER
 
+from aipager.bot import chatstate
 from aipager.bot.outbox import Op
 
 
@@ -231,3 +236,43 @@ async def test_status_shows_the_chats_health(chat):
     assert facts["unsent"] == 1 and facts["chat_id"] == chat.chat_id
     chat.fake.set_outage(False)
     await eventually(lambda: chat.daemon.daemon_facts()["chat"]["unsent"] == 0, timeout=40)
+
+
+async def test_a_second_safety_block_in_a_session_is_told_too(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="clean up", prompt_id="p1")
+    chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="I could not.")
+    chat.feed(session, "UserPromptSubmit", prompt="try again", prompt_id="p2")
+    # the same block in the next task, at once: byte-identical, still a block of its own
+    chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
+
+    def notices():  # the cards show the block too, silently; the notice buzzes
+        return [p["text"] for p in chat.fake.calls_of("sendMessage")
+                if p["text"].startswith("🛑") and p.get("disable_notification") == "false"]
+
+    # (a private chat takes five posts in five seconds: the second notice may wait)
+    await eventually(lambda: len(notices()) == 2, timeout=15, what="two block notices")
+    with open(chat.daemon.core.ctx.audit.path, "rb") as fh:
+        actions = [orjson.loads(line)["action"] for line in fh]
+    assert actions == ["safety_blocked", "safety_blocked"]
+
+
+@pytest.mark.parametrize("saved_chat_state", [b'{"live": {"card:x', b"[1, 2]"])
+async def test_a_damaged_chat_state_is_kept_aside_and_said_once(chat, saved_chat_state, caplog):
+    from aipager import paths
+
+    path = paths.chat_state_file(chat.bot.env)
+    note = await chat.fake.wait_for("sendMessage", lambda p: "chat state was damaged" in p["text"])
+    kept = [n for n in os.listdir(os.path.dirname(path))
+            if n.startswith(os.path.basename(path) + ".damaged-")]
+    assert len(kept) == 1, kept
+    with open(os.path.join(os.path.dirname(path), kept[0]), "rb") as fh:
+        assert fh.read() == saved_chat_state
+    assert kept[0] in note["text"]
+    assert any("chat state was damaged" in r.getMessage() and r.levelname == "ERROR"
+               for r in caplog.get_records("setup"))
+    chat.bot.save()  # a sound file now: nothing to say at the next start
+    assert chatstate.load(chat.bot.env).damaged == ""
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    assert len([t for t in chat.sent_texts() if "damaged" in t]) == 1

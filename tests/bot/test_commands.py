@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 
+import orjson
 import pytest
 from bot.conftest import eventually
 
@@ -135,12 +136,35 @@ async def test_kill_asks_first_and_ends_the_session(chat, fake_claude):
     await _said(chat, "End session victim?")
     assert dtach.is_live(sock)
     ask = _message(chat, "End session victim?")
+    yes = _data(ask, "🗑 Yes, end it")
     await chat.fake.user_taps(ask["message_id"], _data(ask, "Cancel"))
     await chat.fake.wait_for("answerCallbackQuery", lambda p: p.get("text") == "Kept running.")
+    # the outcome replaces the question and its buttons
+    kept = await chat.fake.wait_for("editMessageText", lambda p: "kept running" in p["text"])
+    assert int(kept["message_id"]) == ask["message_id"] and not kept.get("reply_markup")
+    assert not chat.fake.message(chat.chat_id, ask["message_id"]).get("reply_markup")
+    # a late tap on the answered question does nothing
+    await chat.fake.user_taps(ask["message_id"], yes)
+    await chat.fake.wait_for("answerCallbackQuery", lambda p: p.get("text") == "Already answered.")
     assert dtach.is_live(sock)
-    await chat.fake.user_taps(ask["message_id"], _data(ask, "🗑 Yes, end it"))
-    await _said(chat, "victim ended by @owner")
+
+    sent = len(chat.fake.calls_of("sendMessage"))
+    await chat.fake.user_says("/kill victim")
+    await eventually(lambda: any("End session victim?" in m["text"]
+                                 for m in chat.fake.bot_messages(chat.chat_id)), what="asked again")
+    ask = _message(chat, "End session victim?")
+    yes = _data(ask, "🗑 Yes, end it")
+    await chat.fake.user_taps(ask["message_id"], yes)
+    await chat.fake.user_taps(ask["message_id"], yes)  # a double tap
+    ended = await chat.fake.wait_for("editMessageText", lambda p: "victim ended by @owner" in p["text"])
+    assert int(ended["message_id"]) == ask["message_id"] and not ended.get("reply_markup")
     assert not dtach.is_live(sock)
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    assert len(chat.fake.calls_of("sendMessage")) == sent + 1  # one message for one /kill
+    toasts = [p.get("text") for p in chat.fake.calls_of("answerCallbackQuery")]
+    assert toasts.count("Already answered.") == 2 and toasts.count("Ending victim…") == 1
+    with open(paths.audit_log(chat.bot.env), "rb") as fh:
+        assert [orjson.loads(line)["action"] for line in fh].count("session_kill") == 1
 
 
 async def test_stop_presses_escape_in_the_working_session(chat):
@@ -278,3 +302,20 @@ def test_every_command_a_router_answers_is_a_name_no_session_may_take():
                     names.update(c for c in flt.callback.commands if isinstance(c, str))
     assert names and names <= view.RESERVED, names - view.RESERVED
     assert "join" in names
+
+
+async def test_a_compact_from_the_chat_says_once_when_it_is_done(chat, monkeypatch):
+    from aipager.daemon.events import compaction
+
+    monkeypatch.setattr(compaction, "FIGURES_WAIT", 0.0)  # no reading will show a drop
+    session = chat.start("jim")
+    await chat.fake.user_says("/compact")
+    await _said(chat, "/compact sent to jim")
+    chat.feed(session, "PreCompact", trigger="manual")
+    chat.feed(session, "SessionStart", source="compact", session_id="sid-jim")
+    chat.feed(session, "PostCompact", trigger="manual")
+    chat.daemon.core.tick()
+    chat.daemon.core.tick()
+    await _said(chat, "📦 jim · Conversation compacted")
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    assert len([t for t in chat.sent_texts() if "Conversation compacted" in t]) == 1

@@ -183,3 +183,35 @@ def test_safe_name_rules():
     assert files.safe_name("\u202etxt.exe") == "txt.exe"
     long = files.safe_name("é" * 300 + ".txt")
     assert long.endswith(".txt") and len(long.encode()) <= files.NAME_MAX
+
+
+@pytest.mark.parametrize("old_root_mode", [None, 0o755])
+def test_every_folder_made_for_a_download_is_owner_only_and_the_doctor_agrees(tmp_path,
+                                                                               old_root_mode):
+    from aipager import paths
+    from aipager.cli.doctor_cmd import _private_files
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home)}  # no runtime folder: ~/.cache/aipager/files, as on a laptop
+    root = paths.files_dir(env)
+    assert root == str(home / ".cache" / "aipager" / "files")
+    old = os.umask(0o022)
+    try:
+        if old_root_mode is not None:  # made by an older aipager
+            os.makedirs(root)
+            os.chmod(root, old_root_mode)
+        path = files.save_download(env, 42, "notes.txt", b"hello")
+    finally:
+        os.umask(old)
+    made = []
+    folder = os.path.dirname(path)
+    while folder != str(home):
+        made.append(folder)
+        folder = os.path.dirname(folder)
+    assert len(made) == 5  # chat-42, in, files, aipager, .cache
+    if old_root_mode is not None:
+        made = made[:3]  # the older aipager made the two above the files folder
+    assert {f: oct(_mode(f)) for f in made} == {f: oct(0o700) for f in made}
+    check = _private_files(env)
+    assert check.ok, check

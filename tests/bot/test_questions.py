@@ -135,3 +135,26 @@ async def test_a_plan_is_never_answered_by_guessed_keys(chat):
     toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
     assert "terminal" in toast["text"] and chat.sessions.keys == []
     assert chat.daemon.core.registry.get(session).requests[0].answered == ""
+
+
+async def test_a_session_waiting_on_a_question_waits_for_an_answer(chat):
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Which colour?", ["Red", "Green"])])
+    await _message(chat, "Which colour?")
+    card = await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith("🔐 jim"))
+    assert "waiting for your answer" in card["text"], card["text"]
+    await chat.fake.user_says("/status")
+    status = await chat.fake.wait_for("sendMessage", lambda p: "Sessions:" in str(p["text"]))
+    assert "jim · waiting for your answer" in status["text"], status["text"]
+    assert "question" not in " ".join(t for t in chat.sent_texts() if "waiting for" in t)
+
+
+async def test_a_reply_to_the_question_is_its_answer_in_words(chat):
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Which branch?", ["main", "dev"])])
+    message = await _message(chat, "Which branch?")
+    await chat.fake.user_says("feature/login", reply_to=message["message_id"])
+    await eventually(lambda: chat.sessions.keys, what="the answer typed")
+    assert chat.sessions.keys == [(session, [dk.DOWN, dk.DOWN, b"feature/login", dk.ENTER])]
+    assert chat.sessions.typed == []  # the words answered the dialog, not a new prompt
+    await chat.fake.wait_for("editMessageText", lambda p: "Which branch? → “feature/login”" in p["text"])

@@ -12,6 +12,7 @@ import pytest
 from bot.conftest import STRANGER, eventually
 from fakes.telegram_api import OWNER
 
+from aipager import config
 from aipager.bot.callbacks import RequestTap, SessionTap
 
 SUGGESTION = [{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "make test:*"}],
@@ -181,3 +182,16 @@ async def test_an_edit_request_shows_its_diff_when_previews_are_on(chat):
     assert "- x = 1\n+ x = 2" in message["text"]
     kinds = {(e["type"], e.get("language")) for e in message.get("entities") or []}
     assert ("pre", "diff") in kinds
+
+
+@pytest.mark.parametrize("members", [(config.Member(OWNER["id"], "owner", "Owner"),)])
+async def test_the_verdict_names_the_username_not_the_config_label(chat, hook_reply):
+    # setup stores the private chat's title ("Owner", a first name) as the owner's label
+    path, _sock = hook_reply
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
+    _ask(chat, session, reply_addr=path)
+    message = await _request_message(chat)
+    await chat.fake.user_taps(message["message_id"], _buttons(message)["✅ Allow"])
+    edited = await chat.fake.wait_for("editMessageText", lambda p: "Allowed by" in p["text"])
+    assert "Allowed by @owner ·" in edited["text"], edited["text"]

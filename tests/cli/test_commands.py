@@ -229,7 +229,7 @@ def test_status_reads_the_saved_state(runner, monkeypatch, fake_daemon):
     # The shape aipager.daemon.persist documents: a list of sessions.
     module.load_state = lambda env: {"version": 1, "daemon": {"alive": True}, "sessions": [
         {"name": "claude-x1", "label": "x1", "state": "working", "model": "opus",
-         "context_pct": 42, "cost_usd": 1.5, "waiting_for": "permission"},
+         "context_pct": 42, "cost_usd": 0.07839999999999998, "waiting_for": "permission"},
         {"name": "claude-old", "label": "old", "state": "gone", "model": "opus"}]}
     monkeypatch.setitem(sys.modules, "aipager.daemon.persist", module)
     result = runner.invoke(app, ["status"])
@@ -237,10 +237,12 @@ def test_status_reads_the_saved_state(runner, monkeypatch, fake_daemon):
     assert f"running (pid {fake_daemon.pid})" in result.output
     assert "x1" in result.output and "state=working" in result.output
     assert "context_pct=42" in result.output and "waiting_for=permission" in result.output
+    assert "cost=$0.08" in result.output and "0.0783" not in result.output
     assert "old" not in result.output
     assert "state=gone" in runner.invoke(app, ["status", "--all"]).output
     doc = json.loads(runner.invoke(app, ["status", "--json"]).output)
     assert doc["daemon"]["running"] and doc["state"]["sessions"][0]["model"] == "opus"
+    assert doc["state"]["sessions"][0]["cost_usd"] == 0.07839999999999998  # precise in JSON
 
 
 def test_status_without_daemon_or_state_module(runner, monkeypatch):

@@ -124,3 +124,31 @@ def test_core_without_a_sink_still_handles_safety_events(core):
     core.feed({"type": "report_error", "where": "hook", "kind": "OSError", "place": "p"})
     assert core.counters["handled"] == 2 and core.counters["errors"] == 0
     assert [r["action"] for r in core.ctx.audit.records] == ["safety_blocked", "report_error"]
+
+
+def _blocked(reason: str) -> bytes:
+    return orjson.dumps({"hook_event_name": "safety_blocked", "session": S, "tool": "Bash",
+                         "reason": reason})
+
+
+def test_every_block_is_audited_and_told_an_identical_one_at_once_is_merged(core, notifier, clock):
+    core.feed({"hook_event_name": "SessionStart", "session": S, "source": "startup"})
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": S, "prompt": "a", "prompt_id": "p1"})
+    core.feed_bytes(_blocked("tool Bash is denied"))
+    core.feed_bytes(_blocked("task halted"))
+    core.feed_bytes(_blocked("task halted"))  # byte-identical, at once: audited, one message
+    clock.advance(1)
+    core.feed({"hook_event_name": "Stop", "session": S, "prompt_id": "p1"})
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": S, "prompt": "b", "prompt_id": "p2"})
+    core.feed_bytes(_blocked("tool Bash is denied"))  # a new task: its own notice
+    clock.advance(10)
+    core.feed_bytes(_blocked("task halted"))
+    core.feed_bytes(_blocked("task halted"))
+    clock.advance(10)
+    core.feed_bytes(_blocked("task halted"))  # seconds later: told again
+    reasons = [r["reason"] for r in core.ctx.audit.records if r["action"] == "safety_blocked"]
+    assert reasons == ["tool Bash is denied", "task halted", "task halted", "tool Bash is denied",
+                       "task halted", "task halted", "task halted"]
+    assert [n.split(": ", 1)[1] for n in notifier.notices("safety_blocked")] == [
+        "tool Bash is denied (stopped)", "task halted (stopped)", "tool Bash is denied (stopped)",
+        "task halted (stopped)", "task halted (stopped)"]

@@ -69,3 +69,29 @@ def test_compacting_on_an_open_card_is_a_card_line_not_a_message(core, notifier)
     assert notifier.notices("compacting") == []
     core.flush_cards()
     assert notifier.texts("card")[-1].endswith("🔄 jim · Compacting the conversation")
+
+
+def test_compacted_line_without_a_drop_to_show_is_said_once_after_a_while(core, notifier, clock):
+    # as Claude Code 2.1.328 sends a /compact of a small conversation (tui_compact.jsonl):
+    # the figure is 0% before and after, so no reading ever shows a drop
+    core.feed(ev("PreCompact", trigger="manual", sl_tokens={"context_pct": 0}))
+    core.feed(ev("SessionStart", source="compact", sl_tokens={"context_pct": 0}))
+    core.feed(ev("PostCompact", trigger="manual", sl_tokens={"context_pct": 0}))
+    core.tick()
+    assert notifier.notices("compacted") == []  # a reading may still show the drop
+    clock.advance(11)
+    core.tick()
+    core.feed(sl(0))
+    clock.advance(11)
+    core.tick()
+    assert notifier.notices("compacted") == ["📦 jim · Conversation compacted"]
+
+
+def test_compacted_line_without_any_status_line(core, notifier, clock):
+    core.feed(ev("SessionStart", source="startup"))
+    core.feed(ev("PreCompact", trigger="manual"))
+    core.feed(ev("PostCompact", trigger="manual"))
+    clock.advance(11)
+    core.tick()
+    core.tick()
+    assert notifier.notices("compacted") == ["📦 jim · Conversation compacted"]

@@ -119,7 +119,9 @@ def test_new_starts_a_session_that_answers_then_status_and_kill(daemon, fake_ant
     ask = phone.wait_message(lambda m: "🗑 Yes, end it" in buttons(m), 15, "the kill question")
     query = phone.tap(ask, "🗑 Yes, end it")
     phone.toast(query)
-    phone.wait(lambda snap: any(f"{name} ended by @owner" in t for t in phone.sent_texts(snap)),
+    # the outcome replaces the question (and its buttons)
+    phone.wait(lambda snap: any(f"{name} ended by @owner" in str(p.get("text"))
+                                for p in phone.calls("editMessageText", snap)),
                20, "the ended line")
     gone = daemon.wait_session(lambda s: s["state"] == "gone", 20, "the session gone",
                                name=f"claude-{name}")

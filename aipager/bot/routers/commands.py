@@ -15,6 +15,7 @@ from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import SessionTap, SettingTap, packed
 from aipager.bot.chatstate import STYLES
+from aipager.bot.outbox import Op
 from aipager.daemon.model import Session, State
 from aipager.errors import AipagerError
 
@@ -191,12 +192,24 @@ async def on_kill(message: Message, command: CommandObject, actions: Actions,
         ask_kill(actions, message.chat.id, sess)
 
 
+def kill_key(session: str) -> str:
+    """The live message asking whether to end ``session``: its outcome replaces it."""
+    return f"kill:{session}"
+
+
+#: how the open question starts (``shown``); once answered it shows the outcome instead
+KILL_ASK = "End session "
+
+
 def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
     handle = actions.state.handle("session", sess.name)
     markup = view.keyboard([[("🗑 Yes, end it", packed(SessionTap(h=handle, act="kill_yes"))),
                              ("Cancel", packed(SessionTap(h=handle, act="kill_no")))]])
-    actions.say(chat_id, f"End session {sess.label}? Claude Code and what it started stop.",
-                markup=markup)
+    text = f"{KILL_ASK}{sess.label}? Claude Code and what it started stop."
+    key = kill_key(sess.name)
+    actions.state.forget_live(key)  # an older question's buttons no longer answer
+    actions.state.show(key, text)
+    actions.outbox.put(Op("post", chat_id, text, markup=markup, key=key))
 
 
 async def on_compact(message: Message, command: CommandObject, actions: Actions,

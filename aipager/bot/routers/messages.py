@@ -120,6 +120,18 @@ async def deny_with_reason(actions: Actions, message: Message, sender: Sender,
     return True
 
 
+def _replied_question(actions: Actions, message: Message) -> tuple[str | None, dict | None]:
+    """The open question (request key, ask) whose message ``message`` replies to."""
+    reply = message.reply_to_message
+    if reply is None:
+        return None, None
+    shown = [message.chat.id, reply.message_id]
+    for rkey, ask in actions.state.asks.items():
+        if ask.get("chat") == message.chat.id and actions.state.live.get(rkey) == shown:
+            return rkey, ask
+    return None, None
+
+
 async def on_text(message: Message, actions: Actions, sender: Sender, pending_names: dict,
                   picks: dict, bot_identity: tuple[int, str | None],
                   pending_other: dict) -> None:
@@ -136,6 +148,13 @@ async def on_text(message: Message, actions: Actions, sender: Sender, pending_na
         return
     rkey = pending_other.pop((chat_id, sender.user_id), None)
     ask = actions.state.asks.get(rkey) if rkey else None
+    if ask is None:
+        # a reply to a question's message answers it in words, as "Other…" then a message
+        rkey, ask = _replied_question(actions, message)
+        why = refusal(sender, "approve", actions.registry.get(ask["session"])) if ask else None
+        if why:
+            actions.say(chat_id, f"🔒 {why}", reply_to=message.message_id)
+            return
     if ask is not None:
         from aipager.bot.routers.taps import record_answer
 

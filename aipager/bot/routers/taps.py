@@ -15,7 +15,8 @@ from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import QuestionTap, RequestTap, SessionTap, SettingTap
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Op
-from aipager.bot.routers.commands import ask_kill, compact, settings_view, stop_session
+from aipager.bot.routers.commands import (KILL_ASK, ask_kill, compact, kill_key, settings_view,
+                                          stop_session)
 from aipager.daemon import replies
 from aipager.daemon.model import State
 from aipager.daemon.terminal import ESCAPE
@@ -190,14 +191,27 @@ async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, action
     elif act == "kill":
         await _toast(query)
         ask_kill(actions, chat_id, sess)
-    elif act == "kill_yes":
-        await _toast(query, f"Ending {sess.label}…")
-        ended = await actions.kill(sess)
-        actions.audit("session_kill", sender, session=sess.name)
-        actions.say(chat_id, f"🗑 {sess.label} ended by {sender.tag}." if ended
-                    else f"{sess.label} was not running.")
-    elif act == "kill_no":
-        await _toast(query, "Kept running.")
+    elif act in ("kill_yes", "kill_no"):
+        # One question, one answer: the outcome replaces it (and its buttons); a second
+        # tap, even one racing the first, finds it answered.
+        key = kill_key(sess.name)
+        msg_id = query.message.message_id if query.message is not None else None
+        if (actions.state.live_id(key) != msg_id
+                or not actions.state.shown.get(key, "").startswith(KILL_ASK)):
+            await _toast(query, "Already answered.")
+            return
+        actions.state.show(key, "…")
+        if act == "kill_no":
+            await _toast(query, "Kept running.")
+            outcome = f"{sess.label} kept running (cancelled by {sender.tag})."
+        else:
+            await _toast(query, f"Ending {sess.label}…")
+            ended = await actions.kill(sess)
+            actions.audit("session_kill", sender, session=sess.name)
+            outcome = (f"🗑 {sess.label} ended by {sender.tag}." if ended
+                       else f"{sess.label} was not running.")
+        actions.state.show(key, outcome)
+        actions.outbox.put(Op("live", chat_id, outcome, key=key))
     elif act == "compact":
         await _toast(query)
         await compact(actions, chat_id, sess)

@@ -1,4 +1,5 @@
-"""PreCompact / PostCompact, and the compacted line from SessionStart or the status line."""
+"""PreCompact / PostCompact, and the compacted line from SessionStart or the status line
+(or, when no reading shows the drop soon, from the tick: said once either way)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ from aipager.daemon.model import Session
 from aipager.daemon.notifier import NoticeName
 
 router = EventRouter("compaction")
+
+#: seconds after a compaction ends that its line waits for a reading showing the drop
+#: (``X% → Y%``); then it is said without figures
+FIGURES_WAIT = 10.0
 
 
 @router.on("PreCompact")
@@ -28,6 +33,9 @@ def on_post_compact(ev: dict, sess: Session, ctx: Ctx) -> None:
         sess.pre_compact_pct = sess.context_pct
     sess.compacting = False
     sess.compact_notice_pending = True
+    if sess.compacted_at is None:
+        sess.compacted_at = ctx.now()
+    report_if_dropped(ctx, sess)
     ctx.registry.touch(sess)
 
 
@@ -39,7 +47,25 @@ def compacted_by_session_start(ctx: Ctx, sess: Session) -> None:
         sess.pre_compact_pct = sess.context_pct
     sess.compacting = False
     sess.compact_notice_pending = True
+    if sess.compacted_at is None:
+        sess.compacted_at = ctx.now()
     report_if_dropped(ctx, sess)
+
+
+def report_overdue(ctx: Ctx, sess: Session, now: float) -> None:
+    """The compacted line without figures when no reading showed the drop within
+    ``FIGURES_WAIT`` of the end (no status line, or a conversation too small to drop)."""
+    if (sess.compact_notice_pending and sess.compacted_at is not None
+            and now - sess.compacted_at >= FIGURES_WAIT):
+        ctx.notice(sess, NoticeName.COMPACTED, render.compacted_plain(sess.label))
+        _reported(ctx, sess)
+
+
+def _reported(ctx: Ctx, sess: Session) -> None:
+    sess.compact_notice_pending = False
+    sess.pre_compact_pct = None
+    sess.compacted_at = None
+    ctx.registry.touch(sess)
 
 
 def report_if_dropped(ctx: Ctx, sess: Session) -> None:
@@ -53,6 +79,4 @@ def report_if_dropped(ctx: Ctx, sess: Session) -> None:
         return
     ctx.notice(sess, NoticeName.COMPACTED, render.compacted(sess.label, before, after),
                before=before, after=after)
-    sess.compact_notice_pending = False
-    sess.pre_compact_pct = None
-    ctx.registry.touch(sess)
+    _reported(ctx, sess)

@@ -12,6 +12,10 @@ from aipager.daemon.model import Session
 from aipager.daemon.notifier import NoticeName, Reaction, RequestUpdate
 
 router = EventRouter("own")
+
+#: a safety block identical to the one told this long before is merged into it (audited, no
+#: second message): parallel tool calls of a halted task are blocked all at once
+SAFETY_MERGE_SECONDS = 5.0
 log = logging.getLogger("aipager.daemon")
 
 
@@ -60,12 +64,22 @@ def on_queue_pickup(ev: dict, sess: Session, ctx: Ctx) -> None:
 
 @router.on(wire.SAFETY_BLOCKED)
 def on_safety_blocked(ev: dict, sess: Session, ctx: Ctx) -> None:
+    """Every block is audited and told in the chat; only a block identical to the one told
+    just before (same task, same text, within ``SAFETY_MERGE_SECONDS``) adds no message."""
     reason = str(ev.get("reason") or "denied")
     tool = str(ev.get("tool") or "")
-    if sess.task is not None:
-        sess.task.blocked = reason
+    text = render.safety_blocked(sess.label, reason)
+    task = sess.task
+    last = sess.notices[-1] if sess.notices else {}
+    at = last.get("at")
+    merged = (last.get("name") == str(NoticeName.SAFETY_BLOCKED) and last.get("text") == text
+              and (task is None or task.blocked == reason) and isinstance(at, (int, float))
+              and 0 <= ctx.now() - at <= SAFETY_MERGE_SECONDS)
+    if task is not None:
+        task.blocked = reason
     _audit(ev, sess, ctx)
-    ctx.notice(sess, NoticeName.SAFETY_BLOCKED, render.safety_blocked(sess.label, reason), tool=tool, reason=reason)
+    if not merged:
+        ctx.notice(sess, NoticeName.SAFETY_BLOCKED, text, tool=tool, reason=reason)
     ctx.registry.touch(sess)
 
 
