@@ -30,17 +30,24 @@ def test_discovery_registers_new_and_ends_vanished(core, notifier):
     assert reg.get("claude-b").state == State.UNKNOWN  # back again (resumed)
 
 
-@pytest.fixture
-def cat_session(tmp_path):
+def _recording_session(name: str, stty: str, out):
+    """A dtach session ``name`` whose program writes what it reads to ``out``."""
     env = dict(os.environ)
-    sock = paths.dtach_socket(env, "claude-tt")
-    out = tmp_path / "typed.txt"
-    argv = dtach.create_argv(dtach.dtach_binary(env), sock, ["sh", "-c", f"stty -echo; cat > {out}"])
+    sock = paths.dtach_socket(env, f"claude-{name}")
+    argv = dtach.create_argv(dtach.dtach_binary(env), sock,
+                             ["sh", "-c", f"stty {stty}; cat > {out}"])
     subprocess.run(argv, check=True, env=env)
     end = time.monotonic() + 5
     while not dtach.is_live(sock):
         assert time.monotonic() < end
         time.sleep(0.02)
+    return env
+
+
+@pytest.fixture
+def cat_session(tmp_path):
+    out = tmp_path / "typed.txt"
+    env = _recording_session("tt", "-echo", out)
     yield env, out
     dtach.kill(env, "tt")
 
@@ -64,16 +71,8 @@ async def test_type_text_into_a_missing_session_fails():
 @pytest.fixture
 def raw_session(tmp_path):
     """A session that records the raw bytes it is sent (no line editing in between)."""
-    env = dict(os.environ)
-    sock = paths.dtach_socket(env, "claude-raw")
     out = tmp_path / "raw.bin"
-    argv = dtach.create_argv(dtach.dtach_binary(env), sock,
-                             ["sh", "-c", f"stty raw -echo; cat > {out}"])
-    subprocess.run(argv, check=True, env=env)
-    end = time.monotonic() + 5
-    while not dtach.is_live(sock):
-        assert time.monotonic() < end
-        time.sleep(0.02)
+    env = _recording_session("raw", "raw -echo", out)
     yield env, out
     dtach.kill(env, "raw")
 
