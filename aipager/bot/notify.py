@@ -179,6 +179,9 @@ class ChatNotifier:
         second = []
         if "always" in buttons:
             second.append(tap("🟢 Always allow", "always"))
+        for i, label in enumerate(out.scopes):
+            if f"s{i}" in buttons:
+                rows.append([tap(label, f"s{i}")])  # long labels: a row each
         second.append(tap("⏹ Stop", "stop"))
         rows.append(second)
         text = out.text

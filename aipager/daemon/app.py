@@ -162,7 +162,8 @@ class Daemon:
     # -- taps ----------------------------------------------------------------
 
     def answer_request(self, session: str, request_key: str, kind: str, who: str, *,
-                       who_id: int | None = None, role: str = "", reason: str = "") -> str:
+                       who_id: int | None = None, role: str = "", reason: str = "",
+                       suggestion: int | None = None) -> str:
         """One tap on a permission request (the chat's entry point): ``replies.answer``.
 
         Args:
@@ -172,13 +173,15 @@ class Daemon:
             who: the tapper's label, e.g. ``@alice`` (named by a deny's message).
             who_id, role: the tapper's Telegram id and role, for the audit log.
             reason: a deny's reason, handed to Claude (a reply to the request).
+            suggestion: for ``allow_always``, which one of Claude Code's suggestions.
 
         Returns:
             ``replies.VIA_HOOK`` (done), ``replies.VIA_KEYS`` (type the keys into
             the terminal dialog), ``replies.ALREADY`` or ``replies.GONE`` (type nothing).
         """
         result = replies.answer(self.core.ctx, session, request_key, kind, who,
-                                who_id=who_id, role=role, reason=reason)
+                                who_id=who_id, role=role, reason=reason,
+                                suggestion=suggestion)
         self.save(force=True)
         return result
 

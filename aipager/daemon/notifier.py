@@ -113,8 +113,10 @@ class Permission(Output):
     key: str = ""
     tool: str = ""
     detail: str = ""
-    #: of allow, deny, stop, always
+    #: of allow, deny, stop, always, s0, s1, s2 (one of Claude Code's suggestions each)
     buttons: list[str] = field(default_factory=list)
+    #: the labels of the s0… buttons (``render.suggestion_label``)
+    scopes: list[str] = field(default_factory=list)
     separate: bool = False
     request_id: str = ""
     #: the waiting hook's reply socket ("" when no hook waits: keys answer the dialog)

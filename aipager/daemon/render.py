@@ -115,6 +115,37 @@ def permission(label: str, tool: str, description: str, detail: str, cwd: str = 
     return f"{text}\n📁 in {cwd}" if cwd else text
 
 
+#: where Claude Code keeps what a suggestion remembers, in the person's words
+DESTINATIONS = {"session": "this session", "localSettings": "this project, for you",
+                "projectSettings": "this project, for everyone", "userSettings": "all your projects",
+                "cliArg": "this run"}
+#: what a setMode suggestion switches to
+MODES = {"acceptEdits": "✏️ Accept every edit", "plan": "📋 Plan first",
+         "bypassPermissions": "⚠️ Ask nothing", "default": "Ask again", "auto": "Auto mode"}
+#: a button's label is cut to this many characters
+SCOPE_LABEL_MAX = 60
+
+
+def suggestion_label(suggestion: dict) -> str:
+    """One of Claude Code's permission suggestions as a button: what, then where."""
+    kind = suggestion.get("type")
+    if kind == "setMode":
+        what = MODES.get(str(suggestion.get("mode")), f"Mode {suggestion.get('mode')}")
+    elif kind == "addDirectories":
+        folders = [str(d) for d in suggestion.get("directories") or []]
+        what = "📁 Allow " + (", ".join(folders) or "the folder")
+    else:
+        rules = []
+        for rule in suggestion.get("rules") or []:
+            if isinstance(rule, dict) and rule.get("toolName"):
+                content = rule.get("ruleContent")
+                rules.append(f"{rule['toolName']}({content})" if content else str(rule["toolName"]))
+        what = "🟢 Always " + (", ".join(rules) or "allow")
+    where = DESTINATIONS.get(str(suggestion.get("destination")), "")
+    label = f"{what} · {where}" if where else what
+    return label if len(label) <= SCOPE_LABEL_MAX else label[:SCOPE_LABEL_MAX - 1] + "…"
+
+
 def session_ended(label: str, reason: str) -> str:
     words = {
         "clear": "Session cleared",

@@ -36,7 +36,7 @@ from aipager.daemon.tasks import release_held
 #: the taps a permission request takes
 KINDS = ("allow", "allow_always", "deny", "stop")
 #: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch
-ALWAYS_TYPES = ("addRules", "addDirectories")
+ALWAYS_TYPES = ("addRules", "addDirectories", "setMode")
 
 #: ``answer`` results
 #: the hook got the decision: Claude Code goes on without its dialog
@@ -70,7 +70,8 @@ def _fits(request_id: str, decision: dict) -> bool:
 REASON_MAX = 1000
 
 
-def decision_for(kind: str, request: Request, who_label: str, reason: str = "") -> dict:
+def decision_for(kind: str, request: Request, who_label: str, reason: str = "",
+                 suggestion: int | None = None) -> dict:
     """Claude Code's PermissionRequest decision for one tap.
 
     Args:
@@ -78,6 +79,8 @@ def decision_for(kind: str, request: Request, who_label: str, reason: str = "") 
         request: the open request (its ``suggestions`` feed "Allow always").
         who_label: who tapped, as the deny message names them (e.g. ``@alice``).
         reason: a deny's reason in the person's words (a reply to the request).
+        suggestion: for ``allow_always``, the index of the one suggestion to take
+            (``always_permissions`` order); None takes them all.
 
     Returns:
         ``{"behavior": "allow"}``; for ``allow_always`` plus
@@ -93,6 +96,9 @@ def decision_for(kind: str, request: Request, who_label: str, reason: str = "") 
         return {"behavior": "allow"}
     if kind == "allow_always":
         perms = always_permissions(request.suggestions)
+        if suggestion is not None:
+            # one of Claude Code's suggestions, with the destination it names
+            perms = perms[suggestion:suggestion + 1] if 0 <= suggestion < len(perms) else []
         decision = {"behavior": "allow", "updatedPermissions": perms}
         if perms and _fits(request.request_id, decision):
             return decision
@@ -143,7 +149,7 @@ def _find(ctx: Ctx, session: str, key: str) -> tuple[Session, Request] | None:
 
 def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
            send: Sender = send_reply, *, who_id: int | None = None, role: str = "",
-           reason: str = "") -> str:
+           reason: str = "", suggestion: int | None = None) -> str:
     """Apply one tap on permission request ``key`` of ``session``.
 
     Returns:
@@ -167,7 +173,7 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
     sess, req = found
     if req.answered:
         return ALREADY
-    decision = decision_for(kind, req, who, reason)
+    decision = decision_for(kind, req, who, reason, suggestion)
     if req.reply_addr and send(req.reply_addr, req.request_id, decision):
         via = VIA_HOOK
         req.answered = kind
@@ -189,6 +195,8 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
                      "label": sess.label, "tool": req.tool, "answer": kind, "via": via, "who": who,
                      **({"who_id": who_id, "role": role} if who_id is not None else {}),
                      **({"reason": reason.strip()[:REASON_MAX]} if reason.strip() else {}),
+                     **({"scope": decision.get("updatedPermissions")}
+                        if suggestion is not None else {}),
                      "task": sess.task.seq if sess.task else None})
     ctx.registry.touch(sess)
     return via

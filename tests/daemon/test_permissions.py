@@ -26,7 +26,9 @@ def test_request_shows_description_and_real_command(core, notifier):
                    aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
     (out,) = notifier.of("permission")
     assert out.text == "🔐 jim · Bash: run cmd\ntouch /w/x"
-    assert out.data["buttons"] == ["allow", "deny", "stop"]  # no real rule offered
+    # a folder Claude Code offers to remember is offered too, with where it would be kept
+    assert out.data["buttons"] == ["allow", "deny", "stop", "s0"]
+    assert out.data["scopes"] == ["📁 Allow /w"]
     assert (out.data["request_id"], out.data["reply_addr"], out.data["separate"]) == ("r1", "/run/r1.sock", False)
     assert core.registry.get(S).state == State.WAITING
 
@@ -142,3 +144,36 @@ def test_agent_needs_input_after_a_permission_request_adds_nothing(core, notifie
     core.feed(ev("Notification", notification_type="agent_needs_input", message="Claude needs your input"))
     assert len(notifier.of("permission")) == 1
     assert len(core.registry.get(S).requests) == 1
+
+
+def test_each_suggestion_is_offered_with_its_destination_and_answered_alone(core, notifier):
+    """Claude Code's own suggestions for an edit: this folder, and accept edits, both for the
+    session; a tap takes exactly the one it names (``updatedPermissions``)."""
+    from aipager.daemon import replies
+
+    start(core)
+    folder = {"type": "addDirectories", "directories": ["/home/dev/project"],
+              "destination": "session"}
+    mode = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    core.feed(ev("PermissionRequest", tool_name="Write", tool_use_id="t1",
+                 tool_input={"file_path": "/home/dev/project/a.py", "content": "x"},
+                 permission_suggestions=[folder, mode, {"type": "bogus"}],
+                 aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
+    (out,) = notifier.of("permission")
+    assert out.data["buttons"] == ["allow", "deny", "stop", "s0", "s1"]
+    assert out.data["scopes"] == ["📁 Allow /home/dev/project · this session",
+                                  "✏️ Accept every edit · this session"]
+    sent = []
+    result = replies.answer(core.ctx, S, out.data["key"], "allow_always", "@ana",
+                            lambda addr, rid, decision: sent.append(decision) or True,
+                            suggestion=1)
+    assert result == replies.VIA_HOOK
+    assert sent == [{"behavior": "allow", "updatedPermissions": [mode]}]
+
+
+def test_a_lone_rule_is_the_one_always_allow_and_carries_its_destination():
+    from aipager.daemon import render
+
+    rule = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
+            "behavior": "allow", "destination": "localSettings"}
+    assert render.suggestion_label(rule) == "🟢 Always Bash(npm test:*) · this project, for you"

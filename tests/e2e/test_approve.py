@@ -147,6 +147,39 @@ def test_a_reply_to_a_request_denies_it_and_claude_reads_why(
     assert (record["answer"], record["reason"]) == ("deny", "not in the project: use /tmp instead")
 
 
+def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unasked(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """Claude Code suggests "accept edits" for the session with a Write: offered as its own
+    button, answered with exactly that ``updatedPermissions``, and the next edit asks nothing."""
+    phone = Phone(fake_telegram)
+    first = os.path.join(claude_home.project, "first.txt")
+    second = os.path.join(claude_home.project, "second.txt")
+    fake_anthropic.script("E2E-TSCOPE", fa.tool("Write", {"file_path": first, "content": "1\n"}),
+                          fa.tool("Write", {"file_path": second, "content": "2\n"}),
+                          fa.text("Both written."))
+    dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TSCOPE write two files")
+
+    request = phone.wait_message(lambda m: first in text_of(m) and "✅ Allow" in buttons(m), 30,
+                                 "the request for the first write")
+    label = next((b for b in buttons(request) if b.startswith("✏️ Accept every edit")), None)
+    assert label, buttons(request)
+    assert label.endswith("· this session")
+    phone.tap(request, label)
+
+    phone.wait(lambda snap: any("Both written." in t for t in phone.sent_texts(snap)), 40,
+               "the answer")
+    assert os.path.exists(first) and os.path.exists(second)
+    asked = [m for m in phone.messages() if "✅ Allow" in buttons(m) or
+             ("🔐" in text_of(m) and second in text_of(m))]
+    assert not any(second in text_of(m) for m in asked), "the second edit asked again"
+    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    assert record["answer"] == "allow_always"
+    assert record["scope"] == [{"type": "setMode", "mode": "acceptEdits",
+                                "destination": "session"}]
+
+
 def test_stop_tap_refuses_and_ends_the_task_with_no_further_model_call(
         daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
     """⏹ on a request: the hook's decision carries interrupt, so Claude Code ends the turn

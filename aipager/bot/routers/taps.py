@@ -45,7 +45,12 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
         await _toast(query, EXPIRED)
         return
     session, key = value.split("\0", 1)
-    kind = _KINDS[callback_data.act]
+    act = callback_data.act
+    scoped = act[1:].isdigit() and act.startswith("s")
+    if not scoped and act not in _KINDS:
+        await _toast(query, EXPIRED)  # forged or from another version
+        return
+    kind = "allow_always" if scoped else _KINDS[act]
     sess = actions.registry.get(session)
     why = refusal(sender, "approve", sess)
     if why:
@@ -59,7 +64,8 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
         return
     try:
         result = actions.daemon.answer_request(session, key, kind, sender.tag,
-                                               who_id=sender.user_id, role=sender.role)
+                                               who_id=sender.user_id, role=sender.role,
+                                               suggestion=int(act[1:]) if scoped else None)
     except ValueError:
         await _toast(query, EXPIRED)
         return
@@ -89,7 +95,7 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
             except AipagerError as exc:
                 log.warning("stop after deny failed: %s", exc)
     await _toast(query, {"allow": "Allowed", "always": "Always allowed", "deny": "Denied",
-                         "stop": "Denied and stopped"}[callback_data.act])
+                         "stop": "Denied and stopped"}.get(act, "Always allowed"))
 
 
 async def on_question_tap(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,

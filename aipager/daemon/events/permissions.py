@@ -108,12 +108,30 @@ def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
         _show_question(ctx, sess, ev)
 
 
+#: per-suggestion buttons at most (Claude Code offers one to three)
+SCOPES_SHOWN = 3
+
+
 def _suggests_rule(ev: dict) -> bool:
     # "Allow always" only when Claude Code offers a real rule to remember.
     suggestions = ev.get("permission_suggestions")
     return isinstance(suggestions, list) and any(
         isinstance(s, dict) and s.get("type") == "addRules" for s in suggestions
     )
+
+
+def _answers(req: Request) -> tuple[list[str], list[str]]:
+    """The request's buttons and the labels of its per-suggestion ones (``s0``…): a lone
+    rule is the one "Always allow"; otherwise each of Claude Code's suggestions (a rule,
+    a folder, a mode) is offered with the destination it names."""
+    from aipager.daemon.replies import always_permissions
+
+    buttons = ["allow", "deny", "stop"]
+    offered = always_permissions(req.suggestions)
+    if len(offered) == 1 and offered[0].get("type") == "addRules":
+        return buttons + ["always"], []
+    scopes = [render.suggestion_label(s) for s in offered[:SCOPES_SHOWN]]
+    return buttons + [f"s{i}" for i in range(len(scopes))], scopes
 
 
 @router.on("PermissionRequest")
@@ -167,9 +185,9 @@ def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
 def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
     text = render.permission(sess.label, req.tool, shorten(req.description, 200)
                              if req.description else "", req.detail, req.cwd)
-    buttons = ["allow", "deny", "stop"] + (["always"] if req.always_available else [])
+    buttons, scopes = _answers(req)
     ctx.emit(Permission, sess, text, key=req.key, tool=req.tool, detail=req.detail,
-             buttons=buttons, separate=req.separate, request_id=req.request_id,
+             buttons=buttons, scopes=scopes, separate=req.separate, request_id=req.request_id,
              reply_addr=req.reply_addr, agent_id=req.agent, **data)
 
 
