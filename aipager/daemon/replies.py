@@ -36,7 +36,9 @@ from aipager.daemon.tasks import release_held
 #: the taps a permission request takes
 KINDS = ("allow", "allow_always", "deny", "stop")
 #: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch
-ALWAYS_TYPES = ("addRules", "addDirectories", "setMode")
+ALWAYS_TYPES = ("addRules", "addDirectories")
+#: what can be offered one by one: a mode switch too, but only when it is the one tapped
+SCOPED_TYPES = ALWAYS_TYPES + ("setMode",)
 
 #: ``answer`` results
 #: the hook got the decision: Claude Code goes on without its dialog
@@ -49,11 +51,12 @@ ALREADY = "already_answered"
 GONE = "gone"
 
 
-def always_permissions(suggestions: Any) -> list[dict]:
-    """The suggestions "Allow always" hands back as ``updatedPermissions``."""
+def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) -> list[dict]:
+    """The suggestions "Allow always" hands back as ``updatedPermissions`` (never a mode
+    switch: that changes every later call); with ``SCOPED_TYPES``, those offered one by one."""
     if not isinstance(suggestions, list):
         return []
-    return [s for s in suggestions if isinstance(s, dict) and s.get("type") in ALWAYS_TYPES]
+    return [s for s in suggestions if isinstance(s, dict) and s.get("type") in types]
 
 
 def reply_datagram(request_id: str, decision: dict) -> bytes:
@@ -80,7 +83,8 @@ def decision_for(kind: str, request: Request, who_label: str, reason: str = "",
         who_label: who tapped, as the deny message names them (e.g. ``@alice``).
         reason: a deny's reason in the person's words (a reply to the request).
         suggestion: for ``allow_always``, the index of the one suggestion to take
-            (``always_permissions`` order); None takes them all.
+            (in ``always_permissions(…, SCOPED_TYPES)`` order); None takes them all
+            but a mode switch.
 
     Returns:
         ``{"behavior": "allow"}``; for ``allow_always`` plus
@@ -98,7 +102,8 @@ def decision_for(kind: str, request: Request, who_label: str, reason: str = "",
         perms = always_permissions(request.suggestions)
         if suggestion is not None:
             # one of Claude Code's suggestions, with the destination it names
-            perms = perms[suggestion:suggestion + 1] if 0 <= suggestion < len(perms) else []
+            offered = always_permissions(request.suggestions, SCOPED_TYPES)
+            perms = offered[suggestion:suggestion + 1] if 0 <= suggestion < len(offered) else []
         decision = {"behavior": "allow", "updatedPermissions": perms}
         if perms and _fits(request.request_id, decision):
             return decision

@@ -124,10 +124,10 @@ def _answers(req: Request) -> tuple[list[str], list[str]]:
     """The request's buttons and the labels of its per-suggestion ones (``s0``…): a lone
     rule is the one "Always allow"; otherwise each of Claude Code's suggestions (a rule,
     a folder, a mode) is offered with the destination it names."""
-    from aipager.daemon.replies import always_permissions
+    from aipager.daemon.replies import SCOPED_TYPES, always_permissions
 
     buttons = ["allow", "deny", "stop"]
-    offered = always_permissions(req.suggestions)
+    offered = always_permissions(req.suggestions, SCOPED_TYPES)
     if len(offered) == 1 and offered[0].get("type") == "addRules":
         return buttons + ["always"], []
     scopes = [render.suggestion_label(s) for s in offered[:SCOPES_SHOWN]]
