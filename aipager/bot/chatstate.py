@@ -94,9 +94,13 @@ class ChatState:
 
     # -- live messages -------------------------------------------------------
 
-    def live_id(self, key: str) -> int | None:
+    def live_id(self, key: str, chat_id: int | None = None) -> int | None:
+        """The message shown under ``key``; with ``chat_id``, only if it is in that chat
+        (after the chat moved, an id of the old chat must never be edited in the new one)."""
         pair = self.live.get(key)
-        return pair[1] if pair else None
+        if not pair or (chat_id is not None and pair[0] != int(chat_id)):
+            return None
+        return pair[1]
 
     def set_live(self, key: str, chat_id: int, message_id: int) -> None:
         self.live[key] = [int(chat_id), int(message_id)]

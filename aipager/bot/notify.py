@@ -114,7 +114,7 @@ class ChatNotifier:
         key = card_key(out.session, out.task)
         final = out.final
         task = sess.task if sess is not None else None
-        if (final and self.state.live_id(key) is None and task is not None
+        if (final and self.state.live_id(key, chat_id) is None and task is not None
                 and task.ended_at is not None and task.ended_at < self.started_at):
             return  # ended while nobody showed it: the answer says what matters
         prefs = self.state.prefs_of(chat_id)
@@ -128,7 +128,7 @@ class ChatNotifier:
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
         self.outbox.put(Op("live", chat_id, text, markup=markup, key=key, session=out.session,
-                           reply_to=_prompt_msg(sess, out.task, self.state)))
+                           reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
 
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
@@ -138,7 +138,7 @@ class ChatNotifier:
     def _on_answer(self, out: Answer, sess: Session | None, chat_id: int) -> None:
         label = sess.label if sess is not None else out.session
         formatted = format_answer(label, out.text)
-        reply_to = _prompt_msg(sess, out.task, self.state)
+        reply_to = _prompt_msg(sess, out.task, self.state, chat_id)
         for i, chunk in enumerate(formatted.messages):
             # the answer buzzes once, on its first part
             self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
@@ -307,7 +307,8 @@ class ChatNotifier:
         if self._status.get(chat_id) == text:
             return
         self._status[chat_id] = text
-        if not self.state.show(STATUS_KEY, text):
+        # the same text shown elsewhere (the chat moved) still needs its own line here
+        if not self.state.show(STATUS_KEY, text) and self.state.live_id(STATUS_KEY, chat_id):
             return
         self.outbox.put(Op("live", chat_id, text, key=STATUS_KEY, pin=True))
 
@@ -317,15 +318,18 @@ def prompt_key(session: str, task_seq: Any) -> str:
     return f"typed:{session}:{task_seq}"
 
 
-def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = None
-                ) -> int | None:
+def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = None,
+                chat_id: int | None = None) -> int | None:
     """The chat message that started the task (the answer and card reply to it): the
     sender's message, or the chat's copy of a prompt typed at the computer."""
     task = sess.task if sess is not None else None
     if task is None or task.seq != task_seq:
         return None
     if not task.authors:
-        return state.live_id(prompt_key(sess.name, task_seq)) if state is not None else None
+        return (state.live_id(prompt_key(sess.name, task_seq), chat_id)
+                if state is not None else None)
+    if chat_id is not None and str(task.authors[0].get("chat_id", chat_id)) != str(chat_id):
+        return None  # the prompt was sent in another chat (the chat moved since)
     msg_id = task.authors[0].get("msg_id")
     try:
         return int(msg_id)

@@ -9,7 +9,7 @@ sends in order, so a person reads events in the order they happened.
   coalesce per message the same way.
 - **Pacing.** Edits of a chat's live messages go out at most once a second
   (every three seconds in groups); new messages in a group at most 20 a
-  minute, to a private chat at most five in any five seconds.  An edit that must wait lets the messages behind it go first: a
+  minute, to a private chat a burst of five, then one a second.  An edit that must wait lets the messages behind it go first: a
   card's state can arrive later, an answer should not.
 - **Strangers last.** A reply to a non-member (``Op.low``) goes only when
   nothing else waits in its chat and, in a group, only while fewer than half
@@ -56,9 +56,10 @@ REFUSED_MARK = "⚠️ Telegram refused"
 INFLIGHT_GRACE = 10.0
 #: new messages per minute in a group
 GROUP_SENDS_PER_MINUTE = 20
-#: new messages to a private chat: at most this many in any this many seconds (Telegram
-#: asks for about one a second per chat; an answer in parts and its file may go at once)
+#: new messages to a private chat: a burst of this many, then one a second (Telegram asks
+#: for about one a second per chat; an answer in parts and its file may go at once)
 PRIVATE_BURST = 5
+PRIVATE_PER_SECOND = 1.0
 #: retry backoff after network errors and 5xx: first, cap (seconds)
 BACKOFF_FIRST = 0.5
 BACKOFF_CAP = 30.0
@@ -154,10 +155,19 @@ class _Lane:
         self.paused_until = 0.0
         self.last_edit = -1e9
         self.sends: deque[float] = deque()
+        self._tokens, self._tokens_at = float(PRIVATE_BURST), -1e9
         self.failures = 0
         self.task: asyncio.Task | None = None
         #: the op being sent right now (still unsent until Telegram answers)
         self.inflight: Op | None = None
+
+    def tokens(self, now: float) -> float:
+        """A private chat's sends left now (a bucket of ``PRIVATE_BURST`` refilled at
+        ``PRIVATE_PER_SECOND``)."""
+        return min(PRIVATE_BURST, self._tokens + (now - self._tokens_at) * PRIVATE_PER_SECOND)
+
+    def spend(self, now: float) -> None:
+        self._tokens, self._tokens_at = self.tokens(now) - 1.0, now
 
     def ops(self) -> list[Op]:
         out = [self.inflight] if self.inflight is not None else []
@@ -317,9 +327,8 @@ class Outbox:
         send_wait = 0.0
         if group and len(lane.sends) >= GROUP_SENDS_PER_MINUTE:
             send_wait = 60.0 - (now - lane.sends[0])
-        elif not group and len(lane.sends) >= PRIVATE_BURST:
-            # the burst's oldest send must be PRIVATE_BURST seconds old
-            send_wait = max(0.0, PRIVATE_BURST - (now - lane.sends[-PRIVATE_BURST]))
+        elif not group:
+            send_wait = max(0.0, (1.0 - lane.tokens(now)) / PRIVATE_PER_SECOND)
         edit_wait = max(0.0, lane.last_edit + edit_gap - now)
         waits = []
         deferred = low = None
@@ -355,7 +364,7 @@ class Outbox:
         return None, 0.05
 
     def _is_edit(self, op: Op) -> bool:
-        return op.kind == "live" and self.state.live_id(op.key) is not None
+        return op.kind == "live" and self.state.live_id(op.key, op.chat_id) is not None
 
     def _requeue(self, lane: _Lane, op: Op, index: int) -> None:
         slot = op.slot()
@@ -473,11 +482,11 @@ class Outbox:
             await bot.set_message_reaction(op.chat_id, op.msg_id,
                                            reaction=[ReactionTypeEmoji(emoji=op.emoji)])
             return
-        if op.kind == "live" and self.state.live_id(op.key) is not None:
+        if op.kind == "live" and self.state.live_id(op.key, op.chat_id) is not None:
             lane.last_edit = self._clock()
             try:
                 await bot.edit_message_text(text=op.text, chat_id=op.chat_id,
-                                            message_id=self.state.live_id(op.key),
+                                            message_id=self.state.live_id(op.key, op.chat_id),
                                             entities=entities, reply_markup=markup,
                                             link_preview_options=no_preview)
             finally:
@@ -487,6 +496,7 @@ class Outbox:
             self.counters["edited"] += 1
             return
         lane.sends.append(self._clock())
+        lane.spend(self._clock())
         if op.kind == "upload":
             if op.path:
                 if not os.path.isfile(op.path):

@@ -63,3 +63,24 @@ async def test_a_prompt_typed_at_the_computer_shows_silently_and_the_answer_repl
     typed = next(m for m in chat.fake.bot_messages(chat.chat_id)
                  if "typed at the computer" in m.get("text", ""))
     assert answer["reply_parameters"]["message_id"] == typed["message_id"]
+
+
+async def test_after_the_chat_moves_no_message_id_of_the_old_chat_is_edited(chat):
+    """Private chat → a group: the card and the status line start anew in the group; an id
+    from the private chat is never edited there (it would be some other message, or none)."""
+    from aipager import config
+
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
+    await chat.fake.wait_for("sendMessage", lambda p: "jim · working" in str(p["text"]))
+    group = chat.fake.add_group_chat(-100999, "team")
+    cfg = config.load(chat.daemon.env)
+    config.save(chat.daemon.env, config.Config(cfg.bot_token, group, cfg.members))
+    chat.feed(session, "PreToolUse", tool_name="Bash", tool_use_id="t1",
+              tool_input={"command": "make"})
+    card = await chat.fake.wait_for("sendMessage", lambda p: int(p["chat_id"]) == group
+                                    and "jim · working" in str(p["text"]), timeout=10)
+    assert "make" in card["text"]
+    await chat.fake.wait_for("sendMessage", lambda p: int(p["chat_id"]) == group
+                             and "📟" in str(p["text"]), timeout=10)
+    assert not [p for p in chat.fake.calls_of("editMessageText") if int(p["chat_id"]) == group]

@@ -77,7 +77,10 @@ def test_allow_tap_answers_through_the_hook_and_the_command_runs(
     phone.say("E2E-TALLOW make the file")
 
     request = _request(phone, f"touch {target}")
-    assert set(buttons(request)) == {"✅ Allow", "❌ Deny", "⏹ Stop"}, buttons(request)
+    # plus Claude Code's own suggestions for this call, each with where it would be kept
+    assert {"✅ Allow", "❌ Deny", "⏹ Stop"} <= set(buttons(request)), buttons(request)
+    assert all(b.endswith("· this session") for b in set(buttons(request))
+               - {"✅ Allow", "❌ Deny", "⏹ Stop"}), buttons(request)
     assert not os.path.exists(target)
     tui.wait_shown(DIALOG)
     dialogs = tui.count(DIALOG)
@@ -166,7 +169,8 @@ def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unas
     label = next((b for b in buttons(request) if b.startswith("✏️ Accept every edit")), None)
     assert label, buttons(request)
     assert label.endswith("· this session")
-    phone.tap(request, label)
+    query = phone.tap(request, label)
+    assert phone.toast(query)["text"] == "Always allowed"
 
     phone.wait(lambda snap: any("Both written." in t for t in phone.sent_texts(snap)), 40,
                "the answer")

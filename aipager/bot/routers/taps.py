@@ -202,7 +202,7 @@ async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, action
         # tap, even one racing the first, finds it answered.
         key = kill_key(sess.name)
         msg_id = query.message.message_id if query.message is not None else None
-        if (actions.state.live_id(key) != msg_id
+        if (actions.state.live_id(key, query.message.chat.id if query.message else None) != msg_id
                 or not actions.state.shown.get(key, "").startswith(KILL_ASK)):
             await _toast(query, "Already answered.")
             return
@@ -279,7 +279,8 @@ async def on_unknown_tap(query: CallbackQuery) -> None:
 def make_router() -> Router:
     """The taps handlers on a fresh router (a router joins one dispatcher only)."""
     router = Router(name="taps")
-    router.callback_query.register(on_request_tap, RequestTap.filter(F.act.in_(set(_KINDS))))
+    router.callback_query.register(on_request_tap, RequestTap.filter(
+        F.act.in_(set(_KINDS)) | F.act.regexp(r"^s\d$")))  # sN: one of the suggestions
     router.callback_query.register(on_question_tap, QuestionTap.filter())
     router.callback_query.register(on_session_tap, SessionTap.filter())
     router.callback_query.register(on_setting_tap, SettingTap.filter())
