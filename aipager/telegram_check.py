@@ -42,7 +42,9 @@ def api_base(env: Mapping[str, str]) -> str | None:
 
 def build_bot(token: str, base: str | None, timeout: float = DEFAULT_TIMEOUT) -> Any:
     """An aiogram ``Bot`` talking to ``base`` (Telegram's when None)."""
-    import aipager.bot  # noqa: F401 - aiogram with its models built on use (bot.lazytypes)
+    from aipager import lazyaiogram
+
+    lazyaiogram.import_aiogram()  # its models built on use
     from aiogram import Bot
     from aiogram.client.session.aiohttp import AiohttpSession
     from aiogram.client.telegram import PRODUCTION, TelegramAPIServer

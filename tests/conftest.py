@@ -10,9 +10,11 @@ import os
 
 import pytest
 
-# aiogram the way the daemon imports it (models built on use, ``aipager.bot.lazytypes``),
+# aiogram the way the daemon imports it (models built on use, ``aipager.lazyaiogram``),
 # before any test module imports it the eager way
-import aipager.bot  # noqa: F401
+from aipager import lazyaiogram
+
+lazyaiogram.import_aiogram()
 
 _ISOLATED = (
     "HOME",

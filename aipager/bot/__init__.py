@@ -5,9 +5,10 @@ the only sender; ``notify`` turns the daemon's outputs into messages;
 ``routers/`` hold the handlers by concern; ``view`` and ``markdown`` are pure.
 
 aiogram is imported here first, with its models built as they are used rather
-than all at import (``lazytypes``: ~65 MB instead of ~165 MB, 1 s instead of 4).
+than all at import (``aipager.lazyaiogram``: ~65 MB instead of ~165 MB, 1 s
+instead of 4), before any module of the chat imports it.
 """
 
-from aipager.bot import lazytypes as _lazytypes
+from aipager import lazyaiogram as _lazyaiogram
 
-_lazytypes.import_aiogram()
+_lazyaiogram.import_aiogram()

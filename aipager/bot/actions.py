@@ -1,9 +1,9 @@
 """What the chat does to sessions: deliver a message, start, stop, kill, compact, switch model.
 
-Handlers stay thin and call these.  Everything typed goes through the daemon's
-``SessionIO`` (one writer per session); the registry is changed only through
-the daemon's entry points (``queue_chat_message``, ``drop_chat_message``).
-Feedback to the person goes through the outbox, like every other output.
+Handlers stay thin and call these.  Everything reaches the daemon through its
+port (``aipager.daemon.port.DaemonPort``): typing, keys, answers, sessions, the
+audit; what the chat reads of sessions is the port's read-only view.  Feedback
+to the person goes through the outbox, like every other output.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -19,8 +18,9 @@ from aipager import dtach, paths
 from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Op, Outbox
+from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
-from aipager.daemon.terminal import ESCAPE
+from aipager.daemon.port import DaemonPort, Outcome, SessionsView, Who
 from aipager.errors import AipagerError, SessionError, SessionNotFound
 from aipager.policy import chatprompt
 
@@ -30,12 +30,6 @@ log = logging.getLogger("aipager.bot")
 READY_TIMEOUT = 30.0
 #: after SessionStart, Claude Code still draws its prompt before it reads keys
 READY_SETTLE = 1.0
-#: a dialog reads keys this long after it is drawn (measured on 2.1.328: tui_keys.json)
-DIALOG_SETTLE = 1.0
-#: how long a question's answer waits for the dialog to be drawn
-DIALOG_WAIT = 10.0
-#: stops of one session this close together press Escape once
-STOP_DEBOUNCE = 2.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +56,11 @@ class Sender:
         if self.username:
             return f"@{self.username}"
         return f"@{self.label}" if self.label and not self.label.startswith("@") else self.label
+
+    @property
+    def who(self) -> Who:
+        """As the port names them: by ``tag`` (a verdict line, a deny's message)."""
+        return Who(self.tag, self.user_id, self.role)
 
     def rights(self) -> list[str]:
         words = [w for w, ok in (("prompt", self.may_prompt), ("approve", self.may_approve),
@@ -108,20 +107,18 @@ class Actions:
     """The chat's operations.
 
     Args:
-        daemon: the running ``Daemon`` (registry, session I/O, entry points).
+        port: the daemon, as its clients see it.
         state: the chat state; outbox: where feedback goes.
         default_folder: where ``/new`` starts sessions (asked each time: the config can change).
     """
 
-    def __init__(self, daemon: Any, state: ChatState, outbox: Outbox,
+    def __init__(self, port: DaemonPort, state: ChatState, outbox: Outbox,
                  default_folder: Callable[[], str]) -> None:
-        self.daemon = daemon
-        self.env = daemon.env
+        self.port = port
+        self.env = port.env
         self.state = state
         self.outbox = outbox
         self._default_folder = default_folder
-        #: when Escape was last pressed per session (``stop``'s debounce)
-        self._stopped: dict[str, float] = {}
 
     # -- looking things up ---------------------------------------------------------
 
@@ -131,8 +128,9 @@ class Actions:
         return self._default_folder()
 
     @property
-    def registry(self) -> Any:
-        return self.daemon.core.registry
+    def registry(self) -> SessionsView:
+        """The sessions, read only."""
+        return self.port.sessions
 
     def sessions(self) -> list[Session]:
         return sorted(self.registry, key=lambda s: s.label)
@@ -210,7 +208,7 @@ class Actions:
             # Its update is handled from here on, durably (``inbox``): a replay after a kill
             # must not hold it twice (the daemon saves the held message at once).
             inbox.acting()
-            self.daemon.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
+            self.port.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
                                            sender=sender.label, held=True, held_for=held_for)
             self.state.authors[msg_key(chat_id, msg_id)] = author
             self.say(chat_id, why, reply_to=msg_id, session=sess.name)
@@ -240,7 +238,7 @@ class Actions:
         self.react(chat_id, msg_id, "👀")
         inbox.acting()  # as in type_message
         try:
-            await self.daemon.session_io.type_text(sess.name, text)
+            await self.port.type_text(sess.name, text)
         except (AipagerError, ValueError, OSError) as exc:
             self.react(chat_id, msg_id, "🤷")
             self.say(chat_id, f"🤷 Not delivered to {sess.label}: {_reason(exc)}", reply_to=msg_id,
@@ -253,7 +251,7 @@ class Actions:
                            author: dict[str, Any], *, queued: bool = False) -> str:
         """Type a chat message with its permission note; 👀 now, 👍/🤷 when Claude takes it."""
         if not queued:
-            self.daemon.queue_chat_message(session, msg_id, text, chat_id=chat_id,
+            self.port.queue_chat_message(session, msg_id, text, chat_id=chat_id,
                                            sender=author.get("label", ""))
         # 👀 first: Claude may take the message before the typing call returns.
         self.react(chat_id, msg_id, "👀")
@@ -267,9 +265,9 @@ class Actions:
         # loses it; from the mark on the next start clears it and says so on the message.
         inbox.acting()
         try:
-            await self.daemon.session_io.type_prompt(session, chatprompt.clean(text), note=note)
+            await self.port.type_prompt(session, chatprompt.clean(text), note=note)
         except (AipagerError, ValueError, OSError) as exc:
-            self.daemon.drop_chat_message(session, msg_id)
+            self.port.drop_chat_message(session, msg_id)
             self.react(chat_id, msg_id, "🤷")
             self.say(chat_id, f"🤷 Not delivered to {session.removeprefix('claude-')}: "
                      f"{_reason(exc)}", reply_to=msg_id, buzz=True)
@@ -282,8 +280,8 @@ class Actions:
         """An audit record naming who did it (id, label, role)."""
         if isinstance(who, Sender):
             who = {"user_id": who.user_id, "label": who.label, "role": who.role}
-        self.daemon.audit_chat(action, who=who.get("label", ""), who_id=who.get("user_id"),
-                               role=who.get("role", ""), **fields)
+        self.port.audit_action(action, Who(str(who.get("label", "")), who.get("user_id"),
+                                           str(who.get("role", ""))), **fields)
 
     async def release(self, session: str, chat_id: int, msg_id: int, text: str) -> None:
         """A held message may go in now (the registry's ``release`` output)."""
@@ -296,30 +294,19 @@ class Actions:
     # -- session control -----------------------------------------------------------
 
     async def stop(self, sess: Session) -> bool:
-        """Interrupt the running task: Escape, as Claude Code's TUI expects.  Repeated
-        stops within ``STOP_DEBOUNCE`` seconds press nothing (a burst of taps on ⏹ must
-        not become a burst of keys); returns whether Escape was pressed."""
-        now = time.monotonic()
-        if now - self._stopped.get(sess.name, -STOP_DEBOUNCE) < STOP_DEBOUNCE:
-            return False
-        self._stopped[sess.name] = now
-        await self.daemon.session_io.press(sess.name, [ESCAPE])
-        return True
+        """Interrupt the running task (``DaemonPort.stop_session``: repeated stops within a
+        couple of seconds press nothing); returns whether Escape was pressed."""
+        return await self.port.stop_session(sess.name)
 
     async def type_command(self, sess: Session, command: str) -> None:
         """Type one of Claude Code's own slash commands (``/compact``)."""
-        await self.daemon.session_io.type_text(sess.name, command)
+        await self.port.type_text(sess.name, command)
 
     async def switch_model(self, sess: Session, model: str) -> None:
-        """``/model NAME`` announced with aipager's marker, so no "Switch model?" question."""
-        if sess.claude_session_id:
-            from aipager.policy import marker
-
-            marker.write_modelswitch_marker(self.env, sess.name, model, sess.claude_session_id)
-        await self.daemon.session_io.type_text(sess.name, f"/model {model}")
+        await self.port.switch_model(sess.name, model)
 
     async def new_session(self, name: str, *, resume_id: str = "", cwd: str = "") -> str:
-        """Start session ``name`` in dtach (the same code as ``aipager session --detached``).
+        """Start session ``name`` in ``cwd`` (when it is a folder), else in the default folder.
 
         Returns:
             The internal session name.
@@ -331,18 +318,8 @@ class Actions:
         if bare.lower() in view.RESERVED:
             msg = f"{bare} is the name of a command; pick another name"
             raise SessionError(msg)
-        args = ("--resume", resume_id) if resume_id else ()
         folder = cwd if cwd and os.path.isdir(cwd) else self.default_folder
-        await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=folder)
-        session = dtach.session_name(bare)
-        sess = self.registry.ensure(session)
-        # A new process: whatever the registry knew of the name is over.
-        sess.gone_at, sess.end_reason = None, ""
-        self.registry.set_state(sess, State.UNKNOWN)
-        sess.socket_seen = True
-        sess.cwd = sess.cwd or folder
-        self.registry.touch(sess)
-        return session
+        return await self.port.start_session(bare, resume_id=resume_id, cwd=folder)
 
     async def wait_ready(self, session: str, timeout: float = READY_TIMEOUT) -> bool:
         """Wait until a new session's Claude Code has started (its SessionStart arrived)."""
@@ -356,63 +333,19 @@ class Actions:
             await asyncio.sleep(0.1)
         return False
 
-    async def answer_questions(self, rkey: str, ask: dict[str, Any], sender: Sender) -> str:
-        """Press the keys that answer an AskUserQuestion dialog with ``ask["answers"]``.
-
-        Returns ``answered``, or ``gone`` when the dialog is no longer open (answered in
-        the terminal, task over): then nothing is typed.
-        """
-        from aipager.bot import dialogkeys
-
-        qs = [dialogkeys.Question(q["question"], tuple(q["options"]), bool(q.get("multi")))
-              for q in ask["questions"]]
-        answers = [dialogkeys.Answer(list(a.get("picks", [])), a.get("text", ""))
+    async def answer_questions(self, ask: dict[str, Any], sender: Sender) -> Outcome:
+        """Answer an AskUserQuestion dialog with ``ask["answers"]`` (the daemon presses its
+        keys; the verdict line follows from its ``request_answered`` output)."""
+        answers = [QuestionAnswer(list(a.get("picks", [])), a.get("text", ""))
                    for a in ask["answers"]]
-        return await self._settle_question(
-            rkey, ask, sender, dialogkeys.questions(qs, answers), "question_answer",
-            f"{view.answers_text(ask)}\n✅ Answered by {sender.tag}")
+        return await self.port.answer_question(ask["session"], ask["key"], sender.who, answers)
 
-    async def decline_questions(self, rkey: str, ask: dict[str, Any], sender: Sender) -> str:
-        """Decline the whole AskUserQuestion dialog (Esc); ``gone`` when it is not open."""
-        from aipager.bot import dialogkeys
-
-        return await self._settle_question(rkey, ask, sender, dialogkeys.decline(),
-                                           "question_decline", f"⏹ Declined by {sender.tag}")
-
-    async def _settle_question(self, rkey: str, ask: dict[str, Any], sender: Sender,
-                               keys: list[bytes], action: str, line: str) -> str:
-        sess = self.registry.get(ask["session"])
-        req = next((r for r in sess.requests if r.key == ask["key"] and r.kind == "question"),
-                   None) if sess is not None else None
-        self.state.asks.pop(rkey, None)
-        if req is None or req.answered:
-            return "gone"
-        req.answered = action  # a second tap types nothing, even while this one types
-        self.registry.touch(sess)
-        # Taken first: the tool's end (request_closed) may come while the keys go in, and
-        # must not add "answered in the terminal".
-        shown = self.state.shown.pop(rkey, None) or ""
-        await self._dialog_ready(req)
-        await self.daemon.session_io.press(sess.name, keys)
-        self.outbox.put(Op("live", ask["chat"], f"{shown}\n{line}".strip(), key=rkey,
-                           session=sess.name))
-        self.audit(action, sender, session=sess.name, tool="AskUserQuestion")
-        return "answered"
-
-    async def _dialog_ready(self, req: Any) -> None:
-        """Wait until Claude Code shows the dialog and reads keys (``DIALOG_SETTLE`` after its
-        PermissionRequest; at most ``DIALOG_WAIT`` when that event never comes)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + DIALOG_WAIT
-        while not req.dialog_at and loop.time() < deadline:
-            await asyncio.sleep(0.05)
-        if req.dialog_at:
-            left = req.dialog_at + DIALOG_SETTLE - self.registry.clock()
-            if left > 0:
-                await asyncio.sleep(min(left, DIALOG_SETTLE))
+    async def decline_questions(self, ask: dict[str, Any], sender: Sender) -> Outcome:
+        """Decline the whole AskUserQuestion dialog (Esc)."""
+        return await self.port.answer_question(ask["session"], ask["key"], sender.who, None)
 
     async def kill(self, sess: Session) -> bool:
-        return await asyncio.to_thread(dtach.kill, self.env, sess.label)
+        return await self.port.kill_session(sess.label)
 
 
 def _reason(exc: BaseException) -> str:

@@ -35,7 +35,7 @@ from aipager.bot.outbox import Op, Outbox
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
-                                     RequestClosed)
+                                     RequestAnswered, RequestClosed)
 
 log = logging.getLogger("aipager.bot")
 
@@ -221,15 +221,24 @@ class ChatNotifier:
                            buzz=True), urgent=True)
 
     def _on_request_closed(self, out: RequestClosed, sess: Session | None, chat_id: int) -> None:
+        self._verdict(out, chat_id)
+
+    def _on_request_answered(self, out: RequestAnswered, sess: Session | None,
+                             chat_id: int) -> None:
+        self._verdict(out, chat_id)
+
+    def _verdict(self, out: RequestClosed | RequestAnswered, chat_id: int) -> None:
+        """The one writer of a request's verdict line, which replaces its buttons.  A request
+        answered by keys gets it when the keys are pressed (``request_answered``) or, when
+        its tool ran first, when it closes: whichever comes first takes the shown text, so
+        the other adds nothing."""
         key = request_key(out.session, out.key)
-        shown = self.state.shown.get(key)
-        self.state.asks.pop(key, None)
+        ask = self.state.asks.pop(key, None)
+        shown = self.state.shown.pop(key, None)
         if shown is None:
             return
-        line = view.verdict(out.via, out.answer, out.who, time.time())
-        text = f"{shown}\n{line}"
-        self.state.show(key, text)
-        self.outbox.put(Op("live", chat_id, text, key=key, session=out.session))
+        line = view.verdict(out.via, out.answer, out.who, time.time(), ask)
+        self.outbox.put(Op("live", chat_id, f"{shown}\n{line}", key=key, session=out.session))
 
     def _on_reaction(self, out: Reaction, sess: Session | None, chat_id: int) -> None:
         msg_id, emoji = out.msg_id, out.emoji

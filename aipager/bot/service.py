@@ -2,7 +2,9 @@
 
 ``ChatBot`` builds the aiogram ``Bot`` and ``Dispatcher`` (routers per concern,
 the access middleware), the outbox, the chat state and the daemon-facing
-``ChatNotifier``.  ``run(daemon)`` is what ``Daemon(services=[...])`` starts:
+``ChatNotifier``.  ``attach(port)`` binds it to the daemon's port
+(``aipager.daemon.port``); ``run()`` is the service the composition root
+(``aipager.main``) has the daemon start:
 it handles first the updates the last run journaled and did not handle (``inbox``),
 then polls for updates and keeps the command menu, the typing indicator and the
 saved chat state current until the daemon stops it.
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import re
@@ -27,6 +28,7 @@ from aipager.bot.notify import ChatNotifier
 from aipager.bot.outbox import Op, Outbox
 from aipager.bot.strangers import Strangers
 from aipager.daemon.model import State
+from aipager.daemon.port import DaemonPort, SessionsView
 
 log = logging.getLogger("aipager.bot")
 
@@ -66,7 +68,7 @@ class ChatBot:
         #: updates kept on disk from receipt until handled and saved
         self.inbox = inbox.Inbox(paths.updates_journal_file(self.env), self.state.handled,
                                  on_change=lambda: self._changed(False))
-        self.daemon: Any = None
+        self.port: DaemonPort | None = None
         self.notifier = ChatNotifier(self.outbox, self.state, self._registry, self.chats_for,
                                      self._spawn, env=self.env)
         self.username: str | None = None
@@ -79,15 +81,14 @@ class ChatBot:
 
     # -- wiring ---------------------------------------------------------------------
 
-    def attach(self, daemon: Any) -> None:
+    def attach(self, port: DaemonPort) -> None:
         """Bind to the daemon whose outputs this shows (before it serves)."""
-        self.daemon = daemon
-        self.notifier.started_at = daemon.started_at
+        self.port = port
+        self.notifier.started_at = port.started_at
         # Diff previews are a per-chat setting: the daemon makes them, the notifier
         # shows them only to chats that turned them on.
-        registry = daemon.core.registry
-        registry.knobs = dataclasses.replace(registry.knobs, diff_previews=True)
-        daemon.facts.append(self.facts)
+        port.set_previews(True)
+        port.add_facts(self.facts)
 
     def facts(self) -> dict[str, Any]:
         """The chat's health for ``aipager status``: Telegram reachable, what waits to be sent."""
@@ -96,8 +97,8 @@ class ChatBot:
                          "unsent": len(self.outbox.pending()),
                          "bot": self.username, **self.outbox.counters}}
 
-    def _registry(self) -> Any:
-        return self.daemon.core.registry if self.daemon is not None else {}
+    def _registry(self) -> SessionsView | dict:
+        return self.port.sessions if self.port is not None else {}
 
     def chats_for(self, session: str) -> list[int]:
         """The chats a session reports to: the configured chat."""
@@ -172,11 +173,12 @@ class ChatBot:
         dp["bot_identity"] = (self.bot.id, None)
         return dp
 
-    async def run(self, daemon: Any) -> None:
+    async def run(self) -> None:
         """The daemon service: runs until cancelled at daemon shutdown."""
-        if self.daemon is None:
-            self.attach(daemon)
-        actions = Actions(daemon, self.state, self.outbox, self._default_folder)
+        if self.port is None:
+            msg = "attach the chat to the daemon's port before running it"
+            raise RuntimeError(msg)
+        actions = Actions(self.port, self.state, self.outbox, self._default_folder)
         self.notifier.release = actions.release
         dp = self.dispatcher(actions)
         self.outbox.start()
@@ -315,7 +317,7 @@ def previous_run_unclean(state: Mapping[str, Any]) -> bool:
 
 
 def chat_bot(env: Mapping[str, str], cfg: config.Config, saved: Mapping[str, Any]) -> ChatBot:
-    """The chat side for ``run_daemon``."""
+    """The chat side, as the composition root (``aipager.main``) builds it."""
     return ChatBot(env, cfg, unclean=previous_run_unclean(saved))
 
 

@@ -115,10 +115,16 @@ def help_text(sessions: Sequence[Session], current: str | None) -> str:
     ])
 
 
-def verdict(via: str, answer: str, who: str, at: float) -> str:
-    """The line that replaces a request's buttons once it is answered."""
+def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None) -> str:
+    """The line that replaces a request's buttons once it is answered (a question's: its
+    answers above who gave them, from the chat's ``ask``)."""
     if via in ("", "terminal"):
         return "⌨️ answered in the terminal"
+    if answer == "question_answer":
+        answers = answers_text(ask) if ask else ""
+        return f"{answers}\n✅ Answered by {who}".strip()
+    if answer == "question_decline":
+        return f"⏹ Declined by {who}"
     words = {"allow": "✅ Allowed", "allow_always": "🟢 Always allowed", "deny": "❌ Denied",
              "stop": "⏹ Stopped"}.get(answer, "✅ Answered")
     return f"{words} by {who} · {time.strftime('%H:%M', time.localtime(at))}"

@@ -41,12 +41,12 @@ def start(
     ensure_folders(env)  # a read-only HOME or state folder stops here, in one line
     log_path = setup_logging(env, verbose)
     try:
-        from aipager.daemon.app import run_daemon
+        from aipager.main import run
     except ImportError as exc:
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
-    code = run_daemon(env, verbose=verbose, cfg=cfg)
+    code = run(env, verbose=verbose, cfg=cfg)
     raise typer.Exit(code if isinstance(code, int) else 0)
 
 

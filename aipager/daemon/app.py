@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -21,9 +22,10 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 import orjson
 
-from aipager import __version__, paths, trust
+from aipager import __version__, dtach, paths, trust
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import deepq, journal, lock, persist, render, replies, spool, tasks, transcript
+from aipager.daemon import (deepq, dialogkeys, journal, lock, persist, render, replies, requests,
+                            spool, tasks, transcript)
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
@@ -32,7 +34,13 @@ from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
-from aipager.daemon.terminal import DtachIO, SessionIO, mark_discovered
+from aipager.daemon.model import Request, State
+from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
+                                 Outcome, Who)
+from aipager.daemon.registry import Registry
+from aipager.daemon.terminal import ESCAPE, DtachIO, SessionIO, mark_discovered
+from aipager.errors import AipagerError
+from aipager.policy import marker
 
 log = logging.getLogger("aipager.daemon")
 
@@ -49,6 +57,12 @@ SPOOL_MIN_GAP = 0.02
 TICK_SECONDS = 0.5
 #: the state is written at most this often (immediately after a delivered answer)
 SAVE_SECONDS = 1.0
+#: a dialog reads keys this long after it is drawn (measured on 2.1.328: tui_keys.json)
+DIALOG_SETTLE = 1.0
+#: how long a question's answer waits for the dialog to be drawn
+DIALOG_WAIT = 10.0
+#: stops of one session this close together press Escape once
+STOP_DEBOUNCE = 2.0
 
 
 class LogNotifier:
@@ -115,6 +129,8 @@ class Daemon:
         self.floor = FloorPublisher(self.env)
         #: what was wrong with the saved state at start (``persist.restore_saved``), or None
         self.state_error: str | None = None
+        #: when Escape was last pressed per session (``stop_session``'s debounce)
+        self._stopped: dict[str, float] = {}
 
     # -- state -------------------------------------------------------------
 
@@ -159,31 +175,163 @@ class Daemon:
         self._saved_version = reg.version
         self._last_save = now
 
-    # -- taps ----------------------------------------------------------------
+    # -- the port (``aipager.daemon.port``): what clients may ask -------------------------
 
-    def answer_request(self, session: str, request_key: str, kind: str, who: str, *,
-                       who_id: int | None = None, role: str = "", reason: str = "",
-                       suggestion: int | None = None) -> str:
-        """One tap on a permission request (the chat's entry point): ``replies.answer``.
+    @property
+    def sessions(self) -> Registry:
+        return self.core.registry
+
+    async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
+                             reason: str = "", suggestion: int | None = None) -> Outcome:
+        """Answer permission request ``key`` of ``session`` (``replies.answer``): to the
+        hook that waits, else with the terminal dialog's keys.
 
         Args:
-            session: ``claude-<name>``.
-            request_key: the ``key`` of the ``permission`` output.
             kind: ``allow``, ``allow_always``, ``deny`` or ``stop`` (deny and end the task).
-            who: the tapper's label, e.g. ``@alice`` (named by a deny's message).
-            who_id, role: the tapper's Telegram id and role, for the audit log.
+            who: who answers (named by a deny's message, the verdict and the audit).
             reason: a deny's reason, handed to Claude (a reply to the request).
             suggestion: for ``allow_always``, which one of Claude Code's suggestions.
 
-        Returns:
-            ``replies.VIA_HOOK`` (done), ``replies.VIA_KEYS`` (type the keys into
-            the terminal dialog), ``replies.ALREADY`` or ``replies.GONE`` (type nothing).
+        Raises:
+            ValueError: an unknown kind.
         """
-        result = replies.answer(self.core.ctx, session, request_key, kind, who,
-                                who_id=who_id, role=role, reason=reason,
+        sess = self.core.registry.get(session)
+        req = next((r for r in sess.requests if r.key == key and r.kind == "permission"),
+                   None) if sess is not None else None
+        if req is not None and req.tool == "ExitPlanMode" and not req.reply_addr \
+                and not req.answered:
+            # The plan dialog's keys differ with and without a plan file ("1" is auto mode
+            # in one, "2" is No in the other): only the waiting hook answers it safely.
+            return InTerminal()
+        result = replies.answer(self.core.ctx, session, key, kind, who.label,
+                                who_id=who.user_id, role=who.role, reason=reason,
                                 suggestion=suggestion)
         self.save(force=True)
-        return result
+        if result == replies.ALREADY:
+            return Already()
+        if result == replies.GONE or sess is None or req is None:
+            return Gone()
+        if result == replies.VIA_KEYS:
+            try:
+                await self.session_io.press(session, dialogkeys.permission(kind))
+            except AipagerError as exc:
+                requests.unclaim(self.core.ctx, sess, req)
+                return KeysFailed(str(exc))
+            requests.keys_pressed(self.core.ctx, sess, req)
+        if kind == "stop":
+            try:
+                await self.stop_session(session)
+            except AipagerError as exc:
+                log.warning("stop after deny failed: %s", exc)
+        return ByHook() if result == replies.VIA_HOOK else ByKeys()
+
+    async def answer_question(self, session: str, key: str, who: Who,
+                              answers: Sequence[dialogkeys.Answer] | None) -> Outcome:
+        """Answer question ``key`` of ``session`` with ``answers`` (one per question), or
+        decline it (None): its dialog's keys are pressed once it reads them."""
+        sess = self.core.registry.get(session)
+        req = next((r for r in sess.requests if r.key == key and r.kind == "question"),
+                   None) if sess is not None else None
+        if sess is None or req is None:
+            return Gone()
+        if req.answered:
+            return Already()
+        action = "question_decline" if answers is None else "question_answer"
+        if answers is None:
+            keys = dialogkeys.decline()
+        else:
+            asked = req.questions or [{"question": req.description, "options": req.options}]
+            try:
+                keys = dialogkeys.question_keys(asked, list(answers))
+            except (ValueError, IndexError) as exc:
+                msg = f"the answers do not fit the question: {exc}"
+                raise ValueError(msg) from exc
+        # claimed first: a second tap presses nothing, even while these keys go in
+        requests.claim_for_keys(self.core.ctx, sess, req, action, who.label)
+        await self._dialog_ready(req)
+        try:
+            await self.session_io.press(session, keys)
+        except AipagerError as exc:
+            requests.unclaim(self.core.ctx, sess, req)
+            return KeysFailed(str(exc))
+        requests.keys_pressed(self.core.ctx, sess, req)
+        self.audit_action(action, who, session=session, tool="AskUserQuestion")
+        return ByKeys()
+
+    async def _dialog_ready(self, req: Request) -> None:
+        """Wait until Claude Code shows the dialog and reads keys (``DIALOG_SETTLE`` after its
+        PermissionRequest; at most ``DIALOG_WAIT`` when that event never comes)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DIALOG_WAIT
+        while not req.dialog_at and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if req.dialog_at:
+            left = req.dialog_at + DIALOG_SETTLE - self.core.registry.clock()
+            if left > 0:
+                await asyncio.sleep(min(left, DIALOG_SETTLE))
+
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "") -> str:
+        """Start session ``label`` in dtach in ``cwd`` (the same code as ``aipager session
+        --detached``); returns its internal name.
+
+        Raises:
+            InvalidSessionName, SessionError: as ``dtach.create``.
+        """
+        bare = dtach.check_name(label)
+        args = ("--resume", resume_id) if resume_id else ()
+        await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=cwd or None)
+        session = dtach.session_name(bare)
+        reg = self.core.registry
+        sess = reg.ensure(session)
+        # A new process: whatever the registry knew of the name is over.
+        sess.gone_at, sess.end_reason = None, ""
+        reg.set_state(sess, State.UNKNOWN)
+        sess.socket_seen = True
+        sess.cwd = sess.cwd or cwd
+        reg.touch(sess)
+        return session
+
+    async def stop_session(self, session: str) -> bool:
+        """Interrupt the running task: Escape, as Claude Code's TUI expects.  Stops within
+        ``STOP_DEBOUNCE`` seconds press nothing (a burst of taps on ⏹ must not become a
+        burst of keys); returns whether Escape was pressed."""
+        now = time.monotonic()
+        if now - self._stopped.get(session, -STOP_DEBOUNCE) < STOP_DEBOUNCE:
+            return False
+        self._stopped[session] = now
+        await self.session_io.press(session, [ESCAPE])
+        return True
+
+    async def kill_session(self, label: str) -> bool:
+        return await asyncio.to_thread(dtach.kill, self.env, label)
+
+    async def switch_model(self, session: str, model: str) -> None:
+        """``/model NAME`` announced with aipager's marker, so no "Switch model?" question."""
+        sess = self.core.registry.get(session)
+        if sess is not None and sess.claude_session_id:
+            marker.write_modelswitch_marker(self.env, session, model, sess.claude_session_id)
+        await self.session_io.type_text(session, f"/model {model}")
+
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+        """Type a chat message as a prompt with its permission note (``DtachIO.type_prompt``:
+        it refuses anything that is not plain prompt text)."""
+        await self.session_io.type_prompt(session, text, note=note)
+
+    async def type_text(self, session: str, text: str) -> None:
+        await self.session_io.type_text(session, text)
+
+    def audit_action(self, action: str, who: Who, **fields: Any) -> None:
+        """One audit record for something a client did, naming who (id, label, role)."""
+        self.audit_chat(action, who=who.label, who_id=who.user_id, role=who.role, **fields)
+
+    def set_previews(self, on: bool) -> None:
+        """Make diff previews (a chat shows them only where they are turned on)."""
+        reg = self.core.registry
+        reg.knobs = dataclasses.replace(reg.knobs, diff_previews=on)
+
+    def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
+        """More facts for the saved state (``aipager status``): a client's health."""
+        self.facts.append(facts)
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
                            chat_id: int | str = "", sender: str = "", held: bool = False,
@@ -444,16 +592,15 @@ def _setup_logging(env: Mapping[str, str], verbose: bool) -> None:
     logsetup.setup(env, verbose, stderr=verbose)
 
 
-def run_daemon(env: Mapping[str, str], *, verbose: bool = False, cfg: Any = None) -> int:
-    """Run the daemon in the foreground until SIGINT/SIGTERM (``aipager start``).
-
-    The one place the daemon is put together: with a config it gets the
-    Telegram bot (``aipager.bot.service``) as its notifier and service.
+def run_daemon(env: Mapping[str, str], *, verbose: bool = False,
+               compose: Callable[[Mapping[str, str]], Daemon] | None = None) -> int:
+    """Run the daemon in the foreground until SIGINT/SIGTERM.
 
     Args:
         env: the environment deciding every path (``aipager.paths``) and knob.
         verbose: also log to stderr, at debug level.
-        cfg: the loaded ``config.Config``; None runs without a chat (tests, tools).
+        compose: builds the daemon with its clients, inside the event loop (the
+            composition root, ``aipager.main``); None runs it without any (tests, tools).
 
     Returns:
         The exit status (0 after a clean shutdown).
@@ -465,17 +612,10 @@ def run_daemon(env: Mapping[str, str], *, verbose: bool = False, cfg: Any = None
     _setup_logging(env, verbose)
     fd = lock.acquire(paths.lock_file(env))
     try:
-        return asyncio.run(_serve(env, cfg))
+        return asyncio.run(_serve(env, compose or Daemon))
     finally:
         lock.release(fd)
 
 
-async def _serve(env: Mapping[str, str], cfg: Any) -> int:
-    if cfg is None:
-        return await Daemon(env).serve()
-    from aipager.bot.service import chat_bot
-
-    chat = chat_bot(env, cfg, persist.load_state(env))
-    daemon = Daemon(env, notifier=chat.notifier, services=[chat.run])
-    chat.attach(daemon)
-    return await daemon.serve()
+async def _serve(env: Mapping[str, str], compose: Callable[[Mapping[str, str]], Daemon]) -> int:
+    return await compose(env).serve()

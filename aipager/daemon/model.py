@@ -113,11 +113,15 @@ class Request:
     suggestions: list = field(default_factory=list)
     #: the tap that answered it by keys (allow | allow_always | deny | stop): a later tap types nothing
     answered: str = ""
+    #: who answered it by keys (``@alice``): named when it closes
+    answered_by: str = ""
     #: when Claude Code put its dialog on screen (a question's PermissionRequest): keys
     #: typed before the TUI reads them are lost
     dialog_at: float = 0.0
     #: the folder a command would run in (shown with a Bash request)
     cwd: str = ""
+    #: a question's questions (``questions_of``): what its answer keys are built from
+    questions: list = field(default_factory=list)
 
 
 @dataclass(slots=True)

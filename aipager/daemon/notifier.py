@@ -156,6 +156,21 @@ class RequestClosed(Output):
 
 
 @dataclass(frozen=True)
+class RequestAnswered(Output):
+    """A tap answered a request whose hook no longer waited: the daemon answered its
+    terminal dialog with keys (``via`` is ``keys``; ``answer`` is the tap, or
+    ``question_answer`` / ``question_decline`` for a question).  The request stays open
+    until its tool runs; the chat shows who answered now."""
+
+    kind: ClassVar[str] = "request_answered"
+    key: str = ""
+    request_id: str = ""
+    via: str = "keys"
+    answer: str = ""
+    who: str = ""
+
+
+@dataclass(frozen=True)
 class RequestUpdate(Output):
     """The hook waiting on a request stopped (``reply_addr`` cleared) or a new one waits."""
 
@@ -206,8 +221,8 @@ class Files(Output):
 
 #: every kind, by name
 KINDS: dict[str, type[Output]] = {cls.kind: cls for cls in (
-    Card, Notice, Answer, Permission, Question, RequestClosed, RequestUpdate, Reaction,
-    Release, Diff, Files)}
+    Card, Notice, Answer, Permission, Question, RequestClosed, RequestAnswered, RequestUpdate,
+    Reaction, Release, Diff, Files)}
 
 
 class Notifier(Protocol):

@@ -25,13 +25,12 @@ from typing import Any, Callable
 import orjson
 
 from aipager import wire
-from aipager.daemon import render
+from aipager.daemon import render, requests
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.events.permissions import reopen
-from aipager.daemon.model import HOOK_ANSWERED_KEPT, Request, Session, State
-from aipager.daemon.notifier import NoticeName, RequestClosed
-from aipager.daemon.tasks import release_held
+from aipager.daemon.model import HOOK_ANSWERED_KEPT, Request, Session
+from aipager.daemon.notifier import NoticeName
 
 #: the taps a permission request takes
 KINDS = ("allow", "allow_always", "deny", "stop")
@@ -182,20 +181,13 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
     if req.reply_addr and send(req.reply_addr, req.request_id, decision):
         via = VIA_HOOK
         req.answered = kind
-        sess.requests[:] = [r for r in sess.requests if r is not req]
         sess.hook_answered.append(req)
         del sess.hook_answered[:-HOOK_ANSWERED_KEPT]
-        ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id, via=via,
-                 answer=kind, who=who)
-        if not sess.requests and sess.state == State.WAITING:
-            task = sess.task
-            ctx.registry.set_state(sess, State.WORKING if task and task.ended_at is None else State.READY)
-        if not sess.requests:
-            release_held(ctx, sess, only="dialog")
+        requests.close(ctx, sess, [req], via=via, answer=kind, who=who)
     else:
+        # The daemon presses the dialog's keys next (``Daemon.answer_request``).
         via = VIA_KEYS
-        req.answered = kind
-        req.reply_addr = ""
+        requests.claim_for_keys(ctx, sess, req, kind, who)
     ctx.audit.write({"ts": iso_seconds(ctx.now()), "session": sess.name, "action": "permission_answer",
                      "label": sess.label, "tool": req.tool, "answer": kind, "via": via, "who": who,
                      **({"who_id": who_id, "role": role} if who_id is not None else {}),

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 from typing import Callable
 
-from aipager.daemon import render
+from aipager.daemon import render, requests
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.model import Session, State
-from aipager.daemon.notifier import Answer, Release, RequestClosed
+from aipager.daemon.notifier import Answer
 
 
 def answer_keys(sess: Session, prompt_id: str, text: str) -> tuple[str, str]:
@@ -56,21 +56,6 @@ def deliver_answer(ctx: Ctx, sess: Session, text: str | None, prompt_id: str) ->
     return True
 
 
-def release_held(ctx: Ctx, sess: Session, only: str = "") -> None:
-    """The messages that waited may now be typed (oldest first); ``only="dialog"``: just
-    those that waited for a dialog to close (the task goes on)."""
-    for msg in sess.queue:
-        if msg.status == "held" and (not only or msg.held_for == only):
-            msg.status = "typed"
-            ctx.emit(Release, sess, msg.text, msg_id=msg.msg_id, chat_id=msg.chat_id)
-
-
-def close_requests(ctx: Ctx, sess: Session) -> None:
-    for req in sess.requests:
-        ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id)
-    sess.requests.clear()
-
-
 def close_rows(sess: Session, now: float) -> None:
     """The main loop's tool calls still running when its task ends never finished (denied,
     stopped, blocked, or their end was lost): they show as ended, not ⏳, on the final card.
@@ -90,12 +75,12 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
     if task is not None and error:
         task.error = error
     close_rows(sess, now)
-    close_requests(ctx, sess)
+    requests.close_all(ctx, sess)
     if sess.state != State.GONE:
         reg.set_state(sess, State.READY)
     reg.touch(sess)
     deliver_answer(ctx, sess, answer, ev.get("prompt_id") or (task.prompt_id if task else ""))
-    release_held(ctx, sess)
+    requests.release_held(ctx, sess)
     # The final card follows its answer at once instead of at the next tick.
     reg.flush_now = True
 

@@ -1,7 +1,7 @@
 """The chat on real parts: the real aiogram client over HTTP against the fake Bot API,
 the real ``Daemon`` (its event core fed with datagrams as the ingest would), the real
-``ChatBot``; only the terminal is a fake (``FakeSessions`` at the ``SessionIO`` seam:
-it records what would be typed into dtach)."""
+``ChatBot``; only the terminal is a fake (``fakes.sessionio.FakeSessions`` at the
+``SessionIO`` seam: it records what would be typed into dtach)."""
 
 from __future__ import annotations
 
@@ -13,51 +13,12 @@ from typing import Any, Callable
 
 import orjson
 import pytest
+from fakes.sessionio import FakeSessions
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 from aipager import config
-from aipager.errors import SessionNotFound
 
 STRANGER = {"id": 777, "is_bot": False, "first_name": "Mallory", "username": "mallory"}
-
-
-class FakeSessions:
-    """``SessionIO`` for dtach sessions that exist only here: records typing and keys."""
-
-    def __init__(self) -> None:
-        self.live: set[str] = set()
-        self.typed: list[tuple[str, str, dict | None]] = []
-        self.keys: list[tuple[str, list[bytes]]] = []
-        #: what ``recover_typing`` reports once: messages a crash cut off mid-paste
-        self.cut: list[dict[str, Any]] = []
-
-    def discover(self) -> dict[str, str]:
-        return {name: f"/nonexistent/{name}.sock" for name in self.live}
-
-    async def type_prompt(self, session: str, text: str, *, note: Any) -> None:
-        from aipager.policy import chatprompt
-
-        if chatprompt.clean(text) != text or chatprompt.lead(text) is not None:
-            msg = "not a prompt"  # as DtachIO refuses it
-            raise ValueError(msg)
-        await self.type_text(session, text)
-        self.typed[-1] = (session, text, dict(note))
-
-    async def type_text(self, session: str, text: str) -> None:
-        if session not in self.live:
-            msg = f"session {session} is not running"
-            raise SessionNotFound(msg)
-        self.typed.append((session, text, None))
-
-    async def recover_typing(self) -> list[dict[str, Any]]:
-        cut, self.cut = self.cut, []
-        return cut
-
-    async def press(self, session: str, keys: Any) -> None:
-        if session not in self.live:
-            msg = f"session {session} is not running"
-            raise SessionNotFound(msg)
-        self.keys.append((session, list(keys)))
 
 
 async def eventually(pred: Callable[[], Any], timeout: float = 5.0, what: str = "") -> Any:
@@ -145,7 +106,7 @@ async def chat(members, group, saved_chat_state) -> Any:
         sessions = FakeSessions()
         daemon = Daemon(env, notifier=bot.notifier, session_io=sessions)
         bot.attach(daemon)
-        task = asyncio.create_task(bot.run(daemon))
+        task = asyncio.create_task(bot.run())
         try:
             yield Chat(fake, daemon, bot, sessions, chat_id)
         finally:

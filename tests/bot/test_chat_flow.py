@@ -216,7 +216,7 @@ async def test_after_an_unclean_stop_the_chat_hears_it_once(tmp_path):
         bot = ChatBot(env, cfg, unclean=True)
         daemon = Daemon(env, notifier=bot.notifier)
         bot.attach(daemon)
-        task = asyncio.create_task(bot.run(daemon))
+        task = asyncio.create_task(bot.run())
         try:
             await fake.wait_for("sendMessage", lambda p: p["text"] == RESTARTED)
             await fake.wait_for("setMyCommands")

@@ -7,7 +7,7 @@ import pytest
 
 from support.tuikeys import KEYS, expand
 
-from aipager.bot import dialogkeys as dk
+from aipager.daemon import dialogkeys as dk
 
 @pytest.mark.parametrize("kind", ["allow", "allow_always", "deny"])
 def test_permission_keys(kind):

@@ -1,11 +1,11 @@
-"""aiogram imported with its models built on use (``aipager.bot.lazytypes``)."""
+"""aiogram imported with its models built on use (``aipager.lazyaiogram``)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from aipager.bot import lazytypes
+from aipager import lazyaiogram as lazytypes
 
 PROBE = """
 {setup}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.conftest import eventually
 
-from aipager.bot import dialogkeys as dk
+from aipager.daemon import dialogkeys as dk
 
 
 def _ask(chat, session, questions, tool_use_id="q1"):

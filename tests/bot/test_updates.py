@@ -40,7 +40,7 @@ class Run:
         self.task: asyncio.Task | None = None
 
     def start(self) -> Run:
-        self.task = asyncio.create_task(self.bot.run(self.daemon))
+        self.task = asyncio.create_task(self.bot.run())
         return self
 
     async def stop(self) -> None:

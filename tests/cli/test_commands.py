@@ -151,11 +151,11 @@ def test_uninstall_purge_keeps_only_the_audit_log(runner, env, configured):
 
 @pytest.fixture
 def daemon_app(monkeypatch):
-    """A stand-in for aipager.daemon.app that records how it was started."""
+    """A stand-in for aipager.main that records how it was started."""
     calls = []
-    module = types.ModuleType("aipager.daemon.app")
+    module = types.ModuleType("aipager.main")
 
-    def run_daemon(env, verbose=False, cfg=None):
+    def run(env, verbose=False, cfg=None):
         import logging
 
         logging.getLogger("aipager.daemon").info("fake daemon ran")
@@ -163,8 +163,8 @@ def daemon_app(monkeypatch):
         calls.append((env, verbose))
         return 0
 
-    module.run_daemon = run_daemon
-    monkeypatch.setitem(sys.modules, "aipager.daemon.app", module)
+    module.run = run
+    monkeypatch.setitem(sys.modules, "aipager.main", module)
     return calls
 
 

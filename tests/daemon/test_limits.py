@@ -130,7 +130,7 @@ def test_an_old_state_full_of_junk_is_trimmed_at_the_first_sweep(make_core):
 
 
 def test_open_requests_per_session_are_capped(core, notifier):
-    from aipager.daemon.events.permissions import REQUESTS_CAP
+    from aipager.daemon.requests import REQUESTS_CAP
 
     core.feed({"hook_event_name": "UserPromptSubmit", "session": "claude-r", "prompt": "x",
                "prompt_id": "p"})

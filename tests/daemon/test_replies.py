@@ -18,6 +18,7 @@ from support import hookrun
 from aipager.daemon import replies
 from aipager.daemon.app import Daemon
 from aipager.daemon.model import Request, Session, State
+from aipager.daemon.port import ByHook, Gone, Who
 from aipager.hookpy import reply as hook_reply
 
 S = "claude-jim"
@@ -203,14 +204,14 @@ def test_answer_rejects_an_unknown_kind(core, hook: HookSocket) -> None:
     assert core.registry.get(S).requests[0].answered == ""
 
 
-def test_daemon_answer_request(hook: HookSocket) -> None:
-    """The entry point the chat calls: the real Daemon object, its core and audit file."""
+async def test_daemon_answer_request(hook: HookSocket) -> None:
+    """The port's entry point: the real Daemon object, its core and audit file."""
     daemon = Daemon(dict(os.environ))
     _ask(daemon.core, hook.path)
     key = daemon.core.registry.get(S).requests[0].key
-    assert daemon.answer_request(S, key, "allow", "@alice") == replies.VIA_HOOK
+    assert await daemon.answer_request(S, key, "allow", Who("@alice")) == ByHook()
     assert orjson.loads(hook.received()[0])["decision"] == {"behavior": "allow"}
-    assert daemon.answer_request(S, key, "allow", "@alice") == replies.GONE
+    assert await daemon.answer_request(S, key, "allow", Who("@alice")) == Gone()
     with open(daemon.audit.path, "rb") as fh:
         lines = [orjson.loads(line) for line in fh]
     assert [(r["action"], r["via"]) for r in lines] == [("permission_answer", "hook_decision")]

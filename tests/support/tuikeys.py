@@ -1,6 +1,6 @@
 """The measured dialog keys of Claude Code's TUI (``tests/fixtures/tui_keys.json``) and the
 interpreter of its step language: one reading for the e2e proof on the real TUI and for the
-unit test that holds ``aipager.bot.dialogkeys`` to it."""
+unit test that holds ``aipager.daemon.dialogkeys`` to it."""
 
 from __future__ import annotations
 

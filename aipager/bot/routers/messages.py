@@ -20,7 +20,7 @@ from aipager.bot import files, view
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import SessionTap, packed
 from aipager.bot.routers.commands import name_and_first, start_session
-from aipager.daemon import replies
+from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed
 
 log = logging.getLogger("aipager.bot")
 
@@ -103,20 +103,23 @@ async def deny_with_reason(actions: Actions, message: Message, sender: Sender,
     if why:
         actions.say(chat_id, f"🔒 {why}", reply_to=message.message_id)
         return True
-    result = actions.daemon.answer_request(session, key, "deny", sender.tag,
-                                           who_id=sender.user_id, role=sender.role,
-                                           reason=text)
-    if result in (replies.ALREADY, replies.GONE):
-        actions.say(chat_id, "This request was already answered." if result == replies.ALREADY
-                    else "This request is no longer open.", reply_to=message.message_id)
-    elif result == replies.VIA_KEYS:
-        from aipager.bot.routers.taps import DIALOG_KEYS
-
-        await actions.daemon.session_io.press(session, DIALOG_KEYS["deny"])
-        actions.say(chat_id, "❌ Denied in Claude Code's own dialog, which takes no reason: "
-                    "Claude was not told why.", reply_to=message.message_id)
-    else:
-        actions.react(chat_id, message.message_id, "👌")
+    outcome = await actions.port.answer_request(session, key, "deny", sender.who, reason=text)
+    reply_to = message.message_id
+    match outcome:
+        case ByHook():
+            actions.react(chat_id, message.message_id, "👌")
+        case ByKeys():
+            actions.say(chat_id, "❌ Denied in Claude Code's own dialog, which takes no reason: "
+                        "Claude was not told why.", reply_to=reply_to)
+        case Already():
+            actions.say(chat_id, "This request was already answered.", reply_to=reply_to)
+        case Gone():
+            actions.say(chat_id, "This request is no longer open.", reply_to=reply_to)
+        case InTerminal():
+            actions.say(chat_id, "The plan waits in the terminal now: answer it there.",
+                        reply_to=reply_to)
+        case KeysFailed(reason=reason):
+            actions.say(chat_id, f"🤷 Could not answer: {reason}", reply_to=reply_to, buzz=True)
     return True
 
 

@@ -17,17 +17,13 @@ from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Op
 from aipager.bot.routers.commands import (KILL_ASK, ask_kill, compact, kill_key, settings_view,
                                           stop_session)
-from aipager.daemon import replies
 from aipager.daemon.model import State
-from aipager.daemon.terminal import ESCAPE
+from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed
 from aipager.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
 
 EXPIRED = "This button has expired."
-#: keys that answer Claude Code's permission dialog when its hook no longer waits
-#: (2.1.328: "1" Yes, "2" Yes and don't ask again, Esc No)
-DIALOG_KEYS = {"allow": [b"1"], "allow_always": [b"2"], "deny": [ESCAPE], "stop": [ESCAPE]}
 _KINDS = {"allow": "allow", "always": "allow_always", "deny": "deny", "stop": "stop"}
 
 
@@ -56,46 +52,25 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
     if why:
         await _toast(query, why)
         return
-    req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
-    if req is not None and req.tool == "ExitPlanMode" and not req.reply_addr:
-        # The plan dialog's keys differ with and without a plan file ("1" is auto mode in
-        # one, "2" is No in the other): only the waiting hook answers it safely.
-        await _toast(query, "The plan waits in the terminal now: answer it there.")
-        return
     try:
-        result = actions.daemon.answer_request(session, key, kind, sender.tag,
-                                               who_id=sender.user_id, role=sender.role,
-                                               suggestion=int(act[1:]) if scoped else None)
+        outcome = await actions.port.answer_request(
+            session, key, kind, sender.who, suggestion=int(act[1:]) if scoped else None)
     except ValueError:
         await _toast(query, EXPIRED)
         return
-    if result in (replies.ALREADY, replies.GONE):
-        await _toast(query, "Already answered." if result == replies.ALREADY
-                     else "This request is no longer open.")
-        return
-    if result == replies.VIA_KEYS:
-        rkey = f"req:{session}:{key}"
-        # Taken first: the PostToolUse that closes the request may come while the keys go
-        # in, and must not add a second line.
-        shown = actions.state.shown.pop(rkey, None)
-        try:
-            await actions.daemon.session_io.press(session, DIALOG_KEYS[kind])
-        except AipagerError as exc:
-            await _toast(query, f"Could not answer: {exc}")
-            return
-        if shown is not None and query.message is not None:
-            word = "stop" if callback_data.act == "stop" else kind
-            text = f"{shown}\n{view.verdict('keys', word, sender.tag, time.time())}"
-            actions.outbox.put(Op("live", query.message.chat.id, text, key=rkey, session=session))
-    if callback_data.act == "stop":
-        sess = actions.registry.get(session)
-        if sess is not None:
-            try:
-                await actions.stop(sess)
-            except AipagerError as exc:
-                log.warning("stop after deny failed: %s", exc)
-    await _toast(query, {"allow": "Allowed", "always": "Always allowed", "deny": "Denied",
-                         "stop": "Denied and stopped"}.get(act, "Always allowed"))
+    match outcome:
+        case Already():
+            await _toast(query, "Already answered.")
+        case Gone():
+            await _toast(query, "This request is no longer open.")
+        case InTerminal():
+            await _toast(query, "The plan waits in the terminal now: answer it there.")
+        case KeysFailed(reason=reason):
+            await _toast(query, f"Could not answer: {reason}")
+        case ByHook() | ByKeys():
+            await _toast(query, {"allow": "Allowed", "always": "Always allowed",
+                                 "deny": "Denied", "stop": "Denied and stopped"}
+                         .get(act, "Always allowed"))
 
 
 async def on_question_tap(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
@@ -120,8 +95,8 @@ async def on_question_tap(query: CallbackQuery, callback_data: QuestionTap, acti
         await _toast(query, EXPIRED)
         return
     if act == "x":
-        result = await actions.decline_questions(rkey, ask, sender)
-        await _toast(query, "Declined." if result == "answered" else "Already answered.")
+        outcome = await actions.decline_questions(ask, sender)
+        await _toast(query, "Declined." if isinstance(outcome, ByKeys) else _unanswered(outcome))
         return
     if act == "o":
         pending_other[(ask["chat"], sender.user_id)] = rkey
@@ -150,8 +125,20 @@ async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
     if ask["step"] < len(ask["questions"]):
         show_question(actions, rkey, ask)
         return
-    if await actions.answer_questions(rkey, ask, sender) == "gone":
-        actions.say(ask["chat"], "That question was already answered; nothing was typed.")
+    outcome = await actions.answer_questions(ask, sender)
+    if not isinstance(outcome, ByKeys):
+        actions.say(ask["chat"], f"{_unanswered(outcome)} Nothing was typed.")
+
+
+def _unanswered(outcome: object) -> str:
+    """Why a question's answer typed nothing."""
+    match outcome:
+        case KeysFailed(reason=reason):
+            return f"Could not answer: {reason}."
+        case Gone():
+            return "This question is no longer open."
+        case _:
+            return "That question was already answered."
 
 
 def show_question(actions: Actions, rkey: str, ask: dict) -> None:

@@ -12,19 +12,16 @@ import hashlib
 
 import orjson
 
-from aipager.daemon import render
+from aipager.daemon import render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Request, Session, State
-from aipager.daemon.notifier import NoticeName, Permission, Question, RequestClosed, RequestUpdate
+from aipager.daemon.notifier import NoticeName, Permission, Question, RequestUpdate
 from aipager.daemon.summaries import request_detail, shorten
-from aipager.daemon.tasks import finish_task, release_held
+from aipager.daemon.tasks import finish_task
 
 router = EventRouter("permissions")
 
 QUESTION_TOOL = "AskUserQuestion"
-#: open requests kept per session (Claude Code shows one dialog at a time, a few with
-#: parallel agents); past it the oldest is closed
-REQUESTS_CAP = 20
 
 
 def _str(ev: dict, key: str) -> str:
@@ -39,18 +36,6 @@ def input_digest(tool: str, tool_input: object) -> str:
     except TypeError:
         raw = repr(tool_input).encode()
     return hashlib.sha256(tool.encode() + b"\0" + raw).hexdigest()[:16]
-
-
-def _open(ctx: Ctx, sess: Session, req: Request) -> None:
-    if not sess.requests:
-        sess.reminded = False  # a new wait earns one reminder
-    req.separate = bool(sess.requests)
-    sess.requests.append(req)
-    for old in sess.requests[:-REQUESTS_CAP]:
-        ctx.emit(RequestClosed, sess, key=old.key, request_id=old.request_id)
-    del sess.requests[:-REQUESTS_CAP]
-    ctx.registry.set_state(sess, State.WAITING)
-    ctx.registry.touch(sess)
 
 
 def questions_of(ev: dict) -> list[dict]:
@@ -95,8 +80,9 @@ def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
     tool_use_id = _str(ev, "tool_use_id")
     req = Request(key=f"q:{tool_use_id or digest}", kind="question", tool=QUESTION_TOOL,
                   opened_at=ctx.now(), tool_use_id=tool_use_id, agent=agent_id,
-                  input_digest=digest, description=text, options=options)
-    _open(ctx, sess, req)
+                  input_digest=digest, description=text, options=options,
+                  questions=[q for q in questions_of(ev) if q["options"]])
+    requests.open_request(ctx, sess, req)
     ctx.emit(Question, sess, render.question(sess.label, text), key=req.key, options=options,
              multi_select=multi, separate=req.separate, agent_id=agent_id,
              questions=questions_of(ev))
@@ -168,7 +154,7 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
                   always_available=always, request_id=request_id, reply_addr=reply_addr,
                   suggestions=suggestions if isinstance(suggestions, list) else [],
                   cwd=_str(ev, "cwd") if tool == "Bash" else "")
-    _open(ctx, sess, req)
+    requests.open_request(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
     # What a Write/Edit would change, for chats that show diff previews.
@@ -178,7 +164,7 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
 
 def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
     """Open ``req`` again and show it again (``data`` joins the ``permission`` output)."""
-    _open(ctx, sess, req)
+    requests.open_request(ctx, sess, req)
     _emit_permission(ctx, sess, req, **data)
 
 
@@ -198,28 +184,17 @@ def _close_answered(ev: dict, sess: Session, ctx: Ctx) -> None:
     tool_use_id = _str(ev, "tool_use_id")
     agent_id = _str(ev, "agent_id") or None
     digest = input_digest(tool, ev.get("tool_input"))
-    keep = []
-    for req in sess.requests:
-        answered = (
+
+    def answered(req: Request) -> bool:
+        return bool(
             (tool_use_id and req.tool_use_id == tool_use_id)
             or (req.tool == tool and req.input_digest == digest)
             # A request known only from a Notification: the next tool result of
             # the same requester shows the dialog was answered in the terminal.
             or (not req.tool and req.agent == agent_id)
         )
-        if answered:
-            ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id)
-        else:
-            keep.append(req)
-    if len(keep) == len(sess.requests):
-        return
-    sess.requests[:] = keep
-    if not keep and sess.state == State.WAITING:
-        task = sess.task
-        ctx.registry.set_state(sess, State.WORKING if task and task.ended_at is None else State.READY)
-    if not keep:
-        release_held(ctx, sess, only="dialog")  # typing can no longer answer a dialog
-    ctx.registry.touch(sess)
+
+    requests.close_where(ctx, sess, answered)
 
 
 router.on("PostToolUse", "PostToolUseFailure")(_close_answered)
@@ -236,7 +211,7 @@ def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     message = _str(ev, "message") or fallback
     req = Request(key=f"n:{ctx.now():.6f}", kind="permission", tool="", opened_at=ctx.now(),
                   agent=_str(ev, "agent_id") or None, description=message)
-    _open(ctx, sess, req)
+    requests.open_request(ctx, sess, req)
     _emit_permission(ctx, sess, req)
 
 

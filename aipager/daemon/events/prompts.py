@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from aipager.daemon import render
+from aipager.daemon import render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events.subagents import finish_agent
 from aipager.daemon.model import Session, State
-from aipager.daemon.notifier import NoticeName, Prompted, RequestClosed
+from aipager.daemon.notifier import NoticeName, Prompted
 from aipager.daemon.tasks import deliver_answer, finish_task
 
 router = EventRouter("prompts")
@@ -97,10 +97,7 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
         # A repeated datagram for the task already open: nothing new.
         return
     # A new prompt means the main loop's open dialogs were dismissed.
-    main_requests = [r for r in sess.requests if r.agent is None]
-    for req in main_requests:
-        ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id)
-        sess.requests.remove(req)
+    requests.close(ctx, sess, [r for r in sess.requests if r.agent is None], after=False)
     origin = origin_of(prompt)
     if sess.pickup_authors and origin == "terminal":
         # The hook matched chat messages to this prompt just before forwarding it.

@@ -7,7 +7,8 @@ from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events import compaction
 from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import NoticeName, Reaction
-from aipager.daemon.tasks import close_requests, close_rows
+from aipager.daemon.requests import close_all
+from aipager.daemon.tasks import close_rows
 
 router = EventRouter("session")
 
@@ -48,7 +49,7 @@ def on_session_start(ev: dict, sess: Session, ctx: Ctx) -> None:
         # A fresh conversation ends whatever the old one was doing (its Stop is not coming).
         sess.task.ended_at = ctx.now()
     # Claude Code (re)started or switched conversation: no dialog of before is on screen.
-    close_requests(ctx, sess)
+    close_all(ctx, sess)
     if sess.state != State.WORKING or source in ("startup", "clear"):
         reg.set_state(sess, State.READY)
     reg.touch(sess)
@@ -75,7 +76,7 @@ def end_session(ctx: Ctx, sess: Session, reason: str) -> None:
         if agent.status in ("running", "paused", "lapsed"):
             agent.status, agent.ended_at = "dropped", now
     close_rows(sess, now)
-    close_requests(ctx, sess)
+    close_all(ctx, sess)
     sess.compacting = False
     for msg in sess.queue:
         # Claude will never take these: tell the sender (🤷).

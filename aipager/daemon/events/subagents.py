@@ -10,9 +10,9 @@ used only when exactly one call of that type waits.
 
 from __future__ import annotations
 
+from aipager.daemon import requests
 from aipager.daemon.dispatch import Ctx, EventRouter
-from aipager.daemon.model import Agent, AgentCall, Session, State
-from aipager.daemon.notifier import RequestClosed
+from aipager.daemon.model import Agent, AgentCall, Session
 from aipager.daemon.summaries import shorten
 
 router = EventRouter("subagents")
@@ -86,13 +86,7 @@ def finish_agent(ctx: Ctx, sess: Session, agent: Agent) -> None:
 
 def _close_agent_requests(ctx: Ctx, sess: Session, agent_id: str) -> None:
     # A finished agent's dialogs can no longer be answered.
-    mine = [r for r in sess.requests if r.agent == agent_id]
-    for req in mine:
-        ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id)
-        sess.requests.remove(req)
-    if mine and not sess.requests and sess.state == State.WAITING:
-        task = sess.task
-        ctx.registry.set_state(sess, State.WORKING if task and task.ended_at is None else State.READY)
+    requests.close_where(ctx, sess, lambda r: r.agent == agent_id)
 
 
 def _running_children(sess: Session, agent_id: str) -> list[Agent]:

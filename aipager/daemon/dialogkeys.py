@@ -44,8 +44,16 @@ class Question:
 
 
 def permission(kind: str) -> list[bytes]:
-    """Keys for a permission dialog: ``allow``, ``allow_always`` or ``deny``."""
+    """Keys for a permission dialog: ``allow``, ``allow_always``, ``deny`` or ``stop``."""
     return list(PERMISSION[kind])
+
+
+def question_keys(asked: list[dict], answers: list[Answer]) -> list[bytes]:
+    """``questions`` for a question request's questions as the daemon keeps them
+    (``{question, options, multi}``: ``Request.questions``)."""
+    qs = [Question(q.get("question", ""), tuple(q.get("options") or ()), bool(q.get("multi")))
+          for q in asked]
+    return questions(qs, answers)
 
 
 def _typed(text: str) -> bytes:

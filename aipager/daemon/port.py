@@ -1,0 +1,138 @@
+"""The daemon's port: the one seam between the daemon and its clients.
+
+The chat is its first client; the local web page and a hub of several machines
+stand on the same seam.  A client asks through ``DaemonPort`` (a
+``typing.Protocol``: ``Daemon`` implements it, the chat's unit tests use a fake)
+and reads the daemon's ``Output`` records through a ``Notifier``.  Nothing else
+of the daemon is a client's business: a client never changes the registry,
+presses keys of its own or writes daemon settings.
+
+What comes back is typed: an answer to a request is one of the frozen
+``Outcome`` classes below (a tagged union a client dispatches with ``match``),
+including the keystroke fallback the daemon took when no hook waited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Literal, Mapping, Protocol, Sequence
+
+from aipager.daemon.dialogkeys import Answer as QuestionAnswer
+from aipager.daemon.model import Session
+
+#: the answers a permission request takes (``replies.KINDS``)
+AnswerKind = Literal["allow", "allow_always", "deny", "stop"]
+
+
+@dataclass(frozen=True)
+class Who:
+    """Who acts through a client, as verdict lines and the audit log name them."""
+
+    #: e.g. ``@alice``
+    label: str
+    user_id: int | None = None
+    role: str = ""
+
+
+# -- what an answer to a request came to ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class ByHook:
+    """The hook that waited took the decision: Claude Code goes on without its dialog."""
+
+
+@dataclass(frozen=True)
+class ByKeys:
+    """No hook waited any more: the daemon answered the terminal dialog with keys."""
+
+
+@dataclass(frozen=True)
+class Already:
+    """Somebody answered it first: nothing was done."""
+
+
+@dataclass(frozen=True)
+class Gone:
+    """No such open request (answered in the terminal, the task is over): nothing was done."""
+
+
+@dataclass(frozen=True)
+class InTerminal:
+    """Only the terminal can answer it safely now (a plan dialog whose hook is gone: its
+    keys differ with and without a plan file)."""
+
+
+@dataclass(frozen=True)
+class KeysFailed:
+    """No hook waited and the keys could not be pressed (the session is not running)."""
+
+    reason: str
+
+
+Outcome = ByHook | ByKeys | Already | Gone | InTerminal | KeysFailed
+
+
+class SessionsView(Protocol):
+    """The sessions, read only (the registry)."""
+
+    def __iter__(self) -> Iterator[Session]: ...
+
+    def get(self, name: str) -> Session | None: ...
+
+    def clock(self) -> float: ...
+
+
+class DaemonPort(Protocol):
+    """Everything a client may ask of the daemon.
+
+    Session names are internal (``claude-<label>``) unless a method says label.
+    """
+
+    #: where everything lives (``aipager.paths``) and the knobs
+    env: Mapping[str, str]
+    #: when this daemon started (a client skips outputs older than its own start)
+    started_at: float
+
+    @property
+    def sessions(self) -> SessionsView: ...
+
+    # -- chat messages -----------------------------------------------------------------
+
+    def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
+                           chat_id: int | str = "", sender: str = "", held: bool = False,
+                           held_for: str = "task") -> None: ...
+
+    def drop_chat_message(self, session: str, msg_id: int | str) -> None: ...
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
+                             reason: str = "", suggestion: int | None = None) -> Outcome: ...
+
+    async def answer_question(self, session: str, key: str, who: Who,
+                              answers: Sequence[QuestionAnswer] | None) -> Outcome: ...
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "") -> str: ...
+
+    async def stop_session(self, session: str) -> bool: ...
+
+    async def kill_session(self, label: str) -> bool: ...
+
+    async def switch_model(self, session: str, model: str) -> None: ...
+
+    # -- typing ------------------------------------------------------------------------
+
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None: ...
+
+    async def type_text(self, session: str, text: str) -> None: ...
+
+    # -- the rest ----------------------------------------------------------------------
+
+    def audit_action(self, action: str, who: Who, **fields: Any) -> None: ...
+
+    def set_previews(self, on: bool) -> None: ...
+
+    def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None: ...

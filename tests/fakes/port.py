@@ -1,0 +1,95 @@
+"""A fake daemon port for the chat's tests, in the spirit of httpx's ``MockTransport``.
+
+``FakePort`` is a ``DaemonPort`` (``aipager.daemon.port``) with no daemon behind it: a
+real ``Registry`` holds the sessions a test sets up, every call is recorded in
+``asked``, and one ``handler(name, args, kwargs)`` decides what a call returns (an
+``Outcome`` for answers; None means the default: ``Gone()`` for answers, a session
+name for ``start_session``, nothing otherwise).  A handler that raises makes the call
+raise, as a failing daemon would.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+from aipager.daemon.model import State
+from aipager.daemon.port import AnswerKind, Gone, Outcome, Who
+from aipager.daemon.registry import Registry
+
+Handler = Callable[[str, tuple, dict], Any]
+
+
+class FakePort:
+    def __init__(self, env: Mapping[str, str], handler: Handler | None = None) -> None:
+        self.env = dict(env)
+        self.started_at = time.time() - 1
+        self.registry = Registry()
+        self.handler: Handler = handler or (lambda name, args, kwargs: None)
+        #: every call: (method name, positional args, keyword args)
+        self.asked: list[tuple[str, tuple, dict]] = []
+        self.previews = False
+        self.facts: list[Callable[[], dict[str, Any]]] = []
+
+    def _ask(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        self.asked.append((name, args, kwargs))
+        return self.handler(name, args, kwargs)
+
+    def calls(self, name: str) -> list[tuple[tuple, dict]]:
+        return [(a, k) for n, a, k in self.asked if n == name]
+
+    def add_session(self, name: str, state: State = State.READY) -> None:
+        sess = self.registry.ensure(name)
+        self.registry.set_state(sess, state)
+
+    @property
+    def sessions(self) -> Registry:
+        return self.registry
+
+    def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
+                           chat_id: int | str = "", sender: str = "", held: bool = False,
+                           held_for: str = "task") -> None:
+        self._ask("queue_chat_message", session, msg_id, text, chat_id=chat_id, sender=sender,
+                  held=held, held_for=held_for)
+
+    def drop_chat_message(self, session: str, msg_id: int | str) -> None:
+        self._ask("drop_chat_message", session, msg_id)
+
+    async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
+                             reason: str = "", suggestion: int | None = None) -> Outcome:
+        got = self._ask("answer_request", session, key, kind, who, reason=reason,
+                        suggestion=suggestion)
+        return Gone() if got is None else got
+
+    async def answer_question(self, session: str, key: str, who: Who,
+                              answers: Sequence[Any] | None) -> Outcome:
+        got = self._ask("answer_question", session, key, who, answers)
+        return Gone() if got is None else got
+
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "") -> str:
+        got = self._ask("start_session", label, resume_id=resume_id, cwd=cwd)
+        return got or f"claude-{label}"
+
+    async def stop_session(self, session: str) -> bool:
+        return bool(self._ask("stop_session", session))
+
+    async def kill_session(self, label: str) -> bool:
+        return bool(self._ask("kill_session", label))
+
+    async def switch_model(self, session: str, model: str) -> None:
+        self._ask("switch_model", session, model)
+
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+        self._ask("type_prompt", session, text, note=dict(note))
+
+    async def type_text(self, session: str, text: str) -> None:
+        self._ask("type_text", session, text)
+
+    def audit_action(self, action: str, who: Who, **fields: Any) -> None:
+        self._ask("audit_action", action, who, **fields)
+
+    def set_previews(self, on: bool) -> None:
+        self.previews = on
+
+    def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
+        self.facts.append(facts)

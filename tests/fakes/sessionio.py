@@ -1,0 +1,46 @@
+"""A fake terminal at the daemon's ``SessionIO`` seam (``aipager.daemon.terminal``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aipager.errors import SessionNotFound
+
+
+class FakeSessions:
+    """``SessionIO`` for dtach sessions that exist only here: records typing and keys."""
+
+    def __init__(self) -> None:
+        self.live: set[str] = set()
+        self.typed: list[tuple[str, str, dict | None]] = []
+        self.keys: list[tuple[str, list[bytes]]] = []
+        #: what ``recover_typing`` reports once: messages a crash cut off mid-paste
+        self.cut: list[dict[str, Any]] = []
+
+    def discover(self) -> dict[str, str]:
+        return {name: f"/nonexistent/{name}.sock" for name in self.live}
+
+    async def type_prompt(self, session: str, text: str, *, note: Any) -> None:
+        from aipager.policy import chatprompt
+
+        if chatprompt.clean(text) != text or chatprompt.lead(text) is not None:
+            msg = "not a prompt"  # as DtachIO refuses it
+            raise ValueError(msg)
+        await self.type_text(session, text)
+        self.typed[-1] = (session, text, dict(note))
+
+    async def type_text(self, session: str, text: str) -> None:
+        if session not in self.live:
+            msg = f"session {session} is not running"
+            raise SessionNotFound(msg)
+        self.typed.append((session, text, None))
+
+    async def recover_typing(self) -> list[dict[str, Any]]:
+        cut, self.cut = self.cut, []
+        return cut
+
+    async def press(self, session: str, keys: Any) -> None:
+        if session not in self.live:
+            msg = f"session {session} is not running"
+            raise SessionNotFound(msg)
+        self.keys.append((session, list(keys)))
