@@ -13,21 +13,18 @@ member add`` counts from the next message on.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable
 
 from aiogram import BaseMiddleware
 from aiogram.types import CallbackQuery, Message, TelegramObject
 
-from aipager import config, paths
-from aipager.fsnames import Stamp, file_stamp
-from aipager.bot.actions import Sender
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import Op, Outbox
 from aipager.bot.strangers import Strangers
-from aipager.errors import AipagerError, ConfigError
+from aipager.clients.members import Members
+from aipager.clients.people import Sender
 
 log = logging.getLogger("aipager.bot")
 
@@ -35,75 +32,6 @@ log = logging.getLogger("aipager.bot")
 STRANGER_REPLY_EVERY = 24 * 3600.0
 PRIVATE_TEXT = "🔒 This bot is private: it drives somebody's Claude Code sessions."
 NOT_MEMBER_TEXT = "🔒 You are not a member here: ask an admin for access."
-
-
-class Members:
-    """The config's chat and members, re-read when the file changes."""
-
-    def __init__(self, env: Mapping[str, str], cfg: config.Config) -> None:
-        self._env = env
-        self.cfg = cfg
-        self._stamp = file_stamp(paths.config_file(env))
-        #: the policy file's version and what it gave (a Policy, or why it is unusable)
-        self._policy: tuple[Stamp, Any] = (None, None)
-
-    def current(self) -> config.Config:
-        stamp = file_stamp(paths.config_file(self._env))
-        if stamp != self._stamp:
-            self._stamp = stamp
-            try:
-                self.cfg = config.load(self._env)
-            except ConfigError as exc:
-                log.error("the config changed but cannot be read (%s); keeping the old one", exc)
-        return self.cfg
-
-    def sender(self, chat_id: int, user: Any) -> Sender | None:
-        """The sender's identity in ``chat_id``, or None when they may not act there."""
-        cfg = self.current()
-        if user is None or chat_id != cfg.chat_id:
-            return None
-        label = user.username or user.first_name or str(user.id)
-        member = next((m for m in cfg.members if m.id == user.id), None)
-        if member is not None:
-            sender = self._with_rights(user.id, member.label or label, member.role)
-        elif chat_id > 0 and user.id == chat_id:
-            sender = self._with_rights(user.id, label, "owner")  # whose chat setup was done with
-        else:
-            return None
-        username = user.username if isinstance(user.username, str) else ""
-        return dataclasses.replace(sender, username=username) if username else sender
-
-    def _loaded_policy(self) -> Any:
-        """The owner's policy, or why it is unusable (a string); the file is read again
-        only when it changed, not for every message."""
-        from aipager.policy import model
-
-        stamp = file_stamp(paths.policy_user_file(self._env))
-        if self._policy[1] is None or stamp != self._policy[0]:
-            try:
-                self._policy = (stamp, model.load_policy(self._env))
-            except AipagerError as exc:
-                self._policy = (stamp, str(exc))
-        return self._policy[1]
-
-    def _with_rights(self, user_id: int, label: str, role_name: str) -> Sender:
-        """The sender with what their role lets them do (the policy file's roles)."""
-        policy = self._loaded_policy()
-        try:
-            if isinstance(policy, str):
-                raise AipagerError(policy)
-            role = policy.role(role_name)
-        except AipagerError as exc:
-            if role_name != "owner":
-                # Unusable policy or unknown role: no rights rather than guessed ones.
-                log.error("role %r of %s cannot be resolved (%s): no rights", role_name, label, exc)
-                return Sender(user_id, label, role_name, False, False, False)
-            return Sender(user_id, label, role_name)
-        # Raw keystrokes (``!cmd``, Claude Code's own commands) only ever for an owner
-        # who opted in: they pass no check at all.
-        raw = role_name == "owner" and self.current().extra.get("owner_raw_keys") is True
-        return Sender(user_id, label, role_name, role.may_prompt, role.may_approve,
-                      role.may_manage, exempt=role.exempt, raw_keys=raw)
 
 
 class Access(BaseMiddleware):

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from dataclasses import dataclass
 from typing import Any, Callable
 
-from aipager import dtach, paths
+from aipager import dtach
 from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Op, Outbox
+from aipager.clients import prompts
+from aipager.clients.people import Sender, author_label, refusal, task_authors  # noqa: F401
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort, Outcome, SessionsView, Who
@@ -30,77 +31,6 @@ log = logging.getLogger("aipager.bot")
 READY_TIMEOUT = 30.0
 #: after SessionStart, Claude Code still draws its prompt before it reads keys
 READY_SETTLE = 1.0
-
-
-@dataclass(frozen=True)
-class Sender:
-    """Who sent an update, as the access middleware resolved them."""
-
-    user_id: int
-    label: str
-    role: str
-    may_prompt: bool = True
-    may_approve: bool = True
-    may_manage: bool = True
-    #: the role passes no safety check (the owner): its @-mentions are not checked
-    exempt: bool = False
-    #: the owner's opt-in (config ``owner_raw_keys``): their text is typed as keys
-    raw_keys: bool = False
-    #: their Telegram @username ("" when they have none)
-    username: str = ""
-
-    @property
-    def tag(self) -> str:
-        """``@username`` when they have one (the label may be a first name or a config
-        label such as "Owner"), else ``@label``."""
-        if self.username:
-            return f"@{self.username}"
-        return f"@{self.label}" if self.label and not self.label.startswith("@") else self.label
-
-    @property
-    def who(self) -> Who:
-        """As the port names them: by ``tag`` (a verdict line, a deny's message)."""
-        return Who(self.tag, self.user_id, self.role)
-
-    def rights(self) -> list[str]:
-        words = [w for w, ok in (("prompt", self.may_prompt), ("approve", self.may_approve),
-                                 ("manage", self.may_manage)) if ok]
-        return words or ["read"]
-
-
-def task_authors(sess: Session) -> set[Any]:
-    """Telegram ids of who asked for the session's running task (empty: the terminal)."""
-    task = sess.task
-    if task is None or task.ended_at is not None:
-        return set()
-    return {a.get("user_id") for a in task.authors if a.get("user_id") is not None}
-
-
-def author_label(sess: Session) -> str:
-    task = sess.task
-    if task is None or not task.authors:
-        return "the terminal"
-    first = task.authors[0]
-    return str(first.get("label") or first.get("user_id") or "someone")
-
-
-def refusal(sender: Sender, what: str, sess: Session | None = None) -> str | None:
-    """Why ``sender`` may not do ``what`` (prompt | approve | stop | manage), or None.
-
-    Approving and stopping another person's task takes an admin (``may_manage``):
-    a member's tap never reaches past the task they started themselves.
-    """
-    if what == "prompt" and not sender.may_prompt:
-        return "Your role may not send messages to Claude here."
-    if what == "manage" and not sender.may_manage:
-        return "Only an admin may do that here."
-    if what == "approve" and not sender.may_approve:
-        return "Your role may not answer Claude's requests."
-    if what in ("approve", "stop") and not sender.may_manage and sess is not None:
-        if sender.user_id not in task_authors(sess):
-            return ("Only the task's author or an admin may do that." if what == "stop"
-                    else "Only the task's author or an admin may answer this.")
-    return None
 
 
 class Actions:
@@ -196,14 +126,7 @@ class Actions:
         if quoted:
             # A reply to an older message: Claude is shown what it replies to.
             author["reply_to"] = {"text": quoted[0][:1000], "sent_at": quoted[1]}
-        why, held_for = "", "task"
-        if (sess.state in (State.WORKING, State.WAITING) and sender.role != "owner"
-                and sender.user_id not in task_authors(sess)):
-            # Each task keeps the rights of one author: another person's message waits.
-            why = f"⏳ queued after {author_label(sess)}'s task in {sess.label}"
-        elif sess.state == State.WAITING:
-            why, held_for = (f"⏳ Held for {sess.label}: Claude is waiting for an answer above; "
-                             "this goes in when that is settled."), "dialog"
+        why, held_for = prompts.hold(sess, sender) or ("", "task")
         if why:
             # Its update is handled from here on, durably (``inbox``): a replay after a kill
             # must not hold it twice (the daemon saves the held message at once).
@@ -219,17 +142,7 @@ class Actions:
         """Whether ``text`` may go in as a prompt: never as a shell command, one of
         Claude Code's own commands or keys, and no @-mention of a file the sender's
         role may not read (``policy.chatprompt``)."""
-        check = None
-        if not sender.exempt:
-            from aipager.policy import model
-
-            try:
-                snap = model.task_snapshot(model.load_policy(self.env), sender.role, self.env)
-                check = chatprompt.read_check(snap, sess.cwd or "", paths.home(self.env))
-            except AipagerError as exc:
-                def check(path: str, why: str = str(exc)) -> str:  # fail closed
-                    return f"the policy cannot be read ({why})"
-        return chatprompt.refusal(text, mention_check=check)
+        return prompts.check(self.env, sess, text, sender)
 
     async def type_raw(self, sess: Session, chat_id: int, msg_id: int, text: str,
                        sender: Sender) -> str:
@@ -250,30 +163,21 @@ class Actions:
     async def type_message(self, session: str, chat_id: int, msg_id: int, text: str,
                            author: dict[str, Any], *, queued: bool = False) -> str:
         """Type a chat message with its permission note; 👀 now, 👍/🤷 when Claude takes it."""
-        if not queued:
-            self.port.queue_chat_message(session, msg_id, text, chat_id=chat_id,
-                                           sender=author.get("label", ""))
         # 👀 first: Claude may take the message before the typing call returns.
-        self.react(chat_id, msg_id, "👀")
-        prefs = self.state.prefs_of(chat_id)
-        note = {"msg_id": msg_id, "chat_id": chat_id, "author_user_id": author.get("user_id"),
-                "author_label": author.get("label", ""), "role": author.get("role", "user"),
-                "text": text, "style": STYLES.get(prefs.get("style") or "") or None,
-                "reply_to": author.get("reply_to")}
         # Its update is handled from here on, durably (``inbox``): a replay after a kill
         # must not type it twice.  A kill from here to the typing mark (a few system calls)
         # loses it; from the mark on the next start clears it and says so on the message.
-        inbox.acting()
+        style = STYLES.get(self.state.prefs_of(chat_id).get("style") or "") or None
         try:
-            await self.port.type_prompt(session, chatprompt.clean(text), note=note)
+            await prompts.type_with_note(
+                self.port, session, msg_id, chat_id, text, author, style=style, queued=queued,
+                acting=lambda: (self.react(chat_id, msg_id, "👀"), inbox.acting()))
         except (AipagerError, ValueError, OSError) as exc:
-            self.port.drop_chat_message(session, msg_id)
             self.react(chat_id, msg_id, "🤷")
             self.say(chat_id, f"🤷 Not delivered to {session.removeprefix('claude-')}: "
                      f"{_reason(exc)}", reply_to=msg_id, buzz=True)
             log.warning("typing a chat message into %s failed: %s", session, exc)
             return "failed"
-        self.audit("chat_prompt", author, session=session, msg_id=msg_id, chat_id=chat_id)
         return "typed"
 
     def audit(self, action: str, who: dict[str, Any] | Sender, **fields: Any) -> None:

@@ -12,6 +12,7 @@ import time
 from typing import Any, Iterable, Sequence
 
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
+from aipager.clients import prompts
 from aipager.daemon.model import Session, State
 from aipager.daemon import render
 from aipager.daemon.render import elapsed
@@ -130,21 +131,7 @@ def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None)
     return f"{words} by {who} · {time.strftime('%H:%M', time.localtime(at))}"
 
 
-_REFUSED = {
-    "SHELL": "a message starting with ! would run as a shell command in Claude Code, past "
-             "every safety check. Ask Claude in words instead (“run ls”).",
-    "COMMAND": "a message starting with / is one of Claude Code's own commands. The chat "
-               "reaches those through its own (/help); to send a path, start with a word.",
-    "MEMORY": "a message starting with # would be saved to Claude's memory. Start with a word.",
-    "BACKGROUND": "a message starting with & would start a background job. Start with a word.",
-    "MENTION": "it @-mentions a file your role may not read",
-}
-
-
-def prompt_refused(reason: Any, detail: str = "") -> str:
-    """The one line a member reads when their message is not typed (``chatprompt.Refused``)."""
-    text = f"🔒 Not sent: {_REFUSED[reason.name]}"
-    return f"{text} ({detail})." if detail else text
+prompt_refused = prompts.refused_words  # the words every client uses
 
 
 def picker_text(action: str) -> str:

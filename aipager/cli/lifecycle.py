@@ -26,18 +26,22 @@ def setup_logging(env: dict[str, str], verbose: bool) -> str:
 @handles_errors
 def start(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    no_web: bool = typer.Option(False, "--no-web", help="Do not serve the web page."),
 ) -> None:
-    """Run the daemon in the foreground (runs setup first on an unconfigured machine)."""
+    """Run the daemon in the foreground, with the web page (and the Telegram chat once
+    `aipager setup` connected one)."""
     env = _env()
-    if not config.exists(env):
-        if not interactive():
-            msg = "aipager is not set up yet; run `aipager setup` first"
+    cfg = config.load(env) if config.exists(env) else None  # a broken config stops here
+    if cfg is None:
+        if no_web:
+            msg = ("aipager is not set up for Telegram and --no-web leaves nothing to serve; "
+                   "run `aipager setup` first")
             raise ConfigError(msg)
-        typer.echo("aipager is not set up yet; let's do that first.")
-        from aipager.cli.setup_cmd import run_setup
-
-        run_setup(env, ask=True)
-    cfg = config.load(env)  # a broken config stops here, with the file named
+        # No Telegram yet: the page alone.  Claude Code is wired as `aipager setup` does.
+        result = wiring.install(env)
+        if result.changed:
+            typer.echo(f"Wired Claude Code: {result.path} (backup: {result.backup})")
+        typer.echo("Telegram is not set up yet: `aipager setup` connects it later.")
     ensure_folders(env)  # a read-only HOME or state folder stops here, in one line
     log_path = setup_logging(env, verbose)
     try:
@@ -46,7 +50,7 @@ def start(
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
-    code = run(env, verbose=verbose, cfg=cfg)
+    code = run(env, verbose=verbose, cfg=cfg, web=not no_web)
     raise typer.Exit(code if isinstance(code, int) else 0)
 
 

@@ -155,12 +155,12 @@ def daemon_app(monkeypatch):
     calls = []
     module = types.ModuleType("aipager.main")
 
-    def run(env, verbose=False, cfg=None):
+    def run(env, verbose=False, cfg=None, web=True):
         import logging
 
         logging.getLogger("aipager.daemon").info("fake daemon ran")
         logging.getLogger("aiohttp.client").error("failed: /bot%s/getMe", TOKEN)
-        calls.append((env, verbose))
+        calls.append((env, verbose, cfg, web))
         return 0
 
     module.run = run
@@ -190,8 +190,29 @@ def test_start_runs_the_daemon_and_logs_to_file(runner, configured, env, daemon_
     assert "/bot123456:***/getMe" in log and SECRET not in log
 
 
-def test_start_on_an_unconfigured_machine_without_a_terminal(runner, daemon_app):
-    result = runner.invoke(app, ["start"])
+def _drop_log_handlers() -> None:
+    import logging
+
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "_aipager", False)]:
+        handler.close()
+        root.removeHandler(handler)
+
+
+def test_start_on_an_unconfigured_machine_serves_the_page_alone(runner, bins, env, daemon_app):
+    try:
+        result = runner.invoke(app, ["start"])
+    finally:
+        _drop_log_handlers()
+    assert result.exit_code == 0, result.output
+    assert "aipager setup" in result.output  # Telegram can be connected later
+    (call,) = daemon_app
+    assert call[2] is None and call[3] is True  # no config: the page alone
+    assert wiring.check(env, bins) == []  # Claude Code is wired all the same
+
+
+def test_start_unconfigured_without_the_page_has_nothing_to_serve(runner, daemon_app):
+    result = runner.invoke(app, ["start", "--no-web"])
     assert result.exit_code == 3 and "aipager setup" in result.stderr
     assert daemon_app == []
 
@@ -446,26 +467,17 @@ def test_send_to_a_missing_session(runner):
     assert result.exit_code == 4 and "no running session nope" in result.stderr
 
 
-def test_start_on_an_unconfigured_terminal_walks_through_setup(runner, fake_api, bins, env,
-                                                              daemon_app, monkeypatch):
-    import logging
-
-    from aipager.cli import lifecycle, setup_cmd
+def test_start_on_an_unconfigured_terminal_asks_nothing(runner, bins, env, daemon_app,
+                                                         monkeypatch):
+    from aipager.cli import lifecycle
 
     monkeypatch.setattr(lifecycle, "interactive", lambda: True)  # as if on a terminal
-    monkeypatch.setattr(setup_cmd, "interactive", lambda: True)
-    fake_api.add_private_chat()
     try:
-        result = runner.invoke(app, ["start"], input=f"{TOKEN}\n{OWNER['id']}\n")
+        result = runner.invoke(app, ["start"], input="")
     finally:
-        root = logging.getLogger()
-        for handler in [h for h in root.handlers if getattr(h, "_aipager", False)]:
-            handler.close()
-            root.removeHandler(handler)
+        _drop_log_handlers()
     assert result.exit_code == 0, result.output
-    assert "not set up yet" in result.output and SECRET not in result.output
-    assert config.load(env).chat_id == OWNER["id"]
-    assert wiring.check(env, bins) == []
+    assert not config.exists(env) and wiring.check(env, bins) == []
     assert len(daemon_app) == 1
 
 

@@ -1,0 +1,116 @@
+"""A person's message becomes a prompt: checked, held or typed with its permission note.
+
+Every client (the chat, the web page) hands a message to a session the same way,
+so the rights it carries are the same whichever way it came:
+
+1. ``check``: never a shell command, one of Claude Code's own commands or keys,
+   and no @-mention of a file the sender's role may not read (``policy.chatprompt``).
+2. ``hold``: another person's running task, or an open dialog, makes it wait
+   (``DaemonPort.queue_chat_message(held=True)``; a ``release`` output says when).
+3. ``type_with_note``: queued, its permission note written (sender, role, exact
+   text: ``policy.notes``) and typed as one paste by the daemon; audited.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from aipager import paths
+from aipager.clients.people import Sender, author_label, task_authors
+from aipager.daemon.model import Session, State
+from aipager.daemon.port import DaemonPort, Who
+from aipager.errors import AipagerError
+from aipager.policy import chatprompt
+
+
+def check(env: Mapping[str, str], sess: Session, text: str, sender: Sender) -> chatprompt.Verdict:
+    """Whether ``text`` may go in as a prompt (``policy.chatprompt``): the @-mentions of a
+    role that is not exempt are judged as its reads would be (fails closed when the policy
+    cannot be read)."""
+    mention_check = None
+    if not sender.exempt:
+        from aipager.policy import model
+
+        try:
+            snap = model.task_snapshot(model.load_policy(env), sender.role, env)
+            mention_check = chatprompt.read_check(snap, sess.cwd or "", paths.home(env))
+        except AipagerError as exc:
+            def mention_check(path: str, why: str = str(exc)) -> str:  # fail closed
+                return f"the policy cannot be read ({why})"
+    return chatprompt.refusal(text, mention_check=mention_check)
+
+
+def author(sender: Sender) -> dict[str, Any]:
+    """Who a message is from, as its note and the task's authors name them."""
+    return {"user_id": sender.user_id, "label": sender.label, "role": sender.role}
+
+
+def hold(sess: Session, sender: Sender) -> tuple[str, str] | None:
+    """Why the message must wait and for what (``task`` or ``dialog``), or None: type now.
+
+    Each task keeps the rights of one author: another person's message waits for the
+    task to end; text typed while Claude shows a dialog would answer it.
+    """
+    if (sess.state in (State.WORKING, State.WAITING) and sender.role != "owner"
+            and sender.user_id not in task_authors(sess)):
+        return f"⏳ queued after {author_label(sess)}'s task in {sess.label}", "task"
+    if sess.state == State.WAITING:
+        return (f"⏳ Held for {sess.label}: Claude is waiting for an answer above; "
+                "this goes in when that is settled."), "dialog"
+    return None
+
+
+def note(msg_id: int, chat_id: int, text: str, who: Mapping[str, Any],
+         style: str | None = None) -> dict[str, Any]:
+    """The permission note of a message (``policy.notes.write_note``'s arguments)."""
+    return {"msg_id": msg_id, "chat_id": chat_id, "author_user_id": who.get("user_id"),
+            "author_label": who.get("label", ""), "role": who.get("role", "user"),
+            "text": text, "style": style, "reply_to": who.get("reply_to")}
+
+
+async def type_with_note(port: DaemonPort, session: str, msg_id: int, chat_id: int, text: str,
+                         who: Mapping[str, Any], *, style: str | None = None,
+                         queued: bool = False, acting: Callable[[], Any] = lambda: None) -> None:
+    """Type ``text`` into ``session`` with its permission note, and audit it.
+
+    Args:
+        who: ``author(sender)`` (plus ``reply_to`` for a reply); its rights go with the text.
+        queued: the daemon already holds it (a released message): not queued again.
+        acting: called right before typing (the chat marks its update handled there).
+
+    Raises:
+        AipagerError, ValueError, OSError: not typed (the queued message is dropped again).
+    """
+    if not queued:
+        port.queue_chat_message(session, msg_id, text, chat_id=chat_id,
+                                sender=who.get("label", ""))
+    acting()
+    try:
+        await port.type_prompt(session, chatprompt.clean(text),
+                               note=note(msg_id, chat_id, text, who, style))
+    except (AipagerError, ValueError, OSError):
+        port.drop_chat_message(session, msg_id)
+        raise
+    port.audit_action("chat_prompt", Who(str(who.get("label", "")), who.get("user_id"),
+                                         str(who.get("role", ""))),
+                      session=session, msg_id=msg_id, chat_id=chat_id)
+
+
+_REFUSED = {
+    "SHELL": "a message starting with ! would run as a shell command in Claude Code, past "
+             "every safety check. Ask Claude in words instead (“run ls”).",
+    "COMMAND": "a message starting with / is one of Claude Code's own commands. The chat "
+               "reaches those through its own (/help); to send a path, start with a word.",
+    "MEMORY": "a message starting with # would be saved to Claude's memory. Start with a word.",
+    "BACKGROUND": "a message starting with & would start a background job. Start with a word.",
+    "MENTION": "it @-mentions a file your role may not read",
+}
+
+
+def refused_words(reason: Any, detail: str = "") -> str:
+    """The one line a member reads when their message is not typed (``chatprompt.Refused``)."""
+    text = f"🔒 Not sent: {_REFUSED[reason.name]}"
+    return f"{text} ({detail})." if detail else text
+
+
+__all__ = ["author", "check", "hold", "note", "refused_words", "type_with_note"]

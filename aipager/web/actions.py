@@ -1,0 +1,253 @@
+"""What a person does from the page, through the daemon's port, with the chat's rules.
+
+Each action first asks ``clients.people.refusal`` (the same question a tap asks);
+a message goes in through ``clients.prompts`` (checked, held or typed with its
+permission note, audited), so a prompt from the page carries exactly the rights of
+the person who sent it.  Results are short sentences the page shows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Coroutine, Sequence
+
+from aipager import dtach
+from aipager.chatcommands import RESERVED
+from aipager.clients import prompts
+from aipager.clients.people import Sender, refusal
+from aipager.daemon.dialogkeys import Answer as QuestionAnswer
+from aipager.daemon.model import Session, State
+from aipager.daemon.notifier import Release
+from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, DaemonPort, Gone,
+                                 InTerminal, KeysFailed, Outcome, Who)
+from aipager.errors import AipagerError
+from aipager.web.live import WEB_CHAT, WebNotifier
+
+log = logging.getLogger("aipager.web")
+
+#: what the page's answer buttons mean (``act`` → the port's kind); ``sN``: suggestion N
+KINDS: dict[str, AnswerKind] = {"allow": "allow", "always": "allow_always", "deny": "deny",
+                                "stop": "stop"}
+_DONE = {"allow": "Allowed.", "always": "Always allowed.", "deny": "Denied.",
+         "stop": "Denied and stopped."}
+
+
+@dataclass(frozen=True)
+class Result:
+    """How an action went: ``ok`` and one sentence for the person."""
+
+    ok: bool
+    message: str
+    #: prompts: typed | held | refused | failed
+    outcome: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "message": self.message, "outcome": self.outcome or None}
+
+
+def outcome_words(outcome: Outcome, done: str) -> Result:
+    """An answer's typed outcome, in words (as the chat's toasts say it)."""
+    match outcome:
+        case Already():
+            return Result(False, "Already answered.")
+        case Gone():
+            return Result(False, "This request is no longer open.")
+        case InTerminal():
+            return Result(False, "The plan waits in the terminal now: answer it there.")
+        case KeysFailed(reason=reason):
+            return Result(False, f"Could not answer: {reason}")
+        case ByHook() | ByKeys():
+            return Result(True, done)
+    return Result(False, "Nothing was done.")
+
+
+class WebActions:
+    """The page's operations.
+
+    Args:
+        port: the daemon, as its clients see it.
+        live: the page's notifier (the conversation; it hands back released messages).
+        default_folder: where new sessions start (asked each time: the config can change).
+        spawn: runs a coroutine in the daemon's loop (a released message is typed by one).
+    """
+
+    def __init__(self, port: DaemonPort, live: WebNotifier, default_folder: Callable[[], str],
+                 spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
+        self.port = port
+        self.env = port.env
+        self.live = live
+        self._default_folder = default_folder
+        self._spawn = spawn
+        #: the page's messages waiting in the daemon: msg id → their author (rights)
+        self.held: dict[int, dict[str, Any]] = {}
+        # message ids the page makes: past any Telegram message id, unique in a run
+        self._ids = itertools.count(int(time.time() * 1000))
+        live.on_release = self._released
+
+    def find(self, name: str) -> Session | None:
+        """A session by internal name (``claude-jim``) or label (``jim``)."""
+        for sess in self.port.sessions:
+            if name in (sess.name, sess.label):
+                return sess
+        return None
+
+    # -- prompts -----------------------------------------------------------------------
+
+    async def prompt(self, sess: Session, text: str, sender: Sender) -> Result:
+        """Hand ``text`` to ``sess`` as the chat would: refused, held or typed."""
+        why = refusal(sender, "prompt")
+        if why:
+            return Result(False, why, "refused")
+        if not text.strip():
+            return Result(False, "An empty message: nothing to send.", "refused")
+        if sess.state == State.GONE:
+            return Result(False, f"{sess.label} is not running.", "failed")
+        msg_id = next(self._ids)
+        verdict = prompts.check(self.env, sess, text, sender)
+        if verdict.reason is not None:
+            self.port.audit_action("chat_prompt_refused", _audited(sender), session=sess.name,
+                                   msg_id=msg_id, chat_id=WEB_CHAT,
+                                   refused=verdict.reason.name.lower(),
+                                   detail=verdict.detail or None)
+            return Result(False, prompts.refused_words(verdict.reason, verdict.detail), "refused")
+        who = prompts.author(sender)
+        entry = self.live.say(sess.name, "sent", verdict.text, msg_id=str(msg_id),
+                              who=sender.tag, status="sending")
+        held = prompts.hold(sess, sender)
+        if held is not None:
+            why, held_for = held
+            self.held[msg_id] = who
+            self.port.queue_chat_message(sess.name, msg_id, verdict.text, chat_id=WEB_CHAT,
+                                         sender=sender.label, held=True, held_for=held_for)
+            entry["status"] = "held"
+            return Result(True, why, "held")
+        return await self._type(sess.name, msg_id, verdict.text, who, entry)
+
+    async def _type(self, session: str, msg_id: int, text: str, who: dict[str, Any],
+                    entry: dict[str, Any] | None, *, queued: bool = False) -> Result:
+        label = session.removeprefix("claude-")
+        try:
+            await prompts.type_with_note(self.port, session, msg_id, WEB_CHAT, text, who,
+                                         queued=queued)
+        except (AipagerError, ValueError, OSError) as exc:
+            log.warning("typing a message from the page into %s failed: %s", session, exc)
+            if entry is not None:
+                entry["status"] = "not delivered"
+            return Result(False, f"🤷 Not delivered to {label}: {exc}", "failed")
+        if entry is not None and entry["status"] != "taken":
+            entry["status"] = "typed"
+        return Result(True, f"👀 Typed into {label}.", "typed")
+
+    def _released(self, out: Release) -> None:
+        """A held message of the page may go in now (the daemon's ``release`` output)."""
+        try:
+            msg_id = int(out.msg_id)
+        except ValueError:
+            return
+        # its author, with their rights; unknown (an older run held it): the floor applies
+        who = self.held.pop(msg_id, None) or {"user_id": None, "label": "", "role": "user"}
+        entry = next((e for e in self.live.talk.get(out.session, ())
+                      if e.get("msg_id") == str(msg_id)), None)
+        self._spawn(self._type(out.session, msg_id, out.text, who, entry, queued=True))
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def answer(self, sess: Session | None, key: str, act: str, sender: Sender,
+                     reason: str = "") -> Result:
+        """Answer a permission request as its button (or a reply with a reason) would."""
+        scoped = act.startswith("s") and act[1:].isdigit()
+        if sess is None or (not scoped and act not in KINDS):
+            return Result(False, "This request is no longer open.")
+        why = refusal(sender, "approve", sess)
+        if why:
+            return Result(False, why)
+        kind: AnswerKind = "allow_always" if scoped else KINDS[act]
+        try:
+            outcome = await self.port.answer_request(
+                sess.name, key, kind, sender.who, reason=reason if kind == "deny" else "",
+                suggestion=int(act[1:]) if scoped else None)
+        except ValueError:
+            return Result(False, "This request is no longer open.")
+        return outcome_words(outcome, _DONE.get(act, "Always allowed."))
+
+    async def answer_question(self, sess: Session | None, key: str, sender: Sender,
+                              answers: Sequence[dict[str, Any]] | None) -> Result:
+        """Answer every question of an AskUserQuestion dialog (None declines it)."""
+        if sess is None:
+            return Result(False, "This question is no longer open.")
+        why = refusal(sender, "approve", sess)
+        if why:
+            return Result(False, why)
+        picked = None if answers is None else [
+            QuestionAnswer([int(i) for i in a.get("picks") or []], str(a.get("text") or ""))
+            for a in answers]
+        try:
+            outcome = await self.port.answer_question(sess.name, key, sender.who, picked)
+        except ValueError as exc:
+            return Result(False, str(exc))
+        return outcome_words(outcome, "Declined." if answers is None else "Answered.")
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def start(self, name: str, sender: Sender) -> Result:
+        why = refusal(sender, "manage")
+        if why:
+            return Result(False, why)
+        try:
+            bare = dtach.check_name(name)
+            if bare.lower() in RESERVED:
+                return Result(False, f"{bare} is the name of a chat command; pick another name")
+            existing = self.find(bare)
+            if existing is not None and existing.state != State.GONE and existing.socket_seen:
+                return Result(False, f"{bare} is already running.")
+            folder = self._default_folder()
+            session = await self.port.start_session(bare, cwd=folder)
+        except AipagerError as exc:
+            return Result(False, f"Cannot start the session: {exc}")
+        self.port.audit_action("session_new", _audited(sender), session=session)
+        return Result(True, f"🆕 {bare} started in {folder}.")
+
+    async def stop(self, sess: Session, sender: Sender) -> Result:
+        why = refusal(sender, "stop", sess)
+        if why:
+            return Result(False, why)
+        if sess.state not in (State.WORKING, State.WAITING):
+            return Result(False, f"{sess.label} is not working on anything.")
+        try:
+            pressed = await self.port.stop_session(sess.name)
+        except AipagerError as exc:
+            return Result(False, f"Cannot stop {sess.label}: {exc}")
+        return Result(True, f"⏹ Stop sent to {sess.label}." if pressed else "Stop sent already.")
+
+    async def kill(self, sess: Session, sender: Sender) -> Result:
+        why = refusal(sender, "manage")
+        if why:
+            return Result(False, why)
+        try:
+            ended = await self.port.kill_session(sess.label)
+        except AipagerError as exc:
+            return Result(False, f"Cannot end {sess.label}: {exc}")
+        self.port.audit_action("session_kill", _audited(sender), session=sess.name)
+        return Result(ended, f"🗑 {sess.label} ended." if ended else f"{sess.label} was not running.")
+
+
+def _audited(sender: Sender) -> Who:
+    """As the chat's audit records name a person: label, id, role."""
+    return Who(sender.label, sender.user_id, sender.role)
+
+
+def default_folder(env: dict[str, str], cfg_folder: Callable[[], Any]) -> Callable[[], str]:
+    """Where new sessions start: the config's ``new_session_folder``, else HOME."""
+    def folder() -> str:
+        chosen = cfg_folder()
+        if isinstance(chosen, str) and os.path.isdir(chosen):
+            return chosen
+        return env.get("HOME") or os.path.expanduser("~")
+    return folder
+
+
+__all__ = ["KINDS", "Result", "WebActions", "default_folder", "outcome_words"]

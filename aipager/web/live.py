@@ -1,0 +1,158 @@
+"""The daemon's outputs, as the page sees them: remembered and streamed.
+
+``WebNotifier`` is a ``Notifier`` (``aipager.daemon.notifier``): the composition
+root fans the daemon's outputs out to it and to the chat.  ``emit`` runs on the
+daemon's event loop and never blocks: it remembers what the page shows (the latest
+card of each session, the open requests as the daemon worded them, a short
+conversation per session) and puts one small event per output into each open
+stream's queue (``subscribe``); the page then reads what changed through the API.
+A stream that does not keep up is closed (the page reconnects and reads afresh).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import Any, Callable, Iterator
+
+from aipager.daemon.notifier import (Answer, Card, Notice, Output, Permission, Question,
+                                     Reaction, Release, RequestAnswered, RequestClosed)
+from aipager.daemon.port import SessionsView
+
+log = logging.getLogger("aipager.web")
+
+#: conversation entries kept per session
+TALK_KEPT = 200
+#: events a stream may fall behind before it is closed
+QUEUE_LEN = 256
+#: the chat id the web's own messages carry (Telegram never uses 0)
+WEB_CHAT = 0
+
+
+class WebNotifier:
+    """What the page shows of the daemon's outputs.
+
+    Args:
+        sessions: the port's sessions view, once the daemon exists (None before).
+        clock: wall-clock seconds.
+    """
+
+    def __init__(self, sessions: Callable[[], SessionsView | None] = lambda: None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._streams: set[asyncio.Queue[dict[str, Any] | None]] = set()
+        #: session → its latest card
+        self.cards: dict[str, Card] = {}
+        #: (session, key) → the request as the daemon worded it
+        self.asked: dict[tuple[str, str], Permission | Question] = {}
+        #: session → conversation entries, oldest first
+        self.talk: dict[str, deque[dict[str, Any]]] = {}
+        #: (session, task) of the cards seen: a task's first card adds its prompt
+        self._tasks_seen: set[tuple[str, int]] = set()
+        #: the web's held messages may go in now (``actions.WebActions.release``)
+        self.on_release: Callable[[Release], None] | None = None
+        self.seq = 0
+
+    # -- the Notifier ------------------------------------------------------------------
+
+    def emit(self, out: Output) -> None:
+        try:
+            self._remember(out)
+        except Exception:  # noqa: BLE001 - a rendering bug must not break event handling
+            log.exception("remembering a %s output for the page failed", out.kind)
+        self.seq += 1
+        self.publish({"kind": out.kind, "session": out.session, "seq": self.seq})
+
+    def _remember(self, out: Output) -> None:
+        match out:
+            case Card():
+                self.cards[out.session] = out
+                if (out.session, out.task) not in self._tasks_seen:
+                    self._tasks_seen.add((out.session, out.task))
+                    self._prompt_of(out.session, out.task)
+            case Answer():
+                self.say(out.session, "answer", out.text, task=out.task)
+            case Notice():
+                self.say(out.session, "notice", out.text)
+            case Permission() | Question():
+                self.asked[(out.session, out.key)] = out
+            case RequestClosed() | RequestAnswered():
+                self.asked.pop((out.session, out.key), None)
+            case Release() if out.chat_id == str(WEB_CHAT) and self.on_release is not None:
+                self.on_release(out)
+            case Reaction() if out.chat_id == str(WEB_CHAT):
+                self._react(out.session, out.msg_id, out.emoji)
+
+    def _prompt_of(self, session: str, seq: int) -> None:
+        view = self._sessions()
+        sess = view.get(session) if view is not None else None
+        task = sess.task if sess is not None else None
+        if task is None or task.seq != seq or not task.prompt:
+            return
+        ids = {str(a.get("msg_id")) for a in task.authors}
+        sent = [e for e in self.talk.get(session, ()) if e["kind"] == "sent" and e["msg_id"] in ids]
+        if sent:  # typed from this page: already in the conversation
+            for entry in sent:
+                entry.update(status="taken", task=seq)
+            return
+        authors = [str(a.get("label") or a.get("user_id") or "") for a in task.authors]
+        who = ", ".join(a for a in authors if a) or (
+            "the terminal" if task.origin == "terminal" else task.origin)
+        self.say(session, "prompt", task.prompt, task=seq, who=who)
+
+    def _react(self, session: str, msg_id: str, emoji: str) -> None:
+        for entry in self.talk.get(session, ()):
+            if entry.get("msg_id") == str(msg_id):
+                entry["status"] = {"👍": "taken", "🤷": "not taken"}.get(emoji, entry["status"])
+
+    # -- the conversation --------------------------------------------------------------
+
+    def say(self, session: str, kind: str, text: str, **extra: Any) -> dict[str, Any]:
+        """Add a conversation entry (``prompt``, ``answer``, ``notice``, ``sent``)."""
+        entries = self.talk.setdefault(session, deque(maxlen=TALK_KEPT))
+        self.seq += 1
+        entry = {"id": self.seq, "kind": kind, "text": text, "at": self._clock(), **extra}
+        entries.append(entry)
+        return entry
+
+    def conversation(self, session: str) -> list[dict[str, Any]]:
+        return list(self.talk.get(session, ()))
+
+    # -- streams -----------------------------------------------------------------------
+
+    def publish(self, event: dict[str, Any]) -> None:
+        for queue in list(self._streams):
+            try:
+                queue.put_nowait(event)
+            except asyncio.QueueFull:
+                # too far behind: closed; the page reconnects and reads everything afresh
+                self._streams.discard(queue)
+                queue.get_nowait()
+                queue.put_nowait(None)
+
+    def subscribe(self) -> asyncio.Queue[dict[str, Any] | None]:
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(QUEUE_LEN)
+        self._streams.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
+        self._streams.discard(queue)
+
+    def close(self) -> None:
+        """End every stream (the daemon stops)."""
+        for queue in list(self._streams):
+            self._streams.discard(queue)
+            try:
+                queue.put_nowait(None)
+            except asyncio.QueueFull:
+                queue.get_nowait()
+                queue.put_nowait(None)
+
+    def __iter__(self) -> Iterator[asyncio.Queue[dict[str, Any] | None]]:
+        return iter(self._streams)
+
+
+__all__ = ["WEB_CHAT", "WebNotifier"]

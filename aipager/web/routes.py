@@ -1,0 +1,257 @@
+"""The page and its JSON API: one aiohttp application.
+
+=====================================  ==========================================
+``GET /`` (``?token=…``)               the page; a login link's token becomes the
+                                       session cookie, then a redirect drops it
+``GET /static/…``                      the page's modules and style (from the package)
+``GET /api/me``                        who the page acts as, and their rights
+``GET /api/state``                     sessions, what needs you, who you are
+``GET /api/sessions``                  every session: state, model, context, cost, card
+``GET /api/sessions/{name}``           one session and its conversation
+``POST /api/sessions``                 ``{"name"}``: start a session
+``POST /api/sessions/{name}/prompt``   ``{"text"}``: send a prompt
+``POST /api/sessions/{name}/stop``     stop the running task
+``POST /api/sessions/{name}/kill``     end the session
+``POST /api/answer``                   ``{"session","key","act"[,"reason"]}``: a permission
+``POST /api/question``                 ``{"session","key","answers"|null}``: a question
+``GET /api/audit``                     the audit log's last records (admins)
+``GET /api/events``                    the live stream (server-sent events)
+``POST /api/signout``                  forget this browser
+=====================================  ==========================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from aipager import paths
+from aipager.clients.people import Sender
+from aipager.web import audit, views
+from aipager.web.actions import Result, WebActions
+from aipager.web.auth import COOKIE, SESSION_TTL, Logins
+from aipager.web.gate import add_headers, make_middlewares
+from aipager.web.live import WebNotifier
+from aipager.web.who import People
+
+log = logging.getLogger("aipager.web")
+
+#: a comment line on the live stream this often keeps proxies from closing it
+KEEPALIVE_SECONDS = 15.0
+STATIC = resources.files("aipager.web") / "static"
+
+ACTIONS = web.AppKey("actions", WebActions)
+LIVE = web.AppKey("live", WebNotifier)
+LOGINS = web.AppKey("logins", Logins)
+
+
+def _sender(request: web.Request) -> Sender:
+    return request["sender"]
+
+
+def _reply(result: Result) -> web.Response:
+    return web.json_response(result.to_json(), status=200 if result.ok else 409)
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        raise web.HTTPBadRequest(text="expected a JSON object") from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(text="expected a JSON object")
+    return body
+
+
+def _session(request: web.Request):
+    sess = request.app[ACTIONS].find(request.match_info["name"])
+    if sess is None:
+        raise web.HTTPNotFound(text="no such session")
+    return sess
+
+
+# -- the page ---------------------------------------------------------------------------
+
+
+async def index(request: web.Request) -> web.StreamResponse:
+    token = request.query.get("token")
+    if token is None:
+        return web.Response(body=(STATIC / "index.html").read_bytes(),
+                            content_type="text/html", charset="utf-8")
+    cookie = request.app[LOGINS].exchange(token)
+    if cookie is None:
+        return web.Response(status=403, content_type="text/plain", text=(
+            "This sign-in link was used already or is not valid. Restart `aipager start` "
+            "for a new one."))
+    # away from the token: it never stays in the address bar or the history
+    response = web.HTTPSeeOther("/")
+    response.set_cookie(COOKIE, cookie, max_age=SESSION_TTL, path="/", httponly=True,
+                        samesite="Strict", secure=request.secure)
+    return response
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+def _cards(live: WebNotifier) -> dict[str, str]:
+    return {name: card.text for name, card in live.cards.items()}
+
+
+async def get_me(request: web.Request) -> web.Response:
+    return web.json_response(views.me(_sender(request), request["via"]))
+
+
+async def get_state(request: web.Request) -> web.Response:
+    actions, live = request.app[ACTIONS], request.app[LIVE]
+    sessions = list(actions.port.sessions)
+    sender = _sender(request)
+    return web.json_response({
+        "me": views.me(sender, request["via"]),
+        "sessions": views.sessions(sessions, time.time(), _cards(live)),
+        "needs": views.needs(sessions, live.asked, sender),
+        "seq": live.seq,
+    })
+
+
+async def get_sessions(request: web.Request) -> web.Response:
+    actions, live = request.app[ACTIONS], request.app[LIVE]
+    return web.json_response(views.sessions(actions.port.sessions, time.time(), _cards(live)))
+
+
+async def get_session(request: web.Request) -> web.Response:
+    sess = _session(request)
+    live = request.app[LIVE]
+    return web.json_response({
+        "session": views.session(sess, time.time(), _cards(live).get(sess.name)),
+        "conversation": live.conversation(sess.name),
+    })
+
+
+async def get_audit(request: web.Request) -> web.Response:
+    if not _sender(request).may_manage:
+        raise web.HTTPForbidden(text="only an admin may read the audit log")
+    try:
+        limit = max(1, min(500, int(request.query.get("limit", "100"))))
+    except ValueError:
+        limit = 100
+    env = request.app[ACTIONS].env
+    records = await asyncio.to_thread(audit.tail, paths.audit_log(env), limit)
+    return web.json_response(records)
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: one per daemon output (``{"kind","session","seq"}``)."""
+    live = request.app[LIVE]
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           "X-Accel-Buffering": "no"})
+    await response.prepare(request)
+    queue = live.subscribe()
+    try:
+        await response.write(f"event: hello\ndata: {json.dumps({'seq': live.seq})}\n\n".encode())
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except asyncio.TimeoutError:
+                await response.write(b": keep-alive\n\n")
+                continue
+            if event is None:
+                break
+            await response.write(f"event: output\ndata: {json.dumps(event)}\n\n".encode())
+    except ConnectionResetError:
+        pass  # the page went away
+    finally:
+        live.unsubscribe(queue)
+    return response
+
+
+# -- acting -----------------------------------------------------------------------------
+
+
+async def post_session(request: web.Request) -> web.Response:
+    body = await _body(request)
+    return _reply(await request.app[ACTIONS].start(str(body.get("name") or ""), _sender(request)))
+
+
+async def post_prompt(request: web.Request) -> web.Response:
+    body = await _body(request)
+    text = body.get("text")
+    if not isinstance(text, str):
+        raise web.HTTPBadRequest(text="text must be a string")
+    return _reply(await request.app[ACTIONS].prompt(_session(request), text, _sender(request)))
+
+
+async def post_stop(request: web.Request) -> web.Response:
+    return _reply(await request.app[ACTIONS].stop(_session(request), _sender(request)))
+
+
+async def post_kill(request: web.Request) -> web.Response:
+    return _reply(await request.app[ACTIONS].kill(_session(request), _sender(request)))
+
+
+async def post_answer(request: web.Request) -> web.Response:
+    body = await _body(request)
+    actions = request.app[ACTIONS]
+    sess = actions.port.sessions.get(str(body.get("session") or ""))
+    reason = body.get("reason") if isinstance(body.get("reason"), str) else ""
+    return _reply(await actions.answer(sess, str(body.get("key") or ""),
+                                       str(body.get("act") or ""), _sender(request), reason))
+
+
+async def post_question(request: web.Request) -> web.Response:
+    body = await _body(request)
+    actions = request.app[ACTIONS]
+    sess = actions.port.sessions.get(str(body.get("session") or ""))
+    answers = body.get("answers")
+    if answers is not None and not (isinstance(answers, list)
+                                    and all(isinstance(a, dict) for a in answers)):
+        raise web.HTTPBadRequest(text="answers: a list of {picks, text}, or null to decline")
+    try:
+        result = await actions.answer_question(sess, str(body.get("key") or ""),
+                                               _sender(request), answers)
+    except (TypeError, ValueError) as exc:
+        raise web.HTTPBadRequest(text=f"answers do not fit: {exc}") from None
+    return _reply(result)
+
+
+async def post_signout(request: web.Request) -> web.Response:
+    request.app[LOGINS].sign_out(request.cookies.get(COOKIE))
+    response = web.json_response({"ok": True})
+    response.del_cookie(COOKIE, path="/")
+    return response
+
+
+def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: People, *,
+             allowed_hosts: frozenset[str], allowed_origins: frozenset[str],
+             frame_ancestors: str = "'none'") -> web.Application:
+    """The application: the gate's middlewares, the routes, the security headers."""
+    app = web.Application(middlewares=make_middlewares(people, logins, allowed_hosts,
+                                                       allowed_origins),
+                          client_max_size=256 * 1024)
+    app[ACTIONS], app[LIVE], app[LOGINS] = actions, live, logins
+    app.on_response_prepare.append(add_headers(frame_ancestors))
+    r = app.router
+    r.add_get("/", index)
+    r.add_static("/static", str(STATIC), show_index=False, follow_symlinks=False)
+    r.add_get("/api/me", get_me)
+    r.add_get("/api/state", get_state)
+    r.add_get("/api/sessions", get_sessions)
+    r.add_post("/api/sessions", post_session)
+    r.add_get("/api/sessions/{name}", get_session)
+    r.add_post("/api/sessions/{name}/prompt", post_prompt)
+    r.add_post("/api/sessions/{name}/stop", post_stop)
+    r.add_post("/api/sessions/{name}/kill", post_kill)
+    r.add_post("/api/answer", post_answer)
+    r.add_post("/api/question", post_question)
+    r.add_get("/api/audit", get_audit)
+    r.add_get("/api/events", events)
+    r.add_post("/api/signout", post_signout)
+    return app
+
+
+__all__ = ["make_app"]

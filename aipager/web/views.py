@@ -1,0 +1,98 @@
+"""What the page shows, as JSON: pure functions of the sessions and what ``live`` kept.
+
+The words are the daemon's (``aipager.daemon.render``), as in the chat: a card is the
+text the chat edits in place, a request the text the chat posts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from aipager.clients.people import Sender, refusal
+from aipager.daemon import render
+from aipager.daemon.model import Request, Session, State
+from aipager.daemon.notifier import Permission, Question
+
+#: the order the page lists sessions in: who waits for you first
+_ORDER = {State.WAITING: 0, State.WORKING: 1, State.READY: 2, State.UNKNOWN: 3, State.GONE: 4}
+
+
+def me(sender: Sender, via: str) -> dict[str, Any]:
+    """Who the page acts as, and what they may do (the buttons it shows)."""
+    return {"label": sender.tag, "role": sender.role, "via": via,
+            "may": {"prompt": sender.may_prompt, "approve": sender.may_approve,
+                    "manage": sender.may_manage}}
+
+
+def session(sess: Session, now: float, card: str | None) -> dict[str, Any]:
+    """One session: state, model, context, cost and its live card."""
+    task = sess.task
+    running = sess.state in (State.WORKING, State.WAITING) and task is not None
+    return {
+        "name": sess.name, "label": sess.label, "state": str(sess.state),
+        "waiting_for": sess.waiting_for() if sess.state == State.WAITING else None,
+        "model": sess.model or None,
+        "context_pct": sess.context_pct if isinstance(sess.context_pct, (int, float)) else None,
+        "cost_usd": sess.cost_usd if isinstance(sess.cost_usd, (int, float)) else None,
+        "cwd": sess.cwd, "live": sess.state != State.GONE,
+        "elapsed": render.elapsed(now - task.started_at) if running else None,
+        "task": task.seq if task is not None else None,
+        "card": card if card is not None else (render.card(sess, now) if task else ""),
+        "queued": sum(1 for m in sess.queue if m.status == "held"),
+    }
+
+
+def sessions(all_sessions: Iterable[Session], now: float, cards: dict[str, str]) -> list[dict]:
+    ordered = sorted(all_sessions, key=lambda s: (_ORDER.get(s.state, 9), s.label))
+    return [session(s, now, cards.get(s.name)) for s in ordered]
+
+
+def request(sess: Session, req: Request, shown: Permission | Question | None,
+            sender: Sender) -> dict[str, Any]:
+    """An open request with the answers this sender may give (the chat's buttons)."""
+    out: dict[str, Any] = {
+        "session": sess.name, "label": sess.label, "key": req.key, "kind": req.kind,
+        "tool": req.tool, "detail": req.detail, "cwd": req.cwd,
+        "answered_by": req.answered_by or None,
+        "refused": refusal(sender, "approve", sess),
+    }
+    if req.kind == "question":
+        questions = shown.questions if isinstance(shown, Question) and shown.questions else (
+            req.questions or [{"question": req.description, "header": "",
+                               "options": list(req.options), "multi": False}])
+        out["text"] = render.question(sess.label, questions[0].get("question", "")) \
+            if questions else req.description
+        out["questions"] = [{"question": q.get("question", ""), "header": q.get("header", ""),
+                             "options": list(q.get("options") or []),
+                             "multi": bool(q.get("multi"))} for q in questions]
+        return out
+    if isinstance(shown, Permission):
+        out["text"] = shown.text
+        out["preview"] = shown.preview or None
+        buttons = shown.buttons or ["allow", "deny", "stop"]
+        answers = [("allow", "✅ Approve plan" if req.tool == render.PLAN_TOOL else "✅ Allow"),
+                   ("deny", "✍️ Keep planning" if req.tool == render.PLAN_TOOL else "❌ Deny")]
+        if "always" in buttons:
+            answers.append(("always", "🟢 Always allow"))
+        answers += [(f"s{i}", label) for i, label in enumerate(shown.scopes)
+                    if f"s{i}" in buttons]
+        answers.append(("stop", "⏹ Stop"))
+    else:
+        out["text"] = render.permission(sess.label, req.tool, req.description, req.detail,
+                                        req.cwd)
+        out["preview"] = None
+        answers = [("allow", "✅ Allow"), ("deny", "❌ Deny"), ("stop", "⏹ Stop")]
+    out["answers"] = [{"act": act, "label": label} for act, label in answers]
+    return out
+
+
+def needs(all_sessions: Iterable[Session], asked: dict[tuple[str, str], Any],
+          sender: Sender) -> list[dict[str, Any]]:
+    """Every open request and question, oldest first: what needs a person."""
+    found = [(req.opened_at, sess, req) for sess in all_sessions if sess.state != State.GONE
+             for req in sess.requests]
+    found.sort(key=lambda t: t[0])
+    return [request(sess, req, asked.get((sess.name, req.key)), sender) for _, sess, req in found]
+
+
+__all__ = ["me", "needs", "request", "session", "sessions"]

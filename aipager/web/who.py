@@ -1,0 +1,61 @@
+"""Who a request acts as: the owner at the machine, or a Telegram member in the Mini App.
+
+The person who opened the link ``aipager start`` printed is the owner (the machine
+is theirs), named ``@web``; a Mini App's Telegram user is resolved exactly as a chat
+message of theirs would be (``clients.members.Members``), so they act with their
+aipager role.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+from aipager import paths
+from aipager.clients.members import Members, load_policy, with_rights
+from aipager.clients.people import Sender
+from aipager.fsnames import file_stamp
+from aipager.web.auth import AuthError, NotMember, check_init_data
+
+#: how the owner at the machine is named (verdict lines, the audit log)
+LOCAL_LABEL = "web"
+
+
+class People:
+    """Resolves requests to senders.
+
+    Args:
+        env: paths (the policy file) and knobs.
+        members: the config's members, or None before Telegram is set up.
+    """
+
+    def __init__(self, env: Mapping[str, str], members: Members | None) -> None:
+        self.env = env
+        self.members = members
+        self._local: tuple[Any, Sender] | None = None
+
+    def local(self) -> Sender:
+        """The owner at the machine (their Telegram id when there is one, else 0)."""
+        owner_id = (self.members.owner_id() if self.members is not None else None) or 0
+        stamp = (file_stamp(paths.policy_user_file(self.env)), owner_id)
+        if self._local is None or self._local[0] != stamp:
+            sender = with_rights(load_policy(self.env), owner_id, LOCAL_LABEL, "owner")
+            # the page types prompts only: the owner's raw-keys opt-in is the chat's
+            self._local = (stamp, dataclasses.replace(sender, raw_keys=False))
+        return self._local[1]
+
+    def telegram(self, init_data: str, now: float | None = None) -> Sender:
+        """The Mini App's user with their role.
+
+        Raises:
+            AuthError: Telegram is not set up, the initData is not this bot's, or the
+                user is not a member here.
+        """
+        if self.members is None:
+            raise AuthError("Telegram is not set up here")
+        cfg = self.members.current()
+        user = check_init_data(init_data, cfg.bot_token, now)
+        sender = self.members.sender(cfg.chat_id, user)
+        if sender is None:
+            raise NotMember("you are not a member here")
+        return dataclasses.replace(sender, raw_keys=False)
