@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: builds aipager as `pip install .`
-# does (native hook required), installs the real Claude Code from npm, runs
-# pytest.  Extra arguments go to pytest.
+# does (native hook required), installs the real Claude Code from npm and
+# Debian's chromium (for the web page's browser tests), runs pytest.  Extra
+# arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,20 @@ if ! "$CLAUDE_BIN" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION"; then
         "@anthropic-ai/claude-code@$CLAUDE_VERSION"
 fi
 export AIPAGER_TEST_CLAUDE="$CLAUDE_BIN"
+
+# The web page's tests drive Debian's chromium through Playwright (Playwright's own
+# browser download is not used).
+if [ ! -x /usr/bin/chromium ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+            $SUDO apt-get install -y -qq --no-install-recommends chromium; } >/dev/null; then
+        echo "scripts/test.sh: could not install Debian's chromium (apt-get failed);" \
+             "the web page's browser tests need /usr/bin/chromium" >&2
+        exit 1
+    fi
+fi
+export AIPAGER_TEST_CHROMIUM=/usr/bin/chromium
 
 # Absolute: AIPAGER_TEST_VENV may be given relative or absolute.
 export PATH="$(cd "$VENV" && pwd)/bin:$PATH"

@@ -22,12 +22,18 @@ from typing import Awaitable, Callable
 
 from aiohttp import web
 
+from aipager.clients.people import Sender
 from aipager.web.auth import COOKIE, Logins, AuthError, NotMember, host_allowed, origin_allowed
 from aipager.web.who import People
 
 log = logging.getLogger("aipager.web")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# what the gate found out, for the handlers (plain strings before aiohttp had RequestKey)
+_KEY = getattr(web, "RequestKey", None)
+SENDER = _KEY("sender", Sender) if _KEY else "sender"
+VIA = _KEY("via", str) if _KEY else "via"
 
 #: where the person's stuff is read or changed: needs a signed-in person
 API = "/api/"
@@ -62,13 +68,13 @@ def make_middlewares(people: People, logins: Logins, allowed_hosts: frozenset[st
         scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "tma":
             try:
-                request["sender"] = people.telegram(credentials.strip())
+                request[SENDER] = people.telegram(credentials.strip())
             except AuthError as exc:
                 return _refuse(403 if isinstance(exc, NotMember) else 401, str(exc))
-            request["via"] = "telegram"
+            request[VIA] = "telegram"
         elif logins.signed_in(request.cookies.get(COOKIE)):
-            request["sender"] = people.local()
-            request["via"] = "local"
+            request[SENDER] = people.local()
+            request[VIA] = "local"
         else:
             return _refuse(401, "not signed in: open the link `aipager start` printed")
         if (request.method not in ("GET", "HEAD") or request.path == STREAM) and \
@@ -97,4 +103,4 @@ def add_headers(frame_ancestors: str) -> Callable[[web.Request, web.StreamRespon
     return prepare
 
 
-__all__ = ["add_headers", "csp", "make_middlewares"]
+__all__ = ["SENDER", "VIA", "add_headers", "csp", "make_middlewares"]

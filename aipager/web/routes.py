@@ -36,7 +36,7 @@ from aipager.clients.people import Sender
 from aipager.web import audit, views
 from aipager.web.actions import Result, WebActions
 from aipager.web.auth import COOKIE, SESSION_TTL, Logins
-from aipager.web.gate import add_headers, make_middlewares
+from aipager.web.gate import SENDER, VIA, add_headers, make_middlewares
 from aipager.web.live import WebNotifier
 from aipager.web.who import People
 
@@ -52,7 +52,7 @@ LOGINS = web.AppKey("logins", Logins)
 
 
 def _sender(request: web.Request) -> Sender:
-    return request["sender"]
+    return request[SENDER]
 
 
 def _reply(result: Result) -> web.Response:
@@ -90,7 +90,7 @@ async def index(request: web.Request) -> web.StreamResponse:
             "This sign-in link was used already or is not valid. Restart `aipager start` "
             "for a new one."))
     # away from the token: it never stays in the address bar or the history
-    response = web.HTTPSeeOther("/")
+    response = web.Response(status=303, headers={"Location": "/"})
     response.set_cookie(COOKIE, cookie, max_age=SESSION_TTL, path="/", httponly=True,
                         samesite="Strict", secure=request.secure)
     return response
@@ -104,7 +104,7 @@ def _cards(live: WebNotifier) -> dict[str, str]:
 
 
 async def get_me(request: web.Request) -> web.Response:
-    return web.json_response(views.me(_sender(request), request["via"]))
+    return web.json_response(views.me(_sender(request), request[VIA]))
 
 
 async def get_state(request: web.Request) -> web.Response:
@@ -112,7 +112,7 @@ async def get_state(request: web.Request) -> web.Response:
     sessions = list(actions.port.sessions)
     sender = _sender(request)
     return web.json_response({
-        "me": views.me(sender, request["via"]),
+        "me": views.me(sender, request[VIA]),
         "sessions": views.sessions(sessions, time.time(), _cards(live)),
         "needs": views.needs(sessions, live.asked, sender),
         "seq": live.seq,

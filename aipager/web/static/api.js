@@ -1,0 +1,85 @@
+// How the page talks to the daemon: the JSON API and the live stream.
+//
+// In Telegram the page is a Mini App: Telegram opens it with its signed initData in the
+// address's fragment (#tgWebAppData=…); every request then carries it as
+// "Authorization: tma <initData>".  In a browser on the machine the session cookie
+// (set by the link `aipager start` printed) does instead.
+
+const KEY = "aipager.tma";
+
+function takeInitData() {
+  const hash = location.hash.startsWith("#") ? location.hash.slice(1) : "";
+  const found = new URLSearchParams(hash).get("tgWebAppData");
+  if (found) {
+    sessionStorage.setItem(KEY, found);
+    history.replaceState(null, "", location.pathname + "#/");
+  }
+  return sessionStorage.getItem(KEY);
+}
+
+const initData = takeInitData();
+
+function headers(extra = {}) {
+  return initData ? { ...extra, Authorization: `tma ${initData}` } : extra;
+}
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function read(response) {
+  const type = response.headers.get("Content-Type") || "";
+  const body = type.includes("json") ? await response.json() : { message: await response.text() };
+  if (response.status === 409) return body;  // an action that did not happen: body says why
+  if (!response.ok) throw new ApiError(response.status, body.error || body.message || response.statusText);
+  return body;
+}
+
+export async function get(path) {
+  return read(await fetch(path, { headers: headers(), cache: "no-store" }));
+}
+
+export async function post(path, body = {}) {
+  return read(await fetch(path, {
+    method: "POST",
+    headers: headers({ "Content-Type": "application/json" }),
+    body: JSON.stringify(body),
+  }));
+}
+
+// The live stream: server-sent events read from a fetch (EventSource cannot carry the
+// Mini App's Authorization header).  Reconnects on its own; onState(true|false).
+export function listen(onEvent, onState) {
+  let delay = 500;
+  async function connect() {
+    try {
+      const response = await fetch("/api/events", { headers: headers(), cache: "no-store" });
+      if (!response.ok) throw new ApiError(response.status, "no live stream");
+      onState(true);
+      delay = 500;
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+          if (data) onEvent(JSON.parse(data));
+        }
+      }
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) { onState(false); return; }
+    }
+    onState(false);
+    setTimeout(connect, delay);
+    delay = Math.min(delay * 2, 10000);
+  }
+  connect();
+}

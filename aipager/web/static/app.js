@@ -1,0 +1,264 @@
+// The page: what needs you, the sessions with their live cards, a session's
+// conversation, the audit log.  Everything is read from the API again when the live
+// stream says the daemon showed something.
+
+import { ApiError, get, listen, post } from "./api.js";
+import { h } from "./dom.js";
+import { markdown } from "./md.js";
+
+const view = document.getElementById("view");
+const flash = document.getElementById("flash");
+const ICON = { working: "⏳", waiting: "🔐", ready: "✅", unknown: "•", gone: "🔴" };
+const WORDS = { working: "working", waiting: "waiting for you", ready: "ready", unknown: "starting", gone: "ended" };
+
+let me = null;
+
+function say(text, ok = true) {
+  flash.textContent = text;
+  flash.className = ok ? "ok" : "bad";
+  flash.hidden = !text;
+}
+
+async function act(path, body) {
+  try {
+    const result = await post(path, body);
+    say(result.message || "", result.ok !== false);
+    refresh();
+    return result;
+  } catch (err) {
+    say(err.message, false);
+    return null;
+  }
+}
+
+// the field as it is now (a refresh may have replaced the one an action started from)
+function clear(selector) {
+  const el = view.querySelector(selector);
+  if (el) el.value = "";
+}
+
+// -- pieces ----------------------------------------------------------------------------
+
+function headline(s) {
+  const parts = [`${ICON[s.state] || "•"} ${s.label}`, s.waiting_for ? `waiting for your ${s.waiting_for === "question" ? "answer" : "approval"}` : WORDS[s.state]];
+  if (s.elapsed) parts.push(s.elapsed);
+  if (s.model) parts.push(s.model);
+  if (s.context_pct !== null) parts.push(`ctx ${Math.round(s.context_pct)}%`);
+  if (s.cost_usd !== null) parts.push(`$${s.cost_usd.toFixed(2)}`);
+  return parts.filter(Boolean).join(" · ");
+}
+
+function permission(req) {
+  const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (sent with ❌ Deny)", "aria-label": "reason" });
+  const buttons = req.answers.map((a) => h("button", {
+    type: "button", "data-act": a.act, disabled: Boolean(req.refused || req.answered_by),
+    onclick: () => act("/api/answer", { session: req.session, key: req.key, act: a.act, reason: a.act === "deny" ? reason.value : "" }),
+  }, a.label));
+  return h("article", { class: "request", "data-key": req.key },
+    h("pre", { class: "ask" }, req.text),
+    req.preview ? h("pre", { class: "diff" }, req.preview) : null,
+    req.answered_by ? h("p", { class: "muted" }, `Answered by ${req.answered_by}…`) : null,
+    req.refused ? h("p", { class: "muted" }, req.refused) : null,
+    h("div", { class: "buttons" }, buttons),
+    req.refused ? null : reason);
+}
+
+function question(req) {
+  const form = h("form", { class: "request question", "data-key": req.key });
+  req.questions.forEach((q, qi) => {
+    const name = `q${qi}`;
+    const options = q.options.map((label, oi) => h("label", { class: "option" },
+      h("input", { type: q.multi ? "checkbox" : "radio", name, value: String(oi) }), ` ${label}`));
+    form.append(h("fieldset", {},
+      h("legend", {}, `❓ ${req.label} · ${q.header || "Claude asks"}`),
+      h("p", {}, q.question), ...options,
+      h("input", { type: "text", name: `${name}-text`, placeholder: "Or answer in words", "aria-label": "other answer" })));
+  });
+  const submit = (decline) => (event) => {
+    event.preventDefault();
+    const answers = decline ? null : req.questions.map((q, qi) => ({
+      picks: [...form.querySelectorAll(`input[name="q${qi}"]:checked`)].map((i) => Number(i.value)),
+      text: form.querySelector(`input[name="q${qi}-text"]`).value.trim(),
+    }));
+    act("/api/question", { session: req.session, key: req.key, answers });
+  };
+  form.addEventListener("submit", submit(false));
+  form.append(h("div", { class: "buttons" },
+    h("button", { type: "submit", disabled: Boolean(req.refused || req.answered_by) }, "✅ Answer"),
+    h("button", { type: "button", onclick: submit(true), disabled: Boolean(req.refused || req.answered_by) }, "⏹ Decline")));
+  if (req.refused) form.append(h("p", { class: "muted" }, req.refused));
+  return form;
+}
+
+function sessionCard(s, { open = true } = {}) {
+  const buttons = [];
+  if (open) buttons.push(h("a", { class: "button", href: `#/s/${encodeURIComponent(s.label)}` }, "💬 Open"));
+  if (s.live && (s.state === "working" || s.state === "waiting")) {
+    buttons.push(h("button", { type: "button", onclick: () => act(`/api/sessions/${encodeURIComponent(s.name)}/stop`) }, "⏹ Stop"));
+  }
+  if (s.live && me && me.may.manage) {
+    const end = h("button", { type: "button", class: "danger", onclick: () => {
+      if (end.dataset.sure) act(`/api/sessions/${encodeURIComponent(s.name)}/kill`);
+      else { end.dataset.sure = "1"; end.textContent = "🗑 Really end it?"; }
+    } }, "🗑 End");
+    buttons.push(end);
+  }
+  return h("article", { class: `session ${s.state}`, "data-session": s.name },
+    h("h3", {}, headline(s)),
+    s.card ? h("pre", { class: "card" }, s.card) : null,
+    s.queued ? h("p", { class: "muted" }, `${s.queued} message(s) waiting to go in`) : null,
+    h("div", { class: "buttons" }, buttons));
+}
+
+// -- views -----------------------------------------------------------------------------
+
+async function home() {
+  const state = await get("/api/state");
+  const needs = state.needs.map((r) => (r.kind === "question" ? question(r) : permission(r)));
+  const live = state.sessions.filter((s) => s.live);
+  const ended = state.sessions.filter((s) => !s.live);
+  const name = h("input", { type: "text", name: "name", placeholder: "name", pattern: "[A-Za-z0-9_][A-Za-z0-9_-]{0,63}", required: true, "aria-label": "session name" });
+  const start = h("form", { class: "new", onsubmit: (e) => { e.preventDefault(); act("/api/sessions", { name: name.value }).then((r) => r && r.ok && clear("form.new input")); } },
+    name, h("button", { type: "submit" }, "🆕 Start a session"));
+  return [
+    h("section", { id: "needs" }, h("h2", {}, "Needs you"),
+      needs.length ? needs : h("p", { class: "muted" }, "Nothing waits for you.")),
+    h("section", { id: "sessions" }, h("h2", {}, "Sessions"),
+      live.length ? live.map((s) => sessionCard(s)) : h("p", { class: "muted" }, "No session runs. Start one here or with `aipager session NAME`."),
+      me.may.manage ? start : null,
+      ended.length ? h("details", {}, h("summary", {}, `Ended (${ended.length})`), ended.map((s) => sessionCard(s))) : null),
+  ];
+}
+
+function entry(e) {
+  const who = { prompt: `🗣 ${e.who || ""}`, sent: `🗣 ${e.who || "you"} · ${e.status}`, answer: "🤖 Claude", notice: "ℹ️" }[e.kind] || e.kind;
+  const when = new Date(e.at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return h("li", { class: `entry ${e.kind}` }, h("div", { class: "who" }, `${who} · ${when}`),
+    e.kind === "answer" ? markdown(e.text) : h("div", { class: "text" }, e.text));
+}
+
+async function conversation(label) {
+  const sessions = await get("/api/sessions");
+  const found = sessions.find((s) => s.label === label || s.name === label);
+  if (!found) return [h("p", {}, `No session called ${label}.`)];
+  const data = await get(`/api/sessions/${encodeURIComponent(found.name)}`);
+  const text = h("textarea", { name: "text", rows: 3, placeholder: `Message ${found.label}`, "aria-label": "prompt" });
+  const send = async (e) => {
+    e.preventDefault();
+    if (!text.value.trim()) return;
+    const result = await act(`/api/sessions/${encodeURIComponent(found.name)}/prompt`, { text: text.value });
+    if (result && result.ok) clear("form.prompt textarea");
+  };
+  text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
+  const form = h("form", { class: "prompt", onsubmit: send }, text, h("button", { type: "submit" }, "➤ Send"));
+  return [
+    h("p", {}, h("a", { href: "#/" }, "← all sessions")),
+    sessionCard(data.session, { open: false }),
+    h("section", { id: "conversation" }, h("h2", {}, "Conversation"),
+      data.conversation.length ? h("ol", { class: "talk" }, data.conversation.map(entry))
+        : h("p", { class: "muted" }, "Nothing said here since the daemon started.")),
+    me.may.prompt && data.session.live ? form : null,
+  ];
+}
+
+async function auditLog() {
+  const records = await get("/api/audit?limit=200");
+  const rows = records.map((r) => {
+    const { ts, action, who, session, ...rest } = r;
+    const details = Object.entries(rest).filter(([, v]) => v !== null && v !== undefined)
+      .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`).join(" ");
+    return h("tr", {}, h("td", {}, ts || ""), h("td", {}, action || ""), h("td", {}, who || ""),
+      h("td", {}, (session || "").replace(/^claude-/, "")), h("td", { class: "details" }, details));
+  });
+  return [h("section", { id: "audit" }, h("h2", {}, "Audit log"),
+    rows.length ? h("div", { class: "scroll" }, h("table", {},
+      h("thead", {}, h("tr", {}, ["time", "action", "who", "session", "details"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, rows))) : h("p", { class: "muted" }, "Nothing recorded yet."))];
+}
+
+// -- routing and refreshing ------------------------------------------------------------
+
+function route() {
+  const hash = location.hash.replace(/^#\/?/, "");
+  if (hash.startsWith("s/")) return () => conversation(decodeURIComponent(hash.slice(2)));
+  if (hash === "audit") return auditLog;
+  return home;
+}
+
+// What the person has typed or ticked survives a refresh (the live stream refreshes often).
+function fieldKey(el) {
+  const owner = el.closest("[data-key], [data-session], form");
+  const scope = owner ? owner.dataset.key || owner.dataset.session || owner.className : "";
+  const which = el.type === "radio" || el.type === "checkbox" ? `=${el.value}` : "";
+  return `${scope}|${el.name}${which}`;
+}
+
+function keepFields() {
+  const kept = new Map();
+  for (const el of view.querySelectorAll("input, textarea")) {
+    kept.set(fieldKey(el), { value: el.value, checked: el.checked, focused: el === document.activeElement,
+      start: el.selectionStart, end: el.selectionEnd });
+  }
+  return kept;
+}
+
+function putFields(kept) {
+  for (const el of view.querySelectorAll("input, textarea")) {
+    const was = kept.get(fieldKey(el));
+    if (!was) continue;
+    if (el.type === "radio" || el.type === "checkbox") el.checked = was.checked;
+    else el.value = was.value;
+    if (was.focused) {
+      el.focus();
+      if (was.start !== null && el.setSelectionRange) el.setSelectionRange(was.start, was.end);
+    }
+  }
+}
+
+let rendering = null;
+let again = false;
+
+async function render() {
+  if (rendering) { again = true; return rendering; }
+  rendering = (async () => {
+    do {
+      again = false;
+      try {
+        const nodes = await route()();
+        const kept = keepFields();
+        view.replaceChildren(...nodes);
+        putFields(kept);
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 401) {
+          view.replaceChildren(h("p", {}, "Not signed in. Open the link `aipager start` printed on this computer, or open aipager from its Telegram bot."));
+        } else {
+          view.replaceChildren(h("p", { class: "bad" }, `Could not load: ${err.message}`));
+        }
+      }
+    } while (again);
+  })();
+  await rendering;
+  rendering = null;
+}
+
+let timer = null;
+function refresh() {
+  clearTimeout(timer);
+  timer = setTimeout(render, 120);
+}
+
+async function start() {
+  try {
+    me = await get("/api/me");
+    document.getElementById("me").textContent = `${me.label} · ${me.role}`;
+    document.getElementById("nav-audit").hidden = !me.may.manage;
+  } catch (err) {
+    me = { may: {} };
+  }
+  await render();
+  const dot = document.getElementById("live");
+  listen(() => refresh(), (on) => { dot.className = on ? "dot on" : "dot"; });
+  window.addEventListener("hashchange", () => { say(""); render(); });
+}
+
+start();
