@@ -1,0 +1,150 @@
+"""The web page in a real browser (Debian's chromium, driven by Playwright) on the real
+Claude Code: ``aipager start`` with no Telegram at all prints a one-time link; the page
+shows the session, sends a prompt Claude Code runs, approves its permission request,
+shows the card change live, and answers Claude's question."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from aipager import paths
+from e2e.kit.browser import chromium, shot, sign_in_link
+from e2e.kit.daemon import Daemon
+from e2e.kit.questions import COLOUR
+from fakes import anthropic as fa
+
+pytestmark = pytest.mark.e2e
+
+SESSION = "claude-e2e"
+DIALOG = "Do you want to proceed?"
+ASKING = ("--permission-mode", "default")  # nothing pre-allowed: Claude Code asks
+PHONE = {"width": 390, "height": 844}
+WAIT_MS = 40_000
+
+
+@pytest.fixture
+def web_daemon(claude_home, fake_anthropic):
+    """``aipager start`` on a machine where Telegram was never set up (no config)."""
+    proc = Daemon.for_chat(claude_home, "", fake_anthropic.base_url)
+    proc.extra_env["AIPAGER_WEB_PORT"] = "0"  # a free port: the printed link names it
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chrome = p.chromium.launch(executable_path=chromium(), headless=True)
+        yield chrome
+        chrome.close()
+
+
+def _audit(home) -> list[dict]:
+    try:
+        with open(paths.audit_log(home.aipager_env()), encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+    except FileNotFoundError:
+        return []
+
+
+def test_the_page_without_telegram_runs_a_prompt_approves_and_answers(
+        web_daemon, browser, dtach_session, fake_anthropic, claude_home):
+    from playwright.sync_api import expect
+
+    target = os.path.join(claude_home.project, "from-the-page")
+    fake_anthropic.script("E2E-WEB1", fa.bash(f"touch {target}"), fa.text("Made **it**."))
+    fake_anthropic.script("E2E-WEB2", fa.tool("AskUserQuestion", {"questions": [COLOUR]}),
+                          fa.text("Blue it is."))
+    assert not os.path.exists(paths.config_file(claude_home.aipager_env()))
+    tui = dtach_session(*ASKING)
+    web_daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 30,
+                            "the session ready")
+
+    link = sign_in_link(web_daemon)
+    page = browser.new_page(viewport=PHONE)
+    page.goto(link)
+    # the token became a cookie and left the address bar
+    assert "token" not in page.url and page.url.endswith("/")
+    card = page.locator(f"article.session[data-session='{SESSION}']")
+    expect(card).to_be_visible(timeout=WAIT_MS)
+    expect(card.locator("h3")).to_contain_text("e2e · ready")
+    page.evaluate("window.notReloaded = true")
+    shot(page, "sessions")
+
+    # a prompt from the page, typed into the real Claude Code
+    card.get_by_role("link", name="💬 Open").click()
+    page.get_by_label("prompt").fill("E2E-WEB1 make the file")
+    page.get_by_role("button", name="➤ Send").click()
+    expect(page.locator("#flash")).to_contain_text("Typed into e2e")
+
+    # its permission request, answered from the page while Claude Code waits
+    page.get_by_role("link", name="Now").click()
+    request = page.locator("article.request", has_text=f"touch {target}")
+    expect(request).to_be_visible(timeout=WAIT_MS)
+    running = page.locator(f"article.session[data-session='{SESSION}'] pre.card")
+    expect(running).to_contain_text(f"Bash: touch {target}")
+    before = running.inner_text()
+    shot(page, "needs-you")
+    tui.wait_shown(DIALOG)
+    assert not os.path.exists(target)
+    request.get_by_role("button", name="✅ Allow").click()
+    expect(page.locator("#flash")).to_contain_text("Allowed")
+
+    # the card changes live (the stream, no reload), the command ran, Claude answered
+    expect(running).to_contain_text(f"✓ Bash: touch {target}", timeout=WAIT_MS)
+    assert running.inner_text() != before
+    assert page.evaluate("window.notReloaded") is True
+    tui.wait_shown("Made it.", 30)
+    assert os.path.exists(target)
+    expect(page.locator("article.request")).to_have_count(0)
+    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    assert (record["answer"], record["via"], record["who"]) == ("allow", "hook_decision", "@web")
+
+    # the conversation: the prompt and the answer, its Markdown rendered
+    page.locator(f"article.session[data-session='{SESSION}']").get_by_role(
+        "link", name="💬 Open").click()
+    talk = page.locator("ol.talk")
+    expect(talk.locator("li.sent")).to_contain_text("E2E-WEB1 make the file")
+    expect(talk.locator("li.answer strong")).to_have_text("it", timeout=WAIT_MS)
+    shot(page, "conversation")
+
+    # Claude asks a question: answered from the page
+    web_daemon.wait_session(lambda s: s["state"] == "ready", 30, "the first task done")
+    page.get_by_label("prompt").fill("E2E-WEB2 style the button")
+    page.get_by_role("button", name="➤ Send").click()
+    page.get_by_role("link", name="← all sessions").click()
+    question = page.locator("form.question")
+    expect(question).to_contain_text("Which colour should the button be?", timeout=WAIT_MS)
+    shot(page, "question")
+    question.get_by_label("Blue").check()
+    question.get_by_role("button", name="✅ Answer").click()
+    tui.wait_shown("Blue it is.", 40)
+    results = [b for r in fake_anthropic.requests_with("E2E-WEB2") for b in r.tool_results()]
+    assert results and 'Which colour should the button be?"="Blue"' in str(results[0]["content"])
+    expect(page.locator("form.question")).to_have_count(0, timeout=WAIT_MS)
+
+    # the audit log names the page for each thing done from it
+    page.get_by_role("link", name="Audit log").click()
+    expect(page.locator("#audit tbody")).to_contain_text("chat_prompt")
+    shot(page, "audit")
+    page.close()
+
+
+def test_the_link_works_once_and_other_names_are_refused(web_daemon, browser):
+    link = sign_in_link(web_daemon)
+    first = browser.new_page()
+    assert first.goto(link).status == 200
+    second = browser.new_context().new_page()  # another browser, the same link
+    response = second.goto(link)
+    assert response.status == 403
+    base = link.split("?")[0]
+    assert second.request.get(base + "api/state").status == 401  # no cookie
+    port = base.rsplit(":", 1)[1].rstrip("/")
+    rebound = second.request.get(f"http://localhost:{port}/api/state")
+    assert rebound.status == 421  # another name for this machine: refused
