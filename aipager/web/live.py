@@ -50,8 +50,8 @@ class WebNotifier:
         self.asked: dict[tuple[str, str], Permission | Question] = {}
         #: session → conversation entries, oldest first
         self.talk: dict[str, deque[dict[str, Any]]] = {}
-        #: (session, task) of the cards seen: a task's first card adds its prompt
-        self._tasks_seen: set[tuple[str, int]] = set()
+        #: session → the task of its last card: a task's first card adds its prompt
+        self._last_task: dict[str, int] = {}
         #: the web's held messages may go in now (``actions.WebActions.release``)
         self.on_release: Callable[[Release], None] | None = None
         self.seq = 0
@@ -70,8 +70,8 @@ class WebNotifier:
         match out:
             case Card():
                 self.cards[out.session] = out
-                if (out.session, out.task) not in self._tasks_seen:
-                    self._tasks_seen.add((out.session, out.task))
+                if self._last_task.get(out.session) != out.task:
+                    self._last_task[out.session] = out.task
                     self._prompt_of(out.session, out.task)
             case Answer():
                 self.say(out.session, "answer", out.text, task=out.task)

@@ -148,3 +148,6 @@ def test_the_link_works_once_and_other_names_are_refused(web_daemon, browser):
     port = base.rsplit(":", 1)[1].rstrip("/")
     rebound = second.request.get(f"http://localhost:{port}/api/state")
     assert rebound.status == 421  # another name for this machine: refused
+    token = link.split("token=", 1)[1]
+    log = web_daemon.log()
+    assert "web page on http://127.0.0.1:" in log and token not in log
