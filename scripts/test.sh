@@ -31,7 +31,8 @@ if [ ! -x /usr/bin/chromium ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-            $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-noto-color-emoji; } >/dev/null; then
+            $SUDO apt-get install -y -qq --no-install-recommends \
+                chromium fonts-noto-color-emoji; } >/dev/null; then
         echo "scripts/test.sh: could not install Debian's chromium (apt-get failed);" \
              "the web page's browser tests need /usr/bin/chromium" >&2
         exit 1

@@ -9,7 +9,7 @@ across restarts).
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.clients import prompts

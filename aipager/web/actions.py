@@ -232,7 +232,8 @@ class WebActions:
         except AipagerError as exc:
             return Result(False, f"Cannot end {sess.label}: {exc}")
         self.port.audit_action("session_kill", _audited(sender), session=sess.name)
-        return Result(ended, f"🗑 {sess.label} ended." if ended else f"{sess.label} was not running.")
+        return Result(ended, f"🗑 {sess.label} ended." if ended
+                      else f"{sess.label} was not running.")
 
 
 def _audited(sender: Sender) -> Who:

@@ -178,5 +178,5 @@ def origin_allowed(headers: Any, allowed: frozenset[str]) -> bool:
     return headers.get("Sec-Fetch-Site") == "same-origin"
 
 
-__all__ = ["COOKIE", "AuthError", "Logins", "NotMember", "TelegramUser", "check_init_data", "host_allowed",
-           "init_data_hash", "origin_allowed", "origin_of"]
+__all__ = ["COOKIE", "AuthError", "Logins", "NotMember", "TelegramUser", "check_init_data",
+           "host_allowed", "init_data_hash", "origin_allowed", "origin_of"]

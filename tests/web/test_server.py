@@ -84,7 +84,8 @@ async def test_changes_and_the_live_stream_need_the_pages_own_origin(web):
     await web.sign_in()
     web.port.add_session(S)
     body = {"text": "hello"}
-    assert (await web.post(f"/api/sessions/{S}/prompt", body, Origin="http://evil.example")).status == 403
+    cross = await web.post(f"/api/sessions/{S}/prompt", body, Origin="http://evil.example")
+    assert cross.status == 403
     no_origin = await web.client.post(f"/api/sessions/{S}/prompt", json=body, headers=web.headers())
     assert no_origin.status == 403
     stream = await web.get("/api/events", **{"Sec-Fetch-Site": "cross-site"})
@@ -158,7 +159,8 @@ async def test_a_members_shell_line_is_refused_and_audited(web):
     assert response.status == 409 and result["outcome"] == "refused"
     assert "shell command" in result["message"]
     assert web.port.calls("type_prompt") == []
-    (refused,) = [(a, k) for a, k in web.port.calls("audit_action") if a[0] == "chat_prompt_refused"]
+    (refused,) = [(a, k) for a, k in web.port.calls("audit_action")
+                  if a[0] == "chat_prompt_refused"]
     assert refused[0][1].user_id == GUEST_ID and refused[1]["refused"] == "shell"
 
 
