@@ -38,4 +38,6 @@ def isolated_env(tmp_path_factory, monkeypatch):
         path = root / var.lower()
         path.mkdir()
         monkeypatch.setenv(var, str(path))
+    # a daemon a test starts serves its web page on a free port, never the real one
+    monkeypatch.setenv("AIPAGER_WEB_PORT", "0")
     return root

@@ -88,10 +88,11 @@ def test_session_send_kill(tmp_path, env):
     assert not os.path.exists(paths.dtach_socket(env, "s1"))
 
 
-@pytest.mark.parametrize("argv", [["service", "status"], ["start"]])
+@pytest.mark.parametrize("argv", [["service", "status"], ["start", "--no-web"]])
 def test_service_and_start_fail_cleanly_here(argv):
-    # No systemd user manager and no config in the isolated home: a clear
-    # message and a non-zero code, never a traceback.
+    # No systemd user manager, and no config in the isolated home (without the web
+    # page nothing is left to serve): a clear message and a non-zero code, never a
+    # traceback.
     result = aipager_cli(*argv, extra_env={"PATH": "/nonexistent"})
     assert result.returncode in (3, 6)
     assert "Traceback" not in result.stderr and result.stderr.startswith("aipager: ")

@@ -12,7 +12,7 @@ import pytest
 
 from aipager import paths
 from e2e.kit.browser import chromium, shot, sign_in_link
-from e2e.kit.daemon import Daemon
+from e2e.kit.daemon import BOT_TOKEN, USER_ID, Daemon
 from e2e.kit.questions import COLOUR
 from fakes import anthropic as fa
 
@@ -29,8 +29,7 @@ WAIT_MS = 40_000
 def web_daemon(claude_home, fake_anthropic):
     """``aipager start`` on a machine where Telegram was never set up (no config)."""
     proc = Daemon.for_chat(claude_home, "", fake_anthropic.base_url)
-    proc.extra_env["AIPAGER_WEB_PORT"] = "0"  # a free port: the printed link names it
-    proc.start()
+    proc.start()  # its page on a free port: the printed link names it
     yield proc
     proc.stop()
 
@@ -151,3 +150,45 @@ def test_the_link_works_once_and_other_names_are_refused(web_daemon, browser):
     token = link.split("token=", 1)[1]
     log = web_daemon.log()
     assert "web page on http://127.0.0.1:" in log and token not in log
+
+
+def _init_data(user: dict) -> str:
+    """initData as Telegram signs it for the bot (the rule of ``web.auth``, spelled out)."""
+    import hashlib
+    import hmac
+    import time
+    from urllib.parse import urlencode
+
+    fields = {"auth_date": str(int(time.time())), "query_id": "AAE",
+              "user": json.dumps(user, separators=(",", ":"))}
+    secret = hmac.new(b"WebAppData", BOT_TOKEN.encode(), hashlib.sha256).digest()
+    check = "\n".join(f"{k}={v}" for k, v in sorted(fields.items()))
+    fields["hash"] = hmac.new(secret, check.encode(), hashlib.sha256).hexdigest()
+    return urlencode(fields)
+
+
+def test_the_mini_app_acts_with_the_members_role(daemon, browser, dtach_session):
+    """With Telegram set up the page is served too, and opened as a Mini App (Telegram's
+    initData in the address's fragment) it acts as that member: a ``user`` sees the
+    sessions, may send prompts, and may neither end sessions nor read the audit log."""
+    from urllib.parse import quote
+
+    from playwright.sync_api import expect
+
+    dtach_session("--permission-mode", "default")
+    daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 30,
+                        "the session ready")
+    base = sign_in_link(daemon).split("?")[0]
+    page = browser.new_page(viewport=PHONE)  # no cookie: only Telegram's word
+    user = {"id": USER_ID, "first_name": "Guest", "username": "guest"}
+    page.goto(f"{base}#tgWebAppData={quote(_init_data(user))}&tgWebAppVersion=8.0")
+    expect(page.locator("#me")).to_have_text("@guest · user", timeout=WAIT_MS)
+    assert "tgWebAppData" not in page.url  # taken off the address
+    card = page.locator(f"article.session[data-session='{SESSION}']")
+    expect(card).to_be_visible(timeout=WAIT_MS)
+    expect(card.get_by_role("button", name="🗑 End")).to_have_count(0)
+    expect(page.get_by_role("link", name="Audit log")).to_be_hidden()
+    shot(page, "mini-app")
+    forged = browser.new_page()
+    forged.goto(f"{base}#tgWebAppData={quote(_init_data(user).replace('Guest', 'Admin'))}")
+    expect(forged.locator("#view")).to_contain_text("Not signed in", timeout=WAIT_MS)

@@ -77,8 +77,9 @@ class Daemon:
     # -- lifecycle -------------------------------------------------------------------------
 
     def environment(self) -> dict[str, str]:
-        """The home's aipager environment (read again: a scenario may add knobs) plus ours."""
-        return {**self.home.aipager_env(), **self.extra_env}
+        """The home's aipager environment (read again: a scenario may add knobs) plus ours;
+        its web page on a free port (``aipager start`` prints which)."""
+        return {**self.home.aipager_env(), "AIPAGER_WEB_PORT": "0", **self.extra_env}
 
     def start(self, wait: float = 20.0) -> None:
         """Start ``aipager start`` and wait until its state says it is alive."""
