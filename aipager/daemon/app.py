@@ -34,7 +34,7 @@ from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
-from aipager.daemon.model import Request, State
+from aipager.daemon.model import Request
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
                                  Outcome, Who)
 from aipager.daemon.registry import Registry
@@ -163,10 +163,12 @@ class Daemon:
             # the state now holds every journaled datagram (nothing is fed in between)
             self.journal.saved()
         except OSError as exc:
-            # retried every tick; logged once, then again only when the error changes
-            if str(exc) != self._save_error:
-                log.error("cannot save the daemon state: %s", exc)
-                self._save_error = str(exc)
+            # retried every tick; logged once, then again only when the error changes (by
+            # its kind and file: the temporary file's name differs each time)
+            why = f"{exc.strerror or exc} ({paths.daemon_state_file(self.env)})"
+            if why != self._save_error:
+                log.error("cannot save the daemon state: %s", why)
+                self._save_error = why
             return
         if self._save_error is not None:
             log.info("the daemon state is saved again")
@@ -283,9 +285,7 @@ class Daemon:
         session = dtach.session_name(bare)
         reg = self.core.registry
         sess = reg.ensure(session)
-        # A new process: whatever the registry knew of the name is over.
-        sess.gone_at, sess.end_reason = None, ""
-        reg.set_state(sess, State.UNKNOWN)
+        reg.revive(sess)  # a new process: whatever the registry knew of the name is over
         sess.socket_seen = True
         sess.cwd = sess.cwd or cwd
         reg.touch(sess)

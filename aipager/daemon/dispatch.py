@@ -181,8 +181,7 @@ class Dispatcher:
                 # it must not bring back agents or rows.
                 return IGNORED
             # Its socket looked gone, but it is clearly alive: known again.
-            sess.gone_at, sess.end_reason = None, ""
-            registry.set_state(sess, State.UNKNOWN)
+            registry.revive(sess)
         now = registry.clock()
         sess.last_event_at = now
         tokens = ev.get("sl_tokens")

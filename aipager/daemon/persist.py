@@ -68,6 +68,7 @@ from aipager.daemon import render, salvage
 from aipager.daemon.model import Session
 from aipager.daemon.registry import Registry
 from aipager.fsnames import unused_name
+from aipager.policy import _fsio
 
 STATE_VERSION = 1
 
@@ -103,28 +104,11 @@ def build_state(registry: Registry, daemon: Mapping[str, Any]) -> dict[str, Any]
 
 
 def write_atomic(path: str, data: bytes, *, sync: bool = True) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old or the new file, never half.
-
-    The file is created 0600 in a folder created 0700.  ``sync=False`` skips the
-    fsync: the file then survives a crash of the process, not of the machine.
-    """
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if sync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``data`` to ``path`` (0600, in a folder created 0700) with aipager's one atomic
+    writer (``_fsio.write_atomic``).  ``sync=False`` skips the fsync: the file then
+    survives a crash of the process, not of the machine."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    _fsio.write_atomic(path, data, 0o600, sync=sync)
 
 
 def save_state(env: Mapping[str, str], registry: Registry, daemon: Mapping[str, Any]) -> None:

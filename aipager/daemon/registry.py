@@ -110,6 +110,12 @@ class Registry:
             sess.state = state
             self.touch(sess)
 
+    def revive(self, sess: Session) -> None:
+        """``sess`` is alive after all (its socket is back, an event came, it was started
+        again): whatever ended it is forgotten and its state is unknown until an event says."""
+        sess.gone_at, sess.end_reason = None, ""
+        self.set_state(sess, State.UNKNOWN)
+
     # -- chat messages (the Telegram layer calls these) ------------------------
 
     def queue_message(self, name: str, msg_id: str, text: str, *, chat_id: str = "",
