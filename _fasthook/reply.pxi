@@ -238,7 +238,9 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
     cdef JSpan perms
     cdef JSpan msg
     cdef JSpan intr
+    cdef JSpan edited
     cdef bint has_beh = False
+    cdef bint has_edited = False
     cdef bint has_perms = False
     cdef bint has_msg = False
     cdef bint has_intr = False
@@ -271,6 +273,9 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
         if js_string_eq(&k, "behavior", 8):
             beh = val
             has_beh = True
+        elif js_string_eq(&k, "updatedInput", 12):
+            edited = val
+            has_edited = True
         elif js_string_eq(&k, "updatedPermissions", 18):
             perms = val
             has_perms = True
@@ -290,7 +295,8 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
         allow = False
     else:
         return 0
-    if ((has_perms and perms.kind != JS_ARRAY) or (has_msg and msg.kind != JS_STRING)
+    if ((has_edited and edited.kind != JS_OBJECT)
+            or (has_perms and perms.kind != JS_ARRAY) or (has_msg and msg.kind != JS_STRING)
             or (has_intr and intr.kind != JS_TRUE and intr.kind != JS_FALSE)):
         return 0
     out.len = 0
@@ -300,6 +306,9 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
         out_add(out, "allow\"", 6)
     else:
         out_add(out, "deny\"", 5)
+    if has_edited:
+        out_add(out, ",\"updatedInput\":", 16)
+        put_compact(out, edited.p, edited.n)
     if has_perms:
         out_add(out, ",\"updatedPermissions\":", 22)
         put_compact(out, perms.p, perms.n)

@@ -24,8 +24,8 @@ import orjson
 
 from aipager import __version__, dtach, paths, trust
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import (deepq, dialogkeys, journal, lock, persist, render, replies, requests,
-                            spool, tasks, transcript)
+from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, persist, render, replies,
+                            requests, spool, tasks, transcript)
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
@@ -34,9 +34,9 @@ from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
-from aipager.daemon.model import Request
+from aipager.daemon.model import Request, Session
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
-                                 Outcome, Who)
+                                 Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
 from aipager.daemon.terminal import ESCAPE, DtachIO, SessionIO, mark_discovered
 from aipager.errors import AipagerError
@@ -184,7 +184,8 @@ class Daemon:
         return self.core.registry
 
     async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
-                             reason: str = "", suggestion: int | None = None) -> Outcome:
+                             reason: str = "", suggestion: int | None = None,
+                             edit: str | None = None) -> Outcome:
         """Answer permission request ``key`` of ``session`` (``replies.answer``): to the
         hook that waits, else with the terminal dialog's keys.
 
@@ -193,9 +194,11 @@ class Daemon:
             who: who answers (named by a deny's message, the verdict and the audit).
             reason: a deny's reason, handed to Claude (a reply to the request).
             suggestion: for ``allow_always``, which one of Claude Code's suggestions.
+            edit: for ``allow``, the corrected command (Bash) or path: the call is
+                allowed as edited, once the policy allows it (``edits``); else ``Refused``.
 
         Raises:
-            ValueError: an unknown kind.
+            ValueError: an unknown kind, or an edit with another kind than allow.
         """
         sess = self.core.registry.get(session)
         req = next((r for r in sess.requests if r.key == key and r.kind == "permission"),
@@ -205,10 +208,31 @@ class Daemon:
             # The plan dialog's keys differ with and without a plan file ("1" is auto mode
             # in one, "2" is No in the other): only the waiting hook answers it safely.
             return InTerminal()
-        result = replies.answer(self.core.ctx, session, key, kind, who.label,
-                                who_id=who.user_id, role=who.role, reason=reason,
-                                suggestion=suggestion)
+        edited_input = None
+        if edit is not None:
+            if kind != "allow":
+                msg = "only an allow takes an edit"
+                raise ValueError(msg)
+            if sess is None or req is None:
+                return Gone()
+            if req.answered:
+                return Already()
+            refused = self._refuse_edit(sess, req, who, edit)
+            if isinstance(refused, Refused):
+                return refused
+            edited_input = refused
+        try:
+            result = replies.answer(self.core.ctx, session, key, kind, who.label,
+                                    who_id=who.user_id, role=who.role, reason=reason,
+                                    suggestion=suggestion, edited_input=edited_input)
+        except ValueError as exc:
+            if edited_input is None:
+                raise
+            return Refused(str(exc))
         self.save(force=True)
+        if result == replies.NO_HOOK:
+            return Refused("Claude Code no longer waits for this answer: an edited call "
+                           "needs the waiting hook (answer it in the terminal)")
         if result == replies.ALREADY:
             return Already()
         if result == replies.GONE or sess is None or req is None:
@@ -226,6 +250,23 @@ class Daemon:
             except AipagerError as exc:
                 log.warning("stop after deny failed: %s", exc)
         return ByHook() if result == replies.VIA_HOOK else ByKeys()
+
+    def _refuse_edit(self, sess: Session, req: Request, who: Who, edit: str) -> dict | Refused:
+        """The edited tool input, or why it may not run (audited as ``edit_refused``)."""
+        if not req.reply_addr:
+            return Refused("Claude Code no longer waits for this answer: an edited call "
+                           "needs the waiting hook (answer it in the terminal)")
+        try:
+            edited_input = edits.edited(req.tool, req.tool_input, edit)
+        except ValueError as exc:
+            return Refused(str(exc))
+        why = edits.refusal(self.env, sess.name, who.role, req.tool, edited_input,
+                            req.cwd or sess.cwd or "")
+        if why is None:
+            return edited_input
+        self.audit_action("edit_refused", who, session=sess.name, tool=req.tool,
+                          edited_input=edited_input, reason=why)
+        return Refused(f"the safety policy refuses the edited call: {why}")
 
     async def answer_question(self, session: str, key: str, who: Who,
                               answers: Sequence[dialogkeys.Answer] | None) -> Outcome:

@@ -122,6 +122,8 @@ class Request:
     cwd: str = ""
     #: a question's questions (``questions_of``): what its answer keys are built from
     questions: list = field(default_factory=list)
+    #: the tool input, kept when a person may correct it before allowing (``edits.keep``)
+    tool_input: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -27,7 +27,7 @@ def test_request_shows_description_and_real_command(core, notifier):
     (out,) = notifier.of("permission")
     assert out.text == "🔐 jim · Bash: run cmd\ntouch /w/x"
     # a folder Claude Code offers to remember is offered too, with where it would be kept
-    assert out.data["buttons"] == ["allow", "deny", "stop", "s0"]
+    assert out.data["buttons"] == ["allow", "deny", "stop", "edit", "s0"]
     assert out.data["scopes"] == ["📁 Allow /w"]
     assert (out.data["request_id"], out.data["reply_addr"], out.data["separate"]) == ("r1", "/run/r1.sock", False)
     assert core.registry.get(S).state == State.WAITING

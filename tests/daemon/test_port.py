@@ -189,6 +189,6 @@ async def test_a_question_declined_and_answers_that_do_not_fit(rig) -> None:
 def test_outcomes_are_a_closed_set_of_frozen_values() -> None:
     kinds = port.Outcome.__args__  # type: ignore[attr-defined]
     assert {k.__name__ for k in kinds} == {"ByHook", "ByKeys", "Already", "Gone", "InTerminal",
-                                           "KeysFailed"}
+                                           "KeysFailed", "Refused"}
     with pytest.raises(AttributeError):
         KeysFailed("x").reason = "y"  # type: ignore[misc]

@@ -20,7 +20,7 @@ from aipager.bot import files, view
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import SessionTap, packed
 from aipager.bot.routers.commands import name_and_first, start_session
-from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed
+from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Refused
 
 log = logging.getLogger("aipager.bot")
 
@@ -118,7 +118,7 @@ async def deny_with_reason(actions: Actions, message: Message, sender: Sender,
         case InTerminal():
             actions.say(chat_id, "The plan waits in the terminal now: answer it there.",
                         reply_to=reply_to)
-        case KeysFailed(reason=reason):
+        case KeysFailed(reason=reason) | Refused(reason=reason):
             actions.say(chat_id, f"🤷 Could not answer: {reason}", reply_to=reply_to, buzz=True)
     return True
 

@@ -18,7 +18,7 @@ from aipager.bot.outbox import Op
 from aipager.bot.routers.commands import (KILL_ASK, ask_kill, compact, kill_key, settings_view,
                                           stop_session)
 from aipager.daemon.model import State
-from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed
+from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Refused
 from aipager.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
@@ -65,7 +65,7 @@ async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, action
             await _toast(query, "This request is no longer open.")
         case InTerminal():
             await _toast(query, "The plan waits in the terminal now: answer it there.")
-        case KeysFailed(reason=reason):
+        case KeysFailed(reason=reason) | Refused(reason=reason):
             await _toast(query, f"Could not answer: {reason}")
         case ByHook() | ByKeys():
             await _toast(query, {"allow": "Allowed", "always": "Always allowed",
@@ -133,7 +133,7 @@ async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
 def _unanswered(outcome: object) -> str:
     """Why a question's answer typed nothing."""
     match outcome:
-        case KeysFailed(reason=reason):
+        case KeysFailed(reason=reason) | Refused(reason=reason):
             return f"Could not answer: {reason}."
         case Gone():
             return "This question is no longer open."

@@ -12,7 +12,7 @@ import hashlib
 
 import orjson
 
-from aipager.daemon import render, requests
+from aipager.daemon import edits, render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Request, Session, State
 from aipager.daemon.notifier import NoticeName, Permission, Question, RequestUpdate
@@ -113,6 +113,8 @@ def _answers(req: Request) -> tuple[list[str], list[str]]:
     from aipager.daemon.replies import SCOPED_TYPES, always_permissions
 
     buttons = ["allow", "deny", "stop"]
+    if req.tool_input and req.reply_addr:
+        buttons.append("edit")  # only the waiting hook takes an edited call
     offered = always_permissions(req.suggestions, SCOPED_TYPES)
     if len(offered) == 1 and offered[0].get("type") == "addRules":
         return buttons + ["always"], []
@@ -153,7 +155,8 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
                   input_digest=digest, description=description, detail=detail,
                   always_available=always, request_id=request_id, reply_addr=reply_addr,
                   suggestions=suggestions if isinstance(suggestions, list) else [],
-                  cwd=_str(ev, "cwd") if tool == "Bash" else "")
+                  cwd=_str(ev, "cwd") if tool == "Bash" else "",
+                  tool_input=edits.keep(tool, tool_input))
     requests.open_request(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
