@@ -160,7 +160,7 @@ def test_each_suggestion_is_offered_with_its_destination_and_answered_alone(core
                  permission_suggestions=[folder, mode, {"type": "bogus"}],
                  aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
     (out,) = notifier.of("permission")
-    assert out.data["buttons"] == ["allow", "deny", "stop", "s0", "s1"]
+    assert out.data["buttons"] == ["allow", "deny", "stop", "edit", "s0", "s1"]
     assert out.data["scopes"] == ["📁 Allow /home/dev/project · this session",
                                   "✏️ Accept every edit · this session"]
     sent = []
