@@ -40,7 +40,7 @@ def _load_state(env: dict[str, str]) -> tuple[Any, str | None]:
         return None, "the daemon's saved state is not readable by this build yet"
     try:
         return _plain(load_state(env)), None
-    except Exception as exc:  # the state file is the daemon's; never crash status on it
+    except Exception as exc:  # noqa: BLE001 - the state file is the daemon's; never crash status on it
         return None, f"cannot read the daemon's state ({paths.daemon_state_file(env)}): {exc}"
 
 

@@ -280,8 +280,8 @@ def check_command(snap: dict, command) -> str | None:
         needles = snap.get(key + "_needles")
         if not isinstance(needles, list) or len(needles) != len(patterns):
             needles = [None] * len(patterns)
-        for pattern, need in zip(patterns, needles):
-            for subject, low in zip(subjects, folded):
+        for pattern, need in zip(patterns, needles, strict=True):
+            for subject, low in zip(subjects, folded, strict=True):
                 if not may_match(need, low if icase else subject):
                     continue
                 if regex_search(pattern, icase, subject):
