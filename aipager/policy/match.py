@@ -10,14 +10,16 @@ Python twin decides, exactly as the hook hands over to its Python stage.
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 from aipager.policy import _fsio, _match_py
 
 ENGINE = "python"
-_c = None
+#: the module aipager._policy_c, or None when it is not loaded
+_c: ModuleType | None = None
 if not os.environ.get("AIPAGER_NO_EXTENSIONS"):
     try:
-        from aipager import _policy_c as _c  # type: ignore[no-redef]
+        from aipager import _policy_c as _c
 
         ENGINE = "c"
     except ImportError:  # no compiler at install time: the twin is exact, only slower

@@ -153,7 +153,9 @@ class Note:
 
     def summary(self) -> dict:
         doc = self.doc if isinstance(self.doc, dict) else {}
-        author = doc.get("author") if isinstance(doc.get("author"), dict) else {}
+        author = doc.get("author")
+        if not isinstance(author, dict):
+            author = {}
         return {
             "note": self.name,
             "msg_id": doc.get("msg_id"),
