@@ -31,7 +31,7 @@ import sys
 import sysconfig
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeGuard
 
 from aipager import paths, wire
 from aipager.errors import SettingsError
@@ -136,7 +136,7 @@ def is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and _program(hook.get("command")) == HOOK_NAME
 
 
-def _statusline_is_ours(value: Any) -> bool:
+def _statusline_is_ours(value: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(value, dict) and _program(value.get("command")) == STATUSLINE_NAME
 
 

@@ -332,7 +332,7 @@ def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = N
     """The chat message that started the task (the answer and card reply to it): the
     sender's message, or the chat's copy of a prompt typed at the computer."""
     task = sess.task if sess is not None else None
-    if task is None or task.seq != task_seq:
+    if sess is None or task is None or task.seq != task_seq:
         return None
     if not task.authors:
         return (state.live_id(prompt_key(sess.name, task_seq), chat_id)
@@ -341,7 +341,7 @@ def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = N
         return None  # the prompt was sent in another chat (the chat moved since)
     msg_id = task.authors[0].get("msg_id")
     try:
-        return int(msg_id)
+        return int(msg_id)  # type: ignore[arg-type]  # None or junk: the except below
     except (TypeError, ValueError):
         return None
 

@@ -9,8 +9,9 @@ sends in order, so a person reads events in the order they happened.
   coalesce per message the same way.
 - **Pacing.** Edits of a chat's live messages go out at most once a second
   (every three seconds in groups); new messages in a group at most 20 a
-  minute, to a private chat a burst of five, then one a second.  An edit that must wait lets the messages behind it go first: a
-  card's state can arrive later, an answer should not.
+  minute, to a private chat a burst of five, then one a second.  An edit that
+  must wait lets the messages behind it go first: a card's state can arrive
+  later, an answer should not.
 - **Strangers last.** A reply to a non-member (``Op.low``) goes only when
   nothing else waits in its chat and, in a group, only while fewer than half
   of the minute's posts are used; at most ``LOW_KEPT`` wait per chat (more are

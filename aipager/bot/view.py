@@ -187,7 +187,7 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
 def answers_text(ask: dict) -> str:
     """``question → answer`` lines for the chat once a question is answered."""
     out = []
-    for q, a in zip(ask["questions"], ask.get("answers") or []):
+    for q, a in zip(ask["questions"], ask.get("answers") or [], strict=False):
         words = [q["options"][i] for i in a.get("picks", []) if 0 <= i < len(q["options"])]
         if a.get("text"):
             words.append(f"“{a['text']}”")

@@ -571,15 +571,16 @@ class Daemon:
         sock = bind_control_socket(self.socket_path, deepq.QUEUE_LEN if deep else None)
         self.socket_queue = deepq.QUEUE_LEN if deep and deepq.is_deep(sock) else None
         bound_ino = os.stat(self.socket_path).st_ino
-        drain: DrainIngest | None = DrainIngest(
+        started = DrainIngest(
             sock, self.deliver, spool_dir=None if refused else self.spool_dir,
             sock_path=self.socket_path)
+        drain: DrainIngest | None = started
         thread: Ingest | None = None
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.stop_event.set)
         try:
             try:
-                await drain.start()
+                await started.start()
             except OSError as exc:
                 log.error("cannot start the ingest drain (%s); receiving on a thread", exc)
                 drain = None

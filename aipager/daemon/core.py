@@ -119,7 +119,8 @@ class DaemonCore:
             c["ignored"] += 1
         elif result is UNHANDLED:
             c["unhandled"] += 1
-            log.info("unknown event %r counted", ev.get("notification_type") or ev.get("hook_event_name") or ev.get("type"))
+            log.info("unknown event %r counted",
+                     ev.get("notification_type") or ev.get("hook_event_name") or ev.get("type"))
         if self.on_handled is not None:
             self.on_handled(ev)
 

@@ -55,6 +55,9 @@ def _load_sibling(name: str):
 
     where = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), f"{name}.py")
     spec = spec_from_file_location(f"aipager_{name}", where)
+    if spec is None or spec.loader is None:
+        msg = f"no loader for {where}"
+        raise ImportError(msg)
     module = module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -173,6 +176,7 @@ class Salvage:
         self._thread = threading.Thread(target=self._watch, name="salvage", daemon=True)
         # The name as bound now (the daemon binds before it starts us): a socket file's
         # inode is not the socket's own (fstat of ``fd``), so it is compared with this.
+        self._bound: tuple[int, int] | None
         try:
             st = os.stat(sock_path)
             self._bound = (st.st_dev, st.st_ino)
@@ -276,6 +280,9 @@ def load_native(path: str):
     try:
         loader = ExtensionFileLoader("aipager._drain_c", path)
         spec = spec_from_file_location("aipager._drain_c", path, loader=loader)
+        if spec is None:
+            msg = f"no module spec for {path}"
+            raise ImportError(msg)
         module = module_from_spec(spec)
         loader.exec_module(module)
     except (ImportError, OSError) as exc:

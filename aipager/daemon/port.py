@@ -97,10 +97,15 @@ class DaemonPort(Protocol):
     Session names are internal (``claude-<label>``) unless a method says label.
     """
 
-    #: where everything lives (``aipager.paths``) and the knobs
-    env: Mapping[str, str]
-    #: when this daemon started (a client skips outputs older than its own start)
-    started_at: float
+    @property
+    def env(self) -> Mapping[str, str]:
+        """Where everything lives (``aipager.paths``) and the knobs."""
+        ...
+
+    @property
+    def started_at(self) -> float:
+        """When this daemon started (a client skips outputs older than its own start)."""
+        ...
 
     @property
     def sessions(self) -> SessionsView: ...

@@ -124,8 +124,8 @@ class Registry:
         """Remember a chat message for session ``name``.
 
         ``held``: it waits for the task to end (released by Stop as a ``release``
-        output), or with ``held_for="dialog"`` only for the open dialog to close; otherwise it was typed now and waits for Claude to take it
-        (``queue_pickup`` turns 👀 into 👍).  At most ``QUEUE_CAP`` are kept.
+        output), or with ``held_for="dialog"`` only for the open dialog to close; otherwise it was
+        typed now and waits for Claude to take it (``queue_pickup`` turns 👀 into 👍).  At most ``QUEUE_CAP`` are kept.
         """
         sess = self.ensure(name)
         msg = QueuedMessage(msg_id=str(msg_id), text=text, queued_at=self.clock(),

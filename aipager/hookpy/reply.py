@@ -107,7 +107,8 @@ class _Strict(jsonlite._Context):
     parse_int = staticmethod(_int)
 
 
-_scan_once = _json.make_scanner(_Strict())
+# typeshed declares the context as a make_scanner; _json reads only its attributes
+_scan_once = _json.make_scanner(_Strict())  # type: ignore[arg-type]
 
 
 def _scan(text: str, i: int):

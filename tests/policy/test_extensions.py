@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from importlib import resources
 
 import pytest
 

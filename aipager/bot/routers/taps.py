@@ -5,7 +5,6 @@ handle is unknown (an old button, forged data) acts on nothing."""
 from __future__ import annotations
 
 import logging
-import time
 
 from aiogram import F, Router
 from aiogram.types import CallbackQuery

@@ -40,13 +40,17 @@ def input_digest(tool: str, tool_input: object) -> str:
 
 def questions_of(ev: dict) -> list[dict]:
     """Every question of an AskUserQuestion call: ``{question, header, options, multi}``."""
-    tool_input = ev.get("tool_input") if isinstance(ev.get("tool_input"), dict) else {}
+    tool_input = ev.get("tool_input")
+    if not isinstance(tool_input, dict):
+        tool_input = {}
     raw = tool_input.get("questions")
     out = []
     for q in raw if isinstance(raw, list) else []:
         if not isinstance(q, dict):
             continue
-        options = q.get("options") if isinstance(q.get("options"), list) else []
+        options = q.get("options")
+        if not isinstance(options, list):
+            options = []
         out.append({
             "question": str(q.get("question") or ""),
             "header": str(q.get("header") or ""),
@@ -58,7 +62,9 @@ def questions_of(ev: dict) -> list[dict]:
 
 def _question_from(ev: dict) -> tuple[str, list[str], bool]:
     qs = questions_of(ev)
-    first = qs[0] if qs else {"question": "", "options": [], "multi": False}
+    if not qs:
+        return "", [], False
+    first = qs[0]
     return first["question"], first["options"], first["multi"]
 
 
