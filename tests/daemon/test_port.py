@@ -55,16 +55,17 @@ def _q(text: str, options: list[str], multi: bool = False) -> dict:
             "options": [{"label": o, "description": ""} for o in options]}
 
 
-def test_the_daemon_offers_everything_the_port_names() -> None:
+def test_the_daemon_offers_everything_the_port_names(rig) -> None:
     """Each member of the Protocol exists on ``Daemon`` with the same parameters (mypy
     checks the types where the composition root hands a Daemon to the chat)."""
+    daemon = rig[0]
     members = [n for n in vars(DaemonPort) if not n.startswith("_")]
     assert {"answer_request", "answer_question", "start_session", "type_prompt",
-            "sessions"} <= set(members)
+            "sessions", "env"} <= set(members)
     for name in members:
         ours = getattr(DaemonPort, name)
+        assert hasattr(daemon, name), f"Daemon lacks the port's {name}"
         theirs = getattr(Daemon, name, None)
-        assert theirs is not None, f"Daemon lacks the port's {name}"
         if inspect.isfunction(ours):
             assert list(inspect.signature(theirs).parameters) == \
                 list(inspect.signature(ours).parameters), name
