@@ -145,6 +145,11 @@ async def test_answered_in_the_terminal_the_buttons_go_and_a_tap_types_nothing(c
 @pytest.mark.parametrize("data", [
     RequestTap(h=987654, act="allow").pack(),   # a handle never given out
     "r:1:allow_everything",                     # an act no button has
+    "r:1:s3",                                   # a suggestion never offered
+    "s:1:detonate",                             # … on a session button
+    "q:1:z:0",                                  # … on a question button
+    "set:theme:dark",                           # a setting there is not
+    "p:1:notanumber",                           # a picker's message number
     "r:notanumber:allow",                       # not even the shape
     "zz:whatever",                              # another prefix
     SessionTap(h=987654, act="kill_yes").pack(),
