@@ -68,13 +68,9 @@ class RequestAct(StrEnum):
     SCOPE_1 = "s1"
     SCOPE_2 = "s2"
 
-    @property
-    def suggestion(self) -> int | None:
-        """The suggestion a scoped answer takes (None: not a scoped one)."""
-        return int(self.value[1:]) if self.value[0] == "s" and self.value[1:].isdigit() else None
 
-
-#: the scoped answers, in the order of Claude Code's suggestions
+#: the scoped answers, in the order of Claude Code's suggestions (as many as the daemon
+#: offers: ``daemon.events.permissions.SCOPES_SHOWN``)
 SCOPES = (RequestAct.SCOPE_0, RequestAct.SCOPE_1, RequestAct.SCOPE_2)
 
 
