@@ -27,11 +27,13 @@ import logging
 import time
 from typing import Any, Callable, Coroutine
 
+from aiogram.utils.keyboard import InlineKeyboardBuilder
+
 from aipager.bot import view
-from aipager.bot.callbacks import RequestTap, SessionTap, packed
+from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
 from aipager.bot.chatstate import ChatState
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
-from aipager.bot.outbox import Op, Outbox
+from aipager.bot.outbox import Live, Outbox, Post, React, Upload
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
@@ -50,8 +52,14 @@ def request_key(session: str, key: str) -> str:
     return f"req:{session}:{key}"
 
 
-def _entities(chunk: Any) -> list[dict[str, Any]]:
-    return [e.model_dump(exclude_none=True) for e in chunk.entities]
+def _entities(chunk: Any) -> tuple[dict[str, Any], ...]:
+    return tuple(e.model_dump(exclude_none=True) for e in chunk.entities)
+
+
+def _one_button(text: str, tap: SessionTap) -> dict | None:
+    kb = InlineKeyboardBuilder()
+    kb.button(text=text, callback_data=tap)
+    return view.markup(kb)
 
 
 #: notices that need the person (a failure, a lost tap, a message cut off): they buzz;
@@ -122,18 +130,18 @@ class ChatNotifier:
         markup = None
         if not final:
             handle = self.state.handle("session", out.session)
-            markup = view.keyboard([[("⏹ Stop", packed(SessionTap(h=handle, act="stop")))]])
+            markup = _one_button("⏹ Stop", SessionTap(h=handle, act=SessionAct.STOP))
         if final:
             self._release_files(out.session, out.task, chat_id)
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
-        self.outbox.put(Op("live", chat_id, text, markup=markup, key=key, session=out.session,
-                           reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
+        self.outbox.put(Live(chat_id, text, key=key, markup=markup, session=out.session,
+                             reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
 
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
-        self.outbox.put(Op("post", chat_id, out.text, key=prompt_key(out.session, out.task),
-                           session=out.session))
+        self.outbox.put(Post(chat_id, out.text, key=prompt_key(out.session, out.task),
+                             session=out.session))
 
     def _on_answer(self, out: Answer, sess: Session | None, chat_id: int) -> None:
         label = sess.label if sess is not None else out.session
@@ -141,49 +149,48 @@ class ChatNotifier:
         reply_to = _prompt_msg(sess, out.task, self.state, chat_id)
         for i, chunk in enumerate(formatted.messages):
             # the answer buzzes once, on its first part
-            self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
-                               reply_to=reply_to if i == 0 else None, session=out.session,
-                               buzz=i == 0), urgent=True)
+            self.outbox.put(Post(chat_id, chunk.text, entities=_entities(chunk),
+                                 reply_to=reply_to if i == 0 else None, session=out.session,
+                                 buzz=i == 0), urgent=True)
         if formatted.attachment is not None:
-            self.outbox.put(Op("upload", chat_id, "The whole answer",
-                               filename=formatted.attachment_name or f"{label}-answer.md",
-                               data=formatted.attachment, session=out.session), urgent=True)
+            self.outbox.put(Upload(chat_id, formatted.attachment_name or f"{label}-answer.md",
+                                   caption="The whole answer", data=formatted.attachment,
+                                   session=out.session), urgent=True)
         self._release_files(out.session, out.task, chat_id)
 
     def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:
         markup = None
         if out.notice == NoticeName.CONTEXT_WARNING:
             handle = self.state.handle("session", out.session)
-            markup = view.keyboard([[("📦 Compact now",
-                                      packed(SessionTap(h=handle, act="compact")))]])
+            markup = _one_button("📦 Compact now", SessionTap(h=handle, act=SessionAct.COMPACT))
         reply_to = None
         if out.notice == NoticeName.TYPING_CUT and str(out.extra.get("chat_id")) == str(chat_id):
             # said on the message that was cut off (never a message id of another chat)
             reply_to = int(out.extra["msg_id"])
             if self.state.advance_reaction(chat_id, reply_to, "🤷"):
-                self.outbox.put(Op("react", chat_id, emoji="🤷", msg_id=reply_to))
-        self.outbox.put(Op("post", chat_id, out.text, markup=markup, session=out.session,
-                           reply_to=reply_to, buzz=out.notice in BUZZING_NOTICES), urgent=True)
+                self.outbox.put(React(chat_id, reply_to, "🤷"))
+        self.outbox.put(Post(chat_id, out.text, markup=markup, session=out.session,
+                             reply_to=reply_to, buzz=out.notice in BUZZING_NOTICES), urgent=True)
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)
         handle = self.state.handle("request", f"{out.session}\0{out.key}")
         buttons = out.buttons or ["allow", "deny", "stop"]
+        kb = InlineKeyboardBuilder()
 
-        def tap(label: str, act: str) -> tuple[str, str]:
-            return label, packed(RequestTap(h=handle, act=act))
+        def tap(label: str, act: RequestAct) -> None:
+            kb.button(text=label, callback_data=RequestTap(h=handle, act=act))
 
         plan = out.tool == "ExitPlanMode"
-        rows = [[tap("✅ Approve plan" if plan else "✅ Allow", "allow"),
-                 tap("✍️ Keep planning" if plan else "❌ Deny", "deny")]]
-        second = []
+        tap("✅ Approve plan" if plan else "✅ Allow", RequestAct.ALLOW)
+        tap("✍️ Keep planning" if plan else "❌ Deny", RequestAct.DENY)
+        scoped = [(label, act) for label, act in zip(out.scopes, SCOPES) if act in buttons]
+        for label, act in scoped:
+            tap(label, act)  # long labels: a row each
         if "always" in buttons:
-            second.append(tap("🟢 Always allow", "always"))
-        for i, label in enumerate(out.scopes):
-            if f"s{i}" in buttons:
-                rows.append([tap(label, f"s{i}")])  # long labels: a row each
-        second.append(tap("⏹ Stop", "stop"))
-        rows.append(second)
+            tap("🟢 Always allow", RequestAct.ALWAYS)
+        tap("⏹ Stop", RequestAct.STOP)
+        kb.adjust(2, *[1] * len(scoped), 2 if "always" in buttons else 1)
         text = out.text
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
@@ -199,9 +206,8 @@ class ChatNotifier:
                                  "language": "diff"})
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
-        self.outbox.put(Op("post", chat_id, text, entities=entities,
-                           markup=view.keyboard(rows), key=key, session=out.session, buzz=True),
-                        urgent=True)
+        self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=view.markup(kb),
+                             key=key, session=out.session, buzz=True), urgent=True)
 
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
         questions = [q for q in out.questions if q.get("options")]
@@ -217,8 +223,8 @@ class ChatNotifier:
         text, markup = view.question_view(label, ask, handle)
         self.state.forget_live(key)
         self.state.show(key, text)
-        self.outbox.put(Op("post", chat_id, text, markup=markup, key=key, session=out.session,
-                           buzz=True), urgent=True)
+        self.outbox.put(Post(chat_id, text, markup=markup, key=key, session=out.session,
+                             buzz=True), urgent=True)
 
     def _on_request_closed(self, out: RequestClosed, sess: Session | None, chat_id: int) -> None:
         self._verdict(out, chat_id)
@@ -238,7 +244,7 @@ class ChatNotifier:
         if shown is None:
             return
         line = view.verdict(out.via, out.answer, out.who, time.time(), ask)
-        self.outbox.put(Op("live", chat_id, f"{shown}\n{line}", key=key, session=out.session))
+        self.outbox.put(Live(chat_id, f"{shown}\n{line}", key=key, session=out.session))
 
     def _on_reaction(self, out: Reaction, sess: Session | None, chat_id: int) -> None:
         msg_id, emoji = out.msg_id, out.emoji
@@ -246,7 +252,7 @@ class ChatNotifier:
         if target != chat_id or not str(msg_id).lstrip("-").isdigit():
             return
         if self.state.advance_reaction(chat_id, int(msg_id), emoji):
-            self.outbox.put(Op("react", chat_id, emoji=emoji, msg_id=int(msg_id)))
+            self.outbox.put(React(chat_id, int(msg_id), emoji))
 
     def _on_release(self, out: Release, sess: Session | None, chat_id: int) -> None:
         msg_id = out.msg_id
@@ -261,8 +267,8 @@ class ChatNotifier:
         label = sess.label if sess is not None else out.session
         body = out.text.replace("```", "'''")
         for chunk in to_chunks(f"📝 {label}\n```diff\n{body}\n```")[:2]:
-            self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
-                               session=out.session))
+            self.outbox.put(Post(chat_id, chunk.text, entities=_entities(chunk),
+                                 session=out.session))
 
     def _on_files(self, out: Files, sess: Session | None, chat_id: int) -> None:
         entry = self._files.setdefault((out.session, out.task, chat_id),
@@ -282,14 +288,13 @@ class ChatNotifier:
         finally:
             entry["copying"] -= 1
         for i, copy in enumerate(copies):
-            entry["ops"].append(Op("upload", chat_id, out.text if i == 0 else "",
-                                   filename=copy.filename, path=copy.path, photo=copy.photo,
-                                   session=out.session))
+            entry["ops"].append(Upload(chat_id, copy.filename, caption=out.text if i == 0 else "",
+                                       path=copy.path, photo=copy.photo, session=out.session))
         if refused:
             label = out.session.removeprefix("claude-")
             reasons = "; ".join(f"{r['path']}: {r['reason']}" for r in refused)
-            entry["ops"].append(Op("post", chat_id, f"📎 {label} · not sent: {reasons}",
-                                   session=out.session))
+            entry["ops"].append(Post(chat_id, f"📎 {label} · not sent: {reasons}",
+                                     session=out.session))
         self._flush_files(out.session, out.task, chat_id)
 
     def _release_files(self, session: str, task: Any, chat_id: int) -> None:
@@ -319,7 +324,7 @@ class ChatNotifier:
         # the same text shown elsewhere (the chat moved) still needs its own line here
         if not self.state.show(STATUS_KEY, text) and self.state.live_id(STATUS_KEY, chat_id):
             return
-        self.outbox.put(Op("live", chat_id, text, key=STATUS_KEY, pin=True))
+        self.outbox.put(Live(chat_id, text, key=STATUS_KEY, pin=True))
 
 
 def prompt_key(session: str, task_seq: Any) -> str:
