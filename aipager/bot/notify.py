@@ -184,7 +184,8 @@ class ChatNotifier:
         plan = out.tool == "ExitPlanMode"
         tap("✅ Approve plan" if plan else "✅ Allow", RequestAct.ALLOW)
         tap("✍️ Keep planning" if plan else "❌ Deny", RequestAct.DENY)
-        scoped = [(label, act) for label, act in zip(out.scopes, SCOPES) if act in buttons]
+        scoped = [(label, act) for label, act in zip(out.scopes, SCOPES, strict=False)
+                  if act in buttons]
         for label, act in scoped:
             tap(label, act)  # long labels: a row each
         if "always" in buttons:

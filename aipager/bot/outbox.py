@@ -389,7 +389,7 @@ class Outbox:
             # kill it would show twice (an edit or a reaction repeats harmlessly).
             fresh = isinstance(op, (Post, Upload)) or (isinstance(op, Live)
                                                        and not self._is_edit(op))
-            if fresh:
+            if fresh and isinstance(op, (Post, Live, Upload)):
                 if op.sending:
                     op = _mark_repeat(op)  # the last call's outcome was unknown: never blindly again
                 op = replace(op, sending=True)
@@ -622,6 +622,7 @@ class Outbox:
         from aiogram.types import BufferedInputFile, FSInputFile
 
         self._spend(lane)
+        upload: FSInputFile | BufferedInputFile
         if op.path:
             if not os.path.isfile(op.path):
                 raise FileGone(op.path)  # not an OSError: that would be retried

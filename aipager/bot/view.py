@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from aiogram.utils.keyboard import InlineKeyboardBuilder
+from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
+from aiogram.utils.keyboard import InlineKeyboardBuilder, KeyboardBuilder
 
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.daemon.model import Session, State
@@ -25,11 +26,13 @@ _STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", Stat
                 State.UNKNOWN: "starting", State.GONE: "ended"}
 
 
-def markup(builder: InlineKeyboardBuilder) -> dict | None:
+def markup(builder: KeyboardBuilder[InlineKeyboardButton]) -> dict | None:
     """The builder's ``InlineKeyboardMarkup`` as the plain dict the outbox keeps (None when
     it has no buttons)."""
-    built = builder.as_markup()
-    return built.model_dump(exclude_none=True) if built.inline_keyboard else None
+    rows = builder.export()
+    if not rows:
+        return None
+    return InlineKeyboardMarkup(inline_keyboard=rows).model_dump(exclude_none=True)
 
 
 def is_live(sess: Session) -> bool:

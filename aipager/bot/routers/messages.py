@@ -22,7 +22,7 @@ import logging
 from aiogram import F, Router
 from aiogram.dispatcher.event.bases import SkipHandler
 from aiogram.fsm.context import FSMContext
-from aiogram.types import Message
+from aiogram.types import Document, Message, PhotoSize
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager.bot import files, view
@@ -179,8 +179,8 @@ async def on_answer_in_words(message: Message, actions: Actions, sender: Sender,
     that the sender may answer.)"""
     rkey = (await state.get_data()).get("rkey")
     await state.clear()
-    ask = actions.state.asks.get(rkey) if rkey else None
-    if ask is None:
+    ask = actions.state.asks.get(rkey) if isinstance(rkey, str) else None
+    if ask is None or not isinstance(rkey, str):
         raise SkipHandler
     await _answer_in_words(actions, rkey, ask, sender, text)
 
@@ -234,11 +234,17 @@ async def on_file(message: Message, actions: Actions, sender: Sender, picks: dic
     """A photo or document: saved privately, then its path goes to Claude (``text``: the
     caption)."""
     chat_id = message.chat.id
+    item: PhotoSize | Document
     if message.photo:
         item, name = message.photo[-1], f"photo-{message.message_id}.jpg"
-    else:
+    elif message.document is not None:
         item = message.document
-        name = item.file_name or f"file-{message.message_id}"
+        name = message.document.file_name or f"file-{message.message_id}"
+    else:
+        return  # the filter lets only photos and documents through
+    bot = message.bot
+    if bot is None:
+        return  # a message not bound to a bot (never from polling)
     size = item.file_size or 0
     if size > files.DOWNLOAD_MAX:
         actions.say(chat_id, f"📎 {name} is {size / 2**20:.1f} MB: bots can fetch files up to "
@@ -246,9 +252,11 @@ async def on_file(message: Message, actions: Actions, sender: Sender, picks: dic
                     reply_to=message.message_id)
         return
     try:
-        found = await message.bot.get_file(item.file_id)
+        found = await bot.get_file(item.file_id)
+        if not found.file_path:
+            raise files.FileRefused("Telegram gave no download path for it")
         buf = io.BytesIO()
-        await message.bot.download_file(found.file_path, buf, timeout=120)
+        await bot.download_file(found.file_path, buf, timeout=120)
         data = buf.getvalue()
         if len(data) > files.DOWNLOAD_MAX:
             raise files.FileRefused("larger than 20 MB")

@@ -396,7 +396,10 @@ async def on_pick_session(query: CallbackQuery, callback_data: PickTap, actions:
 
 async def _save_setting(query: CallbackQuery, actions: Actions, name: str, value: object,
                         callback_answer: CallbackAnswer) -> None:
-    chat_id = query.message.chat.id if query.message is not None else 0
+    if query.message is None:
+        callback_answer.text = EXPIRED
+        return
+    chat_id = query.message.chat.id
     actions.state.set_pref(chat_id, name, value)
     callback_answer.text = "Saved."
     text, markup = settings_view(actions, chat_id)
