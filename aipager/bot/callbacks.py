@@ -63,6 +63,8 @@ class RequestAct(StrEnum):
     DENY = "deny"
     #: deny and stop the task
     STOP = "stop"
+    #: allow as corrected: the tapper's next message is the corrected command or path
+    EDIT = "edit"
     #: allow, and remember only suggestion 0 (1, 2) as its button names it
     SCOPE_0 = "s0"
     SCOPE_1 = "s1"

@@ -190,8 +190,11 @@ class ChatNotifier:
             tap(label, act)  # long labels: a row each
         if "always" in buttons:
             tap("🟢 Always allow", RequestAct.ALWAYS)
+        if "edit" in buttons:
+            tap("✏️ Edit", RequestAct.EDIT)
         tap("⏹ Stop", RequestAct.STOP)
-        kb.adjust(2, *[1] * len(scoped), 2 if "always" in buttons else 1)
+        last = 1 + ("always" in buttons) + ("edit" in buttons)
+        kb.adjust(2, *[1] * len(scoped), last)
         text = out.text
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:

@@ -44,6 +44,8 @@ class NextMessage(StatesGroup):
     session_name = FSMState()
     #: the answer, in words, to a question (its "Other…" button: ``routers.taps.on_other``)
     answer = FSMState()
+    #: the corrected command or path of a request (its ✏️ button: ``routers.taps.on_edit``)
+    edit = FSMState()
 
 
 def session_buttons(actions: Actions, sessions: list[Session], act: SessionAct) -> dict | None:

@@ -163,6 +163,30 @@ async def deny_with_reason(message: Message, actions: Actions, sender: Sender, t
             actions.say(chat_id, f"🤷 Could not answer: {reason}", reply_to=reply_to, buzz=True)
 
 
+async def on_edit_text(message: Message, actions: Actions, sender: Sender, text: str,
+                       state: FSMContext) -> None:
+    """The message after a request's ✏️ is its corrected command or path: the daemon allows
+    the call as edited once the safety policy allows it (the tap checked the right)."""
+    data = await state.get_data()
+    await state.clear()
+    session, key = data.get("session"), data.get("key")
+    if not isinstance(session, str) or not isinstance(key, str):
+        raise SkipHandler
+    chat_id, reply_to = message.chat.id, message.message_id
+    outcome = await actions.port.answer_request(session, key, "allow", sender.who, edit=text)
+    match outcome:
+        case ByHook() | ByKeys():
+            actions.react(chat_id, reply_to, "👌")
+        case Refused(reason=reason):
+            actions.say(chat_id, f"🔒 Not allowed: {reason}. The request is still open.",
+                        reply_to=reply_to)
+        case Already():
+            actions.say(chat_id, "This request was already answered.", reply_to=reply_to)
+        case Gone() | InTerminal() | KeysFailed():
+            actions.say(chat_id, "This request is no longer open; nothing was run.",
+                        reply_to=reply_to)
+
+
 async def _answer_in_words(actions: Actions, rkey: str, ask: dict, sender: Sender,
                            text: str) -> None:
     from aipager.bot.routers.taps import record_answer
@@ -311,6 +335,7 @@ def make_router() -> Router:
     router.message.register(on_empty, F.text, empty)
     router.message.register(deny_with_reason, F.text, replied_request, flags=APPROVE)
     router.message.register(on_answer_in_words, F.text, NextMessage.answer)
+    router.message.register(on_edit_text, F.text, NextMessage.edit)
     router.message.register(on_question_reply, F.text, replied_question, flags=APPROVE)
     router.message.register(on_session_name, F.text, NextMessage.session_name)
     router.message.register(on_text, F.text, flags=PROMPT)

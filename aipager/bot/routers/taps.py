@@ -110,6 +110,37 @@ async def on_deny_and_stop(query: CallbackQuery, callback_data: RequestTap, acti
     await _request_tap(query, callback_data, actions, sender, callback_answer, "stop",
                        "Denied and stopped")
 
+#: what a person corrects, by tool (``daemon.edits.EDIT_FIELDS``)
+_EDIT_WORD = {"Bash": "command", "WebFetch": "URL"}
+
+
+async def on_edit(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                  sender: Sender, callback_answer: CallbackAnswer, state: FSMContext) -> None:
+    """Edit then allow: the tapper's next message in this chat is the corrected command or
+    path (``routers.messages.on_edit_text``), allowed once the policy allows it."""
+    value = actions.state.resolve("request", callback_data.h)
+    if value is None or "\0" not in value or query.message is None:
+        callback_answer.text = EXPIRED
+        return
+    session, key = value.split("\0", 1)
+    sess = actions.registry.get(session)
+    why = refusal(sender, "approve", sess)
+    if why:
+        callback_answer.text = why
+        return
+    req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
+    if req is None or req.answered:
+        callback_answer.text = "This request is no longer open."
+        return
+    word = _EDIT_WORD.get(req.tool, "path")
+    await state.set_state(NextMessage.edit)
+    await state.set_data({"session": session, "key": key})
+    # in a group the bot reads only replies to it: the reply is the natural answer there
+    how = "Reply to this message with" if query.message.chat.id < 0 else "Send"
+    actions.say(query.message.chat.id,
+                f"✏️ {how} the corrected {word}; it runs only if the safety policy allows it.",
+                reply_to=query.message.message_id, session=session)
+
 # -- questions (AskUserQuestion) -----------------------------------------------------
 
 
@@ -448,6 +479,7 @@ def make_router() -> Router:
     tap(on_scope, RequestTap.filter(F.act.in_(SCOPES)), flags=APPROVE)
     tap(on_deny, RequestTap.filter(F.act == RequestAct.DENY), flags=APPROVE)
     tap(on_deny_and_stop, RequestTap.filter(F.act == RequestAct.STOP), flags=APPROVE)
+    tap(on_edit, RequestTap.filter(F.act == RequestAct.EDIT), flags=APPROVE)
     tap(on_pick, QuestionTap.filter(F.act == QuestionAct.PICK), flags=APPROVE)
     tap(on_toggle, QuestionTap.filter(F.act == QuestionAct.TOGGLE), flags=APPROVE)
     tap(on_submit, QuestionTap.filter(F.act == QuestionAct.SUBMIT), flags=APPROVE)
