@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import Any, Callable, Coroutine
 
 from aiogram.utils.keyboard import InlineKeyboardBuilder
@@ -42,6 +43,8 @@ from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeNa
 log = logging.getLogger("aipager.bot")
 
 STATUS_KEY = "status"
+#: answers remembered per notifier (``_answered``)
+ANSWERED_KEPT = 200
 
 
 def card_key(session: str, task: Any) -> str:
@@ -97,6 +100,8 @@ class ChatNotifier:
         self.release: Callable[..., Coroutine[Any, Any, Any]] | None = None
         self.started_at = time.time() if started_at is None else started_at
         self._status: dict[int, str] = {}
+        #: (chat, session, task) whose answer went out (a short task's card does not follow it)
+        self._answered: deque[tuple[int, str, int]] = deque(maxlen=ANSWERED_KEPT)
 
     def emit(self, out: Output) -> None:
         if out.origin:
@@ -125,6 +130,12 @@ class ChatNotifier:
         if (final and self.state.live_id(key, chat_id) is None and task is not None
                 and task.ended_at is not None and task.ended_at < self.started_at):
             return  # ended while nobody showed it: the answer says what matters
+        if final and key not in self.state.shown \
+                and (chat_id, out.session, out.task) in self._answered:
+            # A task too short for its card to be shown before its answer: a card arriving
+            # after the answer would only push it up; the answer says what matters.
+            self._release_files(out.session, out.task, chat_id)
+            return
         prefs = self.state.prefs_of(chat_id)
         text = view.card_text(out.text, sess, detail=prefs.get("detail", "full"))
         markup = None
@@ -145,6 +156,7 @@ class ChatNotifier:
 
     def _on_answer(self, out: Answer, sess: Session | None, chat_id: int) -> None:
         label = sess.label if sess is not None else out.session
+        self._answered.append((chat_id, out.session, out.task))
         formatted = format_answer(label, out.text)
         reply_to = _prompt_msg(sess, out.task, self.state, chat_id)
         for i, chunk in enumerate(formatted.messages):

@@ -84,3 +84,24 @@ async def test_after_the_chat_moves_no_message_id_of_the_old_chat_is_edited(chat
     await chat.fake.wait_for("sendMessage", lambda p: int(p["chat_id"]) == group
                              and "📟" in str(p["text"]), timeout=10)
     assert not [p for p in chat.fake.calls_of("editMessageText") if int(p["chat_id"]) == group]
+
+
+async def test_a_short_tasks_card_never_arrives_after_its_answer(chat):
+    """Prompt and Stop within one card tick: the answer alone, no card pushed up under it."""
+    import orjson
+
+    session = chat.start("jim")
+    chat.daemon.deliver([orjson.dumps({"hook_event_name": "UserPromptSubmit", "session": session,
+                                       "prompt": "what time is it", "prompt_id": "p1"})])
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Half past four.")
+    await chat.fake.wait_for("sendMessage", lambda p: "Half past four." in str(p["text"]))
+    # the next card of this session (a new task) is shown as usual
+    chat.feed(session, "UserPromptSubmit", prompt="and now?", prompt_id="p2")
+    await chat.fake.wait_for("sendMessage", lambda p: "jim · working" in str(p["text"]))
+    texts = chat.sent_texts()
+    second = next(i for i, t in enumerate(texts) if "and now?" in t)
+    cards = [t for t in texts[:second] if t.startswith(("⏳ jim", "✅ jim", "⏹ jim"))]
+    assert cards == [], texts
+    edits = [p for p in chat.fake.calls_of("editMessageText") if "jim" in str(p["text"])
+             and "📟" not in str(p["text"])]
+    assert edits == [], edits
