@@ -21,6 +21,7 @@ from aiogram.fsm.state import StatesGroup
 from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
+from aipager import dtach
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import SessionAct, SessionTap, Setting, SettingTap
@@ -111,19 +112,47 @@ async def on_new(message: Message, command: CommandObject, actions: Actions, sen
     await start_session(actions, message, sender, *name_and_first(args))
 
 
+#: quotes a name may be written in (``/new "My Project"``), opening → closing
+_QUOTES = {'"': '"', "'": "'", "“": "”", "„": "“", "«": "»", "‘": "’"}
+
+
 def name_and_first(text: str) -> tuple[str, str]:
     """``NAME [first message]``: the name ends at the first space, newline or tab.
 
     Any whitespace ends it: a newline kept in a name once started a session
-    that could be neither listed nor ended.
+    that could be neither listed nor ended.  A quoted name may hold spaces: they
+    become ``-`` (``"My Project"`` → ``My-Project``), as a name is one word.
     """
+    text = text.strip()
+    close = _QUOTES.get(text[:1])
+    if close and close in text[1:]:
+        quoted, _, rest = text[1:].partition(close)
+        return "-".join(quoted.split()), rest.strip()
     parts = text.split(maxsplit=1) + ["", ""]
     return parts[0], parts[1].strip()
+
+
+def looks_like_a_longer_name(name: str, first: str) -> bool:
+    """``/new My Project``: after a valid name, a first "message" of one short word is far
+    more likely the rest of the name than a prompt."""
+    if not first or len(first) > 24 or not first.replace("-", "").isalnum():
+        return False
+    try:
+        dtach.check_name(f"{name}-{first}")
+    except AipagerError:
+        return False  # not a name either way: the name's own refusal says why
+    return True
 
 
 async def start_session(actions: Actions, message: Message, sender: Sender, name: str,
                         first: str) -> None:
     chat_id = message.chat.id
+    if looks_like_a_longer_name(name, first):
+        actions.say(chat_id, f"A session name is one word: letters, digits, - and _. For a "
+                    f"session named {name}-{first}: /new {name}-{first} (or /new \"{name} "
+                    f"{first}\"). To start {name} with the message “{first}”, start it first, "
+                    "then send the message.", reply_to=message.message_id)
+        return
     existing = actions.find(name)
     if existing is not None and view.is_live(existing) and existing.socket_seen:
         actions.say(chat_id, f"{existing.label} is already running; your messages go there now.",
