@@ -45,6 +45,8 @@ log = logging.getLogger("aipager.bot")
 STATUS_KEY = "status"
 #: answers remembered per notifier (``_answered``)
 ANSWERED_KEPT = 200
+#: characters of an edit's diff shown in its request message (past it: a .diff file too)
+DIFF_SHOWN = 2500
 
 
 def card_key(session: str, task: Any) -> str:
@@ -212,10 +214,18 @@ class ChatNotifier:
         if rule:
             text += f"\n🟢 Always allow remembers: {rule}"
         entities = _code_entity(text, out.detail)
-        preview = out.preview
-        if preview and self.state.prefs_of(chat_id).get("diffs"):
-            body = preview.split("\n", 1)[1] if "\n" in preview else ""
-            if body and len(text) + len(body) < 3500:
+        attach = ""
+        if out.diff or out.preview:
+            # what the call would change, always shown with the request (the setting
+            # "diff previews" is for the edits that run without asking): the real diff,
+            # else the edit's own lines
+            body = _diff_body(out.diff) if out.diff else (
+                out.preview.split("\n", 1)[1] if "\n" in out.preview else "")
+            if out.diff and len(body) > DIFF_SHOWN:
+                # too long to read in a message: its head here, the whole as a .diff file
+                body = _head(body, DIFF_SHOWN)
+                attach = out.diff
+            if body:
                 start = u16_len(text) + 1
                 text += "\n" + body
                 entities.append({"type": "pre", "offset": start, "length": u16_len(body),
@@ -224,6 +234,11 @@ class ChatNotifier:
         self.state.show(key, text)
         self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=view.markup(kb),
                              key=key, session=out.session, buzz=True), urgent=True)
+        if attach:
+            label = sess.label if sess is not None else out.session
+            self.outbox.put(Upload(chat_id, f"{label}-{out.tool.lower()}.diff",
+                                   caption="The whole diff", data=attach.encode("utf-8"),
+                                   session=out.session), urgent=True)
 
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
         questions = [q for q in out.questions if q.get("options")]
@@ -341,6 +356,25 @@ class ChatNotifier:
         if not self.state.show(STATUS_KEY, text) and self.state.live_id(STATUS_KEY, chat_id):
             return
         self.outbox.put(Live(chat_id, text, key=STATUS_KEY, pin=True))
+
+
+def _diff_body(diff: str) -> str:
+    """A unified diff without its ---/+++ header (the request names the file)."""
+    lines = diff.splitlines()
+    while lines and lines[0].startswith(("--- ", "+++ ")):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _head(body: str, limit: int) -> str:
+    """The first lines of ``body`` within ``limit`` characters, and how many were left out."""
+    lines, size, kept = body.splitlines(), 0, []
+    for line in lines:
+        if size + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept + [f"… {len(lines) - len(kept)} more lines in the .diff file"])
 
 
 def prompt_key(session: str, task_seq: Any) -> str:

@@ -122,8 +122,10 @@ class Permission(Output):
     #: the waiting hook's reply socket ("" when no hook waits: keys answer the dialog)
     reply_addr: str = ""
     agent_id: str = ""
-    #: a Write/Edit diff, for chats that show previews
+    #: a Write/Edit's own old and new lines, for chats that show previews
     preview: str = ""
+    #: the unified diff a Write/Edit would make to the file on disk ("" when none could be made)
+    diff: str = ""
     #: shown again because this tap reached its hook too late (``replies.late``)
     late_answer: str = ""
 

@@ -57,7 +57,7 @@ async def test_allow_reaches_the_waiting_hook_and_the_buttons_give_way(chat, hoo
     chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
     _ask(chat, session, reply_addr=path)
     message = await _request_message(chat)
-    assert set(_buttons(message)) == {"✅ Allow", "❌ Deny", "⏹ Stop"}
+    assert set(_buttons(message)) == {"✅ Allow", "❌ Deny", "⏹ Stop", "✏️ Edit"}
     code = [e for e in message.get("entities") or [] if e["type"] == "pre"]
     assert code, "the command is shown as code"
     query = await chat.fake.user_taps(message["message_id"], _buttons(message)["✅ Allow"])

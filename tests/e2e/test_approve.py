@@ -3,7 +3,7 @@
 Claude Code (``--permission-mode default``, nothing pre-allowed) asks before each Bash
 command; its PermissionRequest hook forwards the request and waits for the daemon's reply
 (``AIPAGER_PERMISSION_REPLY_DEADLINE``, 20 s by default).  The bot shows the request with
-"✅ Allow", "❌ Deny", "⏹ Stop" (and "🟢 Always allow" when Claude Code offers a rule).
+"✅ Allow", "❌ Deny", "⏹ Stop", "✏️ Edit" (and "🟢 Always allow" when Claude Code offers a rule).
 
 Claude Code 2.1.328 draws its own dialog 0.1–0.4 s after the hook starts, *while* the hook
 waits, and keeps it answerable at the terminal: a tap in time closes that dialog through

@@ -12,7 +12,7 @@ import hashlib
 
 import orjson
 
-from aipager.daemon import edits, render, requests
+from aipager.daemon import diffs, edits, render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Request, Session, State
 from aipager.daemon.notifier import NoticeName, Permission, Question, RequestUpdate
@@ -166,9 +166,13 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
     requests.open_request(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
-    # What a Write/Edit would change, for chats that show diff previews.
-    preview = diff_preview(tool, tool_input) if tool in DIFF_TOOLS else ""
-    _emit_permission(ctx, sess, req, **({"preview": preview} if preview else {}))
+    # What a Write/Edit would change: the real diff against the file, else its own lines.
+    extra: dict[str, str] = {}
+    if tool in DIFF_TOOLS:
+        extra["diff"] = diffs.unified(tool, tool_input, _str(ev, "cwd") or sess.cwd,
+                                      ctx.read_text)
+        extra["preview"] = diff_preview(tool, tool_input)
+    _emit_permission(ctx, sess, req, **{k: v for k, v in extra.items() if v})
 
 
 def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
