@@ -115,6 +115,8 @@ class Setting(StrEnum):
     DIFFS = "diffs"
     #: card detail: full or compact
     DETAIL = "detail"
+    #: quiet while at the computer: on or off
+    QUIET = "quiet"
 
 
 class SettingTap(CallbackData, prefix="set"):

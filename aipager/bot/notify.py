@@ -161,11 +161,12 @@ class ChatNotifier:
         self._answered.append((chat_id, out.session, out.task))
         formatted = format_answer(label, out.text)
         reply_to = _prompt_msg(sess, out.task, self.state, chat_id)
+        # the answer buzzes once, on its first part, unless the person is at the computer
+        quiet = bool(self.state.prefs_of(chat_id).get("quiet")) and view.at_desk(sess)
         for i, chunk in enumerate(formatted.messages):
-            # the answer buzzes once, on its first part
             self.outbox.put(Post(chat_id, chunk.text, entities=_entities(chunk),
                                  reply_to=reply_to if i == 0 else None, session=out.session,
-                                 buzz=i == 0), urgent=True)
+                                 buzz=i == 0 and not quiet), urgent=True)
         if formatted.attachment is not None:
             self.outbox.put(Upload(chat_id, formatted.attachment_name or f"{label}-answer.md",
                                    caption="The whole answer", data=formatted.attachment,

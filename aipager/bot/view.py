@@ -35,6 +35,15 @@ def markup(builder: KeyboardBuilder[InlineKeyboardButton]) -> dict | None:
     return InlineKeyboardMarkup(inline_keyboard=rows).model_dump(exclude_none=True)
 
 
+def at_desk(sess: Session | None) -> bool:
+    """Whether the person is at the computer for this session: a terminal is attached to it,
+    or its task was typed there."""
+    if sess is None:
+        return False
+    task = sess.task
+    return sess.attached or (task is not None and task.origin == "terminal")
+
+
 def is_live(sess: Session) -> bool:
     return sess.state != State.GONE
 

@@ -472,7 +472,15 @@ class Daemon:
     async def discover(self) -> None:
         live = await asyncio.to_thread(self.session_io.discover)
         ctx = self.core.ctx
-        mark_discovered(self.core.registry, live, lambda sess, why: end_session(ctx, sess, why))
+        reg = self.core.registry
+        mark_discovered(reg, live, lambda sess, why: end_session(ctx, sess, why))
+        clients = await asyncio.to_thread(dtach.attached_clients, live.values())
+        for name, sock in live.items():
+            sess = reg.get(name)
+            attached = clients.get(sock, 0) > 0
+            if sess is not None and sess.attached != attached:
+                sess.attached = attached
+                reg.touch(sess)
 
     async def recover_typing(self) -> None:
         """A crash while a chat message was pasted left it in an input box: it is

@@ -225,6 +225,9 @@ class Session:
     #: the hook then sends no token counts.  Logged once when it changes, shown by ``status``
     status_file_error: str = ""
     socket_seen: bool = False
+    #: a terminal is attached to its dtach session (seen at the last discovery): the person
+    #: is at the computer, so the chat stays quiet (``quiet`` setting)
+    attached: bool = False
     gone_at: float | None = None
     end_reason: str = ""
 

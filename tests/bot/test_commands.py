@@ -248,6 +248,13 @@ async def test_settings_toggle_and_change_what_is_shown(chat):
     await chat.fake.user_says("summarise")
     typed = await eventually(lambda: chat.sessions.typed)
     assert typed[0][2]["style"].startswith("Reply briefly")
+    assert "Quiet while you are at the computer: on" in settings["text"]
+    message = _message(chat, "Settings for this chat")
+    await chat.fake.user_taps(message["message_id"],
+                              _data(message, "🔕 Quiet at the computer: turn off"))
+    await chat.fake.wait_for("editMessageText",
+                             lambda p: "Quiet while you are at the computer: off" in p["text"])
+    assert chat.bot.state.prefs_of(chat.chat_id)["quiet"] is False
 
 
 async def test_session_shortcuts_and_unknown_commands(chat):

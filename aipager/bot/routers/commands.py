@@ -286,11 +286,13 @@ def settings_view(actions: Actions, chat_id: int) -> tuple[str, dict | None]:
     next_style = styles[(styles.index(style) + 1) % len(styles)] if style in styles else ""
     diffs = bool(prefs.get("diffs"))
     detail = prefs.get("detail", "full")
+    quiet = bool(prefs.get("quiet"))
     text = "\n".join([
         "⚙️ Settings for this chat",
         f"Reply style: {STYLES.get(style, style) if style else 'Claude’s own'}",
         f"Diff previews: {'on' if diffs else 'off'}",
         f"Card detail: {detail}",
+        f"Quiet while you are at the computer: {'on' if quiet else 'off'}",
     ])
     kb = InlineKeyboardBuilder()
     kb.button(text="💬 Reply style ›",
@@ -300,6 +302,8 @@ def settings_view(actions: Actions, chat_id: int) -> tuple[str, dict | None]:
     kb.button(text=f"🗂 Card detail: {'compact' if detail == 'full' else 'full'}",
               callback_data=SettingTap(name=Setting.DETAIL,
                                        value="compact" if detail == "full" else "full"))
+    kb.button(text=f"🔕 Quiet at the computer: turn {'off' if quiet else 'on'}",
+              callback_data=SettingTap(name=Setting.QUIET, value="off" if quiet else "on"))
     return text, view.markup(kb.adjust(1))
 
 
