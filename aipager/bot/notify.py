@@ -214,7 +214,10 @@ class ChatNotifier:
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
             text += f"\n🟢 Always allow remembers: {rule}"
-        entities = _code_entity(text, out.detail)
+        entities = list(_code_entity(text, out.detail))
+        if plan and out.detail and out.detail in text:
+            # a plan is Markdown: shown formatted, as Claude wrote it, not as a code block
+            text, entities = _formatted_plan(text, out.detail)
         attach = ""
         if out.diff or out.preview:
             # what the call would change, always shown with the request (the setting
@@ -357,6 +360,19 @@ class ChatNotifier:
         if not self.state.show(STATUS_KEY, text) and self.state.live_id(STATUS_KEY, chat_id):
             return
         self.outbox.put(Live(chat_id, text, key=STATUS_KEY, pin=True))
+
+
+def _formatted_plan(text: str, plan: str) -> tuple[str, list[dict[str, Any]]]:
+    """The request's text with its plan converted from Markdown to Telegram entities."""
+    head = text[:text.find(plan)]
+    chunks = to_chunks(plan, limit=3600)
+    if not chunks:
+        return text, []
+    first = chunks[0]
+    shift = u16_len(head)
+    entities = [{**e, "offset": e["offset"] + shift} for e in _entities(first)]
+    body = first.text if len(chunks) == 1 else first.text + "\n… (the rest in the terminal)"
+    return head + body, entities
 
 
 def _diff_body(diff: str) -> str:
