@@ -197,8 +197,10 @@ class ChatNotifier:
             kb.button(text=label, callback_data=RequestTap(h=handle, act=act))
 
         plan = out.tool == "ExitPlanMode"
-        tap("✅ Approve plan" if plan else "✅ Allow", RequestAct.ALLOW)
-        tap("✍️ Keep planning" if plan else "❌ Deny", RequestAct.DENY)
+        answers = "allow" in buttons
+        if answers:
+            tap("✅ Approve plan" if plan else "✅ Allow", RequestAct.ALLOW)
+            tap("✍️ Keep planning" if plan else "❌ Deny", RequestAct.DENY)
         scoped = [(label, act) for label, act in zip(out.scopes, SCOPES, strict=False)
                   if act in buttons]
         for label, act in scoped:
@@ -209,7 +211,7 @@ class ChatNotifier:
             tap("✏️ Edit", RequestAct.EDIT)
         tap("⏹ Stop", RequestAct.STOP)
         last = 1 + ("always" in buttons) + ("edit" in buttons)
-        kb.adjust(2, *[1] * len(scoped), last)
+        kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
         text = out.text
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:

@@ -203,10 +203,12 @@ class Daemon:
         sess = self.core.registry.get(session)
         req = next((r for r in sess.requests if r.key == key and r.kind == "permission"),
                    None) if sess is not None else None
-        if req is not None and req.tool == "ExitPlanMode" and not req.reply_addr \
-                and not req.answered:
+        if req is not None and not req.answered and (
+                (req.tool == "ExitPlanMode" and not req.reply_addr)
+                or (req.terminal_only and kind != "stop")):
             # The plan dialog's keys differ with and without a plan file ("1" is auto mode
-            # in one, "2" is No in the other): only the waiting hook answers it safely.
+            # in one, "2" is No in the other), and auto mode's dialog has choices of its
+            # own: only the waiting hook, or the terminal, answers those safely.
             return InTerminal()
         edited_input = None
         if edit is not None:

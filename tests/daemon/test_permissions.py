@@ -128,7 +128,9 @@ def test_agent_needs_input_is_a_waiting_request_unless_one_is_open(core, notifie
     core.feed(ev("Notification", notification_type="agent_needs_input"))
     sess = core.registry.get(S)
     assert (sess.state, sess.waiting_for()) == (State.WAITING, "permission")
-    assert [o.text for o in notifier.of("permission")] == ["🔐 jim · Permission: Claude needs your input"]
+    [shown] = notifier.of("permission")
+    assert shown.text.startswith("🔐 jim · Permission: Claude needs your input\n⌨️ Its choices")
+    assert shown.data["buttons"] == ["stop"]  # its own choices: only the terminal has them
     assert core.counters["unhandled"] == 0
     # A second signal for the same wait is not a second request.
     core.feed(ev("Notification", notification_type="agent_needs_input", message="again"))

@@ -193,3 +193,16 @@ def test_outcomes_are_a_closed_set_of_frozen_values() -> None:
                                            "KeysFailed", "Refused"}
     with pytest.raises(AttributeError):
         KeysFailed("x").reason = "y"  # type: ignore[misc]
+
+
+async def test_auto_modes_own_dialog_is_left_to_the_terminal_but_stop_ends_it(rig) -> None:
+    daemon, notifier, sessions = rig
+    daemon.core.feed({"hook_event_name": "Notification", "session": S,
+                      "notification_type": "agent_needs_input", "message": "Claude needs your input"})
+    key = daemon.core.registry.get(S).requests[0].key
+    assert notifier.of("permission")[-1].data["buttons"] == ["stop"]
+
+    assert await daemon.answer_request(S, key, "allow", ALICE) == InTerminal()
+    assert sessions.keys == []
+    assert await daemon.answer_request(S, key, "stop", ALICE) == ByKeys()
+    assert sessions.keys == [(S, [ESCAPE]), (S, [ESCAPE])]

@@ -157,7 +157,7 @@ async def deny_with_reason(message: Message, actions: Actions, sender: Sender, t
         case Gone():
             actions.say(chat_id, "This request is no longer open.", reply_to=reply_to)
         case InTerminal():
-            actions.say(chat_id, "The plan waits in the terminal now: answer it there.",
+            actions.say(chat_id, "This one waits in the terminal now: answer it there.",
                         reply_to=reply_to)
         case KeysFailed(reason=reason) | Refused(reason=reason):
             actions.say(chat_id, f"🤷 Could not answer: {reason}", reply_to=reply_to, buzz=True)

@@ -74,7 +74,7 @@ def outcome_text(outcome: Outcome, done: str) -> str:
         case Gone():
             return "This request is no longer open."
         case InTerminal():
-            return "The plan waits in the terminal now: answer it there."
+            return "This one waits in the terminal now: answer it there."
         case KeysFailed(reason=reason) | Refused(reason=reason):
             return f"Could not answer: {reason}"
     return done

@@ -118,6 +118,8 @@ def _answers(req: Request) -> tuple[list[str], list[str]]:
     a folder, a mode) is offered with the destination it names."""
     from aipager.daemon.replies import SCOPED_TYPES, always_permissions
 
+    if req.terminal_only:
+        return ["stop"], []
     buttons = ["allow", "deny", "stop"]
     if req.tool_input and req.reply_addr:
         buttons.append("edit")  # only the waiting hook takes an edited call
@@ -184,6 +186,8 @@ def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
 def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
     text = render.permission(sess.label, req.tool, shorten(req.description, 200)
                              if req.description else "", req.detail, req.cwd)
+    if req.terminal_only:
+        text += "\n⌨️ Its choices show only in the terminal: answer it there (⏹ Stop ends the task)."
     buttons, scopes = _answers(req)
     ctx.emit(Permission, sess, text, key=req.key, tool=req.tool, detail=req.detail,
              buttons=buttons, scopes=scopes, separate=req.separate, request_id=req.request_id,
@@ -219,11 +223,13 @@ router.on("PostToolUse", "PostToolUseFailure")(_close_answered)
 def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.requests:
         return  # the dialog PermissionRequest already showed
-    fallback = ("Claude needs your input" if _str(ev, "notification_type") == "agent_needs_input"
-                else "Claude needs your permission")
-    message = _str(ev, "message") or fallback
+    auto = _str(ev, "notification_type") == "agent_needs_input"
+    message = _str(ev, "message") or ("Claude needs your input" if auto
+                                      else "Claude needs your permission")
+    # Auto mode's dialog offers choices the hook is never told (and its keys are not those
+    # of a permission dialog): answering it with Allow's key could pick something else.
     req = Request(key=f"n:{ctx.now():.6f}", kind="permission", tool="", opened_at=ctx.now(),
-                  agent=_str(ev, "agent_id") or None, description=message)
+                  agent=_str(ev, "agent_id") or None, description=message, terminal_only=auto)
     requests.open_request(ctx, sess, req)
     _emit_permission(ctx, sess, req)
 
