@@ -12,19 +12,11 @@ import socket
 
 import pytest
 from bot.conftest import eventually
-from bot.test_team import GROUP, MEMBERS, PEOPLE
+from bot.test_team import GROUP, PEOPLE, group, members
 
 from aipager import paths
 
-
-@pytest.fixture
-def group():
-    return GROUP
-
-
-@pytest.fixture
-def members():
-    return MEMBERS
+__all__ = ["group", "members"]  # the team's fixtures, imported to apply here
 
 
 @pytest.fixture

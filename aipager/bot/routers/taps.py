@@ -449,20 +449,14 @@ async def on_style(query: CallbackQuery, callback_data: SettingTap, actions: Act
                         callback_answer)
 
 
-async def on_diffs(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
-                   callback_answer: CallbackAnswer) -> None:
+async def on_switch(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                    callback_answer: CallbackAnswer) -> None:
+    """An on/off setting (diff previews, quiet at the computer): its name is the pref's."""
     if callback_data.value not in ("on", "off"):
         callback_answer.text = EXPIRED
         return
-    await _save_setting(query, actions, "diffs", callback_data.value == "on", callback_answer)
-
-
-async def on_quiet(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
-                   callback_answer: CallbackAnswer) -> None:
-    if callback_data.value not in ("on", "off"):
-        callback_answer.text = EXPIRED
-        return
-    await _save_setting(query, actions, "quiet", callback_data.value == "on", callback_answer)
+    await _save_setting(query, actions, str(callback_data.name), callback_data.value == "on",
+                        callback_answer)
 
 
 async def on_detail(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
@@ -501,8 +495,8 @@ def make_router() -> Router:
     tap(on_compact, SessionTap.filter(F.act == SessionAct.COMPACT), flags=PROMPT)
     tap(on_resume, SessionTap.filter(F.act == SessionAct.RESUME), flags=MANAGE)
     tap(on_pick_session, PickTap.filter(), flags=PROMPT)
-    for handler, setting in ((on_style, Setting.STYLE), (on_diffs, Setting.DIFFS),
-                             (on_detail, Setting.DETAIL), (on_quiet, Setting.QUIET)):
+    for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),
+                             (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET)):
         # a group's settings are the admins' to change; a private chat's, its person's
         tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0, flags=MANAGE)
         tap(handler, SettingTap.filter(F.name == setting))
