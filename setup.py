@@ -8,10 +8,19 @@ Metadata lives in pyproject.toml.  What this adds to a plain setuptools build:
   and NO libpython, into glibc-only ELF files that pip installs verbatim on
   PATH (the link fails if anything reachable needs CPython: that is the guard).
   Each binary is self-tested before it is accepted.
+- ``build/generated/``: headers written from the Python sources before
+  anything compiles (``write_generated``): ``policy_literals.h`` (the policy's
+  patterns, lists and reasons) and ``wire_constants.h`` (``WIRE_CONSTANTS``:
+  datagram and reply sizes, event and datagram names, socket and spool names,
+  limits).  The C side never copies a Python value by hand.  They are build
+  output, never committed; a build from an sdist writes them from its own
+  Python files.
 - Without a working compiler (or with ``AIPAGER_NO_EXTENSIONS=1``) the same
   names are installed as pure-Python twin scripts (``aipager.hookpy``): same
   behaviour, slower.  ``AIPAGER_REQUIRE_NATIVE=1`` turns a failed native build
-  into an install error (CI sets it).
+  into an install error (CI sets it).  That is the install-time side of the
+  one switch ``aipager/native.py`` reads; at run time the same variable sends
+  the matcher and the drain to their Python twins (see there).
 - ``aipager/hookpy/_hot.bin``: the twins' hot-path modules compiled into one
   marshalled file (``aipager.hookpy.hot``), so stage 2 starts faster.
 - ``EXTENSIONS``: importable Cython extensions; an entry whose source file is
@@ -63,38 +72,123 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
 
 
-def _c_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+def native_switched_off() -> bool:
+    """``AIPAGER_NO_EXTENSIONS`` as ``aipager/native.py`` reads it at run time (the same
+    function, run from the source tree): one switch, one spelling of "on"."""
+    return _package_module("aipager/native.py")["disabled"]()
 
 
 #: headers setup.py writes from the Python sources before anything compiles
 GENERATED = os.path.join(HERE, "build", "generated")
 
+#: the numbers and names the compiled side shares with Python: C name -> the
+#: "module:ATTRIBUTE" it is generated from (wire_constants.h; _fasthook/wire.pxi
+#: declares each).  A value lives in Python only: change it there and rebuild.
+WIRE_CONSTANTS = {
+    "WIRE_MAX_DATAGRAM": "aipager.wire:MAX_DATAGRAM",
+    "WIRE_RECV_MAX": "aipager.wire:RECV_MAX",
+    "WIRE_REPLY_MAX": "aipager.wire:REPLY_MAX",
+    "WIRE_MAX_BRACKETS": "aipager.wire:MAX_BRACKETS",
+    "WIRE_QUEUE_PICKUP": "aipager.wire:QUEUE_PICKUP",
+    "WIRE_SAFETY_BLOCKED": "aipager.wire:SAFETY_BLOCKED",
+    "WIRE_SEND_FILES_REFUSED": "aipager.wire:SEND_FILES_REFUSED",
+    "WIRE_PERMISSION_REPLY_TIMEOUT": "aipager.wire:PERMISSION_REPLY_TIMEOUT",
+    "WIRE_STATUSLINE": "aipager.wire:STATUSLINE",
+    "WIRE_HOOK_MEMORY_CAP_HIT": "aipager.wire:HOOK_MEMORY_CAP_HIT",
+    "WIRE_REPORT_ERROR": "aipager.wire:REPORT_ERROR",
+    "REPLY_DEFAULT_MS": "aipager.hookpy.reply:DEFAULT_MS",
+    "REPLY_MIN_MS": "aipager.hookpy.reply:MIN_MS",
+    "REPLY_MAX_MS": "aipager.hookpy.reply:MAX_MS",
+    "REPLY_SUN_PATH_MAX": "aipager.hookpy.reply:SUN_PATH_MAX",
+    "HOOK_STATUS_MAX": "aipager.hookpy.hook:STATUS_MAX",
+    "COMMON_MEMORY_CAP": "aipager.hookpy.common:MEMORY_CAP",
+    "SPOOLFILE_TRIES": "aipager.spoolfile:TRIES",
+    "PATHS_SOCKET_NAME": "aipager.paths:SOCKET_NAME",
+    "PATHS_SPOOL_NAME": "aipager.paths:SPOOL_NAME",
+    "PATHS_REPLY_PREFIX": "aipager.paths:REPLY_PREFIX",
+    "PATHS_SESSION_PREFIX": "aipager.paths:SESSION_PREFIX",
+    "PATHS_PRIVATE_PREFIX": "aipager.paths:PRIVATE_PREFIX",
+    "FSIO_MAX_READ": "aipager.policy._fsio:MAX_READ",
+    "MARKER_MAX_MARKER": "aipager.policy.marker:MAX_MARKER",
+    "MARKER_TTL_SECONDS": "aipager.policy.marker:TTL_SECONDS",
+    "NOTES_TTL_SECONDS": "aipager.policy.notes:TTL_SECONDS",
+    "SENDFILE_MAX_BYTES": "aipager.policy.sendfile:MAX_BYTES",
+}
+#: where wire_constants.h's stamp starts (in the hook executables and aipager._policy_c)
+WIRE_STAMP_PREFIX = "aipager-wire:"
 
-def write_generated() -> str:
-    """Write ``policy_literals.h`` (the literals ``match.pxi``, ``floor.pxi``, ``hookside.pxi`` and
-    ``sendfile.pxi`` share with the Python policy) into ``GENERATED``, from the source tree's own
-    modules; the folder.
 
-    The twin is the reference: the C side gets its floor command patterns, their needles,
-    the send floor's lists and the deny reasons from the Python values, never from a
-    hand-escaped copy.  The
-    file is rewritten only when it changes (an unchanged build compiles nothing again).
-    """
-    import json
+def _c_string(text: str) -> str:
+    out = []
+    for byte in text.encode("utf-8"):
+        char = chr(byte)
+        if char in '\\"':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif 0x20 <= byte < 0x7F:
+            out.append(char)
+        else:  # three octal digits: the next character can never extend the escape
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _c_value(value) -> str:
+    if isinstance(value, str):
+        return _c_string(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value) if -(2**31) <= value < 2**31 else f"{value}LL"
+    msg = f"no C spelling for {value!r}"
+    raise TypeError(msg)
+
+
+def _plain(value):
+    """``value`` as JSON has it: tuples as lists, sets as sorted lists (the stamp's form)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(_plain(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _snake(name: str) -> str:
+    """PreToolUse -> PRE_TOOL_USE."""
+    return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(name)).upper()
+
+
+def _from_source(*modules: str) -> dict:
+    """Import ``modules`` from this source tree (never an installed aipager); name -> module."""
+    import importlib
 
     saved_path = list(sys.path)
     saved = {k: v for k, v in sys.modules.items() if k == "aipager" or k.startswith("aipager.")}
     for name in saved:
-        del sys.modules[name]  # the source tree's modules, not an installed aipager
+        del sys.modules[name]
     sys.path.insert(0, HERE)
     try:
-        from aipager.policy import _match_py, floor, hookside, sendfile
+        return {name: importlib.import_module(name) for name in modules}
     finally:
         sys.path[:] = saved_path
         for name in [k for k in sys.modules if k == "aipager" or k.startswith("aipager.")]:
             del sys.modules[name]
         sys.modules.update(saved)
+
+
+def policy_literals_h() -> str:
+    """``policy_literals.h``: the literals ``match.pxi``, ``floor.pxi``, ``hookside.pxi``,
+    ``sendfile.pxi`` and ``marker.pxi`` share with the Python policy.
+
+    The twin is the reference: the C side gets its floor command patterns, their needles,
+    the send floor's lists, the deny reasons and the model-switch answer from the Python
+    values, never from a hand-escaped copy.
+    """
+    mods = _from_source("aipager.policy._match_py", "aipager.policy.floor", "aipager.policy.hookside",
+                        "aipager.policy.sendfile", "aipager.policy.marker")
+    _match_py, floor, hookside, sendfile, marker = mods.values()
     literals = {
         "POL_REASON_HALTED": _match_py.REASON_HALTED,
         "POL_SAFETY_PREFIX": hookside.SAFETY_PREFIX,
@@ -111,22 +205,105 @@ def write_generated() -> str:
         "SF_REASON_TASK_RULES": sendfile.REASON_TASK_RULES,
         "SF_REASON_OUTSIDE": sendfile.REASON_OUTSIDE,
         "SF_REASON_NO_FOLDER": sendfile.REASON_NO_FOLDER,
+        # marker.pxi: what PreModelSwitch prints when it allows
+        "MK_ALLOW": marker.allow_output(),
     }
     lines = ["/* generated by setup.py from aipager/policy (floor.py, hookside.py, _match_py.py,",
-             "   sendfile.py): do not edit; match.pxi and sendfile.pxi declare these */"]
+             "   sendfile.py, marker.py): do not edit; match.pxi, sendfile.pxi and marker.pxi declare these */"]
     lines += [f"static const char {name}[] = {_c_string(value)};" for name, value in literals.items()]
-    text = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def wire_values() -> dict:
+    """Every Python value ``wire_constants.h`` is generated from: "module:ATTRIBUTE" -> value
+    (as JSON has it).  The header's stamp holds exactly this; the tests compare it with
+    the installed Python."""
+    sources = list(WIRE_CONSTANTS.values()) + [
+        "aipager.wire:HOOK_EVENTS", "aipager.wire:NOT_FORWARDED", "aipager.wire:NO_SL_TOKENS",
+        "aipager.wire:SL_TOKEN_KEYS", "aipager.hookpy.common:STATUS_PATHS",
+        "aipager.hookpy.axcode:TOOL_EVENTS",
+    ]
+    mods = _from_source(*dict.fromkeys(source.split(":")[0] for source in sources))
+    return {source: _plain(getattr(mods[source.split(":")[0]], source.split(":")[1])) for source in sources}
+
+
+def _fields(name: str, keys, paths: dict) -> list:
+    """A table of JSON object members: ``{before, path}`` per key, ``before`` the text up to
+    the value (a comma first, but for the first member) and ``path`` the dotted path of
+    the value in Claude Code's status JSON (json.pxi js_find_path)."""
+    rows = [f"static const wire_field {name}[] = {{"]
+    for i, key in enumerate(keys):
+        before = ("," if i else "") + json.dumps(key) + ":"
+        rows.append(f"    {{{_c_string(before)}, {_c_string('.'.join(paths[key]))}}},")
+    rows += ["};", f"#define {name}_N {len(keys)}"]
+    return rows
+
+
+def wire_constants_h() -> str:
+    """``wire_constants.h``: the sizes, limits, event and datagram names and field tables
+    the compiled hook and drain share with Python (``WIRE_CONSTANTS`` and the tables
+    below), plus ``WIRE_STAMP``: all of them as JSON, for the tests."""
+    values = wire_values()
+    for source in ("aipager.wire:NOT_FORWARDED", "aipager.wire:NO_SL_TOKENS"):
+        if len(values[source]) != 1:
+            msg = f"{source} must name one event: forward.pxi compares with WIRE_{source.split(':')[1]}"
+            raise RuntimeError(msg)
+    lines = [
+        "/* generated by setup.py from aipager/wire.py and the hook-side modules named below:",
+        "   do not edit; _fasthook/wire.pxi declares these */",
+        "#ifndef AIPAGER_WIRE_CONSTANTS_H",
+        "#define AIPAGER_WIRE_CONSTANTS_H",
+        "",
+    ]
+    for name, source in WIRE_CONSTANTS.items():
+        lines.append(f"#define {name} {_c_value(values[source])}  /* {source} */")
+    lines.append("/* aipager.wire:HOOK_EVENTS, NOT_FORWARDED, NO_SL_TOKENS */")
+    lines += [f"#define WIRE_EVENT_{_snake(event)} {_c_string(event)}"
+              for event in values["aipager.wire:HOOK_EVENTS"]]
+    lines.append(f"#define WIRE_NOT_FORWARDED {_c_string(values['aipager.wire:NOT_FORWARDED'][0])}")
+    lines.append(f"#define WIRE_NO_SL_TOKENS {_c_string(values['aipager.wire:NO_SL_TOKENS'][0])}")
+    paths = values["aipager.hookpy.common:STATUS_PATHS"]
+    lines.append("/* aipager.hookpy.common:STATUS_PATHS, each as a dotted path (json.pxi js_find_path) */")
+    lines += [f"#define STATUS_PATH_{key.upper()} {_c_string('.'.join(path))}" for key, path in paths.items()]
+    lines += ["", "typedef struct { const char* before; const char* path; } wire_field;",
+              "/* sl_tokens: aipager.wire:SL_TOKEN_KEYS at aipager.hookpy.common:STATUS_PATHS */"]
+    lines += _fields("WIRE_SL_TOKENS", values["aipager.wire:SL_TOKEN_KEYS"], paths)
+    lines.append("/* the statusline datagram after its session: all of aipager.hookpy.common:STATUS_PATHS */")
+    lines += _fields("WIRE_STATUSLINE_FIELDS", list(paths), paths)
+    events = values["aipager.hookpy.axcode:TOOL_EVENTS"]
+    lines += ["/* aipager.hookpy.axcode:TOOL_EVENTS */",
+              "static const char* const AXCODE_TOOL_EVENTS[] = {"
+              + ", ".join(_c_string(e) for e in events) + "};",
+              f"#define AXCODE_TOOL_EVENTS_N {len(events)}"]
+    stamp = WIRE_STAMP_PREFIX + json.dumps(values, separators=(",", ":"))
+    lines += ["", "/* all of the above as JSON (main.c keeps it in the executables) */",
+              f"#define WIRE_STAMP {_c_string(stamp)}", "", "#endif"]
+    return "\n".join(lines) + "\n"
+
+
+def write_generated() -> str:
+    """Write the headers generated from the Python sources (``policy_literals.h``,
+    ``wire_constants.h``) into ``GENERATED``, from the source tree's own modules; the folder.
+
+    A header is rewritten only when it changes (an unchanged build compiles nothing again).
+    """
     os.makedirs(GENERATED, exist_ok=True)
-    target = os.path.join(GENERATED, "policy_literals.h")
-    try:
-        with open(target, encoding="utf-8") as fh:
-            if fh.read() == text:
-                return GENERATED
-    except OSError:
-        pass
-    with open(target, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    for name, text in (("policy_literals.h", policy_literals_h()), ("wire_constants.h", wire_constants_h())):
+        target = os.path.join(GENERATED, name)
+        try:
+            with open(target, encoding="utf-8") as fh:
+                if fh.read() == text:
+                    continue
+        except OSError:
+            pass
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
     return GENERATED
+
+
+def generated_headers() -> list[str]:
+    """The generated headers (extensions are rebuilt when one changes)."""
+    return [os.path.join(GENERATED, name) for name in ("policy_literals.h", "wire_constants.h")]
 
 
 def _package_module(rel: str) -> dict:
@@ -228,12 +405,14 @@ def build_native(build_temp: str, out_dir: str) -> list[str]:
             [os.path.join(FASTHOOK, "main.c")],
             output_dir=os.path.join(build_temp, name),
             macros=macros,
+            include_dirs=[GENERATED],
             extra_postargs=opt,
         )
-        # no libpython on purpose: a reachable CPython symbol fails this link
+        # no libpython on purpose: a reachable CPython symbol fails this link.  The
+        # wire stamp is referenced by nothing: --undefined keeps it for the tests.
         compiler.link_executable(
             main_obj + objects, name, output_dir=out_dir,
-            extra_postargs=["-Wl,--gc-sections"] + ([] if debug else ["-s"]),
+            extra_postargs=["-Wl,--gc-sections,--undefined=aipager_wire_stamp"] + ([] if debug else ["-s"]),
         )
         built.append(os.path.join(out_dir, name))
     _self_test(*built)
@@ -281,7 +460,7 @@ class build_scripts(_build_scripts):
 
     def _produce(self, temp: str, out: str) -> list[str]:
         require = _flag("AIPAGER_REQUIRE_NATIVE")
-        if _flag("AIPAGER_NO_EXTENSIONS"):
+        if native_switched_off():
             if require:
                 msg = "AIPAGER_NO_EXTENSIONS=1 and AIPAGER_REQUIRE_NATIVE=1 contradict each other"
                 raise SystemExit(msg)
@@ -344,10 +523,10 @@ class bdist_wheel(_bdist_wheel):
 
 
 def _extensions() -> list:
-    if _flag("AIPAGER_NO_EXTENSIONS"):
+    if native_switched_off():
         return []
     exts = [
-        Extension(name, [src], include_dirs=["_fasthook", write_generated()])
+        Extension(name, [src], include_dirs=["_fasthook", write_generated()], depends=generated_headers())
         for name, src in EXTENSIONS
         if os.path.exists(os.path.join(HERE, src))
     ]

@@ -16,8 +16,14 @@ from posix.unistd cimport getcwd
 
 
 cdef bint ax_tool_event(const char* e) noexcept nogil:
-    return e != NULL and (strcmp(e, "PreToolUse") == 0 or strcmp(e, "PostToolUse") == 0
-                          or strcmp(e, "PostToolUseFailure") == 0)
+    """e is one of axcode.TOOL_EVENTS."""
+    cdef int i
+    if e == NULL:
+        return False
+    for i in range(AXCODE_TOOL_EVENTS_N):
+        if strcmp(e, AXCODE_TOOL_EVENTS[i]) == 0:
+            return True
+    return False
 
 
 cdef int ax_add_string(Buf* b, const char* s) noexcept nogil:
@@ -93,7 +99,7 @@ cdef int ax_adapt(Buf* raw) noexcept nogil:
         return 0
     if js_skip_ws(<const unsigned char*>raw.p, raw.n, 0) == raw.n:
         return 0  # empty: the usual checks decide (fail closed)
-    if raw.n > MAX_DATAGRAM or js_parse(raw.p, raw.n, &top) < 0:
+    if raw.n > WIRE_MAX_DATAGRAM or js_parse(raw.p, raw.n, &top) < 0:
         return -1  # the twin parses more (NaN, depth) and shrinks
     if top.kind != JS_OBJECT or js_find_key(&top, "hook_event_name", 15, &val) != 0 \
             or js_find_key(&top, "tool_name", 9, &val) != 0:
@@ -123,7 +129,7 @@ cdef int ax_adapt(Buf* raw) noexcept nogil:
             buf_free(&out)
             return -1
     buf_adds(&out, "}")
-    if out.oom or out.n > MAX_DATAGRAM:
+    if out.oom or out.n > WIRE_MAX_DATAGRAM:
         buf_free(&out)
         return -1
     buf_free(raw)

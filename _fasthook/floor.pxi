@@ -169,10 +169,10 @@ cdef int pol_published_floor(const HookCtx* ctx, PolList* lists) noexcept nogil:
     cdef int builtin_commands = lists[4].n
     if snprintf(path, PATH_CAP, "%s/claude-policy-.floor-%d.json", ctx.session_dir, <int>getuid()) >= PATH_CAP:
         return -1
-    data = <char*>malloc(POL_MAX_SNAPSHOT + 1)
+    data = <char*>malloc(FSIO_MAX_READ + 1)
     if data == NULL:
         return -1
-    n = pol_read_own(path, data, POL_MAX_SNAPSHOT + 1)
+    n = pol_read_own(path, data, FSIO_MAX_READ + 1)
     r = 0
     if n >= 0:
         r = -1

@@ -10,6 +10,7 @@ behavioural reference.
 """
 
 include "sys.pxi"
+include "wire.pxi"
 include "json.pxi"
 include "buf.pxi"
 include "paths.pxi"

@@ -180,12 +180,12 @@ cdef void pol_send_blocked(const HookCtx* ctx, const char* tool, const char* rea
             or pol_json_str(tool, esc_tool, sizeof(esc_tool)) < 0
             or pol_json_str(reason, esc_reason, sizeof(esc_reason)) < 0):
         return
-    cap = strlen(esc_session) + strlen(esc_tool) + strlen(esc_reason) + 128
+    cap = strlen(esc_session) + strlen(esc_tool) + strlen(esc_reason) + strlen(WIRE_SAFETY_BLOCKED) + 128
     msg = <char*>malloc(cap)
     if msg == NULL:
         return
-    k = snprintf(msg, cap, "{\"hook_event_name\":\"safety_blocked\",\"session\":%s,\"tool\":%s,\"reason\":%s}",
-                 esc_session, esc_tool, esc_reason)
+    k = snprintf(msg, cap, "{\"hook_event_name\":\"%s\",\"session\":%s,\"tool\":%s,\"reason\":%s}",
+                 WIRE_SAFETY_BLOCKED, esc_session, esc_tool, esc_reason)
     if 0 < k < <int>cap:
         ctx.send(ctx.send_state, msg, <size_t>k)
     free(msg)
@@ -234,10 +234,10 @@ cdef void pol_clear_mark(const HookCtx* ctx) noexcept nogil:
 
 
 cdef long pol_load(const char* path, char* snap, JSpan* top, PolSnap* s) noexcept nogil:
-    """Read the snapshot into snap[POL_MAX_SNAPSHOT + 1] and load it: its
+    """Read the snapshot into snap[FSIO_MAX_READ + 1] and load it: its
     length when usable here, -1 absent, -2 not our own regular file (Python
     reads both the same way), -3 not usable here (decline)."""
-    cdef long n = pol_read_own(path, snap, POL_MAX_SNAPSHOT + 1)
+    cdef long n = pol_read_own(path, snap, FSIO_MAX_READ + 1)
     if n < 0:
         return n
     if snap[0] == c'{' and js_parse(snap, <size_t>n, top) == 0 and pol_snap_load(top, s) == 0:
@@ -339,7 +339,7 @@ cdef int pol_prompt_submitted(const HookCtx* ctx, HookOut* out) noexcept nogil:
             # an open task: the terminal prompt joins it (hookside.joined);
             # only a terminal task (or none readable) gives the terminal rules
             out.reason = "policy: the prompt joins an open task"
-            snap = <char*>malloc(POL_MAX_SNAPSHOT + 1)
+            snap = <char*>malloc(FSIO_MAX_READ + 1)
             if snap == NULL:
                 return STEP_DECLINE
             n = pol_load(snap_path, snap, &top, &s)
@@ -367,15 +367,15 @@ cdef int pol_prompt_submitted(const HookCtx* ctx, HookOut* out) noexcept nogil:
 cdef int policy_before(HookCtx* ctx, HookOut* out) noexcept nogil:
     """hookside.before_forward."""
     cdef JSpan v
-    if strcmp(ctx.event, "UserPromptSubmit") == 0:
+    if strcmp(ctx.event, WIRE_EVENT_USER_PROMPT_SUBMIT) == 0:
         return pol_prompt_submitted(ctx, out)
-    if strcmp(ctx.event, "PreModelSwitch") == 0:
+    if strcmp(ctx.event, WIRE_EVENT_PRE_MODEL_SWITCH) == 0:
         return mk_model_switch(ctx, out)
-    if strcmp(ctx.event, "Stop") == 0 or strcmp(ctx.event, "StopFailure") == 0:
+    if strcmp(ctx.event, WIRE_EVENT_STOP) == 0 or strcmp(ctx.event, WIRE_EVENT_STOP_FAILURE) == 0:
         if not pol_notes_outstanding(ctx):
             pol_clear_mark(ctx)
         return STEP_OK
-    if strcmp(ctx.event, "SessionStart") == 0:
+    if strcmp(ctx.event, WIRE_EVENT_SESSION_START) == 0:
         if js_find_key(&ctx.top, "source", 6, &v) == 1 and (
                 js_string_eq(&v, "startup", 7) or js_string_eq(&v, "clear", 5)):
             pol_clear_mark(ctx)
@@ -397,7 +397,7 @@ cdef int policy_after(HookCtx* ctx, HookOut* out) noexcept nogil:
     cdef long n
     cdef int r
     cdef const char* home
-    if strcmp(ctx.event, "PreToolUse") != 0:
+    if strcmp(ctx.event, WIRE_EVENT_PRE_TOOL_USE) != 0:
         return STEP_OK
     out.reason = "policy: unusual input"
     if js_find_key(&ctx.top, "tool_name", 9, &v) != 1 or v.kind != JS_STRING:
@@ -408,7 +408,7 @@ cdef int policy_after(HookCtx* ctx, HookOut* out) noexcept nogil:
     home = getenv("HOME")
     if home == NULL or home[0] == 0 or pol_snapshot_path(ctx, path) < 0:
         return STEP_DECLINE
-    snap = <char*>malloc(POL_MAX_SNAPSHOT + 1)
+    snap = <char*>malloc(FSIO_MAX_READ + 1)
     if snap == NULL:
         return STEP_DECLINE
     n = pol_load(path, snap, &top, &s)
@@ -465,7 +465,7 @@ cdef int policy_unusable(const HookCtx* ctx, HookOut* out) noexcept nogil:
     out.reason = "policy: unusual snapshot"
     if pol_snapshot_path(ctx, path) < 0:
         return STEP_DECLINE
-    snap = <char*>malloc(POL_MAX_SNAPSHOT + 1)
+    snap = <char*>malloc(FSIO_MAX_READ + 1)
     if snap == NULL:
         return STEP_DECLINE
     n = pol_load(path, snap, &top, &s)
@@ -482,6 +482,6 @@ cdef int policy_unusable(const HookCtx* ctx, HookOut* out) noexcept nogil:
 cdef int policy_fail_exit(const char* event) noexcept nogil:
     """Exit code when the hook cannot run its steps (event may be NULL):
     2 (Claude Code's refusal) for PreToolUse, fail closed; 0 elsewhere."""
-    if event != NULL and strcmp(event, "PreToolUse") == 0:
+    if event != NULL and strcmp(event, WIRE_EVENT_PRE_TOOL_USE) == 0:
         return 2
     return 0

@@ -88,8 +88,6 @@ cdef enum:
     POL_PAT_CAP = 4096
     POL_REASON_CAP = 16384
     POL_TOOL_CAP = 256
-    # snapshot.MAX_READ
-    POL_MAX_SNAPSHOT = 1048576
     POL_MAX_COMPS = 2048
     # rule-set lists of the floor (built-in + published) this side builds
     POL_FLOOR_ITEMS = 1024

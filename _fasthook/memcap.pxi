@@ -17,10 +17,21 @@ cdef extern from "<string.h>" nogil:
 cdef enum:
     CAP_MSG = 512
 
+cdef extern from *:
+    """
+    #include "wire_constants.h"
+    /* the hook_memory_cap_hit datagram (session and hook are %s) */
+    #define CAP_MSG_FMT "{\\"type\\":\\"" WIRE_HOOK_MEMORY_CAP_HIT "\\",\\"session\\":\\"%s\\",\\"hook\\":\\"%s\\"}"
+    /* the report_error datagram (hook, kind, place, session are %s) */
+    #define REPORT_FMT "{\\"type\\":\\"" WIRE_REPORT_ERROR "\\",\\"where\\":\\"hook\\",\\"hook\\":\\"%s\\",\\"kind\\":\\"%s\\",\\"place\\":\\"%s\\",\\"session\\":\\"%s\\"}"
+    """
+    const char CAP_MSG_FMT[]
+    const char REPORT_FMT[]
+
 
 cdef void limit_memory() noexcept nogil:
     cdef rlimit rl
-    cdef unsigned long long cap = 1ULL << 30
+    cdef unsigned long long cap = COMMON_MEMORY_CAP
     cdef const char* v = env_nonempty("AIPAGER_MEMORY_CAP")
     cdef unsigned long long x = 0
     if v != NULL:
@@ -38,8 +49,7 @@ cdef void limit_memory() noexcept nogil:
 
 cdef size_t cap_msg(char* dst, const char* session, const char* hook) noexcept nogil:
     """{"type":"hook_memory_cap_hit","session":S,"hook":H} (session is validated)."""
-    cdef int k = snprintf(dst, CAP_MSG, "{\"type\":\"hook_memory_cap_hit\",\"session\":\"%s\",\"hook\":\"%s\"}",
-                          session, hook)
+    cdef int k = snprintf(dst, CAP_MSG, CAP_MSG_FMT, session, hook)
     return <size_t>k if k > 0 and k < CAP_MSG else 0
 
 
@@ -48,8 +58,8 @@ cdef int cap_hit(Sender* snd, const char* msg, size_t n, const char* partial, si
     cdef const char* env_ev = getenv("HOOK_EVENT")
     if n:
         sender_send(snd, msg, n)
-    if (env_ev != NULL and strcmp(env_ev, "PreToolUse") == 0) or (
-            partial != NULL and memmem(partial, pn, "\"PreToolUse\"", 12) != NULL):
+    if (env_ev != NULL and strcmp(env_ev, WIRE_EVENT_PRE_TOOL_USE) == 0) or (partial != NULL and memmem(
+            partial, pn, WIRE_PRE_TOOL_USE_QUOTED, strlen(WIRE_PRE_TOOL_USE_QUOTED)) != NULL):
         return 2
     return 1
 
@@ -58,8 +68,6 @@ cdef void report_error(Sender* snd, const char* session, const char* hook, const
                        const char* place) noexcept nogil:
     """report_error: the error kind and the place in aipager's code, never event content."""
     cdef char msg[512]
-    cdef int k = snprintf(msg, sizeof(msg),
-                          "{\"type\":\"report_error\",\"where\":\"hook\",\"hook\":\"%s\",\"kind\":\"%s\","
-                          "\"place\":\"%s\",\"session\":\"%s\"}", hook, kind, place, session)
+    cdef int k = snprintf(msg, sizeof(msg), REPORT_FMT, hook, kind, place, session)
     if k > 0 and k < <int>sizeof(msg):
         sender_send(snd, msg, <size_t>k)

@@ -23,6 +23,14 @@
 cdef enum:
     PATH_CAP = 4096
 
+cdef extern from *:
+    """
+    #include "wire_constants.h"
+    #define PATHS_PRIVATE_FMT PATHS_PRIVATE_PREFIX "%u"
+    """
+    # paths.private_dir: PRIVATE_PREFIX + the uid
+    const char PATHS_PRIVATE_FMT[]
+
 
 cdef const char* env_nonempty(const char* name) noexcept nogil:
     cdef const char* v = getenv(name)
@@ -56,7 +64,7 @@ cdef int path_copy(char* dst, size_t cap, const char* a) noexcept nogil:
 
 cdef int paths_private_dir(char* dst, size_t cap) noexcept nogil:
     """paths.private_dir: /tmp/aipager-<uid>."""
-    cdef int k = snprintf(dst, cap, "/tmp/aipager-%u", <unsigned int>getuid())
+    cdef int k = snprintf(dst, cap, PATHS_PRIVATE_FMT, <unsigned int>getuid())
     return 0 if k > 0 and <size_t>k < cap else -1
 
 
@@ -64,16 +72,16 @@ cdef int paths_socket(char* dst, size_t cap) noexcept nogil:
     cdef char priv[64]
     cdef const char* v = env_nonempty("AIPAGER_INSTANCE_DIR")
     if v != NULL:
-        return path_join(dst, cap, v, "aipager.sock")
+        return path_join(dst, cap, v, PATHS_SOCKET_NAME)
     v = env_nonempty("AIPAGER_SOCKET_PATH")
     if v != NULL:
         return path_copy(dst, cap, v)
     v = env_nonempty("XDG_RUNTIME_DIR")
     if v != NULL:
-        return path_join(dst, cap, v, "aipager.sock")
+        return path_join(dst, cap, v, PATHS_SOCKET_NAME)
     if paths_private_dir(priv, sizeof(priv)) < 0:
         return -1
-    return path_join(dst, cap, priv, "aipager.sock")
+    return path_join(dst, cap, priv, PATHS_SOCKET_NAME)
 
 
 cdef int path_dirname(char* dst, size_t cap, const char* p) noexcept nogil:

@@ -44,8 +44,6 @@ cdef enum:
     PK_UNATTRIBUTED = 2
     # hookside._context: the quoted message is cut to this many characters
     PK_QUOTE_CHARS = 60
-    # notes.TTL_SECONDS
-    PK_TTL = 86400
 
 ctypedef struct PkNote:
     char name[256]
@@ -321,7 +319,7 @@ cdef char* pk_read(const char* path, size_t* n) noexcept nogil:
     if fd < 0:
         return NULL
     if (fstat(fd, &st) == 0 and S_ISREG(st.st_mode) and st.st_uid == geteuid()
-            and st.st_size <= POL_MAX_SNAPSHOT):
+            and st.st_size <= FSIO_MAX_READ):
         size = <size_t>st.st_size
         data = <char*>malloc(size + 2)
         while data != NULL:
@@ -386,7 +384,7 @@ cdef int pk_load_note(const char* folder, PkNote* note, double now) noexcept nog
             return -1
     elif pk_name_time(note.name, &d) < 0:
         return -1
-    if now - d > PK_TTL:
+    if now - d > NOTES_TTL_SECONDS:
         note.expired = 1
         return 0
     # Note.usable.  A note of another version (no "v", or one Python finds
@@ -980,7 +978,9 @@ cdef int pk_queue_pickup(Buf* b, const HookCtx* ctx, PkNote* notes, int count) n
     cdef int want
     cdef int i
     cdef int first
-    buf_adds(b, "{\"hook_event_name\":\"queue_pickup\",\"session\":")
+    buf_adds(b, "{\"hook_event_name\":\"")
+    buf_adds(b, WIRE_QUEUE_PICKUP)
+    buf_adds(b, "\",\"session\":")
     pk_json_text(b, ctx.session, strlen(ctx.session))
     for want in range(2):
         buf_adds(b, ",\"expired\":[" if want else ",\"consumed\":[")
@@ -1061,7 +1061,7 @@ cdef int pk_decide(const HookCtx* ctx, PkNote* notes, int* count, double now,
     free(prompt)
     new = <PkSet*>calloc(1, sizeof(PkSet))
     joined = <PkSet*>calloc(1, sizeof(PkSet))
-    snap = <char*>malloc(POL_MAX_SNAPSHOT + 1)
+    snap = <char*>malloc(FSIO_MAX_READ + 1)
     if new == NULL or joined == NULL or snap == NULL:
         free(new)
         free(joined)

@@ -9,6 +9,7 @@ switches the thread to the C locale so regcomp/fnmatch behave as in the hook.
 """
 
 include "sys.pxi"
+include "wire.pxi"
 include "json.pxi"
 include "buf.pxi"
 include "paths.pxi"
@@ -109,6 +110,13 @@ def sendfile_literals() -> tuple:
     """(secret names JSON, send globs JSON) compiled into sendfile.pxi (generated
     by setup.py), for the test that keeps them equal to aipager.policy.sendfile."""
     return SF_SECRET_NAMES.decode(), SF_SEND_GLOBS.decode()
+
+
+def wire_stamp() -> str:
+    """wire_constants.h's stamp: every value the compiled side was built with, as
+    "aipager-wire:" + JSON of "module:ATTRIBUTE" -> value (setup.py wire_values), for the
+    test that keeps them equal to the Python they came from."""
+    return WIRE_STAMP.decode()
 
 
 def sendfile_reasons() -> tuple:

@@ -45,15 +45,19 @@ cdef extern from "<time.h>" nogil:
     enum:
         CLOCK_MONOTONIC
 
+# The limits (REPLY_DEFAULT_MS, REPLY_MIN_MS, REPLY_MAX_MS, REPLY_SUN_PATH_MAX,
+# WIRE_REPLY_MAX, WIRE_MAX_BRACKETS) come from aipager.hookpy.reply and
+# aipager.wire through wire.pxi.
 cdef enum:
-    # aipager.hookpy.reply: DEFAULT_MS, MIN_MS, MAX_MS, REPLY_MAX, MAX_BRACKETS, SUN_PATH_MAX
-    REPLY_DEFAULT_MS = 20000
-    REPLY_MIN_MS = 10
-    REPLY_MAX_MS = 120000
-    REPLY_MAX = 32768
-    REPLY_MAX_BRACKETS = 256
-    REPLY_SUN_PATH_MAX = 107
     REPLY_ID_LEN = 32
+
+cdef extern from *:
+    """
+    #include "wire_constants.h"
+    /* paths.reply_socket's name: REPLY_PREFIX + the request id + ".sock" */
+    #define REPLY_NAME_FMT PATHS_REPLY_PREFIX "%s.sock"
+    """
+    const char REPLY_NAME_FMT[]
 
 ctypedef struct Reply:
     int fd
@@ -149,7 +153,7 @@ cdef int reply_prepare(Reply* r, const char* control_dir, int debug) noexcept no
         r.id[2 * i] = hexd[rnd[i] >> 4]
         r.id[2 * i + 1] = hexd[rnd[i] & 15]
     r.id[REPLY_ID_LEN] = 0
-    snprintf(name, sizeof(name), "aipager-reply-%s.sock", r.id)
+    snprintf(name, sizeof(name), REPLY_NAME_FMT, r.id)
     if path_join(r.path, PATH_CAP, control_dir, name) < 0 or not reply_path_usable(r.path):
         dbg(debug, "aipager-hook", "reply socket path unusable:", control_dir)
         r.path[0] = 0
@@ -195,7 +199,7 @@ cdef void reply_close(Reply* r) noexcept nogil:
 
 
 cdef inline void out_add(HookOut* out, const char* s, size_t n) noexcept nogil:
-    # callers stay within HOOK_OUT_CAP: a reply is at most REPLY_MAX bytes
+    # callers stay within HOOK_OUT_CAP: a reply is at most WIRE_REPLY_MAX bytes
     if out.len + n <= HOOK_OUT_CAP:
         memcpy(out.buf + out.len, s, n)
         out.len += n
@@ -234,7 +238,9 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
     cdef JSpan perms
     cdef JSpan msg
     cdef JSpan intr
+    cdef JSpan edited
     cdef bint has_beh = False
+    cdef bint has_edited = False
     cdef bint has_perms = False
     cdef bint has_msg = False
     cdef bint has_intr = False
@@ -243,12 +249,12 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
     cdef size_t i
     cdef size_t brackets = 0
     cdef int r
-    if n > REPLY_MAX:
+    if n > WIRE_REPLY_MAX:
         return 0
     for i in range(n):
         if data[i] == c'{' or data[i] == c'[':
             brackets += 1
-    if brackets > REPLY_MAX_BRACKETS:
+    if brackets > WIRE_MAX_BRACKETS:
         return 0
     if js_parse(data, n, &top) < 0 or top.kind != JS_OBJECT:
         return 0
@@ -267,6 +273,9 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
         if js_string_eq(&k, "behavior", 8):
             beh = val
             has_beh = True
+        elif js_string_eq(&k, "updatedInput", 12):
+            edited = val
+            has_edited = True
         elif js_string_eq(&k, "updatedPermissions", 18):
             perms = val
             has_perms = True
@@ -286,7 +295,8 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
         allow = False
     else:
         return 0
-    if ((has_perms and perms.kind != JS_ARRAY) or (has_msg and msg.kind != JS_STRING)
+    if ((has_edited and edited.kind != JS_OBJECT)
+            or (has_perms and perms.kind != JS_ARRAY) or (has_msg and msg.kind != JS_STRING)
             or (has_intr and intr.kind != JS_TRUE and intr.kind != JS_FALSE)):
         return 0
     out.len = 0
@@ -296,6 +306,9 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
         out_add(out, "allow\"", 6)
     else:
         out_add(out, "deny\"", 5)
+    if has_edited:
+        out_add(out, ",\"updatedInput\":", 16)
+        put_compact(out, edited.p, edited.n)
     if has_perms:
         out_add(out, ",\"updatedPermissions\":", 22)
         put_compact(out, perms.p, perms.n)
@@ -313,7 +326,7 @@ cdef int reply_decision(const char* data, size_t n, const char* rid, HookOut* ou
 
 cdef int reply_wait(Reply* r, long ms, HookOut* out, int debug) noexcept nogil:
     """Wait up to ms for one valid reply: 1 (out filled), 0 timed out or failed."""
-    cdef char buf[REPLY_MAX + 1]
+    cdef char buf[WIRE_REPLY_MAX + 1]
     cdef timespec now
     cdef long long end_ms
     cdef long long left
@@ -337,7 +350,7 @@ cdef int reply_wait(Reply* r, long ms, HookOut* out, int debug) noexcept nogil:
             if pr == 0:
                 continue  # the loop head decides whether time is up
         # at the deadline, replies already queued still count (reply.py Reply.wait)
-        n = recv(r.fd, buf, REPLY_MAX + 1, MSG_DONTWAIT)
+        n = recv(r.fd, buf, WIRE_REPLY_MAX + 1, MSG_DONTWAIT)
         if n < 0:
             if errno == EINTR:
                 continue
@@ -351,7 +364,9 @@ cdef int reply_wait(Reply* r, long ms, HookOut* out, int debug) noexcept nogil:
 
 cdef void reply_timeout_msg(Buf* b, const char* session, const char* rid) noexcept nogil:
     """reply.timeout_message."""
-    buf_adds(b, "{\"hook_event_name\":\"permission_reply_timeout\",\"session\":\"")
+    buf_adds(b, "{\"hook_event_name\":\"")
+    buf_adds(b, WIRE_PERMISSION_REPLY_TIMEOUT)
+    buf_adds(b, "\",\"session\":\"")
     buf_adds(b, session)
     buf_adds(b, "\",\"aipager_request_id\":\"")
     buf_adds(b, rid)

@@ -34,8 +34,6 @@ cdef enum:
     SEND_OK = 0
     SEND_SPOOLED = 1
     SEND_DROPPED = -1
-    # aipager.wire.MAX_DATAGRAM
-    MAX_DATAGRAM = 200000
 
 ctypedef struct Sender:
     int fd
@@ -61,7 +59,7 @@ cdef int sender_init(Sender* s, int debug, const char* who) noexcept nogil:
     s.sndbuf = 0
     if paths_socket(sock, PATH_CAP) < 0:
         return -1
-    if path_dirname(ctl, PATH_CAP, sock) < 0 or path_join(s.spool, PATH_CAP, ctl, "aipager-spool") < 0:
+    if path_dirname(ctl, PATH_CAP, sock) < 0 or path_join(s.spool, PATH_CAP, ctl, PATHS_SPOOL_NAME) < 0:
         return -1
     k = strlen(sock)
     s.addr.sun_family = AF_UNIX
@@ -113,7 +111,7 @@ cdef int spool_write(Sender* s, const char* data, size_t n) noexcept nogil:
             return -1
         off += <size_t>w
     close(fd)
-    for tries in range(64):
+    for tries in range(SPOOLFILE_TRIES):
         snprintf(name, sizeof(name), "%020llu-%d.json", ns + <unsigned long long>tries, <int>getpid())
         if linkat(dfd, tmp, dfd, name, 0) == 0:
             unlinkat(dfd, tmp, 0)

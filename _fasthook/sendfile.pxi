@@ -43,8 +43,6 @@ cdef extern from "policy_literals.h":
 
 cdef enum:
     SF_MAX_FILES = 256
-    # sendfile.MAX_BYTES
-    SF_MAX_BYTES = 52428800
 
 
 cdef bint sf_glob_any(const PolList* globs, const char* subject) noexcept nogil:
@@ -238,7 +236,7 @@ cdef const char* sf_file_problem(const char* real, char* reason, size_t cap) noe
     elif st.st_size == 0:
         code = "empty"
         why = "the file is empty"
-    elif st.st_size > SF_MAX_BYTES:
+    elif st.st_size > SENDFILE_MAX_BYTES:
         code = "too_big"
         why = "larger than 50 MB"
     elif access(real, R_OK) != 0:
@@ -417,7 +415,9 @@ cdef int sf_send_files(const HookCtx* ctx, const PolSnap* s, const char* home, H
             refused += 1
             r = 0
     if r == 0 and refused:
-        buf_adds(&msg, "{\"hook_event_name\":\"send_files_refused\",\"session\":")
+        buf_adds(&msg, "{\"hook_event_name\":\"")
+        buf_adds(&msg, WIRE_SEND_FILES_REFUSED)
+        buf_adds(&msg, "\",\"session\":")
         pk_json_text(&msg, ctx.session, strlen(ctx.session))
         buf_adds(&msg, ",\"tool_use_id\":")
         r = pk_canon_key(&msg, &ctx.top, "tool_use_id")

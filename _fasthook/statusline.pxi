@@ -24,6 +24,18 @@ cdef extern from "<stdio.h>" nogil:
 cdef enum:
     LABEL_CAP = 4096
 
+cdef extern from *:
+    """
+    #include "wire_constants.h"
+    /* the statusline datagram up to its session's value */
+    #define SL_DG_HEAD "{\\"type\\":\\"" WIRE_STATUSLINE "\\",\\"session\\":\\""
+    /* a session's name without PATHS_SESSION_PREFIX */
+    #define SL_PREFIX_LEN (sizeof(PATHS_SESSION_PREFIX) - 1)
+    """
+    const char SL_DG_HEAD[]
+    enum:
+        SL_PREFIX_LEN
+
 
 cdef int write_status(const char* session_dir, const char* session, const char* raw, size_t n,
                       int debug) noexcept nogil:
@@ -83,9 +95,9 @@ cdef int add_label(Buf* line, const JSpan* top) noexcept nogil:
     cdef long k = -1
     cdef long i
     cdef unsigned char c
-    if js_find_path(top, "model.display_name", &v) == 1 and v.kind == JS_STRING and v.n > 2:
+    if js_find_path(top, STATUS_PATH_MODEL_NAME, &v) == 1 and v.kind == JS_STRING and v.n > 2:
         k = js_decode(&v, lab, LABEL_CAP)
-    elif js_find_path(top, "model.id", &v) == 1 and v.kind == JS_STRING and v.n > 2:
+    elif js_find_path(top, STATUS_PATH_MODEL_ID, &v) == 1 and v.kind == JS_STRING and v.n > 2:
         k = js_decode(&v, lab, LABEL_CAP)
     else:
         return 0
@@ -134,6 +146,7 @@ cdef int statusline_run(int argc, char** argv, char** envp) noexcept nogil:
     cdef int sr = 0
     cdef bint first = True
     cdef int k
+    cdef int i
     cdef int failed
 
     v = getenv("AIPAGER_DEBUG")
@@ -170,17 +183,17 @@ cdef int statusline_run(int argc, char** argv, char** envp) noexcept nogil:
     line.oom = 0
     if have_session:
         buf_adds(&line, "[")
-        buf_adds(&line, session + 7 if strncmp7(session) else session)
+        buf_adds(&line, session + SL_PREFIX_LEN if has_session_prefix(session) else session)
         buf_adds(&line, "] ")
     k = <int>line.n
     if add_label(&line, &top) < 0:
         return decline(&snd, session, raw.p, raw.n, "statusline", 0, debug, "odd model name", NULL)
     first = line.n == <size_t>k
-    if sane_number(&top, "context_window.used_percentage", &d):
+    if sane_number(&top, STATUS_PATH_CONTEXT_PCT, &d):
         snprintf(part, sizeof(part), "%s%lld%% ctx", <const char*>"" if first else <const char*>" | ", <long long>(d + 0.5))
         buf_adds(&line, part)
         first = False
-    if sane_number(&top, "cost.total_cost_usd", &d):
+    if sane_number(&top, STATUS_PATH_COST_USD, &d):
         snprintf(part, sizeof(part), "%s$%.2f", <const char*>"" if first else <const char*>" | ", d)
         buf_adds(&line, part)
         first = False
@@ -193,33 +206,18 @@ cdef int statusline_run(int argc, char** argv, char** envp) noexcept nogil:
         dg.n = 0
         dg.cap = 0
         dg.oom = 0
-        buf_adds(&dg, "{\"type\":\"statusline\",\"session\":\"")
+        # {"type":"statusline","session":S, then every common.STATUS_PATHS field
+        buf_adds(&dg, SL_DG_HEAD)
         buf_adds(&dg, session)
-        buf_adds(&dg, "\",\"session_id\":")
-        add_raw(&dg, &top, "session_id")
-        buf_adds(&dg, ",\"model_name\":")
-        add_raw(&dg, &top, "model.display_name")
-        buf_adds(&dg, ",\"model_id\":")
-        add_raw(&dg, &top, "model.id")
-        buf_adds(&dg, ",\"context_pct\":")
-        add_raw(&dg, &top, "context_window.used_percentage")
-        buf_adds(&dg, ",\"cost_usd\":")
-        add_raw(&dg, &top, "cost.total_cost_usd")
-        buf_adds(&dg, ",\"total_input\":")
-        add_raw(&dg, &top, "context_window.total_input_tokens")
-        buf_adds(&dg, ",\"total_output\":")
-        add_raw(&dg, &top, "context_window.total_output_tokens")
-        buf_adds(&dg, ",\"current_output\":")
-        add_raw(&dg, &top, "context_window.current_usage.output_tokens")
-        buf_adds(&dg, ",\"lines_added\":")
-        add_raw(&dg, &top, "cost.total_lines_added")
-        buf_adds(&dg, ",\"lines_removed\":")
-        add_raw(&dg, &top, "cost.total_lines_removed")
+        buf_adds(&dg, "\",")
+        for i in range(WIRE_STATUSLINE_FIELDS_N):
+            buf_adds(&dg, WIRE_STATUSLINE_FIELDS[i].before)
+            add_raw(&dg, &top, WIRE_STATUSLINE_FIELDS[i].path)
         buf_adds(&dg, "}")
         if dg.oom or line.oom:
             sender_send(&snd, capmsg, capn)
             return 1
-        if dg.n > MAX_DATAGRAM:
+        if dg.n > WIRE_MAX_DATAGRAM:
             return decline(&snd, session, raw.p, raw.n, "statusline", 0, debug, "datagram too large", NULL)
         if paths_session_dir(session_dir, PATH_CAP) == 0:
             failed = write_status(session_dir, session, raw.p, raw.n, debug)
@@ -237,5 +235,5 @@ cdef int statusline_run(int argc, char** argv, char** envp) noexcept nogil:
     return 0
 
 
-cdef inline bint strncmp7(const char* s) noexcept nogil:
-    return memcmp(s, "claude-", 7) == 0 if strlen(s) >= 7 else False
+cdef inline bint has_session_prefix(const char* s) noexcept nogil:
+    return memcmp(s, PATHS_SESSION_PREFIX, SL_PREFIX_LEN) == 0 if strlen(s) >= SL_PREFIX_LEN else False

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from aipager import paths
 from aipager.errors import ConfigError
+from aipager.policy import _fsio
 
 SCHEMA_VERSION = 1
 
@@ -254,26 +254,9 @@ def save(env: Mapping[str, str], cfg: Config) -> str:
     data = json.dumps(cfg.to_json(), indent=2, sort_keys=True) + "\n"
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        # mkstemp creates the file 0600 before a byte of the token is written.
-        fd, tmp = tempfile.mkstemp(prefix=".config-", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
-        except BaseException:
-            _unlink_quietly(tmp)
-            raise
+        # created 0600 before a byte of the token is written
+        _fsio.write_atomic(path, data.encode("utf-8"), 0o600, sync=True)
     except OSError as exc:
         msg = f"cannot write {path}: {exc.strerror}"
         raise ConfigError(msg) from exc
     return path
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from aipager import paths, trust
 from aipager.errors import AipagerError, InvalidSessionName, SessionError, SessionNotFound
@@ -571,3 +571,20 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def attached_clients(socket_paths: Iterable[str], table: str = "/proc/net/unix") -> dict[str, int]:
+    """How many clients are connected to each dtach socket (an attached terminal, or a
+    short ``dtach -p`` push): the connected sockets the kernel lists under that path.
+    Unknown (no such table) counts as none."""
+    wanted = {p: 0 for p in socket_paths}
+    try:
+        with open(table, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                # Num RefCount Protocol Flags Type St Inode Path; St 03: connected
+                if len(parts) >= 8 and parts[5] == "03" and parts[7] in wanted:
+                    wanted[parts[7]] += 1
+    except OSError:
+        pass
+    return wanted

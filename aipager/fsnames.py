@@ -1,10 +1,16 @@
 """Small file-system helpers: naming a file kept next to another (a backup, a damaged file
-set aside), and telling one version of a file from the next."""
+set aside), writing a private file, and telling one version of a file from the next."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import time
+
+from aipager.policy import _fsio
+
+#: a damaged file is renamed to ``<name><KEPT_INFIX><UTC stamp>`` next to it
+KEPT_INFIX = ".damaged-"
 
 
 def unused_name(stem: str) -> str:
@@ -14,6 +20,27 @@ def unused_name(stem: str) -> str:
     """
     return next(name for n in itertools.count(1)
                 if not os.path.lexists(name := stem if n == 1 else f"{stem}-{n}"))
+
+
+def keep_aside(path: str, now: float | None = None) -> str:
+    """Rename a damaged ``path`` next to itself (``KEPT_INFIX`` and the UTC time); returns
+    the new name.
+
+    Raises:
+        OSError: it cannot be renamed.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    kept = unused_name(f"{path}{KEPT_INFIX}{stamp}")
+    os.rename(path, kept)
+    return kept
+
+
+def write_private(path: str, data: bytes, *, sync: bool = True) -> None:
+    """Write ``data`` to ``path`` owner-only (0600, in a folder created 0700) with aipager's one
+    atomic writer (``_fsio.write_atomic``).  ``sync=False`` skips the fsync: the file then
+    survives a crash of the process, not of the machine."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    _fsio.write_atomic(path, data, 0o600, sync=sync)
 
 
 #: what tells one version of a file from another: (inode, mtime ns, size); None when absent

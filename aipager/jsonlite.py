@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import _json
 
+TYPE_CHECKING = False  # typing itself stays unimported: the hook twins load this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 _WS = " \t\n\r"
 _CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
@@ -21,15 +25,21 @@ class _Context:
     strict = True
     object_hook = None
     object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = _CONSTANTS.__getitem__
+    parse_float: Callable[[str], object] = float
+    parse_int: Callable[[str], object] = int
+    parse_constant: Callable[[str], object] = _CONSTANTS.__getitem__
     memo: dict = {}
 
 
-_scan = _json.make_scanner(_Context())
+def _unencodable(obj: object) -> object:
+    msg = f"Object of type {type(obj).__name__} is not JSON serializable"
+    raise TypeError(msg)
+
+
+# typeshed declares the context as a make_scanner; _json reads only the attributes above
+_scan = _json.make_scanner(_Context())  # type: ignore[arg-type]
 _encode = _json.make_encoder(
-    None, None, _json.encode_basestring_ascii, None, ":", ",", False, False, True
+    None, _unencodable, _json.encode_basestring_ascii, None, ":", ",", False, False, True
 )
 
 
@@ -59,5 +69,9 @@ def loads(text: str) -> object:
 
 
 def dumps(obj: object) -> str:
-    """Compact, ASCII-only JSON (non-ASCII as \\uXXXX escapes)."""
+    """Compact, ASCII-only JSON (non-ASCII as \\uXXXX escapes).
+
+    Raises:
+        TypeError: a value JSON has no form for (json.dumps's message).
+    """
     return "".join(_encode(obj, 0))

@@ -21,7 +21,11 @@ Call ``import_aiogram()`` before anything imports aiogram (``aipager.bot``'s
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 log = logging.getLogger("aipager.bot")
 
@@ -38,10 +42,11 @@ def import_aiogram() -> bool:
     from pydantic import BaseModel
 
     original = BaseModel.__dict__["model_rebuild"]
-    skipped: list[tuple[type, dict]] = []
+    skipped: list[tuple[type[BaseModel], Mapping[str, Any]]] = []
 
-    def deferred(cls, *, force=False, raise_errors=True, _parent_namespace_depth=2,
-                 _types_namespace=None):
+    def deferred(cls: type[BaseModel], *, force: bool = False, raise_errors: bool = True,
+                 _parent_namespace_depth: int = 2,
+                 _types_namespace: Mapping[str, Any] | None = None) -> bool | None:
         if _types_namespace is not None and cls.__module__.startswith("aiogram."):
             skipped.append((cls, _types_namespace))
             return None
@@ -49,12 +54,14 @@ def import_aiogram() -> bool:
                                  _parent_namespace_depth=_parent_namespace_depth + 1,
                                  _types_namespace=_types_namespace)
 
-    BaseModel.model_rebuild = classmethod(deferred)
+    # the patch this module exists for, undone below (mypy models neither a method
+    # assigned to a class nor a classmethod object standing in for one)
+    BaseModel.model_rebuild = classmethod(deferred)  # type: ignore[method-assign, assignment]
     try:
         import aiogram.methods  # noqa: F401
         import aiogram.types  # noqa: F401
     finally:
-        BaseModel.model_rebuild = original
+        BaseModel.model_rebuild = original  # type: ignore[method-assign]
     if not skipped:
         return False  # this aiogram builds nothing at import: nothing to defer
     namespace = {"List": list, "Optional": Optional, "Union": Union, **skipped[0][1]}
@@ -70,13 +77,13 @@ def import_aiogram() -> bool:
     return True
 
 
-def _models() -> list[type]:
+def _models() -> list[type[BaseModel]]:
     from aiogram.methods.base import Response, TelegramMethod
     from aiogram.types.base import TelegramObject
 
-    found: list[type] = []
+    found: list[type[BaseModel]] = []
     # Response[T] (every method's answer) inherits Response's parent namespace
-    stack = [TelegramObject, TelegramMethod, Response]
+    stack: list[type[BaseModel]] = [TelegramObject, TelegramMethod, Response]
     while stack:
         cls = stack.pop()
         found.append(cls)
@@ -95,7 +102,7 @@ def check() -> None:
     """Raise unless a sample update and a sample response validate."""
     from aiogram.methods import SendMessage
     from aiogram.methods.base import Response
-    from aiogram.types import Update
+    from aiogram.types import Message, Update
 
     sample = {"message_id": 1, "date": 0, "chat": {"id": 1, "type": "private"},
               "from": {"id": 1, "is_bot": False, "first_name": "a"}, "text": "hi",
@@ -103,7 +110,7 @@ def check() -> None:
               "reply_to_message": {"message_id": 0, "date": 0,
                                    "chat": {"id": 1, "type": "private"}}}
     Update.model_validate({"update_id": 1, "message": sample})
-    Response[SendMessage.__returning__].model_validate({"ok": True, "result": sample})
+    Response[Message].model_validate({"ok": True, "result": sample})  # SendMessage's answer
     SendMessage(chat_id=1, text="x").model_dump()
 
 

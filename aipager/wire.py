@@ -10,6 +10,11 @@ events carry ``hook_event_name``; the status line and error reports carry
 type`` (see ``aipager.daemon.dispatch``).
 
 Builtins only: the pure-Python hook twin imports this module.
+
+The compiled side (``_fasthook/``) never spells these values itself: setup.py
+generates ``wire_constants.h`` from this module (and the few hook-side modules
+that own a limit, such as ``hookpy/reply.py``) at build time, and
+``_fasthook/wire.pxi`` declares what it holds.  Change a value here and rebuild.
 """
 
 from __future__ import annotations
@@ -77,6 +82,10 @@ OWN_DATAGRAMS = (
 #: the sender's SO_SNDBUF (212992 by default, wmem_max may be as low); staying
 #: under it means no event depends on a tuned kernel.
 MAX_DATAGRAM = 200_000
+
+#: the most the drain reads of one datagram (the daemon's receiving thread reads as
+#: much): MAX_DATAGRAM plus slack, so nothing a sender built is ever cut short
+RECV_MAX = MAX_DATAGRAM + 1024
 
 #: the reply wait (``hookpy/reply``, ``daemon/replies``): larger reply datagrams are ignored
 #: (their decision would not fit the C side's output buffer) …

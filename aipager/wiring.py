@@ -22,7 +22,6 @@ when the plan changes nothing.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
@@ -30,14 +29,14 @@ import shlex
 import shutil
 import sys
 import sysconfig
-import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeGuard
 
 from aipager import paths, wire
 from aipager.errors import SettingsError
 from aipager.fsnames import unused_name
+from aipager.policy import _fsio
 
 HOOK_NAME = "aipager-hook"
 STATUSLINE_NAME = "aipager-statusline"
@@ -137,7 +136,7 @@ def is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and _program(hook.get("command")) == HOOK_NAME
 
 
-def _statusline_is_ours(value: Any) -> bool:
+def _statusline_is_ours(value: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(value, dict) and _program(value.get("command")) == STATUSLINE_NAME
 
 
@@ -340,17 +339,8 @@ def write_json(path: str, doc: dict[str, Any]) -> str | None:
             mode = os.stat(path).st_mode & 0o777
             backup = unused_name(f"{path}.aipager-backup-{time.strftime('%Y%m%dT%H%M%S')}")
             shutil.copy2(path, backup)
-        fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, indent=2)
-                fh.write("\n")
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        data = json.dumps(doc, indent=2) + "\n"
+        _fsio.write_atomic(target, data.encode("utf-8"), mode, sync=True)
     except OSError as exc:
         msg = f"cannot write {shown}: {exc.strerror}"
         raise SettingsError(msg) from exc

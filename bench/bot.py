@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from itertools import pairwise
 
 from bench import chatrig
 
@@ -107,7 +108,7 @@ def flood(rig: chatrig.Rig) -> dict:
              if (c.result or {}).get("chat", {}).get("id") == rig.chat_id]
     upto = [c for c in edits if c.t_in <= last.t_in]
     times = [c.t_in for c in upto]
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in pairwise(times)]
     final_ms = (last.t_in - t_stop) * 1000
     # What took the edit slots between Stop and the final card (each waits ~1 s for its slot).
     between = []
@@ -150,7 +151,7 @@ def stop_to_answer(rig: chatrig.Rig, turns: int, warmup: int) -> list[dict]:
             time.sleep(0.25)  # the task runs a moment; its card is on screen
             marker = f"Turn {k} answered."
             t_stop = sess.stop(marker)
-            got = rig.stamps.wait("sendMessage", lambda c: c.text.startswith(f"{sess.label}\n")
+            got = rig.stamps.wait("sendMessage", lambda c, marker=marker: c.text.startswith(f"{sess.label}\n")
                                   and marker in c.text, 10, mark)
             if got is None:
                 raise RuntimeError(f"the answer of turn {k} never reached the chat:\n{rig.tail()}")

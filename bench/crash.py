@@ -67,12 +67,13 @@ def run(args) -> list[dict]:
             model, prompt = f"bench-model-{r:02d}", f"round {r} of the crash bench"
             kill_at = rng.randrange(1, EVENTS)
             kill_points.append(kill_at)
-            sends = [lambda: rig.send(sess.base("SessionStart", source="startup", model=model)),
-                     lambda: sess.prompt(prompt)]
+            sends = [lambda sess=sess, model=model: rig.send(sess.base("SessionStart", source="startup",
+                                                                        model=model)),
+                     lambda sess=sess, prompt=prompt: sess.prompt(prompt)]
             for i in range(PAIRS):
                 tid = f"toolu_c{r:02d}{i:03d}"
-                sends.append(lambda tid=tid, i=i: sess.pre_tool(tid, f"echo pre-{i}"))
-                sends.append(lambda tid=tid, i=i: sess.post_tool(tid, f"echo post-{i}", "x"))
+                sends.append(lambda sess=sess, tid=tid, i=i: sess.pre_tool(tid, f"echo pre-{i}"))
+                sends.append(lambda sess=sess, tid=tid, i=i: sess.post_tool(tid, f"echo post-{i}", "x"))
             for k, send in enumerate(sends):
                 if k == kill_at:
                     rig.kill_hard()

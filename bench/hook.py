@@ -91,7 +91,7 @@ def run(args) -> list[dict]:
                 if not getattr(args, "no_twin", False):
                     contenders.append(harness.Contender(f"twin {tool}", _twin(tool)))
                 harness.measure(contenders, path, env, sink, args.rounds, args.warmup)
-                for c, row in zip(contenders, harness.rows("hook", case, contenders)):
+                for c, row in zip(contenders, harness.rows("hook", case, contenders), strict=True):
                     # wait4's ru_maxrss counts the harness itself for a vfork'd
                     # child (reads ~20 MB): prefer /usr/bin/time -v
                     rss = harness.peak_rss_time_v(c.argv, path, env)

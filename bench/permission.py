@@ -128,7 +128,7 @@ def run(args) -> list[dict]:
                 mark = rig.stamps.mark()
                 hook = Hook(hook_argv, env, payload, stderr)
                 try:
-                    shown = rig.stamps.wait("sendMessage", lambda c: cmd in c.text
+                    shown = rig.stamps.wait("sendMessage", lambda c, cmd=cmd: cmd in c.text
                                             and "✅ Allow" in c.buttons(), 10, mark)
                     if shown is None:
                         raise RuntimeError(f"run {i}: the request never reached the chat\n"

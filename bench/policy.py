@@ -54,7 +54,8 @@ def _cases(cwd: str) -> list[tuple[str, dict]]:
            "tool_use_id": "toolu_1"}
     return [
         ("Bash allow, 100 rules", dict(pre, tool_name="Bash",
-                                        tool_input={"command": "git status && pytest -q tests/unit", "description": "x"})),
+                                        tool_input={"command": "git status && pytest -q tests/unit",
+                                                    "description": "x"})),
         ("Read allow, 100 rules", dict(pre, tool_name="Read", tool_input={"file_path": "src/app/main.py"})),
         ("Grep allow, 100 rules", dict(pre, tool_name="Grep", tool_input={"pattern": "TODO", "path": "src"})),
         ("Bash non-ASCII -> Python", dict(pre, tool_name="Bash", tool_input={"command": "echo café > notes.txt"})),

@@ -105,9 +105,21 @@ if [ -L "$link" ] || [ ! -e "$link" ]; then
 else
     say "warning: $link exists and is not a link; left alone (run $venv/bin/aipager, or remove $link and run this again)"
 fi
+run=aipager
 case ":${PATH:-}:" in
     *":$bindir:"*) ;;
-    *) say "note: $bindir is not on PATH; add it (Debian/Ubuntu's ~/.profile does at the next login)" ;;
+    *)
+        # the exact line for the person's shell, so the next steps work in a new terminal
+        case "${SHELL:-}" in
+            */zsh) add="echo 'export PATH=\"\$HOME/.local/bin:\$PATH\"' >> ~/.zshrc" ;;
+            */fish) add="fish_add_path ~/.local/bin" ;;
+            */bash) add="echo 'export PATH=\"\$HOME/.local/bin:\$PATH\"' >> ~/.bashrc" ;;
+            *) add="echo 'export PATH=\"\$HOME/.local/bin:\$PATH\"' >> ~/.profile" ;;
+        esac
+        say "note: $bindir is not on PATH. Add it with this line, then open a new terminal:"
+        echo "    $add"
+        run=$link
+        ;;
 esac
 
 settings=$HOME/.claude/settings.json
@@ -118,4 +130,4 @@ fi
 if [ "$start" = 1 ]; then
     exec "$venv/bin/aipager" start
 fi
-say "done; start it with: aipager start"
+say "done; start it with: $run start"

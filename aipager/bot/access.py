@@ -1,14 +1,26 @@
-"""Who is this sender: the middleware in front of every message and tap.
+"""Who is this sender, and may they do this: the middleware in front of every message and tap.
 
-Only the configured chat is served.  There the sender is resolved against the
-config: in a private chat its person is the owner; in a group each member has
-the role the config gives them.  Anybody else is never acted on: they get at
+``Access`` runs twice per update.  As an outer middleware it resolves *who*:
+only the configured chat is served, and there the sender is resolved against
+the config (``clients.members.Members``, which the web page shares): in a private chat its person is the owner; in a group each member
+has the role the config gives them.  Anybody else is never acted on: they get at
 most one "this bot is private" (or "not a member") reply per person per day,
 within the chat's budget for strangers (``strangers.Strangers``) and after
-everything the team waits for (``Op.low``); a tap gets a toast.  Only what is
+everything the team waits for (``Post.low``); a tap gets a toast.  Only what is
 answered is logged as a warning (a flood must not fill the log).  The config is
 read again when its file changes, so a member added with ``aipager config
 member add`` counts from the next message on.
+
+As an inner middleware (``Access.rights``, once aiogram has picked the handler)
+it checks *what*: a handler declares the right its role needs as a flag,
+``flags={"rights": "prompt" | "approve" | "manage"}``, and a sender whose role
+lacks it is refused before the handler runs, in ``actions.refusal``'s words (a
+message gets a reply, a tap a toast).  What depends on the session ("only the
+task's author or an admin") is checked by the handler, which knows the session.
+
+``TapAnswer`` is aiogram's ``CallbackAnswerMiddleware``: handlers (and the
+refusals here) set ``callback_answer.text``, and every tap is answered once,
+after its handler.
 """
 
 from __future__ import annotations
@@ -18,13 +30,15 @@ import time
 from typing import Any, Awaitable, Callable
 
 from aiogram import BaseMiddleware
+from aiogram.dispatcher.flags import get_flag
 from aiogram.types import CallbackQuery, Message, TelegramObject
+from aiogram.utils.callback_answer import CallbackAnswer, CallbackAnswerMiddleware
 
 from aipager.bot.chatstate import ChatState
-from aipager.bot.outbox import Op, Outbox
+from aipager.bot.outbox import Outbox, Post
 from aipager.bot.strangers import Strangers
 from aipager.clients.members import Members
-from aipager.clients.people import Sender
+from aipager.clients.people import Sender, refusal
 
 log = logging.getLogger("aipager.bot")
 
@@ -34,8 +48,21 @@ PRIVATE_TEXT = "🔒 This bot is private: it drives somebody's Claude Code sessi
 NOT_MEMBER_TEXT = "🔒 You are not a member here: ask an admin for access."
 
 
+class TapAnswer(CallbackAnswerMiddleware):
+    """aiogram's ``CallbackAnswerMiddleware``; an answer Telegram refuses (the tap is too
+    old) changes nothing and is only logged."""
+
+    async def answer(  # type: ignore[override]  # awaited by aiogram either way
+            self, event: CallbackQuery, callback_answer: CallbackAnswer) -> None:
+        try:
+            await super().answer(event, callback_answer)
+        except Exception as exc:  # noqa: BLE001 - the query may be too old: nothing to undo
+            log.debug("toast failed: %s", exc)
+
+
 class Access(BaseMiddleware):
-    """Puts ``sender`` (a ``Sender``) into the handler data, or stops the update."""
+    """Puts ``sender`` (a ``Sender``) into the handler data, or stops the update (outer);
+    ``rights`` refuses a handler the sender's role may not use (inner)."""
 
     def __init__(self, members: Members, state: ChatState, outbox: Outbox,
                  strangers: Strangers, clock: Callable[[], float] = time.time) -> None:
@@ -63,10 +90,23 @@ class Access(BaseMiddleware):
                                     "guest", False, False, False)
             return await handler(event, data)
         if sender is None:
-            await self._refuse(event, chat, user)
+            await self._refuse(event, data, chat, user)
             return None
         data["sender"] = sender
         return await handler(event, data)
+
+    async def rights(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
+                     event: TelegramObject, data: dict[str, Any]) -> Any:
+        """The inner middleware: the handler's ``rights`` flag against the sender's role."""
+        need = get_flag(data, "rights")
+        why = refusal(data["sender"], need) if need else None
+        if not why:
+            return await handler(event, data)
+        if isinstance(event, CallbackQuery):
+            data["callback_answer"].text = why
+        elif isinstance(event, Message):
+            self.outbox.put(Post(event.chat.id, f"🔒 {why}", reply_to=event.message_id))
+        return None
 
     def _joining(self, event: TelegramObject, chat_id: int) -> bool:
         if not isinstance(event, Message) or chat_id != self.members.current().chat_id:
@@ -74,7 +114,8 @@ class Access(BaseMiddleware):
         head = (event.text or "").split(" ", 1)[0].split("@", 1)[0]
         return head == "/join"
 
-    async def _refuse(self, event: TelegramObject, chat: Any, user: Any) -> None:
+    async def _refuse(self, event: TelegramObject, data: dict[str, Any], chat: Any,
+                      user: Any) -> None:
         configured = chat.id == self.members.current().chat_id
         why = "not a member" if configured else "not this bot's chat"
         kind = type(event).__name__.lower()
@@ -82,10 +123,7 @@ class Access(BaseMiddleware):
         if isinstance(event, CallbackQuery):
             # A toast is seen by the tapper only and uses none of the chat's posts.
             log.warning("ignored %s from user %s in chat %s (%s)", kind, user.id, chat.id, why)
-            try:
-                await event.answer(text, show_alert=False)
-            except Exception as exc:  # noqa: BLE001 - a toast that fails changes nothing
-                log.debug("toast failed: %s", exc)
+            data["callback_answer"].text = text
             return
         now = self.clock()
         last = self.state.strangers.get(str(user.id), 0.0)
@@ -98,4 +136,4 @@ class Access(BaseMiddleware):
         self.state.strangers = {k: t for k, t in self.state.strangers.items()
                                 if now - t < STRANGER_REPLY_EVERY}
         self.state.strangers[str(user.id)] = now
-        self.outbox.put(Op("post", chat.id, text, low=True))
+        self.outbox.put(Post(chat.id, text, low=True))

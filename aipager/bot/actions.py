@@ -16,7 +16,7 @@ from typing import Any, Callable
 from aipager import dtach
 from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
-from aipager.bot.outbox import Op, Outbox
+from aipager.bot.outbox import Outbox, Post, React
 from aipager.clients import prompts
 from aipager.clients.people import Sender, author_label, refusal, task_authors  # noqa: F401
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
@@ -94,14 +94,14 @@ class Actions:
     def say(self, chat_id: int, text: str, *, reply_to: int | None = None,
             markup: dict | None = None, session: str = "", low: bool = False,
             buzz: bool = False) -> None:
-        """Post ``text``, silently unless ``buzz`` (a failure the person must see: ``Op.buzz``);
-        ``low``: an answer to a stranger, sent after the team's (``Op.low``)."""
-        self.outbox.put(Op("post", chat_id, text, markup=markup, reply_to=reply_to,
-                           session=session, low=low, buzz=buzz))
+        """Post ``text``, silently unless ``buzz`` (a failure the person must see: ``Post.buzz``);
+        ``low``: an answer to a stranger, sent after the team's (``Post.low``)."""
+        self.outbox.put(Post(chat_id, text, markup=markup, reply_to=reply_to,
+                             session=session, low=low, buzz=buzz))
 
     def react(self, chat_id: int, msg_id: int, emoji: str) -> None:
         if self.state.advance_reaction(chat_id, msg_id, emoji):
-            self.outbox.put(Op("react", chat_id, emoji=emoji, msg_id=msg_id))
+            self.outbox.put(React(chat_id, msg_id, emoji))
 
     # -- messages ------------------------------------------------------------------
 

@@ -1,54 +1,126 @@
-"""Button payloads: aiogram ``CallbackData`` factories, each packed well under 64 bytes.
+"""Button payloads: aiogram ``CallbackData`` factories with their actions as ``StrEnum``s.
 
 Buttons never carry a session name or a request key (either can pass 64 bytes
 and both are the daemon's business): they carry a short handle from
 ``ChatState.handle`` that the tap resolves again.  A handle the state no longer
 knows (an old button, forged data) resolves to nothing and the tap gets a toast.
+
+Each action is its own handler (``routers/taps.py``: ``SessionTap.filter(F.act ==
+SessionAct.STOP)``).  An act no enum has (forged data, a button of another version)
+fails to unpack, so no tap filter takes it and the catch-all says it expired.  aiogram
+packs an enum member as its value, so buttons already in the chat keep working, and
+``pack`` refuses anything over Telegram's 64 bytes.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from aiogram.filters.callback_data import CallbackData
 
-#: Telegram's limit on callback data
-MAX_BYTES = 64
+
+class SessionAct(StrEnum):
+    """What a session's button does."""
+
+    #: interrupt the running task (Escape)
+    STOP = "stop"
+    #: make the session the chat's current one
+    USE = "use"
+    #: ask whether to end the session
+    KILL = "kill"
+    #: yes, end it
+    KILL_YES = "kill_yes"
+    #: no, keep it running
+    KILL_NO = "kill_no"
+    #: type /compact
+    COMPACT = "compact"
+    #: start an ended session again with its conversation
+    RESUME = "resume"
 
 
 class SessionTap(CallbackData, prefix="s"):
-    """A button about a session: ``act`` is stop | use | kill | kill_yes | kill_no |
-    compact | resume."""
+    """A button about a session."""
 
     h: int
-    act: str
+    act: SessionAct
+
+
+class PickTap(CallbackData, prefix="p"):
+    """A picker's button: message number ``n`` (kept in memory) goes to session ``h``."""
+
+    h: int
+    n: int
+
+
+class RequestAct(StrEnum):
+    """A permission request's answer."""
+
+    #: allow this once
+    ALLOW = "allow"
+    #: allow, and remember every suggestion Claude Code made (rules, folders)
+    ALWAYS = "always"
+    #: deny
+    DENY = "deny"
+    #: deny and stop the task
+    STOP = "stop"
+    #: allow as corrected: the tapper's next message is the corrected command or path
+    EDIT = "edit"
+    #: allow, and remember only suggestion 0 (1, 2) as its button names it
+    SCOPE_0 = "s0"
+    SCOPE_1 = "s1"
+    SCOPE_2 = "s2"
+
+
+#: the scoped answers, in the order of Claude Code's suggestions (as many as the daemon
+#: offers: ``daemon.events.permissions.SCOPES_SHOWN``)
+SCOPES = (RequestAct.SCOPE_0, RequestAct.SCOPE_1, RequestAct.SCOPE_2)
 
 
 class RequestTap(CallbackData, prefix="r"):
-    """A permission request's button: ``act`` is allow | always | deny | stop."""
+    """A permission request's button."""
 
     h: int
-    act: str
+    act: RequestAct
+
+
+class QuestionAct(StrEnum):
+    """What a question's button does."""
+
+    #: pick option ``i`` (a single-choice question)
+    PICK = "p"
+    #: toggle option ``i`` (a multiple-choice question)
+    TOGGLE = "t"
+    #: submit the toggled options
+    SUBMIT = "s"
+    #: answer in words: the next message is the answer
+    OTHER = "o"
+    #: decline the whole dialog
+    DECLINE = "x"
 
 
 class QuestionTap(CallbackData, prefix="q"):
-    """A question's button: ``act`` p (pick option ``i``), t (toggle ``i``), s (submit the
-    toggles), o (answer in words), x (decline)."""
+    """A question's button (``i``: the option, for PICK and TOGGLE)."""
 
     h: int
-    act: str
+    act: QuestionAct
     i: int = 0
+
+
+class Setting(StrEnum):
+    """A /settings button's setting."""
+
+    #: the reply style asked of Claude
+    STYLE = "style"
+    #: diff previews on or off
+    DIFFS = "diffs"
+    #: card detail: full or compact
+    DETAIL = "detail"
+    #: quiet while at the computer: on or off
+    QUIET = "quiet"
 
 
 class SettingTap(CallbackData, prefix="set"):
     """A /settings button: ``name`` the setting, ``value`` the new value."""
 
-    name: str
+    name: Setting
     value: str
-
-
-def packed(data: CallbackData) -> str:
-    """``data.pack()``, checked against Telegram's limit (a bug here must fail loudly)."""
-    text = data.pack()
-    if len(text.encode()) > MAX_BYTES:
-        msg = f"callback data over {MAX_BYTES} bytes: {text!r}"
-        raise ValueError(msg)
-    return text

@@ -15,8 +15,6 @@ fresh state and a log line, never a crash; a damaged one is renamed next to itse
 from __future__ import annotations
 
 import logging
-import os
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -24,7 +22,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import paths
-from aipager.fsnames import unused_name
+from aipager.fsnames import keep_aside, write_private
 
 log = logging.getLogger("aipager.bot")
 
@@ -42,7 +40,7 @@ LIVE_KEPT = 500
 REACTION_RANK = {"👀": 1, "👍": 2, "🤷": 2}
 
 #: per-chat settings and their defaults
-DEFAULT_PREFS: dict[str, Any] = {"style": "", "diffs": False, "detail": "full"}
+DEFAULT_PREFS: dict[str, Any] = {"style": "", "diffs": False, "detail": "full", "quiet": True}
 #: reply styles offered in /settings (empty: Claude's own)
 STYLES = {"": "Claude's own", "brief": "Reply briefly, in a few sentences.",
           "detailed": "Reply in detail, with the reasoning."}
@@ -234,11 +232,8 @@ def load(env: Mapping[str, str]) -> ChatState:
 
 def _keep_aside(path: str) -> str:
     """Rename a damaged chat state next to itself, as the daemon does its saved state."""
-    from aipager.daemon.persist import KEPT_INFIX
-
-    kept = unused_name(f"{path}{KEPT_INFIX}" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     try:
-        os.rename(path, kept)
+        kept = keep_aside(path)
     except OSError as exc:
         return f"not kept: cannot rename it ({exc.strerror})"
     return f"kept as {kept}"
@@ -251,6 +246,4 @@ def save(env: Mapping[str, str], state: ChatState) -> None:
     (tens to hundreds of ms on a busy disk) would sit between Claude's Stop and
     the phone; a daemon crash keeps it either way (the page cache survives it).
     """
-    from aipager.daemon.persist import write_atomic
-
-    write_atomic(paths.chat_state_file(env), orjson.dumps(state.to_json()), sync=False)
+    write_private(paths.chat_state_file(env), orjson.dumps(state.to_json()), sync=False)

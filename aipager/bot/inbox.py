@@ -42,20 +42,17 @@ import contextvars
 import logging
 import os
 import stat
-import time
 from collections import OrderedDict
 from typing import Any, Callable
 
 import orjson
 
-from aipager.fsnames import unused_name
+from aipager.fsnames import keep_aside, write_private
 
 log = logging.getLogger("aipager.bot")
 
 #: bytes the journal may reach between two trims (only when saving keeps failing)
 MAX_BYTES = 8 * 1024 * 1024
-#: a damaged journal is renamed to ``<name><KEPT_INFIX><UTC stamp>`` (as ``persist`` does)
-KEPT_INFIX = ".damaged-"
 
 #: in a handler's task: what marks its update handled (``acting``)
 _ACTING: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
@@ -181,10 +178,8 @@ class Inbox:
         return blob, None
 
     def _keep_aside(self, problem: str, usable: int) -> None:
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         try:
-            kept = unused_name(f"{self.path}{KEPT_INFIX}{stamp}")
-            os.rename(self.path, kept)
+            kept = keep_aside(self.path)
         except OSError as exc:
             kept = f"(not kept: cannot rename it: {exc.strerror})"
         log.error("the update journal %s was damaged (%s); kept as %s; %d update(s) read "
@@ -251,13 +246,11 @@ class Inbox:
                 except OSError as exc:
                     self._fail(f"cannot empty the update journal {self.path}: {exc.strerror}")
             return
-        from aipager.daemon.persist import write_atomic
-
         data = b"".join(orjson.dumps({"u": raw}) + b"\n" for raw in self._kept.values())
         data += b"".join(orjson.dumps({"done": uid}) + b"\n" for uid in sorted(self._done))
         self.close()
         try:
-            write_atomic(self.path, data, sync=False)
+            write_private(self.path, data, sync=False)
         except OSError as exc:
             self._fail(f"cannot write the update journal {self.path}: {exc.strerror}")
             return

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import NamedTuple
 
 import pyromark
@@ -188,7 +189,7 @@ def _literal_html(markdown: str) -> str:
             if not cuts:
                 break
             bounds = [0, *sorted(cuts), len(data)]
-            text = b"\\".join(data[a:b] for a, b in zip(bounds, bounds[1:])).decode("utf-8")
+            text = b"\\".join(data[a:b] for a, b in pairwise(bounds)).decode("utf-8")
     except Exception:  # noqa: BLE001 - escaping is a nicety; the converter still runs
         return markdown
     return text

@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import Any, Callable, Coroutine
 
+from aiogram.utils.keyboard import InlineKeyboardBuilder
+
 from aipager.bot import view
-from aipager.bot.callbacks import RequestTap, SessionTap, packed
+from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
 from aipager.bot.chatstate import ChatState
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
-from aipager.bot.outbox import Op, Outbox
+from aipager.bot.outbox import Live, Outbox, Post, React, Upload
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
@@ -40,6 +43,10 @@ from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeNa
 log = logging.getLogger("aipager.bot")
 
 STATUS_KEY = "status"
+#: answers remembered per notifier (``_answered``)
+ANSWERED_KEPT = 200
+#: characters of an edit's diff shown in its request message (past it: a .diff file too)
+DIFF_SHOWN = 2500
 
 
 def card_key(session: str, task: Any) -> str:
@@ -50,8 +57,14 @@ def request_key(session: str, key: str) -> str:
     return f"req:{session}:{key}"
 
 
-def _entities(chunk: Any) -> list[dict[str, Any]]:
-    return [e.model_dump(exclude_none=True) for e in chunk.entities]
+def _entities(chunk: Any) -> tuple[dict[str, Any], ...]:
+    return tuple(e.model_dump(exclude_none=True) for e in chunk.entities)
+
+
+def _one_button(text: str, tap: SessionTap) -> dict | None:
+    kb = InlineKeyboardBuilder()
+    kb.button(text=text, callback_data=tap)
+    return view.markup(kb)
 
 
 #: notices that need the person (a failure, a lost tap, a message cut off): they buzz;
@@ -89,6 +102,8 @@ class ChatNotifier:
         self.release: Callable[..., Coroutine[Any, Any, Any]] | None = None
         self.started_at = time.time() if started_at is None else started_at
         self._status: dict[int, str] = {}
+        #: (chat, session, task) whose answer went out (a short task's card does not follow it)
+        self._answered: deque[tuple[int, str, int]] = deque(maxlen=ANSWERED_KEPT)
 
     def emit(self, out: Output) -> None:
         if out.origin:
@@ -117,91 +132,119 @@ class ChatNotifier:
         if (final and self.state.live_id(key, chat_id) is None and task is not None
                 and task.ended_at is not None and task.ended_at < self.started_at):
             return  # ended while nobody showed it: the answer says what matters
+        if final and key not in self.state.shown \
+                and (chat_id, out.session, out.task) in self._answered:
+            # A task too short for its card to be shown before its answer: a card arriving
+            # after the answer would only push it up; the answer says what matters.
+            self._release_files(out.session, out.task, chat_id)
+            return
         prefs = self.state.prefs_of(chat_id)
         text = view.card_text(out.text, sess, detail=prefs.get("detail", "full"))
         markup = None
         if not final:
             handle = self.state.handle("session", out.session)
-            markup = view.keyboard([[("⏹ Stop", packed(SessionTap(h=handle, act="stop")))]])
+            markup = _one_button("⏹ Stop", SessionTap(h=handle, act=SessionAct.STOP))
         if final:
             self._release_files(out.session, out.task, chat_id)
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
-        self.outbox.put(Op("live", chat_id, text, markup=markup, key=key, session=out.session,
-                           reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
+        self.outbox.put(Live(chat_id, text, key=key, markup=markup, session=out.session,
+                             reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
 
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
-        self.outbox.put(Op("post", chat_id, out.text, key=prompt_key(out.session, out.task),
-                           session=out.session))
+        self.outbox.put(Post(chat_id, out.text, key=prompt_key(out.session, out.task),
+                             session=out.session))
 
     def _on_answer(self, out: Answer, sess: Session | None, chat_id: int) -> None:
         label = sess.label if sess is not None else out.session
+        self._answered.append((chat_id, out.session, out.task))
         formatted = format_answer(label, out.text)
         reply_to = _prompt_msg(sess, out.task, self.state, chat_id)
+        # the answer buzzes once, on its first part, unless the person is at the computer
+        quiet = bool(self.state.prefs_of(chat_id).get("quiet")) and view.at_desk(sess)
         for i, chunk in enumerate(formatted.messages):
-            # the answer buzzes once, on its first part
-            self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
-                               reply_to=reply_to if i == 0 else None, session=out.session,
-                               buzz=i == 0), urgent=True)
+            self.outbox.put(Post(chat_id, chunk.text, entities=_entities(chunk),
+                                 reply_to=reply_to if i == 0 else None, session=out.session,
+                                 buzz=i == 0 and not quiet), urgent=True)
         if formatted.attachment is not None:
-            self.outbox.put(Op("upload", chat_id, "The whole answer",
-                               filename=formatted.attachment_name or f"{label}-answer.md",
-                               data=formatted.attachment, session=out.session), urgent=True)
+            self.outbox.put(Upload(chat_id, formatted.attachment_name or f"{label}-answer.md",
+                                   caption="The whole answer", data=formatted.attachment,
+                                   session=out.session), urgent=True)
         self._release_files(out.session, out.task, chat_id)
 
     def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:
         markup = None
         if out.notice == NoticeName.CONTEXT_WARNING:
             handle = self.state.handle("session", out.session)
-            markup = view.keyboard([[("📦 Compact now",
-                                      packed(SessionTap(h=handle, act="compact")))]])
+            markup = _one_button("📦 Compact now", SessionTap(h=handle, act=SessionAct.COMPACT))
         reply_to = None
         if out.notice == NoticeName.TYPING_CUT and str(out.extra.get("chat_id")) == str(chat_id):
             # said on the message that was cut off (never a message id of another chat)
             reply_to = int(out.extra["msg_id"])
             if self.state.advance_reaction(chat_id, reply_to, "🤷"):
-                self.outbox.put(Op("react", chat_id, emoji="🤷", msg_id=reply_to))
-        self.outbox.put(Op("post", chat_id, out.text, markup=markup, session=out.session,
-                           reply_to=reply_to, buzz=out.notice in BUZZING_NOTICES), urgent=True)
+                self.outbox.put(React(chat_id, reply_to, "🤷"))
+        self.outbox.put(Post(chat_id, out.text, markup=markup, session=out.session,
+                             reply_to=reply_to, buzz=out.notice in BUZZING_NOTICES), urgent=True)
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)
         handle = self.state.handle("request", f"{out.session}\0{out.key}")
         buttons = out.buttons or ["allow", "deny", "stop"]
+        kb = InlineKeyboardBuilder()
 
-        def tap(label: str, act: str) -> tuple[str, str]:
-            return label, packed(RequestTap(h=handle, act=act))
+        def tap(label: str, act: RequestAct) -> None:
+            kb.button(text=label, callback_data=RequestTap(h=handle, act=act))
 
         plan = out.tool == "ExitPlanMode"
-        rows = [[tap("✅ Approve plan" if plan else "✅ Allow", "allow"),
-                 tap("✍️ Keep planning" if plan else "❌ Deny", "deny")]]
-        second = []
+        answers = "allow" in buttons
+        if answers:
+            tap("✅ Approve plan" if plan else "✅ Allow", RequestAct.ALLOW)
+            tap("✍️ Keep planning" if plan else "❌ Deny", RequestAct.DENY)
+        scoped = [(label, act) for label, act in zip(out.scopes, SCOPES, strict=False)
+                  if act in buttons]
+        for label, act in scoped:
+            tap(label, act)  # long labels: a row each
         if "always" in buttons:
-            second.append(tap("🟢 Always allow", "always"))
-        for i, label in enumerate(out.scopes):
-            if f"s{i}" in buttons:
-                rows.append([tap(label, f"s{i}")])  # long labels: a row each
-        second.append(tap("⏹ Stop", "stop"))
-        rows.append(second)
+            tap("🟢 Always allow", RequestAct.ALWAYS)
+        if "edit" in buttons:
+            tap("✏️ Edit", RequestAct.EDIT)
+        tap("⏹ Stop", RequestAct.STOP)
+        last = 1 + ("always" in buttons) + ("edit" in buttons)
+        kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
         text = out.text
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
             text += f"\n🟢 Always allow remembers: {rule}"
-        entities = _code_entity(text, out.detail)
-        preview = out.preview
-        if preview and self.state.prefs_of(chat_id).get("diffs"):
-            body = preview.split("\n", 1)[1] if "\n" in preview else ""
-            if body and len(text) + len(body) < 3500:
+        entities = list(_code_entity(text, out.detail))
+        if plan and out.detail and out.detail in text:
+            # a plan is Markdown: shown formatted, as Claude wrote it, not as a code block
+            text, entities = _formatted_plan(text, out.detail)
+        attach = ""
+        if out.diff or out.preview:
+            # what the call would change, always shown with the request (the setting
+            # "diff previews" is for the edits that run without asking): the real diff,
+            # else the edit's own lines
+            body = _diff_body(out.diff) if out.diff else (
+                out.preview.split("\n", 1)[1] if "\n" in out.preview else "")
+            if out.diff and len(body) > DIFF_SHOWN:
+                # too long to read in a message: its head here, the whole as a .diff file
+                body = _head(body, DIFF_SHOWN)
+                attach = out.diff
+            if body:
                 start = u16_len(text) + 1
                 text += "\n" + body
                 entities.append({"type": "pre", "offset": start, "length": u16_len(body),
                                  "language": "diff"})
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
-        self.outbox.put(Op("post", chat_id, text, entities=entities,
-                           markup=view.keyboard(rows), key=key, session=out.session, buzz=True),
-                        urgent=True)
+        self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=view.markup(kb),
+                             key=key, session=out.session, buzz=True), urgent=True)
+        if attach:
+            label = sess.label if sess is not None else out.session
+            self.outbox.put(Upload(chat_id, f"{label}-{out.tool.lower()}.diff",
+                                   caption="The whole diff", data=attach.encode("utf-8"),
+                                   session=out.session), urgent=True)
 
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
         questions = [q for q in out.questions if q.get("options")]
@@ -217,8 +260,8 @@ class ChatNotifier:
         text, markup = view.question_view(label, ask, handle)
         self.state.forget_live(key)
         self.state.show(key, text)
-        self.outbox.put(Op("post", chat_id, text, markup=markup, key=key, session=out.session,
-                           buzz=True), urgent=True)
+        self.outbox.put(Post(chat_id, text, markup=markup, key=key, session=out.session,
+                             buzz=True), urgent=True)
 
     def _on_request_closed(self, out: RequestClosed, sess: Session | None, chat_id: int) -> None:
         self._verdict(out, chat_id)
@@ -238,7 +281,7 @@ class ChatNotifier:
         if shown is None:
             return
         line = view.verdict(out.via, out.answer, out.who, time.time(), ask)
-        self.outbox.put(Op("live", chat_id, f"{shown}\n{line}", key=key, session=out.session))
+        self.outbox.put(Live(chat_id, f"{shown}\n{line}", key=key, session=out.session))
 
     def _on_reaction(self, out: Reaction, sess: Session | None, chat_id: int) -> None:
         msg_id, emoji = out.msg_id, out.emoji
@@ -246,7 +289,7 @@ class ChatNotifier:
         if target != chat_id or not str(msg_id).lstrip("-").isdigit():
             return
         if self.state.advance_reaction(chat_id, int(msg_id), emoji):
-            self.outbox.put(Op("react", chat_id, emoji=emoji, msg_id=int(msg_id)))
+            self.outbox.put(React(chat_id, int(msg_id), emoji))
 
     def _on_release(self, out: Release, sess: Session | None, chat_id: int) -> None:
         msg_id = out.msg_id
@@ -261,8 +304,8 @@ class ChatNotifier:
         label = sess.label if sess is not None else out.session
         body = out.text.replace("```", "'''")
         for chunk in to_chunks(f"📝 {label}\n```diff\n{body}\n```")[:2]:
-            self.outbox.put(Op("post", chat_id, chunk.text, entities=_entities(chunk),
-                               session=out.session))
+            self.outbox.put(Post(chat_id, chunk.text, entities=_entities(chunk),
+                                 session=out.session))
 
     def _on_files(self, out: Files, sess: Session | None, chat_id: int) -> None:
         entry = self._files.setdefault((out.session, out.task, chat_id),
@@ -282,14 +325,13 @@ class ChatNotifier:
         finally:
             entry["copying"] -= 1
         for i, copy in enumerate(copies):
-            entry["ops"].append(Op("upload", chat_id, out.text if i == 0 else "",
-                                   filename=copy.filename, path=copy.path, photo=copy.photo,
-                                   session=out.session))
+            entry["ops"].append(Upload(chat_id, copy.filename, caption=out.text if i == 0 else "",
+                                       path=copy.path, photo=copy.photo, session=out.session))
         if refused:
             label = out.session.removeprefix("claude-")
             reasons = "; ".join(f"{r['path']}: {r['reason']}" for r in refused)
-            entry["ops"].append(Op("post", chat_id, f"📎 {label} · not sent: {reasons}",
-                                   session=out.session))
+            entry["ops"].append(Post(chat_id, f"📎 {label} · not sent: {reasons}",
+                                     session=out.session))
         self._flush_files(out.session, out.task, chat_id)
 
     def _release_files(self, session: str, task: Any, chat_id: int) -> None:
@@ -319,7 +361,39 @@ class ChatNotifier:
         # the same text shown elsewhere (the chat moved) still needs its own line here
         if not self.state.show(STATUS_KEY, text) and self.state.live_id(STATUS_KEY, chat_id):
             return
-        self.outbox.put(Op("live", chat_id, text, key=STATUS_KEY, pin=True))
+        self.outbox.put(Live(chat_id, text, key=STATUS_KEY, pin=True))
+
+
+def _formatted_plan(text: str, plan: str) -> tuple[str, list[dict[str, Any]]]:
+    """The request's text with its plan converted from Markdown to Telegram entities."""
+    head = text[:text.find(plan)]
+    chunks = to_chunks(plan, limit=3600)
+    if not chunks:
+        return text, []
+    first = chunks[0]
+    shift = u16_len(head)
+    entities = [{**e, "offset": e["offset"] + shift} for e in _entities(first)]
+    body = first.text if len(chunks) == 1 else first.text + "\n… (the rest in the terminal)"
+    return head + body, entities
+
+
+def _diff_body(diff: str) -> str:
+    """A unified diff without its ---/+++ header (the request names the file)."""
+    lines = diff.splitlines()
+    while lines and lines[0].startswith(("--- ", "+++ ")):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _head(body: str, limit: int) -> str:
+    """The first lines of ``body`` within ``limit`` characters, and how many were left out."""
+    lines, size, kept = body.splitlines(), 0, []
+    for line in lines:
+        if size + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept + [f"… {len(lines) - len(kept)} more lines in the .diff file"])
 
 
 def prompt_key(session: str, task_seq: Any) -> str:
@@ -332,7 +406,7 @@ def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = N
     """The chat message that started the task (the answer and card reply to it): the
     sender's message, or the chat's copy of a prompt typed at the computer."""
     task = sess.task if sess is not None else None
-    if task is None or task.seq != task_seq:
+    if sess is None or task is None or task.seq != task_seq:
         return None
     if not task.authors:
         return (state.live_id(prompt_key(sess.name, task_seq), chat_id)
@@ -341,7 +415,7 @@ def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = N
         return None  # the prompt was sent in another chat (the chat moved since)
     msg_id = task.authors[0].get("msg_id")
     try:
-        return int(msg_id)
+        return int(msg_id)  # type: ignore[arg-type]  # None or junk: the except below
     except (TypeError, ValueError):
         return None
 

@@ -1,7 +1,9 @@
 """The outbox: the only code that sends, edits, reacts or uploads on Telegram.
 
 Everything the chat shows goes through ``Outbox.put(op)``; one lane per chat
-sends in order, so a person reads events in the order they happened.
+sends in order, so a person reads events in the order they happened.  An op is
+one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
+``Action``), each with only its own fields; the outbox ``match``es on the class.
 
 - **Coalescing.** A live message (an activity card, the pinned status line, a
   request whose buttons change) is one slot per key: a newer text replaces the
@@ -9,22 +11,25 @@ sends in order, so a person reads events in the order they happened.
   coalesce per message the same way.
 - **Pacing.** Edits of a chat's live messages go out at most once a second
   (every three seconds in groups); new messages in a group at most 20 a
-  minute, to a private chat a burst of five, then one a second.  An edit that must wait lets the messages behind it go first: a
-  card's state can arrive later, an answer should not.
-- **Strangers last.** A reply to a non-member (``Op.low``) goes only when
+  minute, to a private chat a burst of five, then one a second.  An edit that
+  must wait lets the messages behind it go first: a card's state can arrive
+  later, an answer should not.
+- **Strangers last.** A reply to a non-member (``Post.low``) goes only when
   nothing else waits in its chat and, in a group, only while fewer than half
   of the minute's posts are used; at most ``LOW_KEPT`` wait per chat (more are
   dropped) and none is kept across a restart.  So nobody outside the team
   can hold back what the team is waiting for.
 - **Failures.** ``429 retry_after`` pauses that chat only; network errors and
-  5xx retry with capped backoff (the daemon goes on ingesting meanwhile, and
+  5xx retry with capped backoff (aiogram's ``Backoff``; the daemon goes on ingesting meanwhile, and
   coalescing means a card catches up with one edit); "message is not
   modified" counts as done; an edit of a message that is gone sends a new
   one; an entity or reply problem is retried without it; other refusals are
   logged and dropped, never retried forever, never raised.
 - **Restarts.** What is unsent is written into the chat state
-  (``pending``) at every save and put back at the next start, so an answer
-  accepted by the daemon reaches the chat once even across a restart.
+  (``pending``, ``to_json``: the record's fields and its ``kind``) at every save
+  and put back at the next start (``from_json``, which also reads the one-record
+  layout older versions saved), so an answer accepted by the daemon reaches the
+  chat once even across a restart.
 """
 
 from __future__ import annotations
@@ -36,8 +41,10 @@ import logging
 import os
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any, Callable, ClassVar, TypeGuard
+
+from aiogram.utils.backoff import Backoff, BackoffConfig
 
 from aipager.aio import cancel_and_wait
 from aipager.bot.chatstate import ChatState
@@ -60,32 +67,43 @@ GROUP_SENDS_PER_MINUTE = 20
 #: for about one a second per chat; an answer in parts and its file may go at once)
 PRIVATE_BURST = 5
 PRIVATE_PER_SECOND = 1.0
-#: retry backoff after network errors and 5xx: first, cap (seconds)
-BACKOFF_FIRST = 0.5
-BACKOFF_CAP = 30.0
+#: retry backoff after network errors and 5xx: 0.5 s, doubled each time, at most 30 s
+RETRY_BACKOFF = BackoffConfig(min_delay=0.5, max_delay=30.0, factor=2.0, jitter=0.0)
 #: uploads kept across a restart only up to this size (bigger ones are re-made by their owner)
 PERSIST_DATA_MAX = 2 * 1024 * 1024
-#: replies to strangers (``Op.low``) waiting per chat; more are dropped
+#: replies to strangers (``Post.low``) waiting per chat; more are dropped
 LOW_KEPT = 5
 #: a group's posts in the last minute above which replies to strangers wait
 LOW_SENDS_PER_MINUTE = GROUP_SENDS_PER_MINUTE // 2
 
 
-@dataclass
-class Op:
-    """One thing to show.  ``kind``:
+@dataclass(frozen=True)
+class _Op:
+    """What every operation has: the chat it is for.  ``kind`` names it in the saved state."""
 
-    - ``post``: a new message (``text``, ``entities``, ``markup``, ``reply_to``);
-      ``key`` set: remembered as a live message; ``session`` set: replies to it route there.
-    - ``live``: the message under ``key``, edited in place (sent first if new);
-      ``pin``: pin it when it is first sent.
-    - ``react``: reaction ``emoji`` on message ``msg_id``.
-    - ``upload``: a document (``filename``; ``data``, or ``path`` of a private copy that is
-      removed once sent; ``text`` as caption); ``photo`` as a photo.
-    - ``action``: a chat action (``text``: "typing"); best effort, never retried.
+    kind: ClassVar[str] = ""
+    chat_id: int
 
-    ``low``: a reply to a non-member (a ``post``): sent after everything else in its
-    chat, dropped when too many wait, never kept across a restart.
+    def to_json(self) -> dict[str, Any]:
+        """The op as saved in ``ChatState.pending`` (``from_json`` reads it back)."""
+        doc: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bytes):
+                value = base64.b64encode(value).decode() if value else ""
+            elif isinstance(value, tuple):
+                value = list(value)
+            doc[f.name] = value
+        return doc
+
+
+@dataclass(frozen=True)
+class Post(_Op):
+    """A new message (``text``, ``entities``, ``markup``, ``reply_to``); ``key`` set: remembered
+    as a live message; ``session`` set: replies to it route there.
+
+    ``low``: a reply to a non-member: sent after everything else in its chat, dropped when
+    too many wait, never kept across a restart.
 
     ``buzz``: the phone notifies.  Off by default: progress (cards, the status line,
     notices, replies to what the person just did) arrives silently; what needs the
@@ -93,56 +111,128 @@ class Op:
     prompt makes one notification, not three.
     """
 
-    kind: str
-    chat_id: int
-    text: str = ""
-    entities: list[dict[str, Any]] = field(default_factory=list)
+    kind: ClassVar[str] = "post"
+    text: str
+    entities: tuple[dict[str, Any], ...] = ()
     markup: dict[str, Any] | None = None
     reply_to: int | None = None
     key: str = ""
     session: str = ""
-    pin: bool = False
-    emoji: str = ""
-    msg_id: int | None = None
-    filename: str = ""
-    data: bytes = b""
-    photo: bool = False
-    path: str = ""
     low: bool = False
     buzz: bool = False
-    #: a new message whose sending started (saved before the call): if it is still set when
-    #: the message is sent again, Telegram may have shown it already (the connection
-    #: dropped, or the daemon died mid-call), so it goes again marked ``REPEAT_MARK``
+    #: its sending started (saved before the call): if it is still set when the message is
+    #: sent again, Telegram may have shown it already (the connection dropped, or the daemon
+    #: died mid-call), so it goes again marked ``REPEAT_MARK``
+    sending: bool = False
+
+
+@dataclass(frozen=True)
+class Live(_Op):
+    """The message under ``key``, edited in place (sent first if new: then it replies to
+    ``reply_to``, its replies route to ``session``, and ``pin`` pins it)."""
+
+    kind: ClassVar[str] = "live"
+    text: str
+    key: str
+    markup: dict[str, Any] | None = None
+    reply_to: int | None = None
+    session: str = ""
+    pin: bool = False
+    #: as ``Post.sending`` (for the first send; an edit repeats harmlessly)
     sending: bool = False
 
     @property
     def background(self) -> bool:
         """Edits that yield to other edits when both wait (the pinned status line)."""
-        return self.kind == "live" and self.key == "status"
+        return self.key == "status"
 
-    def slot(self) -> str | None:
-        """Ops with the same slot coalesce: only the latest is sent."""
-        if self.kind == "live":
-            return f"live:{self.key}"
-        if self.kind == "react":
-            return f"react:{self.msg_id}"
-        if self.kind == "action":
-            return "action"  # "typing…" piles up while Telegram is away: one is enough
+
+@dataclass(frozen=True)
+class Upload(_Op):
+    """A document (``filename``; ``data``, or ``path`` of a private copy that is removed
+    once sent; ``caption``), or with ``photo`` a photo."""
+
+    kind: ClassVar[str] = "upload"
+    filename: str
+    caption: str = ""
+    data: bytes = b""
+    path: str = ""
+    photo: bool = False
+    session: str = ""
+    #: as ``Post.sending``
+    sending: bool = False
+
+
+@dataclass(frozen=True)
+class React(_Op):
+    """Reaction ``emoji`` on message ``msg_id``."""
+
+    kind: ClassVar[str] = "react"
+    msg_id: int
+    emoji: str
+
+
+@dataclass(frozen=True)
+class Action(_Op):
+    """A chat action ("typing"); best effort, never retried, never saved."""
+
+    kind: ClassVar[str] = "action"
+    action: str = "typing"
+
+
+#: one thing to show (the outbox dispatches on the class with ``match``)
+Op = Post | Live | Upload | React | Action
+_KINDS: dict[str, type[_Op]] = {cls.kind: cls for cls in (Post, Live, Upload, React, Action)}
+#: fields saved by older versions under another name: kind → {old name: new name}
+_RENAMED = {"upload": {"text": "caption"}}
+
+
+def from_json(doc: Any) -> Op | None:
+    """An op saved by ``to_json`` (or by older versions: one record with every field of
+    every kind); None when it is not one."""
+    if not isinstance(doc, dict):
+        return None
+    cls = _KINDS.get(doc.get("kind"))  # type: ignore[arg-type]
+    if cls is None:
+        return None
+    renamed = _RENAMED.get(cls.kind, {})
+    names = {f.name: f for f in fields(cls)}
+    args: dict[str, Any] = {}
+    for name, value in doc.items():
+        name = renamed.get(name, name) if name not in names else name
+        if name not in names or name in args:
+            continue
+        if name == "data":
+            value = base64.b64decode(value or "")
+        elif name == "entities" and isinstance(value, list):
+            value = tuple(value)
+        args[name] = value
+    try:
+        return cls(**args)  # type: ignore[return-value]
+    except (TypeError, ValueError):
         return None
 
-    def to_json(self) -> dict[str, Any]:
-        doc = asdict(self)
-        doc["data"] = base64.b64encode(self.data).decode() if self.data else ""
-        return doc
 
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Op | None:
-        try:
-            doc = dict(doc)
-            doc["data"] = base64.b64decode(doc.get("data") or "")
-            return cls(**doc)
-        except (TypeError, ValueError):
-            return None
+def _slot(op: Op) -> str | None:
+    """Ops with the same slot coalesce: only the latest is sent."""
+    match op:
+        case Live(key=key):
+            return f"live:{key}"
+        case React(msg_id=msg_id):
+            return f"react:{msg_id}"
+        case Action():
+            return "action"  # "typing…" piles up while Telegram is away: one is enough
+    return None
+
+
+def _kept(op: Op) -> bool:
+    """Whether a restart keeps ``op`` (saved in the chat state while unsent)."""
+    match op:
+        case Action() | Post(low=True):
+            return False
+        case Upload(data=data):
+            return len(data) <= PERSIST_DATA_MAX
+    return True
 
 
 class _Lane:
@@ -156,7 +246,8 @@ class _Lane:
         self.last_edit = -1e9
         self.sends: deque[float] = deque()
         self._tokens, self._tokens_at = float(PRIVATE_BURST), -1e9
-        self.failures = 0
+        #: network errors and 5xx in a row (``backoff.counter``) and the next wait
+        self.backoff = Backoff(RETRY_BACKOFF)
         self.task: asyncio.Task | None = None
         #: the op being sent right now (still unsent until Telegram answers)
         self.inflight: Op | None = None
@@ -204,7 +295,7 @@ class Outbox:
         # What the last run left unsent is queued now, ahead of anything this run
         # puts: the daemon replays its spool (queueing answers, saving the state)
         # before ``start``, and that save must keep both, each once.
-        self._restored = [op for op in (Op.from_json(doc) for doc in state.pending) if op]
+        self._restored = [op for op in map(from_json, state.pending) if op is not None]
         state.pending = []
         for op in self._restored:
             self._queue(op)
@@ -220,12 +311,11 @@ class Outbox:
         lane = self._lanes.get(op.chat_id)
         if lane is None:
             lane = self._lanes[op.chat_id] = _Lane()
-        if op.low and sum(1 for item in lane.queue
-                          if isinstance(item, Op) and item.low) >= LOW_KEPT:
+        if _low(op) and sum(1 for item in lane.queue if _low(item)) >= LOW_KEPT:
             # A flood of strangers must not grow the queue: their replies are the least owed.
             self.counters["dropped"] += 1
             return
-        slot = op.slot()
+        slot = _slot(op)
         if slot is None:
             lane.queue.append(op)
         else:
@@ -240,12 +330,11 @@ class Outbox:
 
     def pending(self) -> list[Op]:
         """Everything not yet sent, per chat in order (what a restart must not lose)."""
-        return [op for lane in self._lanes.values() for op in lane.ops()
-                if op.kind != "action" and not op.low and len(op.data) <= PERSIST_DATA_MAX]
+        return [op for lane in self._lanes.values() for op in lane.ops() if _kept(op)]
 
     def failing(self) -> bool:
         """Whether some chat's sending is retrying after network errors or 5xx."""
-        return any(lane.failures for lane in self._lanes.values())
+        return any(lane.backoff.counter for lane in self._lanes.values())
 
     def idle(self) -> bool:
         return not any(lane.queue or lane.inflight for lane in self._lanes.values())
@@ -296,27 +385,29 @@ class Outbox:
             item = lane.queue[index]
             op = lane.latest.pop(item) if isinstance(item, str) else item
             del lane.queue[index]
-            lane.inflight = op
             # A new message, once sent, is saved as sent at once: sent again after a hard
             # kill it would show twice (an edit or a reaction repeats harmlessly).
-            fresh = op.kind in ("post", "upload") or (op.kind == "live" and not self._is_edit(op))
-            if fresh:
+            fresh = isinstance(op, (Post, Upload)) or (isinstance(op, Live)
+                                                       and not self._is_edit(op))
+            if fresh and isinstance(op, (Post, Live, Upload)):
                 if op.sending:
-                    _mark_repeat(op)  # the last call's outcome was unknown: never blindly again
-                op.sending = True
+                    op = _mark_repeat(op)  # the last call's outcome was unknown: never blindly again
+                op = replace(op, sending=True)
+            lane.inflight = op
+            if fresh:
                 self._on_change(True)  # saved before the call: a hard kill now leaves a mark
             try:
-                done = await self._attempt(chat_id, lane, op)
+                left = await self._attempt(chat_id, lane, op)
             except asyncio.CancelledError:
                 # Stopped mid-call: whether Telegram got it is unknown; keeping it (sent
                 # again at the next start, marked as a possible repeat) beats losing it.
-                self._requeue(lane, op, 0)
+                self._requeue(lane, lane.inflight or op, 0)
                 raise
             finally:
                 lane.inflight = None
-            if not done:
-                self._requeue(lane, op, index)
-            self._on_change(done and fresh)
+            if left is not None:
+                self._requeue(lane, left, index)
+            self._on_change(left is None and fresh)
 
     def _next(self, chat_id: int, lane: _Lane, now: float) -> tuple[int | None, float]:
         """The index of the op to send now, or (None, seconds to wait)."""
@@ -336,7 +427,7 @@ class Outbox:
             op = lane.latest.get(item) if isinstance(item, str) else item
             if op is None:
                 continue
-            if op.low:
+            if _low(op):
                 if low is None:
                     low = i  # a reply to a stranger goes when nothing else waits
                 continue
@@ -349,7 +440,7 @@ class Outbox:
                     continue
                 waits.append(edit_wait)
                 continue  # an edit may wait while what follows goes first
-            if op.kind in ("post", "live", "upload") and send_wait > 0:
+            if isinstance(op, (Post, Live, Upload)) and send_wait > 0:
                 return None, min([send_wait, *waits])
             return i, 0.0
         if deferred is not None:
@@ -363,11 +454,11 @@ class Outbox:
             return low, 0.0
         return None, 0.05
 
-    def _is_edit(self, op: Op) -> bool:
-        return op.kind == "live" and self.state.live_id(op.key, op.chat_id) is not None
+    def _is_edit(self, op: Op) -> TypeGuard[Live]:
+        return isinstance(op, Live) and self.state.live_id(op.key, op.chat_id) is not None
 
     def _requeue(self, lane: _Lane, op: Op, index: int) -> None:
-        slot = op.slot()
+        slot = _slot(op)
         if slot is None:
             lane.queue.insert(index, op)
         elif slot not in lane.latest:  # a newer version arrived meanwhile: it wins
@@ -381,59 +472,62 @@ class Outbox:
 
     # -- one attempt ---------------------------------------------------------------
 
-    async def _attempt(self, chat_id: int, lane: _Lane, op: Op) -> bool:
-        """Send ``op`` once.  True: done (sent, or dropped for good); False: try again."""
+    async def _attempt(self, chat_id: int, lane: _Lane, op: Op) -> Op | None:
+        """Send ``op`` once.  None: done (sent, or dropped for good); else the op to try
+        again (details Telegram refused left out)."""
         from aiogram import exceptions as tg
 
         try:
             for _ in range(3):  # a refused detail (entities, reply, gone message) retries at once
-                retry = await self._send(lane, op)
-                if not retry:
+                again = await self._send(lane, op)
+                if again is None:
                     break
+                op = lane.inflight = again
         except tg.TelegramRetryAfter as exc:
-            op.sending = False  # Telegram answered: nothing was shown
             self.counters["rate_limited"] += 1
             lane.paused_until = self._clock() + max(1, exc.retry_after)
             log.warning("Telegram asks to slow down in chat %s: waiting %s s", chat_id,
                         exc.retry_after)
-            return False
+            return _unsent(op)  # Telegram answered: nothing was shown
         except (tg.TelegramNetworkError, tg.TelegramServerError, asyncio.TimeoutError,
                 OSError) as exc:
             if isinstance(exc, tg.TelegramServerError) or _never_connected(exc):
-                op.sending = False  # Telegram refused, or was never reached
-            lane.failures += 1
+                op = _unsent(op)  # Telegram refused, or was never reached
             self.counters["retries"] += 1
-            delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (lane.failures - 1))
-            if lane.failures == 1:
+            delay = next(lane.backoff)
+            if lane.backoff.counter == 1:
                 log.warning("cannot reach Telegram (%s); retrying, the chat will catch up",
                             _short(exc))
             lane.paused_until = self._clock() + delay
-            return False
+            return op
         except tg.TelegramUnauthorizedError:
             log.error("Telegram rejects the bot token; fix it with `aipager config token`")
             lane.paused_until = self._clock() + 60.0
-            return False
+            return op
         except tg.TelegramAPIError as exc:
             self.counters["dropped"] += 1
             log.error("Telegram refused a %s in chat %s: %s", op.kind, chat_id, _short(exc))
-            if (op.kind in ("post", "upload") and not op.low and not op.text.startswith(REFUSED_MARK)
-                    and not isinstance(exc, tg.TelegramForbiddenError)):
+            told = isinstance(op, Upload) or (isinstance(op, Post) and not op.low
+                                              and not op.text.startswith(REFUSED_MARK))
+            if told and not isinstance(exc, tg.TelegramForbiddenError):
                 # nothing is dropped without the person hearing of it
-                self._queue(Op("post", chat_id, f"{REFUSED_MARK} to show a message "
-                               f"({_short(exc)}); it is on the computer: `aipager status`, "
-                               "or the session's terminal.", buzz=op.buzz))
-            return True
+                self._queue(Post(chat_id, f"{REFUSED_MARK} to show a message "
+                                 f"({_short(exc)}); it is on the computer: `aipager status`, "
+                                 "or the session's terminal.",
+                                 buzz=isinstance(op, Post) and op.buzz))
+            return None
         except Exception:  # noqa: BLE001 - a bug must not stop the lane
             self.counters["dropped"] += 1
             log.exception("sending a %s to chat %s failed", op.kind, chat_id)
-            return True
-        if lane.failures:
+            return None
+        if lane.backoff.counter:
             log.info("Telegram reachable again")
-            lane.failures = 0
-        return True
+            lane.backoff.reset()
+        return None
 
-    async def _send(self, lane: _Lane, op: Op) -> bool:
-        """One API call for ``op``; True when a detail was dropped and it must be sent again."""
+    async def _send(self, lane: _Lane, op: Op) -> Op | None:
+        """One API call for ``op``; the op to send again at once when Telegram refused a
+        detail that can be left out (None: done)."""
         from aiogram.exceptions import TelegramBadRequest
 
         try:
@@ -441,109 +535,148 @@ class Outbox:
         except TelegramBadRequest as exc:
             text = str(exc).lower()
             if "not modified" in text:
-                return False
-            if op.kind == "live" and ("message to edit not found" in text
-                                      or "can't be edited" in text or "message_id_invalid" in text):
-                self.state.forget_live(op.key)  # deleted in the chat: show it anew
-                return True
-            if op.entities and ("entit" in text or "can't parse" in text):
-                op.entities = []
-                return True
-            if op.reply_to is not None and "repl" in text:
-                op.reply_to = None
-                return True
-            if op.kind == "react" and ("reaction" in text or "not found" in text):
-                return False  # the message is gone or reactions are off: nothing to do
-            if op.kind in ("post", "live") and op.entities:
-                op.entities = []  # refused for another reason: plain text is the safer form
-                return True
-            if op.kind in ("post", "live") and op.markup is not None:
-                op.markup = None
-                return True
+                return None
+            match op:
+                case Live() if ("message to edit not found" in text or "can't be edited" in text
+                                or "message_id_invalid" in text):
+                    self.state.forget_live(op.key)  # deleted in the chat: show it anew
+                    return op
+                case Post(entities=entities) if entities and ("entit" in text
+                                                              or "can't parse" in text):
+                    return replace(op, entities=())
+                case Post(reply_to=int()) | Live(reply_to=int()) if "repl" in text:
+                    return replace(op, reply_to=None)
+                case React() if "reaction" in text or "not found" in text:
+                    return None  # the message is gone or reactions are off: nothing to do
+                case Post(entities=entities) if entities:
+                    # refused for another reason: plain text is the safer form
+                    return replace(op, entities=())
+                case Post(markup=dict()) | Live(markup=dict()):
+                    return replace(op, markup=None)
             raise
-        return False
+        return None
 
     async def _call(self, lane: _Lane, op: Op) -> None:
-        from aiogram.types import (BufferedInputFile, FSInputFile, InlineKeyboardMarkup,
-                                   LinkPreviewOptions, MessageEntity, ReactionTypeEmoji,
-                                   ReplyParameters)
+        match op:
+            case Action(chat_id=chat_id, action=action):
+                with contextlib.suppress(Exception):
+                    await self.bot.send_chat_action(chat_id, action or "typing")
+            case React(chat_id=chat_id, msg_id=msg_id, emoji=emoji):
+                from aiogram.types import ReactionTypeEmoji
 
-        bot = self.bot
-        entities = [MessageEntity(**e) for e in op.entities] or None
-        markup = InlineKeyboardMarkup.model_validate(op.markup) if op.markup else None
-        no_preview = LinkPreviewOptions(is_disabled=True)
-        reply = (ReplyParameters(message_id=op.reply_to, allow_sending_without_reply=True)
-                 if op.reply_to else None)
-        if op.kind == "action":
-            with contextlib.suppress(Exception):
-                await bot.send_chat_action(op.chat_id, op.text or "typing")
-            return
-        if op.kind == "react":
-            await bot.set_message_reaction(op.chat_id, op.msg_id,
-                                           reaction=[ReactionTypeEmoji(emoji=op.emoji)])
-            return
-        if op.kind == "live" and self.state.live_id(op.key, op.chat_id) is not None:
+                await self.bot.set_message_reaction(chat_id, msg_id,
+                                                    reaction=[ReactionTypeEmoji(emoji=emoji)])
+            case Live() if self._is_edit(op):
+                await self._edit(lane, op)
+            case Upload():
+                await self._upload(lane, op)
+            case Post() | Live():
+                await self._post(lane, op)
+
+    async def _edit(self, lane: _Lane, op: Live) -> None:
+        from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions
+
+        lane.last_edit = self._clock()
+        try:
+            await self.bot.edit_message_text(
+                text=op.text, chat_id=op.chat_id,
+                message_id=self.state.live_id(op.key, op.chat_id),
+                reply_markup=InlineKeyboardMarkup.model_validate(op.markup) if op.markup else None,
+                link_preview_options=LinkPreviewOptions(is_disabled=True))
+        finally:
+            # Counted from when Telegram answered: calls that take different times
+            # must still arrive a full gap apart.
             lane.last_edit = self._clock()
-            try:
-                await bot.edit_message_text(text=op.text, chat_id=op.chat_id,
-                                            message_id=self.state.live_id(op.key, op.chat_id),
-                                            entities=entities, reply_markup=markup,
-                                            link_preview_options=no_preview)
-            finally:
-                # Counted from when Telegram answered: calls that take different times
-                # must still arrive a full gap apart.
-                lane.last_edit = self._clock()
-            self.counters["edited"] += 1
-            return
+        self.counters["edited"] += 1
+
+    def _spend(self, lane: _Lane) -> None:
+        """A new message counts against the chat's pace (``_next``)."""
         lane.sends.append(self._clock())
         lane.spend(self._clock())
-        if op.kind == "upload":
-            if op.path:
-                if not os.path.isfile(op.path):
-                    raise FileGone(op.path)  # not an OSError: that would be retried
-                upload = FSInputFile(op.path, filename=op.filename or "file")
-            else:
-                upload = BufferedInputFile(op.data, filename=op.filename or "file")
-            caption = op.text[:1024] or None
-            if op.photo:
-                sent = await bot.send_photo(op.chat_id, upload, caption=caption,
-                                            reply_parameters=reply,
-                                            disable_notification=not op.buzz)
-            else:
-                sent = await bot.send_document(op.chat_id, upload, caption=caption,
-                                               reply_parameters=reply,
-                                               disable_notification=not op.buzz)
+
+    async def _post(self, lane: _Lane, op: Post | Live) -> None:
+        """A new message: a post, or a live message shown for the first time."""
+        from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions, MessageEntity
+
+        self._spend(lane)
+        entities = op.entities if isinstance(op, Post) else ()
+        sent = await self.bot.send_message(
+            op.chat_id, op.text, entities=[MessageEntity(**e) for e in entities] or None,
+            reply_markup=InlineKeyboardMarkup.model_validate(op.markup) if op.markup else None,
+            reply_parameters=_reply(op.reply_to),
+            link_preview_options=LinkPreviewOptions(is_disabled=True),
+            disable_notification=not (isinstance(op, Post) and op.buzz))
+        self.counters["sent"] += 1
+        if op.session:
+            self.state.route(op.chat_id, sent.message_id, op.session)
+        if op.key:
+            self.state.set_live(op.key, op.chat_id, sent.message_id)
+        if isinstance(op, Live) and op.pin:
+            try:
+                await self.bot.pin_chat_message(op.chat_id, sent.message_id,
+                                                disable_notification=True)
+            except Exception as exc:  # noqa: BLE001 - no right to pin: the line still works
+                log.warning("cannot pin the status line in chat %s: %s", op.chat_id, _short(exc))
+
+    async def _upload(self, lane: _Lane, op: Upload) -> None:
+        from aiogram.types import BufferedInputFile, FSInputFile
+
+        self._spend(lane)
+        upload: FSInputFile | BufferedInputFile
+        if op.path:
+            if not os.path.isfile(op.path):
+                raise FileGone(op.path)  # not an OSError: that would be retried
+            upload = FSInputFile(op.path, filename=op.filename or "file")
         else:
-            sent = await bot.send_message(op.chat_id, op.text, entities=entities,
-                                          reply_markup=markup, reply_parameters=reply,
-                                          link_preview_options=no_preview,
-                                          disable_notification=not op.buzz)
+            upload = BufferedInputFile(op.data, filename=op.filename or "file")
+        send = self.bot.send_photo if op.photo else self.bot.send_document
+        sent = await send(op.chat_id, upload, caption=op.caption[:1024] or None,
+                          disable_notification=True)
         self.counters["sent"] += 1
         if op.path:
             with contextlib.suppress(OSError):
                 os.unlink(op.path)  # the private copy has done its job
         if op.session:
             self.state.route(op.chat_id, sent.message_id, op.session)
-        if op.key:
-            self.state.set_live(op.key, op.chat_id, sent.message_id)
-        if op.pin:
-            try:
-                await bot.pin_chat_message(op.chat_id, sent.message_id, disable_notification=True)
-            except Exception as exc:  # noqa: BLE001 - no right to pin: the line still works
-                log.warning("cannot pin the status line in chat %s: %s", op.chat_id, _short(exc))
 
 
 class FileGone(Exception):
     """The private copy of a file to upload is no longer there (dropped, logged)."""
 
 
-def _mark_repeat(op: Op) -> None:
-    """Head ``op``'s text with ``REPEAT_MARK`` (once), its entities moved along."""
-    if op.text.startswith(REPEAT_MARK):
-        return
-    op.text = REPEAT_MARK + op.text
-    shift = len(REPEAT_MARK.encode("utf-16-le")) // 2
-    op.entities = [dict(e, offset=int(e.get("offset", 0)) + shift) for e in op.entities]
+def _low(op: Op | str) -> bool:
+    """A reply to a stranger (queued items may also be slot names)."""
+    return isinstance(op, Post) and op.low
+
+
+def _unsent(op: Op) -> Op:
+    """``op`` known not to have been shown (Telegram answered with a refusal, or was never
+    reached): sent again, it needs no ``REPEAT_MARK``."""
+    if isinstance(op, (Post, Live, Upload)) and op.sending:
+        return replace(op, sending=False)
+    return op
+
+
+def _reply(message_id: int | None) -> Any:
+    from aiogram.types import ReplyParameters
+
+    if not message_id:
+        return None
+    return ReplyParameters(message_id=message_id, allow_sending_without_reply=True)
+
+
+def _mark_repeat(op: Post | Live | Upload) -> Post | Live | Upload:
+    """``op`` headed with ``REPEAT_MARK`` (once), its entities moved along."""
+    match op:
+        case Upload(caption=caption) if not caption.startswith(REPEAT_MARK):
+            return replace(op, caption=REPEAT_MARK + caption)
+        case Live(text=text) if not text.startswith(REPEAT_MARK):
+            return replace(op, text=REPEAT_MARK + text)
+        case Post(text=text, entities=entities) if not text.startswith(REPEAT_MARK):
+            shift = len(REPEAT_MARK.encode("utf-16-le")) // 2
+            return replace(op, text=REPEAT_MARK + text, entities=tuple(
+                dict(e, offset=int(e.get("offset", 0)) + shift) for e in entities))
+    return op
 
 
 def _never_connected(exc: BaseException) -> bool:

@@ -5,7 +5,7 @@ once: one update it cannot parse makes it fetch the same batch again forever.
 Here each update is validated on its own (a malformed one is logged and
 skipped, its id confirmed), a second poller on the token (409 Conflict) is
 reported once and retried with backoff, and an unreachable Telegram backs off
-up to ``BACKOFF_CAP`` without ever ending the loop.
+(aiogram's ``Backoff``, ``RETRY_BACKOFF``: up to 30 s) without ever ending the loop.
 
 The next ``getUpdates`` confirms what came before, while handlers may still be
 running (or not yet started): so each batch goes to ``inbox.keep`` (the update
@@ -20,14 +20,15 @@ from typing import Any, Awaitable, Callable
 
 from aiogram.methods import GetUpdates
 from aiogram.types import Update
+from aiogram.utils.backoff import Backoff, BackoffConfig
 from pydantic import ValidationError
 
 log = logging.getLogger("aipager.bot")
 
 #: seconds Telegram holds a getUpdates open
 POLL_TIMEOUT = 25
-BACKOFF_FIRST = 1.0
-BACKOFF_CAP = 30.0
+#: waits between failed polls: 1 s, doubled each time, at most 30 s
+RETRY_BACKOFF = BackoffConfig(min_delay=1.0, max_delay=30.0, factor=2.0, jitter=0.0)
 #: the update kinds the bot handles
 ALLOWED_UPDATES = ["message", "callback_query"]
 
@@ -65,7 +66,7 @@ async def poll(bot: Any, handle: Callable[[Update], Awaitable[None]], *,
     from aiogram import exceptions as tg
 
     offset: int | None = None
-    failures = 0
+    backoff = Backoff(RETRY_BACKOFF)
     trouble = ""
     while True:
         try:
@@ -89,7 +90,8 @@ async def poll(bot: Any, handle: Callable[[Update], Awaitable[None]], *,
         else:
             if trouble:
                 log.info("receiving Telegram updates again")
-            trouble, failures = "", 0
+            trouble = ""
+            backoff.reset()
             on_health("ok")
             for item in raw:
                 update_id = item.get("update_id") if isinstance(item, dict) else None
@@ -106,5 +108,4 @@ async def poll(bot: Any, handle: Callable[[Update], Awaitable[None]], *,
                 await handle(update)
             continue
         on_health({"network": "unreachable"}.get(trouble, trouble))
-        failures += 1
-        await sleep(min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (failures - 1)))
+        await sleep(next(backoff))

@@ -22,10 +22,10 @@ from typing import Any, Coroutine, Mapping
 from aipager import config, paths, telegram_check
 from aipager.aio import cancel_and_wait, every
 from aipager.bot import chatstate, inbox, polling, view
-from aipager.bot.access import Access, Members
+from aipager.bot.access import Access, Members, TapAnswer
 from aipager.bot.actions import Actions
 from aipager.bot.notify import ChatNotifier
-from aipager.bot.outbox import Op, Outbox
+from aipager.bot.outbox import Action, Outbox, Post
 from aipager.bot.strangers import Strangers
 from aipager.daemon.model import State
 from aipager.daemon.port import DaemonPort, SessionsView
@@ -151,14 +151,25 @@ class ChatBot:
 
     def dispatcher(self, actions: Actions) -> Any:
         from aiogram import Dispatcher
+        from aiogram.fsm.storage.memory import MemoryStorage
 
         from aipager.bot.routers import commands, messages, taps, team
 
-        dp = Dispatcher()
+        # The FSM ("your next message is the answer") lives in memory, as the picks do:
+        # a restart forgets what it asked for.
+        dp = Dispatcher(storage=MemoryStorage())
         strangers = Strangers()
         access = Access(self.members, self.state, self.outbox, strangers)
+        # Taps are answered first of all, so that every tap (a stranger's, a refused one,
+        # one a handler fails on) is answered once, after its handler, with the text the
+        # handler or the refusal set.
+        dp.callback_query.outer_middleware(TapAnswer())
+        # Who sends this (strangers stop here), then, once the handler is known, whether
+        # their role has the right its ``rights`` flag names.
         dp.message.outer_middleware(access)
         dp.callback_query.outer_middleware(access)
+        dp.message.middleware(access.rights)
+        dp.callback_query.middleware(access.rights)
         # Order matters: team commands and commands (the catch-all /<session> last among
         # them) before plain text.
         dp.include_routers(team.make_router(), commands.make_router(), taps.make_router(),
@@ -166,10 +177,8 @@ class ChatBot:
         dp["actions"] = actions
         dp["members"] = self.members
         dp["strangers"] = strangers
-        dp["pending_names"] = {}
         dp["picks"] = {}
         dp["albums"] = {}
-        dp["pending_other"] = {}
         dp["bot_identity"] = (self.bot.id, None)
         return dp
 
@@ -260,7 +269,7 @@ class ChatBot:
     def _typing(self) -> None:
         if any(s.state == State.WORKING for s in self._registry()):
             for chat_id in {self.members.current().chat_id}:
-                self.outbox.put(Op("action", chat_id, "typing"))
+                self.outbox.put(Action(chat_id, "typing"))
 
     async def _introduce(self, dp: Any) -> None:
         """getMe and the command menu (retried until Telegram answers), then, after an
@@ -268,12 +277,12 @@ class ChatBot:
         from aiogram.types import BotCommand
 
         if self.unclean:
-            self.outbox.put(Op("post", self.members.current().chat_id, RESTARTED))
+            self.outbox.put(Post(self.members.current().chat_id, RESTARTED))
         if self.state.damaged:
             # once: the next save writes a sound file
-            self.outbox.put(Op("post", self.members.current().chat_id,
-                               f"⚠️ aipager: {self.state.damaged}. Old cards and buttons no "
-                               "longer answer.", buzz=True))
+            self.outbox.put(Post(self.members.current().chat_id,
+                                 f"⚠️ aipager: {self.state.damaged}. Old cards and buttons no "
+                                 "longer answer.", buzz=True))
             self.state.damaged = ""
         delay = 1.0
         while True:

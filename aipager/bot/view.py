@@ -2,14 +2,18 @@
 
 Card and notice texts come from the daemon (``aipager.daemon.render``); this
 module adds what only the chat has: the status line and screen, help, the
-answer to a tap, and the inline keyboards (as plain dicts the outbox keeps
-across restarts).
+answer to a tap, and the question's inline keyboard.  Keyboards are made with
+aiogram's ``InlineKeyboardBuilder`` and handed to the outbox as plain dicts
+(``markup``), which it keeps across restarts.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Iterable, Sequence
+from typing import Sequence
+
+from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
+from aiogram.utils.keyboard import InlineKeyboardBuilder, KeyboardBuilder
 
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.clients import prompts
@@ -17,19 +21,28 @@ from aipager.daemon.model import Session, State
 from aipager.daemon import render
 from aipager.daemon.render import elapsed
 
-#: one inline button: (label, callback data)
-Button = tuple[str, str]
-
 _STATE_ICON = {State.WORKING: "⏳", State.WAITING: "🔐", State.READY: "✅", State.UNKNOWN: "•",
                State.GONE: "🔴"}
 _STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State.READY: "ready",
                 State.UNKNOWN: "starting", State.GONE: "ended"}
 
 
-def keyboard(rows: Iterable[Sequence[Button]]) -> dict | None:
-    """An InlineKeyboardMarkup as a plain dict (None when there are no buttons)."""
-    out = [[{"text": label, "callback_data": data} for label, data in row] for row in rows if row]
-    return {"inline_keyboard": out} if out else None
+def markup(builder: KeyboardBuilder[InlineKeyboardButton]) -> dict | None:
+    """The builder's ``InlineKeyboardMarkup`` as the plain dict the outbox keeps (None when
+    it has no buttons)."""
+    rows = builder.export()
+    if not rows:
+        return None
+    return InlineKeyboardMarkup(inline_keyboard=rows).model_dump(exclude_none=True)
+
+
+def at_desk(sess: Session | None) -> bool:
+    """Whether the person is at the computer for this session: a terminal is attached to it,
+    or its task was typed there."""
+    if sess is None:
+        return False
+    task = sess.task
+    return sess.attached or (task is not None and task.origin == "terminal")
 
 
 def is_live(sess: Session) -> bool:
@@ -145,9 +158,10 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
     """The question the chat shows now (one of an AskUserQuestion call), with its buttons.
 
     ``ask``: ``{"questions": [{question, header, options, multi}], "step": i,
-    "toggled": [option indexes]}``; buttons carry ``QuestionTap`` data.
+    "toggled": [option indexes]}``; buttons carry ``QuestionTap`` data: one row per
+    option (and Submit), then Other… and Decline side by side.
     """
-    from aipager.bot.callbacks import QuestionTap, packed
+    from aipager.bot.callbacks import QuestionAct, QuestionTap
 
     qs = ask["questions"]
     step = ask.get("step", 0)
@@ -155,26 +169,28 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
     count = f" ({step + 1}/{len(qs)})" if len(qs) > 1 else ""
     lines = [f"❓ {label} · {q.get('header') or 'Claude asks'}{count}", q["question"]]
     toggled = set(ask.get("toggled") or [])
+    kb = InlineKeyboardBuilder()
 
-    def tap(text: str, act: str, i: int = 0) -> Button:
-        return text[:60], packed(QuestionTap(h=handle, act=act, i=i))
+    def tap(text: str, act: QuestionAct, i: int = 0) -> None:
+        kb.button(text=text[:60], callback_data=QuestionTap(h=handle, act=act, i=i))
 
-    rows: list[list[Button]] = []
     for i, option in enumerate(q["options"]):
         if q.get("multi"):
-            rows.append([tap(f"{'☑' if i in toggled else '☐'} {option}", "t", i)])
+            tap(f"{'☑' if i in toggled else '☐'} {option}", QuestionAct.TOGGLE, i)
         else:
-            rows.append([tap(f"{i + 1}. {option}", "p", i)])
+            tap(f"{i + 1}. {option}", QuestionAct.PICK, i)
     if q.get("multi"):
-        rows.append([tap("✅ Next" if step + 1 < len(qs) else "✅ Submit", "s")])
-    rows.append([tap("✍️ Other…", "o"), tap("⏹ Decline", "x")])
-    return "\n".join(lines), keyboard(rows)
+        tap("✅ Next" if step + 1 < len(qs) else "✅ Submit", QuestionAct.SUBMIT)
+    tap("✍️ Other…", QuestionAct.OTHER)
+    tap("⏹ Decline", QuestionAct.DECLINE)
+    kb.adjust(*[1] * (len(q["options"]) + bool(q.get("multi"))), 2)
+    return "\n".join(lines), markup(kb)
 
 
 def answers_text(ask: dict) -> str:
     """``question → answer`` lines for the chat once a question is answered."""
     out = []
-    for q, a in zip(ask["questions"], ask.get("answers") or []):
+    for q, a in zip(ask["questions"], ask.get("answers") or [], strict=False):
         words = [q["options"][i] for i in a.get("picks", []) if 0 <= i < len(q["options"])]
         if a.get("text"):
             words.append(f"“{a['text']}”")

@@ -138,7 +138,9 @@ def _saved_state(env: dict[str, str]) -> Check:
         return Check("saved state", False, state["state_error"],
                      "start the daemon: it keeps the damaged file aside and restores what it can")
     if kept:
-        daemon = state.get("daemon") if isinstance(state.get("daemon"), dict) else {}
+        daemon = state.get("daemon")
+        if not isinstance(daemon, dict):
+            daemon = {}
         why = daemon.get("state_error") if isinstance(daemon.get("state_error"), str) else ""
         detail = f"{len(kept)} damaged state file(s) kept aside: {', '.join(kept)}"
         return Check("saved state", False, f"{detail}. {why}" if why else detail,

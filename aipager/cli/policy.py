@@ -12,6 +12,7 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -19,6 +20,9 @@ from aipager import paths
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors
 from aipager.errors import PolicyError, PolicySchemaError
+
+if TYPE_CHECKING:
+    from aipager.policy.model import Policy
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="Check the safety policy and explain its decisions.")
@@ -29,7 +33,7 @@ class Engine(str, Enum):
     python = "python"
 
 
-def _problems(env: dict[str, str]) -> tuple[str, list[str], object]:
+def _problems(env: dict[str, str]) -> tuple[str, list[str], Policy | None]:
     """(path, problems, policy or None) for the owner's policy file."""
     from aipager.policy import model, validate
 
@@ -92,6 +96,7 @@ def check(
         if apply:
             typer.echo("nothing published: the floor published before stays in force")
         raise typer.Exit(PolicySchemaError.exit_code)
+    assert policy is not None  # _problems gives the policy whenever it finds no problem
     if not os.path.exists(path):
         typer.echo(f"{path}: no policy file; the built-in roles and floor apply")
     else:
@@ -101,7 +106,7 @@ def check(
         _publish(env, policy)
 
 
-def _publish(env: dict[str, str], policy) -> None:
+def _publish(env: dict[str, str], policy: Policy) -> None:
     """Publish ``policy``'s effective floor where the hook reads it."""
     from aipager.cli._daemon import daemon_pids
     from aipager.policy import model

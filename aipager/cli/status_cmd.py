@@ -40,7 +40,7 @@ def _load_state(env: dict[str, str]) -> tuple[Any, str | None]:
         return None, "the daemon's saved state is not readable by this build yet"
     try:
         return _plain(load_state(env)), None
-    except Exception as exc:  # the state file is the daemon's; never crash status on it
+    except Exception as exc:  # noqa: BLE001 - the state file is the daemon's; never crash status on it
         return None, f"cannot read the daemon's state ({paths.daemon_state_file(env)}): {exc}"
 
 
@@ -72,9 +72,10 @@ def status(
     pids = sorted(daemon_pids(env))
     state, problem = _load_state(env)
     problem = problem or _state_problem(state)
-    terminals = [s.to_json() for s in dtach.list_sessions(env)]
+    sessions = dtach.list_sessions(env)
+    terminals = [s.to_json() for s in sessions]
     # another user's private folder or socket at our names (issue 16): named as an attack
-    unsafe = [str(f) for f in trust.findings(env)] + [t["problem"] for t in terminals if t.get("problem")]
+    unsafe = [str(f) for f in trust.findings(env)] + [s.problem for s in sessions if s.problem]
     if as_json:
         print_json({
             "daemon": {"running": bool(pids), "pids": pids, "socket": paths.socket_path(env)},
@@ -99,7 +100,7 @@ def status(
         typer.echo(f"chat: {chat.get('chat_id')} via @{chat.get('bot') or '?'} · Telegram "
                    f"{chat.get('telegram')} · {chat.get('unsent', 0)} unsent")
     rows = [r for r in _sessions_of(state) if show_all or r.get("state") != "gone"]
-    live = {t["session"]: t["live"] for t in terminals}
+    live = {s.session: s.live for s in sessions}
     if not rows and not terminals:
         typer.echo("no sessions")
         return

@@ -24,8 +24,8 @@ import orjson
 
 from aipager import __version__, dtach, paths, trust
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import (deepq, dialogkeys, journal, lock, persist, render, replies, requests,
-                            spool, tasks, transcript)
+from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, persist, render, replies,
+                            requests, spool, tasks, transcript)
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
@@ -34,9 +34,9 @@ from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
-from aipager.daemon.model import Request, State
+from aipager.daemon.model import Request, Session
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
-                                 Outcome, Who)
+                                 Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
 from aipager.daemon.terminal import ESCAPE, DtachIO, SessionIO, mark_discovered
 from aipager.errors import AipagerError
@@ -163,10 +163,12 @@ class Daemon:
             # the state now holds every journaled datagram (nothing is fed in between)
             self.journal.saved()
         except OSError as exc:
-            # retried every tick; logged once, then again only when the error changes
-            if str(exc) != self._save_error:
-                log.error("cannot save the daemon state: %s", exc)
-                self._save_error = str(exc)
+            # retried every tick; logged once, then again only when the error changes (by
+            # its kind and file: the temporary file's name differs each time)
+            why = f"{exc.strerror or exc} ({paths.daemon_state_file(self.env)})"
+            if why != self._save_error:
+                log.error("cannot save the daemon state: %s", why)
+                self._save_error = why
             return
         if self._save_error is not None:
             log.info("the daemon state is saved again")
@@ -182,7 +184,8 @@ class Daemon:
         return self.core.registry
 
     async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
-                             reason: str = "", suggestion: int | None = None) -> Outcome:
+                             reason: str = "", suggestion: int | None = None,
+                             edit: str | None = None) -> Outcome:
         """Answer permission request ``key`` of ``session`` (``replies.answer``): to the
         hook that waits, else with the terminal dialog's keys.
 
@@ -191,22 +194,47 @@ class Daemon:
             who: who answers (named by a deny's message, the verdict and the audit).
             reason: a deny's reason, handed to Claude (a reply to the request).
             suggestion: for ``allow_always``, which one of Claude Code's suggestions.
+            edit: for ``allow``, the corrected command (Bash) or path: the call is
+                allowed as edited, once the policy allows it (``edits``); else ``Refused``.
 
         Raises:
-            ValueError: an unknown kind.
+            ValueError: an unknown kind, or an edit with another kind than allow.
         """
         sess = self.core.registry.get(session)
         req = next((r for r in sess.requests if r.key == key and r.kind == "permission"),
                    None) if sess is not None else None
-        if req is not None and req.tool == "ExitPlanMode" and not req.reply_addr \
-                and not req.answered:
+        if req is not None and not req.answered and (
+                (req.tool == "ExitPlanMode" and not req.reply_addr)
+                or (req.terminal_only and kind != "stop")):
             # The plan dialog's keys differ with and without a plan file ("1" is auto mode
-            # in one, "2" is No in the other): only the waiting hook answers it safely.
+            # in one, "2" is No in the other), and auto mode's dialog has choices of its
+            # own: only the waiting hook, or the terminal, answers those safely.
             return InTerminal()
-        result = replies.answer(self.core.ctx, session, key, kind, who.label,
-                                who_id=who.user_id, role=who.role, reason=reason,
-                                suggestion=suggestion)
+        edited_input = None
+        if edit is not None:
+            if kind != "allow":
+                msg = "only an allow takes an edit"
+                raise ValueError(msg)
+            if sess is None or req is None:
+                return Gone()
+            if req.answered:
+                return Already()
+            refused = self._refuse_edit(sess, req, who, edit)
+            if isinstance(refused, Refused):
+                return refused
+            edited_input = refused
+        try:
+            result = replies.answer(self.core.ctx, session, key, kind, who.label,
+                                    who_id=who.user_id, role=who.role, reason=reason,
+                                    suggestion=suggestion, edited_input=edited_input)
+        except ValueError as exc:
+            if edited_input is None:
+                raise
+            return Refused(str(exc))
         self.save(force=True)
+        if result == replies.NO_HOOK:
+            return Refused("Claude Code no longer waits for this answer: an edited call "
+                           "needs the waiting hook (answer it in the terminal)")
         if result == replies.ALREADY:
             return Already()
         if result == replies.GONE or sess is None or req is None:
@@ -224,6 +252,23 @@ class Daemon:
             except AipagerError as exc:
                 log.warning("stop after deny failed: %s", exc)
         return ByHook() if result == replies.VIA_HOOK else ByKeys()
+
+    def _refuse_edit(self, sess: Session, req: Request, who: Who, edit: str) -> dict | Refused:
+        """The edited tool input, or why it may not run (audited as ``edit_refused``)."""
+        if not req.reply_addr:
+            return Refused("Claude Code no longer waits for this answer: an edited call "
+                           "needs the waiting hook (answer it in the terminal)")
+        try:
+            edited_input = edits.edited(req.tool, req.tool_input, edit)
+        except ValueError as exc:
+            return Refused(str(exc))
+        why = edits.refusal(self.env, sess.name, who.role, req.tool, edited_input,
+                            req.cwd or sess.cwd or "")
+        if why is None:
+            return edited_input
+        self.audit_action("edit_refused", who, session=sess.name, tool=req.tool,
+                          edited_input=edited_input, reason=why)
+        return Refused(f"the safety policy refuses the edited call: {why}")
 
     async def answer_question(self, session: str, key: str, who: Who,
                               answers: Sequence[dialogkeys.Answer] | None) -> Outcome:
@@ -283,9 +328,7 @@ class Daemon:
         session = dtach.session_name(bare)
         reg = self.core.registry
         sess = reg.ensure(session)
-        # A new process: whatever the registry knew of the name is over.
-        sess.gone_at, sess.end_reason = None, ""
-        reg.set_state(sess, State.UNKNOWN)
+        reg.revive(sess)  # a new process: whatever the registry knew of the name is over
         sess.socket_seen = True
         sess.cwd = sess.cwd or cwd
         reg.touch(sess)
@@ -431,7 +474,15 @@ class Daemon:
     async def discover(self) -> None:
         live = await asyncio.to_thread(self.session_io.discover)
         ctx = self.core.ctx
-        mark_discovered(self.core.registry, live, lambda sess, why: end_session(ctx, sess, why))
+        reg = self.core.registry
+        mark_discovered(reg, live, lambda sess, why: end_session(ctx, sess, why))
+        clients = await asyncio.to_thread(dtach.attached_clients, live.values())
+        for name, sock in live.items():
+            sess = reg.get(name)
+            attached = clients.get(sock, 0) > 0
+            if sess is not None and sess.attached != attached:
+                sess.attached = attached
+                reg.touch(sess)
 
     async def recover_typing(self) -> None:
         """A crash while a chat message was pasted left it in an input box: it is
@@ -530,15 +581,16 @@ class Daemon:
         sock = bind_control_socket(self.socket_path, deepq.QUEUE_LEN if deep else None)
         self.socket_queue = deepq.QUEUE_LEN if deep and deepq.is_deep(sock) else None
         bound_ino = os.stat(self.socket_path).st_ino
-        drain: DrainIngest | None = DrainIngest(
+        started = DrainIngest(
             sock, self.deliver, spool_dir=None if refused else self.spool_dir,
             sock_path=self.socket_path)
+        drain: DrainIngest | None = started
         thread: Ingest | None = None
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.stop_event.set)
         try:
             try:
-                await drain.start()
+                await started.start()
             except OSError as exc:
                 log.error("cannot start the ingest drain (%s); receiving on a thread", exc)
                 drain = None

@@ -14,7 +14,7 @@ from typing import Callable
 import orjson
 
 from aipager import wire
-from aipager.daemon import render
+from aipager.daemon import diffs, render
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
 from aipager.daemon.events import ROUTERS, compaction
@@ -43,6 +43,7 @@ class DaemonCore:
         clock: wall-clock seconds (injectable).
         read_answer: transcript path → last answer (injectable for tests).
         read_notifications: transcript path → task-notification texts (injectable).
+        read_text: file path → its text, for an edit's diff (``diffs.read_text``).
         monotonic: for the repeat window only.
         audit: where safety events are recorded (default: kept in memory).
     """
@@ -52,11 +53,13 @@ class DaemonCore:
                  read_answer: Callable[[str], str | None] = last_answer,
                  read_notifications: Callable[[str], list[str]] = task_notifications,
                  monotonic: Callable[[], float] = time.monotonic,
-                 audit: AuditSink | None = None) -> None:
+                 audit: AuditSink | None = None,
+                 read_text: Callable[[str], str | None] = diffs.read_text) -> None:
         self.registry = Registry(clock=clock, knobs=knobs)
         self.notifier = notifier
         self.ctx = Ctx(registry=self.registry, notifier=notifier, read_answer=read_answer,
-                       read_notifications=read_notifications, audit=audit or RecordingAudit())
+                       read_notifications=read_notifications, audit=audit or RecordingAudit(),
+                       read_text=read_text)
         self.dispatcher = Dispatcher(self.ctx, *ROUTERS)
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._monotonic = monotonic
@@ -119,7 +122,8 @@ class DaemonCore:
             c["ignored"] += 1
         elif result is UNHANDLED:
             c["unhandled"] += 1
-            log.info("unknown event %r counted", ev.get("notification_type") or ev.get("hook_event_name") or ev.get("type"))
+            log.info("unknown event %r counted",
+                     ev.get("notification_type") or ev.get("hook_event_name") or ev.get("type"))
         if self.on_handled is not None:
             self.on_handled(ev)
 

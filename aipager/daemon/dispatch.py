@@ -81,6 +81,9 @@ class Ctx:
     read_answer: Callable[[str], str | None] = _read_no_answer
     #: transcript path → ``<task-notification>`` texts in it (see ``transcript.task_notifications``)
     read_notifications: Callable[[str], list[str]] = lambda path: []
+    #: file path → its text ("" absent, None unusable): what an edit's diff is made against
+    #: (``diffs.read_text`` in the daemon; nothing is read in unit tests)
+    read_text: Callable[[str], str | None] = lambda path: None
     #: diagnostics the daemon reports in its state (counts per own datagram, errors seen)
     counters: dict[str, int] = field(default_factory=dict)
     #: where safety events are recorded (``audit.AuditFile`` in the daemon)
@@ -181,8 +184,7 @@ class Dispatcher:
                 # it must not bring back agents or rows.
                 return IGNORED
             # Its socket looked gone, but it is clearly alive: known again.
-            sess.gone_at, sess.end_reason = None, ""
-            registry.set_state(sess, State.UNKNOWN)
+            registry.revive(sess)
         now = registry.clock()
         sess.last_event_at = now
         tokens = ev.get("sl_tokens")

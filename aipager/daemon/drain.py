@@ -47,8 +47,24 @@ import sys
 import threading
 import time
 
-#: the largest datagram read (aipager.wire.MAX_DATAGRAM plus slack)
-MAX_DATAGRAM = 201_024
+
+def _load_sibling(name: str):
+    """``aipager/<name>.py`` (a builtins-only module), loaded by its path: this
+    script must not import the package."""
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    where = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), f"{name}.py")
+    spec = spec_from_file_location(f"aipager_{name}", where)
+    if spec is None or spec.loader is None:
+        msg = f"no loader for {where}"
+        raise ImportError(msg)
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: the largest datagram read (aipager.wire.RECV_MAX; _drain_c gets it from the same place)
+MAX_DATAGRAM = _load_sibling("wire").RECV_MAX
 #: bytes kept in memory while the daemon does not read; beyond it the socket waits
 MAX_BACKLOG = 512 * 1024 * 1024
 #: Linux F_SETPIPE_SZ: ask for a 1 MiB pipe (the unprivileged maximum by default)
@@ -160,6 +176,7 @@ class Salvage:
         self._thread = threading.Thread(target=self._watch, name="salvage", daemon=True)
         # The name as bound now (the daemon binds before it starts us): a socket file's
         # inode is not the socket's own (fstat of ``fd``), so it is compared with this.
+        self._bound: tuple[int, int] | None
         try:
             st = os.stat(sock_path)
             self._bound = (st.st_dev, st.st_ino)
@@ -231,19 +248,12 @@ def spool_all(spool_dir: str, datagrams: list, first_ns: int) -> int:
     """Write each datagram to ``spool_dir`` as the hook does, named ``first_ns``,
     ``first_ns + 1``, …; how many were written (failures are reported on stderr).
 
-    The writer is ``aipager/spoolfile.py``, loaded by its path: this script must
-    not import the package (it imports builtins only, so that is safe here).
+    The writer is ``aipager/spoolfile.py``, loaded by its path (``_load_sibling``).
     """
     if not datagrams:
         return 0
     try:
-        from importlib.util import module_from_spec, spec_from_file_location
-
-        where = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             "spoolfile.py")
-        spec = spec_from_file_location("aipager_spoolfile", where)
-        spoolfile = module_from_spec(spec)
-        spec.loader.exec_module(spoolfile)
+        spoolfile = _load_sibling("spoolfile")
     except (ImportError, OSError) as exc:
         sys.stderr.write(f"aipager drain: cannot spool {len(datagrams)} datagram(s): {exc}\n")
         return 0
@@ -270,6 +280,9 @@ def load_native(path: str):
     try:
         loader = ExtensionFileLoader("aipager._drain_c", path)
         spec = spec_from_file_location("aipager._drain_c", path, loader=loader)
+        if spec is None:
+            msg = f"no module spec for {path}"
+            raise ImportError(msg)
         module = module_from_spec(spec)
         loader.exec_module(module)
     except (ImportError, OSError) as exc:

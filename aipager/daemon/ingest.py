@@ -38,7 +38,7 @@ import sys
 import threading
 from typing import Callable
 
-from aipager import paths, trust, wire
+from aipager import native, paths, trust, wire
 from aipager.daemon import deepq
 from aipager.daemon.drain import FrameReader  # the pipe format lives with its writer
 from aipager.errors import DaemonAlreadyRunning, DaemonError, UnsafePath
@@ -342,18 +342,13 @@ class DrainIngest:
 def native_drain_path() -> str | None:
     """File of the compiled drain loop (``aipager._drain_c``), or None.
 
-    None when ``AIPAGER_NO_EXTENSIONS`` is set or the extension was not built
-    (no compiler at install time); the drain then runs its Python loop.
+    None when ``aipager.native`` says no (``AIPAGER_NO_EXTENSIONS`` set, or
+    the extension not built); the drain then runs its Python loop.
     Importing it here proves it loads in this interpreter before the drain
     (same interpreter, ``-I -S``) loads it by path.
     """
-    if os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0"):
-        return None
-    try:
-        from aipager import _drain_c
-    except ImportError:
-        return None
-    return _drain_c.__file__
+    module = native.load("_drain_c")
+    return None if module is None else module.__file__
 
 
 def recv_leftovers(sock: socket.socket) -> list[bytes]:

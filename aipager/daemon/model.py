@@ -122,6 +122,11 @@ class Request:
     cwd: str = ""
     #: a question's questions (``questions_of``): what its answer keys are built from
     questions: list = field(default_factory=list)
+    #: the tool input, kept when a person may correct it before allowing (``edits.keep``)
+    tool_input: dict = field(default_factory=dict)
+    #: a dialog whose choices only the terminal shows (auto mode's "needs your input"):
+    #: the chat offers only ⏹ Stop, and says so
+    terminal_only: bool = False
 
 
 @dataclass(slots=True)
@@ -223,6 +228,9 @@ class Session:
     #: the hook then sends no token counts.  Logged once when it changes, shown by ``status``
     status_file_error: str = ""
     socket_seen: bool = False
+    #: a terminal is attached to its dtach session (seen at the last discovery): the person
+    #: is at the computer, so the chat stays quiet (``quiet`` setting)
+    attached: bool = False
     gone_at: float | None = None
     end_reason: str = ""
 

@@ -122,8 +122,10 @@ class Permission(Output):
     #: the waiting hook's reply socket ("" when no hook waits: keys answer the dialog)
     reply_addr: str = ""
     agent_id: str = ""
-    #: a Write/Edit diff, for chats that show previews
+    #: a Write/Edit's own old and new lines, for chats that show previews
     preview: str = ""
+    #: the unified diff a Write/Edit would make to the file on disk ("" when none could be made)
+    diff: str = ""
     #: shown again because this tap reached its hook too late (``replies.late``)
     late_answer: str = ""
 
@@ -143,11 +145,10 @@ class Question(Output):
 
 
 @dataclass(frozen=True)
-class RequestClosed(Output):
-    """A request or question was answered (in the terminal, or by a tap the waiting hook
-    took: then ``via``, ``answer`` and ``who`` say how); late taps type nothing."""
+class _Verdict(Output):
+    """What a request's verdict line is made of: ``via`` (``hook``, ``keys``; "" the
+    terminal), ``answer`` (the tap, or ``question_answer`` / ``question_decline``), ``who``."""
 
-    kind: ClassVar[str] = "request_closed"
     key: str = ""
     request_id: str = ""
     via: str = ""
@@ -156,18 +157,20 @@ class RequestClosed(Output):
 
 
 @dataclass(frozen=True)
-class RequestAnswered(Output):
+class RequestClosed(_Verdict):
+    """A request or question is over (answered in the terminal, or by a tap the waiting hook
+    took, or by keys: then ``via``, ``answer`` and ``who`` say how); late taps type nothing."""
+
+    kind: ClassVar[str] = "request_closed"
+
+
+@dataclass(frozen=True)
+class RequestAnswered(_Verdict):
     """A tap answered a request whose hook no longer waited: the daemon answered its
-    terminal dialog with keys (``via`` is ``keys``; ``answer`` is the tap, or
-    ``question_answer`` / ``question_decline`` for a question).  The request stays open
-    until its tool runs; the chat shows who answered now."""
+    terminal dialog with keys (``via`` is ``keys``).  The request stays open until its tool
+    runs; the chat shows who answered now."""
 
     kind: ClassVar[str] = "request_answered"
-    key: str = ""
-    request_id: str = ""
-    via: str = "keys"
-    answer: str = ""
-    who: str = ""
 
 
 @dataclass(frozen=True)

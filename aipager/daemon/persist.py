@@ -67,7 +67,7 @@ from aipager import dtach, paths
 from aipager.daemon import render, salvage
 from aipager.daemon.model import Session
 from aipager.daemon.registry import Registry
-from aipager.fsnames import unused_name
+from aipager.fsnames import KEPT_INFIX, keep_aside, write_private
 
 STATE_VERSION = 1
 
@@ -102,35 +102,10 @@ def build_state(registry: Registry, daemon: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-def write_atomic(path: str, data: bytes, *, sync: bool = True) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old or the new file, never half.
-
-    The file is created 0600 in a folder created 0700.  ``sync=False`` skips the
-    fsync: the file then survives a crash of the process, not of the machine.
-    """
-    folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if sync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def save_state(env: Mapping[str, str], registry: Registry, daemon: Mapping[str, Any]) -> None:
     """Write the registry and the daemon facts to ``paths.daemon_state_file``."""
     state = build_state(registry, {**daemon, "saved_at": time.time()})
-    write_atomic(paths.daemon_state_file(env), orjson.dumps(state))
+    write_private(paths.daemon_state_file(env), orjson.dumps(state))
 
 
 def _pid_alive(pid: Any) -> bool:
@@ -183,10 +158,6 @@ def restore(registry: Registry, state: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-#: a damaged state file is renamed to ``<name><KEPT_INFIX><UTC stamp>`` next to it
-KEPT_INFIX = ".damaged-"
-
-
 def kept_aside(env: Mapping[str, str]) -> list[str]:
     """Damaged state files the daemon set aside at its starts, oldest first."""
     path = paths.daemon_state_file(env)
@@ -196,12 +167,6 @@ def kept_aside(env: Mapping[str, str]) -> list[str]:
     except OSError:
         return []
     return sorted(os.path.join(folder, n) for n in names if n.startswith(name + KEPT_INFIX))
-
-
-def _keep_aside(path: str, now: float) -> str:
-    kept = unused_name(f"{path}{KEPT_INFIX}" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)))
-    os.rename(path, kept)
-    return kept
 
 
 class Restored(NamedTuple):
@@ -249,7 +214,7 @@ def restore_saved(env: Mapping[str, str], registry: Registry, *,
         return Restored(None, seq)
     restored = len(registry.sessions)
     try:
-        kept = _keep_aside(path, time.time() if now is None else now)
+        kept = keep_aside(path, time.time() if now is None else now)
     except OSError as exc:
         kept = f"(not kept: cannot rename it: {exc.strerror})"
     for line in problems[:salvage.PROBLEMS_LISTED]:

@@ -70,7 +70,15 @@ class KeysFailed:
     reason: str
 
 
-Outcome = ByHook | ByKeys | Already | Gone | InTerminal | KeysFailed
+@dataclass(frozen=True)
+class Refused:
+    """Nothing was done, for ``reason`` (an edited call the policy denies, or one no hook
+    waits to take any more)."""
+
+    reason: str
+
+
+Outcome = ByHook | ByKeys | Already | Gone | InTerminal | KeysFailed | Refused
 
 
 class SessionsView(Protocol):
@@ -89,10 +97,15 @@ class DaemonPort(Protocol):
     Session names are internal (``claude-<label>``) unless a method says label.
     """
 
-    #: where everything lives (``aipager.paths``) and the knobs
-    env: Mapping[str, str]
-    #: when this daemon started (a client skips outputs older than its own start)
-    started_at: float
+    @property
+    def env(self) -> Mapping[str, str]:
+        """Where everything lives (``aipager.paths``) and the knobs."""
+        ...
+
+    @property
+    def started_at(self) -> float:
+        """When this daemon started (a client skips outputs older than its own start)."""
+        ...
 
     @property
     def sessions(self) -> SessionsView: ...
@@ -108,7 +121,8 @@ class DaemonPort(Protocol):
     # -- requests ----------------------------------------------------------------------
 
     async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
-                             reason: str = "", suggestion: int | None = None) -> Outcome: ...
+                             reason: str = "", suggestion: int | None = None,
+                             edit: str | None = None) -> Outcome: ...
 
     async def answer_question(self, session: str, key: str, who: Who,
                               answers: Sequence[QuestionAnswer] | None) -> Outcome: ...

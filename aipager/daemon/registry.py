@@ -110,6 +110,12 @@ class Registry:
             sess.state = state
             self.touch(sess)
 
+    def revive(self, sess: Session) -> None:
+        """``sess`` is alive after all (its socket is back, an event came, it was started
+        again): whatever ended it is forgotten and its state is unknown until an event says."""
+        sess.gone_at, sess.end_reason = None, ""
+        self.set_state(sess, State.UNKNOWN)
+
     # -- chat messages (the Telegram layer calls these) ------------------------
 
     def queue_message(self, name: str, msg_id: str, text: str, *, chat_id: str = "",
@@ -118,8 +124,8 @@ class Registry:
         """Remember a chat message for session ``name``.
 
         ``held``: it waits for the task to end (released by Stop as a ``release``
-        output), or with ``held_for="dialog"`` only for the open dialog to close; otherwise it was typed now and waits for Claude to take it
-        (``queue_pickup`` turns 👀 into 👍).  At most ``QUEUE_CAP`` are kept.
+        output), or with ``held_for="dialog"`` only for the open dialog to close; otherwise it was
+        typed now and waits for Claude to take it (``queue_pickup`` turns 👀 into 👍).  At most ``QUEUE_CAP`` are kept.
         """
         sess = self.ensure(name)
         msg = QueuedMessage(msg_id=str(msg_id), text=text, queued_at=self.clock(),

@@ -208,7 +208,10 @@ def live_status(sess: Session) -> str:
         parts.append(f"{n} background command{'s' if n != 1 else ''}")
     lines = [f"🔄 {sess.label} · " + " · ".join(parts)]
     for agent in agents:
-        doing = "waiting for its agents" if agent.status == "paused" else (agent.activity or agent.description or "working")
+        if agent.status == "paused":
+            doing = "waiting for its agents"
+        else:
+            doing = agent.activity or agent.description or "working"
         lines.append(f"  🤖 {agent_name(sess, agent)} · {doing}")
     return "\n".join(lines)
 

@@ -48,6 +48,8 @@ VIA_KEYS = "keystroke_fallback"
 ALREADY = "already_answered"
 #: no such open request (answered in the terminal, task over): type nothing
 GONE = "gone"
+#: an edited call and no hook waits to take it (keys cannot carry an edit): nothing done
+NO_HOOK = "no_hook"
 
 
 def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) -> list[dict]:
@@ -73,7 +75,7 @@ REASON_MAX = 1000
 
 
 def decision_for(kind: str, request: Request, who_label: str, reason: str = "",
-                 suggestion: int | None = None) -> dict:
+                 suggestion: int | None = None, edited_input: dict | None = None) -> dict:
     """Claude Code's PermissionRequest decision for one tap.
 
     Args:
@@ -84,6 +86,8 @@ def decision_for(kind: str, request: Request, who_label: str, reason: str = "",
         suggestion: for ``allow_always``, the index of the one suggestion to take
             (in ``always_permissions(…, SCOPED_TYPES)`` order); None takes them all
             but a mode switch.
+        edited_input: for ``allow``, the tool input as a person corrected it (checked
+            by the policy before: ``edits.refusal``): ``updatedInput``.
 
     Returns:
         ``{"behavior": "allow"}``; for ``allow_always`` plus
@@ -93,8 +97,18 @@ def decision_for(kind: str, request: Request, who_label: str, reason: str = "",
         ``stop`` the same with ``interrupt`` true (the task ends).
 
     Raises:
-        ValueError: an unknown kind.
+        ValueError: an unknown kind, or an edited input with another kind or too big for
+            a reply (never sent as a plain allow: that would run the call unedited).
     """
+    if edited_input is not None:
+        decision = {"behavior": "allow", "updatedInput": edited_input}
+        if kind != "allow":
+            msg = "only an allow takes an edited input"
+            raise ValueError(msg)
+        if not _fits(request.request_id, decision):
+            msg = "the edited call is too big to send to Claude Code"
+            raise ValueError(msg)
+        return decision
     if kind == "allow":
         return {"behavior": "allow"}
     if kind == "allow_always":
@@ -153,7 +167,8 @@ def _find(ctx: Ctx, session: str, key: str) -> tuple[Session, Request] | None:
 
 def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
            send: Sender = send_reply, *, who_id: int | None = None, role: str = "",
-           reason: str = "", suggestion: int | None = None) -> str:
+           reason: str = "", suggestion: int | None = None,
+           edited_input: dict | None = None) -> str:
     """Apply one tap on permission request ``key`` of ``session``.
 
     Returns:
@@ -163,6 +178,7 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
         with keys.  The request stays open (its PostToolUse closes it) but is
         marked, so a later tap gets ``ALREADY``.
         ``ALREADY`` / ``GONE``: type nothing.
+        ``NO_HOOK``: an edited input and no hook took it: nothing done, nothing claimed.
         Both VIA_* results write an audit record (``permission_answer``).
 
     Raises:
@@ -177,13 +193,15 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
     sess, req = found
     if req.answered:
         return ALREADY
-    decision = decision_for(kind, req, who, reason, suggestion)
+    decision = decision_for(kind, req, who, reason, suggestion, edited_input)
     if req.reply_addr and send(req.reply_addr, req.request_id, decision):
         via = VIA_HOOK
         req.answered = kind
         sess.hook_answered.append(req)
         del sess.hook_answered[:-HOOK_ANSWERED_KEPT]
         requests.close(ctx, sess, [req], via=via, answer=kind, who=who)
+    elif edited_input is not None:
+        return NO_HOOK  # keys would allow the call as Claude asked it, not as edited
     else:
         # The daemon presses the dialog's keys next (``Daemon.answer_request``).
         via = VIA_KEYS
@@ -194,6 +212,7 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
                      **({"reason": reason.strip()[:REASON_MAX]} if reason.strip() else {}),
                      **({"scope": decision.get("updatedPermissions")}
                         if suggestion is not None else {}),
+                     **({"edited_input": edited_input} if edited_input is not None else {}),
                      "task": sess.task.seq if sess.task else None})
     ctx.registry.touch(sess)
     return via

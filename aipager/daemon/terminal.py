@@ -219,8 +219,7 @@ def mark_discovered(registry: Registry, live: Mapping[str, str],
             registry.touch(sess)
         if sess.state == State.GONE and sess.end_reason == "vanished":
             # The socket is back (a resumed session): known again, no event yet.
-            sess.gone_at, sess.end_reason = None, ""
-            registry.set_state(sess, State.UNKNOWN)
+            registry.revive(sess)
     gone = []
     for sess in list(registry):
         if sess.socket_seen and sess.name not in live and sess.state != State.GONE:

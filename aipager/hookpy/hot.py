@@ -136,7 +136,7 @@ def build(site: str) -> bytes:
     import importlib.util
     import marshal
 
-    table = {}
+    table: dict[str, tuple[str, bool | None, bytes]] = {}
     for name in MODULES:
         if name == "__future__":
             import __future__
@@ -154,10 +154,10 @@ def build(site: str) -> bytes:
         table[name] = (rel, is_package, marshal.dumps(code))
     for name in EXTENSIONS:
         module = importlib.import_module(name)
-        path = getattr(module, "__file__", None)
-        if path is None:
+        file = getattr(module, "__file__", None)
+        if file is None:
             continue  # built into this interpreter (Debian's python3: _socket): no search to skip
-        table[name] = (path, None, b"")
+        table[name] = (file, None, b"")
     with open(__file__, "rb") as fh:
         loader = compile(fh.read(), "site-packages/" + FILE, "exec", dont_inherit=True, optimize=2)
     return importlib.util.MAGIC_NUMBER + marshal.dumps((loader, table))

@@ -20,16 +20,18 @@ A reply (``decision_output``) counts only if it is at most ``REPLY_MAX``
 bytes, holds at most ``MAX_BRACKETS`` ``{``/``[`` bytes (keeps both twins'
 parsers far from their nesting limits), is strict JSON (no NaN/Infinity),
 and reads ``{"v":1,"request_id":<ours>,"decision":{...}}`` where the
-decision has ``behavior`` "allow"|"deny" and optionally ``updatedPermissions``
-(list), ``message`` (string), ``interrupt`` (bool), nothing else.  Duplicate
+decision has ``behavior`` "allow"|"deny" and optionally ``updatedInput``
+(object: the tool input as the person edited it, which the daemon checked
+against the same policy first), ``updatedPermissions`` (list), ``message``
+(string), ``interrupt`` (bool), nothing else.  Duplicate
 keys: the last one counts, as for a dict.  Anything else is ignored and the
 wait goes on.
 
 Re-encoding, decided here so both twins print the same bytes: the decision
-is rebuilt in the fixed order behavior, updatedPermissions, message,
-interrupt; behavior and interrupt are written as literals, message is its
-raw JSON token as received, updatedPermissions is its raw JSON text with the
-whitespace outside strings removed.  Nothing is decoded and re-escaped, so
+is rebuilt in the fixed order behavior, updatedInput, updatedPermissions,
+message, interrupt; behavior and interrupt are written as literals, message
+is its raw JSON token as received, updatedInput and updatedPermissions are
+their raw JSON text with the whitespace outside strings removed.  Nothing is decoded and re-escaped, so
 the C side copies bytes and never needs Python's float or string encoder.
 """
 
@@ -57,7 +59,7 @@ _DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW | posix.O_CLO
 _PREFIX = (
     '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"'
 )
-_DECISION_KEYS = ("behavior", "updatedPermissions", "message", "interrupt")
+_DECISION_KEYS = ("behavior", "updatedInput", "updatedPermissions", "message", "interrupt")
 
 
 def deadline_ms(env) -> int:
@@ -105,7 +107,8 @@ class _Strict(jsonlite._Context):
     parse_int = staticmethod(_int)
 
 
-_scan_once = _json.make_scanner(_Strict())
+# typeshed declares the context as a make_scanner; _json reads only its attributes
+_scan_once = _json.make_scanner(_Strict())  # type: ignore[arg-type]
 
 
 def _scan(text: str, i: int):
@@ -208,14 +211,18 @@ def decision_output(data: bytes, request_id: str) -> str | None:
     behavior = fields.get("behavior")
     if behavior is None or type(behavior[0]) is not str or behavior[0] not in ("allow", "deny"):
         return None
+    edited = fields.get("updatedInput")
     perms = fields.get("updatedPermissions")
     message = fields.get("message")
     interrupt = fields.get("interrupt")
-    if ((perms is not None and type(perms[0]) is not list)
+    if ((edited is not None and type(edited[0]) is not dict)
+            or (perms is not None and type(perms[0]) is not list)
             or (message is not None and type(message[0]) is not str)
             or (interrupt is not None and type(interrupt[0]) is not bool)):
         return None
     parts = [_PREFIX, behavior[0], '"']
+    if edited is not None:
+        parts.append(',"updatedInput":' + compact(text[edited[1]:edited[2]]))
     if perms is not None:
         parts.append(',"updatedPermissions":' + compact(text[perms[1]:perms[2]]))
     if message is not None:

@@ -18,6 +18,10 @@ import posix
 from aipager import paths, spoolfile
 from aipager.hookpy.common import debug_line
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import _socket  # at run time only on the first send (Sender.send)
+
 SEND_OK = 0
 SEND_SPOOLED = 1
 SEND_DROPPED = -1
@@ -64,7 +68,7 @@ class Sender:
         self.debug = debug
         self.who = who
         self._fd = fd
-        self._sock = None
+        self._sock: _socket.socket | None = None
         self._sndbuf = 0
 
     def send(self, data: bytes) -> int:

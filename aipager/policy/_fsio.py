@@ -96,8 +96,17 @@ def ensure_private_dir(path: str) -> None:
         posix.chmod(path, 0o700)
 
 
-def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Write ``data`` to ``path`` through a private temporary file and rename."""
+def write_atomic(path: str, data: bytes, mode: int = 0o600, *, sync: bool = False) -> None:
+    """Write ``data`` to ``path`` through a private temporary file and rename: a reader
+    sees the old file or the new one, never half, and a symlink planted where the
+    temporary file goes is never followed.  aipager's one atomic writer (the daemon's
+    state, the config, Claude Code's settings, the policy's files).
+
+    Args:
+        mode: the new file's permissions (0600: owner only).
+        sync: fsync before the rename, so the file survives a crash of the machine,
+            not only of the process.
+    """
     tmp = f"{path}.tmp{posix.getpid()}-{posix.urandom(4).hex()}"
     fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | _NOFOLLOW, mode)
     try:
@@ -105,6 +114,8 @@ def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
         while view:
             view = view[posix.write(fd, view) :]
         posix.fchmod(fd, mode)
+        if sync:
+            posix.fsync(fd)
     except BaseException:
         posix.close(fd)
         posix.unlink(tmp)

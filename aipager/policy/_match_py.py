@@ -221,7 +221,7 @@ def glob_dir(pattern: str) -> str:
     return lit[: cut + 1] if cut >= 0 else lit
 
 
-def check_path(snap: dict, tool: str, value, cwd: str, home: str, search: bool):
+def check_path(snap: dict, tool: str, value, cwd: str, home: str, search: bool) -> str | None:
     """Deny reason for one path the tool touches, or None."""
     if not isinstance(value, str):
         raise BadInput("path is not a string")
@@ -280,8 +280,8 @@ def check_command(snap: dict, command) -> str | None:
         needles = snap.get(key + "_needles")
         if not isinstance(needles, list) or len(needles) != len(patterns):
             needles = [None] * len(patterns)
-        for pattern, need in zip(patterns, needles):
-            for subject, low in zip(subjects, folded):
+        for pattern, need in zip(patterns, needles, strict=True):
+            for subject, low in zip(subjects, folded, strict=True):
                 if not may_match(need, low if icase else subject):
                     continue
                 if regex_search(pattern, icase, subject):
@@ -299,7 +299,7 @@ def may_match(needles, subject: str) -> bool:
     return False
 
 
-def decide(snap: dict, tool_name: str, tool_input: dict, cwd: str, home: str) -> tuple[str, str]:
+def decide(snap: dict, tool_name: object, tool_input: object, cwd: str, home: str) -> tuple[str, str]:
     """Decide one PreToolUse call against a task snapshot.
 
     Args:
@@ -329,9 +329,9 @@ def decide(snap: dict, tool_name: str, tool_input: dict, cwd: str, home: str) ->
     if tool in snap["denied_tools"]:
         return DENY, f"tool {tool_name} is denied for this task"
     if tool == PATCH_TOOL:
-        names, reason = patch_paths(tool_input.get("patchText"))
-        if reason:
-            return DENY, reason
+        names, unreadable = patch_paths(tool_input.get("patchText"))
+        if unreadable:
+            return DENY, unreadable
         for name in names:
             reason = check_path(snap, tool, name, cwd, home, False)
             if reason:

@@ -113,7 +113,7 @@ _FLOOR_NEEDLES = (
     ["egrep", "grep", "ls"],
 )
 #: for snapshot.make(known=...)
-KNOWN_NEEDLES = {(pattern, False): needles for pattern, needles in zip(FLOOR_COMMANDS, _FLOOR_NEEDLES)}
+KNOWN_NEEDLES = {(pattern, False): needles for pattern, needles in zip(FLOOR_COMMANDS, _FLOOR_NEEDLES, strict=True)}
 
 
 def floor_globs(env) -> tuple[list[str], list[str]]:

@@ -304,7 +304,9 @@ def _decide_and_act(event: dict, ctx, env, session: str) -> Outcome | None:
     now = time.time()
     snap = current_rules(env, session, now)
     home = paths.home(env)
-    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else ""
+    cwd = event.get("cwd")
+    if not isinstance(cwd, str):
+        cwd = ""
     tool_name = event.get("tool_name")
     decision, reason = _match_py.decide(snap, tool_name, event.get("tool_input"), cwd, home)
     if decision == _match_py.DENY:
@@ -315,7 +317,7 @@ def _decide_and_act(event: dict, ctx, env, session: str) -> Outcome | None:
         if not snap["halted"]:
             snapshot.record_halt(env, session, reason, snap)
         return Outcome(deny_output(SAFETY_PREFIX + reason))
-    if _match_py.ascii_lower(tool_name) == "senduserfile":
+    if isinstance(tool_name, str) and _match_py.ascii_lower(tool_name) == "senduserfile":
         return _send_files(event, ctx, snap, cwd, home)
     return None
 

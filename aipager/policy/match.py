@@ -1,27 +1,21 @@
 """Pick the PreToolUse matcher: the compiled twin unless told otherwise.
 
 ``aipager._policy_c`` (built from ``_fasthook/policy_ext.pyx``, the same
-``match.pxi`` the hook ELF runs) is used unless ``AIPAGER_NO_EXTENSIONS`` is
-set or it cannot be imported; ``_match_py`` is the reference.  The C twin may
-*decline* (non-ASCII subject, a rule glibc will not compile, ...): then the
-Python twin decides, exactly as the hook hands over to its Python stage.
+``match.pxi`` the hook ELF runs) is used unless ``aipager.native`` says no
+(``AIPAGER_NO_EXTENSIONS`` set, or the module not built); ``_match_py`` is the
+reference.  The C twin may *decline* (non-ASCII subject, a rule glibc will not
+compile, ...): then the Python twin decides, exactly as the hook hands over to
+its Python stage.
 """
 
 from __future__ import annotations
 
-import os
-
+from aipager import native
 from aipager.policy import _fsio, _match_py
 
-ENGINE = "python"
-_c = None
-if not os.environ.get("AIPAGER_NO_EXTENSIONS"):
-    try:
-        from aipager import _policy_c as _c  # type: ignore[no-redef]
-
-        ENGINE = "c"
-    except ImportError:  # no compiler at install time: the twin is exact, only slower
-        _c = None
+#: the compiled matcher, or None: the twin is exact, only slower
+_c = native.load("_policy_c")
+ENGINE = "python" if _c is None else "c"
 
 DECLINED = "decline"
 

@@ -60,16 +60,17 @@ class Role:
 
 
 def _builtins() -> dict[str, Role]:
-    restricted = dict(
-        denied_tools=floor_mod.RESTRICTED_TOOLS,
-        no_access_paths=floor_mod.CREDENTIAL_PATHS,
-    )
     return {
         "owner": Role(
             "owner", may_approve=True, may_manage=True, bypasses_role_denies=True, exempt=True
         ),
         "admin": Role("admin", may_approve=True, may_manage=True, bypasses_role_denies=True),
-        "user": Role("user", may_approve=True, **restricted),
+        "user": Role(
+            "user",
+            may_approve=True,
+            denied_tools=floor_mod.RESTRICTED_TOOLS,
+            no_access_paths=floor_mod.CREDENTIAL_PATHS,
+        ),
         "read_only": Role(
             "read_only",
             may_prompt=False,

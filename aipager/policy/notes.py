@@ -32,7 +32,8 @@ A note whose author has no ``user_id`` never grants the author's role: it is
 read as the floor.  A note of another aipager version (no ``"v"``, or another
 one) is never taken: it waits, so a terminal prompt gets the floor, until it
 expires; other files in the folder, and a file in the folder's place, are no
-notes.  The compiled hook reads all of these as this module does (no decline).  The rules carry their command patterns' needles
+notes.  The compiled hook reads all of these as this module does (no
+decline).  The rules carry their command patterns' needles
 (``snapshot.needles_for``) so the hook never runs the dialect parser: the
 compiled hook copies them into the task snapshot, and declines to the Python
 twin for a pattern without them.  Builtins only on the hook side (``pickup``).
@@ -152,7 +153,9 @@ class Note:
 
     def summary(self) -> dict:
         doc = self.doc if isinstance(self.doc, dict) else {}
-        author = doc.get("author") if isinstance(doc.get("author"), dict) else {}
+        author = doc.get("author")
+        if not isinstance(author, dict):
+            author = {}
         return {
             "note": self.name,
             "msg_id": doc.get("msg_id"),

@@ -40,7 +40,7 @@ def _union(a: list, b: list) -> list:
 
 def stricter(a: dict, b: dict) -> dict:
     """The rule set that denies whatever either ``a`` or ``b`` denies."""
-    out = {key: _union(a[key], b[key]) for key in LIST_KEYS}
+    out: dict[str, list | None] = {key: _union(a[key], b[key]) for key in LIST_KEYS}
     allow_a, allow_b = a["allowed_tools"], b["allowed_tools"]
     if allow_a is None:
         out["allowed_tools"] = None if allow_b is None else list(allow_b)

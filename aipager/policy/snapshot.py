@@ -99,7 +99,7 @@ def needles_of(*docs: dict) -> dict:
         for key, icase in (("commands", False), ("commands_i", True)):
             patterns, needles = doc.get(key), doc.get(key + "_needles")
             if isinstance(patterns, list) and isinstance(needles, list) and len(patterns) == len(needles):
-                known.update(((p, icase), n) for p, n in zip(patterns, needles) if _needle_shape(n))
+                known.update(((p, icase), n) for p, n in zip(patterns, needles, strict=True) if _needle_shape(n))
     return known
 
 

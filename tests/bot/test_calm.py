@@ -84,3 +84,63 @@ async def test_after_the_chat_moves_no_message_id_of_the_old_chat_is_edited(chat
     await chat.fake.wait_for("sendMessage", lambda p: int(p["chat_id"]) == group
                              and "📟" in str(p["text"]), timeout=10)
     assert not [p for p in chat.fake.calls_of("editMessageText") if int(p["chat_id"]) == group]
+
+
+async def test_a_short_tasks_card_never_arrives_after_its_answer(chat):
+    """Prompt and Stop within one card tick: the answer alone, no card pushed up under it."""
+    import orjson
+
+    session = chat.start("jim")
+    chat.daemon.deliver([orjson.dumps({"hook_event_name": "UserPromptSubmit", "session": session,
+                                       "prompt": "what time is it", "prompt_id": "p1"})])
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Half past four.")
+    await chat.fake.wait_for("sendMessage", lambda p: "Half past four." in str(p["text"]))
+    # the next card of this session (a new task) is shown as usual
+    chat.feed(session, "UserPromptSubmit", prompt="and now?", prompt_id="p2")
+    await chat.fake.wait_for("sendMessage", lambda p: "jim · working" in str(p["text"]))
+    texts = chat.sent_texts()
+    second = next(i for i, t in enumerate(texts) if "and now?" in t)
+    cards = [t for t in texts[:second] if t.startswith(("⏳ jim", "✅ jim", "⏹ jim"))]
+    assert cards == [], texts
+    edits = [p for p in chat.fake.calls_of("editMessageText") if "jim" in str(p["text"])
+             and "📟" not in str(p["text"])]
+    assert edits == [], edits
+
+
+async def test_quiet_while_at_the_computer_and_the_setting(chat):
+    """A terminal attached to the session (or a prompt typed there): the answer arrives
+    silently; with the setting off, or nobody at the computer, it buzzes."""
+    from aipager import dtach
+
+    session = chat.start("jim")
+    # a real connected socket pair at a dtach socket's path, as an attached terminal shows
+    table = chat.daemon.env["AIPAGER_INSTANCE_DIR"] + "/net-unix"
+    with open(table, "w") as fh:
+        fh.write("Num RefCount Protocol Flags Type St Inode Path\n"
+                 f"0000: 00000003 00000000 00000000 0001 03 1 /nonexistent/{session}.sock\n")
+    assert dtach.attached_clients([f"/nonexistent/{session}.sock"], table) == \
+        {f"/nonexistent/{session}.sock": 1}
+    chat.daemon.core.registry.get(session).attached = True
+
+    async def answer(prompt_id: str, words: str) -> dict:
+        msg = await chat.fake.user_says(f"please {words}")
+        await eventually(lambda: any(words in t[1] for t in chat.sessions.typed))
+        chat.feed(session, "queue_pickup", consumed=[{"msg_id": msg["message_id"],
+                                                      "chat_id": chat.chat_id,
+                                                      "author_user_id": 1}])
+        chat.feed(session, "UserPromptSubmit", prompt=f"please {words}", prompt_id=prompt_id)
+        chat.feed(session, "Stop", prompt_id=prompt_id, last_assistant_message=f"Done: {words}.")
+        return await chat.fake.wait_for("sendMessage", lambda p: f"Done: {words}." in str(p["text"]))
+
+    assert not _buzzes(await answer("p1", "one"))  # attached: quiet
+    chat.daemon.core.registry.get(session).attached = False
+    assert _buzzes(await answer("p2", "two"))  # away: it buzzes
+    # typed at the computer: quiet even with nothing attached
+    chat.feed(session, "UserPromptSubmit", prompt="from the keyboard", prompt_id="p3")
+    chat.feed(session, "Stop", prompt_id="p3", last_assistant_message="Keyboard done.")
+    assert not _buzzes(await chat.fake.wait_for("sendMessage",
+                                                lambda p: "Keyboard done." in str(p["text"])))
+    # the setting off: the answer buzzes even at the computer
+    chat.bot.state.set_pref(chat.chat_id, "quiet", False)
+    chat.daemon.core.registry.get(session).attached = True
+    assert _buzzes(await answer("p4", "four"))

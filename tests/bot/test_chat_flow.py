@@ -11,7 +11,7 @@ from bot.conftest import STRANGER, eventually
 from fakes.telegram_api import OWNER
 
 from aipager.bot import chatstate
-from aipager.bot.outbox import Op
+from aipager.bot.outbox import Post
 
 
 def _reactions(fake, msg_id):
@@ -145,7 +145,7 @@ async def test_outbox_ops_left_unsent_survive_a_restart(chat, tmp_path):
     from aipager.bot.outbox import Outbox
 
     chat.fake.set_outage(True)
-    chat.bot.outbox.put(Op("post", chat.chat_id, "an answer that must arrive"), urgent=True)
+    chat.bot.outbox.put(Post(chat.chat_id, "an answer that must arrive"), urgent=True)
     saved = chatstate.load(chat.bot.env)
     assert [p["text"] for p in saved.pending] == ["an answer that must arrive"]
     chat.fake.set_outage(False)
@@ -229,7 +229,7 @@ async def test_after_an_unclean_stop_the_chat_hears_it_once(tmp_path):
 async def test_status_shows_the_chats_health(chat):
     await eventually(lambda: chat.daemon.daemon_facts()["chat"]["telegram"] == "ok")
     chat.fake.set_outage(True)
-    chat.bot.outbox.put(Op("post", chat.chat_id, "waits"))
+    chat.bot.outbox.put(Post(chat.chat_id, "waits"))
     await eventually(lambda: chat.daemon.daemon_facts()["chat"]["telegram"] == "unreachable",
                      timeout=40)
     facts = chat.daemon.daemon_facts()["chat"]

@@ -101,6 +101,23 @@ async def test_new_without_a_name_asks_for_one_and_refuses_bad_names(chat, fake_
     await _said(chat, "x1 started")
 
 
+async def test_a_name_of_two_words_is_refused_with_the_rule_or_quoted(chat, fake_claude):
+    """``/new My Project`` is not a session "My" told "Project": refused with the rule; a
+    quoted name becomes one word (``My-Project``) and the rest is its first message."""
+    mark, folder = fake_claude
+    await chat.fake.user_says("/new My Project")
+    said = (await _said(chat, "A session name is one word"))["text"]
+    assert "/new My-Project" in said
+    assert not mark.exists() and dtach.list_sessions(chat.daemon.env) == []
+    chat.sessions.live.add("claude-My-Project")
+    await chat.fake.user_says('/new “My Project” write the readme')
+    await _said(chat, "My-Project started")
+    chat.feed("claude-My-Project", "SessionStart", source="startup", session_id="sid-mp",
+              cwd=str(folder))
+    typed = await eventually(lambda: chat.sessions.typed, what="first message typed")
+    assert typed[0][:2] == ("claude-My-Project", "write the readme")
+
+
 async def test_a_newline_ends_the_name_of_a_new_session(chat, fake_claude):
     mark, folder = fake_claude
     chat.sessions.live.add("claude-abc")  # typing goes to the fake terminal
@@ -231,6 +248,13 @@ async def test_settings_toggle_and_change_what_is_shown(chat):
     await chat.fake.user_says("summarise")
     typed = await eventually(lambda: chat.sessions.typed)
     assert typed[0][2]["style"].startswith("Reply briefly")
+    assert "Quiet while you are at the computer: on" in settings["text"]
+    message = _message(chat, "Settings for this chat")
+    await chat.fake.user_taps(message["message_id"],
+                              _data(message, "🔕 Quiet at the computer: turn off"))
+    await chat.fake.wait_for("editMessageText",
+                             lambda p: "Quiet while you are at the computer: off" in p["text"])
+    assert chat.bot.state.prefs_of(chat.chat_id)["quiet"] is False
 
 
 async def test_session_shortcuts_and_unknown_commands(chat):

@@ -13,7 +13,8 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 from aipager import telegram_check
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REFUSED_MARK,
-                                 REPEAT_MARK, Op, Outbox)
+                                 REPEAT_MARK, Action, Live, Outbox, Post, React,
+                                 Upload, from_json)
 
 OTHER = {"id": 5151, "is_bot": False, "first_name": "Other", "username": "other"}
 
@@ -42,7 +43,7 @@ def _texts(fake, method, chat=OWNER["id"]):
 async def test_posts_go_out_in_order(box):
     fake, outbox = box
     for i in range(7):  # past the private chat's burst: paced, still in order
-        outbox.put(Op("post", OWNER["id"], f"message {i}"))
+        outbox.put(Post(OWNER["id"], f"message {i}"))
     await eventually(outbox.idle, timeout=10, what="all sent")
     await eventually(lambda: len(_texts(fake, "sendMessage")) == 7)
     assert _texts(fake, "sendMessage") == [f"message {i}" for i in range(7)]
@@ -51,9 +52,9 @@ async def test_posts_go_out_in_order(box):
 async def test_a_429_pauses_only_that_chat_and_the_message_still_arrives_once(box):
     fake, outbox = box
     fake.fail("sendMessage", 429, retry_after=1)
-    outbox.put(Op("post", OWNER["id"], "slow down"))
+    outbox.put(Post(OWNER["id"], "slow down"))
     await fake.wait_for("sendMessage", ok=False)
-    outbox.put(Op("post", OTHER["id"], "other chat goes on"))
+    outbox.put(Post(OTHER["id"], "other chat goes on"))
     other = await fake.wait_for("sendMessage", lambda p: p["text"] == "other chat goes on")
     # The other chat was served while the first waited out its retry_after.
     assert not _texts(fake, "sendMessage")
@@ -65,14 +66,14 @@ async def test_a_429_pauses_only_that_chat_and_the_message_still_arrives_once(bo
 
 async def test_an_outage_coalesces_card_edits_and_converges_on_the_last_text(box):
     fake, outbox = box
-    outbox.put(Op("live", OWNER["id"], "⏳ jim · working · 1s", key="card:jim:1"))
+    outbox.put(Live(OWNER["id"], "⏳ jim · working · 1s", key="card:jim:1"))
     await fake.wait_for("sendMessage")
     fake.set_outage(True)
     for i in range(2, 40):
-        outbox.put(Op("live", OWNER["id"], f"⏳ jim · working · {i}s", key="card:jim:1"))
+        outbox.put(Live(OWNER["id"], f"⏳ jim · working · {i}s", key="card:jim:1"))
         await asyncio.sleep(0.01)
-    outbox.put(Op("post", OWNER["id"], "the answer"))
-    outbox.put(Op("live", OWNER["id"], "✅ jim · done · 40s", key="card:jim:1"))
+    outbox.put(Post(OWNER["id"], "the answer"))
+    outbox.put(Live(OWNER["id"], "✅ jim · done · 40s", key="card:jim:1"))
     await fake.wait_for("editMessageText", ok=False)
     fake.set_outage(False)
     await fake.wait_for("sendMessage", lambda p: p["text"] == "the answer", timeout=20)
@@ -87,17 +88,17 @@ async def test_an_outage_coalesces_card_edits_and_converges_on_the_last_text(box
 
 async def test_not_modified_is_done_and_a_deleted_card_is_sent_again(box):
     fake, outbox = box
-    outbox.put(Op("live", OWNER["id"], "card v1", key="k"))
+    outbox.put(Live(OWNER["id"], "card v1", key="k"))
     first = await fake.wait_for("sendMessage")
     mid = outbox.state.live_id("k")
     assert mid is not None
     outbox.state.shown.clear()
-    outbox.put(Op("live", OWNER["id"], "card v1", key="k"))  # same text: Telegram says so
+    outbox.put(Live(OWNER["id"], "card v1", key="k"))  # same text: Telegram says so
     await fake.wait_for("editMessageText", ok=False)
     await eventually(outbox.idle)
     assert len(fake.calls_of("editMessageText")) == 1  # not retried
     del fake.messages[(OWNER["id"], mid)]  # the person deleted the card
-    outbox.put(Op("live", OWNER["id"], "card v2", key="k"))
+    outbox.put(Live(OWNER["id"], "card v2", key="k"))
     await fake.wait_for("sendMessage", lambda p: p["text"] == "card v2")
     assert outbox.state.live_id("k") != mid
     assert first
@@ -106,8 +107,8 @@ async def test_not_modified_is_done_and_a_deleted_card_is_sent_again(box):
 async def test_refused_entities_and_a_gone_reply_target_do_not_lose_the_message(box):
     fake, outbox = box
     fake.fail("sendMessage", 400, "Bad Request: can't parse entities: Can't find end of the entity")
-    outbox.put(Op("post", OWNER["id"], "**bold**", entities=[{"type": "bold", "offset": 0,
-                                                               "length": 4}], reply_to=99999))
+    outbox.put(Post(OWNER["id"], "**bold**", entities=({"type": "bold", "offset": 0,
+                                                                 "length": 4},), reply_to=99999))
     sent = await fake.wait_for("sendMessage")
     assert sent["text"] == "**bold**" and not sent.get("entities")
 
@@ -115,8 +116,8 @@ async def test_refused_entities_and_a_gone_reply_target_do_not_lose_the_message(
 async def test_a_permanent_refusal_is_dropped_not_retried_forever(box):
     fake, outbox = box
     fake.fail("sendMessage", 403, "Forbidden: bot was blocked by the user", times=5)
-    outbox.put(Op("post", OWNER["id"], "nobody reads this"))
-    outbox.put(Op("post", OWNER["id"], "next"))
+    outbox.put(Post(OWNER["id"], "nobody reads this"))
+    outbox.put(Post(OWNER["id"], "next"))
     await eventually(outbox.idle)
     assert len(fake.calls_of("sendMessage", ok=False)) == 2
     assert outbox.counters["dropped"] == 2
@@ -126,9 +127,9 @@ async def test_reactions_coalesce_per_message(box):
     fake, outbox = box
     msg = await fake.user_says("hi")
     fake.set_outage(True)
-    outbox.put(Op("react", OWNER["id"], emoji="👀", msg_id=msg["message_id"]))
+    outbox.put(React(OWNER["id"], msg["message_id"], "👀"))
     await fake.wait_for("setMessageReaction", ok=False)
-    outbox.put(Op("react", OWNER["id"], emoji="👍", msg_id=msg["message_id"]))
+    outbox.put(React(OWNER["id"], msg["message_id"], "👍"))
     fake.set_outage(False)
     await fake.wait_for("setMessageReaction", timeout=10)
     await eventually(outbox.idle)
@@ -138,9 +139,9 @@ async def test_reactions_coalesce_per_message(box):
 async def test_unsent_work_is_kept_for_the_next_start(box):
     fake, outbox = box
     fake.set_outage(True)
-    outbox.put(Op("post", OWNER["id"], "answer one"))
-    outbox.put(Op("live", OWNER["id"], "card", key="c"))
-    outbox.put(Op("upload", OWNER["id"], "caption", filename="a.md", data=b"# full\n"))
+    outbox.put(Post(OWNER["id"], "answer one"))
+    outbox.put(Live(OWNER["id"], "card", key="c"))
+    outbox.put(Upload(OWNER["id"], "a.md", caption="caption", data=b"# full\n"))
     await fake.wait_for("sendMessage", ok=False)
     pending = [op.to_json() for op in outbox.pending()]
     assert [p["kind"] for p in pending] == ["post", "live", "upload"]
@@ -159,9 +160,9 @@ async def test_work_queued_before_start_and_the_last_runs_leftovers_each_go_once
     # A restarted daemon replays its spool (queueing answers, saving the state) before the
     # bot's outbox starts: the save must keep both, and the start must not send twice.
     fake, outbox = box
-    state = ChatState(pending=[Op("post", OWNER["id"], "left over").to_json()])
+    state = ChatState(pending=[Post(OWNER["id"], "left over").to_json()])
     other = Outbox(outbox.bot, state)
-    other.put(Op("post", OWNER["id"], "replayed answer"), urgent=True)
+    other.put(Post(OWNER["id"], "replayed answer"), urgent=True)
     saved = [op.to_json() for op in other.pending()]  # what ChatBot.save writes now
     assert [p["text"] for p in saved] == ["left over", "replayed answer"]
     other.start()
@@ -174,10 +175,10 @@ async def test_work_queued_before_start_and_the_last_runs_leftovers_each_go_once
 async def test_typing_does_not_pile_up_while_telegram_is_away(box):
     fake, outbox = box
     fake.set_outage(True)
-    outbox.put(Op("post", OWNER["id"], "first"))
+    outbox.put(Post(OWNER["id"], "first"))
     await fake.wait_for("sendMessage", ok=False)
     for _ in range(20):
-        outbox.put(Op("action", OWNER["id"], "typing"))
+        outbox.put(Action(OWNER["id"]))
     assert len(outbox._lanes[OWNER["id"]].queue) == 2
     fake.set_outage(False)
     await eventually(outbox.idle, timeout=20)
@@ -187,9 +188,9 @@ async def test_typing_does_not_pile_up_while_telegram_is_away(box):
 async def test_replies_to_strangers_go_last_are_capped_and_not_kept(box):
     fake, outbox = box
     for i in range(LOW_KEPT + 3):
-        outbox.put(Op("post", OWNER["id"], f"stranger {i}", low=True))
-    outbox.put(Op("post", OWNER["id"], "member 1"))
-    outbox.put(Op("post", OWNER["id"], "member 2"))
+        outbox.put(Post(OWNER["id"], f"stranger {i}", low=True))
+    outbox.put(Post(OWNER["id"], "member 1"))
+    outbox.put(Post(OWNER["id"], "member 2"))
     # Nothing is sent yet (no await): a restart would keep only the team's posts.
     assert [op.text for op in outbox.pending()] == ["member 1", "member 2"]
     await eventually(outbox.idle, what="all sent")
@@ -205,13 +206,13 @@ async def test_strangers_never_use_the_half_of_a_groups_minute_the_team_may_need
     other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
     other.start()
     for i in range(LOW_SENDS_PER_MINUTE):
-        other.put(Op("post", group, f"member {i}"))
-    other.put(Op("post", group, "stranger", low=True))
+        other.put(Post(group, f"member {i}"))
+    other.put(Post(group, "stranger", low=True))
     await eventually(lambda: len(_texts(fake, "sendMessage", group)) == LOW_SENDS_PER_MINUTE)
     await asyncio.sleep(0.3)
     assert "stranger" not in _texts(fake, "sendMessage", group)
     now[0] += 61.0  # a minute later the budget is free again
-    other.put(Op("action", group, "typing"))  # anything wakes the lane
+    other.put(Action(group))  # anything wakes the lane
     await fake.wait_for("sendMessage", lambda p: p["text"] == "stranger")
     await other.close(1)
 
@@ -222,17 +223,17 @@ async def test_a_private_chat_is_paced_after_a_burst(box):
     other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
     other.start()
     for i in range(PRIVATE_BURST + 3):
-        other.put(Op("post", OWNER["id"], f"flood {i}"))
+        other.put(Post(OWNER["id"], f"flood {i}"))
     await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST)
     await asyncio.sleep(0.3)
     assert len(_texts(fake, "sendMessage")) == PRIVATE_BURST  # 51 a second was possible before
     now[0] += 1.0  # then one a second
-    other.put(Op("action", OWNER["id"], "typing"))  # anything wakes the lane
+    other.put(Action(OWNER["id"]))  # anything wakes the lane
     await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 1)
     await asyncio.sleep(0.3)
     assert len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 1
     now[0] += 2.0
-    other.put(Op("action", OWNER["id"], "typing"))
+    other.put(Action(OWNER["id"]))
     await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 3)
     assert _texts(fake, "sendMessage") == [f"flood {i}" for i in range(PRIVATE_BURST + 3)]
     await other.close(1)
@@ -241,8 +242,8 @@ async def test_a_private_chat_is_paced_after_a_burst(box):
 async def test_a_send_whose_answer_was_lost_goes_again_marked_never_blindly(box):
     fake, outbox = box
     fake.drop_after_accepting("sendMessage")
-    outbox.put(Op("post", OWNER["id"], "the answer", entities=[
-        {"type": "bold", "offset": 4, "length": 6}], buzz=True))
+    outbox.put(Post(OWNER["id"], "the answer", entities=(
+        {"type": "bold", "offset": 4, "length": 6},), buzz=True))
     await eventually(lambda: len(_texts(fake, "sendMessage")) == 2, timeout=10)
     first, second = fake.calls_of("sendMessage", ok=True)[-2:]
     assert first["text"] == "the answer"
@@ -253,17 +254,64 @@ async def test_a_send_whose_answer_was_lost_goes_again_marked_never_blindly(box)
 async def test_a_clean_failure_is_sent_again_unmarked(box):
     fake, outbox = box
     fake.fail("sendMessage", 502)
-    outbox.put(Op("post", OWNER["id"], "after a 502"))
+    outbox.put(Post(OWNER["id"], "after a 502"))
     await eventually(lambda: _texts(fake, "sendMessage") == ["after a 502"], timeout=10)
 
 
 async def test_a_refused_message_is_retried_plain_then_the_person_is_told(box):
     fake, outbox = box
     fake.fail("sendMessage", 400, "Bad Request: something odd", times=3)
-    outbox.put(Op("post", OWNER["id"], "an answer", buzz=True,
-                  entities=[{"type": "bold", "offset": 0, "length": 2}],
+    outbox.put(Post(OWNER["id"], "an answer", buzz=True,
+                  entities=({"type": "bold", "offset": 0, "length": 2},),
                   markup={"inline_keyboard": [[{"text": "x", "callback_data": "y"}]]}))
     told = await fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith(REFUSED_MARK))
     assert "something odd" in told["text"] and "aipager status" in told["text"]
     tried = [p for p in fake.calls_of("sendMessage", ok=False) if p["text"] == "an answer"]
     assert len(tried) == 3 and "entities" not in tried[1] and "reply_markup" not in tried[2]
+
+
+def _old_record(kind, **fields):
+    """An op as versions before the tagged union saved it: one record with every field."""
+    doc = {"kind": kind, "chat_id": OWNER["id"], "text": "", "entities": [], "markup": None,
+           "reply_to": None, "key": "", "session": "", "pin": False, "emoji": "",
+           "msg_id": None, "filename": "", "data": "", "photo": False, "path": "",
+           "low": False, "buzz": False, "sending": False}
+    return {**doc, **fields}
+
+
+def test_every_op_survives_the_saved_state_and_older_records_still_load():
+    ops = [Post(OWNER["id"], "hi", entities=({"type": "bold", "offset": 0, "length": 2},),
+                markup={"inline_keyboard": [[{"text": "x", "callback_data": "y"}]]},
+                reply_to=3, key="k", session="claude-jim", buzz=True, sending=True),
+           Live(OWNER["id"], "card", key="card:claude-jim:1", reply_to=4, pin=True),
+           Upload(OWNER["id"], "a.md", caption="The whole answer", data=b"# full\n"),
+           React(OWNER["id"], 7, "👍"), Action(OWNER["id"])]
+    assert [from_json(op.to_json()) for op in ops] == ops
+    old = [_old_record("post", text="**hi**", entities=[{"type": "bold", "offset": 0,
+                                                          "length": 2}], sending=True),
+           _old_record("live", text="card", key="c", pin=True),
+           _old_record("upload", text="caption", filename="a.md", data="IyBmdWxsCg=="),
+           _old_record("react", emoji="👀", msg_id=5)]
+    assert [from_json(doc) for doc in old] == [
+        Post(OWNER["id"], "**hi**", entities=({"type": "bold", "offset": 0, "length": 2},),
+             sending=True),
+        Live(OWNER["id"], "card", key="c", pin=True),
+        Upload(OWNER["id"], "a.md", caption="caption", data=b"# full\n"),
+        React(OWNER["id"], 5, "👀")]
+    assert from_json({"kind": "delete", "chat_id": 1}) is None
+    assert from_json({"kind": "post"}) is None  # no chat: not an op
+
+
+async def test_unsent_work_saved_by_an_older_version_is_sent(box):
+    fake, outbox = box
+    state = ChatState(pending=[_old_record("post", text="from before the upgrade"),
+                               _old_record("upload", text="its file", filename="b.md",
+                                           data="IyBvbGQK")])
+    other = Outbox(outbox.bot, state)
+    other.start()
+    await fake.wait_for("sendMessage", lambda p: p["text"] == "from before the upgrade")
+    await fake.wait_for("sendDocument", timeout=10)
+    upload = fake.uploads[-1]
+    assert (upload["data"], upload["filename"], upload["caption"]) == (b"# old\n", "b.md",
+                                                                       "its file")
+    await other.close(1)

@@ -79,7 +79,7 @@ async def test_the_chat_binds_through_the_port_alone(rig):
     (ByHook(), "Allowed"),
     (ByKeys(), "Allowed"),
     (KeysFailed("the session is not running"), "Could not answer: the session is not running"),
-    (InTerminal(), "The plan waits in the terminal now: answer it there."),
+    (InTerminal(), "This one waits in the terminal now: answer it there."),
 ])
 async def test_a_tap_asks_the_port_once_and_shows_its_outcome(rig, outcome, toast):
     rig.outcome = outcome

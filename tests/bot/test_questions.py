@@ -90,6 +90,29 @@ async def test_an_answer_in_words(chat):
     assert chat.sessions.typed == []  # the words answered the dialog, not a new prompt
 
 
+async def test_after_other_a_question_answered_in_the_terminal_lets_the_message_go_in(chat):
+    # The words were asked for (aiogram's FSM); the question closed before they came: the
+    # message is then what any message is, a prompt, and the state is gone.
+    session = chat.start("jim")
+    _ask(chat, session, [_q("Name the branch", ["main", "dev"])])
+    message = await _message(chat, "Name the branch")
+    await chat.fake.user_taps(message["message_id"], _buttons(chat, message["message_id"])["✍️ Other…"])
+    await chat.fake.wait_for("sendMessage", lambda p: "Send your answer" in p["text"])
+    chat.feed(session, "PostToolUse", tool_name="AskUserQuestion", tool_use_id="q1",
+              tool_input={"questions": [_q("Name the branch", ["main", "dev"])]},
+              tool_response={})
+    await chat.fake.wait_for("editMessageText", lambda p: "answered in the terminal" in p["text"])
+    chat.feed(session, "Stop")
+    await chat.fake.user_says("now run the tests")
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][:2] == (session, "now run the tests")
+    assert chat.sessions.keys == []
+    await chat.fake.user_says("and lint")
+    await eventually(lambda: len(chat.sessions.typed) == 2 or chat.sessions.keys,
+                     what="the second message")
+    assert chat.sessions.keys == [] and chat.sessions.typed[1][1] == "and lint"
+
+
 async def test_answered_in_the_terminal_first(chat):
     session = chat.start("jim")
     _ask(chat, session, [_q("Proceed?", ["Yes", "No"])])

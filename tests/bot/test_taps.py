@@ -57,7 +57,7 @@ async def test_allow_reaches_the_waiting_hook_and_the_buttons_give_way(chat, hoo
     chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
     _ask(chat, session, reply_addr=path)
     message = await _request_message(chat)
-    assert set(_buttons(message)) == {"✅ Allow", "❌ Deny", "⏹ Stop"}
+    assert set(_buttons(message)) == {"✅ Allow", "❌ Deny", "⏹ Stop", "✏️ Edit"}
     code = [e for e in message.get("entities") or [] if e["type"] == "pre"]
     assert code, "the command is shown as code"
     query = await chat.fake.user_taps(message["message_id"], _buttons(message)["✅ Allow"])
@@ -145,6 +145,11 @@ async def test_answered_in_the_terminal_the_buttons_go_and_a_tap_types_nothing(c
 @pytest.mark.parametrize("data", [
     RequestTap(h=987654, act="allow").pack(),   # a handle never given out
     "r:1:allow_everything",                     # an act no button has
+    "r:1:s3",                                   # a suggestion never offered
+    "s:1:detonate",                             # … on a session button
+    "q:1:z:0",                                  # … on a question button
+    "set:theme:dark",                           # a setting there is not
+    "p:1:notanumber",                           # a picker's message number
     "r:notanumber:allow",                       # not even the shape
     "zz:whatever",                              # another prefix
     SessionTap(h=987654, act="kill_yes").pack(),
@@ -155,7 +160,7 @@ async def test_forged_callback_data_acts_on_nothing(chat, data):
     message = await _request_message(chat)
     query = await chat.fake.user_taps(message["message_id"], data)
     toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
-    assert toast.get("text")
+    assert toast.get("text") == "This button has expired."
     assert chat.sessions.keys == [] and chat.sessions.typed == []
     assert chat.daemon.core.registry.get(session).requests, "the request is still open"
 
@@ -195,3 +200,22 @@ async def test_the_verdict_names_the_username_not_the_config_label(chat, hook_re
     await chat.fake.user_taps(message["message_id"], _buttons(message)["✅ Allow"])
     edited = await chat.fake.wait_for("editMessageText", lambda p: "Allowed by" in p["text"])
     assert "Allowed by @owner ·" in edited["text"], edited["text"]
+
+
+def test_enum_acts_pack_as_the_buttons_already_in_the_chat():
+    # aiogram packs an enum member as its value: buttons sent before the acts became
+    # enums keep working, and suggestion i of a request is act "s<i>".
+    from aipager.bot.callbacks import (SCOPES, QuestionAct, QuestionTap, RequestAct,
+                                       SessionAct, Setting, SettingTap)
+
+    assert RequestTap(h=1, act=RequestAct.ALLOW).pack() == "r:1:allow"
+    assert [RequestTap(h=1, act=a).pack() for a in SCOPES] == ["r:1:s0", "r:1:s1", "r:1:s2"]
+    assert SessionTap(h=2, act=SessionAct.KILL_YES).pack() == "s:2:kill_yes"
+    assert QuestionTap(h=3, act=QuestionAct.OTHER).pack() == "q:3:o:0"
+    assert SettingTap(name=Setting.DIFFS, value="on").pack() == "set:diffs:on"
+    assert RequestTap.unpack("r:1:s2").act is RequestAct.SCOPE_2
+    from aipager.daemon.events.permissions import SCOPES_SHOWN
+
+    assert len(SCOPES) == SCOPES_SHOWN  # every suggestion the daemon offers has its act
+    with pytest.raises(ValueError):
+        RequestTap.unpack("r:1:allow_everything")

@@ -202,3 +202,24 @@ async def test_an_invitation_works_once(chat):
     assert roles.get(99) == "user" and 98 not in roles
     await _says(chat, "user", "/invite admin")
     await _reply(chat, "user", lambda p: "Only an admin" in p["text"])
+
+
+async def test_a_groups_settings_are_the_admins_to_change(chat):
+    # The settings buttons need "manage" in a group only (the handler's rights flag under
+    # a filter on the chat): a user's tap is refused before anything changes.
+    await _says(chat, "user", "/settings")
+    settings = await _reply(chat, "user", lambda p: "Settings for this chat" in p["text"])
+    diffs = next(b["callback_data"] for row in settings["reply_markup"]["inline_keyboard"]
+                 for b in row if "Diff previews" in b["text"])
+    message_id = next(m["message_id"] for m in chat.fake.bot_messages(GROUP)
+                      if "Settings for this chat" in m["text"])
+    query = await chat.fake.user_taps(message_id, diffs, user=PEOPLE["user"], chat_id=GROUP)
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    assert toast["text"] == "Only an admin may do that here."
+    assert not chat.bot.state.prefs_of(GROUP)["diffs"]
+    query = await chat.fake.user_taps(message_id, diffs, user=PEOPLE["admin"], chat_id=GROUP)
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    assert toast["text"] == "Saved." and chat.bot.state.prefs_of(GROUP)["diffs"]
+    assert len([p for p in chat.fake.calls_of("answerCallbackQuery")]) == 2  # once each

@@ -211,3 +211,24 @@ def test_program_lookup_order(tmp_path, monkeypatch):
 def test_a_session_may_not_take_a_chat_commands_name(fake_claude, name):
     with pytest.raises(InvalidSessionName, match="name of a chat command"):
         dtach.create(dict(os.environ), name)
+
+
+def test_attached_clients_counts_connected_terminals(tmp_path):
+    """What the kernel lists for a dtach socket: one connected socket per attached client."""
+    import socket as _socket
+
+    path = str(tmp_path / "s.sock")
+    server = _socket.socket(_socket.AF_UNIX)
+    server.bind(path)
+    server.listen()
+    assert dtach.attached_clients([path]) == {path: 0}
+    client = _socket.socket(_socket.AF_UNIX)
+    client.connect(path)
+    accepted, _ = server.accept()
+    try:
+        assert dtach.attached_clients([path, "/nowhere"]) == {path: 1, "/nowhere": 0}
+    finally:
+        client.close()
+        accepted.close()
+        server.close()
+    assert dtach.attached_clients([path], str(tmp_path / "no-table")) == {path: 0}

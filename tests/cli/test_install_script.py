@@ -97,6 +97,18 @@ def test_first_install_makes_the_venv_links_aipager_and_starts_it(stub):
     link = stub.home / ".local" / "bin" / "aipager"
     assert os.readlink(link) == f"{stub.venv}/bin/aipager"
     assert "is not on PATH" in done.stdout
+    # the exact line to add, for the shell the person uses
+    assert "    echo 'export PATH=\"$HOME/.local/bin:$PATH\"' >> ~/." in done.stdout
+
+
+def test_the_path_line_fits_the_shell_and_the_next_step_works_without_it(stub):
+    done = stub.run("--no-start", SHELL="/usr/bin/zsh")
+    assert done.returncode == 0, done.stderr
+    assert "    echo 'export PATH=\"$HOME/.local/bin:$PATH\"' >> ~/.zshrc" in done.stdout
+    link = stub.home / ".local" / "bin" / "aipager"
+    assert f"start it with: {link} start" in done.stdout
+    fish = stub.run("--no-start", SHELL="/usr/bin/fish")
+    assert "    fish_add_path ~/.local/bin" in fish.stdout
 
 
 def test_an_upgrade_reinstalls_into_the_same_venv(stub):

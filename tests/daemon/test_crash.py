@@ -164,7 +164,7 @@ def test_events_handled_since_the_last_save_survive_a_kill_9():
         sender = Sender(env)
         batch = _sequence(name, 10)
         assert set(sender.send(batch)) == {"sent"}
-        wait_for(lambda: len(journal.read(path, 0)[0]) >= len(batch) or _rows(env, name))
+        wait_for(lambda batch=batch, name=name: len(journal.read(path, 0)[0]) >= len(batch) or _rows(env, name))
         proc.send_signal(signal.SIGSTOP)
         # all 20 still in the journal: no save took them (a save empties it)
         if len(journal.read(path, 0)[0]) == len(batch):

@@ -18,7 +18,8 @@ from aipager.hookpy.entry import BOOT
 
 def _hook_commands() -> dict[str, list[str]]:
     found = {"twin": [sys.executable, "-S", "-I", "-c", BOOT, _site_dir(), "hook"]}
-    native = shutil.which("aipager-hook", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    search = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    native = shutil.which("aipager-hook", path=search)
     if native:
         found["installed"] = [native]
     return found

@@ -157,7 +157,7 @@ async def test_fifty_hooks_at_once_while_the_loop_stalls_lose_nothing(capsys, mo
         counts = json.loads(out)
         for key in totals:
             totals[key] += counts[key]
-        await _wait_for(lambda: rows() == 50 * (round_no + 1))
+        await _wait_for(lambda round_no=round_no: rows() == 50 * (round_no + 1))
     daemon.stop_event.set()
     await serving
     with capsys.disabled():
@@ -196,7 +196,7 @@ async def _burst_through(daemon: Daemon, env: dict, rounds: int = 2) -> dict:
         out, _ = await proc.communicate()
         for key, value in json.loads(out).items():
             totals[key] += value
-        await _wait_for(lambda: rows() == 50 * (round_no + 1))
+        await _wait_for(lambda round_no=round_no: rows() == 50 * (round_no + 1))
     return totals
 
 

@@ -27,7 +27,7 @@ def test_request_shows_description_and_real_command(core, notifier):
     (out,) = notifier.of("permission")
     assert out.text == "🔐 jim · Bash: run cmd\ntouch /w/x"
     # a folder Claude Code offers to remember is offered too, with where it would be kept
-    assert out.data["buttons"] == ["allow", "deny", "stop", "s0"]
+    assert out.data["buttons"] == ["allow", "deny", "stop", "edit", "s0"]
     assert out.data["scopes"] == ["📁 Allow /w"]
     assert (out.data["request_id"], out.data["reply_addr"], out.data["separate"]) == ("r1", "/run/r1.sock", False)
     assert core.registry.get(S).state == State.WAITING
@@ -128,7 +128,9 @@ def test_agent_needs_input_is_a_waiting_request_unless_one_is_open(core, notifie
     core.feed(ev("Notification", notification_type="agent_needs_input"))
     sess = core.registry.get(S)
     assert (sess.state, sess.waiting_for()) == (State.WAITING, "permission")
-    assert [o.text for o in notifier.of("permission")] == ["🔐 jim · Permission: Claude needs your input"]
+    [shown] = notifier.of("permission")
+    assert shown.text.startswith("🔐 jim · Permission: Claude needs your input\n⌨️ Its choices")
+    assert shown.data["buttons"] == ["stop"]  # its own choices: only the terminal has them
     assert core.counters["unhandled"] == 0
     # A second signal for the same wait is not a second request.
     core.feed(ev("Notification", notification_type="agent_needs_input", message="again"))
@@ -160,7 +162,7 @@ def test_each_suggestion_is_offered_with_its_destination_and_answered_alone(core
                  permission_suggestions=[folder, mode, {"type": "bogus"}],
                  aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
     (out,) = notifier.of("permission")
-    assert out.data["buttons"] == ["allow", "deny", "stop", "s0", "s1"]
+    assert out.data["buttons"] == ["allow", "deny", "stop", "edit", "s0", "s1"]
     assert out.data["scopes"] == ["📁 Allow /home/dev/project · this session",
                                   "✏️ Accept every edit · this session"]
     sent = []

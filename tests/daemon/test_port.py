@@ -55,16 +55,17 @@ def _q(text: str, options: list[str], multi: bool = False) -> dict:
             "options": [{"label": o, "description": ""} for o in options]}
 
 
-def test_the_daemon_offers_everything_the_port_names() -> None:
+def test_the_daemon_offers_everything_the_port_names(rig) -> None:
     """Each member of the Protocol exists on ``Daemon`` with the same parameters (mypy
     checks the types where the composition root hands a Daemon to the chat)."""
+    daemon = rig[0]
     members = [n for n in vars(DaemonPort) if not n.startswith("_")]
     assert {"answer_request", "answer_question", "start_session", "type_prompt",
-            "sessions"} <= set(members)
+            "sessions", "env"} <= set(members)
     for name in members:
         ours = getattr(DaemonPort, name)
+        assert hasattr(daemon, name), f"Daemon lacks the port's {name}"
         theirs = getattr(Daemon, name, None)
-        assert theirs is not None, f"Daemon lacks the port's {name}"
         if inspect.isfunction(ours):
             assert list(inspect.signature(theirs).parameters) == \
                 list(inspect.signature(ours).parameters), name
@@ -189,6 +190,19 @@ async def test_a_question_declined_and_answers_that_do_not_fit(rig) -> None:
 def test_outcomes_are_a_closed_set_of_frozen_values() -> None:
     kinds = port.Outcome.__args__  # type: ignore[attr-defined]
     assert {k.__name__ for k in kinds} == {"ByHook", "ByKeys", "Already", "Gone", "InTerminal",
-                                           "KeysFailed"}
+                                           "KeysFailed", "Refused"}
     with pytest.raises(AttributeError):
         KeysFailed("x").reason = "y"  # type: ignore[misc]
+
+
+async def test_auto_modes_own_dialog_is_left_to_the_terminal_but_stop_ends_it(rig) -> None:
+    daemon, notifier, sessions = rig
+    daemon.core.feed({"hook_event_name": "Notification", "session": S,
+                      "notification_type": "agent_needs_input", "message": "Claude needs your input"})
+    key = daemon.core.registry.get(S).requests[0].key
+    assert notifier.of("permission")[-1].data["buttons"] == ["stop"]
+
+    assert await daemon.answer_request(S, key, "allow", ALICE) == InTerminal()
+    assert sessions.keys == []
+    assert await daemon.answer_request(S, key, "stop", ALICE) == ByKeys()
+    assert sessions.keys == [(S, [ESCAPE]), (S, [ESCAPE])]

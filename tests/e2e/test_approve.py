@@ -3,7 +3,7 @@
 Claude Code (``--permission-mode default``, nothing pre-allowed) asks before each Bash
 command; its PermissionRequest hook forwards the request and waits for the daemon's reply
 (``AIPAGER_PERMISSION_REPLY_DEADLINE``, 20 s by default).  The bot shows the request with
-"✅ Allow", "❌ Deny", "⏹ Stop" (and "🟢 Always allow" when Claude Code offers a rule).
+"✅ Allow", "❌ Deny", "⏹ Stop", "✏️ Edit" (and "🟢 Always allow" when Claude Code offers a rule).
 
 Claude Code 2.1.328 draws its own dialog 0.1–0.4 s after the hook starts, *while* the hook
 waits, and keeps it answerable at the terminal: a tap in time closes that dialog through
@@ -78,9 +78,10 @@ def test_allow_tap_answers_through_the_hook_and_the_command_runs(
 
     request = _request(phone, f"touch {target}")
     # plus Claude Code's own suggestions for this call, each with where it would be kept
-    assert {"✅ Allow", "❌ Deny", "⏹ Stop"} <= set(buttons(request)), buttons(request)
+    # and ✏️ Edit (the waiting hook can take a corrected command)
+    assert {"✅ Allow", "❌ Deny", "⏹ Stop", "✏️ Edit"} <= set(buttons(request)), buttons(request)
     assert all(b.endswith("· this session") for b in set(buttons(request))
-               - {"✅ Allow", "❌ Deny", "⏹ Stop"}), buttons(request)
+               - {"✅ Allow", "❌ Deny", "⏹ Stop", "✏️ Edit"}), buttons(request)
     assert not os.path.exists(target)
     tui.wait_shown(DIALOG)
     dialogs = tui.count(DIALOG)
@@ -148,6 +149,31 @@ def test_a_reply_to_a_request_denies_it_and_claude_reads_why(
             in json.dumps(results[0].get("content"))), results
     (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
     assert (record["answer"], record["reason"]) == ("deny", "not in the project: use /tmp instead")
+
+
+def test_an_edited_command_is_what_claude_code_runs(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """✏️ Edit, then the corrected command: Claude Code runs the call as edited
+    (``updatedInput`` through the waiting hook), and the model sees that call's result."""
+    phone = Phone(fake_telegram)
+    asked, edited = (os.path.join(claude_home.project, n) for n in ("as-asked", "as-edited"))
+    fake_anthropic.script("E2E-TEDIT", fa.bash(f"touch {asked}"), fa.text("Edited run done."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TEDIT make the file")
+
+    request = _request(phone, f"touch {asked}")
+    tui.wait_shown(DIALOG)
+    phone.tap(request, "✏️ Edit")
+    phone.wait_message(lambda m: "Send the corrected command" in text_of(m), 15, "the ask")
+    phone.say(f"touch {edited}")
+
+    _verdict(phone, request, "✅ Allowed")
+    tui.wait_shown("Edited run done.", 30)
+    assert os.path.exists(edited) and not os.path.exists(asked)
+    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    assert record["edited_input"]["command"] == f"touch {edited}"
+    assert record["via"] == "hook_decision"
 
 
 def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unasked(

@@ -38,8 +38,8 @@ def _user_prompts(fake_anthropic) -> str:
                      for r in fake_anthropic.requests)
 
 
-def test_a_members_keystrokes_never_act(team, dtach_session, fake_anthropic, fake_telegram,
-                                        claude_home):
+def test_a_members_keystrokes_never_act(
+        team, dtach_session, fake_anthropic, fake_telegram, claude_home):  # noqa: F811 - test_team's fixture
     phone = Phone(fake_telegram, GROUP)
     made = os.path.join(claude_home.project, "made-by-bash-mode")
     secret_dir = os.path.join(claude_home.home, ".ssh")
@@ -93,8 +93,8 @@ def test_a_members_keystrokes_never_act(team, dtach_session, fake_anthropic, fak
                                                "mention"}
 
 
-def test_a_crash_left_note_lends_no_rights(team, dtach_session, fake_anthropic, fake_telegram,
-                                           claude_home):
+def test_a_crash_left_note_lends_no_rights(
+        team, dtach_session, fake_anthropic, fake_telegram, claude_home):  # noqa: F811 - test_team's fixture
     """The owner's note for "E2E-BORROW deploy" was left behind by a crash; a member's message
     that contains its text runs with the member's rights, and the audit names the member."""
     from aipager.policy import notes
@@ -117,8 +117,8 @@ def test_a_crash_left_note_lends_no_rights(team, dtach_session, fake_anthropic, 
     assert [r["who_id"] for r in prompts] == [USER_ID]
 
 
-def test_a_long_message_arrives_whole_and_is_answered_as_a_reply(team, dtach_session,
-                                                                 fake_anthropic, fake_telegram):
+def test_a_long_message_arrives_whole_and_is_answered_as_a_reply(
+        team, dtach_session, fake_anthropic, fake_telegram):  # noqa: F811 - test_team's fixture
     """4,204 characters in 110 lines (a pasted log): typed, it arrived split or with lines
     missing; pasted, the model gets every byte and the answer replies to the message."""
     phone = Phone(fake_telegram, GROUP)
@@ -178,7 +178,7 @@ def test_a_message_cut_off_by_a_crash_is_cleared_not_glued(daemon, dtach_session
 
 
 def test_claude_sends_no_system_secret_and_a_members_task_nothing_from_outside(
-        team, dtach_session, fake_anthropic, fake_telegram, claude_home):
+        team, dtach_session, fake_anthropic, fake_telegram, claude_home):  # noqa: F811 - test_team's fixture
     """SendUserFile of /etc/shadow is refused for every task, the owner's too (the daemon may
     run as root); a member's task sends only files from the session's folder."""
     phone = Phone(fake_telegram, GROUP)
@@ -215,7 +215,7 @@ def test_claude_sends_no_system_secret_and_a_members_task_nothing_from_outside(
 
 
 def test_a_stranger_flooding_join_codes_does_not_hold_the_owners_answer_back(
-        team, dtach_session, fake_anthropic, fake_telegram, claude_home):
+        team, dtach_session, fake_anthropic, fake_telegram, claude_home):  # noqa: F811 - test_team's fixture
     """200 wrong /join codes from a stranger while the owner's task answers: before, each got
     an answer and group posts go out at 20 a minute, so the owner waited minutes; now the
     stranger gets at most three, after the team's, and the rest is silence (audited)."""

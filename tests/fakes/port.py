@@ -56,9 +56,10 @@ class FakePort:
         self._ask("drop_chat_message", session, msg_id)
 
     async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
-                             reason: str = "", suggestion: int | None = None) -> Outcome:
+                             reason: str = "", suggestion: int | None = None,
+                             edit: str | None = None) -> Outcome:
         got = self._ask("answer_request", session, key, kind, who, reason=reason,
-                        suggestion=suggestion)
+                        suggestion=suggestion, **({"edit": edit} if edit is not None else {}))
         return Gone() if got is None else got
 
     async def answer_question(self, session: str, key: str, who: Who,

@@ -76,7 +76,7 @@ def test_queue_full_without_spool_drops_without_waiting(kind: str) -> None:
     env = hookrun.hook_env()
     receiver = hookrun.receiver_for(env)
     try:
-        for n in range(15):
+        for _ in range(15):
             done = hookrun.run(hookrun.contender_cmd(kind, "hook"), event_bytes("Stop"), env, timeout=20)
             assert (done.exit, done.stdout) == (0, b"")
         assert 0 < len(receiver.drain_raw()) < 15

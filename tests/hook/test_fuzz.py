@@ -34,7 +34,8 @@ values = st.recursive(
     max_leaves=25,
 )
 events = st.builds(
-    lambda name, extra, before: {**extra, "hook_event_name": name} if not before else {"hook_event_name": name, **extra},
+    lambda name, extra, before: ({**extra, "hook_event_name": name} if not before
+                                 else {"hook_event_name": name, **extra}),
     st.sampled_from(NAMES),
     st.dictionaries(st.text(max_size=15), values, max_size=6),
     st.booleans(),

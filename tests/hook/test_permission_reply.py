@@ -38,6 +38,11 @@ ANSWERS = {
         {"updatedPermissions": PERMS, "behavior": "allow"},
         b'{"behavior":"allow","updatedPermissions":' + json.dumps(PERMS, separators=(",", ":")).encode() + b"}"),
     "deny-interrupt": ({"interrupt": True, "behavior": "deny"}, b'{"behavior":"deny","interrupt":true}'),
+    "allow-edited": (
+        {"updatedPermissions": PERMS, "updatedInput": {"command": "npm test -- --ci", "n": 1.5},
+         "behavior": "allow"},
+        b'{"behavior":"allow","updatedInput":{"command":"npm test -- --ci","n":1.5},'
+        b'"updatedPermissions":' + json.dumps(PERMS, separators=(",", ":")).encode() + b"}"),
 }
 
 
@@ -101,7 +106,9 @@ BAD = {
     "no-v": lambda rid: json.dumps({"request_id": rid, "decision": {"behavior": "deny"}}).encode(),
     "maybe": lambda rid: reply(rid, {"behavior": "maybe"}),
     "no-behavior": lambda rid: reply(rid, {"message": "x"}),
-    "unknown-key": lambda rid: reply(rid, {"behavior": "deny", "updatedInput": {}}),
+    "unknown-key": lambda rid: reply(rid, {"behavior": "deny", "updatedMode": {}}),
+    "input-list": lambda rid: reply(rid, {"behavior": "allow", "updatedInput": ["ls"]}),
+    "input-string": lambda rid: reply(rid, {"behavior": "allow", "updatedInput": "ls"}),
     "perms-object": lambda rid: reply(rid, {"behavior": "allow", "updatedPermissions": {}}),
     "message-number": lambda rid: reply(rid, {"behavior": "deny", "message": 3}),
     "interrupt-string": lambda rid: reply(rid, {"behavior": "deny", "interrupt": "yes"}),

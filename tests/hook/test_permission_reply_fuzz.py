@@ -31,6 +31,7 @@ values = st.recursive(
 )
 # mostly well-typed decisions (so many are accepted), with every kind of wrong one mixed in
 good = st.fixed_dictionaries({"behavior": st.sampled_from(["allow", "deny"])}, optional={
+    "updatedInput": st.dictionaries(st.text(max_size=8), values, max_size=4),
     "updatedPermissions": st.lists(values, max_size=4),
     "message": st.text(max_size=30),
     "interrupt": st.booleans(),

@@ -6,31 +6,15 @@ import json
 import os
 import subprocess
 import sys
-from importlib import resources
 
 import pytest
 
+from aipager import native
 from aipager.policy import model, rules, snapshot, validate
 
-NO_NATIVE = os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0")
-
-
-@pytest.mark.skipif(NO_NATIVE, reason="AIPAGER_NO_EXTENSIONS=1 run: the twin is expected")
-def test_compiled_matcher_is_loaded_in_the_built_package(tmp_path):
-    code = "from aipager.policy import match; print(match.ENGINE, match._c.__file__)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=tmp_path,
-                         env={k: v for k, v in os.environ.items() if k != "AIPAGER_NO_EXTENSIONS"})
-    engine, path = out.stdout.split()
-    assert engine == "c"
-    assert path.endswith(".so")
-
-
-def test_no_extensions_switch_picks_python(tmp_path):
-    code = "from aipager.policy import match; print(match.ENGINE, match._c)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=tmp_path, env=dict(os.environ, AIPAGER_NO_EXTENSIONS="1"))
-    assert out.stdout.split() == ["python", "None"]
+# Read at import, before tests/conftest.py's autouse fixture clears AIPAGER_*.
+# Which matcher the switch picks: tests/test_native.py.
+NO_NATIVE = native.disabled()
 
 
 def test_hook_side_imports_stay_builtin():

@@ -1,5 +1,11 @@
 """Slash commands: /start, /help, /status, /new, /resume, /stop, /kill, /compact, /model,
-/settings, and ``/<session> [text]`` for each session."""
+/settings, and ``/<session> [text]`` for each session.
+
+What a role may do is each handler's ``rights`` flag, checked before it runs
+(``access.Access.rights``); /stop, which depends on whose task runs, checks in the handler.
+``/new`` without a name asks for one: the sender's next message (``NextMessage.session_name``,
+aiogram's FSM) is the name.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,18 @@ from typing import Any, Awaitable
 
 from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
+from aiogram.fsm.context import FSMContext
+from aiogram.fsm.state import State as FSMState
+from aiogram.fsm.state import StatesGroup
 from aiogram.types import Message
+from aiogram.utils.keyboard import InlineKeyboardBuilder
 
+from aipager import dtach
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
-from aipager.bot.callbacks import SessionTap, SettingTap, packed
+from aipager.bot.callbacks import SessionAct, SessionTap, Setting, SettingTap
 from aipager.bot.chatstate import STYLES
-from aipager.bot.outbox import Op
+from aipager.bot.outbox import Post
 from aipager.daemon.model import Session, State
 from aipager.errors import AipagerError
 
@@ -23,26 +34,31 @@ log = logging.getLogger("aipager.bot")
 
 #: a Telegram command name (what ``/<session>`` needs to be)
 COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
+#: the rights a handler's role needs (``access.Access.rights``)
+PROMPT, MANAGE = {"rights": "prompt"}, {"rights": "manage"}
 
 
-def refused(actions: Actions, message: Message, sender: Sender, what: str,
-            sess: Session | None = None) -> bool:
-    """Say why ``sender`` may not do this, if so (True: stop here)."""
-    why = refusal(sender, what, sess)
-    if why:
-        actions.say(message.chat.id, f"🔒 {why}", reply_to=message.message_id)
-    return bool(why)
+class NextMessage(StatesGroup):
+    """What a person's next message in the chat is, once the chat asked for it."""
+
+    #: the name of the session ``/new`` starts (``routers.messages.on_session_name``)
+    session_name = FSMState()
+    #: the answer, in words, to a question (its "Other…" button: ``routers.taps.on_other``)
+    answer = FSMState()
+    #: the corrected command or path of a request (its ✏️ button: ``routers.taps.on_edit``)
+    edit = FSMState()
 
 
-def session_buttons(actions: Actions, sessions: list[Session], act: str) -> dict | None:
-    rows = []
+def session_buttons(actions: Actions, sessions: list[Session], act: SessionAct) -> dict | None:
+    """One button per session, one a row."""
+    kb = InlineKeyboardBuilder()
     for sess in sessions:
-        handle = actions.state.handle("session", sess.name)
-        rows.append([(sess.label, packed(SessionTap(h=handle, act=act)))])
-    return view.keyboard(rows)
+        kb.button(text=sess.label,
+                  callback_data=SessionTap(h=actions.state.handle("session", sess.name), act=act))
+    return view.markup(kb.adjust(1))
 
 
-def pick_or_run(actions: Actions, message: Message, name: str | None, act: str,
+def pick_or_run(actions: Actions, message: Message, name: str | None, act: SessionAct,
                 candidates: list[Session]) -> Session | None:
     """The session a command names, or the one candidate; otherwise a picker is shown
     (or a word that there is none) and None returned."""
@@ -78,7 +94,7 @@ async def on_status(message: Message, actions: Actions) -> None:
     chat_id = message.chat.id
     current = actions.state.current.get(str(chat_id))
     live = actions.live_sessions()
-    markup = session_buttons(actions, [s for s in live if s.name != current], "use")
+    markup = session_buttons(actions, [s for s in live if s.name != current], SessionAct.USE)
     text = view.status_screen(actions.sessions(), current, time.time())
     if markup:
         text += "\n\nTap a session to send your messages there."
@@ -86,31 +102,57 @@ async def on_status(message: Message, actions: Actions) -> None:
 
 
 async def on_new(message: Message, command: CommandObject, actions: Actions, sender: Sender,
-                 pending_names: dict) -> None:
-    if refused(actions, message, sender, "manage"):
-        return
+                 state: FSMContext) -> None:
     args = (command.args or "").strip()
     if not args:
-        pending_names[(message.chat.id, sender.user_id)] = True
+        await state.set_state(NextMessage.session_name)
         actions.say(message.chat.id, "Name for the new session? (letters, digits, - and _; "
                     "not starting with -)", reply_to=message.message_id)
         return
     await start_session(actions, message, sender, *name_and_first(args))
 
 
+#: quotes a name may be written in (``/new "My Project"``), opening → closing
+_QUOTES = {'"': '"', "'": "'", "“": "”", "„": "“", "«": "»", "‘": "’"}
+
+
 def name_and_first(text: str) -> tuple[str, str]:
     """``NAME [first message]``: the name ends at the first space, newline or tab.
 
     Any whitespace ends it: a newline kept in a name once started a session
-    that could be neither listed nor ended.
+    that could be neither listed nor ended.  A quoted name may hold spaces: they
+    become ``-`` (``"My Project"`` → ``My-Project``), as a name is one word.
     """
+    text = text.strip()
+    close = _QUOTES.get(text[:1])
+    if close and close in text[1:]:
+        quoted, _, rest = text[1:].partition(close)
+        return "-".join(quoted.split()), rest.strip()
     parts = text.split(maxsplit=1) + ["", ""]
     return parts[0], parts[1].strip()
+
+
+def looks_like_a_longer_name(name: str, first: str) -> bool:
+    """``/new My Project``: after a valid name, a first "message" of one short word is far
+    more likely the rest of the name than a prompt."""
+    if not first or len(first) > 24 or not first.replace("-", "").isalnum():
+        return False
+    try:
+        dtach.check_name(f"{name}-{first}")
+    except AipagerError:
+        return False  # not a name either way: the name's own refusal says why
+    return True
 
 
 async def start_session(actions: Actions, message: Message, sender: Sender, name: str,
                         first: str) -> None:
     chat_id = message.chat.id
+    if looks_like_a_longer_name(name, first):
+        actions.say(chat_id, f"A session name is one word: letters, digits, - and _. For a "
+                    f"session named {name}-{first}: /new {name}-{first} (or /new \"{name} "
+                    f"{first}\"). To start {name} with the message “{first}”, start it first, "
+                    "then send the message.", reply_to=message.message_id)
+        return
     existing = actions.find(name)
     if existing is not None and view.is_live(existing) and existing.socket_seen:
         actions.say(chat_id, f"{existing.label} is already running; your messages go there now.",
@@ -137,23 +179,26 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
             await actions.deliver(sess, chat_id, message.message_id, first, sender)
 
 
-async def on_resume(message: Message, actions: Actions, sender: Sender) -> None:
-    if refused(actions, message, sender, "manage"):
-        return
+async def on_resume(message: Message, actions: Actions) -> None:
     ended = [s for s in actions.sessions() if s.state == State.GONE and s.claude_session_id]
     if not ended:
         actions.say(message.chat.id, "No ended session to resume.")
         return
     actions.say(message.chat.id, view.picker_text("resume"),
-                markup=session_buttons(actions, ended[-10:], "resume"))
+                markup=session_buttons(actions, ended[-10:], SessionAct.RESUME))
 
 
 async def on_stop(message: Message, command: CommandObject, actions: Actions,
                   sender: Sender) -> None:
     busy = [s for s in actions.live_sessions() if s.state in (State.WORKING, State.WAITING)]
-    sess = pick_or_run(actions, message, command.args, "stop", busy)
-    if sess is not None and not refused(actions, message, sender, "stop", sess):
-        await stop_session(actions, message.chat.id, sess)
+    sess = pick_or_run(actions, message, command.args, SessionAct.STOP, busy)
+    if sess is None:
+        return
+    why = refusal(sender, "stop", sess)  # the task's author or an admin
+    if why:
+        actions.say(message.chat.id, f"🔒 {why}", reply_to=message.message_id)
+        return
+    await stop_session(actions, message.chat.id, sess)
 
 
 async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[Any],
@@ -177,17 +222,8 @@ async def stop_session(actions: Actions, chat_id: int, sess: Session) -> None:
         actions.say(chat_id, f"⏹ Stop sent to {sess.label}.", session=sess.name)
 
 
-async def _chosen(actions: Actions, message: Message, command: CommandObject, sender: Sender,
-                  need: str, act: str) -> Session | None:
-    """The live session a command is about, if the sender may do ``need``."""
-    if refused(actions, message, sender, need):
-        return None
-    return pick_or_run(actions, message, command.args, act, actions.live_sessions())
-
-
-async def on_kill(message: Message, command: CommandObject, actions: Actions,
-                  sender: Sender) -> None:
-    sess = await _chosen(actions, message, command, sender, "manage", "kill")
+async def on_kill(message: Message, command: CommandObject, actions: Actions) -> None:
+    sess = pick_or_run(actions, message, command.args, SessionAct.KILL, actions.live_sessions())
     if sess is not None:
         ask_kill(actions, message.chat.id, sess)
 
@@ -203,18 +239,20 @@ KILL_ASK = "End session "
 
 def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
     handle = actions.state.handle("session", sess.name)
-    markup = view.keyboard([[("🗑 Yes, end it", packed(SessionTap(h=handle, act="kill_yes"))),
-                             ("Cancel", packed(SessionTap(h=handle, act="kill_no")))]])
+    kb = InlineKeyboardBuilder()
+    kb.button(text="🗑 Yes, end it", callback_data=SessionTap(h=handle, act=SessionAct.KILL_YES))
+    kb.button(text="Cancel", callback_data=SessionTap(h=handle, act=SessionAct.KILL_NO))
+    markup = view.markup(kb)
     text = f"{KILL_ASK}{sess.label}? Claude Code and what it started stop."
     key = kill_key(sess.name)
     actions.state.forget_live(key)  # an older question's buttons no longer answer
     actions.state.show(key, text)
-    actions.outbox.put(Op("post", chat_id, text, markup=markup, key=key))
+    actions.outbox.put(Post(chat_id, text, markup=markup, key=key))
 
 
-async def on_compact(message: Message, command: CommandObject, actions: Actions,
-                     sender: Sender) -> None:
-    sess = await _chosen(actions, message, command, sender, "prompt", "compact")
+async def on_compact(message: Message, command: CommandObject, actions: Actions) -> None:
+    sess = pick_or_run(actions, message, command.args, SessionAct.COMPACT,
+                       actions.live_sessions())
     if sess is not None:
         await compact(actions, message.chat.id, sess)
 
@@ -224,16 +262,13 @@ async def compact(actions: Actions, chat_id: int, sess: Session) -> None:
                 f"📦 /compact sent to {sess.label}.", "Cannot compact")
 
 
-async def on_model(message: Message, command: CommandObject, actions: Actions,
-                   sender: Sender) -> None:
-    if refused(actions, message, sender, "manage"):
-        return
+async def on_model(message: Message, command: CommandObject, actions: Actions) -> None:
     model = (command.args or "").strip()
     if not model or not re.fullmatch(r"[A-Za-z0-9._\[\]-]{1,64}", model):
         actions.say(message.chat.id, "Which model? For example: /model opus, /model sonnet.",
                     reply_to=message.message_id)
         return
-    sess = pick_or_run(actions, message, None, "use", actions.live_sessions())
+    sess = pick_or_run(actions, message, None, SessionAct.USE, actions.live_sessions())
     if sess is None:
         return
     try:
@@ -251,20 +286,25 @@ def settings_view(actions: Actions, chat_id: int) -> tuple[str, dict | None]:
     next_style = styles[(styles.index(style) + 1) % len(styles)] if style in styles else ""
     diffs = bool(prefs.get("diffs"))
     detail = prefs.get("detail", "full")
+    quiet = bool(prefs.get("quiet"))
     text = "\n".join([
         "⚙️ Settings for this chat",
         f"Reply style: {STYLES.get(style, style) if style else 'Claude’s own'}",
         f"Diff previews: {'on' if diffs else 'off'}",
         f"Card detail: {detail}",
+        f"Quiet while you are at the computer: {'on' if quiet else 'off'}",
     ])
-    markup = view.keyboard([
-        [("💬 Reply style ›", packed(SettingTap(name="style", value=next_style or "own")))],
-        [(f"📝 Diff previews: turn {'off' if diffs else 'on'}",
-          packed(SettingTap(name="diffs", value="off" if diffs else "on")))],
-        [(f"🗂 Card detail: {'compact' if detail == 'full' else 'full'}",
-          packed(SettingTap(name="detail", value="compact" if detail == "full" else "full")))],
-    ])
-    return text, markup
+    kb = InlineKeyboardBuilder()
+    kb.button(text="💬 Reply style ›",
+              callback_data=SettingTap(name=Setting.STYLE, value=next_style or "own"))
+    kb.button(text=f"📝 Diff previews: turn {'off' if diffs else 'on'}",
+              callback_data=SettingTap(name=Setting.DIFFS, value="off" if diffs else "on"))
+    kb.button(text=f"🗂 Card detail: {'compact' if detail == 'full' else 'full'}",
+              callback_data=SettingTap(name=Setting.DETAIL,
+                                       value="compact" if detail == "full" else "full"))
+    kb.button(text=f"🔕 Quiet at the computer: turn {'off' if quiet else 'on'}",
+              callback_data=SettingTap(name=Setting.QUIET, value="off" if quiet else "on"))
+    return text, view.markup(kb.adjust(1))
 
 
 async def on_settings(message: Message, actions: Actions) -> None:
@@ -272,24 +312,31 @@ async def on_settings(message: Message, actions: Actions) -> None:
     actions.say(message.chat.id, text, markup=markup)
 
 
-async def on_session_command(message: Message, actions: Actions, sender: Sender) -> None:
-    """``/<session>`` makes it current; ``/<session> text`` sends text to it; anything
-    else starting with / is an unknown command."""
-    head, _, rest = (message.text or "").partition(" ")
+def running_session(message: Message, actions: Actions) -> dict[str, Session] | bool:
+    """The filter of ``/<session> [text]``: the running session the command names, as
+    ``sess`` for the handler."""
+    head = (message.text or "").partition(" ")[0]
     name = head[1:].split("@", 1)[0]
     sess = actions.find(name) if name else None
-    if sess is None or not view.is_live(sess):
-        actions.say(message.chat.id, f"Unknown command {head[:40]}. /help lists what I "
-                    "understand.", reply_to=message.message_id)
-        return
-    rest = rest.strip()
-    if refused(actions, message, sender, "prompt"):
-        return
+    return {"sess": sess} if sess is not None and view.is_live(sess) else False
+
+
+async def on_session_command(message: Message, actions: Actions, sender: Sender,
+                             sess: Session) -> None:
+    """``/<session>`` makes it current; ``/<session> text`` sends text to it."""
+    rest = (message.text or "").partition(" ")[2].strip()
     if not rest:
         actions.state.current[str(message.chat.id)] = sess.name
         actions.say(message.chat.id, f"Your messages go to {sess.label} now.", session=sess.name)
         return
     await actions.deliver(sess, message.chat.id, message.message_id, rest, sender)
+
+
+async def on_unknown_command(message: Message, actions: Actions) -> None:
+    """Anything else starting with /."""
+    head = (message.text or "").partition(" ")[0]
+    actions.say(message.chat.id, f"Unknown command {head[:40]}. /help lists what I "
+                "understand.", reply_to=message.message_id)
 
 
 def make_router() -> Router:
@@ -298,12 +345,14 @@ def make_router() -> Router:
     router.message.register(on_help, CommandStart())
     router.message.register(on_help, Command("help"))
     router.message.register(on_status, Command("status"))
-    router.message.register(on_new, Command("new"))
-    router.message.register(on_resume, Command("resume"))
-    router.message.register(on_stop, Command("stop"))
-    router.message.register(on_kill, Command("kill"))
-    router.message.register(on_compact, Command("compact"))
-    router.message.register(on_model, Command("model"))
+    router.message.register(on_new, Command("new"), flags=MANAGE)
+    router.message.register(on_resume, Command("resume"), flags=MANAGE)
+    router.message.register(on_stop, Command("stop"))  # the task's author or an admin
+    router.message.register(on_kill, Command("kill"), flags=MANAGE)
+    router.message.register(on_compact, Command("compact"), flags=PROMPT)
+    router.message.register(on_model, Command("model"), flags=MANAGE)
     router.message.register(on_settings, Command("settings"))
-    router.message.register(on_session_command, F.text.startswith("/"))
+    router.message.register(on_session_command, F.text.startswith("/"), running_session,
+                            flags=PROMPT)
+    router.message.register(on_unknown_command, F.text.startswith("/"))
     return router

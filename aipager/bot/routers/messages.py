@@ -1,10 +1,16 @@
 """Plain messages and files: typed into the right session; anything else gets a hint.
 
-Where a message goes: the session of the message it replies to, else the chat's
+In a group only messages to the bot count (replies to it, mentions: the router's
+filter).  A text is, in this order: a reply to an open permission request (a denial
+with its reason), the answer in words someone was asked for (a question's "Other…",
+aiogram's FSM: ``NextMessage.answer``), a reply to a question's message (its answer),
+the name a bare /new asked for (``NextMessage.session_name``), else a prompt.
+
+Where a prompt goes: the session of the message it replies to, else the chat's
 current session, else the only running one, else a picker.  Photos and
 documents are downloaded into the chat's private folder first and the prompt
 names their paths; an album waits ``ALBUM_SETTLE`` seconds after its last part
-and goes in as one prompt.
+and goes in as one prompt.  What a role may send is each handler's ``rights`` flag.
 """
 
 from __future__ import annotations
@@ -14,13 +20,16 @@ import io
 import logging
 
 from aiogram import F, Router
-from aiogram.types import Message
+from aiogram.dispatcher.event.bases import SkipHandler
+from aiogram.fsm.context import FSMContext
+from aiogram.types import Document, Message, PhotoSize
+from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager.bot import files, view
 from aipager.bot.actions import Actions, Sender, refusal
-from aipager.bot.callbacks import SessionTap, packed
-from aipager.bot.routers.commands import name_and_first, start_session
-from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed
+from aipager.bot.callbacks import PickTap
+from aipager.bot.routers.commands import NextMessage, name_and_first, start_session
+from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Refused
 
 log = logging.getLogger("aipager.bot")
 
@@ -28,7 +37,8 @@ log = logging.getLogger("aipager.bot")
 PICKS_KEPT = 50
 #: seconds an album waits for more parts
 ALBUM_SETTLE = 1.5
-NO_PROMPT = "🔒 Your role may not send messages to Claude here."
+#: the rights a handler's role needs (``access.Access.rights``)
+PROMPT, APPROVE = {"rights": "prompt"}, {"rights": "approve"}
 
 
 def _addressed(message: Message, bot_id: int, bot_username: str | None) -> bool:
@@ -74,18 +84,39 @@ async def send_text(actions: Actions, message: Message, sender: Sender, text: st
     picks[number] = (chat_id, message.message_id, text, sender, _quoted(message))
     while len(picks) > PICKS_KEPT:
         picks.pop(next(iter(picks)))
-    rows = []
+    kb = InlineKeyboardBuilder()
     for s in live:
-        handle = actions.state.handle("session", s.name)
-        rows.append([(s.label, packed(SessionTap(h=handle, act=f"m{number}")))])
-    actions.say(chat_id, view.picker_text("send"), markup=view.keyboard(rows),
+        kb.button(text=s.label, callback_data=PickTap(h=actions.state.handle("session", s.name),
+                                                      n=number))
+    actions.say(chat_id, view.picker_text("send"), markup=view.markup(kb.adjust(1)),
                 reply_to=message.message_id)
 
 
-async def deny_with_reason(actions: Actions, message: Message, sender: Sender,
-                           text: str) -> bool:
-    """A reply to an open permission request denies it with the reply as the reason, which
-    Claude reads (a plain ❌ Deny stays one tap).  False: not such a reply."""
+def addressed(message: Message, bot_identity: tuple[int, str | None]) -> bool | dict[str, str]:
+    """The router's filter: in a group only replies to the bot and mentions count; private
+    chats always do.  Gives ``text``: the text (or caption) without the bot's @name."""
+    bot_id, bot_username = bot_identity
+    if not _addressed(message, bot_id, bot_username):
+        return False
+    text = message.text or message.caption or ""
+    if bot_username:
+        text = text.replace(f"@{bot_username}", "").strip()
+    return {"text": text}
+
+
+def empty(message: Message, text: str) -> bool:
+    """A text message with nothing left to send (an @-mention of the bot alone)."""
+    return message.text is not None and not text.strip()
+
+
+async def on_empty(message: Message, actions: Actions) -> None:
+    actions.say(message.chat.id, "An empty message: nothing to send.",
+                reply_to=message.message_id)
+
+
+def replied_request(message: Message, actions: Actions) -> bool | dict[str, str]:
+    """The filter of a reply to an open permission request (not a question): gives its
+    ``session`` and ``key``."""
     reply = message.reply_to_message
     if reply is None:
         return False
@@ -99,10 +130,20 @@ async def deny_with_reason(actions: Actions, message: Message, sender: Sender,
     req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
     if req is not None and req.kind == "question":
         return False  # a question's message: the reply answers it
-    why = refusal(sender, "approve", sess)
+    return {"session": session, "key": key}
+
+
+async def deny_with_reason(message: Message, actions: Actions, sender: Sender, text: str,
+                           session: str, key: str) -> None:
+    """A reply to an open permission request denies it with the reply as the reason, which
+    Claude reads (a plain ❌ Deny stays one tap)."""
+    chat_id = message.chat.id
+    text = text.strip()
+    # the task's author or an admin (the role's right: the handler's flag)
+    why = refusal(sender, "approve", actions.registry.get(session))
     if why:
         actions.say(chat_id, f"🔒 {why}", reply_to=message.message_id)
-        return True
+        return
     outcome = await actions.port.answer_request(session, key, "deny", sender.who, reason=text)
     reply_to = message.message_id
     match outcome:
@@ -116,61 +157,92 @@ async def deny_with_reason(actions: Actions, message: Message, sender: Sender,
         case Gone():
             actions.say(chat_id, "This request is no longer open.", reply_to=reply_to)
         case InTerminal():
-            actions.say(chat_id, "The plan waits in the terminal now: answer it there.",
+            actions.say(chat_id, "This one waits in the terminal now: answer it there.",
                         reply_to=reply_to)
-        case KeysFailed(reason=reason):
+        case KeysFailed(reason=reason) | Refused(reason=reason):
             actions.say(chat_id, f"🤷 Could not answer: {reason}", reply_to=reply_to, buzz=True)
-    return True
 
 
-def _replied_question(actions: Actions, message: Message) -> tuple[str | None, dict | None]:
-    """The open question (request key, ask) whose message ``message`` replies to."""
+async def on_edit_text(message: Message, actions: Actions, sender: Sender, text: str,
+                       state: FSMContext) -> None:
+    """The message after a request's ✏️ is its corrected command or path: the daemon allows
+    the call as edited once the safety policy allows it (the tap checked the right)."""
+    data = await state.get_data()
+    await state.clear()
+    session, key = data.get("session"), data.get("key")
+    if not isinstance(session, str) or not isinstance(key, str):
+        raise SkipHandler
+    chat_id, reply_to = message.chat.id, message.message_id
+    outcome = await actions.port.answer_request(session, key, "allow", sender.who, edit=text)
+    match outcome:
+        case ByHook() | ByKeys():
+            actions.react(chat_id, reply_to, "👌")
+        case Refused(reason=reason):
+            actions.say(chat_id, f"🔒 Not allowed: {reason}. The request is still open.",
+                        reply_to=reply_to)
+        case Already():
+            actions.say(chat_id, "This request was already answered.", reply_to=reply_to)
+        case Gone() | InTerminal() | KeysFailed():
+            actions.say(chat_id, "This request is no longer open; nothing was run.",
+                        reply_to=reply_to)
+
+
+async def _answer_in_words(actions: Actions, rkey: str, ask: dict, sender: Sender,
+                           text: str) -> None:
+    from aipager.bot.routers.taps import record_answer
+
+    multi = ask["questions"][ask["step"]].get("multi")
+    picks = list(ask.get("toggled") or []) if multi else []
+    await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": text.strip()})
+
+
+async def on_answer_in_words(message: Message, actions: Actions, sender: Sender, text: str,
+                             state: FSMContext) -> None:
+    """The message after a question's "Other…" (``NextMessage.answer``) is its answer; when
+    the question closed meanwhile the message goes on as any other.  (The tap checked
+    that the sender may answer.)"""
+    rkey = (await state.get_data()).get("rkey")
+    await state.clear()
+    ask = actions.state.asks.get(rkey) if isinstance(rkey, str) else None
+    if ask is None or not isinstance(rkey, str):
+        raise SkipHandler
+    await _answer_in_words(actions, rkey, ask, sender, text)
+
+
+def replied_question(message: Message, actions: Actions) -> bool | dict[str, object]:
+    """The filter of a reply to an open question's message: gives its ``rkey`` (request
+    key) and ``ask``."""
     reply = message.reply_to_message
     if reply is None:
-        return None, None
+        return False
     shown = [message.chat.id, reply.message_id]
     for rkey, ask in actions.state.asks.items():
         if ask.get("chat") == message.chat.id and actions.state.live.get(rkey) == shown:
-            return rkey, ask
-    return None, None
+            return {"rkey": rkey, "ask": ask}
+    return False
 
 
-async def on_text(message: Message, actions: Actions, sender: Sender, pending_names: dict,
-                  picks: dict, bot_identity: tuple[int, str | None],
-                  pending_other: dict) -> None:
-    chat_id = message.chat.id
-    text = message.text or ""
-    if not _addressed(message, *bot_identity):
+async def on_question_reply(message: Message, actions: Actions, sender: Sender, text: str,
+                            rkey: str, ask: dict) -> None:
+    """A reply to a question's message answers it in words, as "Other…" then a message."""
+    # the task's author or an admin (the role's right: the handler's flag)
+    why = refusal(sender, "approve", actions.registry.get(ask["session"]))
+    if why:
+        actions.say(message.chat.id, f"🔒 {why}", reply_to=message.message_id)
         return
-    if bot_identity[1]:
-        text = text.replace(f"@{bot_identity[1]}", "").strip()
-    if not text.strip():
-        actions.say(chat_id, "An empty message: nothing to send.", reply_to=message.message_id)
-        return
-    if await deny_with_reason(actions, message, sender, text.strip()):
-        return
-    rkey = pending_other.pop((chat_id, sender.user_id), None)
-    ask = actions.state.asks.get(rkey) if rkey else None
-    if ask is None:
-        # a reply to a question's message answers it in words, as "Other…" then a message
-        rkey, ask = _replied_question(actions, message)
-        why = refusal(sender, "approve", actions.registry.get(ask["session"])) if ask else None
-        if why:
-            actions.say(chat_id, f"🔒 {why}", reply_to=message.message_id)
-            return
-    if ask is not None:
-        from aipager.bot.routers.taps import record_answer
+    await _answer_in_words(actions, rkey, ask, sender, text)
 
-        multi = ask["questions"][ask["step"]].get("multi")
-        picks = list(ask.get("toggled") or []) if multi else []
-        await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": text.strip()})
-        return
-    if pending_names.pop((chat_id, sender.user_id), None):
-        await start_session(actions, message, sender, *name_and_first(text))
-        return
-    if not sender.may_prompt:
-        actions.say(chat_id, NO_PROMPT, reply_to=message.message_id)
-        return
+
+async def on_session_name(message: Message, actions: Actions, sender: Sender, text: str,
+                          state: FSMContext) -> None:
+    """The message after a bare /new (``NextMessage.session_name``) names the session (and
+    may carry its first message).  (/new checked that the sender may start sessions.)"""
+    await state.clear()
+    await start_session(actions, message, sender, *name_and_first(text))
+
+
+async def on_text(message: Message, actions: Actions, sender: Sender, text: str,
+                  picks: dict) -> None:
     await send_text(actions, message, sender, text, picks)
 
 
@@ -182,19 +254,21 @@ def _prompt(caption: str, paths: list[str]) -> str:
 
 
 async def on_file(message: Message, actions: Actions, sender: Sender, picks: dict,
-                  albums: dict, bot_identity: tuple[int, str | None]) -> None:
-    """A photo or document: saved privately, then its path goes to Claude."""
-    if not _addressed(message, *bot_identity):
-        return
+                  albums: dict, text: str) -> None:
+    """A photo or document: saved privately, then its path goes to Claude (``text``: the
+    caption)."""
     chat_id = message.chat.id
-    if not sender.may_prompt:
-        actions.say(chat_id, NO_PROMPT, reply_to=message.message_id)
-        return
+    item: PhotoSize | Document
     if message.photo:
         item, name = message.photo[-1], f"photo-{message.message_id}.jpg"
-    else:
+    elif message.document is not None:
         item = message.document
-        name = item.file_name or f"file-{message.message_id}"
+        name = message.document.file_name or f"file-{message.message_id}"
+    else:
+        return  # the filter lets only photos and documents through
+    bot = message.bot
+    if bot is None:
+        return  # a message not bound to a bot (never from polling)
     size = item.file_size or 0
     if size > files.DOWNLOAD_MAX:
         actions.say(chat_id, f"📎 {name} is {size / 2**20:.1f} MB: bots can fetch files up to "
@@ -202,9 +276,11 @@ async def on_file(message: Message, actions: Actions, sender: Sender, picks: dic
                     reply_to=message.message_id)
         return
     try:
-        found = await message.bot.get_file(item.file_id)
+        found = await bot.get_file(item.file_id)
+        if not found.file_path:
+            raise files.FileRefused("Telegram gave no download path for it")
         buf = io.BytesIO()
-        await message.bot.download_file(found.file_path, buf, timeout=120)
+        await bot.download_file(found.file_path, buf, timeout=120)
         data = buf.getvalue()
         if len(data) > files.DOWNLOAD_MAX:
             raise files.FileRefused("larger than 20 MB")
@@ -217,9 +293,7 @@ async def on_file(message: Message, actions: Actions, sender: Sender, picks: dic
         actions.say(chat_id, f"📎 Could not fetch {name} from Telegram; send it again.",
                     reply_to=message.message_id)
         return
-    caption = message.caption or ""
-    if bot_identity[1]:
-        caption = caption.replace(f"@{bot_identity[1]}", "").strip()
+    caption = text
     group = message.media_group_id
     if not group:
         await send_text(actions, message, sender, _prompt(caption, [path]), picks)
@@ -247,10 +321,7 @@ async def _settle(actions: Actions, sender: Sender, picks: dict, albums: dict,
         log.exception("sending an album to Claude failed")
 
 
-async def on_other(message: Message, actions: Actions,
-                   bot_identity: tuple[int, str | None]) -> None:
-    if not _addressed(message, *bot_identity):
-        return
+async def on_other(message: Message, actions: Actions) -> None:
     actions.say(message.chat.id, "I pass on text, photos and documents to Claude. "
                 "/help says more.", reply_to=message.message_id)
 
@@ -258,8 +329,17 @@ async def on_other(message: Message, actions: Actions,
 def make_router() -> Router:
     """The message handlers on a fresh router (a router joins one dispatcher only)."""
     router = Router(name="messages")
-    router.message.register(on_text, F.text)
-    router.message.register(on_file, F.photo | F.document)
+    router.message.filter(addressed)
+    # In this order: what a message is, is decided once (as a reply to a request, the
+    # answer someone was asked for, a reply to a question, a session's name, a prompt).
+    router.message.register(on_empty, F.text, empty)
+    router.message.register(deny_with_reason, F.text, replied_request, flags=APPROVE)
+    router.message.register(on_answer_in_words, F.text, NextMessage.answer)
+    router.message.register(on_edit_text, F.text, NextMessage.edit)
+    router.message.register(on_question_reply, F.text, replied_question, flags=APPROVE)
+    router.message.register(on_session_name, F.text, NextMessage.session_name)
+    router.message.register(on_text, F.text, flags=PROMPT)
+    router.message.register(on_file, F.photo | F.document, flags=PROMPT)
     router.message.register(on_other)
     return router
 

@@ -1,119 +1,234 @@
-"""Button taps: permission answers, session buttons (stop, use, kill, compact, resume,
-picker), settings.  Every tap is answered (a toast or nothing), and a tap whose
-handle is unknown (an old button, forged data) acts on nothing."""
+"""Button taps: permission answers, questions, session buttons (stop, use, kill, compact,
+resume, picker), settings.
+
+One handler per action (``RequestTap.filter(F.act == RequestAct.ALLOW)`` …); what a
+role may tap is the handler's ``rights`` flag (``access.Access.rights``); a tap whose
+data no filter takes (an old button, forged data) and one whose handle is unknown act
+on nothing and hear "This button has expired."  Every tap is answered once, by aiogram's
+``CallbackAnswerMiddleware`` (``access.TapAnswer``): handlers set ``callback_answer.text``.
+"""
 
 from __future__ import annotations
 
 import logging
-import time
 
 from aiogram import F, Router
+from aiogram.fsm.context import FSMContext
 from aiogram.types import CallbackQuery
+from aiogram.utils.callback_answer import CallbackAnswer
 
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
-from aipager.bot.callbacks import QuestionTap, RequestTap, SessionTap, SettingTap
+from aipager.bot.callbacks import (SCOPES, PickTap, QuestionAct, QuestionTap, RequestAct,
+                                   RequestTap, SessionAct, SessionTap, Setting, SettingTap)
 from aipager.bot.chatstate import STYLES
-from aipager.bot.outbox import Op
-from aipager.bot.routers.commands import (KILL_ASK, ask_kill, compact, kill_key, settings_view,
-                                          stop_session)
-from aipager.daemon.model import State
-from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed
+from aipager.bot.outbox import Live
+from aipager.bot.routers.commands import (KILL_ASK, NextMessage, ask_kill, compact, kill_key,
+                                          settings_view, stop_session)
+from aipager.daemon.model import Session, State
+from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
+                                 Outcome, Refused)
 from aipager.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
 
 EXPIRED = "This button has expired."
-_KINDS = {"allow": "allow", "always": "allow_always", "deny": "deny", "stop": "stop"}
+#: the rights a handler's role needs (``access.Access.rights``)
+PROMPT, APPROVE, MANAGE = ({"rights": "prompt"}, {"rights": "approve"}, {"rights": "manage"})
+
+# -- permission requests -----------------------------------------------------------
 
 
-async def _toast(query: CallbackQuery, text: str = "") -> None:
-    try:
-        await query.answer(text or None)
-    except Exception as exc:  # noqa: BLE001 - the query may be too old: nothing to undo
-        log.debug("toast failed: %s", exc)
-
-
-async def on_request_tap(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
-                         sender: Sender) -> None:
+async def _request_tap(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                       sender: Sender, callback_answer: CallbackAnswer, kind: AnswerKind,
+                       done: str) -> None:
+    """Answer the request ``callback_data`` names with ``kind`` through the daemon's port
+    (the waiting hook, else the dialog's keys; ⏹ also stops the task); ``done``: the toast."""
     value = actions.state.resolve("request", callback_data.h)
     if value is None or "\0" not in value:
-        await _toast(query, EXPIRED)
+        callback_answer.text = EXPIRED
         return
     session, key = value.split("\0", 1)
-    act = callback_data.act
-    scoped = act[1:].isdigit() and act.startswith("s")
-    if not scoped and act not in _KINDS:
-        await _toast(query, EXPIRED)  # forged or from another version
+    why = refusal(sender, "approve", actions.registry.get(session))  # the author or an admin
+    if why:
+        callback_answer.text = why
         return
-    kind = "allow_always" if scoped else _KINDS[act]
+    act = callback_data.act
+    try:
+        outcome = await actions.port.answer_request(
+            session, key, kind, sender.who,
+            suggestion=int(act[1:]) if act in SCOPES else None)
+    except ValueError:
+        callback_answer.text = EXPIRED
+        return
+    callback_answer.text = outcome_text(outcome, done)
+
+
+def outcome_text(outcome: Outcome, done: str) -> str:
+    """What a tap's toast says of the port's answer (``done`` when it was answered)."""
+    match outcome:
+        case ByHook() | ByKeys():
+            return done
+        case Already():
+            return "Already answered."
+        case Gone():
+            return "This request is no longer open."
+        case InTerminal():
+            return "This one waits in the terminal now: answer it there."
+        case KeysFailed(reason=reason) | Refused(reason=reason):
+            return f"Could not answer: {reason}"
+    return done
+
+
+async def on_allow(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                   sender: Sender, callback_answer: CallbackAnswer) -> None:
+    await _request_tap(query, callback_data, actions, sender, callback_answer, "allow",
+                       "Allowed")
+
+
+async def on_always(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                    sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """Allow, remembering every suggestion (the one Always allow)."""
+    await _request_tap(query, callback_data, actions, sender, callback_answer, "allow_always",
+                       "Always allowed")
+
+
+async def on_scope(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                   sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """Allow, remembering the one suggestion the button names (a rule, a folder, a mode)."""
+    await _request_tap(query, callback_data, actions, sender, callback_answer, "allow_always",
+                       "Always allowed")
+
+
+async def on_deny(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                  sender: Sender, callback_answer: CallbackAnswer) -> None:
+    await _request_tap(query, callback_data, actions, sender, callback_answer, "deny", "Denied")
+
+
+async def on_deny_and_stop(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                           sender: Sender, callback_answer: CallbackAnswer) -> None:
+    await _request_tap(query, callback_data, actions, sender, callback_answer, "stop",
+                       "Denied and stopped")
+
+#: what a person corrects, by tool (``daemon.edits.EDIT_FIELDS``)
+_EDIT_WORD = {"Bash": "command", "WebFetch": "URL"}
+
+
+async def on_edit(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
+                  sender: Sender, callback_answer: CallbackAnswer, state: FSMContext) -> None:
+    """Edit then allow: the tapper's next message in this chat is the corrected command or
+    path (``routers.messages.on_edit_text``), allowed once the policy allows it."""
+    value = actions.state.resolve("request", callback_data.h)
+    if value is None or "\0" not in value or query.message is None:
+        callback_answer.text = EXPIRED
+        return
+    session, key = value.split("\0", 1)
     sess = actions.registry.get(session)
     why = refusal(sender, "approve", sess)
     if why:
-        await _toast(query, why)
+        callback_answer.text = why
         return
-    try:
-        outcome = await actions.port.answer_request(
-            session, key, kind, sender.who, suggestion=int(act[1:]) if scoped else None)
-    except ValueError:
-        await _toast(query, EXPIRED)
+    req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
+    if req is None or req.answered:
+        callback_answer.text = "This request is no longer open."
         return
-    match outcome:
-        case Already():
-            await _toast(query, "Already answered.")
-        case Gone():
-            await _toast(query, "This request is no longer open.")
-        case InTerminal():
-            await _toast(query, "The plan waits in the terminal now: answer it there.")
-        case KeysFailed(reason=reason):
-            await _toast(query, f"Could not answer: {reason}")
-        case ByHook() | ByKeys():
-            await _toast(query, {"allow": "Allowed", "always": "Always allowed",
-                                 "deny": "Denied", "stop": "Denied and stopped"}
-                         .get(act, "Always allowed"))
+    word = _EDIT_WORD.get(req.tool, "path")
+    await state.set_state(NextMessage.edit)
+    await state.set_data({"session": session, "key": key})
+    # in a group the bot reads only replies to it: the reply is the natural answer there
+    how = "Reply to this message with" if query.message.chat.id < 0 else "Send"
+    actions.say(query.message.chat.id,
+                f"✏️ {how} the corrected {word}; it runs only if the safety policy allows it.",
+                reply_to=query.message.message_id, session=session)
+
+# -- questions (AskUserQuestion) -----------------------------------------------------
 
 
-async def on_question_tap(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
-                          sender: Sender, pending_other: dict) -> None:
+def _open_question(callback_data: QuestionTap, actions: Actions, sender: Sender,
+                   callback_answer: CallbackAnswer) -> tuple[str, dict] | None:
+    """The open question a button belongs to, as (request key, ask), if ``sender`` may
+    answer it; else None (``callback_answer`` says why)."""
     value = actions.state.resolve("ask", callback_data.h)
     if value is None or "\0" not in value:
-        await _toast(query, EXPIRED)
-        return
+        callback_answer.text = EXPIRED
+        return None
     session, key = value.split("\0", 1)
     rkey = f"req:{session}:{key}"
     ask = actions.state.asks.get(rkey)
     if ask is None:
-        await _toast(query, "This question is no longer open.")
-        return
+        callback_answer.text = "This question is no longer open."
+        return None
+    # the task's author or an admin (the role's right: the handler's flag)
     why = refusal(sender, "approve", actions.registry.get(session))
     if why:
-        await _toast(query, why)
+        callback_answer.text = why
+        return None
+    return rkey, ask
+
+
+def _option(callback_data: QuestionTap, ask: dict, callback_answer: CallbackAnswer) -> bool:
+    """Whether the button's option exists in the question shown now."""
+    if 0 <= callback_data.i < len(ask["questions"][ask["step"]]["options"]):
+        return True
+    callback_answer.text = EXPIRED
+    return False
+
+
+async def on_pick(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
+                  sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """A single-choice question's option: the answer."""
+    found = _open_question(callback_data, actions, sender, callback_answer)
+    if found is None or not _option(callback_data, found[1], callback_answer):
         return
+    await record_answer(actions, *found, sender, {"picks": [callback_data.i], "text": ""})
+    callback_answer.text = "Answered."
+
+
+async def on_toggle(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
+                    sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """A multiple-choice question's option: ticked or unticked."""
+    found = _open_question(callback_data, actions, sender, callback_answer)
+    if found is None or not _option(callback_data, found[1], callback_answer):
+        return
+    rkey, ask = found
+    ask["toggled"] = sorted(set(ask.get("toggled") or []) ^ {callback_data.i})
+    show_question(actions, rkey, ask)
+
+
+async def on_submit(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
+                    sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """A multiple-choice question's ticked options: the answer."""
+    found = _open_question(callback_data, actions, sender, callback_answer)
+    if found is None:
+        return
+    rkey, ask = found
+    await record_answer(actions, rkey, ask, sender,
+                        {"picks": list(ask.get("toggled") or []), "text": ""})
+    callback_answer.text = "Answered."
+
+
+async def on_other(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
+                   sender: Sender, callback_answer: CallbackAnswer, state: FSMContext) -> None:
+    """Answer in words: the tapper's next message in this chat is the answer
+    (``routers.messages.on_answer_in_words``)."""
+    found = _open_question(callback_data, actions, sender, callback_answer)
+    if found is None:
+        return
+    rkey, ask = found
+    await state.set_state(NextMessage.answer)
+    await state.set_data({"rkey": rkey})
     q = ask["questions"][ask["step"]]
-    act, i = callback_data.act, callback_data.i
-    if act in ("p", "t") and not 0 <= i < len(q["options"]):
-        await _toast(query, EXPIRED)
+    actions.say(ask["chat"], f"✍️ Send your answer to “{q['question'][:80]}” as your next "
+                "message.", session=ask["session"])
+
+
+async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
+                     sender: Sender, callback_answer: CallbackAnswer) -> None:
+    found = _open_question(callback_data, actions, sender, callback_answer)
+    if found is None:
         return
-    if act == "x":
-        outcome = await actions.decline_questions(ask, sender)
-        await _toast(query, "Declined." if isinstance(outcome, ByKeys) else _unanswered(outcome))
-        return
-    if act == "o":
-        pending_other[(ask["chat"], sender.user_id)] = rkey
-        await _toast(query)
-        actions.say(ask["chat"], f"✍️ Send your answer to “{q['question'][:80]}” as your next "
-                    "message.", session=session)
-        return
-    if act == "t":
-        toggled = set(ask.get("toggled") or [])
-        toggled ^= {i}
-        ask["toggled"] = sorted(toggled)
-        await _toast(query)
-        show_question(actions, rkey, ask)
-        return
-    picks = [i] if act == "p" else list(ask.get("toggled") or [])
-    await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": ""})
-    await _toast(query, "Answered.")
+    outcome = await actions.decline_questions(found[1], sender)
+    callback_answer.text = "Declined." if isinstance(outcome, ByKeys) else _unanswered(outcome)
 
 
 async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
@@ -130,15 +245,14 @@ async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
         actions.say(ask["chat"], f"{_unanswered(outcome)} Nothing was typed.")
 
 
-def _unanswered(outcome: object) -> str:
+def _unanswered(outcome: Outcome) -> str:
     """Why a question's answer typed nothing."""
     match outcome:
-        case KeysFailed(reason=reason):
+        case KeysFailed(reason=reason) | Refused(reason=reason):
             return f"Could not answer: {reason}."
         case Gone():
             return "This question is no longer open."
-        case _:
-            return "That question was already answered."
+    return "That question was already answered."
 
 
 def show_question(actions: Actions, rkey: str, ask: dict) -> None:
@@ -146,82 +260,138 @@ def show_question(actions: Actions, rkey: str, ask: dict) -> None:
     handle = actions.state.handle("ask", f"{session}\0{ask['key']}")
     text, markup = view.question_view(session.removeprefix("claude-"), ask, handle)
     actions.state.show(rkey, text)
-    actions.outbox.put(Op("live", ask["chat"], text, markup=markup, key=rkey, session=session))
+    actions.outbox.put(Live(ask["chat"], text, key=rkey, markup=markup, session=session))
+
+# -- session buttons -------------------------------------------------------------------
 
 
-async def on_session_tap(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
-                         sender: Sender, picks: dict) -> None:
-    name = actions.state.resolve("session", callback_data.h)
+def _tapped(query: CallbackQuery, handle: int, actions: Actions,
+            callback_answer: CallbackAnswer) -> tuple[Session, int] | None:
+    """The session a button names and the chat it was tapped in; None when the button
+    expired (``callback_answer`` says so)."""
+    name = actions.state.resolve("session", handle)
     sess = actions.registry.get(name) if name else None
     chat_id = query.message.chat.id if query.message is not None else 0
-    act = callback_data.act
     if sess is None or not chat_id:
-        await _toast(query, EXPIRED)
+        callback_answer.text = EXPIRED
+        return None
+    return sess, chat_id
+
+
+def _running(query: CallbackQuery, handle: int, actions: Actions,
+             callback_answer: CallbackAnswer) -> tuple[Session, int] | None:
+    """As ``_tapped``, for buttons that need the session running."""
+    found = _tapped(query, handle, actions, callback_answer)
+    if found is not None and not view.is_live(found[0]):
+        callback_answer.text = f"{found[0].label} is not running."
+        return None
+    return found
+
+
+async def on_stop(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                  sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """The card's ⏹ Stop (its task's author or an admin)."""
+    found = _tapped(query, callback_data.h, actions, callback_answer)
+    if found is None:
         return
-    need = {"stop": "stop", "kill": "manage", "kill_yes": "manage", "kill_no": "manage",
-            "resume": "manage"}.get(act, "prompt")
-    why = refusal(sender, need, sess)
+    sess, chat_id = found
+    why = refusal(sender, "stop", sess)
     if why:
-        await _toast(query, why)
-        return
-    if act == "resume":
-        await _toast(query)
-        await _resume(actions, chat_id, sess, sender)
+        callback_answer.text = why
         return
     if not view.is_live(sess):
-        await _toast(query, f"{sess.label} is not running.")
+        callback_answer.text = f"{sess.label} is not running."
         return
-    if act == "stop":
-        if sess.state not in (State.WORKING, State.WAITING):
-            await _toast(query, f"{sess.label} is not working on anything.")
-            return
-        await _toast(query, "Stopping…")
-        await stop_session(actions, chat_id, sess)
-    elif act == "use":
-        actions.state.current[str(chat_id)] = sess.name
-        await _toast(query, f"Messages go to {sess.label} now.")
-        actions.say(chat_id, f"Your messages go to {sess.label} now.", session=sess.name)
-    elif act == "kill":
-        await _toast(query)
-        ask_kill(actions, chat_id, sess)
-    elif act in ("kill_yes", "kill_no"):
-        # One question, one answer: the outcome replaces it (and its buttons); a second
-        # tap, even one racing the first, finds it answered.
-        key = kill_key(sess.name)
-        msg_id = query.message.message_id if query.message is not None else None
-        if (actions.state.live_id(key, query.message.chat.id if query.message else None) != msg_id
-                or not actions.state.shown.get(key, "").startswith(KILL_ASK)):
-            await _toast(query, "Already answered.")
-            return
-        actions.state.show(key, "…")
-        if act == "kill_no":
-            await _toast(query, "Kept running.")
-            outcome = f"{sess.label} kept running (cancelled by {sender.tag})."
-        else:
-            await _toast(query, f"Ending {sess.label}…")
-            ended = await actions.kill(sess)
-            actions.audit("session_kill", sender, session=sess.name)
-            outcome = (f"🗑 {sess.label} ended by {sender.tag}." if ended
-                       else f"{sess.label} was not running.")
-        actions.state.show(key, outcome)
-        actions.outbox.put(Op("live", chat_id, outcome, key=key))
-    elif act == "compact":
-        await _toast(query)
-        await compact(actions, chat_id, sess)
-    elif act.startswith("m") and act[1:].isdigit():
-        pick = picks.pop(int(act[1:]), None)
-        if pick is None:
-            await _toast(query, EXPIRED)
-            return
-        p_chat, msg_id, text, who, quoted = pick
-        actions.state.current[str(p_chat)] = sess.name  # picked once: the next ones go there too
-        await _toast(query, f"Sent to {sess.label}.")
-        await actions.deliver(sess, p_chat, msg_id, text, who, quoted)
-    else:
-        await _toast(query, EXPIRED)
+    if sess.state not in (State.WORKING, State.WAITING):
+        callback_answer.text = f"{sess.label} is not working on anything."
+        return
+    callback_answer.text = "Stopping…"
+    await stop_session(actions, chat_id, sess)
 
 
-async def _resume(actions: Actions, chat_id: int, sess, sender: Sender) -> None:
+async def on_use(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                 callback_answer: CallbackAnswer) -> None:
+    """/status: plain messages go to this session now."""
+    found = _running(query, callback_data.h, actions, callback_answer)
+    if found is None:
+        return
+    sess, chat_id = found
+    actions.state.current[str(chat_id)] = sess.name
+    callback_answer.text = f"Messages go to {sess.label} now."
+    actions.say(chat_id, f"Your messages go to {sess.label} now.", session=sess.name)
+
+
+async def on_kill(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                  callback_answer: CallbackAnswer) -> None:
+    """/kill's picker: ask whether to end it."""
+    found = _running(query, callback_data.h, actions, callback_answer)
+    if found is None:
+        return
+    ask_kill(actions, found[1], found[0])
+
+
+async def _kill_answer(query: CallbackQuery, handle: int, actions: Actions,
+                       callback_answer: CallbackAnswer) -> tuple[Session, int, str] | None:
+    """The session of an open "End session?" question, taken (a second tap, even one
+    racing the first, finds it answered); None when it is not open."""
+    found = _running(query, handle, actions, callback_answer)
+    if found is None:
+        return None
+    sess, chat_id = found
+    key = kill_key(sess.name)
+    msg_id = query.message.message_id if query.message is not None else None
+    if (actions.state.live_id(key, chat_id) != msg_id
+            or not actions.state.shown.get(key, "").startswith(KILL_ASK)):
+        callback_answer.text = "Already answered."
+        return None
+    actions.state.show(key, "…")
+    return sess, chat_id, key
+
+
+def _kill_outcome(actions: Actions, chat_id: int, key: str, outcome: str) -> None:
+    """The answer replaces the question (and its buttons)."""
+    actions.state.show(key, outcome)
+    actions.outbox.put(Live(chat_id, outcome, key=key))
+
+
+async def on_kill_yes(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                      sender: Sender, callback_answer: CallbackAnswer) -> None:
+    found = await _kill_answer(query, callback_data.h, actions, callback_answer)
+    if found is None:
+        return
+    sess, chat_id, key = found
+    callback_answer.text = f"Ending {sess.label}…"
+    ended = await actions.kill(sess)
+    actions.audit("session_kill", sender, session=sess.name)
+    _kill_outcome(actions, chat_id, key, f"🗑 {sess.label} ended by {sender.tag}." if ended
+                  else f"{sess.label} was not running.")
+
+
+async def on_kill_no(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                     sender: Sender, callback_answer: CallbackAnswer) -> None:
+    found = await _kill_answer(query, callback_data.h, actions, callback_answer)
+    if found is None:
+        return
+    sess, chat_id, key = found
+    callback_answer.text = "Kept running."
+    _kill_outcome(actions, chat_id, key, f"{sess.label} kept running (cancelled by {sender.tag}).")
+
+
+async def on_compact(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                     callback_answer: CallbackAnswer) -> None:
+    """A context warning's "Compact now"."""
+    found = _running(query, callback_data.h, actions, callback_answer)
+    if found is not None:
+        await compact(actions, found[1], found[0])
+
+
+async def on_resume(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                    sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """/resume's picker: the ended session starts again with its conversation."""
+    found = _tapped(query, callback_data.h, actions, callback_answer)
+    if found is None:
+        return
+    sess, chat_id = found
     if view.is_live(sess) and sess.socket_seen:
         actions.say(chat_id, f"{sess.label} is running already.")
         return
@@ -236,40 +406,99 @@ async def _resume(actions: Actions, chat_id: int, sess, sender: Sender) -> None:
                 session=sess.name)
 
 
-async def on_setting_tap(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
-                         sender: Sender) -> None:
-    chat_id = query.message.chat.id if query.message is not None else 0
-    if chat_id < 0 and (why := refusal(sender, "manage")):
-        await _toast(query, why)  # a group's settings are the admins' to change
+async def on_pick_session(query: CallbackQuery, callback_data: PickTap, actions: Actions,
+                          picks: dict, callback_answer: CallbackAnswer) -> None:
+    """A picker's session: the message waiting for it goes there (and the next ones)."""
+    found = _running(query, callback_data.h, actions, callback_answer)
+    if found is None:
         return
-    name, value = callback_data.name, callback_data.value
-    if name == "style" and (value in STYLES or value == "own"):
-        actions.state.set_pref(chat_id, "style", "" if value == "own" else value)
-    elif name == "diffs" and value in ("on", "off"):
-        actions.state.set_pref(chat_id, "diffs", value == "on")
-    elif name == "detail" and value in ("full", "compact"):
-        actions.state.set_pref(chat_id, "detail", value)
-    else:
-        await _toast(query, EXPIRED)
+    sess = found[0]
+    pick = picks.pop(callback_data.n, None)
+    if pick is None:
+        callback_answer.text = EXPIRED
         return
-    await _toast(query, "Saved.")
+    p_chat, msg_id, text, who, quoted = pick
+    actions.state.current[str(p_chat)] = sess.name  # picked once: the next ones go there too
+    callback_answer.text = f"Sent to {sess.label}."
+    await actions.deliver(sess, p_chat, msg_id, text, who, quoted)
+
+# -- settings -----------------------------------------------------------------------
+
+
+async def _save_setting(query: CallbackQuery, actions: Actions, name: str, value: object,
+                        callback_answer: CallbackAnswer) -> None:
+    if query.message is None:
+        callback_answer.text = EXPIRED
+        return
+    chat_id = query.message.chat.id
+    actions.state.set_pref(chat_id, name, value)
+    callback_answer.text = "Saved."
     text, markup = settings_view(actions, chat_id)
     key = f"settings:{chat_id}:{query.message.message_id}"
     actions.state.set_live(key, chat_id, query.message.message_id)
-    actions.outbox.put(Op("live", chat_id, text, markup=markup, key=key))
+    actions.outbox.put(Live(chat_id, text, key=key, markup=markup))
 
 
-async def on_unknown_tap(query: CallbackQuery) -> None:
-    await _toast(query, EXPIRED)
+async def on_style(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                   callback_answer: CallbackAnswer) -> None:
+    value = callback_data.value
+    if value not in STYLES and value != "own":
+        callback_answer.text = EXPIRED
+        return
+    await _save_setting(query, actions, "style", "" if value == "own" else value,
+                        callback_answer)
+
+
+async def on_switch(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                    callback_answer: CallbackAnswer) -> None:
+    """An on/off setting (diff previews, quiet at the computer): its name is the pref's."""
+    if callback_data.value not in ("on", "off"):
+        callback_answer.text = EXPIRED
+        return
+    await _save_setting(query, actions, str(callback_data.name), callback_data.value == "on",
+                        callback_answer)
+
+
+async def on_detail(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                    callback_answer: CallbackAnswer) -> None:
+    if callback_data.value not in ("full", "compact"):
+        callback_answer.text = EXPIRED
+        return
+    await _save_setting(query, actions, "detail", callback_data.value, callback_answer)
+
+
+async def on_unknown_tap(query: CallbackQuery, callback_answer: CallbackAnswer) -> None:
+    """Data no button of this version has (forged, or a button of another version)."""
+    callback_answer.text = EXPIRED
 
 
 def make_router() -> Router:
     """The taps handlers on a fresh router (a router joins one dispatcher only)."""
     router = Router(name="taps")
-    router.callback_query.register(on_request_tap, RequestTap.filter(
-        F.act.in_(set(_KINDS)) | F.act.regexp(r"^s\d$")))  # sN: one of the suggestions
-    router.callback_query.register(on_question_tap, QuestionTap.filter())
-    router.callback_query.register(on_session_tap, SessionTap.filter())
-    router.callback_query.register(on_setting_tap, SettingTap.filter())
-    router.callback_query.register(on_unknown_tap)
+    tap = router.callback_query.register
+    tap(on_allow, RequestTap.filter(F.act == RequestAct.ALLOW), flags=APPROVE)
+    tap(on_always, RequestTap.filter(F.act == RequestAct.ALWAYS), flags=APPROVE)
+    tap(on_scope, RequestTap.filter(F.act.in_(SCOPES)), flags=APPROVE)
+    tap(on_deny, RequestTap.filter(F.act == RequestAct.DENY), flags=APPROVE)
+    tap(on_deny_and_stop, RequestTap.filter(F.act == RequestAct.STOP), flags=APPROVE)
+    tap(on_edit, RequestTap.filter(F.act == RequestAct.EDIT), flags=APPROVE)
+    tap(on_pick, QuestionTap.filter(F.act == QuestionAct.PICK), flags=APPROVE)
+    tap(on_toggle, QuestionTap.filter(F.act == QuestionAct.TOGGLE), flags=APPROVE)
+    tap(on_submit, QuestionTap.filter(F.act == QuestionAct.SUBMIT), flags=APPROVE)
+    tap(on_other, QuestionTap.filter(F.act == QuestionAct.OTHER), flags=APPROVE)
+    tap(on_decline, QuestionTap.filter(F.act == QuestionAct.DECLINE), flags=APPROVE)
+    tap(on_stop, SessionTap.filter(F.act == SessionAct.STOP))  # author or admin: on_stop checks
+    tap(on_use, SessionTap.filter(F.act == SessionAct.USE), flags=PROMPT)
+    tap(on_kill, SessionTap.filter(F.act == SessionAct.KILL), flags=MANAGE)
+    tap(on_kill_yes, SessionTap.filter(F.act == SessionAct.KILL_YES), flags=MANAGE)
+    tap(on_kill_no, SessionTap.filter(F.act == SessionAct.KILL_NO), flags=MANAGE)
+    tap(on_compact, SessionTap.filter(F.act == SessionAct.COMPACT), flags=PROMPT)
+    tap(on_resume, SessionTap.filter(F.act == SessionAct.RESUME), flags=MANAGE)
+    tap(on_pick_session, PickTap.filter(), flags=PROMPT)
+    for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),
+                             (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET)):
+        # a group's settings are the admins' to change; a private chat's, its person's
+        tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0, flags=MANAGE)
+        tap(handler, SettingTap.filter(F.name == setting))
+    tap(on_unknown_tap)
     return router

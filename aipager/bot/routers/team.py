@@ -3,8 +3,8 @@
 Membership lives in the config file (``aipager config member …`` edits the
 same list); every change here is written there, audited, and counts from the
 next message on (the access middleware re-reads the file).  Only members who
-may manage change roles; only the owner hands out ``owner`` or ``admin`` or
-changes an admin.
+may manage (the handlers' ``rights`` flag) list members, change roles and invite;
+only the owner hands out ``owner`` or ``admin`` or changes an admin.
 
 A stranger's ``/join`` is answered within the budgets of ``strangers`` (then
 silence, and even a right code is refused until the window ends); a member's
@@ -28,12 +28,13 @@ from aiogram.types import Message
 from aipager import config
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
-from aipager.bot.routers.commands import refused
 from aipager.bot.strangers import WINDOW, Strangers
 from aipager.errors import AipagerError, ConfigError
 
 log = logging.getLogger("aipager.bot")
 
+#: the right these handlers' roles need (``access.Access.rights``)
+MANAGE = {"rights": "manage"}
 #: how long an invitation code works
 INVITE_SECONDS = 24 * 3600.0
 STRONG = ("owner", "admin")
@@ -93,8 +94,6 @@ async def on_whoami(message: Message, actions: Actions, sender: Sender) -> None:
 
 async def on_members(message: Message, actions: Actions, sender: Sender,
                      members: Members) -> None:
-    if refused(actions, message, sender, "manage"):
-        return
     cfg = members.current()
     lines = ["Members:"]
     for m in sorted(cfg.members, key=lambda m: (config.ROLES.index(m.role)
@@ -114,8 +113,6 @@ def _may_assign(sender: Sender, role: str, current: str | None) -> str | None:
 
 async def on_role(message: Message, command: CommandObject, actions: Actions, sender: Sender,
                   members: Members) -> None:
-    if refused(actions, message, sender, "manage"):
-        return
     role = (command.args or "").strip()
     target = message.reply_to_message.from_user if message.reply_to_message else None
     if target is None or target.is_bot or not role:
@@ -153,8 +150,6 @@ async def on_role(message: Message, command: CommandObject, actions: Actions, se
 
 async def on_invite(message: Message, command: CommandObject, actions: Actions,
                     sender: Sender) -> None:
-    if refused(actions, message, sender, "manage"):
-        return
     role = (command.args or "user").strip()
     try:
         config.check_role(role, actions.env)
@@ -238,8 +233,8 @@ def make_router() -> Router:
     """The team handlers on a fresh router (a router joins one dispatcher only)."""
     router = Router(name="team")
     router.message.register(on_whoami, Command("whoami"))
-    router.message.register(on_members, Command("members"))
-    router.message.register(on_role, Command("role"))
-    router.message.register(on_invite, Command("invite"))
+    router.message.register(on_members, Command("members"), flags=MANAGE)
+    router.message.register(on_role, Command("role"), flags=MANAGE)
+    router.message.register(on_invite, Command("invite"), flags=MANAGE)
     router.message.register(on_join, Command("join"))
     return router

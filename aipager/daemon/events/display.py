@@ -28,7 +28,9 @@ def on_message_display(ev: dict, sess: Session, ctx: Ctx) -> None:
     task = sess.task
     if task is None:
         return
-    message_id = ev.get("message_id") if isinstance(ev.get("message_id"), str) else ""
+    message_id = ev.get("message_id")
+    if not isinstance(message_id, str):
+        message_id = ""
     if message_id != task.commentary_id:
         task.commentary_id = message_id
         task.commentary = delta

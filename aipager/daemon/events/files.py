@@ -40,7 +40,9 @@ def on_sent_files(ev: dict, sess: Session, ctx: Ctx) -> None:
     if ev.get("tool_name") != SEND_TOOL:
         return
     tool_input = ev.get("tool_input")
-    cwd = ev.get("cwd") if isinstance(ev.get("cwd"), str) else sess.cwd
+    cwd = ev.get("cwd")
+    if not isinstance(cwd, str):
+        cwd = sess.cwd
     files = named_files(tool_input, cwd)
     if not files:
         return

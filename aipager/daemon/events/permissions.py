@@ -12,7 +12,7 @@ import hashlib
 
 import orjson
 
-from aipager.daemon import render, requests
+from aipager.daemon import diffs, edits, render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Request, Session, State
 from aipager.daemon.notifier import NoticeName, Permission, Question, RequestUpdate
@@ -40,13 +40,17 @@ def input_digest(tool: str, tool_input: object) -> str:
 
 def questions_of(ev: dict) -> list[dict]:
     """Every question of an AskUserQuestion call: ``{question, header, options, multi}``."""
-    tool_input = ev.get("tool_input") if isinstance(ev.get("tool_input"), dict) else {}
+    tool_input = ev.get("tool_input")
+    if not isinstance(tool_input, dict):
+        tool_input = {}
     raw = tool_input.get("questions")
     out = []
     for q in raw if isinstance(raw, list) else []:
         if not isinstance(q, dict):
             continue
-        options = q.get("options") if isinstance(q.get("options"), list) else []
+        options = q.get("options")
+        if not isinstance(options, list):
+            options = []
         out.append({
             "question": str(q.get("question") or ""),
             "header": str(q.get("header") or ""),
@@ -58,7 +62,9 @@ def questions_of(ev: dict) -> list[dict]:
 
 def _question_from(ev: dict) -> tuple[str, list[str], bool]:
     qs = questions_of(ev)
-    first = qs[0] if qs else {"question": "", "options": [], "multi": False}
+    if not qs:
+        return "", [], False
+    first = qs[0]
     return first["question"], first["options"], first["multi"]
 
 
@@ -112,7 +118,11 @@ def _answers(req: Request) -> tuple[list[str], list[str]]:
     a folder, a mode) is offered with the destination it names."""
     from aipager.daemon.replies import SCOPED_TYPES, always_permissions
 
+    if req.terminal_only:
+        return ["stop"], []
     buttons = ["allow", "deny", "stop"]
+    if req.tool_input and req.reply_addr:
+        buttons.append("edit")  # only the waiting hook takes an edited call
     offered = always_permissions(req.suggestions, SCOPED_TYPES)
     if len(offered) == 1 and offered[0].get("type") == "addRules":
         return buttons + ["always"], []
@@ -153,13 +163,18 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
                   input_digest=digest, description=description, detail=detail,
                   always_available=always, request_id=request_id, reply_addr=reply_addr,
                   suggestions=suggestions if isinstance(suggestions, list) else [],
-                  cwd=_str(ev, "cwd") if tool == "Bash" else "")
+                  cwd=_str(ev, "cwd") if tool == "Bash" else "",
+                  tool_input=edits.keep(tool, tool_input))
     requests.open_request(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
-    # What a Write/Edit would change, for chats that show diff previews.
-    preview = diff_preview(tool, tool_input) if tool in DIFF_TOOLS else ""
-    _emit_permission(ctx, sess, req, **({"preview": preview} if preview else {}))
+    # What a Write/Edit would change: the real diff against the file, else its own lines.
+    extra: dict[str, str] = {}
+    if tool in DIFF_TOOLS:
+        extra["diff"] = diffs.unified(tool, tool_input, _str(ev, "cwd") or sess.cwd,
+                                      ctx.read_text)
+        extra["preview"] = diff_preview(tool, tool_input)
+    _emit_permission(ctx, sess, req, **{k: v for k, v in extra.items() if v})
 
 
 def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
@@ -171,6 +186,8 @@ def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
 def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
     text = render.permission(sess.label, req.tool, shorten(req.description, 200)
                              if req.description else "", req.detail, req.cwd)
+    if req.terminal_only:
+        text += "\n⌨️ Its choices show only in the terminal: answer it there (⏹ Stop ends the task)."
     buttons, scopes = _answers(req)
     ctx.emit(Permission, sess, text, key=req.key, tool=req.tool, detail=req.detail,
              buttons=buttons, scopes=scopes, separate=req.separate, request_id=req.request_id,
@@ -206,11 +223,13 @@ router.on("PostToolUse", "PostToolUseFailure")(_close_answered)
 def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.requests:
         return  # the dialog PermissionRequest already showed
-    fallback = ("Claude needs your input" if _str(ev, "notification_type") == "agent_needs_input"
-                else "Claude needs your permission")
-    message = _str(ev, "message") or fallback
+    auto = _str(ev, "notification_type") == "agent_needs_input"
+    message = _str(ev, "message") or ("Claude needs your input" if auto
+                                      else "Claude needs your permission")
+    # Auto mode's dialog offers choices the hook is never told (and its keys are not those
+    # of a permission dialog): answering it with Allow's key could pick something else.
     req = Request(key=f"n:{ctx.now():.6f}", kind="permission", tool="", opened_at=ctx.now(),
-                  agent=_str(ev, "agent_id") or None, description=message)
+                  agent=_str(ev, "agent_id") or None, description=message, terminal_only=auto)
     requests.open_request(ctx, sess, req)
     _emit_permission(ctx, sess, req)
 

@@ -72,8 +72,12 @@ def end_background(ctx: Ctx, sess: Session, task_id: str, status: str) -> bool:
 @router.on("UserPromptSubmit")
 def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     reg = ctx.registry
-    prompt = ev.get("prompt") if isinstance(ev.get("prompt"), str) else ""
-    prompt_id = ev.get("prompt_id") if isinstance(ev.get("prompt_id"), str) else ""
+    prompt = ev.get("prompt")
+    if not isinstance(prompt, str):
+        prompt = ""
+    prompt_id = ev.get("prompt_id")
+    if not isinstance(prompt_id, str):
+        prompt_id = ""
     if isinstance(ev.get("permission_mode"), str):
         sess.permission_mode = ev["permission_mode"]
     if sess.state == State.GONE:

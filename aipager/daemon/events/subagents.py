@@ -155,7 +155,9 @@ def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
             continue_agent(ctx, sess, agent)
     if _str(ev, "tool_name") not in AGENT_TOOLS:
         return
-    tool_input = ev.get("tool_input") if isinstance(ev.get("tool_input"), dict) else {}
+    tool_input = ev.get("tool_input")
+    if not isinstance(tool_input, dict):
+        tool_input = {}
     tool_use_id = _str(ev, "tool_use_id")
     if tool_use_id and any(c.tool_use_id == tool_use_id for c in sess.agent_calls):
         return

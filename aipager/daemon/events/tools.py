@@ -119,7 +119,9 @@ def _background_id(response: object) -> str:
 def on_post_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
     _fix_row(ctx, sess, ev, "ok")
     tool = _str(ev, "tool_name")
-    tool_input = ev.get("tool_input") if isinstance(ev.get("tool_input"), dict) else {}
+    tool_input = ev.get("tool_input")
+    if not isinstance(tool_input, dict):
+        tool_input = {}
     agent_id = _str(ev, "agent_id")
     bg_id = _background_id(ev.get("tool_response"))
     if bg_id and tool == "Bash" and not agent_id:
