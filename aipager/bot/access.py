@@ -1,15 +1,15 @@
 """Who is this sender, and may they do this: the middleware in front of every message and tap.
 
-``Access`` runs twice per update.  As an outer middleware it resolves *who*:
-only the configured chat is served, and there the sender is resolved against
-the config (``clients.members.Members``, which the web page shares): in a private chat its person is the owner; in a group each member
-has the role the config gives them.  Anybody else is never acted on: they get at
-most one "this bot is private" (or "not a member") reply per person per day,
-within the chat's budget for strangers (``strangers.Strangers``) and after
-everything the team waits for (``Post.low``); a tap gets a toast.  Only what is
-answered is logged as a warning (a flood must not fill the log).  The config is
-read again when its file changes, so a member added with ``aipager config
-member add`` counts from the next message on.
+``Access`` runs twice per update.  As an outer middleware it resolves *who*: only the
+configured chat is served, and there the sender is resolved against the config
+(``clients.members.Members``, which the web page shares): in a private chat its person
+is the owner; in a group each member has the role the config gives them.  Anybody else is
+never acted on: they get at most one "this bot is private" (or "not a member") reply per
+person per day, within the chat's budget for strangers (``strangers.Strangers``) and
+after everything the team waits for (``Post.low``); a tap gets a toast.  Only what is
+answered is logged as a warning (a flood must not fill the log).  The config is read
+again when its file changes, so a member added with ``aipager config member add`` counts
+from the next message on.
 
 As an inner middleware (``Access.rights``, once aiogram has picked the handler)
 it checks *what*: a handler declares the right its role needs as a flag,

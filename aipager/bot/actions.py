@@ -168,10 +168,14 @@ class Actions:
         # must not type it twice.  A kill from here to the typing mark (a few system calls)
         # loses it; from the mark on the next start clears it and says so on the message.
         style = STYLES.get(self.state.prefs_of(chat_id).get("style") or "") or None
+
+        def acting() -> None:
+            self.react(chat_id, msg_id, "👀")
+            inbox.acting()
+
         try:
-            await prompts.type_with_note(
-                self.port, session, msg_id, chat_id, text, author, style=style, queued=queued,
-                acting=lambda: (self.react(chat_id, msg_id, "👀"), inbox.acting()))
+            await prompts.type_with_note(self.port, session, msg_id, chat_id, text, author,
+                                         style=style, queued=queued, acting=acting)
         except (AipagerError, ValueError, OSError) as exc:
             self.react(chat_id, msg_id, "🤷")
             self.say(chat_id, f"🤷 Not delivered to {session.removeprefix('claude-')}: "

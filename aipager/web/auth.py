@@ -162,7 +162,7 @@ def origin_of(url: str) -> str:
 def host_allowed(host: str | None, allowed: frozenset[str]) -> bool:
     """Whether a request's Host header names this server (DNS rebinding: a page of
     another site that resolves its name to 127.0.0.1 sends its own name)."""
-    return bool(host) and host.lower() in allowed
+    return host is not None and host.lower() in allowed
 
 
 def origin_allowed(headers: Any, allowed: frozenset[str]) -> bool:

@@ -198,7 +198,8 @@ async def post_answer(request: web.Request) -> web.Response:
     body = await _body(request)
     actions = request.app[ACTIONS]
     sess = actions.port.sessions.get(str(body.get("session") or ""))
-    reason = body.get("reason") if isinstance(body.get("reason"), str) else ""
+    reason = body.get("reason")
+    reason = reason if isinstance(reason, str) else ""
     return _reply(await actions.answer(sess, str(body.get("key") or ""),
                                        str(body.get("act") or ""), _sender(request), reason))
 

@@ -27,7 +27,8 @@ def me(sender: Sender, via: str) -> dict[str, Any]:
 def session(sess: Session, now: float, card: str | None) -> dict[str, Any]:
     """One session: state, model, context, cost and its live card."""
     task = sess.task
-    running = sess.state in (State.WORKING, State.WAITING) and task is not None
+    started = task.started_at if task is not None else None
+    running = sess.state in (State.WORKING, State.WAITING) and started is not None
     return {
         "name": sess.name, "label": sess.label, "state": str(sess.state),
         "waiting_for": sess.waiting_for() if sess.state == State.WAITING else None,
@@ -35,7 +36,7 @@ def session(sess: Session, now: float, card: str | None) -> dict[str, Any]:
         "context_pct": sess.context_pct if isinstance(sess.context_pct, (int, float)) else None,
         "cost_usd": sess.cost_usd if isinstance(sess.cost_usd, (int, float)) else None,
         "cwd": sess.cwd, "live": sess.state != State.GONE,
-        "elapsed": render.elapsed(now - task.started_at) if running else None,
+        "elapsed": render.elapsed(now - started) if running and started is not None else None,
         "task": task.seq if task is not None else None,
         "card": card if card is not None else (render.card(sess, now) if task else ""),
         "queued": sum(1 for m in sess.queue if m.status == "held"),
