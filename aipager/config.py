@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 from aipager import paths
 from aipager.errors import ConfigError
@@ -160,6 +161,27 @@ def check_role(role: str, env: Mapping[str, str] | None = None) -> str:
         msg = f"unknown role {role!r}; use one of: {', '.join(known)}"
         raise ConfigError(msg)
     return role
+
+
+def web_public_url(env: Mapping[str, str], cfg: Config | None) -> str:
+    """The HTTPS address the person put in front of the web page, for the Telegram Mini App
+    (``AIPAGER_WEB_PUBLIC_URL``, else the config's ``web_public_url``), without a final
+    ``/``; "" when there is none.
+
+    Raises:
+        ConfigError: it is not an ``https://`` address (Telegram opens Mini Apps over HTTPS
+            only).
+    """
+    value = env.get("AIPAGER_WEB_PUBLIC_URL") or (cfg.extra.get("web_public_url") if cfg else "")
+    url = str(value or "").strip()
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.netloc:
+        msg = (f"web_public_url {url!r} must be an https:// address (a Telegram Mini App is "
+               "only opened over HTTPS)")
+        raise ConfigError(msg)
+    return url.rstrip("/")
 
 
 def exists(env: Mapping[str, str]) -> bool:

@@ -153,7 +153,7 @@ class ChatBot:
         from aiogram import Dispatcher
         from aiogram.fsm.storage.memory import MemoryStorage
 
-        from aipager.bot.routers import commands, messages, taps, team
+        from aipager.bot.routers import app, commands, messages, taps, team
 
         # The FSM ("your next message is the answer") lives in memory, as the picks do:
         # a restart forgets what it asked for.
@@ -172,8 +172,8 @@ class ChatBot:
         dp.callback_query.middleware(access.rights)
         # Order matters: team commands and commands (the catch-all /<session> last among
         # them) before plain text.
-        dp.include_routers(team.make_router(), commands.make_router(), taps.make_router(),
-                           messages.make_router())
+        dp.include_routers(team.make_router(), app.make_router(), commands.make_router(),
+                           taps.make_router(), messages.make_router())
         dp["actions"] = actions
         dp["members"] = self.members
         dp["strangers"] = strangers

@@ -70,13 +70,8 @@ class Settings:
         except (TypeError, ValueError):
             msg = f"the web page's port {raw_port!r} is not a port number (0-65535)"
             raise ConfigError(msg) from None
-        public = str(pick("AIPAGER_WEB_PUBLIC_URL", "web_public_url", "") or "")
-        if public and (urlsplit(public).scheme != "https" or not urlsplit(public).netloc):
-            msg = (f"web_public_url {public!r} must be an https:// address (a Telegram Mini "
-                   "App is only opened over HTTPS)")
-            raise ConfigError(msg)
         return cls(str(pick("AIPAGER_WEB_HOST", "web_host", DEFAULT_HOST)), port,
-                   public.rstrip("/"))
+                   config.web_public_url(env, cfg))
 
     def name(self, port: int) -> str:
         """``host:port`` as a browser's Host header names it."""
