@@ -51,6 +51,14 @@ def _refuse(status: int, why: str) -> web.Response:
     return web.json_response({"error": why}, status=status)
 
 
+def _bearer_read(request: web.Request) -> bool:
+    """A Mini App's read of the stream from a webview that says nothing of where it comes
+    from (no Origin, no Sec-Fetch-Site): another site's page cannot attach the
+    Authorization header without a CORS preflight, which this server never answers."""
+    return (request[VIA] == "telegram" and request.method == "GET"
+            and "Origin" not in request.headers and "Sec-Fetch-Site" not in request.headers)
+
+
 def make_middlewares(people: People, logins: Logins, allowed_hosts: frozenset[str],
                      allowed_origins: frozenset[str]) -> list:
     """The middlewares, outermost first (``web.Application(middlewares=...)``)."""
@@ -78,7 +86,8 @@ def make_middlewares(people: People, logins: Logins, allowed_hosts: frozenset[st
         else:
             return _refuse(401, "not signed in: open the link `aipager start` printed")
         if (request.method not in ("GET", "HEAD") or request.path == STREAM) and \
-                not origin_allowed(request.headers, allowed_origins):
+                not origin_allowed(request.headers, allowed_origins) and \
+                not _bearer_read(request):
             return _refuse(403, "this request does not come from aipager's page")
         return await handler(request)
 

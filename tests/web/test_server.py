@@ -90,6 +90,13 @@ async def test_changes_and_the_live_stream_need_the_pages_own_origin(web):
     assert no_origin.status == 403
     stream = await web.get("/api/events", **{"Sec-Fetch-Site": "cross-site"})
     assert stream.status == 403
+    silent = await web.get("/api/events")  # a cookie, and nothing says where it comes from
+    assert silent.status == 403
+    webview = await web.get("/api/events", **tma(OWNER))  # the Mini App's bearer header
+    assert webview.status == 200
+    webview.close()
+    forged = await web.get("/api/events", Origin="http://evil.example", **tma(OWNER))
+    assert forged.status == 403
     assert web.port.calls("type_prompt") == []
 
 
