@@ -48,11 +48,12 @@ class HostsView:
         """A session as an output described it; returns the hub's copy (None if older)."""
         st = _stamp(stamp)
         sess = codec.session_from_json(doc)
-        entry = self.host(host).sessions.get(sess.name)
+        name = sess.name
+        entry = self.host(host).sessions.get(name)
         if entry is not None and entry[0] >= st:
             return entry[1]
-        self.host(host).sessions[sess.name] = (st, _as_hub(sess, host))
-        return self.host(host).sessions[sess.name][1]
+        self.host(host).sessions[name] = (st, _as_hub(sess, host))
+        return self.host(host).sessions[name][1]
 
     def note_snapshot(self, host: str, docs: Iterable[Any], stamp: Any, seen_at: float,
                       heartbeat: float | None = None) -> None:
@@ -68,10 +69,11 @@ class HostsView:
         named = set()
         for doc in docs:
             sess = codec.session_from_json(doc)
-            named.add(sess.name)
-            entry = h.sessions.get(sess.name)
+            name = sess.name
+            named.add(name)
+            entry = h.sessions.get(name)
             if entry is None or entry[0] < st:
-                h.sessions[sess.name] = (st, _as_hub(sess, host))
+                h.sessions[name] = (st, _as_hub(sess, host))
         for name in [n for n, (s, _) in h.sessions.items() if n not in named and s < st]:
             del h.sessions[name]
 
