@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from aipager.aio import cancel_and_wait
+from aipager.daemon.model import State
 from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
 from aipager.hub import codec, commands, layout, names, streams
 from aipager.hub.commands import Command, HostUnreachable
@@ -291,14 +292,28 @@ class HubLink:
     async def _take_states(self, msgs: list[Any]) -> None:
         for msg in msgs:
             host = names.host_of_subject(msg.subject)
+            if host is None:
+                continue
+            h = self.view.host(host)
+            was_online, had = h.online(), self._live_names(host)
             try:
                 doc = codec.loads(msg.data)
                 self.view.note_snapshot(host, doc.get("sessions") or [], doc.get("stamp"),
                                         msg.metadata.timestamp.timestamp(),
                                         doc.get("heartbeat"))
             except (codec.CodecError, AttributeError, TypeError) as exc:
-                if host is not None:
-                    log.warning("unreadable sessions from %s (%s)", host, exc)
+                log.warning("unreadable sessions from %s (%s)", host, exc)
+                continue
+            now = self._live_names(host)
+            if h.online() and not was_online:
+                log.info("host %s is online: sessions %s", host, ", ".join(now) or "none")
+            elif now != had:
+                log.info("host %s: sessions %s", host, ", ".join(now) or "none")
+
+    def _live_names(self, host: str) -> list[str]:
+        h = self.view.hosts.get(host)
+        return sorted(n for n, (_, s) in h.sessions.items() if s.state != State.GONE) \
+            if h is not None else []
 
     async def _sender(self, js: Any) -> None:
         while True:
