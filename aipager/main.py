@@ -67,6 +67,7 @@ def compose_hub(env: Mapping[str, str], cfg: config.Config,
                     services=[lambda _daemon: chat.run(), link.run, *services])
     chat.attach(HubPort(daemon, link))
     daemon.add_facts(link.facts)
+    link.on_change = lambda: daemon.save(force=True)  # `aipager status` shows the hosts
     return daemon
 
 
@@ -84,6 +85,7 @@ def compose_host(env: Mapping[str, str], url: str, creds_file: str) -> Daemon:
     link = HostLink(env, url or who.url, who)
     daemon = Daemon(env, notifier=link, services=[link.run])
     link.attach(daemon)
+    link.on_change = lambda: daemon.save(force=True)
     return daemon
 
 

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from aipager.aio import cancel_and_wait
 from aipager.daemon.notifier import Output
@@ -66,6 +66,8 @@ class HostLink:
         self._state_version: Any = None
         self._state_sent = 0.0
         self._nc: Any = None
+        #: called when what ``facts`` says changed (the composition root saves the state)
+        self.on_change: Callable[[], Any] | None = None
 
     # -- the daemon's side -----------------------------------------------------------
 
@@ -107,6 +109,8 @@ class HostLink:
         self._nc = await connect(self.url, self.creds, inbox_prefix=names.inbox_prefix(self.host),
                                  name=f"aipager host {self.host}")
         self.connected = True
+        if self.on_change is not None:
+            self.on_change()
         log.info("joined the hub at %s as %s", self.url, self.host)
         js = self._nc.jetstream(timeout=PUBLISH_TIMEOUT)
         try:

@@ -73,6 +73,8 @@ class HubLink:
         self.timeout = timeout
         self.view = HostsView()
         self.local_name = local_name
+        #: called when what ``facts`` says changed (the composition root saves the state)
+        self.on_change: Callable[[], Any] | None = None
         self.connected = False
         self.counters = {"outputs": 0, "repeats_skipped": 0, "unreadable": 0,
                          "commands": 0, "late_answers": 0}
@@ -158,6 +160,7 @@ class HubLink:
         try:
             await self._setup(js)
             self.connected = True
+            self._changed()
             log.info("hub link up at %s", self.url)
             for coro in (self._outputs(js), self._states(js), self._sender(js),
                          self._watch_hosts(js)):
@@ -309,6 +312,15 @@ class HubLink:
                 log.info("host %s is online: sessions %s", host, ", ".join(now) or "none")
             elif now != had:
                 log.info("host %s: sessions %s", host, ", ".join(now) or "none")
+            if now != had or h.online() != was_online:
+                self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:  # noqa: BLE001 - a failing save logs itself
+                log.exception("saving the hub's facts failed")
 
     def _live_names(self, host: str) -> list[str]:
         h = self.view.hosts.get(host)
