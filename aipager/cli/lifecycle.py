@@ -56,7 +56,8 @@ def start(
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
-    code = run(env, verbose=verbose, cfg=cfg, hub=hub)
+    # only a hub passes the option: a single machine calls ``run`` as before
+    code = run(env, verbose=verbose, cfg=cfg, **({"hub": True} if hub else {}))
     raise typer.Exit(code if isinstance(code, int) else 0)
 
 

@@ -115,3 +115,38 @@ def test_join_needs_a_credential_file(tmp_path):
     assert result.exit_code == 3 and "credential file" in result.output
     result = CliRunner().invoke(app, ["start", "--hub", "--creds", str(bad)])
     assert result.exit_code == 3 and "exclude" in result.output
+
+
+@pytest.fixture
+def fake_main(monkeypatch):
+    """A stand-in for aipager.main that records how ``start`` ran it."""
+    import sys
+    import types
+
+    calls = []
+    module = types.ModuleType("aipager.main")
+
+    def run(env, verbose=False, cfg=None, **kw):
+        calls.append({"cfg": cfg, **kw})
+        return 0
+
+    module.run = run
+    monkeypatch.setitem(sys.modules, "aipager.main", module)
+    return calls
+
+
+def test_start_join_runs_a_host_without_any_config(fake_main, tmp_path):
+    who = creds.write_creds(str(tmp_path / "box.json"),
+                            creds.Creds("box", "pw", "nats://hub.lan:4222"))
+    result = CliRunner().invoke(app, ["start", "--creds", who])
+    assert result.exit_code == 0, result.output
+    assert fake_main == [{"cfg": None, "join": "nats://hub.lan:4222", "creds": who}]
+    assert not config.exists(dict(os.environ))
+    result = CliRunner().invoke(app, ["start", "--join", "nats://other:4222", "--creds", who])
+    assert fake_main[-1]["join"] == "nats://other:4222"
+
+
+def test_start_hub_runs_the_hub_with_the_config(fake_main, hub_config):
+    result = CliRunner().invoke(app, ["start", "--hub"])
+    assert result.exit_code == 0, result.output
+    assert fake_main[0]["hub"] is True and fake_main[0]["cfg"].chat_id == OWNER["id"]
