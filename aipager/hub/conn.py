@@ -25,11 +25,14 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
     import nats
 
     told = False
+    client: list[Any] = []
 
     async def on_error(exc: Exception) -> None:
         log.warning("broker %s: %s", url, exc)
 
     async def on_disconnect() -> None:
+        if client and client[0].is_closed:
+            return  # our own close, at shutdown
         log.warning("lost the broker at %s; reconnecting", url)
 
     async def on_reconnect() -> None:
@@ -37,11 +40,13 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
 
     while True:
         try:
-            return await nats.connect(
+            nc = await nats.connect(
                 servers=[url], user=creds.user, password=creds.password, name=name,
                 inbox_prefix=inbox_prefix, allow_reconnect=True, max_reconnect_attempts=-1,
                 reconnect_time_wait=RETRY_SECONDS, connect_timeout=2,
                 error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect)
+            client.append(nc)
+            return nc
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure: try again

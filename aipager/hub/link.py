@@ -83,7 +83,8 @@ class HubLink:
         self._taken: dict[str, list[Any]] = _read_taken(layout.taken_file(self.env))
         self._epoch = secrets.token_hex(4)
         self._ids = itertools.count(1)
-        self._waiting: dict[str, asyncio.Future] = {}
+        #: command id → (the host it went to, its answer to be)
+        self._waiting: dict[str, tuple[str, asyncio.Future]] = {}
         self._queue: asyncio.Queue[tuple[str, dict[str, Any], str, float]] = asyncio.Queue()
         self._tasks: set[asyncio.Task] = set()
         self._consumers: set[str] = set()
@@ -117,7 +118,7 @@ class HubLink:
         self.check_online(host)
         cmd_id = self._send(host, cmd)
         future = asyncio.get_running_loop().create_future()
-        self._waiting[cmd_id] = future
+        self._waiting[cmd_id] = (host, future)
         try:
             doc = await asyncio.wait_for(future, self.timeout)
         except asyncio.TimeoutError:
@@ -259,15 +260,18 @@ class HubLink:
         self._taken[host] = [epoch, seq]
         try:
             if doc.get("type") == "reply":
-                self._take_reply(doc)
+                self._take_reply(host, doc)
             elif doc.get("type") == "output":
                 self._take_output(host, doc)
         except codec.CodecError as exc:
             self.counters["unreadable"] += 1
             log.warning("a record from %s that cannot be read (%s); dropped", host, exc)
 
-    def _take_reply(self, doc: dict[str, Any]) -> None:
-        future = self._waiting.get(str(doc.get("id")))
+    def _take_reply(self, host: str, doc: dict[str, Any]) -> None:
+        to, future = self._waiting.get(str(doc.get("id")), ("", None))
+        if future is not None and to != host:
+            log.warning("host %s answered a command sent to %s; ignored", host, to)
+            return
         if future is None or future.done():
             self.counters["late_answers"] += 1
             log.info("answer %s came after its command stopped waiting: %s", doc.get("id"),

@@ -109,3 +109,48 @@ def test_files_stay_on_their_host_and_the_chat_is_told():
     out = as_hub_output(Files("claude-a", "cap", files=["/h/shot.png"], task=1), "box")
     assert isinstance(out, Notice) and out.session == "claude-a@box"
     assert "shot.png" in out.text and "stay on box" in out.text
+
+
+class Msg:
+    def __init__(self, subject, doc):
+        self.subject = subject
+        self.data = codec.dumps(doc) if not isinstance(doc, bytes) else doc
+
+
+def record(kind, seq, epoch="e1", **kw):
+    return {"type": kind, "seq": seq, "epoch": epoch, "stamp": [1, seq], **kw}
+
+
+def notice(text):
+    return {"kind": "notice", "session": "claude-a", "text": text, "notice": "api_error"}
+
+
+def test_records_are_taken_once_per_host_epoch_and_number(hub):
+    _, link, _ = hub
+    shown = link.notifier
+    for msg in (Msg("aipager.box.out", record("output", 1, out=notice("one"))),
+                Msg("aipager.box.out", record("output", 1, out=notice("one again"))),
+                Msg("aipager.vm.out", record("output", 1, out=notice("vm one"))),
+                Msg("aipager.box.out", b"not json"),
+                Msg("aipager.box.out", record("output", 2, out={"kind": "nope"})),
+                Msg("aipager.box.out", record("output", 1, epoch="e2", out=notice("new epoch")))):
+        link._take_one(msg)
+    assert [(o.session, o.text) for o in shown.outputs] == [
+        ("claude-a@box", "one"), ("claude-a@vm", "vm one"), ("claude-a@box", "new epoch")]
+    assert link.counters["repeats_skipped"] == 1 and link.counters["unreadable"] == 2
+    link._save_taken()
+    again = HubLink(link.env, link.url, link.creds, RecordingNotifier())
+    again._take_one(Msg("aipager.box.out", record("output", 1, epoch="e2", out=notice("x"))))
+    assert list(again.notifier.outputs) == []  # remembered across a restart
+
+
+async def test_an_answer_counts_only_from_the_host_the_command_went_to(hub):
+    import asyncio
+
+    _, link, _ = hub
+    future = asyncio.get_running_loop().create_future()
+    link._waiting["hub:x:1"] = ("box", future)
+    link._take_one(Msg("aipager.vm.out", record("reply", 1, id="hub:x:1", ok=True)))
+    assert not future.done()
+    link._take_one(Msg("aipager.box.out", record("reply", 1, id="hub:x:1", ok=True)))
+    assert future.result()["ok"] is True
