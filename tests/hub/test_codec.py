@@ -148,3 +148,16 @@ def test_any_other_error_is_host_failed():
 
 def test_outcomes_are_frozen_dataclasses():
     assert all(dataclasses.is_dataclass(v) for v in RESULTS[4:])
+
+
+async def test_a_new_session_in_a_folder_the_host_lacks_starts_in_its_home(tmp_path):
+    class Port:
+        env = {"HOME": str(tmp_path)}
+
+        async def start_session(self, label, *, resume_id="", cwd=""):
+            return (label, resume_id, cwd)
+
+    got = await commands.StartSession("web", "", "/no/such/folder/on/this/host").run(Port())
+    assert got == ("web", "", str(tmp_path))
+    got = await commands.StartSession("web", "r1", str(tmp_path)).run(Port())
+    assert got == ("web", "r1", str(tmp_path))

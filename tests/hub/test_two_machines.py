@@ -125,3 +125,45 @@ async def test_a_host_offline_is_said_at_once(machines):
                                          lambda p: "Not delivered" in str(p.get("text")))
     assert "box is offline since" in reply["text"]
     assert int(reply["reply_parameters"]["message_id"]) == msg["message_id"]
+
+
+async def test_new_name_at_host_starts_the_session_there_and_kill_ends_it(machines, tmp_path):
+    import stat
+
+    from aipager import dtach, paths
+
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    mark = tmp_path / "started"
+    script = tmp_path / "claude"
+    script.write_text(f'#!/bin/sh\necho "$PWD|$*" >> {mark}\nexec sleep 60\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    box.daemon.env["AIPAGER_CLAUDE_BIN"] = str(script)
+    box.sessions.live.add("claude-web")  # typing goes to box's fake terminal
+    await eventually(lambda: "box" in hub.link.view.hosts and hub.link.view.hosts["box"].online(),
+                     10, "box online")
+    try:
+        await machines.fake.user_says("/new web@box write the readme")
+        await machines.fake.wait_for("sendMessage",
+                                     lambda p: "web@box started" in str(p.get("text")))
+        await eventually(lambda: mark.exists() and mark.read_text(), 10, "claude started on box")
+        # (started in the hub's default folder: here both machines share one file system;
+        # a folder box lacks means box's home: test_codec.py)
+        assert mark.read_text().strip() == f"{machines.hub_env['HOME']}|"
+        assert dtach.is_live(paths.dtach_socket(box.env, "web"))
+        assert not dtach.list_sessions(machines.hub_env)
+        box.feed("claude-web", "SessionStart", source="startup", session_id="sid-web",
+                 cwd=box.env["HOME"])
+        typed = await eventually(lambda: box.sessions.typed, 15, "the first message on box")
+        assert typed[0][:2] == ("claude-web", "write the readme")
+
+        await machines.fake.user_says("/kill web")
+        ask = await on_screen(machines, lambda t: t.startswith("End session web"))
+        yes = next(b for row in ask["reply_markup"]["inline_keyboard"] for b in row
+                   if "Yes" in b["text"])
+        await machines.fake.user_taps(ask["message_id"], yes["callback_data"])
+        await eventually(lambda: not dtach.is_live(paths.dtach_socket(box.env, "web")), 10,
+                         "web ended on box")
+    finally:
+        for info in dtach.list_sessions(box.env):
+            dtach.kill(box.env, info.name)
