@@ -26,9 +26,19 @@ def setup_logging(env: dict[str, str], verbose: bool) -> str:
 @handles_errors
 def start(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    hub: bool = typer.Option(False, "--hub", help="Own the bot for several machines: run "
+                             "the hub (and its nats-server) that hosts join."),
+    join: str = typer.Option("", "--join", metavar="URL",
+                             help="Join the hub at URL (nats://HUB:4222) instead of "
+                             "running a chat; needs --creds."),
+    creds: str = typer.Option("", "--creds", metavar="FILE",
+                              help="The credential file `aipager hub invite` made."),
 ) -> None:
     """Run the daemon in the foreground (runs setup first on an unconfigured machine)."""
     env = _env()
+    if join or creds:
+        _start_joined(env, verbose, join, creds, hub)
+        return
     if not config.exists(env):
         if not interactive():
             msg = "aipager is not set up yet; run `aipager setup` first"
@@ -46,7 +56,36 @@ def start(
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
-    code = run(env, verbose=verbose, cfg=cfg)
+    # only a hub passes the option: a single machine calls ``run`` as before
+    code = run(env, verbose=verbose, cfg=cfg, hub=True) if hub else run(env, verbose=verbose,
+                                                                       cfg=cfg)
+    raise typer.Exit(code if isinstance(code, int) else 0)
+
+
+def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub: bool) -> None:
+    """``start --join URL --creds FILE``: a host of a hub; no bot token, no config needed."""
+    from aipager.hub.creds import read_creds
+
+    if hub:
+        msg = "--hub and --join exclude each other: a machine is the hub or joins one"
+        raise ConfigError(msg)
+    if not creds:
+        msg = "--join needs --creds FILE (made by `aipager hub invite NAME` on the hub)"
+        raise ConfigError(msg)
+    who = read_creds(creds)  # a bad file stops here, named
+    if not (join or who.url):
+        msg = "say which hub to join: --join nats://HUB:4222"
+        raise ConfigError(msg)
+    ensure_folders(env)
+    log_path = setup_logging(env, verbose)
+    try:
+        from aipager.main import run
+    except ImportError as exc:
+        msg = f"the daemon is not part of this build ({exc.name} missing)"
+        raise AipagerError(msg) from exc
+    logging.getLogger("aipager.cli").info("daemon starting as host %s of %s; log file %s",
+                                          who.user, join or who.url, log_path)
+    code = run(env, verbose=verbose, join=join or who.url, creds=creds)
     raise typer.Exit(code if isinstance(code, int) else 0)
 
 
