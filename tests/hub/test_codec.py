@@ -11,7 +11,8 @@ import pytest
 from aipager.daemon import notifier
 from aipager.daemon.dialogkeys import Answer
 from aipager.daemon.model import QueuedMessage, Request, Session, State, Task
-from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Who
+from aipager.daemon.port import (Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Outcome,
+                                 Refused, Who)
 from aipager.errors import InvalidSessionName, SessionError, SessionNotFound
 from aipager.hub import codec, commands
 
@@ -24,7 +25,7 @@ SAMPLES = [
     notifier.Permission("claude-a", "Bash: ls", key="k1", tool="Bash", detail="ls",
                         buttons=["allow", "deny", "s0"], scopes=["📁 Allow /x"], separate=True,
                         request_id="r1", reply_addr="/run/x.sock", agent_id="ag",
-                        preview="diff", late_answer="allow"),
+                        preview="diff", diff="--- a\n+++ b\n", late_answer="allow"),
     notifier.Question("claude-a", "Which?", key="q1", options=["a", "b"], multi_select=True,
                       questions=[{"question": "Which?", "header": "h", "options": ["a"],
                                   "multi": False}]),
@@ -41,7 +42,7 @@ SAMPLES = [
 
 
 def test_every_output_kind_has_a_sample():
-    kinds = {cls.kind for cls in _subclasses(notifier.Output)}
+    kinds = {cls.kind for cls in _subclasses(notifier.Output) if cls.kind}  # not the bases
     assert kinds == {o.kind for o in SAMPLES} == set(codec.OUTPUT_KINDS)
 
 
@@ -90,6 +91,7 @@ COMMANDS = [
     commands.QueueChatMessage("claude-a", 5, "hi", 42, "alice", True, "dialog"),
     commands.DropChatMessage("claude-a", "5"),
     commands.AnswerRequest("claude-a", "k1", "allow_always", WHO, "because", 1),
+    commands.AnswerRequest("claude-a", "k1", "allow", WHO, edit="make test -k fast"),
     commands.AnswerQuestion("claude-a", "q1", WHO, (Answer([0, 2], "other"), Answer([], "x"))),
     commands.AnswerQuestion("claude-a", "q1", WHO, None),
     commands.StartSession("new", "resume-id", "/work"),
@@ -119,7 +121,11 @@ def test_a_command_this_version_does_not_know_is_refused():
 
 
 RESULTS = [None, True, False, "claude-new", ByHook(), ByKeys(), Already(), Gone(),
-           InTerminal(), KeysFailed("not running")]
+           InTerminal(), KeysFailed("not running"), Refused("the floor")]
+
+
+def test_every_outcome_the_port_names_has_a_sample():
+    assert {type(v) for v in RESULTS if type(v) in Outcome.__args__} == set(Outcome.__args__)
 
 
 @pytest.mark.parametrize("value", RESULTS, ids=repr)
