@@ -35,8 +35,8 @@ from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
 from aipager.daemon.model import Request, Session
-from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
-                                 Outcome, Refused, Who)
+from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
+                                 KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
 from aipager.daemon.terminal import ESCAPE, DtachIO, SessionIO, mark_discovered
 from aipager.errors import AipagerError, SettingsError
@@ -400,6 +400,9 @@ class Daemon:
     def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
         """More facts for the saved state (``aipager status``): a client's health."""
         self.facts.append(facts)
+
+    def hosts(self) -> Sequence[HostView]:
+        return ()  # one machine: its sessions need no host
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
                            chat_id: int | str = "", sender: str = "", held: bool = False,

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
-from aipager.daemon.port import AnswerKind, DaemonPort, Outcome, SessionsView, Who
+from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
 from aipager.hub import commands, names
 from aipager.hub.link import HubLink
 
@@ -201,6 +201,12 @@ class HubPort:
 
     def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
         self.local.add_facts(facts)
+
+    def hosts(self) -> Sequence[HostView]:
+        """The hub machine first, then every host by name, each online or since when not."""
+        local = HostView(self.link.local_name or "this machine", local=True)
+        return [local, *(HostView(name, online=h.online(), last_seen=h.last_seen)
+                         for name, h in sorted(self.link.view.hosts.items()))]
 
 
 def offline_since(link: HubLink, host: str) -> str:

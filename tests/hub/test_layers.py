@@ -11,7 +11,7 @@ import aipager
 
 CHECK = """
 import sys
-import aipager.hub.port, aipager.hub.host, aipager.hub.link, aipager.hub.status
+import aipager.hub.port, aipager.hub.host, aipager.hub.link
 import aipager.hub.server, aipager.cli.hub_cmd, aipager.main
 bad = sorted(m for m in sys.modules if m == "aipager.bot" or m.startswith("aipager.bot."))
 assert not bad, bad

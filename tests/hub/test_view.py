@@ -15,7 +15,6 @@ from aipager.hub import codec
 from aipager.hub.creds import Creds
 from aipager.hub.link import HubLink, as_hub_output
 from aipager.hub.port import HubPort
-from aipager.hub.status import by_host
 
 
 def doc(name, state=State.READY, **kw):
@@ -84,12 +83,17 @@ def test_status_groups_sessions_by_host_and_says_who_is_offline(hub):
     local.core.registry.ensure("claude-mine").state = State.WORKING
     link.view.note_snapshot("box", [doc("api")], [1, 1], time.time())
     link.view.note_snapshot("vm", [doc("web", State.WAITING)], [1, 1], time.time() - 600)
-    text = by_host(port.sessions, link)
+    from aipager.bot import view
+
+    text = view.status_screen(list(port.sessions), None, time.time(), port.hosts())
     vm_since = time.strftime("%H:%M", time.localtime(link.view.hosts["vm"].last_seen))
-    assert text.splitlines() == [
-        "🖥 laptop (this machine)", "  • mine · working",
-        "🖥 box", "  • api · ready",
-        f"🖥 vm · offline since {vm_since}", "  • web · waiting"]
+    lines = text.splitlines()
+    assert [line.split(" · ")[0] for line in lines] == [
+        "Sessions:", "🖥 laptop (this machine)", "  ⏳ mine",
+        "🖥 box", "  ✅ api",
+        "🖥 vm", "  🔐 web"], lines
+    assert lines[5] == f"🖥 vm · offline since {vm_since}"
+    assert " · working" in lines[2] and " · ready" in lines[4]
 
 
 async def test_a_command_for_an_offline_or_unknown_host_fails_at_once(hub):

@@ -96,7 +96,7 @@ async def on_status(message: Message, actions: Actions) -> None:
     current = actions.state.current.get(str(chat_id))
     live = actions.live_sessions()
     markup = session_buttons(actions, [s for s in live if s.name != current], SessionAct.USE)
-    text = view.status_screen(actions.sessions(), current, time.time())
+    text = view.status_screen(actions.sessions(), current, time.time(), actions.port.hosts())
     if markup:
         text += "\n\nTap a session to send your messages there."
     actions.say(chat_id, text, markup=markup)
@@ -335,11 +335,16 @@ async def on_settings(message: Message, actions: Actions) -> None:
     actions.say(message.chat.id, text, markup=markup)
 
 
-def running_session(message: Message, actions: Actions) -> dict[str, Session] | bool:
+def running_session(message: Message, actions: Actions,
+                    bot_identity: tuple[int, str | None]) -> dict[str, Session] | bool:
     """The filter of ``/<session> [text]``: the running session the command names, as
-    ``sess`` for the handler."""
+    ``sess`` for the handler.  ``/jim@box`` names session jim of machine box (a hub);
+    ``/jim@ourbot`` is Telegram's way of addressing this bot in a group."""
     head = (message.text or "").partition(" ")[0]
-    name = head[1:].split("@", 1)[0]
+    name, at, host = head[1:].partition("@")
+    username = bot_identity[1]
+    if at and not (username and host.lower() == username.lower()):
+        name = f"{name}@{host}"
     sess = actions.find(name) if name else None
     return {"sess": sess} if sess is not None and view.is_live(sess) else False
 
