@@ -5,6 +5,11 @@ The daemon (``aipager.daemon``) knows nothing of its clients: it takes a
 (``aipager.bot``) and the web page (``aipager.web``) know the daemon only through
 its port (``aipager.daemon.port``).  This module, above them, is the one place
 that builds the daemon and hands it to each; ``aipager start`` runs it.
+
+Several machines (``aipager.hub``): ``start --hub`` gives the chat a ``HubPort``
+(the local daemon plus the hosts that joined, through the broker) and runs the
+hub's link (and its embedded ``nats-server``); ``start --join`` runs a daemon
+without a chat whose outputs go to the hub and which runs the hub's commands.
 """
 
 from __future__ import annotations
@@ -51,12 +56,87 @@ def compose(env: Mapping[str, str], cfg: config.Config | None, *, web: bool = Tr
     return daemon
 
 
+def compose_hub(env: Mapping[str, str], cfg: config.Config,
+                cleanup: list[Callable[[], None]]) -> Daemon:
+    """The hub: the chat on a ``HubPort`` over this daemon and the hosts, the hub's link,
+    and (unless the config names a server) the embedded ``nats-server``, stopped by
+    ``cleanup`` after the daemon.
+
+    Raises:
+        ConfigError: the config's ``hub`` settings are unusable.
+        ServerError: the embedded server cannot start.
+    """
+    from aipager.bot.service import chat_bot
+    from aipager.hub import creds as hub_creds
+    from aipager.hub import server, settings
+    from aipager.hub.link import HubLink
+    from aipager.hub.port import HubPort
+
+    hub = settings.from_config(cfg.extra)
+    services = []
+    if hub.embedded:
+        embedded = server.EmbeddedServer(env, hub)
+        embedded.start()
+        cleanup.append(embedded.stop)
+        services.append(lambda _daemon: embedded.supervise())
+        who = hub_creds.hub_creds(env)
+    else:
+        who = hub_creds.read_creds(hub.creds)
+    chat = chat_bot(env, cfg, persist.load_state(env))
+    link = HubLink(env, hub.client_url(), who, chat.notifier, timeout=hub.timeout,
+                   hosts=lambda: list(hub_creds.host_passwords(env)), before_ack=chat.save,
+                   local_name=hub.name)
+    daemon = Daemon(env, notifier=chat.notifier,
+                    services=[lambda _daemon: chat.run(), link.run, *services])
+    chat.attach(HubPort(daemon, link))
+    daemon.add_facts(link.facts)
+    link.on_change = lambda: daemon.save(force=True)  # `aipager status` shows the hosts
+    return daemon
+
+
+def compose_host(env: Mapping[str, str], url: str, creds_file: str) -> Daemon:
+    """A host that joined a hub: no chat; its outputs go to the hub, the hub's commands run
+    here.
+
+    Raises:
+        ConfigError: the credential file is unusable.
+    """
+    from aipager.hub.creds import read_creds
+    from aipager.hub.host import HostLink
+
+    who = read_creds(creds_file)
+    link = HostLink(env, url or who.url, who)
+    daemon = Daemon(env, notifier=link, services=[link.run])
+    link.attach(daemon)
+    link.on_change = lambda: daemon.save(force=True)
+    return daemon
+
+
 def run(env: Mapping[str, str], *, verbose: bool = False, cfg: config.Config | None = None,
+        hub: bool = False, join: str | None = None, creds: str | None = None,
         web: bool = True) -> int:
     """``aipager start`` in the foreground: the composed daemon until SIGINT/SIGTERM.
+
+    Args:
+        hub: run as the hub (``cfg`` needed: the hub owns the bot).
+        join, creds: join the hub at ``join`` with the credential file ``creds``.
+        web: serve the web page (a single machine only, for now).
 
     Raises:
         DaemonAlreadyRunning, DaemonError: as ``run_daemon``.
         ConfigError: the web page's settings are wrong (``web.service.Settings``).
     """
-    return run_daemon(env, verbose=verbose, compose=lambda e: compose(e, cfg, web=web))
+    cleanup: list[Callable[[], None]] = []
+
+    def build(e: Mapping[str, str]) -> Daemon:
+        if creds is not None:
+            return compose_host(e, join or "", creds)
+        if hub and cfg is not None:
+            return compose_hub(e, cfg, cleanup)
+        return compose(e, cfg, web=web)
+
+    try:
+        return run_daemon(env, verbose=verbose, compose=build)
+    finally:
+        for step in reversed(cleanup):
+            step()

@@ -311,7 +311,7 @@ def read_settings(path: str) -> dict[str, Any]:
     return doc
 
 
-def write_json(path: str, doc: dict[str, Any]) -> str | None:
+def write_json(path: str, doc: dict[str, Any], *, backup_first: bool = True) -> str | None:
     """Back up ``path`` (if present) then replace it atomically; return the backup.
 
     Shared by every file aipager wires (``wiring_ax`` too): the backup sits
@@ -337,8 +337,9 @@ def write_json(path: str, doc: dict[str, Any]) -> str | None:
             os.makedirs(folder, exist_ok=True)
         if os.path.exists(path):
             mode = os.stat(path).st_mode & 0o777
-            backup = unused_name(f"{path}.aipager-backup-{time.strftime('%Y%m%dT%H%M%S')}")
-            shutil.copy2(path, backup)
+            if backup_first:
+                backup = unused_name(f"{path}.aipager-backup-{time.strftime('%Y%m%dT%H%M%S')}")
+                shutil.copy2(path, backup)
         data = json.dumps(doc, indent=2) + "\n"
         _fsio.write_atomic(target, data.encode("utf-8"), mode, sync=True)
     except OSError as exc:
@@ -439,3 +440,38 @@ def _load_saved_statusline(path: str) -> Any:
             return json.load(fh)
     except (OSError, ValueError):
         return None
+
+
+#: ``model_setting`` of settings without a ``model`` key
+NO_MODEL = ""
+
+
+def model_setting(env: Mapping[str, str]) -> Any:
+    """The ``model`` of Claude Code's user settings, ``NO_MODEL`` when there is none.
+
+    Raises:
+        SettingsError: as ``read_settings``.
+    """
+    return read_settings(paths.claude_settings(env)).get("model", NO_MODEL)
+
+
+def put_back_model(env: Mapping[str, str], before: Any, switched: str) -> bool:
+    """Claude Code saves the model ``/model NAME`` picks in its user settings, which makes it
+    every later session's too (measured on 2.1.328; the running session keeps it when the
+    file changes back).  A switch from the chat is for one session: the setting before goes
+    back, only while the file still holds what the switch wrote.  Returns whether it did.
+
+    Raises:
+        SettingsError: as ``read_settings`` / ``write_json``.
+    """
+    path = paths.claude_settings(env)
+    doc = read_settings(path)
+    if doc.get("model") != switched:
+        return False
+    if before == NO_MODEL:
+        doc.pop("model", None)
+    else:
+        doc["model"] = before
+    write_json(path, doc, backup_first=False)
+    return True
+

@@ -69,10 +69,12 @@ class Actions:
         return [s for s in self.sessions() if view.is_live(s)]
 
     def find(self, label: str) -> Session | None:
-        """A session by its label (``jim``) or internal name (``claude-jim``)."""
+        """A session by its label (``jim``) or internal name (``claude-jim``); a host's
+        session on a hub also as ``jim@box`` (``claude-jim@box``)."""
         label = label.strip().lstrip("/").lower()
         for sess in self.registry:
-            if sess.label.lower() == label or sess.name.lower() == label:
+            name = sess.name.lower()
+            if sess.label.lower() == label or name == label or name == f"claude-{label}":
                 return sess
         return None
 
@@ -222,12 +224,13 @@ class Actions:
         Raises:
             InvalidSessionName, SessionError: as ``dtach.create``.
         """
+        name, at, host = name.partition("@")  # NAME@host: on that host of a hub
         bare = dtach.check_name(name)
         if bare.lower() in view.RESERVED:
             msg = f"{bare} is the name of a command; pick another name"
             raise SessionError(msg)
         folder = cwd if cwd and os.path.isdir(cwd) else self.default_folder
-        return await self.port.start_session(bare, resume_id=resume_id, cwd=folder)
+        return await self.port.start_session(bare + at + host, resume_id=resume_id, cwd=folder)
 
     async def wait_ready(self, session: str, timeout: float = READY_TIMEOUT) -> bool:
         """Wait until a new session's Claude Code has started (its SessionStart arrived)."""

@@ -119,6 +119,21 @@ class Setting(StrEnum):
     QUIET = "quiet"
 
 
+class ModelChoice(StrEnum):
+    """The models /model offers as buttons (Claude Code's own aliases)."""
+
+    OPUS = "opus"
+    SONNET = "sonnet"
+    HAIKU = "haiku"
+
+
+class ModelTap(CallbackData, prefix="m"):
+    """A /model button: switch session ``h`` to ``model``."""
+
+    h: int
+    model: ModelChoice
+
+
 class SettingTap(CallbackData, prefix="set"):
     """A /settings button: ``name`` the setting, ``value`` the new value."""
 

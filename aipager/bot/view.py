@@ -18,6 +18,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder, KeyboardBuilder
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.clients import prompts
 from aipager.daemon.model import Session, State
+from aipager.daemon.port import HostView
 from aipager.daemon import render
 from aipager.daemon.render import elapsed
 
@@ -81,14 +82,37 @@ def session_line(sess: Session, now: float, current: bool = False) -> str:
     return line + ("  ← current" if current else "")
 
 
-def status_screen(sessions: Sequence[Session], current: str | None, now: float) -> str:
+def status_screen(sessions: Sequence[Session], current: str | None, now: float,
+                  hosts: Sequence[HostView] = ()) -> str:
+    """Every live session, one line each; on a hub, grouped by machine (its own first), a
+    machine that went quiet saying since when."""
     live = [s for s in sessions if is_live(s)]
-    if not live:
+    if not live and not hosts:
         return ("No sessions yet. Start one with /new NAME, or run "
                 "`aipager session NAME` on the computer.")
     lines = ["Sessions:"]
-    lines += [session_line(s, now, s.name == current) for s in live]
+    if not hosts:
+        lines += [session_line(s, now, s.name == current) for s in live]
+        return "\n".join(lines)
+    for host in hosts:
+        mine = [s for s in live if _host_of(s.name) == ("" if host.local else host.name)]
+        head = f"🖥 {host.name}" + (" (this machine)" if host.local else "")
+        if not host.local and not host.last_seen:
+            head += " · not joined yet"
+        elif not host.online:
+            head += f" · offline since {time.strftime('%H:%M', time.localtime(host.last_seen))}"
+        if host.local and not mine:
+            continue
+        lines.append(head)
+        lines += [f"  {session_line(s, now, s.name == current)}" for s in mine] \
+            or ["  (no sessions)"]
     return "\n".join(lines)
+
+
+def _host_of(name: str) -> str:
+    """The machine of a session named ``claude-jim@box`` ("" for this machine's)."""
+    bare, sep, host = name.rpartition("@")
+    return host if sep and bare else ""
 
 
 def status_bar(sessions: Sequence[Session]) -> str:

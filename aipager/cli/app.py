@@ -14,6 +14,7 @@ from aipager.cli import (
     ax_code,
     config_cmd,
     doctor_cmd,
+    hub_cmd,
     lifecycle,
     policy,
     session_cmd,
@@ -50,6 +51,7 @@ app.add_typer(session_cmd.app, name="session")
 app.command("send", cls=session_cmd.NameAfterDashes)(session_cmd.send)
 app.add_typer(policy.app, name="policy")
 app.add_typer(ax_code.app, name="ax-code")
+app.add_typer(hub_cmd.app, name="hub")
 
 
 def main() -> None:

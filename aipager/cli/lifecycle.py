@@ -27,15 +27,26 @@ def setup_logging(env: dict[str, str], verbose: bool) -> str:
 def start(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
     no_web: bool = typer.Option(False, "--no-web", help="Do not serve the web page."),
+    hub: bool = typer.Option(False, "--hub", help="Own the bot for several machines: run "
+                             "the hub (and its nats-server) that hosts join."),
+    join: str = typer.Option("", "--join", metavar="URL",
+                             help="Join the hub at URL (nats://HUB:4222) instead of "
+                             "running a chat; needs --creds."),
+    creds: str = typer.Option("", "--creds", metavar="FILE",
+                              help="The credential file `aipager hub invite` made."),
 ) -> None:
     """Run the daemon in the foreground, with the web page (and the Telegram chat once
     `aipager setup` connected one)."""
     env = _env()
+    if join or creds:
+        _start_joined(env, verbose, join, creds, hub)
+        return
     cfg = config.load(env) if config.exists(env) else None  # a broken config stops here
     if cfg is None:
-        if no_web:
+        if no_web or hub:
             msg = ("aipager is not set up for Telegram and --no-web leaves nothing to serve; "
-                   "run `aipager setup` first")
+                   "run `aipager setup` first") if no_web else (
+                "a hub owns the Telegram bot: run `aipager setup` first")
             raise ConfigError(msg)
         # No Telegram yet: the page alone.  Claude Code is wired as `aipager setup` does.
         result = wiring.install(env)
@@ -50,7 +61,41 @@ def start(
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
-    code = run(env, verbose=verbose, cfg=cfg, web=not no_web)
+    # only a hub passes its option, and only --no-web the page's: a single machine with its
+    # page calls ``run`` as before
+    if hub:
+        code = run(env, verbose=verbose, cfg=cfg, hub=True)
+    elif no_web:
+        code = run(env, verbose=verbose, cfg=cfg, web=False)
+    else:
+        code = run(env, verbose=verbose, cfg=cfg)
+    raise typer.Exit(code if isinstance(code, int) else 0)
+
+
+def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub: bool) -> None:
+    """``start --join URL --creds FILE``: a host of a hub; no bot token, no config needed."""
+    from aipager.hub.creds import read_creds
+
+    if hub:
+        msg = "--hub and --join exclude each other: a machine is the hub or joins one"
+        raise ConfigError(msg)
+    if not creds:
+        msg = "--join needs --creds FILE (made by `aipager hub invite NAME` on the hub)"
+        raise ConfigError(msg)
+    who = read_creds(creds)  # a bad file stops here, named
+    if not (join or who.url):
+        msg = "say which hub to join: --join nats://HUB:4222"
+        raise ConfigError(msg)
+    ensure_folders(env)
+    log_path = setup_logging(env, verbose)
+    try:
+        from aipager.main import run
+    except ImportError as exc:
+        msg = f"the daemon is not part of this build ({exc.name} missing)"
+        raise AipagerError(msg) from exc
+    logging.getLogger("aipager.cli").info("daemon starting as host %s of %s; log file %s",
+                                          who.user, join or who.url, log_path)
+    code = run(env, verbose=verbose, join=join or who.url, creds=creds)
     raise typer.Exit(code if isinstance(code, int) else 0)
 
 

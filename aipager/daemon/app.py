@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 import orjson
 
-from aipager import __version__, dtach, paths, trust
+from aipager import __version__, dtach, paths, trust, wiring
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, persist, render, replies,
                             requests, spool, tasks, transcript)
@@ -35,11 +35,11 @@ from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
 from aipager.daemon.model import Request, Session
-from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
-                                 Outcome, Refused, Who)
+from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
+                                 KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
 from aipager.daemon.terminal import ESCAPE, DtachIO, SessionIO, mark_discovered
-from aipager.errors import AipagerError
+from aipager.errors import AipagerError, SettingsError
 from aipager.policy import marker
 
 log = logging.getLogger("aipager.daemon")
@@ -63,6 +63,8 @@ DIALOG_SETTLE = 1.0
 DIALOG_WAIT = 10.0
 #: stops of one session this close together press Escape once
 STOP_DEBOUNCE = 2.0
+#: how long a model switch is watched for Claude Code saving it in its settings
+MODEL_SAVE_WAIT = 10.0
 
 
 class LogNotifier:
@@ -349,11 +351,34 @@ class Daemon:
         return await asyncio.to_thread(dtach.kill, self.env, label)
 
     async def switch_model(self, session: str, model: str) -> None:
-        """``/model NAME`` announced with aipager's marker, so no "Switch model?" question."""
+        """``/model NAME`` for this session alone: announced with aipager's marker (no
+        "Switch model?" question), and Claude Code's user setting, which the switch
+        rewrites, put back afterwards (``wiring.put_back_model``)."""
         sess = self.core.registry.get(session)
         if sess is not None and sess.claude_session_id:
             marker.write_modelswitch_marker(self.env, session, model, sess.claude_session_id)
+        try:
+            before = await asyncio.to_thread(wiring.model_setting, self.env)
+        except SettingsError as exc:
+            before = None
+            log.warning("the model switch of %s may stay for later sessions: %s", session, exc)
         await self.session_io.type_text(session, f"/model {model}")
+        if before is not None:
+            self._spawn(self._put_back_model(before, model))
+
+    async def _put_back_model(self, before: Any, model: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MODEL_SAVE_WAIT
+        while loop.time() < deadline:
+            await asyncio.sleep(0.2)
+            try:
+                if await asyncio.to_thread(wiring.put_back_model, self.env, before, model):
+                    log.info("the model %s stays with its session: Claude Code's setting "
+                             "put back", model)
+                    return
+            except SettingsError as exc:
+                log.warning("cannot put Claude Code's model setting back: %s", exc)
+                return
 
     async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
         """Type a chat message as a prompt with its permission note (``DtachIO.type_prompt``:
@@ -375,6 +400,9 @@ class Daemon:
     def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
         """More facts for the saved state (``aipager status``): a client's health."""
         self.facts.append(facts)
+
+    def hosts(self) -> Sequence[HostView]:
+        return ()  # one machine: its sessions need no host
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
                            chat_id: int | str = "", sender: str = "", held: bool = False,

@@ -81,6 +81,18 @@ class Refused:
 Outcome = ByHook | ByKeys | Already | Gone | InTerminal | KeysFailed | Refused
 
 
+@dataclass(frozen=True)
+class HostView:
+    """One machine whose sessions the port shows (a hub of several machines)."""
+
+    name: str
+    #: this port's own machine
+    local: bool = False
+    online: bool = True
+    #: when it was last heard from (0: never)
+    last_seen: float = 0.0
+
+
 class SessionsView(Protocol):
     """The sessions, read only (the registry)."""
 
@@ -150,3 +162,8 @@ class DaemonPort(Protocol):
     def set_previews(self, on: bool) -> None: ...
 
     def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None: ...
+
+    def hosts(self) -> Sequence[HostView]:
+        """The machines whose sessions ``sessions`` holds; none for a single machine (a
+        session of another machine is named ``claude-<label>@<host>``)."""
+        ...

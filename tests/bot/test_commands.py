@@ -224,6 +224,20 @@ async def test_compact_and_model_are_typed(chat):
     await chat.fake.user_says("/model rm -rf")
     await _said(chat, "Which model?")
     assert len(chat.sessions.typed) == 2
+    # /model alone: the current model and a button per model, for this session
+    chat.daemon.core.registry.get(session).model = "Sonnet 4.5"
+    await chat.fake.user_says("/model")
+    picker = await _said(chat, "jim uses Sonnet 4.5")
+    assert "this session only" in picker["text"]
+    message = _message(chat, "jim uses Sonnet 4.5")
+    await chat.fake.user_taps(message["message_id"], _data(message, "haiku"))
+    await eventually(lambda: len(chat.sessions.typed) == 3, what="the switch typed")
+    assert chat.sessions.typed[2][1] == "/model haiku"
+    forged = message["reply_markup"]["inline_keyboard"][0][0]["callback_data"].rsplit(":", 1)[0]
+    query = await chat.fake.user_taps(message["message_id"], forged + ":gpt")
+    toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
+    assert toast.get("text") == "This button has expired."
+    assert len(chat.sessions.typed) == 3
 
 
 async def test_settings_toggle_and_change_what_is_shown(chat):

@@ -144,3 +144,27 @@ async def test_a_shell_command_never_reaches_the_port(rig):
     assert not rig.port.calls("type_prompt") and not rig.port.calls("type_text")
     [(args, kwargs)] = rig.port.calls("audit_action")
     assert args[0] == "chat_prompt_refused" and kwargs["refused"] == "shell"
+
+
+async def test_status_groups_by_machine_when_the_port_has_several(rig):
+    from aipager.daemon.port import HostView
+
+    rig.port.add_session("claude-web@box", State.WORKING)
+    rig.port.machines = [HostView("laptop", local=True),
+                         HostView("box", last_seen=1.0),
+                         HostView("vm", online=False, last_seen=1.0)]
+    await rig.fake.user_says("/status")
+    shown = await rig.fake.wait_for("sendMessage", lambda p: "Sessions:" in str(p["text"]))
+    lines = str(shown["text"]).splitlines()
+    assert lines[:3] == ["Sessions:", "🖥 laptop (this machine)", lines[2]]
+    assert "jim" in lines[2] and "🖥 box" in lines and "🖥 vm · offline since 01:00"[:18] in \
+        "\n".join(lines)
+    assert any("web" in line for line in lines[lines.index("🖥 box"):])
+
+
+async def test_a_sessions_command_may_name_its_machine(rig):
+    rig.port.add_session("claude-web@box", State.READY)
+    await rig.fake.user_says("/web@box run the build")
+    await eventually(lambda: rig.port.calls("type_prompt"))
+    [(args, _)] = rig.port.calls("type_prompt")
+    assert args == ("claude-web@box", "run the build")

@@ -220,3 +220,28 @@ def test_is_native(tmp_path, bins):
     script = tmp_path / "s"
     script.write_text("#!/usr/bin/env python3\n")
     assert wiring.is_native(bins.hook) and not wiring.is_native(str(script))
+
+
+def test_a_model_switch_from_the_chat_puts_claude_codes_setting_back(env):
+    path = paths.claude_settings(env)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"theme": "dark"}, fh)
+    os.chmod(path, 0o640)
+    before = wiring.model_setting(env)
+    assert before == wiring.NO_MODEL
+    assert wiring.put_back_model(env, before, "sonnet") is False  # not written yet: nothing
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"theme": "dark", "model": "sonnet"}, fh)  # what Claude Code's /model does
+    assert wiring.put_back_model(env, before, "sonnet") is True
+    with open(path, encoding="utf-8") as fh:
+        assert json.load(fh) == {"theme": "dark"}
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    assert not [n for n in os.listdir(os.path.dirname(path)) if "aipager-backup" in n]
+    # a model chosen before comes back; a file changed by someone else since is left alone
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"model": "haiku"}, fh)
+    assert wiring.put_back_model(env, "opus", "haiku") is True
+    assert wiring.model_setting(env) == "opus"
+    assert wiring.put_back_model(env, "haiku", "sonnet") is False
+    assert wiring.model_setting(env) == "opus"

@@ -237,3 +237,34 @@ def test_telegram_down_mid_task_the_chat_converges(daemon, dtach_session, fake_a
     texts = phone.sent_texts(snap)
     assert len(texts) == len(set(texts)), texts
     assert phone.reactions(msg["message_id"], snap) == ["👀", "👍"]
+
+
+def test_model_from_the_chat_is_that_sessions_alone(daemon, dtach_session, fake_anthropic,
+                                                    fake_telegram, claude_home):
+    """Claude Code 2.1.328 saves the model ``/model`` picks in ~/.claude/settings.json, which
+    would make it every later session's; from the chat it stays with the session it names."""
+    import json
+
+    phone = Phone(fake_telegram)
+    fake_anthropic.script("E2E-MODELCHAT", fa.text("Some context first."))
+    fake_anthropic.script("E2E-MODELAFTER", fa.text("Still on the switched model."))
+    tui = dtach_session(*TUI_ARGS)
+    _ready(daemon)
+    phone.say("E2E-MODELCHAT hello")
+    tui.wait_shown("Some context first.", 30)
+    daemon.wait_session(_task_done, 20, "the first task done")
+
+    phone.say("/model sonnet")
+
+    tui.wait_shown("Set model to Sonnet", 20)
+
+    def setting() -> object:
+        with open(claude_home.settings_path, encoding="utf-8") as fh:
+            return json.load(fh).get("model", "(none)")
+
+    phone.wait(lambda _s: setting() == "(none)", 15, "Claude Code's own setting put back")
+    phone.say("E2E-MODELAFTER again")
+    tui.wait_shown("Still on the switched model.", 30)
+    models = [r.body.get("model") for r in fake_anthropic.requests_with("E2E-MODELAFTER")]
+    assert models and all("sonnet" in str(m) for m in models), models
+    assert setting() == "(none)"

@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Mapping, Sequence
 
 from aipager.daemon.model import State
-from aipager.daemon.port import AnswerKind, Gone, Outcome, Who
+from aipager.daemon.port import AnswerKind, Gone, HostView, Outcome, Who
 from aipager.daemon.registry import Registry
 
 Handler = Callable[[str, tuple, dict], Any]
@@ -30,6 +30,8 @@ class FakePort:
         self.asked: list[tuple[str, tuple, dict]] = []
         self.previews = False
         self.facts: list[Callable[[], dict[str, Any]]] = []
+        #: what ``hosts`` shows (a hub's machines)
+        self.machines: list[HostView] = []
 
     def _ask(self, name: str, *args: Any, **kwargs: Any) -> Any:
         self.asked.append((name, args, kwargs))
@@ -94,3 +96,6 @@ class FakePort:
 
     def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
         self.facts.append(facts)
+
+    def hosts(self) -> Sequence[HostView]:
+        return tuple(self.machines)

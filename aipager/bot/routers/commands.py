@@ -24,7 +24,8 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 from aipager import dtach
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
-from aipager.bot.callbacks import SessionAct, SessionTap, Setting, SettingTap
+from aipager.bot.callbacks import (ModelChoice, ModelTap, SessionAct, SessionTap, Setting,
+                                   SettingTap)
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Post
 from aipager.daemon.model import Session, State
@@ -95,7 +96,7 @@ async def on_status(message: Message, actions: Actions) -> None:
     current = actions.state.current.get(str(chat_id))
     live = actions.live_sessions()
     markup = session_buttons(actions, [s for s in live if s.name != current], SessionAct.USE)
-    text = view.status_screen(actions.sessions(), current, time.time())
+    text = view.status_screen(actions.sessions(), current, time.time(), actions.port.hosts())
     if markup:
         text += "\n\nTap a session to send your messages there."
     actions.say(chat_id, text, markup=markup)
@@ -264,7 +265,10 @@ async def compact(actions: Actions, chat_id: int, sess: Session) -> None:
 
 async def on_model(message: Message, command: CommandObject, actions: Actions) -> None:
     model = (command.args or "").strip()
-    if not model or not re.fullmatch(r"[A-Za-z0-9._\[\]-]{1,64}", model):
+    if not model:
+        model_picker(actions, message)
+        return
+    if not re.fullmatch(r"[A-Za-z0-9._\[\]-]{1,64}", model):
         actions.say(message.chat.id, "Which model? For example: /model opus, /model sonnet.",
                     reply_to=message.message_id)
         return
@@ -277,6 +281,25 @@ async def on_model(message: Message, command: CommandObject, actions: Actions) -
         actions.say(message.chat.id, f"Cannot switch {sess.label} to {model}: {exc}")
         return
     actions.say(message.chat.id, f"🧠 {sess.label}: switching to {model}.", session=sess.name)
+
+
+def model_picker(actions: Actions, message: Message) -> None:
+    """``/model`` alone: the session's current model and a button per model (the switch is
+    for that session alone: ``DaemonPort.switch_model``)."""
+    chat_id = message.chat.id
+    reply = message.reply_to_message
+    sess = actions.target(chat_id, reply.message_id if reply is not None else None)
+    if sess is None:
+        actions.say(chat_id, "Which session? Send /model in reply to one of its messages, or "
+                    "/model NAME to switch the current one.", reply_to=message.message_id)
+        return
+    handle = actions.state.handle("session", sess.name)
+    kb = InlineKeyboardBuilder()
+    for choice in ModelChoice:
+        kb.button(text=choice.value, callback_data=ModelTap(h=handle, model=choice))
+    actions.say(chat_id, f"🧠 {sess.label} uses {sess.model or 'the default model'}. "
+                "Switch it (this session only) to:", reply_to=message.message_id,
+                markup=view.markup(kb.adjust(3)), session=sess.name)
 
 
 def settings_view(actions: Actions, chat_id: int) -> tuple[str, dict | None]:
@@ -312,11 +335,16 @@ async def on_settings(message: Message, actions: Actions) -> None:
     actions.say(message.chat.id, text, markup=markup)
 
 
-def running_session(message: Message, actions: Actions) -> dict[str, Session] | bool:
+def running_session(message: Message, actions: Actions,
+                    bot_identity: tuple[int, str | None]) -> dict[str, Session] | bool:
     """The filter of ``/<session> [text]``: the running session the command names, as
-    ``sess`` for the handler."""
+    ``sess`` for the handler.  ``/jim@box`` names session jim of machine box (a hub);
+    ``/jim@ourbot`` is Telegram's way of addressing this bot in a group."""
     head = (message.text or "").partition(" ")[0]
-    name = head[1:].split("@", 1)[0]
+    name, at, host = head[1:].partition("@")
+    username = bot_identity[1]
+    if at and not (username and host.lower() == username.lower()):
+        name = f"{name}@{host}"
     sess = actions.find(name) if name else None
     return {"sess": sess} if sess is not None and view.is_live(sess) else False
 

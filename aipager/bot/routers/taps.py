@@ -19,7 +19,7 @@ from aiogram.utils.callback_answer import CallbackAnswer
 
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
-from aipager.bot.callbacks import (SCOPES, PickTap, QuestionAct, QuestionTap, RequestAct,
+from aipager.bot.callbacks import (SCOPES, ModelTap, PickTap, QuestionAct, QuestionTap, RequestAct,
                                    RequestTap, SessionAct, SessionTap, Setting, SettingTap)
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Live
@@ -467,6 +467,22 @@ async def on_detail(query: CallbackQuery, callback_data: SettingTap, actions: Ac
     await _save_setting(query, actions, "detail", callback_data.value, callback_answer)
 
 
+async def on_model_tap(query: CallbackQuery, callback_data: ModelTap, actions: Actions,
+                       callback_answer: CallbackAnswer) -> None:
+    name = actions.state.resolve("session", callback_data.h)
+    sess = actions.registry.get(name) if name else None
+    if sess is None or not view.is_live(sess):
+        callback_answer.text = EXPIRED
+        return
+    model = str(callback_data.model)
+    try:
+        await actions.switch_model(sess, model)
+    except (AipagerError, ValueError, OSError) as exc:
+        callback_answer.text = f"Cannot switch {sess.label}: {exc}"
+        return
+    callback_answer.text = f"{sess.label}: switching to {model}"
+
+
 async def on_unknown_tap(query: CallbackQuery, callback_answer: CallbackAnswer) -> None:
     """Data no button of this version has (forged, or a button of another version)."""
     callback_answer.text = EXPIRED
@@ -495,6 +511,7 @@ def make_router() -> Router:
     tap(on_compact, SessionTap.filter(F.act == SessionAct.COMPACT), flags=PROMPT)
     tap(on_resume, SessionTap.filter(F.act == SessionAct.RESUME), flags=MANAGE)
     tap(on_pick_session, PickTap.filter(), flags=PROMPT)
+    tap(on_model_tap, ModelTap.filter(), flags=PROMPT)
     for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),
                              (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET)):
         # a group's settings are the admins' to change; a private chat's, its person's

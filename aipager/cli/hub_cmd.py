@@ -1,0 +1,93 @@
+"""`aipager hub invite|hosts|revoke`: who may join this machine's hub."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from aipager import config
+from aipager.cli._common import env as _env
+from aipager.cli._common import handles_errors, print_json
+
+app = typer.Typer(help="Several machines, one chat: the hosts that join this hub.")
+
+
+def _settings(env: dict[str, str]):  # -> HubSettings
+    from aipager.hub import settings
+
+    extra = config.load(env).extra if config.exists(env) else {}
+    return settings.from_config(extra)
+
+
+@app.command("invite")
+@handles_errors
+def invite(
+    name: str = typer.Argument(..., help="The host's name (lowercase letters, digits, - _)."),
+    out: str = typer.Option("", "--out", "-o", metavar="FILE",
+                            help="Where to write the credential file (default: the hub's "
+                            "invites folder)."),
+) -> None:
+    """Mint a credential for one host and print the command to run there.
+
+    Inviting a host again gives it a new password (the old file stops working).
+    """
+    from aipager.hub import creds, layout, server
+
+    env = _env()
+    hub = _settings(env)
+    url = hub.invite_url()
+    who = creds.invite(env, name, url)
+    path = out or os.path.join(layout.invites_dir(env), f"{name}.json")
+    creds.write_creds(path, who)
+    if hub.embedded:
+        server.write_config(env, hub)
+        running = server.reload_running(env)
+        typer.echo(f"Host {name} may join{' now' if running else ' once the hub runs'} "
+                   f"(credential: {path}, keep it secret).")
+    else:
+        perms = server.host_permissions(name)
+        typer.echo(f"Credential: {path}. The hub uses the server at {hub.url}: give user "
+                   f"{name} this password there with only these permissions:")
+        typer.echo(f"  publish: {', '.join(perms['publish'])}")
+        typer.echo(f"  subscribe: {', '.join(perms['subscribe'])}")
+    typer.echo("Copy the file to the host, then run there:")
+    typer.echo(f"  aipager start --join {url} --creds {os.path.basename(path)}")
+    if url.startswith("nats://127.") or url.startswith("nats://localhost"):
+        typer.echo("(the hub listens on loopback only: set hub.listen in the config for "
+                   "other machines)")
+
+
+@app.command("hosts")
+@handles_errors
+def hosts(as_json: bool = typer.Option(False, "--json", help="Machine-readable.")) -> None:
+    """The hosts invited to this hub (whether they are online: `aipager status --json`)."""
+    from aipager.hub import creds
+
+    env = _env()
+    doc = creds.load_hosts(env)["hosts"]
+    listed = {name: {"invited_at": entry.get("created_at")} for name, entry in sorted(doc.items())}
+    if as_json:
+        print_json(listed)
+        return
+    if not listed:
+        typer.echo("No host invited yet: aipager hub invite NAME")
+    for name in listed:
+        typer.echo(name)
+
+
+@app.command("revoke")
+@handles_errors
+def revoke(name: str = typer.Argument(..., help="The host to remove.")) -> None:
+    """Remove a host: its credential stops working at once."""
+    from aipager.hub import creds, server
+
+    env = _env()
+    if not creds.revoke(env, name):
+        typer.echo(f"{name} is not a host of this hub.")
+        raise typer.Exit(1)
+    hub = _settings(env)
+    if hub.embedded:
+        server.write_config(env, hub)
+        server.reload_running(env)
+    typer.echo(f"Host {name} removed.")

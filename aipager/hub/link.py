@@ -1,0 +1,378 @@
+"""The hub's link: every host's outputs into the chat, once; commands out to the hosts.
+
+``HubLink.run`` (a daemon service on the hub) connects as the hub's user,
+creates the streams and consumers (``streams``), then
+
+- takes outputs and answers from ``hub-out`` in order.  Per host it remembers
+  (``taken.json``) the last record number it took; a record redelivered after a
+  restart (the acknowledgement was lost) is skipped, so the chat shows it once.
+  Outputs go to the chat's notifier named ``claude-jim@box``, after the session
+  they carry updated the hub's view (the chat reads it while showing them);
+  the chat's state is saved (``before_ack``) before the numbers, and both before
+  the acknowledgement;
+- reads each host's latest sessions from ``AIPAGER_STATE`` (also its sign of life);
+- sends commands on ``aipager.<host>.cmd`` in the order they were made, each with
+  its ``Nats-Msg-Id`` (a retried publish is stored once) and a ``ttl``: the host
+  refuses one that arrives after the hub stopped waiting for it;
+- makes the command consumer of a host invited while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import os
+import secrets
+import time
+from typing import Any, Callable, Mapping
+
+import orjson
+
+from aipager.aio import cancel_and_wait
+from aipager.daemon.model import State
+from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
+from aipager.hub import codec, commands, layout, names, streams
+from aipager.hub.commands import Command, HostUnreachable
+from aipager.hub.conn import connect
+from aipager.hub.creds import Creds
+from aipager.hub.view import HostsView
+from aipager.policy import _fsio
+
+log = logging.getLogger("aipager.hub")
+
+#: records taken per fetch
+BATCH = 64
+#: seconds one fetch waits
+FETCH_SECONDS = 1.0
+#: seconds between looks for newly invited hosts
+HOSTS_SECONDS = 2.0
+
+
+class HubLink:
+    """Args:
+        env: the hub's paths (``layout``).
+        url, creds: the broker and the hub's credential on it.
+        notifier: where hosts' outputs go (the chat's).
+        timeout: seconds a command waits for its host's answer.
+        hosts: the invited hosts (their command consumers are made at start).
+        before_ack: called after a batch of outputs went to the notifier, before the
+            batch is acknowledged (the chat saves its state there).
+        local_name: the hub machine's own host name (``jim@<it>`` is a local session).
+    """
+
+    def __init__(self, env: Mapping[str, str], url: str, creds: Creds, notifier: Notifier, *,
+                 timeout: float = 15.0, hosts: Callable[[], list[str]] = list,
+                 before_ack: Callable[[], Any] | None = None, local_name: str = "") -> None:
+        self.env = dict(env)
+        self.url = url
+        self.creds = creds
+        self.notifier = notifier
+        self.timeout = timeout
+        self.view = HostsView()
+        self.local_name = local_name
+        #: called when what ``facts`` says changed (the composition root saves the state)
+        self.on_change: Callable[[], Any] | None = None
+        self.connected = False
+        self.counters = {"outputs": 0, "repeats_skipped": 0, "unreadable": 0,
+                         "commands": 0, "late_answers": 0}
+        self._hosts = hosts
+        self._before_ack = before_ack
+        self._taken: dict[str, list[Any]] = _read_taken(layout.taken_file(self.env))
+        self._epoch = secrets.token_hex(4)
+        self._ids = itertools.count(1)
+        #: command id → (the host it went to, its answer to be)
+        self._waiting: dict[str, tuple[str, asyncio.Future]] = {}
+        self._queue: asyncio.Queue[tuple[str, dict[str, Any], str, float]] = asyncio.Queue()
+        self._tasks: set[asyncio.Task] = set()
+        self._consumers: set[str] = set()
+        self._nc: Any = None
+
+    # -- what the port asks ------------------------------------------------------------
+
+    def known(self, host: str) -> bool:
+        return host in self.view.hosts or host in self._hosts()
+
+    def check_online(self, host: str) -> None:
+        """Raises:
+            HostUnreachable: the host is not invited, was never heard from or is offline."""
+        h = self.view.hosts.get(host)
+        if h is None or not h.last_seen:
+            why = "has not joined yet" if host in self._hosts() else "is not a host of this hub"
+            msg = f"{host} {why}"
+            raise HostUnreachable(msg)
+        if not h.online():
+            since = time.strftime("%H:%M", time.localtime(h.last_seen))
+            msg = f"{host} is offline since {since}"
+            raise HostUnreachable(msg)
+
+    async def call(self, host: str, cmd: Command) -> Any:
+        """Run ``cmd`` on ``host``; its result, or what it raised.
+
+        Raises:
+            HostUnreachable: the host is offline or did not answer in time.
+            HostFailed, SessionError, ValueError, …: what the host's daemon raised.
+        """
+        self.check_online(host)
+        cmd_id = self._send(host, cmd)
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[cmd_id] = (host, future)
+        try:
+            doc = await asyncio.wait_for(future, self.timeout)
+        except asyncio.TimeoutError:
+            msg = f"{host} did not answer within {self.timeout:.0f} s"
+            raise HostUnreachable(msg) from None
+        finally:
+            self._waiting.pop(cmd_id, None)
+        return commands.result_from_json(doc)
+
+    def send(self, host: str, cmd: Command) -> None:
+        """Send ``cmd`` to ``host`` without waiting (in order with every other command);
+        dropped with a log line when the host is offline."""
+        try:
+            self.check_online(host)
+        except HostUnreachable as exc:
+            log.warning("%s not sent: %s", cmd.name, exc)
+            return
+        self._send(host, cmd)
+
+    def _send(self, host: str, cmd: Command) -> str:
+        cmd_id = f"hub:{self._epoch}:{next(self._ids)}"
+        doc = {"id": cmd_id, "ttl": self.timeout, "cmd": commands.command_to_json(cmd)}
+        self._queue.put_nowait((host, doc, cmd_id, time.monotonic() + self.timeout))
+        self.counters["commands"] += 1
+        return cmd_id
+
+    def facts(self) -> dict[str, Any]:
+        now = time.time()
+        return {"hub": {"url": self.url, "connected": self.connected, **self.counters,
+                        "hosts": {h.name: {"online": h.online(now), "last_seen": h.last_seen,
+                                           "sessions": len(h.sessions)}
+                                  for h in self.view.hosts.values()}}}
+
+    # -- the service -------------------------------------------------------------------
+
+    async def run(self, _daemon: Any = None) -> None:
+        """The daemon service: until cancelled at daemon shutdown."""
+        self._nc = await connect(self.url, self.creds, name="aipager hub")
+        js = self._nc.jetstream(timeout=5)
+        try:
+            await self._setup(js)
+            self.connected = True
+            self._changed()
+            log.info("hub link up at %s", self.url)
+            for coro in (self._outputs(js), self._states(js), self._sender(js),
+                         self._watch_hosts(js)):
+                self._tasks.add(asyncio.create_task(coro))
+            await asyncio.gather(*self._tasks)
+        finally:
+            await cancel_and_wait(self._tasks)
+            self.connected = False
+            with contextlib.suppress(Exception):
+                await self._nc.close()
+
+    async def _setup(self, js: Any) -> None:
+        while True:
+            try:
+                await streams.ensure_streams(js)
+                hosts = list(self._hosts())
+                await streams.ensure_consumers(js, hosts)
+                self._consumers.update(hosts)
+                await streams.fresh_state_consumer(js)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the broker is starting: try again
+                log.warning("setting up the hub's streams failed (%s); trying again", exc)
+                await asyncio.sleep(1.0)
+
+    async def _watch_hosts(self, js: Any) -> None:
+        while True:
+            await asyncio.sleep(HOSTS_SECONDS)
+            for host in set(self._hosts()) - self._consumers:
+                try:
+                    await streams.ensure_host_consumer(js, host)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - next round
+                    log.debug("making the command consumer of %s failed: %s", host, exc)
+                    continue
+                self._consumers.add(host)
+                log.info("host %s may join now", host)
+
+    async def _fetching(self, js: Any, stream: str, consumer: str,
+                        take: Callable[[list[Any]], Any], *, remake: Any = None) -> None:
+        import nats.errors
+
+        sub = None
+        while True:
+            try:
+                if sub is None:
+                    if remake is not None:
+                        await remake(js)
+                    sub = await js.pull_subscribe_bind(consumer, stream)
+                msgs = await sub.fetch(BATCH, timeout=FETCH_SECONDS)
+            except asyncio.CancelledError:
+                raise
+            except nats.errors.TimeoutError:
+                continue
+            except Exception as exc:  # noqa: BLE001 - broker away, consumer lost
+                log.debug("fetching from %s failed: %s", consumer, exc)
+                if remake is not None:
+                    sub = None
+                await asyncio.sleep(0.5)
+                continue
+            await take(msgs)
+
+    async def _outputs(self, js: Any) -> None:
+        await self._fetching(js, names.OUT_STREAM, names.HUB_OUT_CONSUMER, self._take_outputs)
+
+    async def _take_outputs(self, msgs: list[Any]) -> None:
+        for msg in msgs:
+            self._take_one(msg)
+        if self._before_ack is not None:
+            try:
+                self._before_ack()
+            except Exception:  # noqa: BLE001 - the chat's own saving logs its errors
+                log.exception("saving before acknowledging outputs failed")
+        self._save_taken()
+        for msg in msgs:
+            with contextlib.suppress(Exception):
+                await msg.ack()
+
+    def _take_one(self, msg: Any) -> None:
+        host = names.host_of_subject(msg.subject)
+        try:
+            doc = codec.loads(msg.data)
+            epoch, seq = str(doc["epoch"]), int(doc["seq"])
+        except (codec.CodecError, KeyError, TypeError, ValueError) as exc:
+            self.counters["unreadable"] += 1
+            log.warning("an unreadable record on %s (%s); dropped", msg.subject, exc)
+            return
+        if host is None:
+            return
+        taken = self._taken.get(host)
+        if taken is not None and taken[0] == epoch and seq <= int(taken[1]):
+            self.counters["repeats_skipped"] += 1
+            return
+        self._taken[host] = [epoch, seq]
+        try:
+            if doc.get("type") == "reply":
+                self._take_reply(host, doc)
+            elif doc.get("type") == "output":
+                self._take_output(host, doc)
+        except codec.CodecError as exc:
+            self.counters["unreadable"] += 1
+            log.warning("a record from %s that cannot be read (%s); dropped", host, exc)
+
+    def _take_reply(self, host: str, doc: dict[str, Any]) -> None:
+        to, future = self._waiting.get(str(doc.get("id")), ("", None))
+        if future is not None and to != host:
+            log.warning("host %s answered a command sent to %s; ignored", host, to)
+            return
+        if future is None or future.done():
+            self.counters["late_answers"] += 1
+            log.info("answer %s came after its command stopped waiting: %s", doc.get("id"),
+                     doc.get("error") or "done")
+            return
+        future.set_result(doc)
+
+    def _take_output(self, host: str, doc: dict[str, Any]) -> None:
+        out = codec.output_from_json(doc.get("out"))
+        if doc.get("sess") is not None:
+            self.view.note_session(host, doc["sess"], doc.get("stamp"))
+        self.counters["outputs"] += 1
+        self.notifier.emit(as_hub_output(out, host))
+
+    def _save_taken(self) -> None:
+        try:
+            _write_taken(layout.taken_file(self.env), self._taken)
+        except OSError as exc:
+            log.error("cannot save which outputs the chat took: %s", exc.strerror)
+
+    async def _states(self, js: Any) -> None:
+        await self._fetching(js, names.STATE_STREAM, names.HUB_STATE_CONSUMER,
+                             self._take_states, remake=streams.fresh_state_consumer)
+
+    async def _take_states(self, msgs: list[Any]) -> None:
+        for msg in msgs:
+            host = names.host_of_subject(msg.subject)
+            if host is None:
+                continue
+            h = self.view.host(host)
+            was_online, had = h.online(), self._live_names(host)
+            try:
+                doc = codec.loads(msg.data)
+                self.view.note_snapshot(host, doc.get("sessions") or [], doc.get("stamp"),
+                                        msg.metadata.timestamp.timestamp(),
+                                        doc.get("heartbeat"))
+            except (codec.CodecError, AttributeError, TypeError) as exc:
+                log.warning("unreadable sessions from %s (%s)", host, exc)
+                continue
+            now = self._live_names(host)
+            if h.online() and not was_online:
+                log.info("host %s is online: sessions %s", host, ", ".join(now) or "none")
+            elif now != had:
+                log.info("host %s: sessions %s", host, ", ".join(now) or "none")
+            if now != had or h.online() != was_online:
+                self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:  # noqa: BLE001 - a failing save logs itself
+                log.exception("saving the hub's facts failed")
+
+    def _live_names(self, host: str) -> list[str]:
+        h = self.view.hosts.get(host)
+        return sorted(n for n, (_, s) in h.sessions.items() if s.state != State.GONE) \
+            if h is not None else []
+
+    async def _sender(self, js: Any) -> None:
+        while True:
+            host, doc, cmd_id, deadline = await self._queue.get()
+            data = codec.dumps(doc)
+            while True:
+                try:
+                    await js.publish(names.cmd_subject(host), data,
+                                     headers={"Nats-Msg-Id": cmd_id})
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the broker is away: until the deadline
+                    if time.monotonic() > deadline:
+                        log.warning("command %s for %s not sent: %s", cmd_id, host, exc)
+                        break
+                    await asyncio.sleep(0.2)
+
+
+def as_hub_output(out: Output, host: str) -> Output:
+    """A host's output as the hub's chat shows it: its session named ``claude-jim@box``,
+    no journal number of the host's (the hub's ``taken`` keeps it from showing twice).
+    Files stay on the host: the chat is told where they are."""
+    session = names.qualify(out.session, host)
+    if isinstance(out, Files):
+        where = ", ".join(os.path.basename(f) for f in out.files[:5])
+        return Notice(session=session, text=f"📎 {out.session.removeprefix('claude-')}@{host} "
+                      f"sent {len(out.files)} file(s) that stay on {host}: {where}",
+                      notice=NoticeName.FILES_REFUSED, extra={"files": list(out.files)})
+    return dataclasses.replace(out, session=session, origin=0, replayed=False)
+
+
+def _read_taken(path: str) -> dict[str, list[Any]]:
+    try:
+        with open(path, "rb") as fh:
+            doc = orjson.loads(fh.read())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return {k: v for k, v in doc.items() if isinstance(v, list) and len(v) == 2} \
+        if isinstance(doc, dict) else {}
+
+
+def _write_taken(path: str, taken: dict[str, list[Any]]) -> None:
+    layout.make_private(os.path.dirname(path))
+    _fsio.write_atomic(path, orjson.dumps(taken), 0o600)
+

@@ -1,0 +1,218 @@
+"""``HubPort``: the chat's ``DaemonPort`` on the hub, over the local daemon and the hosts.
+
+A session without ``@`` is the hub machine's own and goes to its daemon as
+before; ``claude-jim@box`` is host ``box``'s ``claude-jim``, and a call for it
+becomes a command (``commands``) the host runs on its own daemon, answered
+within the link's timeout or failing with ``HostUnreachable`` (a
+``SessionError``: the chat says "not delivered to jim@box: box is offline since
+12:03").  Calls that take a label (``start_session``, ``kill_session``) take
+``jim@box`` too.
+
+``sessions`` merges both: the local registry's sessions as they are, then every
+host's, labelled ``jim`` when no other session is called so, else ``jim@box``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from aipager.daemon.dialogkeys import Answer as QuestionAnswer
+from aipager.daemon.model import Session, State
+from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
+from aipager.hub import commands, names
+from aipager.hub.link import HubLink
+
+PREFIX = "claude-"
+
+
+class MergedSessions:
+    """The local registry and the hosts' sessions, read only (``SessionsView``)."""
+
+    def __init__(self, local: SessionsView, link: HubLink) -> None:
+        self._local = local
+        self._link = link
+
+    def _labelled(self) -> list[Session]:
+        remote = self._link.view.sessions()
+        counts: dict[str, int] = {}
+        live_local = [s for s in self._local if s.state != State.GONE]
+        for s in live_local:
+            counts[s.label.lower()] = counts.get(s.label.lower(), 0) + 1
+        for s in remote:
+            if s.state != State.GONE:
+                bare = _bare_label(s)
+                counts[bare.lower()] = counts.get(bare.lower(), 0) + 1
+        for s in remote:
+            bare = _bare_label(s)
+            _, host = names.split(s.name)
+            alone = counts.get(bare.lower(), 0) <= (0 if s.state == State.GONE else 1)
+            s.label = bare if alone else f"{bare}@{host}"
+        return remote
+
+    def __iter__(self) -> Iterator[Session]:
+        yield from self._local
+        yield from self._labelled()
+
+    def get(self, name: str) -> Session | None:
+        bare, host = names.split(name)
+        if host is None:
+            return self._local.get(name)
+        self._labelled()
+        return self._link.view.get(name)
+
+    def clock(self) -> float:
+        return self._local.clock()
+
+    @property
+    def version(self) -> Any:
+        return getattr(self._local, "version", None)
+
+
+def _bare_label(sess: Session) -> str:
+    return sess.label.split("@", 1)[0]
+
+
+class HubPort:
+    """Args:
+        local: the hub machine's own daemon.
+        link: the hub's link to the hosts.
+    """
+
+    def __init__(self, local: DaemonPort, link: HubLink) -> None:
+        self.local = local
+        self.link = link
+        self.env: Mapping[str, str] = local.env
+        self.started_at: float = local.started_at
+        self._sessions = MergedSessions(local.sessions, link)
+
+    @property
+    def sessions(self) -> MergedSessions:
+        return self._sessions
+
+    # -- where a name goes -------------------------------------------------------------
+
+    def _label_host(self, label: str) -> tuple[str, str | None]:
+        """``jim@box`` → (``jim``, ``box``); a label a host's session alone shows (``jim``)
+        → that host; a local session's label → (label, None)."""
+        bare, host = names.split(label)
+        if host is not None:
+            return bare, host
+        key = label.lower()
+        if any(s.label.lower() == key for s in self.local.sessions):
+            return label, None
+        found = [s for s in self._sessions._labelled() if s.label.lower() == key]
+        if len(found) == 1:
+            bare_name, host = names.split(found[0].name)
+            return bare_name.removeprefix(PREFIX), host
+        return label, None
+
+    # -- chat messages -----------------------------------------------------------------
+
+    def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
+                           chat_id: int | str = "", sender: str = "", held: bool = False,
+                           held_for: str = "task") -> None:
+        bare, host = names.split(session)
+        if host is None:
+            self.local.queue_chat_message(session, msg_id, text, chat_id=chat_id, sender=sender,
+                                          held=held, held_for=held_for)
+            return
+        self.link.send(host, commands.QueueChatMessage(bare, msg_id, text, chat_id, sender,
+                                                       held, held_for))
+
+    def drop_chat_message(self, session: str, msg_id: int | str) -> None:
+        bare, host = names.split(session)
+        if host is None:
+            self.local.drop_chat_message(session, msg_id)
+            return
+        self.link.send(host, commands.DropChatMessage(bare, msg_id))
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
+                             reason: str = "", suggestion: int | None = None,
+                             edit: str | None = None) -> Outcome:
+        bare, host = names.split(session)
+        if host is None:
+            return await self.local.answer_request(session, key, kind, who, reason=reason,
+                                                   suggestion=suggestion, edit=edit)
+        return await self.link.call(host, commands.AnswerRequest(bare, key, kind, who, reason,
+                                                                 suggestion, edit))
+
+    async def answer_question(self, session: str, key: str, who: Who,
+                              answers: Sequence[QuestionAnswer] | None) -> Outcome:
+        bare, host = names.split(session)
+        if host is None:
+            return await self.local.answer_question(session, key, who, answers)
+        return await self.link.call(host, commands.AnswerQuestion(
+            bare, key, who, None if answers is None else tuple(answers)))
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "") -> str:
+        bare, host = names.split(label)
+        if host is None or host == self.link.local_name:
+            return await self.local.start_session(bare, resume_id=resume_id, cwd=cwd)
+        name = await self.link.call(host, commands.StartSession(bare, resume_id, cwd))
+        return names.qualify(str(name), host)
+
+    async def stop_session(self, session: str) -> bool:
+        bare, host = names.split(session)
+        if host is None:
+            return await self.local.stop_session(session)
+        return bool(await self.link.call(host, commands.StopSession(bare)))
+
+    async def kill_session(self, label: str) -> bool:
+        bare, host = self._label_host(label)
+        if host is None or host == self.link.local_name:
+            return await self.local.kill_session(bare)
+        return bool(await self.link.call(host, commands.KillSession(bare)))
+
+    async def switch_model(self, session: str, model: str) -> None:
+        bare, host = names.split(session)
+        if host is None:
+            return await self.local.switch_model(session, model)
+        await self.link.call(host, commands.SwitchModel(bare, model))
+
+    # -- typing ------------------------------------------------------------------------
+
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+        bare, host = names.split(session)
+        if host is None:
+            return await self.local.type_prompt(session, text, note=note)
+        await self.link.call(host, commands.TypePrompt(bare, text, dict(note)))
+
+    async def type_text(self, session: str, text: str) -> None:
+        bare, host = names.split(session)
+        if host is None:
+            return await self.local.type_text(session, text)
+        await self.link.call(host, commands.TypeText(bare, text))
+
+    # -- the rest ----------------------------------------------------------------------
+
+    def audit_action(self, action: str, who: Who, **fields: Any) -> None:
+        """Audited where the person acted: the hub's audit log (the session named with
+        its host)."""
+        self.local.audit_action(action, who, **fields)
+
+    def set_previews(self, on: bool) -> None:
+        # hosts always make previews; the chat shows them where a chat turned them on
+        self.local.set_previews(on)
+
+    def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
+        self.local.add_facts(facts)
+
+    def hosts(self) -> Sequence[HostView]:
+        """The hub machine first, then every host by name, each online or since when not."""
+        local = HostView(self.link.local_name or "this machine", local=True)
+        return [local, *(HostView(name, online=h.online(), last_seen=h.last_seen)
+                         for name, h in sorted(self.link.view.hosts.items()))]
+
+
+def offline_since(link: HubLink, host: str) -> str:
+    """``12:03`` when ``host`` went quiet, "" while it is online."""
+    h = link.view.hosts.get(host)
+    if h is None or h.online() or not h.last_seen:
+        return ""
+    return time.strftime("%H:%M", time.localtime(h.last_seen))
+

@@ -1,0 +1,133 @@
+"""Two machines on the real path: `aipager start --hub` (its embedded nats-server from the
+wheel, its bot on the fake Bot API) and `aipager start --join` for a host running the real
+Claude Code TUI in dtach; the owner's message in the chat runs on the host and its answer
+comes back once, threaded."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from e2e.kit import claude as kit
+from e2e.kit.chat import Phone
+from e2e.kit.daemon import Daemon, write_config
+from fakes import anthropic as fa
+
+pytestmark = pytest.mark.e2e
+
+TUI_ARGS = ("--permission-mode", "default", "--allowedTools", "Bash,Write,Edit,Read")
+
+
+class Started(Daemon):
+    """``aipager start`` with options (``--hub``, ``--join URL --creds FILE``)."""
+
+    def __init__(self, home, args, **kw) -> None:
+        super().__init__(home, **kw)
+        self.args = list(args)
+
+    def start(self, wait: float = 30.0) -> None:
+        self.env = self.environment()
+        with open(self.output, "ab") as out:
+            self.proc = subprocess.Popen(
+                [kit.installed_program("aipager"), "start", *self.args], env=self.env,
+                cwd=self.home.root, stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT)
+        try:
+            self.wait_state(lambda st: st["state"]["daemon"].get("alive") is True, wait,
+                            "daemon alive")
+        except BaseException:
+            with contextlib.suppress(AssertionError):
+                self.stop()
+            raise
+
+
+def _wait_log(daemon, *needles: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(all(n in line for n in needles) for line in daemon.log().splitlines()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never logged {needles}:\n{daemon.tail()}")
+        time.sleep(0.2)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def hub_home():
+    home = kit.make_home("claude-hubside")
+    yield home
+    import shutil
+
+    shutil.rmtree(home.root, ignore_errors=True)
+
+
+def test_a_message_on_the_hub_runs_on_the_host_and_its_answer_comes_back_once(
+        claude_home, hub_home, fake_telegram, fake_anthropic, dtach_session):
+    from aipager import config
+
+    port = _free_port()
+    write_config(hub_home)
+    env = hub_home.aipager_env()
+    cfg = config.load(env)
+    config.save(env, config.Config(cfg.bot_token, cfg.chat_id, cfg.members, extra={
+        **cfg.extra, "hub": {"name": "laptop", "listen": f"127.0.0.1:{port}"}}))
+    creds = os.path.join(hub_home.root, "box.json")
+    invite = subprocess.run([kit.installed_program("aipager"), "hub", "invite", "box", "--out",
+                             creds], env=env, capture_output=True, text=True, timeout=30)
+    assert invite.returncode == 0, invite.stderr
+    command = next(line.strip() for line in invite.stdout.splitlines()
+                   if "aipager start --join" in line)
+    assert command == f"aipager start --join nats://127.0.0.1:{port} --creds box.json"
+
+    hub = Started(hub_home, ["--hub"], api_base=fake_telegram.base)
+    hub.start()
+    host = Started(claude_home, ["--join", f"nats://127.0.0.1:{port}", "--creds", creds])
+    try:
+        host.start()
+        fake_anthropic.script("E2E-HUB", fa.bash("echo from-the-host"),
+                              fa.text("Answered on the host."))
+        dtach_session(*TUI_ARGS)
+        host.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 40,
+                          "the session ready on the host")
+        _wait_log(hub, "host box", "claude-e2e")
+        assert not host.status()["state"]["daemon"].get("chat")  # no bot on the host
+
+        phone = Phone(fake_telegram)
+        msg = phone.say("E2E-HUB run the step")
+        (answer,) = phone.wait(lambda snap: [p for p in phone.replies_to(msg["message_id"], snap)
+                                             if "Answered on the host." in p["text"]],
+                               60, "the answer from the host")
+        assert answer["text"] == "e2e\nAnswered on the host."
+        (first, *_rest) = fake_anthropic.requests_with("E2E-HUB")
+        assert "E2E-HUB run the step" in fa.message_text(first.last_user())
+        sess = host.wait_session(lambda s: s["task"] and s["task"].get("ended_at"), 20,
+                                 "the task done on the host")
+        assert sess["task"]["origin"] == "telegram"
+        assert [a.get("msg_id") for a in sess["task"]["authors"]] == [msg["message_id"]]
+        time.sleep(2.0)  # anything repeated would arrive by now
+        answers = [p for p in phone.calls("sendMessage") if "Answered on the host." in p["text"]
+                   and p["text"].startswith("e2e\n")]
+        assert len(answers) == 1
+        hub_state = hub.status()["state"]
+        assert not [s for s in hub_state["sessions"] if s["name"].startswith("claude-e2e")]
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- hub\n{hub.tail()}\n--- host\n{host.tail()}") from None
+    finally:
+        host.stop()
+        hub.stop()
+    # the hub's embedded server stopped with it
+    with contextlib.suppress(FileNotFoundError):
+        pid = int(open(os.path.join(env["XDG_STATE_HOME"], "aipager", "hub",
+                                    "nats-server.pid")).read())
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+            raise AssertionError("the embedded nats-server outlived the hub")

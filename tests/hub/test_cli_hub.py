@@ -1,0 +1,152 @@
+"""`aipager hub invite|hosts|revoke` and `start --join`, with the embedded server: an
+invited host may connect at once, a revoked one no more."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import nats
+import pytest
+from fakes.telegram_api import OWNER, TOKEN
+from hub.conftest import free_port
+from typer.testing import CliRunner
+
+from aipager import config
+from aipager.cli.app import app
+from aipager.hub import creds, layout, server, settings
+
+
+@pytest.fixture
+def hub_config(tmp_path):
+    port = free_port()
+    env = dict(os.environ)
+    cfg = config.Config(bot_token=TOKEN, chat_id=OWNER["id"],
+                        extra={"hub": {"name": "laptop", "listen": f"127.0.0.1:{port}"}})
+    config.save(env, cfg)
+    return env, port
+
+
+def test_invite_writes_a_private_credential_and_prints_the_one_command(hub_config, tmp_path):
+    env, port = hub_config
+    out = tmp_path / "box.json"
+    result = CliRunner().invoke(app, ["hub", "invite", "box", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"aipager start --join nats://127.0.0.1:{port} --creds box.json" in result.output
+    assert "loopback" in result.output
+    doc = json.loads(out.read_text())
+    assert doc["user"] == "box" and len(doc["password"]) >= 24
+    assert doc["url"] == f"nats://127.0.0.1:{port}"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    conf = open(layout.server_config(env)).read()
+    assert doc["password"] in conf and '"aipager.box.out"' in conf
+    assert stat.S_IMODE(os.stat(layout.server_config(env)).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(layout.hosts_file(env)).st_mode) == 0o600
+
+    listed = CliRunner().invoke(app, ["hub", "hosts"])
+    assert listed.output.split() == ["box"]
+
+
+@pytest.mark.parametrize("bad", ["Box", "hub", "a.b", "-x", "x" * 33, "a>b"])
+def test_a_name_that_cannot_be_a_host_is_refused(hub_config, bad):
+    result = CliRunner().invoke(app, ["hub", "invite", "--", bad])
+    assert result.exit_code == 3 and "cannot name a host" in result.output
+
+
+async def test_the_embedded_server_lets_in_whom_the_hub_invited_and_no_one_else(hub_config):
+    env, port = hub_config
+    hub = settings.from_config(config.load(env).extra)
+    box = creds.invite(env, "box", hub.invite_url())
+    embedded = server.EmbeddedServer(env, hub)
+    embedded.start()
+    try:
+        nc = await nats.connect(hub.client_url(), user="box", password=box.password)
+        await nc.close()
+        # invited while it runs: the invite command reloads it
+        result = CliRunner().invoke(app, ["hub", "invite", "vm", "--out", str(
+            layout.invites_dir(env) + "/vm.json")])
+        assert result.exit_code == 0 and "may join now" in result.output, result.output
+        vm = creds.read_creds(layout.invites_dir(env) + "/vm.json")
+        nc = await _eventually_connect(hub.client_url(), vm)
+        await nc.close()
+        # revoked: refused from now on
+        result = CliRunner().invoke(app, ["hub", "revoke", "box"])
+        assert result.exit_code == 0, result.output
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await _eventually_refused(hub.client_url(), box)
+    finally:
+        embedded.stop()
+    assert embedded.proc is None and not os.path.exists(layout.server_pid(env))
+
+
+async def _eventually_connect(url, who, tries=50):
+    import asyncio
+
+    for _ in range(tries):
+        try:
+            return await nats.connect(url, user=who.user, password=who.password,
+                                      max_reconnect_attempts=0, allow_reconnect=False)
+        except nats.errors.Error:
+            await asyncio.sleep(0.1)
+    raise AssertionError("never let in")
+
+
+async def _eventually_refused(url, who, tries=50):
+    import asyncio
+
+    for _ in range(tries):
+        nc = None
+        try:
+            nc = await nats.connect(url, user=who.user, password=who.password,
+                                    max_reconnect_attempts=0, allow_reconnect=False)
+        finally:
+            if nc is not None:
+                await nc.close()
+        await asyncio.sleep(0.1)
+
+
+def test_join_needs_a_credential_file(tmp_path):
+    result = CliRunner().invoke(app, ["start", "--join", "nats://127.0.0.1:4222"])
+    assert result.exit_code == 3 and "--creds" in result.output
+    bad = tmp_path / "creds.json"
+    bad.write_text("{}")
+    result = CliRunner().invoke(app, ["start", "--join", "nats://x:4222", "--creds", str(bad)])
+    assert result.exit_code == 3 and "credential file" in result.output
+    result = CliRunner().invoke(app, ["start", "--hub", "--creds", str(bad)])
+    assert result.exit_code == 3 and "exclude" in result.output
+
+
+@pytest.fixture
+def fake_main(monkeypatch):
+    """A stand-in for aipager.main that records how ``start`` ran it."""
+    import sys
+    import types
+
+    calls = []
+    module = types.ModuleType("aipager.main")
+
+    def run(env, verbose=False, cfg=None, **kw):
+        calls.append({"cfg": cfg, **kw})
+        return 0
+
+    module.run = run
+    monkeypatch.setitem(sys.modules, "aipager.main", module)
+    return calls
+
+
+def test_start_join_runs_a_host_without_any_config(fake_main, tmp_path):
+    who = creds.write_creds(str(tmp_path / "box.json"),
+                            creds.Creds("box", "pw", "nats://hub.lan:4222"))
+    result = CliRunner().invoke(app, ["start", "--creds", who])
+    assert result.exit_code == 0, result.output
+    assert fake_main == [{"cfg": None, "join": "nats://hub.lan:4222", "creds": who}]
+    assert not config.exists(dict(os.environ))
+    result = CliRunner().invoke(app, ["start", "--join", "nats://other:4222", "--creds", who])
+    assert fake_main[-1]["join"] == "nats://other:4222"
+
+
+def test_start_hub_runs_the_hub_with_the_config(fake_main, hub_config):
+    result = CliRunner().invoke(app, ["start", "--hub"])
+    assert result.exit_code == 0, result.output
+    assert fake_main[0]["hub"] is True and fake_main[0]["cfg"].chat_id == OWNER["id"]

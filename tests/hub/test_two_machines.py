@@ -1,0 +1,169 @@
+"""A chat on the hub drives a session on another machine, through a real nats-server."""
+
+from __future__ import annotations
+
+from bot.conftest import eventually
+from fakes.telegram_api import OWNER
+from hub.conftest import hub_sees
+
+from aipager.daemon.model import State
+
+
+async def on_screen(machines, pred, timeout=10.0):
+    """A bot message as the chat shows it now (edits applied) matching ``pred``."""
+    def find():
+        return next((m for m in machines.fake.bot_messages(OWNER["id"])
+                     if pred(str(m.get("text", "")))), None)
+
+    return await eventually(find, timeout, "a message on the phone")
+
+
+def answers(hub, text):
+    return [t for t in hub.sent_texts() if text in t]
+
+
+async def test_a_prompt_runs_on_the_named_host_and_its_answer_comes_back_once(machines):
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    session = box.start("jim")
+    sess = await hub_sees(hub, "claude-jim@box")
+    assert sess.label == "jim"  # alone: no host needed
+
+    msg = await machines.fake.user_says("/jim fix the failing test")
+    typed = await eventually(lambda: box.sessions.typed, 10, "the prompt typed on box")
+    assert typed[0][:2] == (session, "fix the failing test")
+    assert typed[0][2]["msg_id"] == msg["message_id"]
+    assert typed[0][2]["author_user_id"] == OWNER["id"]
+    assert hub.sessions.typed == []  # nothing typed on the hub machine
+
+    box.feed(session, "queue_pickup", consumed=[{"msg_id": msg["message_id"],
+                                                "chat_id": OWNER["id"],
+                                                "author_user_id": OWNER["id"]}])
+    box.feed(session, "UserPromptSubmit", prompt="fix the failing test", prompt_id="p1")
+    box.feed(session, "PreToolUse", tool_name="Bash", tool_use_id="t1",
+             tool_input={"command": "pytest -q"})
+    await on_screen(machines, lambda t: "jim · working" in t and "pytest -q" in t)
+    box.feed(session, "PostToolUse", tool_name="Bash", tool_use_id="t1",
+             tool_input={"command": "pytest -q"}, tool_response={"stdout": "1 passed"})
+    box.feed(session, "Stop", prompt_id="p1", last_assistant_message="Fixed: the test passes.")
+    answer = await machines.fake.wait_for("sendMessage",
+                                          lambda p: "the test passes" in str(p.get("text")))
+    assert int(answer["reply_parameters"]["message_id"]) == msg["message_id"]
+    await machines.fake.wait_for("setMessageReaction",
+                                 lambda p: p["reaction"][0]["emoji"] == "👍")
+    await eventually(lambda: hub.port.sessions.get("claude-jim@box").state == State.READY, 10)
+    await eventually(lambda: hub.bot.outbox.idle(), 10, "outbox idle")
+    assert len(answers(hub, "the test passes")) == 1
+
+
+async def test_the_same_name_on_two_machines_is_name_at_host(machines):
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    vm = machines.start_host("vm")
+    box.start("api")
+    vm.start("api")
+    a = await hub_sees(hub, "claude-api@box")
+    b = await hub_sees(hub, "claude-api@vm")
+    assert {a.label, b.label} == {"api@box", "api@vm"}
+    from aipager.bot.actions import Actions
+
+    actions = Actions(hub.port, hub.bot.state, hub.bot.outbox, lambda: "/tmp")
+    assert actions.find("api@vm").name == "claude-api@vm"
+    assert actions.find("api@box").name == "claude-api@box"
+    assert actions.find("api") is None  # ambiguous: the chat asks
+
+    # a prompt typed at vm's terminal shows in the chat; a reply to it goes to vm
+    vm.feed("claude-api", "UserPromptSubmit", prompt="look at the logs", prompt_id="p0")
+    shown = await machines.fake.wait_for("sendMessage",
+                                         lambda p: "look at the logs" in str(p.get("text")))
+    msgs = machines.fake.bot_messages(OWNER["id"])
+    shown_id = next(m["message_id"] for m in msgs if m.get("text") == shown["text"])
+    vm.feed("claude-api", "Stop", prompt_id="p0", last_assistant_message="Logs are clean.")
+    await machines.fake.wait_for("sendMessage", lambda p: "Logs are clean" in str(p.get("text")))
+    await machines.fake.user_says("run the migrations", reply_to=shown_id)
+    typed = await eventually(lambda: vm.sessions.typed, 10, "typed on vm")
+    assert typed[0][:2] == ("claude-api", "run the migrations")
+    assert box.sessions.typed == []
+
+
+async def test_a_tap_answers_the_hosts_own_hook(machines):
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    session = box.start("jim")
+    await hub_sees(hub, "claude-jim@box")
+    box.feed(session, "UserPromptSubmit", prompt="go", prompt_id="p1")
+    # no hook waits (no reply address): the host's daemon answers the dialog with keys
+    box.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="t9",
+             tool_input={"command": "make deploy"})
+    req = await machines.fake.wait_for("sendMessage", lambda p: "make deploy" in str(p.get("text")))
+    buttons = [b for row in req["reply_markup"]["inline_keyboard"] for b in row]
+    allow = next(b for b in buttons if "Allow" in b["text"])
+    await machines.fake.user_taps(req_id(req, machines), allow["callback_data"])
+    keys = await eventually(lambda: box.sessions.keys, 10, "keys pressed on box")
+    assert keys[0][0] == session
+    edited = await machines.fake.wait_for("editMessageText",
+                                          lambda p: "make deploy" in str(p.get("text")))
+    assert "Allowed" in edited["text"] or "✅" in edited["text"]
+
+
+def req_id(params, machines):
+    msgs = machines.fake.bot_messages(OWNER["id"])
+    return next(m["message_id"] for m in msgs if m.get("text") == params["text"])
+
+
+async def test_a_host_offline_is_said_at_once(machines):
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    box.start("jim")
+    await hub_sees(hub, "claude-jim@box")
+    await box.stop()
+    # the hub still knows the session; the host stops sending its heartbeat
+    h = hub.link.view.hosts["box"]
+    h.last_seen -= 60
+    msg = await machines.fake.user_says("/jim hello")
+    reply = await machines.fake.wait_for("sendMessage",
+                                         lambda p: "Not delivered" in str(p.get("text")))
+    assert "box is offline since" in reply["text"]
+    assert int(reply["reply_parameters"]["message_id"]) == msg["message_id"]
+
+
+async def test_new_name_at_host_starts_the_session_there_and_kill_ends_it(machines, tmp_path):
+    import stat
+
+    from aipager import dtach, paths
+
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    mark = tmp_path / "started"
+    script = tmp_path / "claude"
+    script.write_text(f'#!/bin/sh\necho "$PWD|$*" >> {mark}\nexec sleep 60\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    box.daemon.env["AIPAGER_CLAUDE_BIN"] = str(script)
+    box.sessions.live.add("claude-web")  # typing goes to box's fake terminal
+    await eventually(lambda: "box" in hub.link.view.hosts and hub.link.view.hosts["box"].online(),
+                     10, "box online")
+    try:
+        await machines.fake.user_says("/new web@box write the readme")
+        await machines.fake.wait_for("sendMessage",
+                                     lambda p: "web@box started" in str(p.get("text")))
+        await eventually(lambda: mark.exists() and mark.read_text(), 10, "claude started on box")
+        # (started in the hub's default folder: here both machines share one file system;
+        # a folder box lacks means box's home: test_codec.py)
+        assert mark.read_text().strip() == f"{machines.hub_env['HOME']}|"
+        assert dtach.is_live(paths.dtach_socket(box.env, "web"))
+        assert not dtach.list_sessions(machines.hub_env)
+        box.feed("claude-web", "SessionStart", source="startup", session_id="sid-web",
+                 cwd=box.env["HOME"])
+        typed = await eventually(lambda: box.sessions.typed, 15, "the first message on box")
+        assert typed[0][:2] == ("claude-web", "write the readme")
+
+        await machines.fake.user_says("/kill web")
+        ask = await on_screen(machines, lambda t: t.startswith("End session web"))
+        yes = next(b for row in ask["reply_markup"]["inline_keyboard"] for b in row
+                   if "Yes" in b["text"])
+        await machines.fake.user_taps(ask["message_id"], yes["callback_data"])
+        await eventually(lambda: not dtach.is_live(paths.dtach_socket(box.env, "web")), 10,
+                         "web ended on box")
+    finally:
+        for info in dtach.list_sessions(box.env):
+            dtach.kill(box.env, info.name)
