@@ -9,7 +9,8 @@ import types
 
 import pytest
 
-from aipager import __version__, config, dtach, paths, wiring
+from aipager import __version__, config, dtach, paths
+from aipager.install import claude_code
 from aipager.cli.app import app
 from fakes.telegram_api import OWNER, TOKEN
 
@@ -99,7 +100,7 @@ def test_config_token_and_chat_are_checked_first(runner, configured, fake_api, e
 def test_config_rewire(runner, env, bins):
     first = runner.invoke(app, ["config", "rewire"])
     assert first.exit_code == 0 and "wired" in first.output
-    assert wiring.check(env, bins) == []
+    assert claude_code.check(env, bins) == []
     assert "already wired" in runner.invoke(app, ["config", "rewire"]).output
 
 
@@ -111,7 +112,7 @@ def test_uninstall_twice_keeps_audit_log_and_user_settings(runner, env, bins, fa
     os.makedirs(os.path.dirname(path))
     with open(path, "w") as fh:
         json.dump(USER_SETTINGS, fh)
-    wiring.install(env, bins)
+    claude_code.install(env, bins)
     os.makedirs(paths.state_dir(env), exist_ok=True)
     with open(paths.audit_log(env), "w") as fh:
         fh.write('{"action": "allow"}\n')
@@ -266,7 +267,7 @@ def test_doctor_all_good_then_each_problem_with_a_fix(runner, configured, fake_a
     claude.write_text("#!/bin/sh\n")
     claude.chmod(0o755)
     monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(claude))
-    wiring.install(env, bins)
+    claude_code.install(env, bins)
     result = runner.invoke(app, ["doctor"])
     assert result.exit_code == 0, result.output
     assert "all good" in result.output and "FAIL" not in result.output
@@ -465,7 +466,7 @@ def test_start_on_an_unconfigured_terminal_walks_through_setup(runner, fake_api,
     assert result.exit_code == 0, result.output
     assert "not set up yet" in result.output and SECRET not in result.output
     assert config.load(env).chat_id == OWNER["id"]
-    assert wiring.check(env, bins) == []
+    assert claude_code.check(env, bins) == []
     assert len(daemon_app) == 1
 
 
