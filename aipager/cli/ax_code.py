@@ -2,7 +2,7 @@
 
 AX Code speaks Claude Code's hook protocol when an entry asks for it, so the
 same ``aipager-hook`` serves both; only the file and its shape differ
-(``aipager.wiring_ax``).
+(``aipager.install.ax_code``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import typer
 
-from aipager import paths, wiring, wiring_ax
+from aipager import paths
+from aipager.install import claude_code, ax_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors
 
@@ -22,7 +23,7 @@ _PROJECT = typer.Option(Path("."), "--project", help="The project folder (defaul
                         file_okay=False)
 
 
-def _report(result: wiring.Result, changed: str, unchanged: str) -> None:
+def _report(result: claude_code.Result, changed: str, unchanged: str) -> None:
     typer.echo(changed if result.changed else unchanged)
     if result.backup:
         typer.echo(f"Backup: {result.backup}")
@@ -34,7 +35,7 @@ def _report(result: wiring.Result, changed: str, unchanged: str) -> None:
 @handles_errors
 def install(project: Path = _PROJECT) -> None:
     """Add aipager-hook for every AX Code event (idempotent; your hooks stay)."""
-    result = wiring_ax.install(str(project), _env())
+    result = ax_code.install(str(project), _env())
     _report(result, f"Wired aipager into {result.path}.",
             f"{result.path} already wires aipager; nothing written.")
 
@@ -43,7 +44,7 @@ def install(project: Path = _PROJECT) -> None:
 @handles_errors
 def uninstall(project: Path = _PROJECT) -> None:
     """Remove exactly aipager's entries (your hooks stay)."""
-    result = wiring_ax.uninstall(str(project))
+    result = ax_code.uninstall(str(project))
     _report(result, f"Removed aipager from {result.path}.",
             f"aipager is not wired in {result.path}; nothing written.")
 
@@ -52,10 +53,10 @@ def uninstall(project: Path = _PROJECT) -> None:
 @handles_errors
 def check(project: Path = _PROJECT) -> None:
     """Report what is missing; exit 1 when the wiring is incomplete."""
-    found = wiring_ax.check(str(project), _env())
+    found = ax_code.check(str(project), _env())
     if not found:
         typer.echo(f"AX Code wiring OK ({paths.ax_code_hooks(str(project))}).")
-        typer.echo(wiring_ax.TRUST_REMINDER)
+        typer.echo(ax_code.TRUST_REMINDER)
         return
     for problem in found:
         typer.echo(f"- {problem.what} -> {problem.fix}")

@@ -13,12 +13,13 @@ from typing import Optional
 
 import typer
 
-from aipager import config, paths, wiring
+from aipager import config, paths
+from aipager.install import claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive, print_json
 from aipager.cli.setup_cmd import read_token
 
-app = typer.Typer(help="Show or change token, chat, members, policy file, wiring.")
+app = typer.Typer(help="Show or change token, chat, members, policy file, claude_code.")
 member_app = typer.Typer(help="Team members and their roles.")
 app.add_typer(member_app, name="member")
 
@@ -64,7 +65,7 @@ def token(
         None, "--token-file", help="Read it from a file ('-' = stdin)."),
 ) -> None:
     """Replace the bot token (checked with Telegram first; never taken as an argument)."""
-    from aipager import telegram_check as tg
+    from aipager.install import telegram_check as tg
 
     env = _env()
     cfg = config.load(env)
@@ -79,7 +80,7 @@ def token(
 @handles_errors
 def chat(chat_id: int = typer.Argument(..., help="Telegram chat id.")) -> None:
     """Report to another chat (a test message is sent there first)."""
-    from aipager import telegram_check as tg
+    from aipager.install import telegram_check as tg
 
     env = _env()
     config.check_chat_id(chat_id)
@@ -178,7 +179,7 @@ def raw_keys(state: OnOff = typer.Argument(..., help="on or off.")) -> None:
 @handles_errors
 def rewire() -> None:
     """Write aipager's entries into ~/.claude/settings.json again (idempotent)."""
-    result = wiring.install(_env())
+    result = claude_code.install(_env())
     if not result.changed:
         typer.echo(f"Claude Code already wired: {result.path}")
         return

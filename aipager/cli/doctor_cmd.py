@@ -9,7 +9,8 @@ from typing import Callable
 
 import typer
 
-from aipager import config, dtach, paths, trust, wiring
+from aipager import config, dtach, paths, trust
+from aipager.install import claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids
@@ -38,7 +39,7 @@ def _config(env: dict[str, str]) -> tuple[Check, config.Config | None]:
 def _telegram(env: dict[str, str], cfg: config.Config | None) -> list[Check]:
     if cfg is None:
         return [Check("token", False, "no config", "run `aipager setup`")]
-    from aipager import telegram_check as tg
+    from aipager.install import telegram_check as tg
 
     base = tg.api_base(env)
     try:
@@ -58,7 +59,7 @@ def _telegram(env: dict[str, str], cfg: config.Config | None) -> list[Check]:
 
 
 def _group(cfg: config.Config, base: str | None) -> Check:
-    from aipager import telegram_check as tg
+    from aipager.install import telegram_check as tg
 
     try:
         reads, how = tg.run(tg.group_access(cfg.bot_token, cfg.chat_id, base))
@@ -89,12 +90,12 @@ def _hooks(env: dict[str, str]) -> list[Check]:
     fix_native = ("reinstall aipager where a C compiler is available "
                   "(pip install --force-reinstall aipager)")
     try:
-        bins = wiring.find_binaries(env)
+        bins = claude_code.find_binaries(env)
     except AipagerError as exc:
         return [Check("hook binaries", False, str(exc), "reinstall aipager")]
     checks = []
     for path in (bins.hook, bins.statusline):
-        if wiring.is_native(path):
+        if claude_code.is_native(path):
             checks.append(Check("hook binaries", True, f"{path} (native)"))
         else:
             what = (f"{path} is not the native build "
@@ -104,7 +105,7 @@ def _hooks(env: dict[str, str]) -> list[Check]:
 
 
 def _wiring(env: dict[str, str]) -> list[Check]:
-    problems = wiring.check(env)
+    problems = claude_code.check(env)
     if not problems:
         return [Check("settings.json", True, paths.claude_settings(env))]
     return [Check("settings.json", False, p.what, p.fix) for p in problems]

@@ -8,7 +8,8 @@ import shutil
 
 import typer
 
-from aipager import config, logsetup, paths, service, trust, wiring
+from aipager import config, logsetup, paths, trust
+from aipager.install import systemd, claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
 from aipager.cli._daemon import ensure_folders, stop_daemon
@@ -49,7 +50,7 @@ def start(
                 "a hub owns the Telegram bot: run `aipager setup` first")
             raise ConfigError(msg)
         # No Telegram yet: the page alone.  Claude Code is wired as `aipager setup` does.
-        result = wiring.install(env)
+        result = claude_code.install(env)
         if result.changed:
             typer.echo(f"Wired Claude Code: {result.path} (backup: {result.backup})")
         typer.echo("Telegram is not set up yet: `aipager setup` connects it later.")
@@ -113,14 +114,14 @@ def uninstall(
         "Remove aipager's hooks from Claude Code and stop the daemon?"
     ):
         raise typer.Exit(1)
-    result = wiring.uninstall(env)
+    result = claude_code.uninstall(env)
     if result.changed:
         typer.echo(f"Removed aipager's entries from {result.path} (backup: {result.backup})")
     else:
         typer.echo(f"No aipager entries in {result.path}")
-    if service.installed(env):
+    if systemd.installed(env):
         try:
-            service.run(env, "uninstall")
+            systemd.run(env, "uninstall")
             typer.echo("Service removed.")
         except AipagerError as exc:
             typer.echo(f"Warning: {exc}", err=True)
@@ -157,15 +158,15 @@ def _purge(env: dict[str, str]) -> None:
 
 def _service(action: str) -> None:
     env = _env()
-    if action == "uninstall" and not service.installed(env):
+    if action == "uninstall" and not systemd.installed(env):
         typer.echo("The service is not installed.")
         return
-    outcomes = service.run(env, action)
+    outcomes = systemd.run(env, action)
     for outcome in outcomes:
         if outcome.output:
             typer.echo(outcome.output)
     if action == "install":
-        typer.echo(f"Installed {service.unit_path(env)} and started it.")
+        typer.echo(f"Installed {systemd.unit_path(env)} and started it.")
     elif action == "status" and outcomes and outcomes[-1].returncode != 0:
         raise typer.Exit(outcomes[-1].returncode)
 
@@ -180,7 +181,7 @@ def service_install() -> None:
 @service_app.command("start")
 @handles_errors
 def service_start() -> None:
-    """Start the service."""
+    """Start the systemd."""
     _service("start")
 
 
@@ -194,7 +195,7 @@ def service_stop() -> None:
 @service_app.command("status")
 @handles_errors
 def service_status() -> None:
-    """Show systemd's view of the service."""
+    """Show systemd's view of the systemd."""
     _service("status")
 
 

@@ -15,7 +15,8 @@ from typing import Mapping, Optional
 
 import typer
 
-from aipager import config, paths, wiring
+from aipager import config, paths
+from aipager.install import claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
 from aipager.errors import ChatUnreachable, ConfigError, TokenRejected
@@ -74,7 +75,7 @@ def run_setup(
 
     ``owner_id``: with a group chat, the Telegram user who owns it in aipager.
     """
-    from aipager import telegram_check as tg
+    from aipager.install import telegram_check as tg
 
     ask = interactive() if ask is None else ask
     # Ids Telegram cannot have are refused before anything is read or sent.
@@ -92,8 +93,8 @@ def run_setup(
 
     # Fail before anything is written if Claude Code cannot be wired: an
     # unreadable settings.json or a missing hook program.
-    wiring.read_settings(paths.claude_settings(env))
-    wiring.find_binaries(env)
+    claude_code.read_settings(paths.claude_settings(env))
+    claude_code.find_binaries(env)
 
     base = tg.api_base(env)
     # Even with --yes a terminal gets a hidden prompt, never an echoed read.
@@ -135,7 +136,7 @@ def run_setup(
     path = config.save(env, cfg)
     typer.echo(f"Config written to {path} (owner-only).")
 
-    result = wiring.install(env)
+    result = claude_code.install(env)
     if result.changed:
         typer.echo(f"Claude Code wired: {result.path}"
                    + (f" (backup: {result.backup})" if result.backup else ""))

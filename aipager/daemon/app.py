@@ -22,7 +22,8 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 import orjson
 
-from aipager import __version__, dtach, paths, trust, wiring
+from aipager import __version__, dtach, paths, trust
+from aipager.install import claude_code
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, persist, render, replies,
                             requests, spool, tasks, transcript)
@@ -353,12 +354,12 @@ class Daemon:
     async def switch_model(self, session: str, model: str) -> None:
         """``/model NAME`` for this session alone: announced with aipager's marker (no
         "Switch model?" question), and Claude Code's user setting, which the switch
-        rewrites, put back afterwards (``wiring.put_back_model``)."""
+        rewrites, put back afterwards (``claude_code.put_back_model``)."""
         sess = self.core.registry.get(session)
         if sess is not None and sess.claude_session_id:
             marker.write_modelswitch_marker(self.env, session, model, sess.claude_session_id)
         try:
-            before = await asyncio.to_thread(wiring.model_setting, self.env)
+            before = await asyncio.to_thread(claude_code.model_setting, self.env)
         except SettingsError as exc:
             before = None
             log.warning("the model switch of %s may stay for later sessions: %s", session, exc)
@@ -372,7 +373,7 @@ class Daemon:
         while loop.time() < deadline:
             await asyncio.sleep(0.2)
             try:
-                if await asyncio.to_thread(wiring.put_back_model, self.env, before, model):
+                if await asyncio.to_thread(claude_code.put_back_model, self.env, before, model):
                     log.info("the model %s stays with its session: Claude Code's setting "
                              "put back", model)
                     return

@@ -10,7 +10,7 @@ import pytest
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
-from aipager import telegram_check
+from aipager.install import telegram_check
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REFUSED_MARK,
                                  REPEAT_MARK, Action, Live, Outbox, Post, React,

@@ -9,7 +9,7 @@ import logging
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
-from aipager import telegram_check
+from aipager.install import telegram_check
 from aipager.bot import polling
 
 

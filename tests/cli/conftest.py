@@ -16,7 +16,7 @@ from fakes.telegram_api import FakeBotAPI
 @pytest.fixture
 def bins(tmp_path, monkeypatch):
     """Stand-ins for the installed aipager-hook / aipager-statusline (native-looking)."""
-    from aipager.wiring import Binaries
+    from aipager.install.claude_code import Binaries
 
     folder = tmp_path / "venv" / "bin"
     folder.mkdir(parents=True)

@@ -9,7 +9,8 @@ import types
 
 import pytest
 
-from aipager import __version__, config, dtach, paths, wiring
+from aipager import __version__, config, dtach, paths
+from aipager.install import claude_code
 from aipager.cli.app import app
 from fakes.telegram_api import OWNER, TOKEN
 
@@ -99,7 +100,7 @@ def test_config_token_and_chat_are_checked_first(runner, configured, fake_api, e
 def test_config_rewire(runner, env, bins):
     first = runner.invoke(app, ["config", "rewire"])
     assert first.exit_code == 0 and "wired" in first.output
-    assert wiring.check(env, bins) == []
+    assert claude_code.check(env, bins) == []
     assert "already wired" in runner.invoke(app, ["config", "rewire"]).output
 
 
@@ -111,7 +112,7 @@ def test_uninstall_twice_keeps_audit_log_and_user_settings(runner, env, bins, fa
     os.makedirs(os.path.dirname(path))
     with open(path, "w") as fh:
         json.dump(USER_SETTINGS, fh)
-    wiring.install(env, bins)
+    claude_code.install(env, bins)
     os.makedirs(paths.state_dir(env), exist_ok=True)
     with open(paths.audit_log(env), "w") as fh:
         fh.write('{"action": "allow"}\n')
@@ -208,7 +209,7 @@ def test_start_on_an_unconfigured_machine_serves_the_page_alone(runner, bins, en
     assert "aipager setup" in result.output  # Telegram can be connected later
     (call,) = daemon_app
     assert call[2] is None and call[3] is True  # no config: the page alone
-    assert wiring.check(env, bins) == []  # Claude Code is wired all the same
+    assert claude_code.check(env, bins) == []  # Claude Code is wired all the same
 
 
 def test_start_unconfigured_without_the_page_has_nothing_to_serve(runner, daemon_app):
@@ -287,7 +288,7 @@ def test_doctor_all_good_then_each_problem_with_a_fix(runner, configured, fake_a
     claude.write_text("#!/bin/sh\n")
     claude.chmod(0o755)
     monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(claude))
-    wiring.install(env, bins)
+    claude_code.install(env, bins)
     result = runner.invoke(app, ["doctor"])
     assert result.exit_code == 0, result.output
     assert "all good" in result.output and "FAIL" not in result.output
@@ -477,7 +478,7 @@ def test_start_on_an_unconfigured_terminal_asks_nothing(runner, bins, env, daemo
     finally:
         _drop_log_handlers()
     assert result.exit_code == 0, result.output
-    assert not config.exists(env) and wiring.check(env, bins) == []
+    assert not config.exists(env) and claude_code.check(env, bins) == []
     assert len(daemon_app) == 1
 
 

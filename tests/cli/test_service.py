@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from aipager import service
+from aipager.install import systemd
 from aipager.cli.app import app
 from aipager.errors import ServiceError
 
@@ -40,7 +40,7 @@ def calls(log):
 
 def test_unit_text_keeps_sessions_alive_across_restarts(env):
     env = {**env, "PATH": "/opt/x bin:/usr/bin", "AIPAGER_INSTANCE_DIR": "/tmp/i"}
-    text = service.unit_text("/venv/bin/aipager", env)
+    text = systemd.unit_text("/venv/bin/aipager", env)
     lines = text.splitlines()
     assert "ExecStart=/venv/bin/aipager start" in lines
     assert "KillMode=process" in lines
@@ -48,11 +48,11 @@ def test_unit_text_keeps_sessions_alive_across_restarts(env):
     assert 'Environment="PATH=/opt/x bin:/usr/bin"' in lines
     assert "Environment=AIPAGER_INSTANCE_DIR=/tmp/i" in lines
     assert "WantedBy=default.target" in lines
-    assert service.unit_text("/a%b/aipager", {}).count("/a%%b/aipager start") == 1
+    assert systemd.unit_text("/a%b/aipager", {}).count("/a%%b/aipager start") == 1
 
 
 def test_install_status_stop_start_uninstall(runner, systemctl, env):
-    unit = service.unit_path(env)
+    unit = systemd.unit_path(env)
     assert unit.startswith(os.environ["XDG_CONFIG_HOME"])
     result = runner.invoke(app, ["service", "install"])
     assert result.exit_code == 0, result.output
@@ -83,11 +83,11 @@ def test_install_status_stop_start_uninstall(runner, systemctl, env):
 
 
 def test_a_different_unit_is_backed_up(systemctl, env):
-    path = service.unit_path(env)
+    path = systemd.unit_path(env)
     os.makedirs(os.path.dirname(path))
     with open(path, "w") as fh:
         fh.write("[Service]\nExecStart=/old/aipager start\n")
-    _, backup = service.write_unit(env, service.unit_text("/new/aipager", env))
+    _, backup = systemd.write_unit(env, systemd.unit_text("/new/aipager", env))
     with open(backup) as fh:
         assert "/old/aipager" in fh.read()
 

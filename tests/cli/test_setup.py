@@ -9,7 +9,8 @@ import stat
 
 import pytest
 
-from aipager import config, paths, wiring
+from aipager import config, paths
+from aipager.install import claude_code
 from aipager.cli.app import app
 from aipager.errors import ChatUnreachable, ConfigError, TelegramUnreachable, TokenRejected
 from fakes.telegram_api import OWNER, TOKEN
@@ -40,7 +41,7 @@ def test_scripted_setup_with_token_file(runner, fake_api, bins, token_file, env)
     assert (cfg.bot_token, cfg.chat_id) == (TOKEN, OWNER["id"])
     assert [(m.id, m.role) for m in cfg.members] == [(OWNER["id"], "owner")]
     assert stat.S_IMODE(os.stat(paths.config_file(env)).st_mode) == 0o600
-    assert wiring.check(env, bins) == []
+    assert claude_code.check(env, bins) == []
     assert [m["text"] for m in fake_api.sent] and fake_api.sent[0]["chat"]["id"] == OWNER["id"]
 
     # Again: the config is rewritten, the settings are not touched a second time.

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 import aipager
-from aipager import config, dtach, paths, wiring
+from aipager import config, dtach, paths
+from aipager.install import claude_code
 from fakes.telegram_api import OWNER, TOKEN
 
 SECRET = TOKEN.split(":")[1]
@@ -45,7 +46,7 @@ def test_setup_config_status_doctor_uninstall(fake_api, bins, env, tmp_path):
     assert result.returncode == 0, result.stderr
     assert SECRET not in result.stdout + result.stderr
     assert config.load(env).chat_id == OWNER["id"]
-    assert wiring.check(env, bins) == []
+    assert claude_code.check(env, bins) == []
 
     shown = aipager_cli("config", "show", "--json")
     assert json.loads(shown.stdout)["chat_id"] == OWNER["id"]
@@ -56,7 +57,7 @@ def test_setup_config_status_doctor_uninstall(fake_api, bins, env, tmp_path):
 
     removed = aipager_cli("uninstall", "--yes")
     assert removed.returncode == 0, removed.stderr
-    assert wiring.check(env, bins) != []
+    assert claude_code.check(env, bins) != []
     assert "No aipager entries" in aipager_cli("uninstall", "--yes").stdout
 
 

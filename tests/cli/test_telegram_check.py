@@ -1,10 +1,10 @@
-"""aipager.telegram_check with the real aiogram client against the fake Bot API."""
+"""aipager.install.telegram_check with the real aiogram client against the fake Bot API."""
 
 from __future__ import annotations
 
 import pytest
 
-from aipager import telegram_check as tg
+from aipager.install import telegram_check as tg
 from aipager.errors import ChatUnreachable, TelegramUnreachable, TokenRejected
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 

@@ -1,4 +1,4 @@
-"""aipager.wiring against sample settings files: absent, empty, the user's own
+"""aipager.install.claude_code against sample settings files: absent, empty, the user's own
 hooks, an old aipager path, invalid JSON.  Each install/uninstall runs twice and
 the second run must change nothing."""
 
@@ -10,7 +10,8 @@ import os
 import pytest
 from support import jsonfile
 
-from aipager import paths, wire, wiring
+from aipager import paths, wire
+from aipager.install import claude_code
 from aipager.errors import SettingsError
 
 USER_HOOK = {"type": "command", "command": "/usr/local/bin/my-linter --fix"}
@@ -43,10 +44,10 @@ def backups(env):
 
 def assert_fully_wired(doc, bins):
     for event in wire.HOOK_EVENTS:
-        ours = [g for g in doc["hooks"][event] if any(wiring.is_ours(h) for h in g["hooks"])]
+        ours = [g for g in doc["hooks"][event] if any(claude_code.is_ours(h) for h in g["hooks"])]
         assert len(ours) == 1, event
         group = ours[0]
-        assert group["hooks"] == [wiring.desired_group(event, bins.hook)["hooks"][0]]
+        assert group["hooks"] == [claude_code.desired_group(event, bins.hook)["hooks"][0]]
         assert group["hooks"][0]["command"] == bins.hook
         assert os.path.isabs(group["hooks"][0]["command"])
         assert ("matcher" in group) == (event in wire.TOOL_EVENTS)
@@ -55,7 +56,7 @@ def assert_fully_wired(doc, bins):
     assert perm[0]["hooks"][0]["timeout"] == 30
     assert "timeout" not in doc["hooks"]["Stop"][-1]["hooks"][0]
     assert doc["statusLine"] == {"type": "command", "command": bins.statusline}
-    assert wiring.problems(doc, bins) == []
+    assert claude_code.problems(doc, bins) == []
 
 
 @pytest.mark.parametrize("sample", ["absent", "empty", "blank-object", "user", "old-path"])
@@ -78,17 +79,17 @@ def test_install_twice_then_uninstall_twice(env, bins, sample):
         old["statusLine"] = {"type": "command", "command": "/old/venv/bin/aipager-statusline"}
         write(env, old)
 
-    first = wiring.install(env, bins)
+    first = claude_code.install(env, bins)
     assert first.changed
     doc = read(env)
     assert_fully_wired(doc, bins)
     assert len(backups(env)) == (0 if sample == "absent" else 1)
 
-    second = wiring.install(env, bins)
+    second = claude_code.install(env, bins)
     assert not second.changed and second.backup is None
     assert read(env) == doc
     assert len(backups(env)) == (0 if sample == "absent" else 1)
-    assert wiring.check(env, bins) == []
+    assert claude_code.check(env, bins) == []
 
     if sample in ("user", "old-path"):
         # The user's entries are untouched, in place and in order.
@@ -98,9 +99,9 @@ def test_install_twice_then_uninstall_twice(env, bins, sample):
         assert doc["hooks"]["UserCustomEvent"] == USER_SETTINGS["hooks"]["UserCustomEvent"]
         assert "RetiredEvent" not in doc["hooks"]
 
-    assert wiring.uninstall(env).changed
+    assert claude_code.uninstall(env).changed
     after = read(env)
-    assert not wiring.uninstall(env).changed
+    assert not claude_code.uninstall(env).changed
     assert read(env) == after
     if original is not None:
         assert after == original
@@ -112,13 +113,13 @@ def test_install_twice_then_uninstall_twice(env, bins, sample):
 
 def test_invalid_json_is_reported_and_never_overwritten(env, bins):
     write(env, '{"hooks": {')
-    for action in (lambda: wiring.install(env, bins), lambda: wiring.uninstall(env)):
+    for action in (lambda: claude_code.install(env, bins), lambda: claude_code.uninstall(env)):
         with pytest.raises(SettingsError, match="not valid JSON"):
             action()
     with open(settings_path(env)) as fh:
         assert fh.read() == '{"hooks": {'
     assert backups(env) == []
-    problems = wiring.check(env, bins)
+    problems = claude_code.check(env, bins)
     assert len(problems) == 1 and "not valid JSON" in problems[0].what
 
 
@@ -126,7 +127,7 @@ def test_invalid_json_is_reported_and_never_overwritten(env, bins):
 def test_wrong_shapes_are_refused(env, bins, doc):
     write(env, doc)
     with pytest.raises(SettingsError):
-        wiring.install(env, bins)
+        claude_code.install(env, bins)
     assert read(env) == doc
 
 
@@ -134,28 +135,28 @@ def test_a_group_shared_with_the_user_keeps_their_hook(env, bins):
     shared = {"hooks": {"Stop": [{"hooks": [USER_HOOK, {"type": "command",
                                                         "command": "/x/aipager-hook"}]}]}}
     write(env, shared)
-    wiring.install(env, bins)
+    claude_code.install(env, bins)
     stop = read(env)["hooks"]["Stop"]
-    assert stop[0] == wiring.desired_group("Stop", bins.hook)
+    assert stop[0] == claude_code.desired_group("Stop", bins.hook)
     assert stop[1] == {"hooks": [USER_HOOK]}
-    wiring.uninstall(env)
+    claude_code.uninstall(env)
     assert read(env)["hooks"]["Stop"] == [{"hooks": [USER_HOOK]}]
 
 
 def test_the_users_statusline_comes_back_on_uninstall(env, bins):
     mine = {"type": "command", "command": "~/bin/my-status", "padding": 0}
     write(env, {"statusLine": mine})
-    result = wiring.install(env, bins)
+    result = claude_code.install(env, bins)
     assert any("statusLine" in note for note in result.notes)
     assert read(env)["statusLine"]["command"] == bins.statusline
-    wiring.uninstall(env)
+    claude_code.uninstall(env)
     assert read(env) == {"statusLine": mine}
 
 
 def test_file_mode_is_kept(env, bins):
     write(env, {})
     os.chmod(settings_path(env), 0o640)
-    wiring.install(env, bins)
+    claude_code.install(env, bins)
     assert os.stat(settings_path(env)).st_mode & 0o777 == 0o640
 
 
@@ -170,7 +171,7 @@ def test_a_symlinked_settings_file_is_written_through_to_its_target(env, bins):
     os.makedirs(os.path.dirname(link))
     os.symlink(os.path.relpath(target, os.path.dirname(link)), link)  # relative, as stow does
 
-    result = wiring.install(env, bins)
+    result = claude_code.install(env, bins)
     assert result.changed and os.path.islink(link)
     assert os.path.realpath(link) == os.path.realpath(target)
     assert_fully_wired(jsonfile.read(target), bins)
@@ -180,7 +181,7 @@ def test_a_symlinked_settings_file_is_written_through_to_its_target(env, bins):
         os.path.dirname(link)
     assert sorted(os.listdir(repo)) == ["settings.json"]
 
-    wiring.uninstall(env)
+    claude_code.uninstall(env)
     assert os.path.islink(link) and jsonfile.read(target) == USER_SETTINGS
 
 
@@ -189,37 +190,37 @@ def test_a_symlink_whose_target_cannot_be_written_is_named(env, bins, tmp_path):
     os.makedirs(os.path.dirname(link))
     os.symlink(str(tmp_path / "gone" / "settings.json"), link)  # its folder does not exist
     with pytest.raises(SettingsError, match="where the link .* points"):
-        wiring.install(env, bins)
+        claude_code.install(env, bins)
     assert os.path.islink(link)
 
 
 def test_check_reports_each_problem(env, bins):
-    assert any("not wired" in p.what for p in wiring.check(env, bins))
-    wiring.install(env, bins)
+    assert any("not wired" in p.what for p in claude_code.check(env, bins))
+    claude_code.install(env, bins)
     doc = read(env)
     doc["hooks"]["PermissionRequest"][0]["hooks"][0]["timeout"] = 10
     doc["hooks"]["PreToolUse"][0].pop("matcher")
     doc["hooks"]["Stop"] = []
     write(env, doc)
-    whats = [p.what for p in wiring.check(env, bins)]
+    whats = [p.what for p in claude_code.check(env, bins)]
     assert "PermissionRequest: timeout should be 30" in whats
     assert "PreToolUse: matcher should be '*'" in whats
     assert "Stop: aipager-hook is not wired" in whats
-    assert all(p.fix for p in wiring.check(env, bins))
+    assert all(p.fix for p in claude_code.check(env, bins))
 
 
 def test_find_binaries_reports_a_missing_install(env, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    monkeypatch.setattr(wiring.sysconfig, "get_path", lambda name: "/nonexistent")
-    monkeypatch.setattr(wiring.sys, "argv", ["/nonexistent/aipager"])
+    monkeypatch.setattr(claude_code.sysconfig, "get_path", lambda name: "/nonexistent")
+    monkeypatch.setattr(claude_code.sys, "argv", ["/nonexistent/aipager"])
     with pytest.raises(SettingsError, match="aipager-hook is not installed"):
-        wiring.find_binaries({"PATH": "/nonexistent"})
+        claude_code.find_binaries({"PATH": "/nonexistent"})
 
 
 def test_is_native(tmp_path, bins):
     script = tmp_path / "s"
     script.write_text("#!/usr/bin/env python3\n")
-    assert wiring.is_native(bins.hook) and not wiring.is_native(str(script))
+    assert claude_code.is_native(bins.hook) and not claude_code.is_native(str(script))
 
 
 def test_a_model_switch_from_the_chat_puts_claude_codes_setting_back(env):
@@ -228,12 +229,12 @@ def test_a_model_switch_from_the_chat_puts_claude_codes_setting_back(env):
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"theme": "dark"}, fh)
     os.chmod(path, 0o640)
-    before = wiring.model_setting(env)
-    assert before == wiring.NO_MODEL
-    assert wiring.put_back_model(env, before, "sonnet") is False  # not written yet: nothing
+    before = claude_code.model_setting(env)
+    assert before == claude_code.NO_MODEL
+    assert claude_code.put_back_model(env, before, "sonnet") is False  # not written yet: nothing
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"theme": "dark", "model": "sonnet"}, fh)  # what Claude Code's /model does
-    assert wiring.put_back_model(env, before, "sonnet") is True
+    assert claude_code.put_back_model(env, before, "sonnet") is True
     with open(path, encoding="utf-8") as fh:
         assert json.load(fh) == {"theme": "dark"}
     assert os.stat(path).st_mode & 0o777 == 0o640
@@ -241,7 +242,7 @@ def test_a_model_switch_from_the_chat_puts_claude_codes_setting_back(env):
     # a model chosen before comes back; a file changed by someone else since is left alone
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"model": "haiku"}, fh)
-    assert wiring.put_back_model(env, "opus", "haiku") is True
-    assert wiring.model_setting(env) == "opus"
-    assert wiring.put_back_model(env, "haiku", "sonnet") is False
-    assert wiring.model_setting(env) == "opus"
+    assert claude_code.put_back_model(env, "opus", "haiku") is True
+    assert claude_code.model_setting(env) == "opus"
+    assert claude_code.put_back_model(env, "haiku", "sonnet") is False
+    assert claude_code.model_setting(env) == "opus"

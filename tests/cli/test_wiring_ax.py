@@ -1,4 +1,4 @@
-"""aipager.wiring_ax and `aipager ax-code` against sample .ax-code/hooks.json
+"""aipager.install.ax_code and `aipager ax-code` against sample .ax-code/hooks.json
 files: absent, empty, the user's own entries and packs, an old aipager path,
 invalid JSON, wrong shapes.  Each install/uninstall runs twice and the second
 run must change nothing."""
@@ -11,7 +11,8 @@ import os
 import pytest
 from support import jsonfile
 
-from aipager import paths, wire, wiring, wiring_ax
+from aipager import paths, wire
+from aipager.install import claude_code, ax_code
 from aipager.cli.app import app
 from aipager.errors import SettingsError
 
@@ -53,26 +54,26 @@ def backups(project):
 
 
 def ours(doc):
-    return [e for e in doc["hooks"] if wiring.is_ours(e)]
+    return [e for e in doc["hooks"] if claude_code.is_ours(e)]
 
 
 def assert_fully_wired(doc, bins):
     entries = ours(doc)
-    assert [e["event"] for e in entries] == list(wiring_ax.AX_EVENTS)
+    assert [e["event"] for e in entries] == list(ax_code.AX_EVENTS)
     for entry in entries:
         # the absolute path of the installed program, Claude Code's protocol,
         # and no matcher: AX Code runs a matcher-less entry for every tool
         assert entry == {"event": entry["event"], "command": bins.hook, "protocol": "claude-code"}
         assert os.path.isabs(entry["command"])
-    assert wiring_ax.problems(doc, bins.hook) == []
+    assert ax_code.problems(doc, bins.hook) == []
 
 
 def test_every_ax_event_aipager_knows_is_wired():
     # the ten AX events shared with Claude Code are the daemon's own events;
     # Interrupt is the one AX-only event
-    shared = [e for e in wiring_ax.AX_EVENTS if e in wire.HOOK_EVENTS]
+    shared = [e for e in ax_code.AX_EVENTS if e in wire.HOOK_EVENTS]
     assert len(shared) == 10
-    assert set(wiring_ax.AX_EVENTS) - set(shared) == {"Interrupt"}
+    assert set(ax_code.AX_EVENTS) - set(shared) == {"Interrupt"}
 
 
 @pytest.mark.parametrize("sample", ["absent", "empty", "blank-object", "user", "old-path"])
@@ -94,18 +95,18 @@ def test_install_twice_then_uninstall_twice(bins, env, project, sample):
         old["hooks"].append(dict(stale, event="SessionStart"))
         write(project, old)
 
-    first = wiring_ax.install(project, env)
+    first = ax_code.install(project, env)
     assert first.changed and first.path == hooks_path(project)
     assert any("AX_CODE_TRUST_PROJECT_CONFIG=1" in note for note in first.notes)
     doc = read(project)
     assert_fully_wired(doc, bins)
     assert len(backups(project)) == (0 if sample == "absent" else 1)
 
-    second = wiring_ax.install(project, env)
+    second = ax_code.install(project, env)
     assert not second.changed and second.backup is None
     assert read(project) == doc
     assert len(backups(project)) == (0 if sample == "absent" else 1)
-    assert wiring_ax.check(project, env) == []
+    assert ax_code.check(project, env) == []
 
     if sample == "user":
         # the user's entries keep their order, aipager's come after them
@@ -116,9 +117,9 @@ def test_install_twice_then_uninstall_twice(bins, env, project, sample):
         assert doc["hooks"][0] == USER_ENTRY
         assert doc["hooks"][-1] == {"event": "Stop", "command": "notify-send done"}
 
-    assert wiring_ax.uninstall(project).changed
+    assert ax_code.uninstall(project).changed
     after = read(project)
-    assert not wiring_ax.uninstall(project).changed
+    assert not ax_code.uninstall(project).changed
     assert read(project) == after
     if original is not None:
         assert after == original
@@ -129,30 +130,30 @@ def test_install_twice_then_uninstall_twice(bins, env, project, sample):
 
 
 def test_uninstall_without_a_file_writes_nothing(project):
-    result = wiring_ax.uninstall(project)
+    result = ax_code.uninstall(project)
     assert not result.changed
     assert not os.path.exists(os.path.dirname(hooks_path(project)))
 
 
 def test_a_path_with_a_space_is_quoted_for_the_shell(env, project, tmp_path):
     spaced = str(tmp_path / "my venv" / "bin" / "aipager-hook")
-    wiring_ax.install(project, env, hook_path=spaced)
+    ax_code.install(project, env, hook_path=spaced)
     entries = ours(read(project))
-    assert len(entries) == len(wiring_ax.AX_EVENTS)
+    assert len(entries) == len(ax_code.AX_EVENTS)
     assert entries[0]["command"] == f"'{spaced}'"
-    assert wiring_ax.check(project, env, hook_path=spaced) == []
-    assert not wiring_ax.install(project, env, hook_path=spaced).changed
+    assert ax_code.check(project, env, hook_path=spaced) == []
+    assert not ax_code.install(project, env, hook_path=spaced).changed
 
 
 def test_invalid_json_is_reported_and_never_overwritten(bins, env, project):
     write(project, '{"hooks": [')
-    for action in (lambda: wiring_ax.install(project, env), lambda: wiring_ax.uninstall(project)):
+    for action in (lambda: ax_code.install(project, env), lambda: ax_code.uninstall(project)):
         with pytest.raises(SettingsError, match="not valid JSON"):
             action()
     with open(hooks_path(project)) as fh:
         assert fh.read() == '{"hooks": ['
     assert backups(project) == []
-    found = wiring_ax.check(project, env)
+    found = ax_code.check(project, env)
     assert len(found) == 1 and "not valid JSON" in found[0].what
 
 
@@ -160,27 +161,27 @@ def test_invalid_json_is_reported_and_never_overwritten(bins, env, project):
 def test_wrong_shapes_are_refused(bins, env, project, doc):
     write(project, doc)
     with pytest.raises(SettingsError):
-        wiring_ax.install(project, env)
+        ax_code.install(project, env)
     assert read(project) == doc
     assert backups(project) == []
 
 
 def test_a_file_ax_code_would_reject_as_too_long_is_refused(bins, env, project):
-    room = wiring_ax.MAX_ENTRIES - len(wiring_ax.AX_EVENTS)
+    room = ax_code.MAX_ENTRIES - len(ax_code.AX_EVENTS)
     many = {"hooks": [{"event": "Stop", "command": f"echo {n}"} for n in range(room + 1)]}
     write(project, many)
     with pytest.raises(SettingsError, match="ignores the whole file"):
-        wiring_ax.install(project, env)
+        ax_code.install(project, env)
     assert read(project) == many
     many["hooks"].pop()
     write(project, many)
-    assert wiring_ax.install(project, env).changed
-    assert len(read(project)["hooks"]) == wiring_ax.MAX_ENTRIES
+    assert ax_code.install(project, env).changed
+    assert len(read(project)["hooks"]) == ax_code.MAX_ENTRIES
 
 
 def test_check_reports_each_problem(bins, env, project):
-    assert any("not wired" in p.what for p in wiring_ax.check(project, env))
-    wiring_ax.install(project, env)
+    assert any("not wired" in p.what for p in ax_code.check(project, env))
+    ax_code.install(project, env)
     doc = read(project)
     by_event = {e["event"]: e for e in ours(doc)}
     by_event["PreToolUse"]["matcher"] = "bash"
@@ -189,7 +190,7 @@ def test_check_reports_each_problem(bins, env, project):
     doc["hooks"] = [e for e in doc["hooks"] if e.get("event") != "Stop"]
     doc["hooks"].append(dict(by_event["SessionStart"]))
     write(project, doc)
-    whats = [p.what for p in wiring_ax.check(project, env)]
+    whats = [p.what for p in ax_code.check(project, env)]
     assert "PreToolUse: matcher limits it to 'bash'" in whats
     assert any(w.startswith('Interrupt: "protocol" should be "claude-code"') for w in whats)
     assert f"PostCompact: runs /old/bin/aipager-hook, not {bins.hook}" in whats
@@ -199,23 +200,23 @@ def test_check_reports_each_problem(bins, env, project):
     # "*" is AX Code's other spelling of every tool: not a problem
     by_event["PreToolUse"]["matcher"] = "*"
     assert not any(p.what.startswith("PreToolUse")
-                   for p in wiring_ax.problems({"hooks": list(by_event.values())}, bins.hook))
+                   for p in ax_code.problems({"hooks": list(by_event.values())}, bins.hook))
 
 
 def test_install_fixes_what_check_reports(bins, env, project):
-    wiring_ax.install(project, env)
+    ax_code.install(project, env)
     doc = read(project)
     for entry in ours(doc):
         entry["command"] = "/elsewhere/aipager-hook"
         entry["matcher"] = "edit"
     write(project, doc)
-    assert wiring_ax.check(project, env)
-    assert wiring_ax.install(project, env).changed
-    assert wiring_ax.check(project, env) == []
+    assert ax_code.check(project, env)
+    assert ax_code.install(project, env).changed
+    assert ax_code.check(project, env) == []
 
 
 def test_the_claude_code_wiring_is_unaffected(bins, env, project):
-    wiring_ax.install(project, env)
+    ax_code.install(project, env)
     assert not os.path.exists(paths.claude_settings(env))
 
 

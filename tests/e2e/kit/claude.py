@@ -174,6 +174,6 @@ def wire_hooks(home: ClaudeHome, hook: str, statusline: str) -> None:
 
     A scenario checks the result against :func:`expected_settings`.
     """
-    from aipager import wiring
+    from aipager.install import claude_code
 
-    wiring.install(home.aipager_env(), wiring.Binaries(hook=hook, statusline=statusline))
+    claude_code.install(home.aipager_env(), claude_code.Binaries(hook=hook, statusline=statusline))

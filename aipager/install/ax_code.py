@@ -8,11 +8,11 @@ protocol.  Its hook file is a flat list, one entry per event::
      "packs": [...]}
 
 aipager owns one entry per ``AX_EVENTS`` event and nothing else in the file.
-Entries are recognised with ``wiring.is_ours`` (program name of ``command``),
+Entries are recognised with ``claude_code.is_ours`` (program name of ``command``),
 so a moved install is repointed, never duplicated; the user's entries, their
 order, ``packs`` and any other key are left alone.  The pure plans are
 ``plan_install`` / ``plan_uninstall`` / ``problems``; the file functions add
-the backup, the atomic write and the invalid-JSON refusal of ``wiring``.
+the backup, the atomic write and the invalid-JSON refusal of ``claude_code``.
 
 AX Code ignores a project's hook file until it is started with
 ``AX_CODE_TRUST_PROJECT_CONFIG=1`` (``TRUST_REMINDER``).
@@ -25,7 +25,8 @@ import os
 import shlex
 from typing import Any, Mapping
 
-from aipager import paths, wiring
+from aipager import paths
+from aipager.install import claude_code
 from aipager.errors import SettingsError
 
 #: every event AX Code fires.  aipager forwards all of them: the ten it shares
@@ -82,7 +83,7 @@ def _split(entries: list[Any]) -> tuple[list[Any], int | None]:
     kept: list[Any] = []
     first: int | None = None
     for entry in entries:
-        if wiring.is_ours(entry):
+        if claude_code.is_ours(entry):
             if first is None:
                 first = len(kept)
             continue
@@ -131,7 +132,7 @@ def plan_uninstall(doc: dict[str, Any], path: str = "hooks.json") -> dict[str, A
     return new
 
 
-def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json") -> list[wiring.Problem]:
+def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json") -> list[claude_code.Problem]:
     """What is missing or wrong in ``doc`` (empty when fully wired).
 
     With ``hook_path`` None any aipager-hook path counts.
@@ -140,43 +141,43 @@ def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json
     try:
         entries = _entries(doc, path)
     except SettingsError as exc:
-        return [wiring.Problem(str(exc), f"edit {path} by hand")]
-    found: list[wiring.Problem] = []
+        return [claude_code.Problem(str(exc), f"edit {path} by hand")]
+    found: list[claude_code.Problem] = []
     for event in AX_EVENTS:
-        ours = [e for e in entries if wiring.is_ours(e) and e.get("event") == event]
+        ours = [e for e in entries if claude_code.is_ours(e) and e.get("event") == event]
         if not ours:
-            found.append(wiring.Problem(f"{event}: aipager-hook is not wired", fix))
+            found.append(claude_code.Problem(f"{event}: aipager-hook is not wired", fix))
             continue
         if len(ours) > 1:
-            found.append(wiring.Problem(f"{event}: aipager-hook is wired {len(ours)} times", fix))
+            found.append(claude_code.Problem(f"{event}: aipager-hook is wired {len(ours)} times", fix))
         entry = ours[0]
         want = desired_entry(event, hook_path) if hook_path else entry
         if entry.get("command") != want["command"]:
             what = f"{event}: runs {entry.get('command')}, not {want['command']}"
-            found.append(wiring.Problem(what, fix))
+            found.append(claude_code.Problem(what, fix))
         if entry.get("protocol") != PROTOCOL:
             what = f'{event}: "protocol" should be "{PROTOCOL}" (AX Code ignores its answers)'
-            found.append(wiring.Problem(what, fix))
+            found.append(claude_code.Problem(what, fix))
         if entry.get("matcher") not in (None, "*"):
-            found.append(wiring.Problem(f"{event}: matcher limits it to {entry['matcher']!r}", fix))
-    stray = [e for e in entries if wiring.is_ours(e) and e.get("event") not in AX_EVENTS]
+            found.append(claude_code.Problem(f"{event}: matcher limits it to {entry['matcher']!r}", fix))
+    stray = [e for e in entries if claude_code.is_ours(e) and e.get("event") not in AX_EVENTS]
     if stray:
-        found.append(wiring.Problem(f"{len(stray)} aipager-hook entries name no AX Code event", fix))
+        found.append(claude_code.Problem(f"{len(stray)} aipager-hook entries name no AX Code event", fix))
     if len(entries) > MAX_ENTRIES:
         what = f"{path} holds {len(entries)} hooks; AX Code ignores the file past {MAX_ENTRIES}"
-        found.append(wiring.Problem(what, f"edit {path} by hand"))
+        found.append(claude_code.Problem(what, f"edit {path} by hand"))
     return found
 
 
 # ---------------------------------------------------------------- the file
 
 
-def install(project: str, env: Mapping[str, str], hook_path: str | None = None) -> wiring.Result:
+def install(project: str, env: Mapping[str, str], hook_path: str | None = None) -> claude_code.Result:
     """Wire aipager into the AX Code hooks of ``project`` (idempotent).
 
     Args:
         project: the project folder (``.ax-code/`` is created in it if needed).
-        env: the environment ``wiring.find_binaries`` searches.
+        env: the environment ``claude_code.find_binaries`` searches.
         hook_path: the program to wire; the installed ``aipager-hook`` when None.
 
     Returns:
@@ -187,44 +188,44 @@ def install(project: str, env: Mapping[str, str], hook_path: str | None = None) 
         SettingsError: the file is not valid JSON (left untouched), cannot be
             written, would be too long for AX Code, or aipager-hook is missing.
     """
-    hook_path = hook_path or wiring.find_binaries(env).hook
+    hook_path = hook_path or claude_code.find_binaries(env).hook
     path = paths.ax_code_hooks(project)
-    current = wiring.read_settings(path)
+    current = claude_code.read_settings(path)
     wanted = plan_install(current, hook_path, path)
-    result = wiring.Result(path=path, changed=wanted != current)
+    result = claude_code.Result(path=path, changed=wanted != current)
     if result.changed:
-        result.backup = wiring.write_json(path, wanted)
+        result.backup = claude_code.write_json(path, wanted)
     result.notes.append(TRUST_REMINDER)
     return result
 
 
-def uninstall(project: str) -> wiring.Result:
+def uninstall(project: str) -> claude_code.Result:
     """Remove exactly aipager's entries from the project's AX Code hooks (idempotent)."""
     path = paths.ax_code_hooks(project)
     if not os.path.exists(path):
-        return wiring.Result(path=path, changed=False)
-    current = wiring.read_settings(path)
+        return claude_code.Result(path=path, changed=False)
+    current = claude_code.read_settings(path)
     wanted = plan_uninstall(current, path)
-    result = wiring.Result(path=path, changed=wanted != current)
+    result = claude_code.Result(path=path, changed=wanted != current)
     if result.changed:
-        result.backup = wiring.write_json(path, wanted)
+        result.backup = claude_code.write_json(path, wanted)
     return result
 
 
-def check(project: str, env: Mapping[str, str], hook_path: str | None = None) -> list[wiring.Problem]:
+def check(project: str, env: Mapping[str, str], hook_path: str | None = None) -> list[claude_code.Problem]:
     """Problems with the project's AX Code wiring (empty list = fully wired).
 
     Never raises for a broken file or a missing program: those are problems too.
     """
     path = paths.ax_code_hooks(project)
     try:
-        doc = wiring.read_settings(path)
+        doc = claude_code.read_settings(path)
     except SettingsError as exc:
-        return [wiring.Problem(str(exc), f"fix {path} by hand, then run `aipager ax-code install`")]
-    found: list[wiring.Problem] = []
+        return [claude_code.Problem(str(exc), f"fix {path} by hand, then run `aipager ax-code install`")]
+    found: list[claude_code.Problem] = []
     if hook_path is None:
         try:
-            hook_path = wiring.find_binaries(env).hook
+            hook_path = claude_code.find_binaries(env).hook
         except SettingsError as exc:
-            found.append(wiring.Problem(str(exc), "reinstall aipager"))
+            found.append(claude_code.Problem(str(exc), "reinstall aipager"))
     return found + problems(doc, hook_path, path)
