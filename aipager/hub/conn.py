@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import Any
+from typing import Any, Coroutine, Iterable
+
+from aipager.aio import cancel_and_wait
 
 from aipager.hub.creds import Creds
 
@@ -54,3 +57,17 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
                 log.warning("cannot reach the broker at %s (%s); trying again", url, exc)
                 told = True
             await asyncio.sleep(RETRY_SECONDS)
+
+
+async def serve(nc: Any, tasks: set[asyncio.Task], loops: Iterable[Coroutine[Any, Any, Any]]) -> None:
+    """Run a link's ``loops`` (kept in ``tasks``) until one fails or they are cancelled; then
+    the others are cancelled and the connection ``nc`` closed."""
+    try:
+        for coro in loops:
+            tasks.add(asyncio.create_task(coro))
+        await asyncio.gather(*tasks)
+    finally:
+        await cancel_and_wait(tasks)
+        with contextlib.suppress(Exception):
+            await nc.close()
+

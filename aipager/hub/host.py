@@ -25,11 +25,10 @@ import logging
 import time
 from typing import Any, Callable, Mapping
 
-from aipager.aio import cancel_and_wait
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
 from aipager.hub import codec, commands, layout, names
-from aipager.hub.conn import connect
+from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
 from aipager.hub.outlog import OutLog
 
@@ -121,15 +120,10 @@ class HostLink:
         log.info("joined the hub at %s as %s", self.url, self.host)
         js = self._nc.jetstream(timeout=PUBLISH_TIMEOUT)
         try:
-            for coro in (self._publish(js), self._states(js), self._commands(js)):
-                task = asyncio.create_task(coro)
-                self._tasks.add(task)
-            await asyncio.gather(*self._tasks)
+            await serve(self._nc, self._tasks,
+                        (self._publish(js), self._states(js), self._commands(js)))
         finally:
-            await cancel_and_wait(self._tasks)
             self.connected = False
-            with contextlib.suppress(Exception):
-                await self._nc.close()
             self.log.close()
 
     async def _publish(self, js: Any) -> None:

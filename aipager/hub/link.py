@@ -31,12 +31,11 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
-from aipager.aio import cancel_and_wait
 from aipager.daemon.model import State
 from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
 from aipager.hub import codec, commands, layout, names, streams
 from aipager.hub.commands import Command, HostUnreachable
-from aipager.hub.conn import connect
+from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
 from aipager.hub.view import HostsView
 from aipager.policy import _fsio
@@ -163,14 +162,11 @@ class HubLink:
             self.connected = True
             self._changed()
             log.info("hub link up at %s", self.url)
-            for coro in (self._outputs(js), self._states(js), self._sender(js),
-                         self._watch_hosts(js)):
-                self._tasks.add(asyncio.create_task(coro))
-            await asyncio.gather(*self._tasks)
+            await serve(self._nc, self._tasks, (self._outputs(js), self._states(js),
+                                                self._sender(js), self._watch_hosts(js)))
         finally:
-            await cancel_and_wait(self._tasks)
             self.connected = False
-            with contextlib.suppress(Exception):
+            if not self._nc.is_closed:  # the setup failed before ``serve`` took it
                 await self._nc.close()
 
     async def _setup(self, js: Any) -> None:
