@@ -144,3 +144,15 @@ async def test_quiet_while_at_the_computer_and_the_setting(chat):
     chat.bot.state.set_pref(chat.chat_id, "quiet", False)
     chat.daemon.core.registry.get(session).attached = True
     assert _buzzes(await answer("p4", "four"))
+
+
+async def test_an_answer_replies_only_in_the_chat_its_prompt_was_sent_in(chat):
+    """A prompt from the local page (chat 0) has a message id Telegram never gave: the answer
+    in the Telegram chat replies to nothing rather than to some other message."""
+    session = chat.start("jim")
+    chat.feed(session, "queue_pickup", consumed=[{"msg_id": 1, "chat_id": 0,
+                                                  "author_user_id": 1}])
+    chat.feed(session, "UserPromptSubmit", prompt="from the page", prompt_id="p1")
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Page answered.")
+    answer = await chat.fake.wait_for("sendMessage", lambda p: "Page answered." in str(p["text"]))
+    assert "reply_parameters" not in answer and "reply_to_message_id" not in answer

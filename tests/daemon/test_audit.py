@@ -109,7 +109,7 @@ def test_core_records_a_block_with_the_author_of_the_picked_up_message(clock):
                "reason": "the floor denies it"})
     (record,) = sink.records
     assert record["action"] == "safety_blocked" and record["reason"] == "the floor denies it"
-    assert record["authors"] == [{"user_id": 2002, "msg_id": 11, "label": "guest"}]
+    assert record["authors"] == [{"user_id": 2002, "msg_id": 11, "chat_id": "-42", "label": "guest"}]
     task = core.registry.get(S).task
     assert task.origin == "telegram" and task.authors == record["authors"]
     # The next prompt, typed at the terminal, has no author.

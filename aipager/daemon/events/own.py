@@ -38,6 +38,10 @@ def _id(value: object) -> int | str | None:
 def _author(note: dict, sess: Session) -> dict:
     msg_id = _id(note.get("msg_id"))
     author = {"user_id": _id(note.get("author_user_id")), "msg_id": msg_id}
+    if note.get("chat_id") not in (None, ""):
+        # where the message was sent (a chat, or 0: the local page): an answer replies to it
+        # only there
+        author["chat_id"] = str(note["chat_id"])
     queued = next((m for m in sess.queue if m.msg_id == str(msg_id)), None)
     if queued is not None and queued.sender:
         author["label"] = queued.sender
