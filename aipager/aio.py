@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Coroutine, Iterable
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task]) -> None:
@@ -30,3 +30,26 @@ async def every(seconds: float, fn: Callable[[], Any], log: logging.Logger) -> N
                 await result
         except Exception:  # noqa: BLE001 - a failing step must not stop the loop
             log.exception("periodic %s failed", getattr(fn, "__name__", fn))
+
+
+def spawn(tasks: set[asyncio.Task], coro: Coroutine[Any, Any, Any], log: logging.Logger,
+          what: str) -> None:
+    """Run ``coro`` as a task kept in ``tasks`` until it is done; its failure is logged (``what``
+    failed), never raised: one failed action must not stop a service.  Without a running
+    loop the coroutine is closed unrun."""
+    async def guarded() -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - logged; the service goes on
+            log.exception("%s failed", what)
+
+    try:
+        task = asyncio.get_running_loop().create_task(guarded())
+    except RuntimeError:
+        coro.close()
+        return
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+

@@ -55,3 +55,19 @@ def file_stamp(path: str) -> Stamp:
     except OSError:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def read_tail(path: str, limit: int) -> bytes:
+    """The last ``limit`` bytes of the file at ``path``, from its first whole line (b"" when
+    it cannot be read): the newest records of a log."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - limit))
+            data = fh.read()
+    except OSError:
+        return b""
+    if size > limit:
+        data = data.split(b"\n", 1)[-1]  # the first line is probably cut
+    return data
+

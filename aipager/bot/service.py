@@ -21,7 +21,7 @@ from typing import Any, Coroutine, Mapping
 
 from aipager import config, paths
 from aipager.install import telegram_check
-from aipager.aio import cancel_and_wait, every
+from aipager.aio import cancel_and_wait, every, spawn
 from aipager.bot import chatstate, inbox, polling, view
 from aipager.bot.access import Access, Members, TapAnswer
 from aipager.bot.actions import Actions
@@ -106,21 +106,7 @@ class ChatBot:
         return [self.members.current().chat_id]
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        try:
-            task = asyncio.get_running_loop().create_task(self._guarded(coro))
-        except RuntimeError:
-            coro.close()
-            return
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _guarded(self, coro: Coroutine[Any, Any, Any]) -> None:
-        try:
-            await coro
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - one failed action must not stop the bot
-            log.exception("a chat action failed")
+        spawn(self._tasks, coro, log, "a chat action")
 
     def _default_folder(self) -> str:
         cfg = self.members.current()

@@ -9,10 +9,11 @@ are read.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import orjson
+
+from aipager.fsnames import read_tail
 
 #: bytes read from the end of a transcript; an answer longer than this is cut at the start
 TAIL_BYTES = 512 * 1024
@@ -23,18 +24,7 @@ INTERRUPT_MARK = "[Request interrupted by user"
 
 
 def _tail(path: str) -> bytes:
-    if not path:
-        return b""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - TAIL_BYTES))
-            data = fh.read()
-    except OSError:
-        return b""
-    if size > TAIL_BYTES:
-        data = data.split(b"\n", 1)[-1]  # the first line is probably cut
-    return data
+    return read_tail(path, TAIL_BYTES) if path else b""
 
 
 def _entries(tail: bytes, needle: bytes = b"") -> list[Any]:

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from aipager.aio import spawn
 from aipager import config
 from aipager.clients.members import Members
 from aipager.daemon.port import DaemonPort, SessionsView
@@ -154,17 +155,7 @@ class WebPage:
                         "public_url": self.settings.public_url or None}}
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(self._guarded(coro))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _guarded(self, coro: Coroutine[Any, Any, Any]) -> None:
-        try:
-            await coro
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - one failed action must not stop the page
-            log.exception("a web page action failed")
+        spawn(self._tasks, coro, log, "a web page action")
 
     async def run(self, _daemon: Any = None) -> None:
         """The daemon service: serves until cancelled at daemon shutdown."""
