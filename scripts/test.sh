@@ -24,6 +24,15 @@ if ! "$CLAUDE_BIN" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION"; then
 fi
 export AIPAGER_TEST_CLAUDE="$CLAUDE_BIN"
 
+# espeak-ng speaks the voice tests' sentences (Debian's package; CI runs as root).
+if ! command -v espeak-ng >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null
+    else
+        echo "test.sh: espeak-ng is missing: the voice tests fail without it (Debian: apt-get install espeak-ng)" >&2
+    fi
+fi
+
 # Absolute: AIPAGER_TEST_VENV may be given relative or absolute.
 export PATH="$(cd "$VENV" && pwd)/bin:$PATH"
 exec "$VENV/bin/pytest" "$@"

