@@ -5,8 +5,9 @@ disk) and transcribed in a worker thread by faster-whisper, the optional ``voice
 imported at the first voice note and never at daemon start (it pulls in CTranslate2,
 PyAV and numpy: memory the daemon does not spend until someone speaks).  The transcript
 is shown as "🎙 heard: …" with ✅ Send / ✏️ Edit / ❌ Cancel (``callbacks.VoiceTap``), in
-the language spoken (faster-whisper detects it; an English-only ``*.en`` model hears
-English).  ✅ sends it as the speaker's message, through the path a typed message takes
+the language spoken (faster-whisper detects it, and the speaker's Telegram language settles
+it when the model is unsure; an English-only ``*.en`` model hears English).  ✅ sends it as
+the speaker's message, through the path a typed message takes
 (``routers.messages.send_text`` → ``Actions.deliver``: the routing, the prompt rule,
 holds, the permission note); ✏️ makes the speaker's next message (aiogram's FSM,
 ``NextVoice.text``) replace it; ❌ drops it.  Only the speaker's taps act on it.  Waiting
@@ -66,6 +67,9 @@ CONFIG_KEY = "voice_model"
 DEFAULT_MODEL = "base"
 #: the longest voice note transcribed (seconds): the chat's next messages wait for it
 MAX_SECONDS = 300
+#: how sure of the language spoken the model must be to overrule the speaker's Telegram
+#: language (faster-whisper's own threshold)
+SURE = 0.5
 #: seconds the loaded model stays after the last voice note
 IDLE_UNLOAD = 600.0
 #: transcripts waiting for a tap, per dispatcher (older ones' buttons expire)
@@ -211,9 +215,20 @@ def _trim_heap() -> None:
 _models = _Models()
 
 
-def transcribe(audio: bytes, spec: str) -> Transcript:
+def hint_of(language_code: str | None) -> str | None:
+    """Whisper's code for a Telegram ``language_code`` (an IETF tag: ``pt-br`` → ``pt``)."""
+    code = (language_code or "").strip().lower().replace("_", "-").split("-", 1)[0]
+    return code or None
+
+
+def transcribe(audio: bytes, spec: str, hint: str | None = None) -> Transcript:
     """Transcribe ``audio`` (any format FFmpeg reads: Telegram's OGG/Opus, WAV…) with the
     model ``spec``, in the language spoken.  Blocking: run it in a thread.
+
+    The language is the model's guess when it is sure of it (``SURE``), else ``hint`` (the
+    speaker's Telegram language, ``hint_of``) when the model knows it: a few seconds of
+    Portuguese or Vietnamese can sound like anything to Whisper, and a guess it is unsure of
+    gives words in the wrong language and script.
 
     Raises:
         NotInstalled: no faster-whisper.
@@ -221,9 +236,14 @@ def transcribe(audio: bytes, spec: str) -> Transcript:
     """
     with _models.lock:
         model = _models.get(spec)
+        samples = whisper().decode_audio(io.BytesIO(audio))  # 16 kHz mono
+        language, known = None, model.supported_languages
+        if hint in known and len(known) > 1:  # an English-only model never guesses
+            found, sure, _ = model.detect_language(samples, vad_filter=True)
+            language = found if sure >= SURE else hint
         # vad_filter: silence is cut first (Whisper invents words in silence);
         # condition_on_previous_text off: one misheard segment does not derail the rest
-        segments, info = model.transcribe(io.BytesIO(audio), vad_filter=True,
+        segments, info = model.transcribe(samples, language=language, vad_filter=True,
                                           condition_on_previous_text=False)
         words = [s.text.strip() for s in segments]  # the generator does the work
         _models.used = time.monotonic()
@@ -303,14 +323,18 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
         actions.say(chat_id, VOICE_OFF, reply_to=msg_id)
         return
     if voice.duration > MAX_SECONDS or (voice.file_size or 0) > files.DOWNLOAD_MAX:
-        actions.say(chat_id, f"🎙 That voice note is {voice.duration // 60} min long: I "
-                    f"transcribe up to {MAX_SECONDS // 60} min.", reply_to=msg_id)
+        minutes, seconds = divmod(voice.duration, 60)
+        actions.say(chat_id, f"🎙 That voice note is {minutes} min {seconds} s long: I transcribe "
+                    f"up to {MAX_SECONDS // 60} min. Send it in parts, or type it.",
+                    reply_to=msg_id)
         return
     actions.outbox.put(Action(chat_id, "typing"))
     spec = model_spec(actions.env, members.current())
     try:
         audio = await _download(message, voice.file_id)
-        heard = await asyncio.to_thread(transcribe, audio, spec)
+        user = message.from_user
+        heard = await asyncio.to_thread(transcribe, audio, spec,
+                                        hint_of(user.language_code if user else None))
     except ModelUnavailable as exc:
         log.warning("voice model: %s", exc)
         actions.say(chat_id, f"🎙 {exc}. Name a model folder on this computer with "
@@ -425,5 +449,5 @@ async def on_cancel(query: CallbackQuery, callback_data: VoiceTap, actions: Acti
 
 
 __all__ = ["ENV_MODEL", "CONFIG_KEY", "DEFAULT_MODEL", "VOICE_OFF", "NextVoice", "Transcript",
-           "model_spec", "on_cancel", "on_edit", "on_edited", "on_send", "on_voice", "transcribe",
+           "hint_of", "model_spec", "on_cancel", "on_edit", "on_edited", "on_send", "on_voice", "transcribe",
            "unload_idle", "whisper"]

@@ -13,7 +13,7 @@ import time
 import pytest
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER
-from support.voice import speech, tiny_model, user_sends_voice
+from support.voice import base_model, speech, tiny_model, user_sends_voice
 
 from aipager import config
 from aipager.bot import voice
@@ -34,12 +34,23 @@ def spoken() -> bytes:
     return speech(SAID)
 
 
+@pytest.fixture(scope="session")
+def multilingual(tmp_path_factory) -> str:
+    return base_model(str(tmp_path_factory.mktemp("whisper-base")))
+
+
 @pytest.fixture
 def voice_model(monkeypatch) -> str | None:
     """What ``AIPAGER_VOICE_MODEL`` names for the daemon (None: unset)."""
     model = tiny_model()
     monkeypatch.setenv(voice.ENV_MODEL, model)
     return model
+
+
+@pytest.fixture
+def multilingual_env(multilingual, monkeypatch) -> str:
+    monkeypatch.setenv(voice.ENV_MODEL, multilingual)
+    return multilingual
 
 
 @pytest.fixture
@@ -173,6 +184,14 @@ async def test_without_the_extra_one_line_says_how_to_enable_it(chat, spoken, mo
     assert chat.sessions.typed == []
 
 
+async def test_a_note_over_the_limit_is_refused_before_downloading(chat, spoken):
+    chat.start("jim")
+    await user_sends_voice(chat.fake, spoken, seconds=voice.MAX_SECONDS + 1)
+    said = await chat.fake.wait_for("sendMessage", lambda p: "🎙" in str(p["text"]))
+    assert said["text"].startswith("🎙 That voice note is 5 min 1 s long")
+    assert chat.fake.calls_of("getFile") == [] and chat.sessions.typed == []
+
+
 @pytest.mark.parametrize("voice_model", [None])
 async def test_a_folder_without_a_model_is_named(chat, spoken, tmp_path, monkeypatch):
     chat.start("jim")
@@ -209,6 +228,38 @@ async def test_in_a_group_only_the_speaker_sends_and_a_read_only_role_is_refused
     typed = await eventually(lambda: chat.sessions.typed)
     assert typed[0][0] == session
     assert (typed[0][2]["author_user_id"], typed[0][2]["role"]) == (PEOPLE["user"]["id"], "user")
+
+
+PORTUGUESE = "Obrigado. Agora escreva a documentação em português."
+
+
+@pytest.mark.parametrize("voice_model", [None])
+async def test_portuguese_is_heard_in_portuguese_and_sent_as_it_was_said(multilingual_env, chat):
+    session = chat.start("jim")
+    speaker = dict(OWNER, language_code="pt-br")
+    await user_sends_voice(chat.fake, speech(PORTUGUESE, "pt-br"), user=speaker)
+    heard = await _heard(chat)
+    assert "escreva a documentação" in _words(heard["text"]), heard["text"]
+    await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"), user=speaker)
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][0] == session and "escreva a documentação" in _words(typed[0][1])
+
+
+def test_the_language_is_the_models_guess_when_sure_else_the_speakers(multilingual):
+    portuguese = speech(PORTUGUESE, "pt-br")
+    # espeak-ng's Portuguese is robotic: Whisper base guesses Spanish, unsure (22 %), and
+    # writes Spanish; the speaker's Telegram language settles it
+    assert voice.transcribe(portuguese, multilingual).language != "pt"
+    heard = voice.transcribe(portuguese, multilingual, voice.hint_of("pt-BR"))
+    assert heard.language == "pt" and "escreva a documentação" in _words(heard.text)
+    spanish = voice.transcribe(speech("Buenos días. Abre el archivo de configuración.", "es"),
+                               multilingual, voice.hint_of("pt-BR"))
+    assert spanish.language == "es" and "buenos días" in _words(spanish.text)
+    # English from a person whose Telegram is in Portuguese: the model is sure, it is English
+    english = voice.transcribe(speech(SAID), multilingual, voice.hint_of("pt-BR"))
+    assert english.language == "en" and "unit test" in _words(english.text)
+    assert [voice.hint_of(c) for c in ("pt-br", "vi", "zh_Hans", "", None)] == [
+        "pt", "vi", "zh", None, None]
 
 
 def test_the_model_comes_from_the_environment_then_the_config_then_the_default():

