@@ -54,6 +54,7 @@ from aipager.bot.callbacks import VoiceAct, VoiceTap
 from aipager.bot.chatstate import msg_key
 from aipager.bot.outbox import Action, Live, Post
 from aipager.bot.routers.messages import send_text
+from aipager.bot.routers.taps import EXPIRED
 from aipager.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
@@ -63,7 +64,7 @@ ENV_MODEL = "AIPAGER_VOICE_MODEL"
 #: the config key naming it when the environment does not
 CONFIG_KEY = "voice_model"
 #: the model when neither names one: multilingual, ~150 MB, fetched by faster-whisper
-#: on first use (``small`` hears Portuguese, Spanish and Vietnamese better, ~3x slower)
+#: on first use (``small`` is slower and hears Portuguese, Spanish and Vietnamese better)
 DEFAULT_MODEL = "base"
 #: the longest voice note transcribed (seconds): the chat's next messages wait for it
 MAX_SECONDS = 300
@@ -79,7 +80,6 @@ SHOWN_MAX = 3500
 
 VOICE_OFF = ("🎙 Voice notes are off on this computer: install aipager with its voice extra "
              "(pip install 'aipager[voice]', or '.[voice]' in a checkout) and restart aipager.")
-EXPIRED = "This button has expired."
 NOT_YOURS = "Only the person who spoke can send, edit or cancel this."
 
 
