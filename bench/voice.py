@@ -2,7 +2,7 @@
 --only voice`` once it is in ``bench.__main__.MODULES``).
 
 Clips of 5, 15 and 45 seconds are spoken by espeak-ng and encoded as Telegram sends voice
-notes (OGG/Opus), then transcribed by ``aipager.bot.voice.transcribe``, the chat's own
+notes (OGG/Opus), then transcribed by ``aipager.bot.speech.transcribe``, the chat's own
 function (faster-whisper, int8 on the CPU), in a fresh interpreter of this venv: what the
 first voice note costs (importing faster-whisper, loading the model) is measured apart from
 each transcription.  Figures per clip: ``x_realtime`` = seconds of audio transcribed per
@@ -42,13 +42,13 @@ WORDS_PER_SECOND = 2.7
 _CHILD = """
 import json, resource, sys, time
 t0 = time.perf_counter()
-from aipager.bot import voice
-voice.whisper()
+from aipager.bot import speech
+speech.whisper()
 t_import = time.perf_counter() - t0
 spec, rounds, clips = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 t0 = time.perf_counter()
-with voice._models.lock:
-    voice._models.get(spec)
+with speech._models.lock:
+    speech._models.get(spec)
 t_load = time.perf_counter() - t0
 out = {"import_s": t_import, "load_s": t_load, "clips": []}
 for path in clips:
@@ -56,7 +56,7 @@ for path in clips:
     walls, heard = [], None
     for _ in range(rounds):
         t0 = time.perf_counter()
-        heard = voice.transcribe(audio, spec)
+        heard = speech.transcribe(audio, spec)
         walls.append(time.perf_counter() - t0)
     out["clips"].append({"audio_s": heard.seconds, "walls": walls, "words": len(heard.text.split())})
 out["rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

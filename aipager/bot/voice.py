@@ -1,9 +1,8 @@
 """Voice notes → prompts: transcribed on this computer, shown, then sent as a typed message.
 
 A voice note (``on_voice``) is downloaded from Telegram into memory (never written to
-disk) and transcribed in a worker thread by faster-whisper, the optional ``voice`` extra,
-imported at the first voice note and never at daemon start (it pulls in CTranslate2,
-PyAV and numpy: memory the daemon does not spend until someone speaks).  The transcript
+disk) and transcribed in a worker thread by faster-whisper, the optional ``voice`` extra
+(``bot.speech``: imported at the first voice note, never at daemon start).  The transcript
 is shown as "🎙 heard: …" with ✅ Send / ✏️ Edit / ❌ Cancel (``callbacks.VoiceTap``), in
 the language spoken (faster-whisper detects it, and the speaker's Telegram language settles
 it when the model is unsure; an English-only ``*.en`` model hears English).  ✅ sends it as
@@ -14,12 +13,7 @@ holds, the permission note); ✏️ makes the speaker's next message (aiogram's 
 transcripts live in memory with the dispatcher, as the pickers' messages do: a restart
 forgets them and their buttons expire.  Without the extra a voice note gets ``VOICE_OFF``.
 
-The model is ``AIPAGER_VOICE_MODEL`` in the daemon's environment, else the config key
-``voice_model``, else ``DEFAULT_MODEL``.  A folder (a path: ``/…``, ``~/…``, ``./…``) is a
-CTranslate2 Whisper model on this computer and nothing is fetched; a name (``base``,
-``small``, ``large-v3``, or a hub id ``owner/name``) is fetched by faster-whisper on
-first use into its own cache, where the machine may download.  The model stays loaded
-``IDLE_UNLOAD`` seconds after the last voice note, then its memory is given back.
+The model, and how it is loaded and dropped: ``bot.speech``.
 
 A voice note is handled in its chat's order, like any message: the chat's next messages
 wait for its transcript (``MAX_SECONDS`` bounds that), and a daemon killed meanwhile
@@ -29,15 +23,12 @@ transcribes it again at the next start (the update journal, ``inbox``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import logging
-import os
-import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from aiogram.dispatcher.event.bases import SkipHandler
 from aiogram.fsm.context import FSMContext
@@ -47,32 +38,19 @@ from aiogram.types import CallbackQuery, Message
 from aiogram.utils.callback_answer import CallbackAnswer
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager import config, paths
-from aipager.bot import files, view
+from aipager.bot import files, speech, view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import VoiceAct, VoiceTap
 from aipager.bot.chatstate import msg_key
 from aipager.bot.outbox import Action, Live, Post
 from aipager.bot.routers.messages import send_text
 from aipager.bot.routers.taps import EXPIRED
-from aipager.errors import AipagerError
+from aipager.bot.speech import CONFIG_KEY, ENV_MODEL, ModelUnavailable, NotInstalled, VoiceError
 
 log = logging.getLogger("aipager.bot")
 
-#: the environment variable naming the model (a folder or a faster-whisper name)
-ENV_MODEL = "AIPAGER_VOICE_MODEL"
-#: the config key naming it when the environment does not
-CONFIG_KEY = "voice_model"
-#: the model when neither names one: multilingual, ~150 MB, fetched by faster-whisper
-#: on first use (``small`` is slower and hears Portuguese, Spanish and Vietnamese better)
-DEFAULT_MODEL = "base"
 #: the longest voice note transcribed (seconds): the chat's next messages wait for it
 MAX_SECONDS = 300
-#: how sure of the language spoken the model must be to overrule the speaker's Telegram
-#: language (faster-whisper's own threshold)
-SURE = 0.5
-#: seconds the loaded model stays after the last voice note
-IDLE_UNLOAD = 600.0
 #: transcripts waiting for a tap, per dispatcher (older ones' buttons expire)
 PENDING_KEPT = 50
 #: the transcript shown in the chat is cut here (Telegram's limit is 4096); all of it is sent
@@ -81,29 +59,6 @@ SHOWN_MAX = 3500
 VOICE_OFF = ("🎙 Voice notes are off on this computer: install aipager with its voice extra "
              "(pip install 'aipager[voice]', or '.[voice]' in a checkout) and restart aipager.")
 NOT_YOURS = "Only the person who spoke can send, edit or cancel this."
-
-
-class VoiceError(AipagerError):
-    """A voice note could not be transcribed (the message says why, for the chat)."""
-
-
-class NotInstalled(VoiceError):
-    """faster-whisper (the ``voice`` extra) is not installed."""
-
-
-class ModelUnavailable(VoiceError):
-    """The model named cannot be loaded (a folder without a model, no download possible)."""
-
-
-@dataclass(frozen=True)
-class Transcript:
-    """What a voice note said."""
-
-    text: str
-    #: the language detected (ISO 639-1, ``en``)
-    language: str
-    #: the audio's length in seconds
-    seconds: float
 
 
 @dataclass(frozen=True)
@@ -123,142 +78,9 @@ class NextVoice(StatesGroup):
     text = FSMState()
 
 
-# -- the model ------------------------------------------------------------------------
-
-
-def model_spec(env: Mapping[str, str], cfg: config.Config | None = None) -> str:
-    """The model to use: ``ENV_MODEL``, else the config's ``voice_model``, else
-    ``DEFAULT_MODEL``; a folder given as ``~/…`` is expanded against the daemon's HOME."""
-    spec = (env.get(ENV_MODEL) or "").strip()
-    if not spec and cfg is not None and isinstance(cfg.extra.get(CONFIG_KEY), str):
-        spec = cfg.extra[CONFIG_KEY].strip()
-    spec = spec or DEFAULT_MODEL
-    if spec == "~" or spec.startswith("~/"):
-        spec = paths.home(env) + spec[1:]
-    return spec
-
-
-def is_folder(spec: str) -> bool:
-    """Whether ``spec`` names a model folder (a path) rather than a name to fetch."""
-    return spec.startswith(("/", "./", "../", "~")) or os.path.isdir(spec)
-
-
-def whisper() -> Any:
-    """The ``faster_whisper`` module (its first import takes a second or two).
-
-    Raises:
-        NotInstalled: the ``voice`` extra is missing.
-    """
-    try:
-        import faster_whisper
-    except ImportError as exc:
-        msg = f"faster-whisper is not installed ({exc})"
-        raise NotInstalled(msg) from exc
-    return faster_whisper
-
-
-class _Models:
-    """The one loaded model, shared by every chat; one transcription at a time (a second
-    would only halve the speed of both and double the memory)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.spec = ""
-        self.model: Any = None
-        self.used = 0.0
-
-    def get(self, spec: str) -> Any:
-        """The model for ``spec`` (call with ``lock`` held): loaded once, kept."""
-        if self.model is not None and self.spec == spec:
-            return self.model
-        fw = whisper()
-        self.model, self.spec = None, ""  # the old one's memory goes before the new loads
-        if is_folder(spec) and not os.path.isfile(os.path.join(spec, "model.bin")):
-            msg = f"{spec} holds no CTranslate2 model (no model.bin)"
-            raise ModelUnavailable(msg)
-        try:
-            # int8 on the CPU: a quarter of float32's memory, and the fastest there
-            self.model = fw.WhisperModel(spec, device="cpu", compute_type="int8")
-        except Exception as exc:  # noqa: BLE001 - a download, a file, CTranslate2: one answer
-            msg = f"cannot load the voice model {spec}: {exc}"
-            raise ModelUnavailable(msg) from exc
-        self.spec = spec
-        return self.model
-
-    def unload_idle(self, now: float) -> bool:
-        """Drop the model when idle for ``IDLE_UNLOAD`` seconds; whether it was dropped."""
-        if not self.lock.acquire(blocking=False):
-            return False  # transcribing: its end schedules the next check
-        try:
-            if self.model is None or now - self.used < IDLE_UNLOAD:
-                return False
-            self.model, self.spec = None, ""
-            _trim_heap()
-            log.info("voice model unloaded after %.0f s idle", IDLE_UNLOAD)
-            return True
-        finally:
-            self.lock.release()
-
-
-def _trim_heap() -> None:
-    """Hand freed memory back to the system: glibc keeps a dropped model's ~60 MB (tiny.en,
-    measured) in its heap otherwise.  Elsewhere (musl, macOS) a no-op."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
-
-
-# the process's one model (a cache of a resource, like the import system's own modules)
-_models = _Models()
-
-
-def hint_of(language_code: str | None) -> str | None:
-    """Whisper's code for a Telegram ``language_code`` (an IETF tag: ``pt-br`` → ``pt``)."""
-    code = (language_code or "").strip().lower().replace("_", "-").split("-", 1)[0]
-    return code or None
-
-
-def transcribe(audio: bytes, spec: str, hint: str | None = None) -> Transcript:
-    """Transcribe ``audio`` (any format FFmpeg reads: Telegram's OGG/Opus, WAV…) with the
-    model ``spec``, in the language spoken.  Blocking: run it in a thread.
-
-    The language is the model's guess when it is sure of it (``SURE``), else ``hint`` (the
-    speaker's Telegram language, ``hint_of``) when the model knows it: a few seconds of
-    Portuguese or Vietnamese can sound like anything to Whisper, and a guess it is unsure of
-    gives words in the wrong language and script.
-
-    Raises:
-        NotInstalled: no faster-whisper.
-        ModelUnavailable: the model cannot be loaded.
-    """
-    with _models.lock:
-        model = _models.get(spec)
-        samples = whisper().decode_audio(io.BytesIO(audio))  # 16 kHz mono
-        language, known = None, model.supported_languages
-        if hint in known and len(known) > 1:  # an English-only model never guesses
-            found, sure, _ = model.detect_language(samples, vad_filter=True)
-            language = found if sure >= SURE else hint
-        # vad_filter: silence is cut first (Whisper invents words in silence);
-        # condition_on_previous_text off: one misheard segment does not derail the rest
-        segments, info = model.transcribe(samples, language=language, vad_filter=True,
-                                          condition_on_previous_text=False)
-        words = [s.text.strip() for s in segments]  # the generator does the work
-        _models.used = time.monotonic()
-    return Transcript(" ".join(w for w in words if w), str(info.language), float(info.duration))
-
-
-def unload_idle(now: float) -> bool:
-    """Give the model's memory back once it has been idle ``IDLE_UNLOAD`` seconds at ``now``
-    (``time.monotonic``); whether it was dropped.  The chat checks after each voice note."""
-    return _models.unload_idle(now)
-
-
 def _unload_later() -> None:
-    asyncio.get_running_loop().call_later(IDLE_UNLOAD + 1,
-                                          lambda: unload_idle(time.monotonic()))
+    asyncio.get_running_loop().call_later(speech.IDLE_UNLOAD + 1,
+                                          lambda: speech.unload_idle(time.monotonic()))
 
 
 # -- the chat -------------------------------------------------------------------------
@@ -318,7 +140,7 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
     if voice is None:
         return  # the filter lets only voice notes through
     try:
-        await asyncio.to_thread(whisper)  # a first import takes a second or two
+        await asyncio.to_thread(speech.whisper)  # a first import takes a second or two
     except NotInstalled:
         actions.say(chat_id, VOICE_OFF, reply_to=msg_id)
         return
@@ -329,12 +151,12 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
                     reply_to=msg_id)
         return
     actions.outbox.put(Action(chat_id, "typing"))
-    spec = model_spec(actions.env, members.current())
+    spec = speech.model_spec(actions.env, members.current())
     try:
         audio = await _download(message, voice.file_id)
         user = message.from_user
-        heard = await asyncio.to_thread(transcribe, audio, spec,
-                                        hint_of(user.language_code if user else None))
+        heard = await asyncio.to_thread(speech.transcribe, audio, spec,
+                                        speech.hint_of(user.language_code if user else None))
     except ModelUnavailable as exc:
         log.warning("voice model: %s", exc)
         actions.say(chat_id, f"🎙 {exc}. Name a model folder on this computer with "
@@ -448,6 +270,5 @@ async def on_cancel(query: CallbackQuery, callback_data: VoiceTap, actions: Acti
     callback_answer.text = "Not sent."
 
 
-__all__ = ["ENV_MODEL", "CONFIG_KEY", "DEFAULT_MODEL", "VOICE_OFF", "NextVoice", "Transcript",
-           "hint_of", "model_spec", "on_cancel", "on_edit", "on_edited", "on_send", "on_voice", "transcribe",
-           "unload_idle", "whisper"]
+__all__ = ["MAX_SECONDS", "NOT_YOURS", "VOICE_OFF", "NextVoice", "on_cancel", "on_edit",
+           "on_edited", "on_send", "on_voice"]

@@ -16,7 +16,9 @@ from fakes.telegram_api import OWNER
 from support.voice import base_model, speech, tiny_model, user_sends_voice
 
 from aipager import config
+from aipager.bot import speech as stt
 from aipager.bot import voice
+from aipager.bot.routers.taps import EXPIRED
 
 GROUP = -100555
 PEOPLE = {
@@ -43,13 +45,13 @@ def multilingual(tmp_path_factory) -> str:
 def voice_model(monkeypatch) -> str | None:
     """What ``AIPAGER_VOICE_MODEL`` names for the daemon (None: unset)."""
     model = tiny_model()
-    monkeypatch.setenv(voice.ENV_MODEL, model)
+    monkeypatch.setenv(stt.ENV_MODEL, model)
     return model
 
 
 @pytest.fixture
 def multilingual_env(multilingual, monkeypatch) -> str:
-    monkeypatch.setenv(voice.ENV_MODEL, multilingual)
+    monkeypatch.setenv(stt.ENV_MODEL, multilingual)
     return multilingual
 
 
@@ -106,7 +108,7 @@ async def test_a_voice_note_is_heard_then_sent_as_the_speakers_prompt(chat, spok
     assert shown
     # a second tap on an old button acts on nothing
     query = await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
-    assert await _toast(chat, query) == voice.EXPIRED
+    assert await _toast(chat, query) == EXPIRED
     assert len(chat.sessions.typed) == 1
 
 
@@ -128,7 +130,7 @@ async def test_edit_sends_the_next_message_instead(chat, spoken):
                              lambda p: "replaced by your text" in str(p.get("text")))
     # the transcript went: its ✅ acts on nothing, and the next message is a plain prompt
     query = await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
-    assert await _toast(chat, query) == voice.EXPIRED
+    assert await _toast(chat, query) == EXPIRED
     await chat.fake.user_says("and the linter")
     await eventually(lambda: len(chat.sessions.typed) == 2)
     assert chat.sessions.typed[1][1] == "and the linter"
@@ -154,7 +156,7 @@ async def test_cancel_sends_nothing(chat, spoken):
     await chat.fake.wait_for("editMessageText", lambda p: "❌ not sent" in str(p.get("text")))
     assert not chat.fake.message(chat.chat_id, heard["message_id"]).get("reply_markup")
     query = await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
-    assert await _toast(chat, query) == voice.EXPIRED
+    assert await _toast(chat, query) == EXPIRED
     assert chat.sessions.typed == []
 
 
@@ -163,7 +165,7 @@ async def test_the_config_key_names_the_model(chat, spoken):
     session = chat.start("jim")
     cfg = config.load(chat.bot.env)
     config.save(chat.bot.env, config.Config(cfg.bot_token, cfg.chat_id, cfg.members,
-                                            extra={voice.CONFIG_KEY: tiny_model()}))
+                                            extra={stt.CONFIG_KEY: tiny_model()}))
     await user_sends_voice(chat.fake, spoken)
     heard = await _heard(chat)
     await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"))
@@ -197,11 +199,11 @@ async def test_a_folder_without_a_model_is_named(chat, spoken, tmp_path, monkeyp
     chat.start("jim")
     cfg = config.load(chat.bot.env)
     config.save(chat.bot.env, config.Config(cfg.bot_token, cfg.chat_id, cfg.members,
-                                            extra={voice.CONFIG_KEY: str(tmp_path)}))
+                                            extra={stt.CONFIG_KEY: str(tmp_path)}))
     await user_sends_voice(chat.fake, spoken)
     said = await chat.fake.wait_for("sendMessage", lambda p: "🎙" in str(p["text"]))
     assert f"{tmp_path} holds no CTranslate2 model" in said["text"]
-    assert voice.ENV_MODEL in said["text"]
+    assert stt.ENV_MODEL in said["text"]
     assert chat.sessions.typed == []
 
 
@@ -249,43 +251,43 @@ def test_the_language_is_the_models_guess_when_sure_else_the_speakers(multilingu
     portuguese = speech(PORTUGUESE, "pt-br")
     # espeak-ng's Portuguese is robotic: Whisper base guesses Spanish, unsure (22 %), and
     # writes Spanish; the speaker's Telegram language settles it
-    assert voice.transcribe(portuguese, multilingual).language != "pt"
-    heard = voice.transcribe(portuguese, multilingual, voice.hint_of("pt-BR"))
+    assert stt.transcribe(portuguese, multilingual).language != "pt"
+    heard = stt.transcribe(portuguese, multilingual, stt.hint_of("pt-BR"))
     assert heard.language == "pt" and "escreva a documentação" in _words(heard.text)
-    spanish = voice.transcribe(speech("Buenos días. Abre el archivo de configuración.", "es"),
-                               multilingual, voice.hint_of("pt-BR"))
+    spanish = stt.transcribe(speech("Buenos días. Abre el archivo de configuración.", "es"),
+                               multilingual, stt.hint_of("pt-BR"))
     assert spanish.language == "es" and "buenos días" in _words(spanish.text)
     # English from a person whose Telegram is in Portuguese: the model is sure, it is English
-    english = voice.transcribe(speech(SAID), multilingual, voice.hint_of("pt-BR"))
+    english = stt.transcribe(speech(SAID), multilingual, stt.hint_of("pt-BR"))
     assert english.language == "en" and "unit test" in _words(english.text)
-    assert [voice.hint_of(c) for c in ("pt-br", "vi", "zh_Hans", "", None)] == [
+    assert [stt.hint_of(c) for c in ("pt-br", "vi", "zh_Hans", "", None)] == [
         "pt", "vi", "zh", None, None]
 
 
 def test_the_model_comes_from_the_environment_then_the_config_then_the_default():
-    cfg = config.Config("123:x", 1, extra={voice.CONFIG_KEY: "~/models/whisper-small"})
+    cfg = config.Config("123:x", 1, extra={stt.CONFIG_KEY: "~/models/whisper-small"})
     env = {"HOME": "/home/ann"}
-    assert voice.model_spec(env) == voice.DEFAULT_MODEL
-    assert voice.model_spec(env, cfg) == "/home/ann/models/whisper-small"
-    assert voice.model_spec({**env, voice.ENV_MODEL: "/srv/tiny"}, cfg) == "/srv/tiny"
-    assert voice.is_folder("/srv/tiny") and voice.is_folder("./m")
-    assert not voice.is_folder("small") and not voice.is_folder("Systran/faster-whisper-base")
+    assert stt.model_spec(env) == stt.DEFAULT_MODEL
+    assert stt.model_spec(env, cfg) == "/home/ann/models/whisper-small"
+    assert stt.model_spec({**env, stt.ENV_MODEL: "/srv/tiny"}, cfg) == "/srv/tiny"
+    assert stt.is_folder("/srv/tiny") and stt.is_folder("./m")
+    assert not stt.is_folder("small") and not stt.is_folder("Systran/faster-whisper-base")
 
 
 def test_transcribe_then_the_idle_model_is_unloaded(spoken):
-    heard = voice.transcribe(spoken, tiny_model())
+    heard = stt.transcribe(spoken, tiny_model())
     assert heard.language == "en" and 1.5 < heard.seconds < 10
     assert "unit tests" in _words(heard.text)
-    assert not voice.unload_idle(time.monotonic())  # just used: kept
-    assert voice.unload_idle(time.monotonic() + voice.IDLE_UNLOAD + 1)
-    assert not voice.unload_idle(time.monotonic() + voice.IDLE_UNLOAD + 1)  # nothing left
+    assert not stt.unload_idle(time.monotonic())  # just used: kept
+    assert stt.unload_idle(time.monotonic() + stt.IDLE_UNLOAD + 1)
+    assert not stt.unload_idle(time.monotonic() + stt.IDLE_UNLOAD + 1)  # nothing left
 
 
 def test_the_chat_does_not_import_faster_whisper_until_a_voice_note():
     code = ("import sys\n"
             "from aipager import lazyaiogram\n"
             "lazyaiogram.import_aiogram()\n"
-            "from aipager.bot import service, voice\n"
+            "from aipager.bot import service, speech, voice\n"
             "from aipager.bot.routers import messages, taps\n"
             "messages.make_router(); taps.make_router()\n"
             "heavy = [m for m in ('faster_whisper', 'ctranslate2', 'av', 'numpy') if m in sys.modules]\n"
