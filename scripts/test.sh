@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: builds aipager as `pip install .`
 # does (native hook required), installs the real Claude Code from npm and
-# Debian's chromium (for the web page's browser tests), runs pytest.  Extra
+# Debian's chromium and espeak-ng (for the page's and voice tests), runs pytest.  Extra
 # arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,16 +25,19 @@ if ! "$CLAUDE_BIN" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION"; then
 fi
 export AIPAGER_TEST_CLAUDE="$CLAUDE_BIN"
 
-# The web page's tests drive Debian's chromium through Playwright (Playwright's own
-# browser download is not used).
-if [ ! -x /usr/bin/chromium ]; then
+# Debian packages the tests drive (CI is a fresh machine, as root): chromium for the web
+# page's browser tests through Playwright (its own browser download is not used), an emoji
+# font for its screenshots, espeak-ng to speak the voice tests' sentences.
+missing=""
+[ -x /usr/bin/chromium ] || missing="chromium fonts-noto-color-emoji"
+command -v espeak-ng >/dev/null 2>&1 || missing="$missing espeak-ng"
+if [ -n "$missing" ]; then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-            $SUDO apt-get install -y -qq --no-install-recommends \
-                chromium fonts-noto-color-emoji; } >/dev/null; then
-        echo "scripts/test.sh: could not install Debian's chromium (apt-get failed);" \
-             "the web page's browser tests need /usr/bin/chromium" >&2
+            $SUDO apt-get install -y -qq --no-install-recommends $missing; } >/dev/null; then
+        echo "scripts/test.sh: could not install Debian's $missing (apt-get failed);" \
+             "the web page's browser tests and the voice tests need them" >&2
         exit 1
     fi
 fi

@@ -139,3 +139,21 @@ class SettingTap(CallbackData, prefix="set"):
 
     name: Setting
     value: str
+
+
+class VoiceAct(StrEnum):
+    """What a "🎙 heard: …" message's button does (``aipager.bot.voice``)."""
+
+    #: send the transcript as the speaker's prompt
+    SEND = "send"
+    #: the speaker's next message replaces the transcript and is sent
+    EDIT = "edit"
+    #: send nothing
+    CANCEL = "cancel"
+
+
+class VoiceTap(CallbackData, prefix="v"):
+    """A transcribed voice note's button: ``h`` the handle of the note (``ChatState.handle``)."""
+
+    h: int
+    act: VoiceAct

@@ -328,6 +328,8 @@ async def on_other(message: Message, actions: Actions) -> None:
 
 def make_router() -> Router:
     """The message handlers on a fresh router (a router joins one dispatcher only)."""
+    from aipager.bot import voice  # it sends through send_text, above
+
     router = Router(name="messages")
     router.message.filter(addressed)
     # In this order: what a message is, is decided once (as a reply to a request, the
@@ -338,8 +340,10 @@ def make_router() -> Router:
     router.message.register(on_edit_text, F.text, NextMessage.edit)
     router.message.register(on_question_reply, F.text, replied_question, flags=APPROVE)
     router.message.register(on_session_name, F.text, NextMessage.session_name)
+    router.message.register(voice.on_edited, F.text, voice.NextVoice.text, flags=PROMPT)
     router.message.register(on_text, F.text, flags=PROMPT)
     router.message.register(on_file, F.photo | F.document, flags=PROMPT)
+    router.message.register(voice.on_voice, F.voice, flags=PROMPT)
     router.message.register(on_other)
     return router
 

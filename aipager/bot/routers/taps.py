@@ -517,5 +517,11 @@ def make_router() -> Router:
         # a group's settings are the admins' to change; a private chat's, its person's
         tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0, flags=MANAGE)
         tap(handler, SettingTap.filter(F.name == setting))
+    from aipager.bot import voice  # a transcribed voice note's buttons
+    from aipager.bot.callbacks import VoiceAct, VoiceTap
+
+    tap(voice.on_send, VoiceTap.filter(F.act == VoiceAct.SEND), flags=PROMPT)
+    tap(voice.on_edit, VoiceTap.filter(F.act == VoiceAct.EDIT), flags=PROMPT)
+    tap(voice.on_cancel, VoiceTap.filter(F.act == VoiceAct.CANCEL), flags=PROMPT)
     tap(on_unknown_tap)
     return router

@@ -1,0 +1,274 @@
+"""Voice notes → prompts: transcribed on this computer, shown, then sent as a typed message.
+
+A voice note (``on_voice``) is downloaded from Telegram into memory (never written to
+disk) and transcribed in a worker thread by faster-whisper, the optional ``voice`` extra
+(``bot.speech``: imported at the first voice note, never at daemon start).  The transcript
+is shown as "🎙 heard: …" with ✅ Send / ✏️ Edit / ❌ Cancel (``callbacks.VoiceTap``), in
+the language spoken (faster-whisper detects it, and the speaker's Telegram language settles
+it when the model is unsure; an English-only ``*.en`` model hears English).  ✅ sends it as
+the speaker's message, through the path a typed message takes
+(``routers.messages.send_text`` → ``Actions.deliver``: the routing, the prompt rule,
+holds, the permission note); ✏️ makes the speaker's next message (aiogram's FSM,
+``NextVoice.text``) replace it; ❌ drops it.  Only the speaker's taps act on it.  Waiting
+transcripts live in memory with the dispatcher, as the pickers' messages do: a restart
+forgets them and their buttons expire.  Without the extra a voice note gets ``VOICE_OFF``.
+
+The model, and how it is loaded and dropped: ``bot.speech``.
+
+A voice note is handled in its chat's order, like any message: the chat's next messages
+wait for its transcript (``MAX_SECONDS`` bounds that), and a daemon killed meanwhile
+transcribes it again at the next start (the update journal, ``inbox``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from aiogram.dispatcher.event.bases import SkipHandler
+from aiogram.fsm.context import FSMContext
+from aiogram.fsm.state import State as FSMState
+from aiogram.fsm.state import StatesGroup
+from aiogram.types import CallbackQuery, Message
+from aiogram.utils.callback_answer import CallbackAnswer
+from aiogram.utils.keyboard import InlineKeyboardBuilder
+
+from aipager.bot import files, speech, view
+from aipager.bot.actions import Actions, Sender
+from aipager.bot.callbacks import VoiceAct, VoiceTap
+from aipager.bot.chatstate import msg_key
+from aipager.bot.outbox import Action, Live, Post
+from aipager.bot.routers.messages import send_text
+from aipager.bot.routers.taps import EXPIRED
+from aipager.bot.speech import CONFIG_KEY, ENV_MODEL, ModelUnavailable, NotInstalled, VoiceError
+
+log = logging.getLogger("aipager.bot")
+
+#: the longest voice note transcribed (seconds): the chat's next messages wait for it
+MAX_SECONDS = 300
+#: transcripts waiting for a tap, per dispatcher (older ones' buttons expire)
+PENDING_KEPT = 50
+#: the transcript shown in the chat is cut here (Telegram's limit is 4096); all of it is sent
+SHOWN_MAX = 3500
+
+VOICE_OFF = ("🎙 Voice notes are off on this computer: install aipager with its voice extra "
+             "(pip install 'aipager[voice]', or '.[voice]' in a checkout) and restart aipager.")
+NOT_YOURS = "Only the person who spoke can send, edit or cancel this."
+
+
+@dataclass(frozen=True)
+class Heard:
+    """A transcript waiting for its speaker's tap."""
+
+    #: the voice note (routing, reply, reactions: as a typed message's)
+    message: Message
+    speaker: int
+    text: str
+
+
+class NextVoice(StatesGroup):
+    """What a person's next message is, once a transcript's ✏️ asked for it."""
+
+    #: the corrected text, sent instead of the transcript (``on_edited``)
+    text = FSMState()
+
+
+def _unload_later() -> None:
+    asyncio.get_running_loop().call_later(speech.IDLE_UNLOAD + 1,
+                                          lambda: speech.unload_idle(time.monotonic()))
+
+
+# -- the chat -------------------------------------------------------------------------
+
+
+def _pending(dispatcher: Any) -> OrderedDict[int, Heard]:
+    """The transcripts waiting for a tap: kept with the dispatcher (in memory, as the
+    pickers' messages are), by handle."""
+    found: OrderedDict[int, Heard] = dispatcher.workflow_data.setdefault("voices", OrderedDict())
+    return found
+
+
+def _key(handle: int) -> str:
+    return f"voice:{handle}"
+
+
+def _shown(text: str) -> str:
+    if len(text) <= SHOWN_MAX:
+        return text
+    return f"{text[:SHOWN_MAX]}… (+{len(text) - SHOWN_MAX} characters, all sent)"
+
+
+def _buttons(handle: int) -> dict | None:
+    kb = InlineKeyboardBuilder()
+    for label, act in (("✅ Send", VoiceAct.SEND), ("✏️ Edit", VoiceAct.EDIT),
+                       ("❌ Cancel", VoiceAct.CANCEL)):
+        kb.button(text=label, callback_data=VoiceTap(h=handle, act=act))
+    return view.markup(kb.adjust(3))
+
+
+def _settle(actions: Actions, heard: Heard, handle: int, line: str = "") -> None:
+    """The "heard" message without its buttons (and with ``line`` under it)."""
+    text = f"🎙 heard: {_shown(heard.text)}" + (f"\n{line}" if line else "")
+    actions.outbox.put(Live(heard.message.chat.id, text, key=_key(handle)))
+
+
+async def _download(message: Message, file_id: str) -> bytes:
+    bot = message.bot
+    if bot is None:
+        msg = "the message is not bound to a bot"
+        raise VoiceError(msg)
+    found = await bot.get_file(file_id)
+    if not found.file_path:
+        msg = "Telegram gave no download path for it"
+        raise VoiceError(msg)
+    buf = io.BytesIO()
+    await bot.download_file(found.file_path, buf, timeout=120)
+    return buf.getvalue()
+
+
+async def on_voice(message: Message, actions: Actions, sender: Sender, members: Any,
+                   dispatcher: Any) -> None:
+    """A voice note: transcribed here, then shown with ✅ / ✏️ / ❌ (``members``: the
+    config, for its ``voice_model``)."""
+    chat_id, msg_id = message.chat.id, message.message_id
+    voice = message.voice
+    if voice is None:
+        return  # the filter lets only voice notes through
+    try:
+        await asyncio.to_thread(speech.whisper)  # a first import takes a second or two
+    except NotInstalled:
+        actions.say(chat_id, VOICE_OFF, reply_to=msg_id)
+        return
+    if voice.duration > MAX_SECONDS or (voice.file_size or 0) > files.DOWNLOAD_MAX:
+        minutes, seconds = divmod(voice.duration, 60)
+        actions.say(chat_id, f"🎙 That voice note is {minutes} min {seconds} s long: I transcribe "
+                    f"up to {MAX_SECONDS // 60} min. Send it in parts, or type it.",
+                    reply_to=msg_id)
+        return
+    actions.outbox.put(Action(chat_id, "typing"))
+    spec = speech.model_spec(actions.env, members.current())
+    try:
+        audio = await _download(message, voice.file_id)
+        user = message.from_user
+        heard = await asyncio.to_thread(speech.transcribe, audio, spec,
+                                        speech.hint_of(user.language_code if user else None))
+    except ModelUnavailable as exc:
+        log.warning("voice model: %s", exc)
+        actions.say(chat_id, f"🎙 {exc}. Name a model folder on this computer with "
+                    f"{ENV_MODEL}=/path or the config key {CONFIG_KEY}.", reply_to=msg_id,
+                    buzz=True)
+        return
+    except Exception as exc:  # noqa: BLE001 - Telegram, the audio, the model: say so, go on
+        log.warning("transcribing a voice note failed: %s", exc)
+        actions.say(chat_id, "🎙 Could not transcribe that voice note; send it again or type it.",
+                    reply_to=msg_id, buzz=True)
+        return
+    finally:
+        _unload_later()
+    log.info("voice note: %.1f s of %s audio transcribed", heard.seconds, heard.language)
+    if not heard.text:
+        actions.say(chat_id, "🎙 I heard no words in that voice note.", reply_to=msg_id)
+        return
+    handle = actions.state.handle("voice", msg_key(chat_id, msg_id))
+    pending = _pending(dispatcher)
+    pending[handle] = Heard(message, sender.user_id, heard.text)
+    pending.move_to_end(handle)
+    while len(pending) > PENDING_KEPT:
+        pending.popitem(last=False)
+    actions.outbox.put(Live(chat_id, f"🎙 heard: {_shown(heard.text)}", key=_key(handle),
+                            markup=_buttons(handle), reply_to=msg_id))
+
+
+def _heard_for(query: CallbackQuery, callback_data: VoiceTap, sender: Sender, dispatcher: Any,
+               callback_answer: CallbackAnswer) -> Heard | None:
+    """The transcript a button belongs to, if the tapper spoke it; else None (the toast
+    says why)."""
+    heard = _pending(dispatcher).get(callback_data.h)
+    if heard is None or query.message is None or query.message.chat.id != heard.message.chat.id:
+        callback_answer.text = EXPIRED
+        return None
+    if sender.user_id != heard.speaker:
+        callback_answer.text = NOT_YOURS
+        return None
+    return heard
+
+
+async def _forget_edit(state: FSMContext, handle: int) -> None:
+    """The tapper's ✏️ for this transcript is over (sent or cancelled by a button)."""
+    if await state.get_state() == NextVoice.text.state and \
+            (await state.get_data()).get("voice") == handle:
+        await state.clear()
+
+
+async def on_send(query: CallbackQuery, callback_data: VoiceTap, actions: Actions,
+                  sender: Sender, picks: dict, state: FSMContext, dispatcher: Any,
+                  callback_answer: CallbackAnswer) -> None:
+    """✅: the transcript goes in as the speaker's message (as if typed)."""
+    heard = _heard_for(query, callback_data, sender, dispatcher, callback_answer)
+    if heard is None:
+        return
+    del _pending(dispatcher)[callback_data.h]
+    await _forget_edit(state, callback_data.h)
+    _settle(actions, heard, callback_data.h)
+    await send_text(actions, heard.message, sender, heard.text, picks)
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+async def on_edit(query: CallbackQuery, callback_data: VoiceTap, actions: Actions,
+                  sender: Sender, state: FSMContext, dispatcher: Any,
+                  callback_answer: CallbackAnswer) -> None:
+    """✏️: the speaker's next message in this chat is sent instead (``on_edited``); the
+    transcript is repeated as code, which a tap copies."""
+    heard = _heard_for(query, callback_data, sender, dispatcher, callback_answer)
+    if heard is None or query.message is None:
+        return
+    await state.set_state(NextVoice.text)
+    await state.set_data({"voice": callback_data.h})
+    chat_id = query.message.chat.id
+    # in a group the bot reads only replies to it: the reply is the natural answer there
+    how = "Reply to this message with" if chat_id < 0 else "Send"
+    head = f"✏️ {how} the corrected text; it is sent instead. What I heard (tap to copy):\n"
+    body = _shown(heard.text)
+    actions.outbox.put(Post(chat_id, head + body, reply_to=query.message.message_id,
+                            entities=({"type": "code", "offset": _utf16(head),
+                                       "length": _utf16(body)},)))
+
+
+async def on_edited(message: Message, actions: Actions, sender: Sender, text: str,
+                    picks: dict, state: FSMContext, dispatcher: Any) -> None:
+    """The message after a transcript's ✏️ (``NextVoice.text``) replaces it and is sent;
+    when the transcript went meanwhile, the message goes on as any other."""
+    handle = (await state.get_data()).get("voice")
+    await state.clear()
+    if not isinstance(handle, int):
+        raise SkipHandler
+    heard = _pending(dispatcher).pop(handle, None)
+    if heard is None or heard.speaker != sender.user_id:
+        raise SkipHandler
+    _settle(actions, heard, handle, "✏️ replaced by your text")
+    await send_text(actions, message, sender, text, picks)
+
+
+async def on_cancel(query: CallbackQuery, callback_data: VoiceTap, actions: Actions,
+                    sender: Sender, state: FSMContext, dispatcher: Any,
+                    callback_answer: CallbackAnswer) -> None:
+    """❌: nothing is sent."""
+    heard = _heard_for(query, callback_data, sender, dispatcher, callback_answer)
+    if heard is None:
+        return
+    del _pending(dispatcher)[callback_data.h]
+    await _forget_edit(state, callback_data.h)
+    _settle(actions, heard, callback_data.h, "❌ not sent")
+    callback_answer.text = "Not sent."
+
+
+__all__ = ["MAX_SECONDS", "NOT_YOURS", "VOICE_OFF", "NextVoice", "on_cancel", "on_edit",
+           "on_edited", "on_send", "on_voice"]
