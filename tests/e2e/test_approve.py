@@ -176,6 +176,36 @@ def test_an_edited_command_is_what_claude_code_runs(
     assert record["via"] == "hook_decision"
 
 
+def test_an_edit_shows_its_real_diff_before_allow(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """Claude Code asks to Edit a file: the request shows the unified diff against the file
+    on disk (its own context lines included) as a diff block, before anything is allowed."""
+    phone = Phone(fake_telegram)
+    target = os.path.join(claude_home.project, "notes.txt")
+    with open(target, "w", encoding="utf-8") as fh:
+        fh.write("alpha\nbeta\ngamma\ndelta\n")
+    fake_anthropic.script("E2E-TDIFF", fa.tool("Edit", {"file_path": target,
+                                                       "old_string": "gamma",
+                                                       "new_string": "GAMMA"}),
+                          fa.text("Edited."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TDIFF shout the third line")
+
+    request = phone.wait_message(lambda m: "-gamma" in text_of(m) and "✅ Allow" in buttons(m),
+                                 30, "the request with its diff")
+    text = text_of(request)
+    assert "+GAMMA" in text and " beta" in text and " delta" in text, text
+    assert any(e.get("language") == "diff" for e in request.get("entities") or [])
+    with open(target, encoding="utf-8") as fh:
+        assert "gamma" in fh.read()  # nothing changed before the tap
+    tui.wait_shown("Do you want to make this edit", 20)
+    phone.tap(request, "✅ Allow")
+    tui.wait_shown("Edited.", 30)
+    with open(target, encoding="utf-8") as fh:
+        assert fh.read() == "alpha\nbeta\nGAMMA\ndelta\n"
+
+
 def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unasked(
         daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
     """Claude Code suggests "accept edits" for the session with a Write: offered as its own

@@ -110,3 +110,52 @@ def test_another_persons_message_waits_for_the_running_task(team, dtach_session,
     assert first < second
     sess = team.wait_session(_finished(2), 30, "the second task finished")
     assert [a["user_id"] for a in sess["task"]["authors"]] == [USER_ID]
+
+
+ADMIN = {"id": 3003, "is_bot": False, "first_name": "Adam", "username": "adam"}
+
+
+@pytest.fixture
+def team_with_admin(claude_home, fake_telegram, fake_anthropic):
+    """The daemon reporting to a group with the owner and an `admin`."""
+    from aipager import config
+
+    fake_telegram.add_group_chat(GROUP, "team")
+    cfg = config.Config(bot_token=TOKEN, chat_id=GROUP,
+                        members=(config.Member(OWNER_ID, "owner", "owner"),
+                                 config.Member(ADMIN["id"], "admin", "adam")))
+    config.save(claude_home.aipager_env(), cfg)
+    proc = Daemon.for_chat(claude_home, fake_telegram.base, fake_anthropic.base_url)
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def test_an_edit_the_floor_forbids_is_refused_and_the_request_stays_answerable(
+        team_with_admin, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """An admin corrects the owner's command into one the safety floor denies (sudo): refused
+    in one line, nothing sent to Claude Code, and the request still takes a tap."""
+    team = team_with_admin
+    phone = Phone(fake_telegram, GROUP)
+    made = os.path.join(claude_home.project, "made-as-asked")
+    fake_anthropic.script("E2E-TEDITFLOOR", fa.bash(f"touch {made}"), fa.text("Ran as asked."))
+    tui = dtach_session(*TUI_ARGS)
+    _ready(team)
+    fake_telegram.say("/e2e E2E-TEDITFLOOR make the file", user=OWNER, chat_id=GROUP)
+    request = phone.wait_message(lambda m: m.get("text", "").startswith("🔐 e2e · Bash"), 40,
+                                 "the owner's permission request")
+    tui.wait_shown("Do you want to proceed?", 20)
+
+    fake_telegram.tap(request["message_id"], buttons(request)["✏️ Edit"], user=ADMIN,
+                      chat_id=GROUP)
+    ask = phone.wait_message(lambda m: "the corrected command" in m.get("text", ""), 15,
+                             "the ask for the correction")
+    fake_telegram.say(f"sudo touch {made}", user=ADMIN, chat_id=GROUP,
+                      reply_to=ask["message_id"])
+
+    phone.wait(lambda snap: any("Not allowed" in t and "sudo" in t
+                                for t in phone.sent_texts(snap)), 20, "the refusal")
+    assert not os.path.exists(made)
+    fake_telegram.tap(request["message_id"], buttons(request)["✅ Allow"], chat_id=GROUP)
+    tui.wait_shown("Ran as asked.", 30)
+    assert os.path.exists(made)
