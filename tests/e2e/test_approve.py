@@ -222,6 +222,9 @@ def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unas
 
     request = phone.wait_message(lambda m: first in text_of(m) and "✅ Allow" in buttons(m), 30,
                                  "the request for the first write")
+    # a Write of a new file: its diff (every line added) shown before anything is allowed
+    assert "\n+1" in text_of(request), text_of(request)
+    assert any(e.get("language") == "diff" for e in request.get("entities") or [])
     label = next((b for b in buttons(request) if b.startswith("✏️ Accept every edit")), None)
     assert label, buttons(request)
     assert label.endswith("· this session")
