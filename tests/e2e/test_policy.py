@@ -74,7 +74,8 @@ def test_user_task_stopped_by_the_floor_while_the_owners_identical_task_runs(
     records = _audit(claude_home)
     assert [(r["action"], r["session"], r["tool"], r["task"]) for r in records] == [
         ("safety_blocked", SESSION, "Bash", 1)] * 2, records
-    assert all(r["authors"] == [{"user_id": USER_ID, "msg_id": 11}] for r in records), records
+    assert all(r["authors"] == [{"user_id": USER_ID, "msg_id": 11, "chat_id": str(CHAT_ID)}]
+               for r in records), records
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", r["ts"]) for r in records)
     assert "halted" in records[1]["reason"]
     assert stat.S_IMODE(os.stat(paths.audit_log(claude_home.aipager_env())).st_mode) == 0o600
