@@ -48,6 +48,7 @@ from aiogram.utils.backoff import Backoff, BackoffConfig
 
 from aipager.aio import cancel_and_wait
 from aipager.bot.chatstate import ChatState
+from aipager.bot.markdown import u16_len
 
 log = logging.getLogger("aipager.bot")
 
@@ -673,7 +674,7 @@ def _mark_repeat(op: Post | Live | Upload) -> Post | Live | Upload:
         case Live(text=text) if not text.startswith(REPEAT_MARK):
             return replace(op, text=REPEAT_MARK + text)
         case Post(text=text, entities=entities) if not text.startswith(REPEAT_MARK):
-            shift = len(REPEAT_MARK.encode("utf-16-le")) // 2
+            shift = u16_len(REPEAT_MARK)
             return replace(op, text=REPEAT_MARK + text, entities=tuple(
                 dict(e, offset=int(e.get("offset", 0)) + shift) for e in entities))
     return op

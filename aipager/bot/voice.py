@@ -42,6 +42,7 @@ from aipager.bot import files, speech, view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import VoiceAct, VoiceTap
 from aipager.bot.chatstate import msg_key
+from aipager.bot.markdown import u16_len
 from aipager.bot.outbox import Action, Live, Post
 from aipager.bot.routers.messages import send_text
 from aipager.bot.routers.taps import EXPIRED
@@ -205,21 +206,28 @@ async def _forget_edit(state: FSMContext, handle: int) -> None:
         await state.clear()
 
 
+async def _take(query: CallbackQuery, callback_data: VoiceTap, actions: Actions,
+                sender: Sender, state: FSMContext, dispatcher: Any,
+                callback_answer: CallbackAnswer, line: str = "") -> Heard | None:
+    """The speaker's transcript this button settles (✅ or ❌), taken out of the pending ones
+    with its ✏️ over and its message saying ``line``; None when it is not theirs or gone."""
+    heard = _heard_for(query, callback_data, sender, dispatcher, callback_answer)
+    if heard is None:
+        return None
+    del _pending(dispatcher)[callback_data.h]
+    await _forget_edit(state, callback_data.h)
+    _settle(actions, heard, callback_data.h, line)
+    return heard
+
+
 async def on_send(query: CallbackQuery, callback_data: VoiceTap, actions: Actions,
                   sender: Sender, picks: dict, state: FSMContext, dispatcher: Any,
                   callback_answer: CallbackAnswer) -> None:
     """✅: the transcript goes in as the speaker's message (as if typed)."""
-    heard = _heard_for(query, callback_data, sender, dispatcher, callback_answer)
-    if heard is None:
-        return
-    del _pending(dispatcher)[callback_data.h]
-    await _forget_edit(state, callback_data.h)
-    _settle(actions, heard, callback_data.h)
-    await send_text(actions, heard.message, sender, heard.text, picks)
-
-
-def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    heard = await _take(query, callback_data, actions, sender, state, dispatcher,
+                        callback_answer)
+    if heard is not None:
+        await send_text(actions, heard.message, sender, heard.text, picks)
 
 
 async def on_edit(query: CallbackQuery, callback_data: VoiceTap, actions: Actions,
@@ -238,8 +246,8 @@ async def on_edit(query: CallbackQuery, callback_data: VoiceTap, actions: Action
     head = f"✏️ {how} the corrected text; it is sent instead. What I heard (tap to copy):\n"
     body = _shown(heard.text)
     actions.outbox.put(Post(chat_id, head + body, reply_to=query.message.message_id,
-                            entities=({"type": "code", "offset": _utf16(head),
-                                       "length": _utf16(body)},)))
+                            entities=({"type": "code", "offset": u16_len(head),
+                                       "length": u16_len(body)},)))
 
 
 async def on_edited(message: Message, actions: Actions, sender: Sender, text: str,
@@ -261,13 +269,9 @@ async def on_cancel(query: CallbackQuery, callback_data: VoiceTap, actions: Acti
                     sender: Sender, state: FSMContext, dispatcher: Any,
                     callback_answer: CallbackAnswer) -> None:
     """❌: nothing is sent."""
-    heard = _heard_for(query, callback_data, sender, dispatcher, callback_answer)
-    if heard is None:
-        return
-    del _pending(dispatcher)[callback_data.h]
-    await _forget_edit(state, callback_data.h)
-    _settle(actions, heard, callback_data.h, "❌ not sent")
-    callback_answer.text = "Not sent."
+    if await _take(query, callback_data, actions, sender, state, dispatcher, callback_answer,
+                   "❌ not sent") is not None:
+        callback_answer.text = "Not sent."
 
 
 __all__ = ["MAX_SECONDS", "NOT_YOURS", "VOICE_OFF", "NextVoice", "on_cancel", "on_edit",

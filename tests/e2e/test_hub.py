@@ -24,29 +24,6 @@ pytestmark = pytest.mark.e2e
 TUI_ARGS = ("--permission-mode", "default", "--allowedTools", "Bash,Write,Edit,Read")
 
 
-class Started(Daemon):
-    """``aipager start`` with options (``--hub``, ``--join URL --creds FILE``)."""
-
-    def __init__(self, home, args, **kw) -> None:
-        super().__init__(home, **kw)
-        self.args = list(args)
-
-    def start(self, wait: float = 30.0) -> None:
-        self.env = self.environment()
-        with open(self.output, "ab") as out:
-            self.proc = subprocess.Popen(
-                [kit.installed_program("aipager"), "start", *self.args], env=self.env,
-                cwd=self.home.root, stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT)
-        try:
-            self.wait_state(lambda st: st["state"]["daemon"].get("alive") is True, wait,
-                            "daemon alive")
-        except BaseException:
-            with contextlib.suppress(AssertionError):
-                self.stop()
-            raise
-
-
 def _wait_log(daemon, *needles: str, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not any(all(n in line for n in needles) for line in daemon.log().splitlines()):
@@ -88,9 +65,9 @@ def test_a_message_on_the_hub_runs_on_the_host_and_its_answer_comes_back_once(
                    if "aipager start --join" in line)
     assert command == f"aipager start --join nats://127.0.0.1:{port} --creds box.json"
 
-    hub = Started(hub_home, ["--hub"], api_base=fake_telegram.base)
+    hub = Daemon(hub_home, api_base=fake_telegram.base, args=["--hub"])
     hub.start()
-    host = Started(claude_home, ["--join", f"nats://127.0.0.1:{port}", "--creds", creds])
+    host = Daemon(claude_home, args=["--join", f"nats://127.0.0.1:{port}", "--creds", creds])
     try:
         host.start()
         fake_anthropic.script("E2E-HUB", fa.bash("echo from-the-host"),

@@ -17,7 +17,7 @@ import os
 import signal
 import subprocess
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from aipager import paths
 from e2e.kit.claude import ClaudeHome, claude_binary, installed_program
@@ -51,11 +51,13 @@ class Daemon:
         home: the throwaway world.
         api_base: the fake Bot API's base URL (the bot polls it).
         extra_env: more environment for the daemon (and so for sessions ``/new`` starts).
+        args: options of ``aipager start`` (``--hub``, ``--join URL --creds FILE``).
     """
 
     def __init__(self, home: ClaudeHome, api_base: str = "",
-                 extra_env: dict[str, str] | None = None) -> None:
+                 extra_env: dict[str, str] | None = None, args: Sequence[str] = ()) -> None:
         self.home = home
+        self.args = list(args)
         self.extra_env = dict(extra_env or {})
         if api_base:
             self.extra_env["AIPAGER_TELEGRAM_API_BASE"] = api_base
@@ -86,7 +88,8 @@ class Daemon:
         self.env = self.environment()
         with open(self.output, "ab") as out:
             self.proc = subprocess.Popen(
-                [installed_program("aipager"), "start"], env=self.env, cwd=self.home.root,
+                [installed_program("aipager"), "start", *self.args], env=self.env,
+                cwd=self.home.root,
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             )
         try:
