@@ -1,6 +1,6 @@
 # A depth-aware JSON scanner for the hook's no-interpreter fast path.
 #
-# TWIN OF aipager/jsonlite.py:
+# TWIN OF aipager/proto/jsonlite.py:
 #   js_parse = loads
 #
 # Everything here is C-typed, `noexcept nogil` and allocation-free, so it runs
@@ -8,7 +8,7 @@
 # libpython.  Reusable by every `include`r (hook.pyx, the policy files,
 # policy_ext.pyx).
 #
-# SEMANTICS (kept identical to the pure-Python twin, aipager/jsonlite.py,
+# SEMANTICS (kept identical to the pure-Python twin, aipager/proto/jsonlite.py,
 # which uses CPython's `_json` with strict=True on the strict-UTF-8 text):
 # - RFC 8259 grammar; whitespace is exactly space, \t, \n, \r.
 # - Strings: raw bytes < 0x20 are invalid; escapes \" \\ \/ \b \f \n \r \t

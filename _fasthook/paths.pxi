@@ -1,6 +1,6 @@
-# The C twin of aipager/paths.py for the locations the hook touches.
+# The C twin of aipager/proto/paths.py for the locations the hook touches.
 #
-# TWIN OF aipager/paths.py:
+# TWIN OF aipager/proto/paths.py:
 #   path_join = _join
 #   path_dirname = _dirname
 #   paths_private_dir = private_dir

@@ -47,7 +47,7 @@ cdef extern from "<time.h>" nogil:
 
 # The limits (REPLY_DEFAULT_MS, REPLY_MIN_MS, REPLY_MAX_MS, REPLY_SUN_PATH_MAX,
 # WIRE_REPLY_MAX, WIRE_MAX_BRACKETS) come from aipager.hookpy.reply and
-# aipager.wire through wire.pxi.
+# aipager.proto.wire through wire.pxi.
 cdef enum:
     REPLY_ID_LEN = 32
 

@@ -5,7 +5,7 @@
 #   socket_ours = socket_ours
 #   sender_send = Sender.send
 #
-# TWIN OF aipager/spoolfile.py:
+# TWIN OF aipager/proto/spoolfile.py:
 #   spool_write = write
 #
 #   sender_init(&s, debug)       resolve the socket (paths.pxi) and spool dir

@@ -1,5 +1,5 @@
 # What the compiled side shares with Python: the numbers, names and field tables
-# setup.py generates into wire_constants.h from aipager/wire.py and the
+# setup.py generates into wire_constants.h from aipager/proto/wire.py and the
 # hook-side modules that own a limit (setup.py WIRE_CONSTANTS, wire_constants_h).
 # Nothing here is a value: each name below is declared only, and the value
 # is whatever the Python source said at build time.  Never spell one of these
@@ -10,7 +10,7 @@
 
 cdef extern from "wire_constants.h" nogil:
     enum:
-        # aipager.wire: the largest datagram the hook sends; what a receiver
+        # aipager.proto.wire: the largest datagram the hook sends; what a receiver
         # reads at most (MAX_DATAGRAM plus slack); the reply wait's limits
         WIRE_MAX_DATAGRAM
         WIRE_RECV_MAX
@@ -25,9 +25,9 @@ cdef extern from "wire_constants.h" nogil:
         HOOK_STATUS_MAX
         # aipager.hookpy.common.MEMORY_CAP: the RLIMIT_AS soft limit
         COMMON_MEMORY_CAP
-        # aipager.spoolfile.TRIES: spool names tried, one nanosecond apart
+        # aipager.proto.spoolfile.TRIES: spool names tried, one nanosecond apart
         SPOOLFILE_TRIES
-        # aipager.policy._fsio.MAX_READ: the largest policy file read (snapshot, floor)
+        # aipager.proto.fsio.MAX_READ: the largest policy file read (snapshot, floor)
         FSIO_MAX_READ
         # aipager.policy.marker.MAX_MARKER, notes.TTL_SECONDS, sendfile.MAX_BYTES
         MARKER_MAX_MARKER
@@ -41,7 +41,7 @@ cdef extern from "wire_constants.h" nogil:
     # aipager.policy.marker.TTL_SECONDS
     const double MARKER_TTL_SECONDS
 
-    # aipager.wire: aipager's own datagrams (hook_event_name or type)
+    # aipager.proto.wire: aipager's own datagrams (hook_event_name or type)
     const char WIRE_QUEUE_PICKUP[]
     const char WIRE_SAFETY_BLOCKED[]
     const char WIRE_SEND_FILES_REFUSED[]
@@ -50,7 +50,7 @@ cdef extern from "wire_constants.h" nogil:
     const char WIRE_HOOK_MEMORY_CAP_HIT[]
     const char WIRE_REPORT_ERROR[]
 
-    # aipager.wire.HOOK_EVENTS (those the C side names), NOT_FORWARDED[0], NO_SL_TOKENS[0]
+    # aipager.proto.wire.HOOK_EVENTS (those the C side names), NOT_FORWARDED[0], NO_SL_TOKENS[0]
     const char WIRE_EVENT_SESSION_START[]
     const char WIRE_EVENT_USER_PROMPT_SUBMIT[]
     const char WIRE_EVENT_PRE_TOOL_USE[]
@@ -61,7 +61,7 @@ cdef extern from "wire_constants.h" nogil:
     const char WIRE_NOT_FORWARDED[]
     const char WIRE_NO_SL_TOKENS[]
 
-    # aipager.paths: SOCKET_NAME, SPOOL_NAME, REPLY_PREFIX, SESSION_PREFIX, PRIVATE_PREFIX
+    # aipager.proto.paths: SOCKET_NAME, SPOOL_NAME, REPLY_PREFIX, SESSION_PREFIX, PRIVATE_PREFIX
     const char PATHS_SOCKET_NAME[]
     const char PATHS_SPOOL_NAME[]
     const char PATHS_REPLY_PREFIX[]
@@ -80,7 +80,7 @@ cdef extern from "wire_constants.h" nogil:
     ctypedef struct wire_field:
         const char* before
         const char* path
-    # sl_tokens: aipager.wire.SL_TOKEN_KEYS at aipager.hookpy.common.STATUS_PATHS
+    # sl_tokens: aipager.proto.wire.SL_TOKEN_KEYS at aipager.hookpy.common.STATUS_PATHS
     const wire_field WIRE_SL_TOKENS[]
     # the statusline datagram after "session": every STATUS_PATHS entry
     const wire_field WIRE_STATUSLINE_FIELDS[]

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from aipager import paths
-from aipager.errors import ConfigError
-from aipager.policy import _fsio
+from aipager.proto import paths
+from aipager.proto.errors import ConfigError
+from aipager.proto import fsio
 
 SCHEMA_VERSION = 1
 
@@ -149,7 +149,7 @@ def check_role(role: str, env: Mapping[str, str] | None = None) -> str:
         raise ConfigError(msg)
     if env is None:
         return role
-    from aipager.errors import PolicyError
+    from aipager.proto.errors import PolicyError
     from aipager.policy import model
 
     try:
@@ -277,7 +277,7 @@ def save(env: Mapping[str, str], cfg: Config) -> str:
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         # created 0600 before a byte of the token is written
-        _fsio.write_atomic(path, data.encode("utf-8"), 0o600, sync=True)
+        fsio.write_atomic(path, data.encode("utf-8"), 0o600, sync=True)
     except OSError as exc:
         msg = f"cannot write {path}: {exc.strerror}"
         raise ConfigError(msg) from exc

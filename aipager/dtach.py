@@ -10,7 +10,7 @@ The argv builders (``create_argv``, ``attach_argv``, ``push_argv``) and
 asyncio; the functions below them are the synchronous API the CLI uses.
 
 A socket is typed into, attached to or even probed only when it is a socket
-of our own uid (``aipager.trust``): another user may have created
+of our own uid (``aipager.proto.trust``): another user may have created
 ``claude-dtach-NAME.sock`` in a shared folder.  Such a socket is listed with
 its ``problem`` and refused with ``UnsafePath``, never used nor removed.
 """
@@ -30,8 +30,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from aipager import paths, trust
-from aipager.errors import AipagerError, InvalidSessionName, SessionError, SessionNotFound
+from aipager.proto import paths, trust
+from aipager.proto.errors import AipagerError, InvalidSessionName, SessionError, SessionNotFound
 
 #: detach key for attached terminals: Ctrl-\ (dtach's ``-e`` notation)
 DETACH_KEY = "^\\"
@@ -361,10 +361,11 @@ def create(
     _unlink(sock)  # stale: dtach refuses to create over an existing file
     # Notes and typing marks of an earlier process at this name: none of its
     # messages can be taken now, so none may restrict (or name) the new one's tasks.
-    from aipager.policy import _fsio, notes
+    from aipager.policy import notes
+    from aipager.proto import fsio
 
     notes.clear_all(env, session_name(name))
-    _fsio.unlink_quiet(paths.typing_mark(env, session_name(name)))
+    fsio.unlink_quiet(paths.typing_mark(env, session_name(name)))
     command = list(program) if program is not None else [claude_binary(env), *args]
     argv = create_argv(dtach_binary(env), sock, command)
     proc = subprocess.run(

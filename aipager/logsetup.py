@@ -14,7 +14,7 @@ import re
 import sys
 from typing import Mapping
 
-from aipager import paths
+from aipager.proto import paths
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

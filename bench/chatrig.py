@@ -196,7 +196,8 @@ class Rig:
         self.close()
 
     def _start(self) -> None:
-        from aipager import config, paths
+        from aipager import config
+        from aipager.proto import paths
 
         self.root = tempfile.mkdtemp(prefix="apb", dir="/tmp")
         self._stack.callback(shutil.rmtree, self.root, True)

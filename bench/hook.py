@@ -17,7 +17,7 @@ import statistics
 import sys
 import tempfile
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.hookpy import entry
 from bench import harness
 

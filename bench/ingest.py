@@ -141,7 +141,7 @@ class _Daemon:
         if system_queue:
             self.env["AIPAGER_DEEP_QUEUE"] = "0"
         self.result = os.path.join(root, "result.json")
-        from aipager import paths
+        from aipager.proto import paths
 
         self.address = paths.socket_path(self.env)
         self.spool_dir = paths.spool_dir(self.env)

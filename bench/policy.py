@@ -30,7 +30,7 @@ import shutil
 import sys
 import tempfile
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.policy import floor, marker, notes, snapshot
 from bench import harness
 

@@ -41,7 +41,7 @@ if [ -z "${HOME:-}" ]; then
     exit 2
 fi
 python=${PYTHON:-python3}
-# XDG: a relative XDG_DATA_HOME is invalid and ignored (as aipager/paths.py does).
+# XDG: a relative XDG_DATA_HOME is invalid and ignored (as aipager/proto/paths.py does).
 case ${XDG_DATA_HOME:-} in
     /*) data=$XDG_DATA_HOME ;;
     *) data=$HOME/.local/share ;;

@@ -22,7 +22,7 @@ from aipager.clients.people import Sender, author_label, refusal, task_authors  
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort, Outcome, SessionsView, Who
-from aipager.errors import AipagerError, SessionError, SessionNotFound
+from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
 from aipager.policy import chatprompt
 
 log = logging.getLogger("aipager.bot")

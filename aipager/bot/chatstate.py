@@ -21,8 +21,8 @@ from typing import Any, Mapping
 
 import orjson
 
-from aipager import paths
-from aipager.fsnames import keep_aside, write_private
+from aipager.proto import paths
+from aipager.proto.fsnames import keep_aside, write_private
 
 log = logging.getLogger("aipager.bot")
 

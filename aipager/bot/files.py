@@ -21,8 +21,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping
 
-from aipager import paths, trust
-from aipager.errors import AipagerError, UnsafePath
+from aipager.proto import paths, trust
+from aipager.proto.errors import AipagerError, UnsafePath
 
 #: Telegram lets bots download up to 20 MB
 DOWNLOAD_MAX = 20 * 1024 * 1024

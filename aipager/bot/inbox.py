@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import orjson
 
-from aipager.fsnames import keep_aside, write_private
+from aipager.proto.fsnames import keep_aside, write_private
 
 log = logging.getLogger("aipager.bot")
 

@@ -19,7 +19,8 @@ import os
 import re
 from typing import Any, Coroutine, Mapping
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from aipager.install import telegram_check
 from aipager.aio import cancel_and_wait, every, spawn
 from aipager.bot import chatstate, inbox, polling, view

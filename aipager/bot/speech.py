@@ -22,8 +22,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aipager import config, paths
-from aipager.errors import AipagerError
+from aipager import config
+from aipager.proto import paths
+from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
 

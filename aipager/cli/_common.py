@@ -10,7 +10,7 @@ from typing import Any, Callable, TypeVar
 
 import typer
 
-from aipager.errors import AipagerError
+from aipager.proto.errors import AipagerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -12,8 +12,9 @@ import tempfile
 import time
 from typing import Mapping
 
-from aipager import dtach, paths, trust
-from aipager.errors import DaemonError
+from aipager import dtach
+from aipager.proto import paths, trust
+from aipager.proto.errors import DaemonError
 
 
 def daemon_pids(env: Mapping[str, str]) -> set[int]:

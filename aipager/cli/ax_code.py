@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.install import claude_code, ax_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors

@@ -13,7 +13,8 @@ from typing import Optional
 
 import typer
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from aipager.install import claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive, print_json

@@ -9,12 +9,13 @@ from typing import Callable
 
 import typer
 
-from aipager import config, dtach, paths, trust
+from aipager import config, dtach
+from aipager.proto import paths, trust
 from aipager.install import claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids
-from aipager.errors import AipagerError
+from aipager.proto.errors import AipagerError
 
 #: Linux's sun_path limit, including the terminating NUL
 _SUN_PATH_MAX = 108

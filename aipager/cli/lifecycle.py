@@ -8,12 +8,13 @@ import shutil
 
 import typer
 
-from aipager import config, logsetup, paths, trust
+from aipager import config, logsetup
+from aipager.proto import paths, trust
 from aipager.install import systemd, claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
 from aipager.cli._daemon import ensure_folders, stop_daemon
-from aipager.errors import AipagerError, ConfigError
+from aipager.proto.errors import AipagerError, ConfigError
 
 service_app = typer.Typer(help="The systemd user service that keeps the daemon running.")
 

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors
-from aipager.errors import PolicyError, PolicySchemaError
+from aipager.proto.errors import PolicyError, PolicySchemaError
 
 if TYPE_CHECKING:
     from aipager.policy.model import Policy

@@ -21,7 +21,7 @@ from typer.core import TyperCommand, TyperGroup
 from aipager import dtach
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive, print_json
-from aipager.errors import SessionNotFound
+from aipager.proto.errors import SessionNotFound
 
 
 class _NameOrCommand(TyperGroup):

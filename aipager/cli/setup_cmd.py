@@ -15,11 +15,12 @@ from typing import Mapping, Optional
 
 import typer
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from aipager.install import claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
-from aipager.errors import ChatUnreachable, ConfigError, TokenRejected
+from aipager.proto.errors import ChatUnreachable, ConfigError, TokenRejected
 
 
 #: the most read from a token file or stdin: a bot token is under 100 bytes,

@@ -7,7 +7,8 @@ from typing import Any
 
 import typer
 
-from aipager import dtach, paths, trust
+from aipager import dtach
+from aipager.proto import paths, trust
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids

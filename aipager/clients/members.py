@@ -14,10 +14,11 @@ import dataclasses
 import logging
 from typing import Any, Mapping
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from aipager.clients.people import Sender
-from aipager.errors import AipagerError, ConfigError
-from aipager.fsnames import Stamp, file_stamp
+from aipager.proto.errors import AipagerError, ConfigError
+from aipager.proto.fsnames import Stamp, file_stamp
 
 log = logging.getLogger("aipager.clients")
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.clients.people import Sender, author_label, task_authors
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort, Who
-from aipager.errors import AipagerError
+from aipager.proto.errors import AipagerError
 from aipager.policy import chatprompt
 
 

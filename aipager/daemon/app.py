@@ -22,7 +22,8 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 import orjson
 
-from aipager import __version__, dtach, paths, trust
+from aipager import __version__, dtach
+from aipager.proto import paths, trust
 from aipager.install import claude_code
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, persist, render, replies,
@@ -40,7 +41,7 @@ from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, Host
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
 from aipager.daemon.terminal import ESCAPE, DtachIO, SessionIO, mark_discovered
-from aipager.errors import AipagerError, SettingsError
+from aipager.proto.errors import AipagerError, SettingsError
 from aipager.policy import marker
 
 log = logging.getLogger("aipager.daemon")
@@ -88,7 +89,7 @@ class Daemon:
     """One running daemon.
 
     Args:
-        env: where everything lives (``aipager.paths``) and the knobs.
+        env: where everything lives (``aipager.proto.paths``) and the knobs.
         notifier: where outputs go besides the log and the bounded in-memory record
             (the chat's ``ChatNotifier``).
         session_io: dtach access (default ``DtachIO``).
@@ -678,7 +679,7 @@ def run_daemon(env: Mapping[str, str], *, verbose: bool = False,
     """Run the daemon in the foreground until SIGINT/SIGTERM.
 
     Args:
-        env: the environment deciding every path (``aipager.paths``) and knob.
+        env: the environment deciding every path (``aipager.proto.paths``) and knob.
         verbose: also log to stderr, at debug level.
         compose: builds the daemon with its clients, inside the event loop (the
             composition root, ``aipager.main``); None runs it without any (tests, tools).

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from aipager import wire
+from aipager.proto import wire
 from aipager.daemon.model import Session
 
 log = logging.getLogger("aipager.daemon")

@@ -13,7 +13,7 @@ from typing import Callable
 
 import orjson
 
-from aipager import wire
+from aipager.proto import wire
 from aipager.daemon import diffs, render
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher

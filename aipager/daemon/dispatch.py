@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from aipager import wire
+from aipager.proto import wire
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.fields import FieldCheck
 from aipager.daemon.model import NOTICES_KEPT, Session, State

@@ -49,11 +49,12 @@ import time
 
 
 def _load_sibling(name: str):
-    """``aipager/<name>.py`` (a builtins-only module), loaded by its path: this
+    """``aipager/proto/<name>.py`` (a builtins-only module), loaded by its path: this
     script must not import the package."""
     from importlib.util import module_from_spec, spec_from_file_location
 
-    where = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), f"{name}.py")
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where = os.path.join(package, "proto", f"{name}.py")
     spec = spec_from_file_location(f"aipager_{name}", where)
     if spec is None or spec.loader is None:
         msg = f"no loader for {where}"
@@ -63,7 +64,7 @@ def _load_sibling(name: str):
     return module
 
 
-#: the largest datagram read (aipager.wire.RECV_MAX; _drain_c gets it from the same place)
+#: the largest datagram read (aipager.proto.wire.RECV_MAX; _drain_c gets it from the same place)
 MAX_DATAGRAM = _load_sibling("wire").RECV_MAX
 #: bytes kept in memory while the daemon does not read; beyond it the socket waits
 MAX_BACKLOG = 512 * 1024 * 1024
@@ -248,7 +249,7 @@ def spool_all(spool_dir: str, datagrams: list, first_ns: int) -> int:
     """Write each datagram to ``spool_dir`` as the hook does, named ``first_ns``,
     ``first_ns + 1``, …; how many were written (failures are reported on stderr).
 
-    The writer is ``aipager/spoolfile.py``, loaded by its path (``_load_sibling``).
+    The writer is ``aipager/proto/spoolfile.py``, loaded by its path (``_load_sibling``).
     """
     if not datagrams:
         return 0

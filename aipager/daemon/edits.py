@@ -15,8 +15,8 @@ from typing import Mapping
 
 import orjson
 
-from aipager import paths
-from aipager.errors import AipagerError
+from aipager.proto import paths
+from aipager.proto.errors import AipagerError
 
 #: the field a person may correct, per tool
 EDIT_FIELDS = {"Bash": "command", "Read": "file_path", "Write": "file_path",

@@ -16,9 +16,9 @@ from __future__ import annotations
 import logging
 from typing import Mapping
 
-from aipager import paths
-from aipager.errors import PolicyError
-from aipager.fsnames import Stamp, file_stamp
+from aipager.proto import paths
+from aipager.proto.errors import PolicyError
+from aipager.proto.fsnames import Stamp, file_stamp
 
 log = logging.getLogger("aipager.daemon")
 

@@ -38,10 +38,11 @@ import sys
 import threading
 from typing import Callable
 
-from aipager import native, paths, trust, wire
+from aipager import native
+from aipager.proto import paths, trust, wire
 from aipager.daemon import deepq
 from aipager.daemon.drain import FrameReader  # the pipe format lives with its writer
-from aipager.errors import DaemonAlreadyRunning, DaemonError, UnsafePath
+from aipager.proto.errors import DaemonAlreadyRunning, DaemonError, UnsafePath
 
 log = logging.getLogger("aipager.daemon")
 
@@ -85,7 +86,7 @@ def bind_control_socket(path: str, queue_len: int | None = None) -> socket.socke
         DaemonAlreadyRunning: something answers on ``path``.
         DaemonError: ``path`` exists and is not a socket, or cannot be bound.
         UnsafePath: ``path`` is another user's socket or a symlink, or its
-            folder is the private folder and is not ours (``aipager.trust``).
+            folder is the private folder and is not ours (``aipager.proto.trust``).
     """
     folder = os.path.dirname(path) or "."
     if folder == paths.private_dir() or not os.path.isdir(folder):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 
-from aipager.errors import DaemonAlreadyRunning, DaemonError
+from aipager.proto.errors import DaemonAlreadyRunning, DaemonError
 
 
 def acquire(path: str) -> int:

@@ -63,11 +63,12 @@ from typing import Any, Mapping, NamedTuple
 
 import orjson
 
-from aipager import dtach, paths
+from aipager import dtach
+from aipager.proto import paths
 from aipager.daemon import render, salvage
 from aipager.daemon.model import Session
 from aipager.daemon.registry import Registry
-from aipager.fsnames import KEPT_INFIX, keep_aside, write_private
+from aipager.proto.fsnames import KEPT_INFIX, keep_aside, write_private
 
 STATE_VERSION = 1
 

@@ -111,7 +111,7 @@ class DaemonPort(Protocol):
 
     @property
     def env(self) -> Mapping[str, str]:
-        """Where everything lives (``aipager.paths``) and the knobs."""
+        """Where everything lives (``aipager.proto.paths``) and the knobs."""
         ...
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterator
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.daemon import limits
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.model import QueuedMessage, Session, State, Task

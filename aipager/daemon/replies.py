@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import orjson
 
-from aipager import wire
+from aipager.proto import wire
 from aipager.daemon import render, requests
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx

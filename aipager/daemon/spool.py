@@ -28,8 +28,8 @@ import stat
 import time
 from typing import Callable
 
-from aipager import spoolfile, trust
-from aipager.errors import UnsafePath
+from aipager.proto import spoolfile, trust
+from aipager.proto.errors import UnsafePath
 
 SPOOL_RE = re.compile(r"^\d{20}-\d+\.json$")
 #: sendto failures that spool: the queue is full, or the daemon is down

@@ -14,11 +14,12 @@ import logging
 import os
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from aipager import dtach, paths
+from aipager import dtach
+from aipager.proto import paths
 from aipager.daemon.model import Session, State
 from aipager.daemon.registry import Registry
-from aipager.errors import SessionError, SessionNotFound, UnsafePath
-from aipager.policy import _fsio
+from aipager.proto.errors import SessionError, SessionNotFound, UnsafePath
+from aipager.proto import fsio
 
 log = logging.getLogger("aipager.daemon")
 
@@ -100,7 +101,7 @@ class DtachIO:
         live = await asyncio.to_thread(self.discover)
         for session in sorted(live):
             mark_path = paths.typing_mark(self._env, session)
-            mark = _fsio.read_json_own(mark_path)
+            mark = fsio.read_json_own(mark_path)
             if mark is None:
                 continue
             # The paste may be in the input box, without its Enter: Ctrl-U empties
@@ -111,14 +112,14 @@ class DtachIO:
                 log.warning("could not clear the input box of %s: %s", session, exc)
             note = mark.get("note") if isinstance(mark, dict) else None
             if isinstance(note, str) and os.path.dirname(note) == paths.notes_dir(self._env, session):
-                _fsio.unlink_quiet(note)  # its message was never submitted: nobody's rights
-            _fsio.unlink_quiet(mark_path)
+                fsio.unlink_quiet(note)  # its message was never submitted: nobody's rights
+            fsio.unlink_quiet(mark_path)
             found.append({"session": session, **(mark if isinstance(mark, dict) else {})})
         # marks of sessions that are gone: their input boxes went with them
         for path in glob.glob(paths.typing_mark(self._env, "*")):
             session = os.path.basename(path)[len("claude-typing-"):-len(".json")]
             if session not in live:
-                _fsio.unlink_quiet(path)
+                fsio.unlink_quiet(path)
         return found
 
     async def press(self, session: str, keys: Sequence[bytes]) -> None:
@@ -170,7 +171,7 @@ class DtachIO:
                 raise SessionError(msg) from exc
             finally:
                 if mark:
-                    _fsio.unlink_quiet(mark)
+                    fsio.unlink_quiet(mark)
             if proc.returncode != 0:
                 detail = err.decode(errors="replace").strip() if err else proc.returncode
                 msg = f"typing into session {session} failed: {detail}"
@@ -179,9 +180,9 @@ class DtachIO:
     async def _abandon(self, socket_path: str, mark: str) -> None:
         """A paste that never got its Enter: clear the input box (best effort) and
         delete the message's note."""
-        doc = _fsio.read_json_own(mark)
+        doc = fsio.read_json_own(mark)
         if isinstance(doc, dict) and isinstance(doc.get("note"), str):
-            _fsio.unlink_quiet(doc["note"])
+            fsio.unlink_quiet(doc["note"])
         argv = dtach.push_argv(dtach.dtach_binary(self._env), socket_path)
         with contextlib.suppress(OSError, asyncio.TimeoutError):
             proc = await asyncio.create_subprocess_exec(
@@ -196,7 +197,7 @@ class DtachIO:
 
         path = notes.write_note(self._env, session, **note)
         mark = paths.typing_mark(self._env, session)
-        _fsio.write_json_atomic(mark, {"note": path, "chat_id": note.get("chat_id"),
+        fsio.write_json_atomic(mark, {"note": path, "chat_id": note.get("chat_id"),
                                        "msg_id": note.get("msg_id")})
         return mark
 

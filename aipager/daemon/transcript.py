@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from aipager.fsnames import read_tail
+from aipager.proto.fsnames import read_tail
 
 #: bytes read from the end of a transcript; an answer longer than this is cut at the start
 TAIL_BYTES = 512 * 1024

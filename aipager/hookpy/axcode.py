@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posix
 
-from aipager import jsonlite
+from aipager.proto import jsonlite
 from aipager.hookpy import common
 
 #: the $HOOK_EVENT values whose stdin is a tool's arguments

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posix
 import sys
 
-from aipager import wire
+from aipager.proto import wire
 
 #: CLAUDE_DTACH_SESSION characters (_fasthook/paths.pxi session_valid)
 _SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import posix
 
-from aipager import jsonlite, paths, wire
+from aipager.proto import jsonlite, paths, wire
 from aipager.hookpy import common, transport
 from aipager.policy import hookside
 

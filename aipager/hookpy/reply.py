@@ -41,7 +41,7 @@ import _json
 import posix
 import time
 
-from aipager import jsonlite, paths, wire
+from aipager.proto import jsonlite, paths, wire
 from aipager.hookpy.common import debug_line
 
 #: the wait when $AIPAGER_PERMISSION_REPLY_DEADLINE is unset or unreadable

@@ -8,8 +8,8 @@ always survive; as a last resort only they are sent.
 
 from __future__ import annotations
 
-from aipager import wire
-from aipager import jsonlite
+from aipager.proto import wire
+from aipager.proto import jsonlite
 
 #: top-level keys never shortened
 _PROTECTED = ("hook_event_name", "session", "tool_name", "notification_type", "type")

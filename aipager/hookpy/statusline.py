@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from aipager import jsonlite, paths, wire
+from aipager.proto import jsonlite, paths, wire
 from aipager.hookpy import common, transport
 
 WHO = "aipager-statusline"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 import posix
 
-from aipager import paths, spoolfile
+from aipager.proto import paths, spoolfile
 from aipager.hookpy.common import debug_line
 
 TYPE_CHECKING = False

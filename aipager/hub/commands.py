@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, get_args
 
-from aipager import errors
+from aipager.proto import errors
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.port import AnswerKind, DaemonPort, Outcome, Who
 from aipager.hub.codec import CodecError

@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aipager.errors import ConfigError
+from aipager.proto.errors import ConfigError
 from aipager.hub import layout, names
-from aipager.policy import _fsio
+from aipager.proto import fsio
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def _secret() -> str:
 def _write_private(path: str, doc: Any) -> None:
     layout.make_private(os.path.dirname(path) or ".")
     data = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
-    _fsio.write_atomic(path, data, 0o600, sync=True)
+    fsio.write_atomic(path, data, 0o600, sync=True)
 
 
 def load_hosts(env: Mapping[str, str]) -> dict[str, Any]:

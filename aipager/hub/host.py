@@ -230,7 +230,7 @@ class HostLink:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is an answer
             if not isinstance(exc, (ValueError, commands.HostFailed)) and \
-                    type(exc).__module__ != "aipager.errors":
+                    type(exc).__module__ != "aipager.proto.errors":
                 log.exception("command %s from the hub failed", cmd.name)
             answer = commands.error_to_json(exc)
         self._answer(cmd_id, answer)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from aipager import paths
+from aipager.proto import paths
 
 
 def hub_dir(env: Mapping[str, str]) -> str:

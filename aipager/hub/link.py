@@ -38,7 +38,7 @@ from aipager.hub.commands import Command, HostUnreachable
 from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
 from aipager.hub.view import HostsView
-from aipager.policy import _fsio
+from aipager.proto import fsio
 
 log = logging.getLogger("aipager.hub")
 
@@ -370,5 +370,5 @@ def _read_taken(path: str) -> dict[str, list[Any]]:
 
 def _write_taken(path: str, taken: dict[str, list[Any]]) -> None:
     layout.make_private(os.path.dirname(path))
-    _fsio.write_atomic(path, orjson.dumps(taken), 0o600)
+    fsio.write_atomic(path, orjson.dumps(taken), 0o600)
 

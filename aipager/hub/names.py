@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from aipager.errors import ConfigError
+from aipager.proto.errors import ConfigError
 
 OUT_STREAM = "AIPAGER_OUT"
 CMD_STREAM = "AIPAGER_CMD"

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from aipager.hub import layout
-from aipager.policy import _fsio
+from aipager.proto import fsio
 
 log = logging.getLogger("aipager.hub")
 
@@ -98,7 +98,7 @@ class OutLog:
     def save_meta(self) -> None:
         doc = {"epoch": self.epoch, "next_seq": self.next_seq, "taken": self.taken,
                "cmd_started": self.cmd_started}
-        _fsio.write_atomic(self.meta_path, json.dumps(doc).encode(), 0o600)
+        fsio.write_atomic(self.meta_path, json.dumps(doc).encode(), 0o600)
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -27,10 +27,10 @@ import sysconfig
 import time
 from typing import Mapping
 
-from aipager.errors import AipagerError
+from aipager.proto.errors import AipagerError
 from aipager.hub import creds, layout, names
 from aipager.hub.settings import HubSettings, split_listen
-from aipager.policy import _fsio
+from aipager.proto import fsio
 
 log = logging.getLogger("aipager.hub")
 
@@ -118,7 +118,7 @@ def write_config(env: Mapping[str, str], settings: HubSettings) -> str:
     text = render_config(settings.listen, layout.store_dir(env),
                          creds.hub_creds(env).password, creds.host_passwords(env))
     path = layout.server_config(env)
-    _fsio.write_atomic(path, text.encode(), 0o600, sync=True)
+    fsio.write_atomic(path, text.encode(), 0o600, sync=True)
     return path
 
 
@@ -188,7 +188,7 @@ class EmbeddedServer:
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             logfile.close()
-        _fsio.write_atomic(layout.server_pid(self.env), f"{self.proc.pid}\n".encode(), 0o600)
+        fsio.write_atomic(layout.server_pid(self.env), f"{self.proc.pid}\n".encode(), 0o600)
         host, port = split_listen(self.settings.listen)
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"

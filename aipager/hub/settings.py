@@ -19,7 +19,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aipager.errors import ConfigError
+from aipager.proto.errors import ConfigError
 from aipager.hub import names
 
 DEFAULT_LISTEN = "127.0.0.1:4222"

@@ -25,9 +25,9 @@ import os
 import shlex
 from typing import Any, Mapping
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.install import claude_code
-from aipager.errors import SettingsError
+from aipager.proto.errors import SettingsError
 
 #: every event AX Code fires.  aipager forwards all of them: the ten it shares
 #: with Claude Code feed the same daemon handlers, and ``Interrupt`` (AX only)

@@ -33,10 +33,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TypeGuard
 
-from aipager import paths, wire
-from aipager.errors import SettingsError
-from aipager.fsnames import unused_name
-from aipager.policy import _fsio
+from aipager.proto import paths, wire
+from aipager.proto.errors import SettingsError
+from aipager.proto.fsnames import unused_name
+from aipager.proto import fsio
 
 HOOK_NAME = "aipager-hook"
 STATUSLINE_NAME = "aipager-statusline"
@@ -341,7 +341,7 @@ def write_json(path: str, doc: dict[str, Any], *, backup_first: bool = True) -> 
                 backup = unused_name(f"{path}.aipager-backup-{time.strftime('%Y%m%dT%H%M%S')}")
                 shutil.copy2(path, backup)
         data = json.dumps(doc, indent=2) + "\n"
-        _fsio.write_atomic(target, data.encode("utf-8"), mode, sync=True)
+        fsio.write_atomic(target, data.encode("utf-8"), mode, sync=True)
     except OSError as exc:
         msg = f"cannot write {shown}: {exc.strerror}"
         raise SettingsError(msg) from exc

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Mapping
 
-from aipager import paths
-from aipager.errors import ServiceError
+from aipager.proto import paths
+from aipager.proto.errors import ServiceError
 
 UNIT_NAME = "aipager.service"
 

@@ -15,7 +15,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aipager.errors import ChatUnreachable, TelegramError, TelegramUnreachable, TokenRejected
+from aipager.proto.errors import ChatUnreachable, TelegramError, TelegramUnreachable, TokenRejected
 
 DEFAULT_TIMEOUT = 15.0
 TEST_MESSAGE = "✅ aipager is connected. Claude Code sessions will report here."

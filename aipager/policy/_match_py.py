@@ -177,13 +177,13 @@ def expand(path: str, cwd: str, home: str) -> str:
 def realpath_tail(path: str) -> str:
     """Resolve the longest existing prefix of the absolute ``path`` with the
     kernel's symlink semantics, then apply the rest lexically."""
-    from aipager.policy import _fsio
+    from aipager.proto import fsio
 
     comps = [c for c in path.split("/") if c]
     for k in range(len(comps), -1, -1):
         head = "/" + "/".join(comps[:k])
         try:
-            real = _fsio.realpath_strict(head)
+            real = fsio.realpath_strict(head)
         except (OSError, ValueError):
             continue
         return collapse(real + "/" + "/".join(comps[k:]))

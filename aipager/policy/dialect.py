@@ -18,7 +18,7 @@ Glob (whole-subject match): printable ASCII literals, ``*``, ``?``,
 
 from __future__ import annotations
 
-from aipager.errors import PatternError
+from aipager.proto.errors import PatternError
 
 #: escapes both engines read the same way (GNU regcomp treats ``\\/`` as '/').
 #: ``\\B`` is left out: glibc matches it in an empty string, Python never does.

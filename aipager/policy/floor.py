@@ -8,8 +8,9 @@ floor when it is missing, foreign or corrupt.  Builtins only (hook hot path).
 
 from __future__ import annotations
 
-from aipager import paths
-from aipager.policy import _fsio, rules
+from aipager.proto import paths
+from aipager.policy import rules
+from aipager.proto import fsio
 
 #: folders of aipager's own files, relative to home when XDG is not set
 _SESSION_FILES = ("policy", "notes", "status", "reply", "dtach", "bgjob", "exit")
@@ -168,7 +169,7 @@ def load_floor(env) -> dict:
     so a tampered or stale file never weakens it.
     """
     builtin = builtin_floor(env)
-    doc = _fsio.read_json_own(paths.floor_file(env))
+    doc = fsio.read_json_own(paths.floor_file(env))
     if doc is None or doc.get("v") != 1:
         return builtin
     try:
@@ -182,8 +183,8 @@ def publish_floor(env, floor: dict) -> str:
     """Write the effective floor for the hook (daemon side); return the path."""
     path = paths.floor_file(env)
     rules.check_shape(floor)
-    from aipager import trust  # daemon side only; the hook twin reads the floor without os
+    from aipager.proto import trust  # daemon side only; the hook twin reads the floor without os
 
     trust.make_folder(paths.session_dir(env))
-    _fsio.write_json_atomic(path, {"v": 1, "rules": floor})
+    fsio.write_json_atomic(path, {"v": 1, "rules": floor})
     return path

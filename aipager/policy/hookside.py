@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import time
 
-from aipager.policy import _fsio, snapshot
+from aipager.policy import snapshot
+from aipager.proto import fsio
 
 # imported where needed: _match_py (PreToolUse), notes (UserPromptSubmit,
 # Stop), floor and rules (only when a task gets rules) -- a declined
@@ -63,9 +64,9 @@ def before_forward(name: str, event: dict, ctx) -> Outcome | None:
         except Exception:  # noqa: BLE001 - the event must still be forwarded
             # a failed pick-up must not leave the previous task's rights
             # behind: without a snapshot, PreToolUse applies the floor
-            from aipager import paths
+            from aipager.proto import paths
 
-            _fsio.unlink_quiet(paths.policy_file(ctx.env, ctx.session))
+            fsio.unlink_quiet(paths.policy_file(ctx.env, ctx.session))
             return None
     if name in ("Stop", "StopFailure"):
         from aipager.policy import notes
@@ -229,7 +230,7 @@ def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
     if not text:
         return None
     out = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
-    return Outcome(_fsio.dumps(out))
+    return Outcome(fsio.dumps(out))
 
 
 # --- PreToolUse -------------------------------------------------------------
@@ -244,7 +245,7 @@ def deny_output(reason: str) -> str:
             "permissionDecisionReason": reason,
         }
     }
-    return _fsio.dumps(out)
+    return fsio.dumps(out)
 
 
 def current_rules(env, session: str, now: float) -> dict:
@@ -298,7 +299,7 @@ def pre_tool_use(event: dict, ctx) -> Outcome | None:
 
 
 def _decide_and_act(event: dict, ctx, env, session: str) -> Outcome | None:
-    from aipager import paths
+    from aipager.proto import paths
     from aipager.policy import _match_py
 
     now = time.time()

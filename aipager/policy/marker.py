@@ -19,8 +19,8 @@ from __future__ import annotations
 import posix
 import time
 
-from aipager import paths
-from aipager.policy import _fsio
+from aipager.proto import paths
+from aipager.proto import fsio
 
 TTL_SECONDS = 30.0
 MAX_MARKER = 4096
@@ -50,7 +50,7 @@ def write_modelswitch_marker(
         raise ValueError(msg)
     now = time.time() if now is None else now
     path = paths.modelswitch_marker(env, session)
-    from aipager import trust  # daemon side: the hook's claim stays clear of os (import cost)
+    from aipager.proto import trust  # daemon side: the hook's claim stays clear of os (import cost)
 
     trust.make_folder(paths.control_dir(env))
     doc = {
@@ -60,7 +60,7 @@ def write_modelswitch_marker(
         "claude_session_id": claude_session_id,
         "expires_at": now + TTL_SECONDS,
     }
-    _fsio.write_json_atomic(path, doc)
+    fsio.write_json_atomic(path, doc)
     return path
 
 
@@ -86,16 +86,16 @@ def claim(env, session: str, event: dict, now: float | None = None) -> bool:
         return False
     now = time.time() if now is None else now
     path = paths.modelswitch_marker(env, session)
-    data = _fsio.read_own(path, MAX_MARKER)
+    data = fsio.read_own(path, MAX_MARKER)
     if data is None:
         return False
     try:
-        doc = _fsio.loads(data)
+        doc = fsio.loads(data)
     except (ValueError, UnicodeDecodeError):
         return False
     if isinstance(doc, dict) and isinstance(doc.get("expires_at"), (int, float)):
         if now > doc["expires_at"]:
-            _fsio.unlink_quiet(path)  # stale: nobody may use it later
+            fsio.unlink_quiet(path)  # stale: nobody may use it later
             return False
     if not _matches(doc, session, event, now):
         return False
@@ -105,14 +105,14 @@ def claim(env, session: str, event: dict, now: float | None = None) -> bool:
     except OSError:
         return False  # another hook won the claim
     # the file renamed must be the one validated (not swapped in between)
-    same = _fsio.read_own(claimed, MAX_MARKER) == data
-    _fsio.unlink_quiet(claimed)
+    same = fsio.read_own(claimed, MAX_MARKER) == data
+    fsio.unlink_quiet(claimed)
     return same
 
 
 def allow_output() -> str:
     """The PreModelSwitch decision Claude Code reads from stdout."""
-    return _fsio.dumps(
+    return fsio.dumps(
         {
             "hookSpecificOutput": {
                 "hookEventName": "PreModelSwitch",

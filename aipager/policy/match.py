@@ -11,7 +11,8 @@ its Python stage.
 from __future__ import annotations
 
 from aipager import native
-from aipager.policy import _fsio, _match_py
+from aipager.policy import _match_py
+from aipager.proto import fsio
 
 #: the compiled matcher, or None: the twin is exact, only slower
 _c = native.load("_policy_c")
@@ -37,8 +38,8 @@ def decide_c(snap: dict, event: dict, home: str) -> tuple[str, str]:
     if _c is None:
         msg = "the compiled matcher aipager._policy_c is not available"
         raise RuntimeError(msg)
-    snap_json = _fsio.dumps({k: v for k, v in snap.items() if v is not None or k != "halted"})
-    return _c.decide(snap_json.encode(), _fsio.dumps(event).encode(), home.encode())
+    snap_json = fsio.dumps({k: v for k, v in snap.items() if v is not None or k != "halted"})
+    return _c.decide(snap_json.encode(), fsio.dumps(event).encode(), home.encode())
 
 
 def decide(snap: dict, event: dict, home: str, engine: str | None = None) -> tuple[str, str]:

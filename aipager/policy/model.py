@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from aipager import paths
-from aipager.errors import PolicyError, PolicySchemaError
+from aipager.proto import paths
+from aipager.proto.errors import PolicyError, PolicySchemaError
 from aipager.policy import floor as floor_mod
 from aipager.policy import rules, validate
 

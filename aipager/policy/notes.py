@@ -44,8 +44,9 @@ from __future__ import annotations
 import posix
 import time
 
-from aipager import paths
-from aipager.policy import _fsio, rules
+from aipager.proto import paths
+from aipager.policy import rules
+from aipager.proto import fsio
 
 VERSION = 1
 #: a note older than this is dropped (its message was never taken)
@@ -77,7 +78,7 @@ def write_note(
     """Record who sent a chat message before the daemon types it (daemon side).
 
     Args:
-        env: environment mapping (for ``aipager.paths``).
+        env: environment mapping (for ``aipager.proto.paths``).
         session: ``claude-<name>``.
         msg_id, chat_id: the Telegram message.
         author_user_id: the sender; None makes the note carry the floor only.
@@ -122,9 +123,9 @@ def write_note(
         "reply_to": reply_to,
     }
     folder = paths.notes_dir(env, session)
-    _fsio.ensure_private_dir(folder)
+    fsio.ensure_private_dir(folder)
     path = folder + "/" + note_name(queued_at)  # notes_dir never ends in "/"
-    _fsio.write_json_atomic(path, doc)
+    fsio.write_json_atomic(path, doc)
     return path
 
 
@@ -174,7 +175,7 @@ def list_notes(env, session: str) -> list[Note]:
     out = []
     for name in names:
         path = folder + "/" + name
-        out.append(Note(name, path, _fsio.read_json_own(path)))
+        out.append(Note(name, path, fsio.read_json_own(path)))
     return out
 
 
@@ -250,7 +251,7 @@ def pickup(env, session: str, prompt: str, now: float):
             continue
         (expired if now - _queued_at(note) > TTL_SECONDS else remaining).append(note)
     for note in consumed + expired:
-        _fsio.unlink_quiet(note.path)
+        fsio.unlink_quiet(note.path)
     return consumed, expired, remaining
 
 
@@ -258,7 +259,7 @@ def clear_all(env, session: str) -> None:
     """Delete every note of ``session``: a new Claude Code process starts there,
     and no message typed into the old one can be taken any more."""
     for note in list_notes(env, session):
-        _fsio.unlink_quiet(note.path)
+        fsio.unlink_quiet(note.path)
 
 
 def note_rules(note: Note) -> tuple[bool, dict]:

@@ -22,8 +22,9 @@ readers see.  Builtins only (hook hot path).
 
 from __future__ import annotations
 
-from aipager import paths
-from aipager.policy import _fsio, rules
+from aipager.proto import paths
+from aipager.policy import rules
+from aipager.proto import fsio
 
 VERSION = 1
 ORIGINS = ("terminal", "telegram", "unattributed")
@@ -119,14 +120,14 @@ def read(env, session: str) -> dict | None:
         SnapshotError: it exists but is foreign, a symlink or corrupt.
     """
     path = paths.policy_file(env, session)
-    data = _fsio.read_own(path)
+    data = fsio.read_own(path)
     if data is None:
-        if _fsio.lexists(path):
+        if fsio.lexists(path):
             msg = "snapshot is not our own regular file"
             raise SnapshotError(msg)
         return None
     try:
-        doc = _fsio.loads(data)
+        doc = fsio.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise SnapshotError("snapshot is not valid JSON") from exc
     return normalise(doc)
@@ -135,7 +136,7 @@ def read(env, session: str) -> dict | None:
 def write(env, session: str, doc: dict) -> None:
     """Replace the session's snapshot atomically (0600)."""
     doc = {k: v for k, v in doc.items() if k != "halted"}
-    _fsio.write_json_atomic(paths.policy_file(env, session), doc)
+    fsio.write_json_atomic(paths.policy_file(env, session), doc)
 
 
 def record_halt(env, session: str, reason: str, fallback: dict) -> None:
@@ -145,24 +146,24 @@ def record_halt(env, session: str, reason: str, fallback: dict) -> None:
     ``fallback`` (the rules the decision used) halted when there is none.
     """
     path = paths.policy_file(env, session)
-    data = _fsio.read_own(path)
+    data = fsio.read_own(path)
     text = data.decode("utf-8", "replace").rstrip() if data else ""
     if not (text.startswith("{") and text.endswith("}")) or '"halted"' in text:
-        text = _fsio.dumps({k: v for k, v in fallback.items() if k != "halted"})
+        text = fsio.dumps({k: v for k, v in fallback.items() if k != "halted"})
     body = text[:-1].rstrip()
     sep = "" if body.endswith("{") else ","
-    spliced = body + sep + '"halted":' + _fsio.dumps(reason) + "}"
-    _fsio.write_atomic(path, spliced.encode("utf-8"))
+    spliced = body + sep + '"halted":' + fsio.dumps(reason) + "}"
+    fsio.write_atomic(path, spliced.encode("utf-8"))
 
 
 def open_task(env, session: str) -> bool:
     """True while a task is open (the mark exists)."""
-    return _fsio.lexists(paths.task_mark(env, session))
+    return fsio.lexists(paths.task_mark(env, session))
 
 
 def mark_open(env, session: str, now: float) -> None:
-    _fsio.write_atomic(paths.task_mark(env, session), f"{now}\n".encode())
+    fsio.write_atomic(paths.task_mark(env, session), f"{now}\n".encode())
 
 
 def clear_mark(env, session: str) -> bool:
-    return _fsio.unlink_quiet(paths.task_mark(env, session))
+    return fsio.unlink_quiet(paths.task_mark(env, session))

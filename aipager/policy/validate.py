@@ -16,7 +16,7 @@ import json
 import re
 from importlib import resources
 
-from aipager.errors import PatternError, PolicySchemaError
+from aipager.proto.errors import PatternError, PolicySchemaError
 from aipager.policy import dialect
 
 KNOWN = frozenset(

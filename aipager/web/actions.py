@@ -24,7 +24,7 @@ from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import Release
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, DaemonPort, Gone,
                                  InTerminal, KeysFailed, Outcome, Who)
-from aipager.errors import AipagerError
+from aipager.proto.errors import AipagerError
 from aipager.web.live import WEB_CHAT, WebNotifier
 
 log = logging.getLogger("aipager.web")

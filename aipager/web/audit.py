@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aipager.fsnames import read_tail
+from aipager.proto.fsnames import read_tail
 
 #: how much of the log's end is read
 TAIL_BYTES = 512 * 1024

@@ -31,7 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.clients.people import Sender
 from aipager.web import audit, views
 from aipager.web.actions import Result, WebActions

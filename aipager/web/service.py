@@ -29,7 +29,7 @@ from aipager.aio import spawn
 from aipager import config
 from aipager.clients.members import Members
 from aipager.daemon.port import DaemonPort, SessionsView
-from aipager.errors import ConfigError
+from aipager.proto.errors import ConfigError
 from aipager.web.actions import WebActions, default_folder
 from aipager.web.auth import Logins, origin_of
 from aipager.web.live import WebNotifier

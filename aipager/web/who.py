@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.clients.members import Members, load_policy, with_rights
 from aipager.clients.people import Sender
-from aipager.fsnames import file_stamp
+from aipager.proto.fsnames import file_stamp
 from aipager.web.auth import AuthError, NotMember, check_init_data
 
 #: how the owner at the machine is named (verdict lines, the audit log)

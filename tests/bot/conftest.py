@@ -96,7 +96,7 @@ async def chat(members, group, saved_chat_state) -> Any:
         cfg = config.Config(bot_token=TOKEN, chat_id=chat_id, members=members)
         config.save(env, cfg)
         if saved_chat_state is not None:
-            from aipager import paths
+            from aipager.proto import paths
 
             path = paths.chat_state_file(env)
             os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -260,7 +260,7 @@ async def test_a_second_safety_block_in_a_session_is_told_too(chat):
 
 @pytest.mark.parametrize("saved_chat_state", [b'{"live": {"card:x', b"[1, 2]"])
 async def test_a_damaged_chat_state_is_kept_aside_and_said_once(chat, saved_chat_state, caplog):
-    from aipager import paths
+    from aipager.proto import paths
 
     path = paths.chat_state_file(chat.bot.env)
     note = await chat.fake.wait_for("sendMessage", lambda p: "chat state was damaged" in p["text"])

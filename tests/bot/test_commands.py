@@ -13,7 +13,8 @@ import orjson
 import pytest
 from bot.conftest import eventually
 
-from aipager import dtach, paths
+from aipager import dtach
+from aipager.proto import paths
 from aipager.daemon.terminal import ESCAPE
 
 

@@ -14,7 +14,7 @@ import pytest
 from bot.conftest import eventually
 from bot.test_team import GROUP, PEOPLE, group, members
 
-from aipager import paths
+from aipager.proto import paths
 
 __all__ = ["group", "members"]  # the team's fixtures, imported to apply here
 

@@ -188,7 +188,7 @@ def test_safe_name_rules():
 @pytest.mark.parametrize("old_root_mode", [None, 0o755])
 def test_every_folder_made_for_a_download_is_owner_only_and_the_doctor_agrees(tmp_path,
                                                                                old_root_mode):
-    from aipager import paths
+    from aipager.proto import paths
     from aipager.cli.doctor_cmd import _private_files
 
     home = tmp_path / "home"

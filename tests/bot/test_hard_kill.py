@@ -21,7 +21,8 @@ import pytest
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 from support.daemon_proc import wait_for
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from aipager.bot import chatstate
 from aipager.daemon import journal, persist
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from fakes.telegram_api import OWNER
 
 from .conftest import eventually

@@ -9,7 +9,8 @@ import json
 import pytest
 from bot.conftest import eventually
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from aipager.bot import strangers
 
 GROUP = -100778

@@ -76,7 +76,7 @@ async def test_allow_reaches_the_waiting_hook_and_the_buttons_give_way(chat, hoo
     with pytest.raises(TimeoutError):
         await asyncio.to_thread(sock.recv, 65536)
     # The audit log has the answer with who and how.
-    from aipager import paths
+    from aipager.proto import paths
 
     with open(paths.audit_log(chat.bot.env), encoding="utf-8") as fh:
         records = [json.loads(line) for line in fh]

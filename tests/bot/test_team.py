@@ -8,7 +8,8 @@ import json
 import pytest
 from bot.conftest import eventually
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 
 GROUP = -100777
 PEOPLE = {

@@ -16,7 +16,8 @@ import pytest
 from bot.conftest import FakeSessions, eventually
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from aipager.bot import chatstate
 
 SESSION = "claude-jim"

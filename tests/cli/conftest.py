@@ -69,7 +69,7 @@ def fake_daemon(env):
     import subprocess
     import sys
 
-    from aipager import paths
+    from aipager.proto import paths
 
     sock = paths.socket_path(env)
     proc = subprocess.Popen([sys.executable, "-c", _DAEMON, sock], stdout=subprocess.PIPE,

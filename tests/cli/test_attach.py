@@ -10,7 +10,8 @@ import sys
 import time
 
 import aipager
-from aipager import dtach, paths
+from aipager import dtach
+from aipager.proto import paths
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(aipager.__file__))
 FAKE_CLAUDE = '#!/bin/sh\nwhile IFS= read -r l; do echo "$l" >> "$OUT"; done\n'

@@ -9,7 +9,8 @@ import types
 
 import pytest
 
-from aipager import __version__, config, dtach, paths
+from aipager import __version__, config, dtach
+from aipager.proto import paths
 from aipager.install import claude_code
 from aipager.cli.app import app
 from fakes.telegram_api import OWNER, TOKEN
@@ -309,7 +310,7 @@ def test_doctor_all_good_then_each_problem_with_a_fix(runner, configured, fake_a
 
 def test_doctor_names_private_files_open_to_others(runner, configured, env):
     """The token, logs and state are the owner's alone: doctor says which are not, and how."""
-    from aipager import paths
+    from aipager.proto import paths
 
     def check():
         doc = json.loads(runner.invoke(app, ["doctor", "--json", "--offline"]).output)

@@ -8,8 +8,9 @@ import stat
 
 import pytest
 
-from aipager import config, paths
-from aipager.errors import ConfigError
+from aipager import config
+from aipager.proto import paths
+from aipager.proto.errors import ConfigError
 
 TOKEN = "123456:AAsecretSECRETsecretSECRET99"
 
@@ -104,7 +105,7 @@ def test_token_shape(bad):
 def test_member_roles_come_from_the_policy_file(env):
     import os
 
-    from aipager import paths
+    from aipager.proto import paths
 
     with pytest.raises(ConfigError, match="unknown role 'reviewer'"):
         config.check_role("reviewer", env)

@@ -18,7 +18,7 @@ from support import crossuser as cu
 
 VICTIM_DIR = f"/tmp/aipager-{cu.VICTIM}"
 AIPAGER = os.path.join(os.path.dirname(sys.executable), "aipager")
-UNSAFE = 8  # aipager.errors.UnsafePath.exit_code
+UNSAFE = 8  # aipager.proto.errors.UnsafePath.exit_code
 
 _CONFIG = (
     "from aipager import config\n"

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.cli._daemon import daemon_pids, lock_holder
 
 HOLD = (

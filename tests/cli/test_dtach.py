@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from aipager import dtach, paths
-from aipager.errors import InvalidSessionName, SessionError, SessionNotFound
+from aipager import dtach
+from aipager.proto import paths
+from aipager.proto.errors import InvalidSessionName, SessionError, SessionNotFound
 
 def wait_for_lines(path, count, timeout=5.0):
     """The record's lines once it has ``count`` of them (the session runs apart)."""

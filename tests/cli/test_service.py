@@ -8,7 +8,7 @@ import pytest
 
 from aipager.install import systemd
 from aipager.cli.app import app
-from aipager.errors import ServiceError
+from aipager.proto.errors import ServiceError
 
 FAKE_SYSTEMCTL = """#!/bin/sh
 echo "$*" >> "$SYSTEMCTL_LOG"

@@ -9,10 +9,11 @@ import stat
 
 import pytest
 
-from aipager import config, paths
+from aipager import config
+from aipager.proto import paths
 from aipager.install import claude_code
 from aipager.cli.app import app
-from aipager.errors import ChatUnreachable, ConfigError, TelegramUnreachable, TokenRejected
+from aipager.proto.errors import ChatUnreachable, ConfigError, TelegramUnreachable, TokenRejected
 from fakes.telegram_api import OWNER, TOKEN
 
 SECRET = TOKEN.split(":")[1]

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 import aipager
-from aipager import config, dtach, paths
+from aipager import config, dtach
+from aipager.proto import paths
 from aipager.install import claude_code
 from fakes.telegram_api import OWNER, TOKEN
 

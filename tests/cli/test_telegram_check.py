@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aipager.install import telegram_check as tg
-from aipager.errors import ChatUnreachable, TelegramUnreachable, TokenRejected
+from aipager.proto.errors import ChatUnreachable, TelegramUnreachable, TokenRejected
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 

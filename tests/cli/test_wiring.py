@@ -10,9 +10,9 @@ import os
 import pytest
 from support import jsonfile
 
-from aipager import paths, wire
+from aipager.proto import paths, wire
 from aipager.install import claude_code
-from aipager.errors import SettingsError
+from aipager.proto.errors import SettingsError
 
 USER_HOOK = {"type": "command", "command": "/usr/local/bin/my-linter --fix"}
 USER_SETTINGS = {

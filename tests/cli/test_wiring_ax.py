@@ -11,10 +11,10 @@ import os
 import pytest
 from support import jsonfile
 
-from aipager import paths, wire
+from aipager.proto import paths, wire
 from aipager.install import claude_code, ax_code
 from aipager.cli.app import app
-from aipager.errors import SettingsError
+from aipager.proto.errors import SettingsError
 
 USER_ENTRY = {"event": "PreToolUse", "matcher": "bash", "command": "echo running bash",
               "blockOnFailure": False}

@@ -8,7 +8,7 @@ import pytest
 from support.daemon_proc import spawn, wait_for
 from support.sequences import FakeClock
 
-from aipager import paths
+from aipager.proto import paths
 
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.knobs import Knobs

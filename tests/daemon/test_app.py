@@ -11,7 +11,7 @@ import subprocess
 import orjson
 from support.daemon_proc import spawn, wait_for
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.daemon import persist
 
 def _spawn() -> subprocess.Popen:

@@ -19,7 +19,7 @@ import socket
 import pytest
 from support.daemon_proc import spawn, wait_for
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.daemon import journal, persist
 from aipager.daemon.spool import send_or_spool
 

@@ -62,7 +62,7 @@ def test_a_status_file_that_cannot_be_written_is_reported_once(daemon):
     and clears it when the file is written again."""
     from typer.testing import CliRunner
 
-    from aipager import paths
+    from aipager.proto import paths
     from aipager.cli.app import app
 
     helper = shutil.which("aipager-statusline", path=os.path.dirname(sys.executable))

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.daemon import deepq, spool
 from aipager.daemon.app import Daemon
 from aipager.daemon.ingest import bind_control_socket, native_drain_path
-from aipager.errors import DaemonAlreadyRunning, DaemonError
+from aipager.proto.errors import DaemonAlreadyRunning, DaemonError
 
 BURST = pathlib.Path(__file__).resolve().parents[1] / "support" / "burst.py"
 

@@ -6,7 +6,8 @@ import logging
 import os
 import stat
 
-from aipager import logsetup, paths
+from aipager import logsetup
+from aipager.proto import paths
 
 TOKEN = "123456789:AAsecretSECRETsecretSECRET0000"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.daemon import persist
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.notifier import RecordingNotifier

@@ -6,7 +6,7 @@ import logging
 import os
 import shutil
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.daemon.app import Daemon
 
 

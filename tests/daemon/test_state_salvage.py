@@ -12,7 +12,7 @@ import pytest
 from support.daemon_proc import spawn, wait_for
 from typer.testing import CliRunner
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.cli.app import app
 from aipager.daemon import persist, salvage
 from aipager.daemon.core import DaemonCore

@@ -8,11 +8,12 @@ import time
 
 import pytest
 
-from aipager import dtach, paths
+from aipager import dtach
+from aipager.proto import paths
 from aipager.daemon.events.session import end_session
 from aipager.daemon.model import State
 from aipager.daemon.terminal import DtachIO, mark_discovered
-from aipager.errors import SessionNotFound
+from aipager.proto.errors import SessionNotFound
 
 
 def test_discovery_registers_new_and_ends_vanished(core, notifier):
@@ -115,11 +116,12 @@ async def test_a_crash_in_the_typing_window_is_cleared_at_the_next_start(raw_ses
     """The daemon died between the paste and its Enter: its mark and note are left.  The
     next start empties the input box (Ctrl-U, which leaves a running task alone), deletes
     the note (nobody's rights) and reports the message."""
-    from aipager.policy import _fsio, notes
+    from aipager.policy import notes
+    from aipager.proto import fsio
 
     env, out = raw_session
     note = notes.write_note(env, "claude-raw", text="half typed", **NOTE)
-    _fsio.write_json_atomic(paths.typing_mark(env, "claude-raw"),
+    fsio.write_json_atomic(paths.typing_mark(env, "claude-raw"),
                             {"note": note, "chat_id": -100, "msg_id": 5})
     found = await DtachIO(env).recover_typing()
     assert found == [{"session": "claude-raw", "note": note, "chat_id": -100, "msg_id": 5}]

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from aipager import paths
+from aipager.proto import paths
 from e2e.kit.chat import Phone, buttons, text_of
 from e2e.kit.dtachs import drawn
 from fakes import anthropic as fa

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from aipager import paths
+from aipager.proto import paths
 from e2e.kit.chat import Phone
 from e2e.kit.daemon import OWNER_ID, USER_ID
 from e2e.test_team import GROUP, GUEST, TUI_ARGS, _finished, _ready, team  # noqa: F401 - fixture
@@ -144,7 +144,8 @@ def test_a_message_cut_off_by_a_crash_is_cleared_not_glued(daemon, dtach_session
     """The daemon is killed between pasting a message and pressing Enter: the text stays in
     Claude Code's input box.  The next start empties the box, deletes the message's note and
     says so on the message; the next message arrives alone, not glued to the old text."""
-    from aipager.policy import _fsio, notes
+    from aipager.policy import notes
+    from aipager.proto import fsio
 
     phone = Phone(fake_telegram)
     fake_anthropic.script("E2E-NEXT", fa.text("Next answered."))
@@ -160,7 +161,7 @@ def test_a_message_cut_off_by_a_crash_is_cleared_not_glued(daemon, dtach_session
     note = notes.write_note(env, claude_home.session, msg_id=first["message_id"],
                             chat_id=OWNER["id"], author_user_id=OWNER_ID, author_label="owner",
                             role="owner", text="E2E-HALF typed when the daemon died")
-    _fsio.write_json_atomic(paths.typing_mark(env, claude_home.session),
+    fsio.write_json_atomic(paths.typing_mark(env, claude_home.session),
                             {"note": note, "chat_id": OWNER["id"], "msg_id": first["message_id"]})
     tui.push(b"\x1b[200~E2E-HALF typed when the daemon died\x1b[201~")
     tui.wait_shown("E2E-HALF typed when the daemon died")

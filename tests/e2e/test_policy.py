@@ -15,7 +15,7 @@ import stat
 
 import pytest
 
-from aipager import paths
+from aipager.proto import paths
 from e2e.kit.daemon import CHAT_ID, OWNER_ID, USER_ID
 from e2e.kit.sequences import record
 from fakes import anthropic as fa

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from aipager import paths
+from aipager.proto import paths
 from e2e.kit.browser import chromium, shot, sign_in_link
 from e2e.kit.daemon import BOT_TOKEN, USER_ID, Daemon
 from e2e.kit.questions import COLOUR

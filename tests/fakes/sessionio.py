@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aipager.errors import SessionNotFound
+from aipager.proto.errors import SessionNotFound
 
 
 class FakeSessions:

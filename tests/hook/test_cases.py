@@ -16,7 +16,7 @@ import pytest
 from support import hookrun
 from support.policy_state import collect_policy_files, prepare_policy_files, write_private
 
-from aipager import paths, wire
+from aipager.proto import paths, wire
 
 HERE = pathlib.Path(__file__).resolve().parent
 TABLE = json.loads((HERE.parent / "cases" / "hook_cases.json").read_text(encoding="utf-8"))

@@ -86,7 +86,7 @@ def scenario_foreign_socket_in_a_shared_folder(kind: str) -> None:
 
 def scenario_twins_use_the_private_folder(kind: str) -> None:
     """Default paths, non-root: socket and session files live in /tmp/aipager-<uid>."""
-    where = cu.python_as(cu.VICTIM, "from aipager import paths; import json; "
+    where = cu.python_as(cu.VICTIM, "from aipager.proto import paths; import json; "
                          "print(json.dumps([paths.socket_path({}), paths.session_dir({})]))")
     assert json.loads(where.stdout) == [f"{VICTIM_DIR}/aipager.sock", VICTIM_DIR], where.stderr
     daemon = cu.Listener(cu.VICTIM, f"{VICTIM_DIR}/aipager.sock", private=True)
@@ -102,7 +102,7 @@ def scenario_twins_use_the_private_folder(kind: str) -> None:
 
 def scenario_reply_wait_without_runtime_dir(kind: str) -> None:
     """A non-root user without XDG_RUNTIME_DIR gets the chat's decision back."""
-    made = cu.python_as(cu.VICTIM, "import sys; from aipager import trust; trust.ensure_private_dir(sys.argv[1])",
+    made = cu.python_as(cu.VICTIM, "import sys; from aipager.proto import trust; trust.ensure_private_dir(sys.argv[1])",
                         VICTIM_DIR)
     assert made.returncode == 0, made.stderr
     receiver = hookrun.Receiver(f"{VICTIM_DIR}/aipager.sock")  # the victim's daemon, played by root

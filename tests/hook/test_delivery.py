@@ -14,7 +14,7 @@ import uuid
 import pytest
 from support import hookrun
 
-from aipager import paths, wire
+from aipager.proto import paths, wire
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "events")
 

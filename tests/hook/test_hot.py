@@ -19,7 +19,7 @@ import subprocess
 import pytest
 from support import hookrun
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.hookpy import entry, hot, transport
 from aipager.policy import notes
 
@@ -59,12 +59,12 @@ def test_modules_come_from_the_bundle_when_it_is_there(bundle_only_site: str, re
 def test_module_files_point_into_the_site(bundle_only_site: str) -> None:
     code = (
         hookrun.boot_loader()
-        + "import aipager.paths, aipager.policy\n"
-        + "print(aipager.paths.__file__)\nprint(aipager.policy.__path__[0])\n"
+        + "import aipager.proto.paths, aipager.policy\n"
+        + "print(aipager.proto.paths.__file__)\nprint(aipager.policy.__path__[0])\n"
     )
     done = subprocess.run([hookrun.twin_cmd("hook")[0], "-S", "-I", "-c", code, bundle_only_site],
                           capture_output=True, text=True, check=True)
-    assert done.stdout.split() == [f"{bundle_only_site}/aipager/paths.py", f"{bundle_only_site}/aipager/policy"]
+    assert done.stdout.split() == [f"{bundle_only_site}/aipager/proto/paths.py", f"{bundle_only_site}/aipager/policy"]
 
 
 def test_bundled_modules_do_not_assert() -> None:

@@ -16,7 +16,7 @@ import sys
 import pytest
 from support import hookrun
 
-from aipager import paths
+from aipager.proto import paths
 
 
 def _event(name: str) -> bytes:
@@ -127,7 +127,7 @@ def _tree(root: pathlib.Path) -> list[str]:
 
 
 def test_realpath_strict_matches_posixpath(tmp_path) -> None:
-    from aipager.policy import _fsio
+    from aipager.proto import fsio
 
     for path in _tree(tmp_path):
         try:
@@ -135,7 +135,7 @@ def test_realpath_strict_matches_posixpath(tmp_path) -> None:
         except OSError:
             want = OSError
         try:
-            got = _fsio.realpath_strict(path)
+            got = fsio.realpath_strict(path)
         except OSError:
             got = OSError
         assert got == want, path

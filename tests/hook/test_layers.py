@@ -1,7 +1,8 @@
 """The shared layer imports the standard library and nothing else from outside aipager (issue 15).
 
-The shared layer (``paths``, ``wire``, ``jsonlite``, ``spoolfile``, ``errors``) holds the
-protocol pieces both the hook twins and the daemon use.  Who of aipager's may import whom
+The shared layer, the package ``aipager.proto`` (``paths``, ``wire``, ``jsonlite``,
+``spoolfile``, ``errors``, ``fsio``, ``fsnames``, ``trust``), holds the protocol pieces the hook
+twins, the daemon and its clients share.  Who of aipager's may import whom
 (this layer nothing of aipager's beyond itself, the hook twins and the policy neither the
 daemon nor the chat, ...) is import-linter's: the contracts in pyproject.toml, checked by
 ``tests/test_checks.py``.  What a contract cannot say is "the standard library only", so that
@@ -19,8 +20,7 @@ import sys
 
 import aipager
 
-ROOT = pathlib.Path(aipager.__file__).parent
-SHARED = ("paths", "wire", "jsonlite", "spoolfile", "errors")
+PROTO = pathlib.Path(aipager.__file__).parent / "proto"
 
 
 def _imports(path: pathlib.Path) -> set[str]:
@@ -34,8 +34,11 @@ def _imports(path: pathlib.Path) -> set[str]:
 
 
 def test_the_shared_layer_imports_nothing_but_the_standard_library_from_outside_aipager():
-    for name in SHARED:
-        for imported in _imports(ROOT / f"{name}.py"):
+    modules = sorted(PROTO.glob("*.py"))
+    assert {m.stem for m in modules} >= {"paths", "wire", "jsonlite", "spoolfile", "errors"}
+    for module in modules:
+        for imported in _imports(module):
+            inside = imported == "aipager.proto" or imported.startswith("aipager.proto.")
             top = imported.split(".")[0]
-            assert top in ("aipager", "__future__") or top in sys.stdlib_module_names, \
-                f"{name}.py imports {imported}"
+            assert inside or top == "__future__" or top in sys.stdlib_module_names, \
+                f"proto/{module.name} imports {imported}"

@@ -18,7 +18,7 @@ from support import hookrun
 from support.replyrun import (OUT, SESSION, Run, answered, env_with, event_bytes, no_reply_sockets, reply,
                               run_hook, short_instance_dir)
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.hookpy import reply as hook_reply
 
 __all__ = ["short_instance_dir"]  # the autouse fixture, imported to apply here

@@ -20,7 +20,8 @@ import re
 import pytest
 from support import hookrun
 
-from aipager import native, wire
+from aipager import native
+from aipager.proto import wire
 from aipager.daemon import drain
 
 PREFIX = b"aipager-wire:"
@@ -49,7 +50,7 @@ def python_value(source: str):
 
 
 def assert_agrees(stamp: dict) -> None:
-    assert "aipager.wire:MAX_DATAGRAM" in stamp and len(stamp) >= 30, sorted(stamp)
+    assert "aipager.proto.wire:MAX_DATAGRAM" in stamp and len(stamp) >= 30, sorted(stamp)
     differ = {source: (built, python_value(source)) for source, built in stamp.items()
               if built != python_value(source)}
     assert not differ, f"built with (left) vs installed Python (right): {differ}"

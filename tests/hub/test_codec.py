@@ -13,7 +13,7 @@ from aipager.daemon.dialogkeys import Answer
 from aipager.daemon.model import QueuedMessage, Request, Session, State, Task
 from aipager.daemon.port import (Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Outcome,
                                  Refused, Who)
-from aipager.errors import InvalidSessionName, SessionError, SessionNotFound
+from aipager.proto.errors import InvalidSessionName, SessionError, SessionNotFound
 from aipager.hub import codec, commands
 
 SAMPLES = [

@@ -130,7 +130,8 @@ async def test_a_host_offline_is_said_at_once(machines):
 async def test_new_name_at_host_starts_the_session_there_and_kill_ends_it(machines, tmp_path):
     import stat
 
-    from aipager import dtach, paths
+    from aipager import dtach
+    from aipager.proto import paths
 
     hub = machines.start_hub()
     box = machines.start_host("box")

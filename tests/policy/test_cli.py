@@ -8,7 +8,7 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.cli.app import app
 from aipager.policy import match
 

@@ -150,5 +150,5 @@ def test_declined_paths_load_no_parser_nor_unused_steps():
         "from aipager.policy import floor, hookside, snapshot;"
         "snapshot.for_floor(floor.builtin_floor({'HOME': '/h'}), 1.0, floor.KNOWN_NEEDLES)"
     )
-    modules = ("aipager.policy.dialect", "aipager.policy.notes", "aipager.policy._match_py", "aipager.errors")
+    modules = ("aipager.policy.dialect", "aipager.policy.notes", "aipager.policy._match_py", "aipager.proto.errors")
     assert _loaded_after(setup, modules) == []

@@ -19,7 +19,7 @@ import pytest
 from support import hookrun, jsonfile
 from typer.testing import CliRunner
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.cli.app import app
 from aipager.daemon.floorwatch import FloorPublisher
 from aipager.policy import floor, model, notes

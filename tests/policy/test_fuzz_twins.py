@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from aipager.errors import PatternError
+from aipager.proto.errors import PatternError
 from aipager.policy import _match_py, dialect, match, rules, snapshot
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -14,7 +14,7 @@ import pytest
 from support import hookrun
 from support.policy_cases import CASE_HOME, case_event, case_snapshot, load_cases
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.policy import _match_py, snapshot
 
 NO_NATIVE = os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0")

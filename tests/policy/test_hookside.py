@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.policy import hookside, model, notes, snapshot
 
 SESSION = "claude-s"

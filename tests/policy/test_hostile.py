@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.policy import floor, hookside, marker, match, snapshot
 
 ENGINES = ["py"] + (["c"] if match._c is not None else [])

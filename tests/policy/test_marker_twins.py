@@ -16,8 +16,9 @@ import time
 import pytest
 from support import hookrun
 
-from aipager import paths
-from aipager.policy import _fsio, marker
+from aipager.proto import paths
+from aipager.policy import marker
+from aipager.proto import fsio
 
 SESSION = "claude-mk"
 NO_NATIVE = os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0")
@@ -35,11 +36,11 @@ def doc(**change) -> dict:
 
 
 def raw(text: str):
-    return lambda env, tmp: _fsio.write_atomic(paths.modelswitch_marker(env, SESSION), text.encode())
+    return lambda env, tmp: fsio.write_atomic(paths.modelswitch_marker(env, SESSION), text.encode())
 
 
 def marker_doc(**change):
-    return lambda env, tmp: _fsio.write_json_atomic(paths.modelswitch_marker(env, SESSION), doc(**change))
+    return lambda env, tmp: fsio.write_json_atomic(paths.modelswitch_marker(env, SESSION), doc(**change))
 
 
 def symlinked(env, tmp) -> None:
@@ -57,7 +58,7 @@ def foreign(env, tmp) -> None:
 def padded(size: int):
     def make(env, tmp) -> None:
         text = json.dumps(doc())
-        _fsio.write_atomic(paths.modelswitch_marker(env, SESSION), (text + " " * (size - len(text))).encode())
+        fsio.write_atomic(paths.modelswitch_marker(env, SESSION), (text + " " * (size - len(text))).encode())
     return make
 
 

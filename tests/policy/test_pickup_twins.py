@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from support import hookrun
 from support.policy_state import collect_policy_files, dated_name, prepare_policy_files
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.policy import floor, rules, snapshot
 
 SESSION = "claude-pk"
@@ -661,11 +661,12 @@ def test_note_steps_agree(native_bins, state, step) -> None:
 
 def _output_len(text: str, reply: str) -> int:
     """Length of what the twin prints for one consumed note replying to ``reply``."""
-    from aipager.policy import _fsio, hookside, notes
+    from aipager.policy import hookside, notes
+    from aipager.proto import fsio
 
     doc = {"text": text, "style": None, "reply_to": {"text": reply}}
     extra = hookside._context([notes.Note("n", "p", doc)])
-    return len(_fsio.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": extra}}))
+    return len(fsio.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": extra}}))
 
 
 def _reply_near_cap(unit: str, offset: int) -> dict:
@@ -703,7 +704,7 @@ LIMITS = {
     "long_text": ({"note_docs": [{"text": "long " * 10_000}]}, "go: " + "long " * 10_000),
     "huge_prompt": ({"note_docs": [{"text": "long " * 100_000}]}, "go: " + "long " * 100_000),
     "big_rules": (_big_rules(3_000), "ship it"),
-    # _fsio.MAX_READ (1 MiB): the last readable size and the first unreadable
+    # fsio.MAX_READ (1 MiB): the last readable size and the first unreadable
     "note_read_limit": (_big_rules(2_000, 1 << 20), "ship it"),
     "note_over_read_limit": (_big_rules(2_000, (1 << 20) + 1), "ship it"),
     "many_authors": ({"note_docs": [DEV], "mark": True,

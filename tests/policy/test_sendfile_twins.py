@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import hookrun
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.policy import rules, snapshot
 
 SESSION = "claude-sf"

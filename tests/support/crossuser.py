@@ -173,7 +173,7 @@ _LISTEN = r"""
 import json, os, select, socket, sys
 path, kind, private = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 if private:
-    from aipager import trust
+    from aipager.proto import trust
     trust.ensure_private_dir(os.path.dirname(path))
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM if kind == "dgram" else socket.SOCK_STREAM)
 s.bind(path)

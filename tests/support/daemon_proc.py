@@ -10,7 +10,7 @@ import time
 RUN = (
     "import os, sys\n"
     "from aipager.daemon.app import run_daemon\n"
-    "from aipager.errors import AipagerError\n"
+    "from aipager.proto.errors import AipagerError\n"
     "try:\n"
     "    sys.exit(run_daemon(dict(os.environ)))\n"
     "except AipagerError as exc:\n"

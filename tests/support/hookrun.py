@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 
 import aipager
-from aipager import paths
+from aipager.proto import paths
 from aipager.hookpy import entry
 
 #: the bootstrap the native binary execs on a decline (_fasthook/stage2.pxi)

@@ -12,7 +12,7 @@ import os
 import shutil
 import time
 
-from aipager import paths
+from aipager.proto import paths
 from aipager.policy import floor, model, notes, rules, snapshot
 
 

@@ -19,7 +19,7 @@ from typing import Callable
 import pytest
 from support import hookrun
 
-from aipager import paths
+from aipager.proto import paths
 
 EVENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "events")
 SESSION = "claude-jim"

@@ -8,7 +8,7 @@ import pytest
 
 from aipager import config, main
 from aipager.daemon.notifier import FanoutNotifier
-from aipager.errors import ConfigError
+from aipager.proto.errors import ConfigError
 from aipager.web.live import WebNotifier
 from aipager.web.service import Settings
 

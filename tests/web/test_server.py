@@ -223,7 +223,7 @@ async def test_only_an_admin_starts_and_ends_sessions(web):
 async def test_the_audit_log_is_for_admins(web):
     import os
 
-    from aipager import paths
+    from aipager.proto import paths
 
     os.makedirs(os.path.dirname(paths.audit_log(web.port.env)), exist_ok=True)
     with open(paths.audit_log(web.port.env), "w", encoding="utf-8") as fh:

@@ -14,7 +14,7 @@ from aiogram.types import Message
 from aipager import config
 from aipager.bot.actions import Actions
 from aipager.clients.members import Members
-from aipager.errors import ConfigError
+from aipager.proto.errors import ConfigError
 
 NOT_SET = ("📟 The web page is not reachable from Telegram yet: Telegram opens it over HTTPS "
            "only. Put HTTPS in front of it (for example `tailscale serve --bg 7180`), set "

@@ -29,7 +29,7 @@ from aipager.bot.callbacks import (ModelChoice, ModelTap, SessionAct, SessionTap
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Post
 from aipager.daemon.model import Session, State
-from aipager.errors import AipagerError
+from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
 

@@ -28,7 +28,7 @@ from aipager.bot.routers.commands import (KILL_ASK, NextMessage, ask_kill, compa
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
                                  Outcome, Refused)
-from aipager.errors import AipagerError
+from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
 

@@ -29,7 +29,7 @@ from aipager import config
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
 from aipager.bot.strangers import WINDOW, Strangers
-from aipager.errors import AipagerError, ConfigError
+from aipager.proto.errors import AipagerError, ConfigError
 
 log = logging.getLogger("aipager.bot")
 

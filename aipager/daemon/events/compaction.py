@@ -31,11 +31,7 @@ def on_pre_compact(ev: dict, sess: Session, ctx: Ctx) -> None:
 def on_post_compact(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.pre_compact_pct is None:
         sess.pre_compact_pct = sess.context_pct
-    sess.compacting = False
-    sess.compact_notice_pending = True
-    if sess.compacted_at is None:
-        sess.compacted_at = ctx.now()
-    report_if_dropped(ctx, sess)
+    _compacted(ctx, sess)
     ctx.registry.touch(sess)
 
 
@@ -45,6 +41,12 @@ def compacted_by_session_start(ctx: Ctx, sess: Session) -> None:
         # Both PreCompact and PostCompact were lost: the last reading is the best
         # "before" there is; a later status line with a lower figure settles it.
         sess.pre_compact_pct = sess.context_pct
+    _compacted(ctx, sess)
+
+
+def _compacted(ctx: Ctx, sess: Session) -> None:
+    """The compaction is over (PostCompact, or a SessionStart that says so): the notice is
+    due, reported now if the figures already show the drop."""
     sess.compacting = False
     sess.compact_notice_pending = True
     if sess.compacted_at is None:

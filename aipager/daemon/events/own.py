@@ -1,11 +1,11 @@
 """aipager's own datagrams: queue pick-ups, safety blocks, refused files, reply timeouts,
-memory-cap hits and error reports (see ``aipager.wire``)."""
+memory-cap hits and error reports (see ``aipager.proto.wire``)."""
 
 from __future__ import annotations
 
 import logging
 
-from aipager import wire
+from aipager.proto import wire
 from aipager.daemon import audit, limits, render, replies
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Session

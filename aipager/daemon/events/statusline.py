@@ -11,7 +11,7 @@ import logging
 import os
 from typing import Any
 
-from aipager import wire
+from aipager.proto import wire
 from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events import compaction

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from aipager import paths, wire
+from aipager.proto import paths, wire
 
 #: where the development machine keeps Claude Code (scripts/test.sh sets AIPAGER_TEST_CLAUDE)
 DEV_CLAUDE = "/work/cache/npmclaude/node_modules/.bin/claude"

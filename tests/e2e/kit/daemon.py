@@ -19,7 +19,7 @@ import subprocess
 import time
 from typing import Any, Callable, Sequence
 
-from aipager import paths
+from aipager.proto import paths
 from e2e.kit.claude import ClaudeHome, claude_binary, installed_program
 from fakes.telegram_api import OWNER, TOKEN
 

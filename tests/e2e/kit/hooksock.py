@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from aipager import wire
+from aipager.proto import wire
 
 Predicate = Callable[[dict[str, Any]], bool]
 

@@ -8,7 +8,7 @@ Layout:
 - private folder: ``/tmp/aipager-<uid>``, the default home of everything
   below that has no folder of its own.  It is never a shared name: it is made
   0700 by whoever needs it first and refused when it exists with another
-  owner, another mode or as a symlink (``aipager.trust``).
+  owner, another mode or as a symlink (``aipager.proto.trust``).
 - control folder: the folder of the control socket.  It holds the socket,
   the spool of events the socket could not take, and model-switch markers.
 - session folder: ``$AIPAGER_INSTANCE_DIR`` or the private folder.

@@ -21,8 +21,8 @@ import os
 import stat
 from dataclasses import dataclass
 
-from aipager import paths
-from aipager.errors import UnsafePath
+from aipager.proto import paths
+from aipager.proto.errors import UnsafePath
 
 #: what to do about a private folder or socket another user holds
 _FOREIGN_FIX = ("do not use it; have an administrator remove {path} and find out who made it, "

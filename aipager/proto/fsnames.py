@@ -7,7 +7,7 @@ import itertools
 import os
 import time
 
-from aipager.policy import _fsio
+from aipager.proto import fsio
 
 #: a damaged file is renamed to ``<name><KEPT_INFIX><UTC stamp>`` next to it
 KEPT_INFIX = ".damaged-"
@@ -37,10 +37,10 @@ def keep_aside(path: str, now: float | None = None) -> str:
 
 def write_private(path: str, data: bytes, *, sync: bool = True) -> None:
     """Write ``data`` to ``path`` owner-only (0600, in a folder created 0700) with aipager's one
-    atomic writer (``_fsio.write_atomic``).  ``sync=False`` skips the fsync: the file then
+    atomic writer (``fsio.write_atomic``).  ``sync=False`` skips the fsync: the file then
     survives a crash of the process, not of the machine."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    _fsio.write_atomic(path, data, 0o600, sync=sync)
+    fsio.write_atomic(path, data, 0o600, sync=sync)
 
 
 #: what tells one version of a file from another: (inode, mtime ns, size); None when absent

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posix
 
-from aipager import jsonlite
+from aipager.proto import jsonlite
 
 _loads, dumps = jsonlite.loads, jsonlite.dumps
 
