@@ -203,9 +203,8 @@ class Daemon:
         Raises:
             ValueError: an unknown kind, or an edit with another kind than allow.
         """
-        sess = self.core.registry.get(session)
-        req = next((r for r in sess.requests if r.key == key and r.kind == "permission"),
-                   None) if sess is not None else None
+        found = replies.find(self.core.ctx, session, key)
+        sess, req = found if found is not None else (None, None)
         if req is not None and not req.answered and (
                 (req.tool == "ExitPlanMode" and not req.reply_addr)
                 or (req.terminal_only and kind != "stop")):
@@ -227,9 +226,9 @@ class Daemon:
                 return refused
             edited_input = refused
         try:
-            result = replies.answer(self.core.ctx, session, key, kind, who.label,
-                                    who_id=who.user_id, role=who.role, reason=reason,
-                                    suggestion=suggestion, edited_input=edited_input)
+            result = replies.answer_found(self.core.ctx, found, kind, who.label,
+                                          who_id=who.user_id, role=who.role, reason=reason,
+                                          suggestion=suggestion, edited_input=edited_input)
         except ValueError as exc:
             if edited_input is None:
                 raise
