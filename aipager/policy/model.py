@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from aipager import paths
 from aipager.errors import PolicyError, PolicySchemaError
+from aipager.fsnames import Stamp, file_stamp
 from aipager.policy import floor as floor_mod
 from aipager.policy import rules, validate
 
@@ -189,6 +190,29 @@ def load_policy(env) -> Policy:
     return from_document(doc, source=path)
 
 
+#: policy file path -> (its version, the Policy read from it)
+_loaded: dict[str, tuple[Stamp, Policy]] = {}
+
+
+def current_policy(env) -> Policy:
+    """``load_policy``, read again only when the file's version (inode, mtime_ns,
+    size) changed: a chat prompt checks its sender's rights without parsing and
+    validating the file each time, and an edit still counts from the next prompt.
+
+    Raises:
+        As ``load_policy`` (an unusable file is not remembered: it is read again).
+    """
+    path = paths.policy_user_file(env)
+    stamp = file_stamp(path)
+    known = _loaded.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    policy = load_policy(env)
+    # the version seen before reading: an edit landing mid-read is read again next time
+    _loaded[path] = (stamp, policy)
+    return policy
+
+
 def _command_lists(pairs) -> tuple[list[str], list[str]]:
     sensitive = [p for p, icase in pairs if not icase]
     insensitive = [p for p, icase in pairs if icase]
@@ -239,4 +263,4 @@ def publish(env, policy: Policy | None = None) -> str:
     return floor_mod.publish_floor(env, effective_floor(policy, env))
 
 
-__all__ = ["Policy", "Role", "load_policy", "from_document", "role_rules", "effective_floor"]
+__all__ = ["Policy", "Role", "load_policy", "current_policy", "from_document", "role_rules", "effective_floor"]
