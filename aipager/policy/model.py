@@ -10,6 +10,7 @@ the hook adds when it picks the note up).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field, replace
 
 from aipager import paths
@@ -251,10 +252,31 @@ def effective_floor(policy: Policy, env) -> dict:
     """Built-in floor plus the owner's additions, ready for ``publish_floor``."""
     home = paths.home(env)
     extra = rules.empty()
-    extra["no_access"] = floor_mod.expand_all(policy.floor_no_access, home)
+    extra["no_access"] = floor_mod.expand_all(policy.floor_no_access + config_secrets(env), home)
     extra["no_write"] = floor_mod.expand_all(policy.floor_no_write, home)
     extra["commands"], extra["commands_i"] = _command_lists(policy.floor_commands)
     return rules.stricter(floor_mod.builtin_floor(env), extra)
+
+
+def config_secrets(env) -> tuple[str, ...]:
+    """Globs for the files aipager's config names that hold secrets outside its own
+    folders (the floor covers those): the hub credential a host connects with
+    (``hub.creds``), as named and as resolved.  None when the config cannot be read."""
+    try:
+        with open(paths.config_file(env), encoding="utf-8") as fh:
+            hub = json.load(fh).get("hub")
+    except (OSError, ValueError, AttributeError):
+        return ()
+    creds = hub.get("creds") if isinstance(hub, dict) else None
+    if not isinstance(creds, str) or not (creds.startswith("/") or creds.startswith("~/")):
+        return ()
+    named = paths.home(env) + creds[1:] if creds.startswith("~/") else creds
+    return tuple(_glob_literal(p) for p in dict.fromkeys((named, os.path.realpath(named))))
+
+
+def _glob_literal(path: str) -> str:
+    """A glob that matches exactly ``path`` (its wildcard characters in sets)."""
+    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in path)
 
 
 def publish(env, policy: Policy | None = None) -> str:

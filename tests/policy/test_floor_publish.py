@@ -47,7 +47,8 @@ def home() -> str:
     return os.environ["HOME"]
 
 
-#: (id, tool, input with {h} for home, what the owner's additions make of it: "deny" or "")
+#: (id, tool, input with {h} for home, what the owner's additions or the floor's secrets
+#: make of it: "deny" or "")
 CALLS = [
     ("curl", "Bash", {"command": "curl http://x"}, "deny"),
     ("CURL", "Bash", {"command": "CURL http://x"}, "deny"),
@@ -59,6 +60,13 @@ CALLS = [
     ("write-locked", "Write", {"file_path": "{h}/locked/a.txt", "content": "x"}, "deny"),
     ("read-locked", "Read", {"file_path": "{h}/locked/a.txt"}, ""),
     ("sudo", "Bash", {"command": "sudo ls"}, ""),
+    # floor.SECRET_GLOBS, built into both hooks, and the hub credential the config names
+    ("read-shadow", "Read", {"file_path": "/etc/shadow"}, "deny"),
+    ("read-root-key", "Read", {"file_path": "/root/.ssh/id_ed25519"}, "deny"),
+    ("read-environ", "Read", {"file_path": "/proc/self/environ"}, "deny"),
+    ("grep-etc", "Grep", {"pattern": "root", "path": "/etc"}, "deny"),
+    ("cat-sudoers", "Bash", {"command": "cat /etc/sudoers"}, "deny"),
+    ("read-hub-creds", "Read", {"file_path": "{h}/hub-creds.json"}, "deny"),
 ]
 
 
@@ -125,6 +133,7 @@ def kind(request) -> str:
 def published():
     """The policy written and published as `aipager policy check --apply` does."""
     write_policy(POLICY)
+    jsonfile.write(paths.config_file(os.environ), {"hub": {"creds": home() + "/hub-creds.json"}})
     res = CliRunner().invoke(app, ["policy", "check", "--apply"])
     assert res.exit_code == 0, res.output
     assert "floor published for the hook" in res.output
