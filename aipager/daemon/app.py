@@ -25,8 +25,8 @@ import orjson
 from aipager import __version__, dtach, paths, trust
 from aipager.install import claude_code
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, persist, render, replies,
-                            requests, spool, tasks, transcript)
+from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, ordered, persist, render,
+                            replies, requests, spool, tasks, transcript)
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
@@ -605,6 +605,8 @@ class Daemon:
         # Stops that still went missing (no spool folder then, or a full disk):
         # the saved conversations say which tasks ended; deliver those answers now.
         tasks.catch_up(self.core.ctx, transcript.finished_answer, self._task_still_open)
+        # From here on an edit's diff is made in a thread, not on the loop (``ordered``).
+        self.core.outputs.runner = ordered.thread_runner(loop, self._tasks)
         deep = self.env.get("AIPAGER_DEEP_QUEUE", "1") != "0"
         sock = bind_control_socket(self.socket_path, deepq.QUEUE_LEN if deep else None)
         self.socket_queue = deepq.QUEUE_LEN if deep and deepq.is_deep(sock) else None
@@ -643,6 +645,8 @@ class Daemon:
                 failed = None
                 thread = self._thread_ingest(sock, loop)
         finally:
+            # what is still being diffed goes out without its diff, in its place
+            self.core.outputs.runner = None
             await cancel_and_wait(self._tasks)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
