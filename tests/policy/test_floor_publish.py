@@ -238,6 +238,21 @@ def test_publisher_follows_the_policy_file(caplog):
     assert pub.check() is True
     assert floor_bytes(env) == good
 
+
+def test_publisher_follows_the_hub_credential_the_config_names():
+    env = dict(os.environ)
+    pub = FloorPublisher(env)
+    assert pub.check() is True
+    creds = home() + "/creds[1].json"
+    jsonfile.write(paths.config_file(env), {"hub": {"creds": creds}})
+    assert pub.check() is True
+    assert home() + "/creds[[]1].json" in _published(env)["no_access"]
+    snap = model.task_snapshot(model.load_policy(env), "admin", env)
+    assert snap["no_access"] == _published(env)["no_access"]
+    from aipager.policy import _match_py
+
+    assert _match_py.decide(snap, "Read", {"file_path": creds}, home(), home())[0] == "deny"
+
     write_policy({"version": 1, "floor": {"no_access_paths": ["~/other/**"]}})
     assert pub.check() is True and pub.problem == ""
     assert f"{home()}/other" in _published(env)["no_access"]
