@@ -105,6 +105,9 @@ cdef int pol_xdg_glob(PolList* l, const char* var, const char* dflt, const char*
 cdef int pol_builtin_floor(const HookCtx* ctx, const char* home, PolList* lists) noexcept nogil:
     """floor.builtin_floor without its commands: 0, or -1 to decline."""
     cdef char g[PATH_CAP]
+    cdef char item[POL_PAT_CAP]
+    cdef JSpan secrets
+    cdef size_t pos = 0
     cdef const char* kinds[7]
     cdef const char* folders[2]
     cdef int f
@@ -134,6 +137,11 @@ cdef int pol_builtin_floor(const HookCtx* ctx, const char* home, PolList* lists)
                 return -1
     if snprintf(g, PATH_CAP, "%s/aipager*", ctx.control_dir) >= PATH_CAP or pol_glob_add(&lists[2], g, home) < 0:
         return -1
+    if js_parse(POL_FLOOR_SECRETS, strlen(POL_FLOOR_SECRETS), &secrets) < 0:
+        return -1
+    while pol_next_str(&secrets, &pos, item, POL_PAT_CAP) == 1:
+        if pol_glob_add(&lists[2], item, home) < 0:
+            return -1
     if pol_glob_add(&lists[3], "*/.claude/**", home) < 0 or pol_glob_add(&lists[3], "*/.mcp.json", home) < 0:
         return -1
     return 0

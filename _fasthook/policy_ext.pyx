@@ -101,9 +101,9 @@ def regex_compiles(bytes pattern, bint icase=False):
 
 
 def floor_literals() -> tuple:
-    """(commands JSON, needles JSON) compiled into floor.pxi, for the test
-    that keeps them equal to aipager.policy.floor."""
-    return POL_FLOOR_COMMANDS.decode(), POL_FLOOR_NEEDLES.decode()
+    """(commands JSON, needles JSON, secret globs JSON) compiled into floor.pxi,
+    for the test that keeps them equal to aipager.policy.floor."""
+    return POL_FLOOR_COMMANDS.decode(), POL_FLOOR_NEEDLES.decode(), POL_FLOOR_SECRETS.decode()
 
 
 def sendfile_literals() -> tuple:

@@ -26,8 +26,8 @@ from aipager import __version__, dtach
 from aipager.proto import paths, trust
 from aipager.install import claude_code
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, persist, render, replies,
-                            requests, spool, tasks, transcript)
+from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, ordered, persist, render,
+                            replies, requests, spool, tasks, transcript)
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
@@ -204,9 +204,8 @@ class Daemon:
         Raises:
             ValueError: an unknown kind, or an edit with another kind than allow.
         """
-        sess = self.core.registry.get(session)
-        req = next((r for r in sess.requests if r.key == key and r.kind == "permission"),
-                   None) if sess is not None else None
+        found = replies.find(self.core.ctx, session, key)
+        sess, req = found if found is not None else (None, None)
         if req is not None and not req.answered and (
                 (req.tool == "ExitPlanMode" and not req.reply_addr)
                 or (req.terminal_only and kind != "stop")):
@@ -228,9 +227,9 @@ class Daemon:
                 return refused
             edited_input = refused
         try:
-            result = replies.answer(self.core.ctx, session, key, kind, who.label,
-                                    who_id=who.user_id, role=who.role, reason=reason,
-                                    suggestion=suggestion, edited_input=edited_input)
+            result = replies.answer_found(self.core.ctx, found, kind, who.label,
+                                          who_id=who.user_id, role=who.role, reason=reason,
+                                          suggestion=suggestion, edited_input=edited_input)
         except ValueError as exc:
             if edited_input is None:
                 raise
@@ -607,6 +606,8 @@ class Daemon:
         # Stops that still went missing (no spool folder then, or a full disk):
         # the saved conversations say which tasks ended; deliver those answers now.
         tasks.catch_up(self.core.ctx, transcript.finished_answer, self._task_still_open)
+        # From here on an edit's diff is made in a thread, not on the loop (``ordered``).
+        self.core.outputs.runner = ordered.thread_runner(loop, self._tasks)
         deep = self.env.get("AIPAGER_DEEP_QUEUE", "1") != "0"
         sock = bind_control_socket(self.socket_path, deepq.QUEUE_LEN if deep else None)
         self.socket_queue = deepq.QUEUE_LEN if deep and deepq.is_deep(sock) else None
@@ -645,6 +646,8 @@ class Daemon:
                 failed = None
                 thread = self._thread_ingest(sock, loop)
         finally:
+            # what is still being diffed goes out without its diff, in its place
+            self.core.outputs.runner = None
             await cancel_and_wait(self._tasks)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)

@@ -20,6 +20,7 @@ from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
 from aipager.daemon.events import ROUTERS, compaction
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import Card, Notifier
+from aipager.daemon.ordered import OrderedOutputs
 from aipager.daemon.registry import Registry
 from aipager.daemon.transcript import last_answer, task_notifications
 
@@ -57,7 +58,10 @@ class DaemonCore:
                  read_text: Callable[[str], str | None] = diffs.read_text) -> None:
         self.registry = Registry(clock=clock, knobs=knobs)
         self.notifier = notifier
-        self.ctx = Ctx(registry=self.registry, notifier=notifier, read_answer=read_answer,
+        #: what handlers and cards emit through: in order, even when an output waits for
+        #: work off the loop (the daemon sets its ``runner``)
+        self.outputs = OrderedOutputs(notifier)
+        self.ctx = Ctx(registry=self.registry, notifier=self.outputs, read_answer=read_answer,
                        read_notifications=read_notifications, audit=audit or RecordingAudit(),
                        read_text=read_text)
         self.dispatcher = Dispatcher(self.ctx, *ROUTERS)
@@ -165,7 +169,7 @@ class DaemonCore:
                 continue
             self._cards[name] = key
             final = sess.task.ended_at is not None and not sess.work_open()
-            self.notifier.emit(Card(name, text, task=sess.task.seq, final=final))
+            self.outputs.emit(Card(name, text, task=sess.task.seq, final=final))
             sent += 1
         reg.dirty.clear()
         return sent

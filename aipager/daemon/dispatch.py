@@ -15,16 +15,18 @@ A handler is ``handler(ev, sess, ctx) -> None``: ``ev`` the datagram dict,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from aipager.proto import wire
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.fields import FieldCheck
 from aipager.daemon.model import NOTICES_KEPT, Session, State
 from aipager.daemon.notifier import Notice, NoticeName, Notifier, Output
+from aipager.daemon.ordered import OrderedOutputs
 from aipager.daemon.registry import Registry
 
 Handler = Callable[[dict, Session, "Ctx"], None]
+OutputT = TypeVar("OutputT", bound=Output)
 
 
 class _Sentinel:
@@ -98,8 +100,19 @@ class Ctx:
 
     def emit(self, kind: type[Output], sess: Session, text: str = "", **fields: Any) -> None:
         """One output of ``kind`` (a ``notifier`` class) about ``sess``; ``fields`` are its own."""
-        self.notifier.emit(kind(session=sess.name, text=text, origin=self.origin,
-                                replayed=self.replaying, **fields))
+        self.notifier.emit(self.output(kind, sess, text, **fields))
+
+    def output(self, kind: type[OutputT], sess: Session, text: str = "", **fields: Any) -> OutputT:
+        """The output ``emit`` would emit."""
+        return kind(session=sess.name, text=text, origin=self.origin, replayed=self.replaying,
+                    **fields)
+
+    def emit_completed(self, out: Output, complete: Callable[[], dict[str, Any]]) -> None:
+        """Emit ``out`` with the fields ``complete()`` gives, which may be made off the event
+        loop (``ordered.OrderedOutputs``); the outputs that follow keep their place."""
+        notifier = self.notifier
+        ordered = notifier if isinstance(notifier, OrderedOutputs) else OrderedOutputs(notifier)
+        ordered.emit_completed(out, complete)
 
     def notice(self, sess: Session, name: NoticeName, text: str, **extra: Any) -> None:
         """A notice: kept in the session's latest notices (``aipager status``) and emitted."""

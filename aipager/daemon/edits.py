@@ -73,7 +73,7 @@ def refusal(env: Mapping[str, str], session: str, role: str, tool: str, tool_inp
 
     home = paths.home(env)
     try:
-        snaps = [model.task_snapshot(model.load_policy(env), role or "user", env)]
+        snaps = [model.task_snapshot(model.current_policy(env), role or "user", env)]
         task = snapshot.read(env, session)
     except (AipagerError, OSError, ValueError) as exc:
         return f"the policy cannot be read ({exc})"

@@ -8,7 +8,9 @@ the floor back when something removed or replaced the published file.  A
 policy file that cannot be used (bad JSON, schema, pattern) is logged once per
 version of the file and changes nothing: the floor published before stays.
 
-The check is two ``stat`` calls, cheap enough for every daemon tick.
+The config counts too: a hub credential it names is in the floor
+(``model.config_secrets``).  The check is three ``stat`` calls, cheap enough for
+every daemon tick.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ class FloorPublisher:
     def __init__(self, env: Mapping[str, str]) -> None:
         self.env = dict(env)
         self.policy_path = paths.policy_user_file(self.env)
+        #: the config names a secret the floor covers (``model.config_secrets``)
+        self.config_path = paths.config_file(self.env)
         self.floor_path = paths.floor_file(self.env)
-        #: the policy file version last looked at (published or refused)
-        self._policy_seen: Stamp | object = object()
+        #: the policy and config files' versions last looked at (published or refused)
+        self._policy_seen: tuple[Stamp, Stamp] | object = object()
         #: the floor file as this publisher last wrote it
         self._written: Stamp = None
         #: the last floor published from a usable policy (rule set), if any
@@ -49,7 +53,7 @@ class FloorPublisher:
         Never raises.  Returns:
             True when the floor file was written.
         """
-        stamp = file_stamp(self.policy_path)
+        stamp = (file_stamp(self.policy_path), file_stamp(self.config_path))
         if stamp != self._policy_seen:
             self._policy_seen = stamp
             return self._reload()

@@ -157,7 +157,8 @@ def send_reply(reply_addr: str, request_id: str, decision: dict) -> bool:
 Sender = Callable[[str, str, dict], bool]
 
 
-def _find(ctx: Ctx, session: str, key: str) -> tuple[Session, Request] | None:
+def find(ctx: Ctx, session: str, key: str) -> tuple[Session, Request] | None:
+    """Permission request ``key`` of ``session`` with its session, or None."""
     sess = ctx.registry.get(session)
     if sess is None:
         return None
@@ -169,7 +170,16 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
            send: Sender = send_reply, *, who_id: int | None = None, role: str = "",
            reason: str = "", suggestion: int | None = None,
            edited_input: dict | None = None) -> str:
-    """Apply one tap on permission request ``key`` of ``session``.
+    """Apply one tap on permission request ``key`` of ``session`` (``answer_found``)."""
+    return answer_found(ctx, find(ctx, session, key), kind, who, send, who_id=who_id, role=role,
+                        reason=reason, suggestion=suggestion, edited_input=edited_input)
+
+
+def answer_found(ctx: Ctx, found: tuple[Session, Request] | None, kind: str, who: str,
+                 send: Sender = send_reply, *, who_id: int | None = None, role: str = "",
+                 reason: str = "", suggestion: int | None = None,
+                 edited_input: dict | None = None) -> str:
+    """Apply one tap on a permission request ``find`` returned (None: gone).
 
     Returns:
         ``VIA_HOOK``: the waiting hook took the decision; the request is closed
@@ -187,7 +197,6 @@ def answer(ctx: Ctx, session: str, key: str, kind: str, who: str,
     if kind not in KINDS:
         msg = f"unknown answer {kind!r}: expected one of {', '.join(KINDS)}"
         raise ValueError(msg)
-    found = _find(ctx, session, key)
     if found is None:
         return GONE
     sess, req = found

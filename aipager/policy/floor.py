@@ -15,8 +15,9 @@ from aipager.proto import fsio
 #: folders of aipager's own files, relative to home when XDG is not set
 _SESSION_FILES = ("policy", "notes", "status", "reply", "dtach", "bgjob", "exit")
 
-#: credential stores: no access for restricted roles (user, read_only), and
-#: never sent by SendUserFile (sendfile.SEND_GLOBS)
+#: credential stores: in the floor in every home (SECRET_GLOBS), so no task
+#: but the owner's reads them, and never sent by SendUserFile
+#: (sendfile.SEND_GLOBS); the restricted roles (user, read_only) list them too
 CREDENTIAL_PATHS = (
     "~/.ssh/**",
     "~/.gnupg/**",
@@ -42,6 +43,36 @@ CREDENTIAL_PATHS = (
     "~/.vault-token",
     "~/.cargo/credentials*",
     "~/.config/rclone/**",
+)
+
+#: the system's secrets (dialect globs: '*' also matches '/'): password hashes,
+#: sudo rules, host and TLS keys; never read by a task but the owner's, never sent
+SYSTEM_SECRETS = (
+    "/etc/shadow*",  # password hashes and their copies (shadow-, shadow.bak)
+    "/etc/gshadow*",
+    "/etc/security/opasswd",  # old password hashes
+    "/var/backups/*shadow*",  # Debian's daily copies
+    "/etc/sudoers*",  # sudoers, sudoers.d/**
+    "/etc/ssh/ssh_host_*",  # host keys
+    "/etc/ssl/private/**",
+    "/etc/pki/tls/private/**",
+    "/etc/krb5.keytab",
+    "/etc/wireguard/**",
+    "/etc/NetworkManager/system-connections/**",
+)
+
+#: the homes whose credential stores the floor covers: the user's own, root's
+#: and every /home/<name> ('*' also matches '/': a deeper .ssh is caught too)
+HOMES = ("~", "/root", "/home/*")
+
+#: what the floor adds so that no task but the owner's reads a secret: the
+#: system's, every process's environment (the daemon's and Claude Code's hold
+#: tokens), and the credential stores of every home.  Admins included: they
+#: bypass their role's limits, not the floor.
+SECRET_GLOBS = (
+    SYSTEM_SECRETS
+    + ("/proc/*/environ",)
+    + tuple(home + cred[1:] for home in HOMES for cred in CREDENTIAL_PATHS)
 )
 
 #: tools a restricted role may not use: they run code or reach other sessions
@@ -92,6 +123,9 @@ FLOOR_COMMANDS = (
     # whole-home and whole-disk searches
     _B + "(find|rg|ag|ack|fd|fdfind|tree|du|locate)\\s([^;&|]*\\s)?" + _HOME_ROOTS,
     _B + "(grep|egrep|ls)\\s([^;&|]*\\s)?-[A-Za-z]*[rR][^;&|]*\\s" + _HOME_ROOTS,
+    # the system's secrets named on the command line (SYSTEM_SECRETS, environ)
+    "/etc/(g?shadow|sudoers|security/opasswd|ssh/ssh_host_|krb5\\.keytab)",
+    "/proc/[^;&|]*/environ",
 )
 
 #: dialect.required_literals of each FLOOR_COMMANDS pattern, precomputed so the
@@ -112,6 +146,8 @@ _FLOOR_NEEDLES = (
     ["claude"],
     ["ack", "ag", "du", "fd", "fdfind", "find", "locate", "rg", "tree"],
     ["egrep", "grep", "ls"],
+    ["krb5.keytab", "security/opasswd", "shadow", "ssh/ssh_host_", "sudoers"],
+    ["/environ"],
 )
 #: for snapshot.make(known=...)
 KNOWN_NEEDLES = {(pattern, False): needles for pattern, needles in zip(FLOOR_COMMANDS, _FLOOR_NEEDLES, strict=True)}
@@ -129,6 +165,7 @@ def floor_globs(env) -> tuple[list[str], list[str]]:
     for folder in _unique([paths.session_dir(env), "/tmp"]):
         no_access += [f"{folder}/claude-{kind}-*" for kind in _SESSION_FILES]
     no_access.append(paths.control_dir(env) + "/aipager*")
+    no_access += SECRET_GLOBS
     # project-level Claude Code settings can add hooks: writing them escalates
     no_write = ["*/.claude/**", "*/.mcp.json"]
     return _unique(no_access), no_write

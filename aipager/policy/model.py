@@ -10,10 +10,12 @@ the hook adds when it picks the note up).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field, replace
 
 from aipager.proto import paths
 from aipager.proto.errors import PolicyError, PolicySchemaError
+from aipager.proto.fsnames import Stamp, file_stamp
 from aipager.policy import floor as floor_mod
 from aipager.policy import rules, validate
 
@@ -189,6 +191,29 @@ def load_policy(env) -> Policy:
     return from_document(doc, source=path)
 
 
+#: policy file path -> (its version, the Policy read from it)
+_loaded: dict[str, tuple[Stamp, Policy]] = {}
+
+
+def current_policy(env) -> Policy:
+    """``load_policy``, read again only when the file's version (inode, mtime_ns,
+    size) changed: a chat prompt checks its sender's rights without parsing and
+    validating the file each time, and an edit still counts from the next prompt.
+
+    Raises:
+        As ``load_policy`` (an unusable file is not remembered: it is read again).
+    """
+    path = paths.policy_user_file(env)
+    stamp = file_stamp(path)
+    known = _loaded.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    policy = load_policy(env)
+    # the version seen before reading: an edit landing mid-read is read again next time
+    _loaded[path] = (stamp, policy)
+    return policy
+
+
 def _command_lists(pairs) -> tuple[list[str], list[str]]:
     sensitive = [p for p, icase in pairs if not icase]
     insensitive = [p for p, icase in pairs if icase]
@@ -227,10 +252,31 @@ def effective_floor(policy: Policy, env) -> dict:
     """Built-in floor plus the owner's additions, ready for ``publish_floor``."""
     home = paths.home(env)
     extra = rules.empty()
-    extra["no_access"] = floor_mod.expand_all(policy.floor_no_access, home)
+    extra["no_access"] = floor_mod.expand_all(policy.floor_no_access + config_secrets(env), home)
     extra["no_write"] = floor_mod.expand_all(policy.floor_no_write, home)
     extra["commands"], extra["commands_i"] = _command_lists(policy.floor_commands)
     return rules.stricter(floor_mod.builtin_floor(env), extra)
+
+
+def config_secrets(env) -> tuple[str, ...]:
+    """Globs for the files aipager's config names that hold secrets outside its own
+    folders (the floor covers those): the hub credential a host connects with
+    (``hub.creds``), as named and as resolved.  None when the config cannot be read."""
+    try:
+        with open(paths.config_file(env), encoding="utf-8") as fh:
+            hub = json.load(fh).get("hub")
+    except (OSError, ValueError, AttributeError):
+        return ()
+    creds = hub.get("creds") if isinstance(hub, dict) else None
+    if not isinstance(creds, str) or not (creds.startswith("/") or creds.startswith("~/")):
+        return ()
+    named = paths.home(env) + creds[1:] if creds.startswith("~/") else creds
+    return tuple(_glob_literal(p) for p in dict.fromkeys((named, os.path.realpath(named))))
+
+
+def _glob_literal(path: str) -> str:
+    """A glob that matches exactly ``path`` (its wildcard characters in sets)."""
+    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in path)
 
 
 def publish(env, policy: Policy | None = None) -> str:
@@ -239,4 +285,4 @@ def publish(env, policy: Policy | None = None) -> str:
     return floor_mod.publish_floor(env, effective_floor(policy, env))
 
 
-__all__ = ["Policy", "Role", "load_policy", "from_document", "role_rules", "effective_floor"]
+__all__ = ["Policy", "Role", "load_policy", "current_policy", "from_document", "role_rules", "effective_floor"]

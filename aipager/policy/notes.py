@@ -101,7 +101,7 @@ def write_note(
     if not text.strip():
         msg = "a permission note needs the text that will be typed"
         raise ValueError(msg)
-    policy = policy or model.load_policy(env)
+    policy = policy or model.current_policy(env)
     the_role = policy.role(role)
     exempt = the_role.exempt and author_user_id is not None
     rule_set = model.role_rules(the_role, env) if author_user_id is not None else rules.empty()

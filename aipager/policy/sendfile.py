@@ -53,21 +53,9 @@ SECRET_NAMES = (
     "*credentials*.json",
 )
 
-#: the system's secrets, never sent whoever's task it is (dialect globs: '*'
-#: also matches '/'); /root and other users' homes are ``_other_home``
-SYSTEM_SECRETS = (
-    "/etc/shadow*",  # password hashes and their copies (shadow-, shadow.bak)
-    "/etc/gshadow*",
-    "/etc/security/opasswd",  # old password hashes
-    "/var/backups/*shadow*",  # Debian's daily copies
-    "/etc/sudoers*",  # sudoers, sudoers.d/**
-    "/etc/ssh/ssh_host_*",  # host keys
-    "/etc/ssl/private/**",
-    "/etc/pki/tls/private/**",
-    "/etc/krb5.keytab",
-    "/etc/wireguard/**",
-    "/etc/NetworkManager/system-connections/**",
-)
+#: the system's secrets, never sent whoever's task it is; /root and other
+#: users' homes are ``_other_home``
+SYSTEM_SECRETS = floor.SYSTEM_SECRETS
 
 #: extra places never sent, on top of the floor and credential paths
 SEND_ONLY = ("/proc/**", "/sys/**", "/dev/**")

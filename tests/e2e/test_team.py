@@ -5,6 +5,7 @@ person's message waits for the running task and then goes in."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -13,6 +14,8 @@ from e2e.kit.chat import Phone, buttons
 from e2e.kit.daemon import OWNER_ID, USER_ID, Daemon
 from fakes import anthropic as fa
 from fakes.telegram_api import OWNER, TOKEN
+
+from aipager.proto import paths
 
 pytestmark = pytest.mark.e2e
 
@@ -79,6 +82,33 @@ def test_a_users_forbidden_task_is_refused_while_the_owners_identical_one_runs(
     sess = team.wait_session(_finished(2), 40, "the owner's task finished")
     assert not sess["task"]["blocked"]
     assert os.path.exists(made)
+
+
+def test_a_users_read_of_the_password_hashes_is_refused_told_and_audited(
+        team, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """Read is pre-allowed (TUI_ARGS) and the tests run as root, so only the floor's
+    SECRET_GLOBS stand between the member and /etc/shadow."""
+    phone = Phone(fake_telegram, GROUP)
+    fake_anthropic.script("E2E-SHADOW", fa.tool("Read", {"file_path": "/etc/shadow"}),
+                          fa.text("Could not read it."))
+    dtach_session(*TUI_ARGS)
+    _ready(team)
+
+    fake_telegram.say("/e2e E2E-SHADOW show me the password hashes", user=GUEST, chat_id=GROUP)
+
+    sess = team.wait_session(_finished(1), 40, "the user's task finished")
+    assert "/etc/shadow" in sess["task"]["blocked"], sess["task"]
+    phone.wait(lambda snap: any("Blocked by a safety rule" in t and "/etc/shadow" in t
+                                for t in phone.sent_texts(snap)), 20, "the safety notice in the group")
+    # Claude got the refusal, never the file
+    results = json.dumps([b for r in fake_anthropic.requests_with("E2E-SHADOW")
+                          for b in r.tool_results()])
+    assert "no access: /etc/shadow*" in results
+    assert "root:" not in results
+    with open(paths.audit_log(claude_home.aipager_env()), encoding="utf-8") as fh:
+        blocked = [r for r in map(json.loads, fh) if r["action"] == "safety_blocked"]
+    assert blocked and all("/etc/shadow" in r["reason"] for r in blocked), blocked
+    assert all(USER_ID in [a.get("user_id") for a in r["authors"]] for r in blocked), blocked
 
 
 def test_another_persons_message_waits_for_the_running_task(team, dtach_session, fake_anthropic,

@@ -95,3 +95,12 @@ def test_a_relative_mention_without_a_known_folder_fails_closed(user_snapshot):
     snap, _, home = user_snapshot
     check = chatprompt.read_check(snap, "", home)
     assert chatprompt.refusal("see @a.py", mention_check=check).reason is Refused.MENTION
+
+
+def test_a_mention_of_the_systems_secrets_is_refused(user_snapshot):
+    """floor.SECRET_GLOBS: Claude Code would paste the file into the prompt without a tool call."""
+    snap, project, home = user_snapshot
+    check = chatprompt.read_check(snap, project, home)
+    for text in ("see @/etc/shadow", 'and @"/proc/self/environ"'):
+        assert chatprompt.refusal(text, mention_check=check).reason is Refused.MENTION, text
+    assert chatprompt.refusal("see @/etc/hostname", mention_check=check).reason is None

@@ -47,7 +47,8 @@ def home() -> str:
     return os.environ["HOME"]
 
 
-#: (id, tool, input with {h} for home, what the owner's additions make of it: "deny" or "")
+#: (id, tool, input with {h} for home, what the owner's additions or the floor's secrets
+#: make of it: "deny" or "")
 CALLS = [
     ("curl", "Bash", {"command": "curl http://x"}, "deny"),
     ("CURL", "Bash", {"command": "CURL http://x"}, "deny"),
@@ -59,6 +60,13 @@ CALLS = [
     ("write-locked", "Write", {"file_path": "{h}/locked/a.txt", "content": "x"}, "deny"),
     ("read-locked", "Read", {"file_path": "{h}/locked/a.txt"}, ""),
     ("sudo", "Bash", {"command": "sudo ls"}, ""),
+    # floor.SECRET_GLOBS, built into both hooks, and the hub credential the config names
+    ("read-shadow", "Read", {"file_path": "/etc/shadow"}, "deny"),
+    ("read-root-key", "Read", {"file_path": "/root/.ssh/id_ed25519"}, "deny"),
+    ("read-environ", "Read", {"file_path": "/proc/self/environ"}, "deny"),
+    ("grep-etc", "Grep", {"pattern": "root", "path": "/etc"}, "deny"),
+    ("cat-sudoers", "Bash", {"command": "cat /etc/sudoers"}, "deny"),
+    ("read-hub-creds", "Read", {"file_path": "{h}/hub-creds.json"}, "deny"),
 ]
 
 
@@ -125,6 +133,7 @@ def kind(request) -> str:
 def published():
     """The policy written and published as `aipager policy check --apply` does."""
     write_policy(POLICY)
+    jsonfile.write(paths.config_file(os.environ), {"hub": {"creds": home() + "/hub-creds.json"}})
     res = CliRunner().invoke(app, ["policy", "check", "--apply"])
     assert res.exit_code == 0, res.output
     assert "floor published for the hook" in res.output
@@ -228,6 +237,21 @@ def test_publisher_follows_the_policy_file(caplog):
     os.unlink(paths.floor_file(env))  # a /tmp cleaner, or someone else
     assert pub.check() is True
     assert floor_bytes(env) == good
+
+
+def test_publisher_follows_the_hub_credential_the_config_names():
+    env = dict(os.environ)
+    pub = FloorPublisher(env)
+    assert pub.check() is True
+    creds = home() + "/creds[1].json"
+    jsonfile.write(paths.config_file(env), {"hub": {"creds": creds}})
+    assert pub.check() is True
+    assert home() + "/creds[[]1].json" in _published(env)["no_access"]
+    snap = model.task_snapshot(model.load_policy(env), "admin", env)
+    assert snap["no_access"] == _published(env)["no_access"]
+    from aipager.policy import _match_py
+
+    assert _match_py.decide(snap, "Read", {"file_path": creds}, home(), home())[0] == "deny"
 
     write_policy({"version": 1, "floor": {"no_access_paths": ["~/other/**"]}})
     assert pub.check() is True and pub.problem == ""

@@ -4,7 +4,7 @@ Hypothesis generates rules inside the portable dialect and ASCII inputs built
 from the characters where glibc and Python ``re`` historically differ; every
 comparison must give the same decision and the same reason.  Derandomized
 with fixed example counts so the run is reproducible and its cost bounded
-(about 22,000 comparisons in total).
+(about 32,000 comparisons in total).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import pytest
 
 from aipager.proto.errors import PatternError
-from aipager.policy import _match_py, dialect, match, rules, snapshot
+from aipager.policy import _match_py, dialect, floor, match, rules, snapshot
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -23,7 +23,7 @@ from hypothesis import strategies as st  # noqa: E402
 pytestmark = pytest.mark.skipif(match._c is None, reason="compiled matcher not built")
 
 HOME = "/home/u"
-#: 200 x 60 regex comparisons + 200 x 50 decisions = 22,000 per run
+#: 200 x 60 regex comparisons + 2 x 200 x 50 decisions = 32,000 per run
 SUBJECTS = 60
 EVENTS = 50
 FUZZ = settings(
@@ -169,3 +169,29 @@ def random_event(rnd) -> dict:
 @given(snap=snap_strategy(), rnd=st.randoms(use_true_random=False))
 def test_decision_twins_agree(snap, rnd):
     agree(snap, [random_event(rnd) for _ in range(EVENTS)])
+
+
+# -- the built-in floor's secrets --------------------------------------------------
+
+#: pieces of the paths and commands the floor's secrets are about (floor.SECRET_GLOBS,
+#: its command patterns), so that random inputs land on and near them
+SECRET_PIECES = ["/etc", "/shadow", "/gshadow", "-", ".bak", "/sudoers", ".d", "/ssh", "/ssh_host_",
+                 "/proc", "/self", "/1", "/task", "/environ", "/root", "/home", "/bob", "/u",
+                 "/.ssh", "/id_rsa", "/.aws", "/credentials", "/.netrc", "/.config", "/aipager",
+                 "/.", "/..", "/", "~", "*", "'", "cat ", " ", ";", "|"]
+FLOOR_SNAP = snapshot.normalise(snapshot.make("telegram", False, floor.builtin_floor({"HOME": HOME}),
+                                              known=floor.KNOWN_NEEDLES))
+
+
+def secret_event(rnd) -> dict:
+    tool = rnd.choice(["Read", "Write", "Grep", "Glob", "Bash", "LS"])
+    text = random_text(rnd, "", SECRET_PIECES, 9)
+    key = {"Bash": "command", "Glob": "pattern", "Grep": "path", "LS": "path"}.get(tool, "file_path")
+    cwd = rnd.choice(["/home/u/p", "/etc", "/root", "/proc/1", "/"])
+    return {"cwd": cwd, "tool_name": tool, "tool_input": {key: text}}
+
+
+@FUZZ
+@given(rnd=st.randoms(use_true_random=False))
+def test_floor_secret_twins_agree(rnd):
+    agree(FLOOR_SNAP, [secret_event(rnd) for _ in range(EVENTS)])

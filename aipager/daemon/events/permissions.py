@@ -168,13 +168,20 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
     requests.open_request(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
-    # What a Write/Edit would change: the real diff against the file, else its own lines.
-    extra: dict[str, str] = {}
-    if tool in DIFF_TOOLS:
-        extra["diff"] = diffs.unified(tool, tool_input, _str(ev, "cwd") or sess.cwd,
-                                      ctx.read_text)
-        extra["preview"] = diff_preview(tool, tool_input)
-    _emit_permission(ctx, sess, req, **{k: v for k, v in extra.items() if v})
+    if tool not in DIFF_TOOLS:
+        _emit_permission(ctx, sess, req)
+        return
+    # What a Write/Edit would change: the real diff against the file (made off the event
+    # loop: up to 512 KB read and diffed), else its own lines.
+    preview = diff_preview(tool, tool_input)
+    out = _permission(ctx, sess, req, **({"preview": preview} if preview else {}))
+    cwd, read = _str(ev, "cwd") or sess.cwd, ctx.read_text
+
+    def with_diff() -> dict[str, str]:
+        diff = diffs.unified(tool, tool_input, cwd, read)
+        return {"diff": diff} if diff else {}
+
+    ctx.emit_completed(out, with_diff)
 
 
 def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
@@ -184,14 +191,19 @@ def reopen(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
 
 
 def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> None:
+    ctx.notifier.emit(_permission(ctx, sess, req, **data))
+
+
+def _permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> Permission:
     text = render.permission(sess.label, req.tool, shorten(req.description, 200)
                              if req.description else "", req.detail, req.cwd)
     if req.terminal_only:
         text += "\n⌨️ Its choices show only in the terminal: answer it there (⏹ Stop ends the task)."
     buttons, scopes = _answers(req)
-    ctx.emit(Permission, sess, text, key=req.key, tool=req.tool, detail=req.detail,
-             buttons=buttons, scopes=scopes, separate=req.separate, request_id=req.request_id,
-             reply_addr=req.reply_addr, agent_id=req.agent, **data)
+    return ctx.output(Permission, sess, text, key=req.key, tool=req.tool, detail=req.detail,
+                      buttons=buttons, scopes=scopes, separate=req.separate,
+                      request_id=req.request_id, reply_addr=req.reply_addr, agent_id=req.agent,
+                      **data)
 
 
 def _close_answered(ev: dict, sess: Session, ctx: Ctx) -> None:
