@@ -55,6 +55,24 @@ def _text_of(entry: Any) -> str | None:
     return "\n".join(p for p in parts if p) or None
 
 
+def _user_texts(entry: Any) -> list[str]:
+    """The text blocks of a user entry (a plain string counts as one)."""
+    content = _blocks(entry, "user")
+    if isinstance(content, str):
+        return [content]
+    return [b["text"] for b in content or ()
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+
+
+def _last_turn(tail: bytes) -> dict | None:
+    """The last main-conversation (not sidechain) user or assistant entry: whose turn it was."""
+    for entry in reversed(_entries(tail)):
+        if isinstance(entry, dict) and not entry.get("isSidechain") \
+                and entry.get("type") in ("user", "assistant"):
+            return entry
+    return None
+
+
 def last_answer(path: str) -> str | None:
     """The text of the last assistant message in ``path`` that has text, or None.
 
@@ -79,20 +97,14 @@ def finished_answer(path: str) -> str | None:
     The turn ended when the last main-conversation entry that is a user or
     assistant message is an assistant message with text and no tool call.
     """
-    for entry in reversed(_entries(_tail(path))):
-        if not isinstance(entry, dict) or entry.get("isSidechain"):
-            continue
-        kind = entry.get("type")
-        if kind == "user":
-            return None
-        if kind != "assistant":
-            continue
-        content = _blocks(entry, "assistant")
-        if isinstance(content, list) and any(
-                isinstance(b, dict) and b.get("type") == "tool_use" for b in content):
-            return None
-        return _text_of(entry)
-    return None
+    entry = _last_turn(_tail(path))
+    if entry is None or entry.get("type") != "assistant":
+        return None
+    content = _blocks(entry, "assistant")
+    if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_use" for b in content):
+        return None
+    return _text_of(entry)
 
 
 def task_notifications(path: str) -> list[str]:
@@ -107,10 +119,7 @@ def task_notifications(path: str) -> list[str]:
         return []
     found: list[str] = []
     for entry in _entries(tail, _MARK.encode()):
-        content = _blocks(entry, "user")
-        texts = [content] if isinstance(content, str) else [
-            b.get("text", "") for b in content or () if isinstance(b, dict) and b.get("type") == "text"]
-        found += [t for t in texts if _MARK in t]
+        found += [t for t in _user_texts(entry) if _MARK in t]
     return found
 
 
@@ -130,22 +139,12 @@ def interrupted_at(path: str) -> float | None:
     tail = _tail(path)
     if INTERRUPT_MARK.encode() not in tail:
         return None
-    for entry in reversed(_entries(tail)):
-        if not isinstance(entry, dict) or entry.get("isSidechain"):
-            continue
-        kind = entry.get("type")
-        if kind == "assistant":
-            return None
-        if kind != "user":
-            continue
-        content = _blocks(entry, "user")
-        texts = [content] if isinstance(content, str) else [
-            b.get("text", "") for b in content or ()
-            if isinstance(b, dict) and b.get("type") == "text"]
-        if not any(isinstance(t, str) and t.startswith(INTERRUPT_MARK) for t in texts):
-            return None
-        return _epoch(entry.get("timestamp"))
-    return None
+    entry = _last_turn(tail)
+    if entry is None or entry.get("type") != "user":
+        return None
+    if not any(t.startswith(INTERRUPT_MARK) for t in _user_texts(entry)):
+        return None
+    return _epoch(entry.get("timestamp"))
 
 
 def _epoch(stamp: Any) -> float | None:
