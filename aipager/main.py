@@ -66,6 +66,8 @@ def compose_hub(env: Mapping[str, str], cfg: config.Config,
         ConfigError: the config's ``hub`` settings are unusable.
         ServerError: the embedded server cannot start.
     """
+    import dataclasses
+
     from aipager.bot.service import chat_bot
     from aipager.hub import creds as hub_creds
     from aipager.hub import server, settings
@@ -80,11 +82,14 @@ def compose_hub(env: Mapping[str, str], cfg: config.Config,
         cleanup.append(embedded.stop)
         services.append(lambda _daemon: embedded.supervise())
         who = hub_creds.hub_creds(env)
+        made = server.hub_tls(env, hub)
+        if made is not None:  # (start made them) the hub's own client verifies them too
+            who = dataclasses.replace(who, ca=made.ca_pem())
     else:
         who = hub_creds.read_creds(hub.creds)
     chat = chat_bot(env, cfg, persist.load_state(env))
     link = HubLink(env, hub.client_url(), who, chat.notifier, timeout=hub.timeout,
-                   hosts=lambda: list(hub_creds.host_passwords(env)), before_ack=chat.save,
+                   hosts=lambda: hub_creds.host_names(env), before_ack=chat.save,
                    local_name=hub.name)
     daemon = Daemon(env, notifier=chat.notifier,
                     services=[lambda _daemon: chat.run(), link.run, *services])

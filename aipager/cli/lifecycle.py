@@ -75,6 +75,7 @@ def start(
 
 def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub: bool) -> None:
     """``start --join URL --creds FILE``: a host of a hub; no bot token, no config needed."""
+    from aipager.hub.conn import check_transport
     from aipager.hub.creds import read_creds
 
     if hub:
@@ -87,6 +88,7 @@ def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub
     if not (join or who.url):
         msg = "say which hub to join: --join nats://HUB:4222"
         raise ConfigError(msg)
+    check_transport(join or who.url, who)  # no password or prompt in the clear
     ensure_folders(env)
     log_path = setup_logging(env, verbose)
     try:

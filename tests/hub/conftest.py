@@ -93,7 +93,8 @@ class Hub:
     """The hub machine: ChatBot + Daemon (local sessions fake) + HubLink + HubPort."""
 
     def __init__(self, env: dict[str, str], fake: FakeBotAPI, url: str, *,
-                 timeout: float = 5.0) -> None:
+                 timeout: float = 5.0, creds: Creds | None = None,
+                 hosts: tuple[str, ...] = tuple(PASSWORDS)) -> None:
         from aipager.bot.service import ChatBot
         from aipager.daemon.app import Daemon
         from aipager.hub.link import HubLink
@@ -104,8 +105,8 @@ class Hub:
         self.bot = ChatBot(env, cfg)
         self.sessions = FakeSessions()
         self.daemon = Daemon(env, notifier=self.bot.notifier, session_io=self.sessions)
-        self.link = HubLink(env, url, Creds("hub", HUB_PW), self.bot.notifier, timeout=timeout,
-                            hosts=lambda: sorted(PASSWORDS), before_ack=self.bot.save,
+        self.link = HubLink(env, url, creds or Creds("hub", HUB_PW), self.bot.notifier,
+                            timeout=timeout, hosts=lambda: sorted(hosts), before_ack=self.bot.save,
                             local_name="laptop")
         self.port = HubPort(self.daemon, self.link)
         self.bot.attach(self.port)
@@ -127,13 +128,13 @@ class Host:
     """A joined machine: its own Daemon (fake terminal) with a HostLink as its notifier."""
 
     def __init__(self, env: dict[str, str], url: str, name: str = "box",
-                 sessions: FakeSessions | None = None) -> None:
+                 sessions: FakeSessions | None = None, creds: Creds | None = None) -> None:
         from aipager.daemon import persist
         from aipager.daemon.app import Daemon
         from aipager.hub.host import HostLink
 
         self.env, self.name = env, name
-        self.link = HostLink(env, url, Creds(name, PASSWORDS[name]))
+        self.link = HostLink(env, url, creds or Creds(name, PASSWORDS[name]))
         self.sessions = sessions or FakeSessions()
         self.daemon = Daemon(env, notifier=self.link, session_io=self.sessions)
         restored = persist.restore_saved(env, self.daemon.core.registry)
