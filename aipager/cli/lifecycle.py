@@ -62,10 +62,10 @@ def start(
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
-    # only a hub passes its option, and only --no-web the page's: a single machine with its
-    # page calls ``run`` as before
+    # only a hub passes its option (and the page's), and only --no-web the page's: a single
+    # machine with its page calls ``run`` as before
     if hub:
-        code = run(env, verbose=verbose, cfg=cfg, hub=True)
+        code = run(env, verbose=verbose, cfg=cfg, hub=True, web=not no_web)
     elif no_web:
         code = run(env, verbose=verbose, cfg=cfg, web=False)
     else:

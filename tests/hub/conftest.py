@@ -94,7 +94,7 @@ class Hub:
 
     def __init__(self, env: dict[str, str], fake: FakeBotAPI, url: str, *,
                  timeout: float = 5.0, creds: Creds | None = None,
-                 hosts: tuple[str, ...] = tuple(PASSWORDS)) -> None:
+                 hosts: tuple[str, ...] = tuple(PASSWORDS), web: bool = False) -> None:
         from aipager.bot.service import ChatBot
         from aipager.daemon.app import Daemon
         from aipager.hub.link import HubLink
@@ -104,13 +104,26 @@ class Hub:
         cfg = config.load(env)
         self.bot = ChatBot(env, cfg)
         self.sessions = FakeSessions()
-        self.daemon = Daemon(env, notifier=self.bot.notifier, session_io=self.sessions)
-        self.link = HubLink(env, url, creds or Creds("hub", HUB_PW), self.bot.notifier,
+        notifier: Any = self.bot.notifier
+        #: the web page's sign-in links, as ``aipager start`` would print them
+        self.signin: list[str] = []
+        self.page: Any = None
+        if web:  # wired as main.compose_hub wires it
+            from aipager.daemon.notifier import FanoutNotifier
+            from aipager.web.service import web_page
+
+            self.page = web_page({**env, "AIPAGER_WEB_PORT": "0"}, cfg, self.signin.append)
+            notifier = FanoutNotifier([self.bot.notifier, self.page.notifier])
+        self.daemon = Daemon(env, notifier=notifier, session_io=self.sessions)
+        self.link = HubLink(env, url, creds or Creds("hub", HUB_PW), notifier,
                             timeout=timeout, hosts=lambda: sorted(hosts), before_ack=self.bot.save,
                             local_name="laptop")
         self.port = HubPort(self.daemon, self.link)
         self.bot.attach(self.port)
         self.tasks = [asyncio.create_task(self.bot.run()), asyncio.create_task(self.link.run())]
+        if self.page is not None:
+            self.page.attach(self.port)
+            self.tasks.append(asyncio.create_task(self.page.run()))
 
     async def stop(self) -> None:
         for task in reversed(self.tasks):
