@@ -14,14 +14,18 @@ host's, labelled ``jim`` when no other session is called so, else ``jim@box``.
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
-from aipager.hub import commands, names
+from aipager.hub import commands, names, transfer
 from aipager.hub.link import HubLink
+
+log = logging.getLogger("aipager.hub")
 
 PREFIX = "claude-"
 
@@ -85,6 +89,8 @@ class HubPort:
         self.env: Mapping[str, str] = local.env
         self.started_at: float = local.started_at
         self._sessions = MergedSessions(local.sessions, link)
+        #: (host, file id) of every file from the phone sent to a host already
+        self._shipped: set[tuple[str, str]] = set()
 
     @property
     def sessions(self) -> MergedSessions:
@@ -117,8 +123,37 @@ class HubPort:
             self.local.queue_chat_message(session, msg_id, text, chat_id=chat_id, sender=sender,
                                           held=held, held_for=held_for)
             return
+        try:
+            files = self._ship(host, text)
+        except (commands.HostUnreachable, ValueError) as exc:
+            log.warning("the files a message names were not sent to %s: %s", host, exc)
+            files = {}  # (offline: the message itself is not sent either)
         self.link.send(host, commands.QueueChatMessage(bare, msg_id, text, chat_id, sender,
-                                                       held, held_for))
+                                                       held, held_for, files))
+
+    def _ship(self, host: str, text: str) -> dict[str, str]:
+        """Send ``host`` the files from the phone that ``text`` names (once each), ahead of
+        the command that names them; returns hub path → file id, for the host to put its
+        own paths in their place (``transfer``).
+
+        Raises:
+            HostUnreachable: ``host`` is offline (nothing sent).
+            ValueError: a file too big to send.
+        """
+        found = transfer.inbox_paths(self.env, text)
+        if not found:
+            return {}
+        self.link.check_online(host)
+        files: dict[str, str] = {}
+        for path in found:
+            fid = transfer.file_id(path)
+            if (host, fid) not in self._shipped:
+                for part, parts, data in transfer.pieces(path):
+                    self.link.send(host, commands.PutFile(fid, os.path.basename(path), part,
+                                                          parts, data))
+                self._shipped.add((host, fid))
+            files[path] = fid
+        return files
 
     def drop_chat_message(self, session: str, msg_id: int | str) -> None:
         bare, host = names.split(session)
@@ -180,7 +215,8 @@ class HubPort:
         bare, host = names.split(session)
         if host is None:
             return await self.local.type_prompt(session, text, note=note)
-        await self.link.call(host, commands.TypePrompt(bare, text, dict(note)))
+        files = self._ship(host, text)
+        await self.link.call(host, commands.TypePrompt(bare, text, dict(note), files))
 
     async def type_text(self, session: str, text: str) -> None:
         bare, host = names.split(session)
