@@ -11,6 +11,7 @@ interface address, not a cable, so this says nothing about firewalls or routing.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -121,6 +122,13 @@ async def test_a_host_is_refused_without_the_hubs_certificate(tls_hub, tmp_path)
     stranger_ca = tls.ensure(other, ["127.0.0.1"]).ca_pem()
     with pytest.raises(ConfigError, match="did not prove it is the hub"):
         await connect(url, dataclasses.replace(box, ca=stranger_ca))
+    # a host's link with it: says so once (`aipager status` shows it) and stops trying
+    host = Host(instance(tmp_path, "box"), url, "box",
+                creds=dataclasses.replace(box, ca=stranger_ca))
+    await asyncio.wait_for(host.task, 10)
+    assert "did not prove it is the hub" in host.link.facts()["hub_link"]["problem"]
+    assert not host.link.connected
+    await host.stop()
 
     # no CA at all, dialling the loopback side of the same TLS hub: told TLS is required
     with pytest.raises(ConfigError, match="requires TLS and the credential file has no hub"):
