@@ -27,7 +27,7 @@ import json
 import os
 import ssl
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from aipager.errors import ConfigError
 from aipager.hub import layout
@@ -119,7 +119,7 @@ def client_context(ca_pem: str) -> ssl.SSLContext:
     return ctx
 
 
-# -- making certificates -----------------------------------------------------------------
+# -- making certificates (cryptography's objects, imported late: Any) ---------------------
 
 def _write(path: str, data: bytes) -> None:
     _fsio.write_atomic(path, data, 0o600, sync=True)
@@ -134,28 +134,28 @@ def _read_names(path: str) -> list[str] | None:
     return doc if isinstance(doc, list) else None
 
 
-def _key_pem(key) -> bytes:  # noqa: ANN001 - a cryptography private key
+def _key_pem(key: Any) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
 
-def _load_key(path: str):  # noqa: ANN202
+def _load_key(path: str) -> Any:
     from cryptography.hazmat.primitives import serialization
 
     with open(path, "rb") as fh:
         return serialization.load_pem_private_key(fh.read(), None)
 
 
-def _load_cert(path: str):  # noqa: ANN202
+def _load_cert(path: str) -> Any:
     from cryptography import x509
 
     with open(path, "rb") as fh:
         return x509.load_pem_x509_certificate(fh.read())
 
 
-def _builder(subject: str, issuer, days: int, public_key):  # noqa: ANN001, ANN202
+def _builder(subject: str, issuer: Any, days: int, public_key: Any) -> Any:
     from cryptography import x509
     from cryptography.x509.oid import NameOID
 
@@ -168,7 +168,7 @@ def _builder(subject: str, issuer, days: int, public_key):  # noqa: ANN001, ANN2
             .not_valid_after(now + datetime.timedelta(days=days)))
 
 
-def _ca_cert(key) -> bytes:  # noqa: ANN001
+def _ca_cert(key: Any) -> bytes:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
 
@@ -185,7 +185,7 @@ def _ca_cert(key) -> bytes:  # noqa: ANN001
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
-def _server_cert(key, ca_key, ca_cert, names: list[str]) -> bytes:  # noqa: ANN001
+def _server_cert(key: Any, ca_key: Any, ca_cert: Any, names: list[str]) -> bytes:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.x509.oid import ExtendedKeyUsageOID

@@ -18,6 +18,7 @@ day are removed when the next one arrives, as the chat's own are.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import re
@@ -93,7 +94,8 @@ def pieces(path: str) -> Iterator[tuple[int, int, str]]:
 
 def _folder(env: Mapping[str, str]) -> str:
     folder = incoming_dir(env)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    for made in (paths.files_dir(env), os.path.dirname(folder), folder):
+        os.makedirs(made, mode=0o700, exist_ok=True)  # (the mode holds for the leaf only)
     st = os.lstat(folder)
     if not os.path.isdir(folder) or os.path.islink(folder) or st.st_uid != os.getuid():
         msg = f"{folder} is not this user's own folder; no file received"
@@ -178,7 +180,5 @@ def sweep(folder: str, now: float | None = None) -> int:
     return gone
 
 
-def _quiet():  # noqa: ANN202
-    import contextlib
-
+def _quiet() -> contextlib.suppress:
     return contextlib.suppress(FileNotFoundError)
