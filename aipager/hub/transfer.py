@@ -33,6 +33,9 @@ CHUNK = 256 * 1024
 MAX_FILE = 20 * 1024 * 1024
 #: received files are removed after a day
 MAX_AGE = 24 * 3600.0
+#: the slowest link a file is given time for (bytes a second): the pieces and the prompt
+#: after them wait this much longer than a command does
+SLOW_LINK = 512 * 1024
 _NAME = re.compile(r"[^A-Za-z0-9._ -]")
 
 
@@ -71,6 +74,11 @@ def file_id(path: str) -> str:
     """A name for one version of one file (its path, size and time)."""
     st = os.stat(path)
     return hashlib.sha256(f"{path}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:20]
+
+
+def time_for(size: int) -> float:
+    """Seconds to give ``size`` bytes of files on the slowest link expected."""
+    return size / SLOW_LINK
 
 
 def pieces(path: str) -> Iterator[tuple[int, int, str]]:

@@ -9,13 +9,16 @@ import stat
 
 import pytest
 from bot.conftest import eventually
-from hub.conftest import hub_sees
+from hub.conftest import HUB_PW, hub_sees
 
 from aipager import paths
-from aipager.hub import transfer
+from aipager.hub import codec, names, transfer
+from aipager.hub.conn import connect
+from aipager.hub.creds import Creds
 
 
-async def test_a_document_for_a_host_session_is_written_on_the_host(machines):
+async def test_a_document_for_a_host_session_is_written_on_the_host(machines, monkeypatch):
+    monkeypatch.setattr(transfer, "SLOW_LINK", 64 * 1024)  # a file's time: clearly seen
     hub = machines.start_hub()
     box = machines.start_host("box")
     session = box.start("jim")
@@ -38,6 +41,26 @@ async def test_a_document_for_a_host_session_is_written_on_the_host(machines):
     assert paths.files_dir(machines.hub_env) not in text  # the hub's path never reaches box
     assert [e for e in os.listdir(folder) if e.endswith(".part")] == []
     assert hub.sessions.typed == []
+
+    # on the broker: four pieces, then the message queued and typed (naming the file by its
+    # id, once), each given time for the file on a slow link
+    nc = await connect(machines.broker.url, Creds("hub", HUB_PW))
+    try:
+        js = nc.jetstream()
+        info = await js.stream_info(names.CMD_STREAM)
+        sent = [codec.loads((await js.get_msg(names.CMD_STREAM, seq)).data)
+                for seq in range(info.state.first_seq, info.state.last_seq + 1)]
+    finally:
+        await nc.close()
+    kinds = [doc["cmd"]["name"] for doc in sent]
+    assert kinds == ["put_file"] * 4 + ["queue_chat_message", "type_prompt"], kinds
+    given = hub.link.timeout + transfer.time_for(len(data))
+    assert given > hub.link.timeout + 10
+    assert [doc["ttl"] for doc in sent[:4]] == [given] * 4
+    # (the message after the pieces, however it goes: the time the file still needs)
+    assert all(hub.link.timeout + 5 < doc["ttl"] <= given for doc in sent[4:]), sent[4:]
+    assert sent[-1]["cmd"]["files"] == sent[-2]["cmd"]["files"] == {
+        path: sent[0]["cmd"]["file_id"] for path in sent[-1]["cmd"]["files"]}
 
 
 async def test_a_photo_too_big_to_travel_is_refused_in_words(machines, monkeypatch):
