@@ -183,3 +183,31 @@ async def test_an_nkey_host_is_confined_and_a_tampered_seed_refused(tls_hub, tmp
         await nc.close()
     joined = " ".join(errors).lower()
     assert "aipager.vm.out" in joined and "aipager.vm.cmd" in joined
+
+
+@pytest.mark.parametrize(("listen", "tls_on"), [
+    ("127.0.0.1:4222", False), ("localhost:4222", False), ("[::1]:4222", False),
+    ("0.0.0.0:4222", True), ("192.168.1.5:4222", True), ("[::]:4222", True),
+])
+def test_the_embedded_server_uses_tls_beyond_loopback(listen, tls_on):
+    assert settings.HubSettings("laptop", listen=listen).uses_tls is tls_on
+    # a server someone else runs: its own business
+    assert not settings.HubSettings("laptop", listen=listen, url="nats://b:4222").uses_tls
+
+
+def test_a_new_name_makes_a_new_server_certificate_under_the_same_ca(tmp_path):
+    from cryptography import x509
+
+    env = instance(tmp_path, "hub")
+    first = tls.ensure(env, ["127.0.0.1", "hub.lan"])
+    ca, cert = first.ca_pem(), open(first.cert).read()
+    assert tls.ensure(env, ["hub.lan", "127.0.0.1"]).ca_pem() == ca
+    assert open(first.cert).read() == cert  # the same names: nothing made again
+    tls.ensure(env, ["127.0.0.1", "hub.lan", "10.1.2.3"])
+    assert tls.files(env).ca_pem() == ca  # the hosts' files stay good
+    made = x509.load_pem_x509_certificate(open(first.cert, "rb").read())
+    alt = made.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert {str(n) for n in alt.get_values_for_type(x509.IPAddress)} == {"127.0.0.1", "10.1.2.3"}
+    assert alt.get_values_for_type(x509.DNSName) == ["hub.lan"]
+    with pytest.raises(ConfigError, match="hub certificate cannot be read"):
+        tls.client_context("-----BEGIN CERTIFICATE-----\nnot one\n-----END CERTIFICATE-----\n")
