@@ -37,10 +37,12 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
     import nats
 
     check_transport(url, creds)
-    login: dict[str, Any] = ({"nkeys_seed_str": creds.seed} if creds.seed
-                             else {"user": creds.user, "password": creds.password})
+    # (a dict: nats-py's annotations want an int where it takes any number of seconds)
+    options: dict[str, Any] = ({"nkeys_seed_str": creds.seed} if creds.seed
+                               else {"user": creds.user, "password": creds.password})
+    options["reconnect_time_wait"] = RETRY_SECONDS
     if creds.ca:
-        login["tls"] = tls.client_context(creds.ca)
+        options["tls"] = tls.client_context(creds.ca)
     told = False
     client: list[Any] = []
     refused: list[ssl.SSLError] = []
@@ -63,17 +65,19 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
         log.info("reconnected to the broker at %s", url)
 
     while True:
-        attempt = asyncio.ensure_future(nats.connect(
-            servers=[url], name=name, **login,
-            inbox_prefix=inbox_prefix, allow_reconnect=True, max_reconnect_attempts=-1,
-            reconnect_time_wait=RETRY_SECONDS, connect_timeout=2,
-            error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect))
+        nc = nats.NATS()
+        attempt = asyncio.ensure_future(nc.connect(
+            servers=[url], name=name, inbox_prefix=inbox_prefix, allow_reconnect=True,
+            max_reconnect_attempts=-1, connect_timeout=2, error_cb=on_error,
+            disconnected_cb=on_disconnect, reconnected_cb=on_reconnect, **options))
         try:
-            nc = await attempt
+            await attempt
             client.append(nc)
             return nc
         except asyncio.CancelledError:
             if refused:
+                with contextlib.suppress(Exception):
+                    await nc.close()  # the half-open client: no socket or task left behind
                 raise tls_refusal(url, creds, refused[0]) from refused[0]
             raise
         except ssl.SSLError as exc:
