@@ -84,6 +84,7 @@ def ensure(env: Mapping[str, str], names: Iterable[str]) -> TlsFiles:
         msg = ("a hub that other machines reach uses TLS, which needs the cryptography "
                "package: pip install 'aipager[hub]'")
         raise ConfigError(msg) from exc
+    layout.make_private(layout.hub_dir(env))  # (makedirs gives the leaf alone its mode)
     folder = layout.make_private(tls_dir(env))
     out = files(env)
     ca_key_path = os.path.join(folder, "ca.key")

@@ -84,6 +84,8 @@ async def test_a_host_joins_over_tls_with_an_nkey_and_a_prompt_round_trips(tls_h
     assert f'nkey: "{public}"' in conf and doc["seed"] not in conf and "tls {" in conf
     for key in ("ca.key", "server.key"):
         assert stat.S_IMODE(os.stat(os.path.join(tls.tls_dir(env), key)).st_mode) == 0o600
+    for folder in (tls.tls_dir(env), os.path.dirname(tls.tls_dir(env))):
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
 
     # the server speaks TLS only, on the address that is not loopback
     host, port = url.removeprefix("nats://").rsplit(":", 1)
@@ -199,7 +201,8 @@ def test_a_new_name_makes_a_new_server_certificate_under_the_same_ca(tmp_path):
     from cryptography import x509
 
     env = instance(tmp_path, "hub")
-    first = tls.ensure(env, ["127.0.0.1", "hub.lan"])
+    first = tls.ensure(env, ["127.0.0.1", "hub.lan"])  # before anything else of the hub's
+    assert stat.S_IMODE(os.stat(os.path.dirname(tls.tls_dir(env))).st_mode) == 0o700
     ca, cert = first.ca_pem(), open(first.cert).read()
     assert tls.ensure(env, ["hub.lan", "127.0.0.1"]).ca_pem() == ca
     assert open(first.cert).read() == cert  # the same names: nothing made again
