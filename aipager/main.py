@@ -57,15 +57,18 @@ def compose(env: Mapping[str, str], cfg: config.Config | None, *, web: bool = Tr
 
 
 def compose_hub(env: Mapping[str, str], cfg: config.Config,
-                cleanup: list[Callable[[], None]]) -> Daemon:
-    """The hub: the chat on a ``HubPort`` over this daemon and the hosts, the hub's link,
-    and (unless the config names a server) the embedded ``nats-server``, stopped by
-    ``cleanup`` after the daemon.
+                cleanup: list[Callable[[], None]], *, web: bool = True) -> Daemon:
+    """The hub: the chat and (unless ``web`` is off) the web page, both on one ``HubPort``
+    over this daemon and the hosts and both given every output (this machine's and the
+    hosts'), the hub's link, and (unless the config names a server) the embedded
+    ``nats-server``, stopped by ``cleanup`` after the daemon.
 
     Raises:
         ConfigError: the config's ``hub`` settings are unusable.
         ServerError: the embedded server cannot start.
     """
+    import dataclasses
+
     from aipager.bot.service import chat_bot
     from aipager.hub import creds as hub_creds
     from aipager.hub import server, settings
@@ -80,15 +83,29 @@ def compose_hub(env: Mapping[str, str], cfg: config.Config,
         cleanup.append(embedded.stop)
         services.append(lambda _daemon: embedded.supervise())
         who = hub_creds.hub_creds(env)
+        made = server.hub_tls(env, hub)
+        if made is not None:  # (start made them) the hub's own client verifies them too
+            who = dataclasses.replace(who, ca=made.ca_pem())
     else:
         who = hub_creds.read_creds(hub.creds)
     chat = chat_bot(env, cfg, persist.load_state(env))
-    link = HubLink(env, hub.client_url(), who, chat.notifier, timeout=hub.timeout,
-                   hosts=lambda: list(hub_creds.host_passwords(env)), before_ack=chat.save,
+    notifier: Notifier = chat.notifier
+    attach: list[Callable[[HubPort], None]] = [chat.attach]
+    if web:
+        from aipager.web.service import web_page
+
+        page = web_page(env, cfg, announce)
+        notifier = FanoutNotifier([chat.notifier, page.notifier])
+        services.append(page.run)
+        attach.append(page.attach)
+    link = HubLink(env, hub.client_url(), who, notifier, timeout=hub.timeout,
+                   hosts=lambda: hub_creds.host_names(env), before_ack=chat.save,
                    local_name=hub.name)
-    daemon = Daemon(env, notifier=chat.notifier,
+    daemon = Daemon(env, notifier=notifier,
                     services=[lambda _daemon: chat.run(), link.run, *services])
-    chat.attach(HubPort(daemon, link))
+    port = HubPort(daemon, link)
+    for bind in attach:
+        bind(port)
     daemon.add_facts(link.facts)
     link.on_change = lambda: daemon.save(force=True)  # `aipager status` shows the hosts
     return daemon
@@ -120,7 +137,7 @@ def run(env: Mapping[str, str], *, verbose: bool = False, cfg: config.Config | N
     Args:
         hub: run as the hub (``cfg`` needed: the hub owns the bot).
         join, creds: join the hub at ``join`` with the credential file ``creds``.
-        web: serve the web page (a single machine only, for now).
+        web: serve the web page (on the hub: every host's sessions).
 
     Raises:
         DaemonAlreadyRunning, DaemonError: as ``run_daemon``.
@@ -132,7 +149,7 @@ def run(env: Mapping[str, str], *, verbose: bool = False, cfg: config.Config | N
         if creds is not None:
             return compose_host(e, join or "", creds)
         if hub and cfg is not None:
-            return compose_hub(e, cfg, cleanup)
+            return compose_hub(e, cfg, cleanup, web=web)
         return compose(e, cfg, web=web)
 
     try:

@@ -27,17 +27,24 @@ def invite(
     out: str = typer.Option("", "--out", "-o", metavar="FILE",
                             help="Where to write the credential file (default: the hub's "
                             "invites folder)."),
+    password: bool = typer.Option(False, "--password",
+                                  help="A user and password instead of an NKey (for a server "
+                                  "that takes only those)."),
 ) -> None:
     """Mint a credential for one host and print the command to run there.
 
-    Inviting a host again gives it a new password (the old file stops working).
+    The credential is an NKey (the hub keeps only its public half) and, when the hub
+    listens beyond loopback, the hub's TLS certificate.  Inviting a host again gives it
+    a new one (the old file stops working).
     """
     from aipager.hub import creds, layout, server
 
     env = _env()
     hub = _settings(env)
     url = hub.invite_url()
-    who = creds.invite(env, name, url)
+    made = server.hub_tls(env, hub)
+    who = creds.invite(env, name, url, nkey=not password,
+                       ca=made.ca_pem() if made is not None else "")
     path = out or os.path.join(layout.invites_dir(env), f"{name}.json")
     creds.write_creds(path, who)
     if hub.embedded:
@@ -47,8 +54,10 @@ def invite(
                    f"(credential: {path}, keep it secret).")
     else:
         perms = server.host_permissions(name)
-        typer.echo(f"Credential: {path}. The hub uses the server at {hub.url}: give user "
-                   f"{name} this password there with only these permissions:")
+        login = (f"the NKey {creds.host_nkeys(env)[name]}" if who.seed
+                 else f"user {name} this password")
+        typer.echo(f"Credential: {path}. The hub uses the server at {hub.url}: give "
+                   f"{login} there with only these permissions:")
         typer.echo(f"  publish: {', '.join(perms['publish'])}")
         typer.echo(f"  subscribe: {', '.join(perms['subscribe'])}")
     typer.echo("Copy the file to the host, then run there:")

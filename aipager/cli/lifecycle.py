@@ -63,10 +63,10 @@ def start(
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
-    # only a hub passes its option, and only --no-web the page's: a single machine with its
-    # page calls ``run`` as before
+    # only a hub passes its option (and the page's), and only --no-web the page's: a single
+    # machine with its page calls ``run`` as before
     if hub:
-        code = run(env, verbose=verbose, cfg=cfg, hub=True)
+        code = run(env, verbose=verbose, cfg=cfg, hub=True, web=not no_web)
     elif no_web:
         code = run(env, verbose=verbose, cfg=cfg, web=False)
     else:
@@ -76,18 +76,7 @@ def start(
 
 def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub: bool) -> None:
     """``start --join URL --creds FILE``: a host of a hub; no bot token, no config needed."""
-    from aipager.hub.creds import read_creds
-
-    if hub:
-        msg = "--hub and --join exclude each other: a machine is the hub or joins one"
-        raise ConfigError(msg)
-    if not creds:
-        msg = "--join needs --creds FILE (made by `aipager hub invite NAME` on the hub)"
-        raise ConfigError(msg)
-    who = read_creds(creds)  # a bad file stops here, named
-    if not (join or who.url):
-        msg = "say which hub to join: --join nats://HUB:4222"
-        raise ConfigError(msg)
+    who, url = _joining(hub, join, creds)
     ensure_folders(env)
     log_path = setup_logging(env, verbose)
     try:
@@ -96,8 +85,8 @@ def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting as host %s of %s; log file %s",
-                                          who.user, join or who.url, log_path)
-    code = run(env, verbose=verbose, join=join or who.url, creds=creds)
+                                          who.user, url, log_path)
+    code = run(env, verbose=verbose, join=url, creds=creds)
     raise typer.Exit(code if isinstance(code, int) else 0)
 
 
@@ -157,12 +146,12 @@ def _purge(env: dict[str, str]) -> None:
     typer.echo("Config and state removed.")
 
 
-def _service(action: str) -> None:
+def _service(action: str, start_args: tuple[str, ...] = ()) -> None:
     env = _env()
     if action == "uninstall" and not systemd.installed(env):
         typer.echo("The service is not installed.")
         return
-    outcomes = systemd.run(env, action)
+    outcomes = systemd.run(env, action, start_args)
     for outcome in outcomes:
         if outcome.output:
             typer.echo(outcome.output)
@@ -174,9 +163,49 @@ def _service(action: str) -> None:
 
 @service_app.command("install")
 @handles_errors
-def service_install() -> None:
-    """Write the user unit, enable it and start it."""
-    _service("install")
+def service_install(
+    hub: bool = typer.Option(False, "--hub", help="The service runs the hub "
+                             "(`aipager start --hub`)."),
+    join: str = typer.Option("", "--join", metavar="URL",
+                             help="The service joins the hub at URL (needs --creds)."),
+    creds: str = typer.Option("", "--creds", metavar="FILE",
+                              help="The credential file `aipager hub invite` made."),
+) -> None:
+    """Write the user unit, enable it and start it (as `aipager start` with these options)."""
+    _service("install", _start_args(_env(), hub, join, creds))
+
+
+def _start_args(env: dict[str, str], hub: bool, join: str, creds: str) -> tuple[str, ...]:
+    """``start``'s options for the unit, checked now as ``start`` would check them (a unit
+    that fails at every restart helps no one); the credential file by absolute path."""
+    if not (join or creds):
+        if hub and not config.exists(env):
+            msg = "a hub owns the Telegram bot: run `aipager setup` first"
+            raise ConfigError(msg)
+        return ("--hub",) if hub else ()
+    _who, url = _joining(hub, join, creds)
+    return ("--join", url, "--creds", os.path.abspath(creds))
+
+
+def _joining(hub: bool, join: str, creds: str):  # -> tuple[Creds, str]
+    """The credential and the hub's address for ``--join``/``--creds``, checked: a bad
+    file, a missing address or a hub beyond loopback without TLS stop here, named."""
+    from aipager.hub.conn import check_transport
+    from aipager.hub.creds import read_creds
+
+    if hub:
+        msg = "--hub and --join exclude each other: a machine is the hub or joins one"
+        raise ConfigError(msg)
+    if not creds:
+        msg = "--join needs --creds FILE (made by `aipager hub invite NAME` on the hub)"
+        raise ConfigError(msg)
+    who = read_creds(creds)
+    url = join or who.url
+    if not url:
+        msg = "say which hub to join: --join nats://HUB:4222"
+        raise ConfigError(msg)
+    check_transport(url, who)  # no login or prompt in the clear
+    return who, url
 
 
 @service_app.command("start")

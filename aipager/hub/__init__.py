@@ -12,11 +12,14 @@ Modules, one purpose each:
 
 - ``names``: host names, subjects, stream and consumer names, ``name@host``.
 - ``layout``: where the hub's and a host's files live.
-- ``creds``: the hub's host list (who may join) and a host's credential file.
+- ``creds``: the hub's host list (who may join) and a host's credential file (NKey or
+  password, and the hub's CA).
+- ``tls``: the hub's own CA and server certificate, and what a host verifies it with.
 - ``server``: the ``nats-server`` configuration (per-host permissions) and the
   embedded server process.
 - ``codec``: Outputs and sessions to and from JSON.
 - ``commands``: the port's calls as records, their results, and running them.
+- ``transfer``: files from the phone sent in pieces to the host whose session they are for.
 - ``streams``: the streams and consumers the hub creates.
 - ``conn``: connecting to the broker.
 - ``outlog``: a host's durable log of what it has not yet published.
@@ -26,6 +29,6 @@ Modules, one purpose each:
 - ``status``: the sessions grouped by host, as ``/status`` could show them.
 
 Nothing here imports the chat (``aipager.bot``), and the daemon never imports
-this package: ``aipager.main`` puts them together.  ``nats-py`` is imported only
-by the modules that talk to the broker (the ``aipager[hub]`` extra).
+this package: ``aipager.main`` puts them together.  ``nats-py``, ``nkeys`` and
+``cryptography`` (the ``aipager[hub]`` extra) are imported only where they are used.
 """

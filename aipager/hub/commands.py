@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Mapping, get_args
 from aipager.proto import errors
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.port import AnswerKind, DaemonPort, Outcome, Who
+from aipager.hub import transfer
 from aipager.hub.codec import CodecError
 
 
@@ -51,9 +52,12 @@ class QueueChatMessage(Command):
     sender: str = ""
     held: bool = False
     held_for: str = "task"
+    #: the hub's paths in ``text`` → the files sent ahead (``transfer``)
+    files: Mapping[str, str] = field(default_factory=dict)
 
     async def run(self, port: DaemonPort) -> None:
-        port.queue_chat_message(self.session, self.msg_id, self.text, chat_id=self.chat_id,
+        text = transfer.rewrite(port.env, self.text, self.files)
+        port.queue_chat_message(self.session, self.msg_id, text, chat_id=self.chat_id,
                                 sender=self.sender, held=self.held, held_for=self.held_for)
 
 
@@ -145,9 +149,12 @@ class TypePrompt(Command):
     session: str
     text: str
     note: Mapping[str, Any] = field(default_factory=dict)
+    #: the hub's paths in ``text`` → the files sent ahead (``transfer``)
+    files: Mapping[str, str] = field(default_factory=dict)
 
     async def run(self, port: DaemonPort) -> None:
-        await port.type_prompt(self.session, self.text, note=dict(self.note))
+        text = transfer.rewrite(port.env, self.text, self.files)
+        await port.type_prompt(self.session, text, note=dict(self.note))
 
 
 @dataclass(frozen=True)
@@ -160,13 +167,29 @@ class TypeText(Command):
         await port.type_text(self.session, self.text)
 
 
+@dataclass(frozen=True)
+class PutFile(Command):
+    """One piece of a file from the phone, ahead of the prompt that names it."""
+
+    name: ClassVar[str] = "put_file"
+    file_id: str
+    filename: str
+    part: int
+    parts: int
+    data: str
+
+    async def run(self, port: DaemonPort) -> None:
+        transfer.put(port.env, self.file_id, self.filename, self.part, self.parts, self.data)
+
+
 #: every command by name
 COMMANDS: dict[str, type[Command]] = {cls.name: cls for cls in (
     QueueChatMessage, DropChatMessage, AnswerRequest, AnswerQuestion, StartSession,
-    StopSession, KillSession, SwitchModel, TypePrompt, TypeText)}
+    StopSession, KillSession, SwitchModel, TypePrompt, TypeText, PutFile)}
 
-#: commands the hub sends without waiting for their result (the port's sync calls)
-FIRE_AND_FORGET = frozenset({QueueChatMessage.name, DropChatMessage.name})
+#: commands the hub sends without waiting for their result (the port's sync calls, and a
+#: file's pieces: the prompt after them waits for its own answer)
+FIRE_AND_FORGET = frozenset({QueueChatMessage.name, DropChatMessage.name, PutFile.name})
 
 
 def command_to_json(cmd: Command) -> dict[str, Any]:
@@ -177,7 +200,7 @@ def command_to_json(cmd: Command) -> dict[str, Any]:
             value = dataclasses.asdict(value)
         elif f.name == "answers" and value is not None:
             value = [dataclasses.asdict(a) for a in value]
-        elif f.name == "note":
+        elif f.name in ("note", "files"):
             value = dict(value)
         doc[f.name] = value
     return doc

@@ -1,14 +1,23 @@
-"""Connecting to the broker: retried until it answers, reconnecting for ever after."""
+"""Connecting to the broker: retried until it answers, reconnecting for ever after.
+
+A credential with the hub's CA certificate connects over TLS, trusting that CA
+alone; one without is refused for a hub beyond loopback before anything is
+sent (``check_transport``).  A TLS failure is not retried: a certificate that
+does not verify stays so until the credential changes.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import ssl
 from typing import Any, Coroutine, Iterable
+from urllib.parse import urlsplit
 
 from aipager.aio import cancel_and_wait
-
+from aipager.proto.errors import ConfigError
+from aipager.hub import tls
 from aipager.hub.creds import Creds
 
 log = logging.getLogger("aipager.hub")
@@ -27,10 +36,24 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
     """
     import nats
 
+    check_transport(url, creds)
+    # (a dict: nats-py's annotations want an int where it takes any number of seconds)
+    options: dict[str, Any] = ({"nkeys_seed_str": creds.seed} if creds.seed
+                               else {"user": creds.user, "password": creds.password})
+    options["reconnect_time_wait"] = RETRY_SECONDS
+    if creds.ca:
+        options["tls"] = tls.client_context(creds.ca)
     told = False
     client: list[Any] = []
+    refused: list[ssl.SSLError] = []
+    attempt: asyncio.Task | None = None
 
     async def on_error(exc: Exception) -> None:
+        if isinstance(exc, ssl.SSLError) and not client and attempt is not None:
+            # the client would retry a handshake that cannot succeed, for ever: stop it
+            refused.append(exc)
+            attempt.cancel()
+            return
         log.warning("broker %s: %s", url, exc)
 
     async def on_disconnect() -> None:
@@ -42,21 +65,56 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
         log.info("reconnected to the broker at %s", url)
 
     while True:
+        nc = nats.NATS()
+        attempt = asyncio.ensure_future(nc.connect(
+            servers=[url], name=name, inbox_prefix=inbox_prefix, allow_reconnect=True,
+            max_reconnect_attempts=-1, connect_timeout=2, error_cb=on_error,
+            disconnected_cb=on_disconnect, reconnected_cb=on_reconnect, **options))
         try:
-            nc = await nats.connect(
-                servers=[url], user=creds.user, password=creds.password, name=name,
-                inbox_prefix=inbox_prefix, allow_reconnect=True, max_reconnect_attempts=-1,
-                reconnect_time_wait=RETRY_SECONDS, connect_timeout=2,
-                error_cb=on_error, disconnected_cb=on_disconnect, reconnected_cb=on_reconnect)
+            await attempt
             client.append(nc)
             return nc
         except asyncio.CancelledError:
+            if refused:
+                with contextlib.suppress(Exception):
+                    await nc.close()  # the half-open client: no socket or task left behind
+                raise tls_refusal(url, creds, refused[0]) from refused[0]
             raise
+        except ssl.SSLError as exc:
+            raise tls_refusal(url, creds, exc) from exc
         except Exception as exc:  # noqa: BLE001 - any failure: try again
             if not told:
                 log.warning("cannot reach the broker at %s (%s); trying again", url, exc)
                 told = True
             await asyncio.sleep(RETRY_SECONDS)
+
+
+def check_transport(url: str, creds: Creds) -> None:
+    """Refuse to talk to a hub on another machine without TLS.
+
+    Raises:
+        ConfigError: ``url`` is beyond loopback and ``creds`` carries no hub certificate.
+    """
+    host = urlsplit(url if "://" in url else f"nats://{url}").hostname or ""
+    if creds.ca or tls.is_loopback(host):
+        return
+    msg = (f"the hub at {url} is on another machine and the credential file has no hub "
+           "certificate: the login and every prompt would cross the network unencrypted. "
+           "A hub listening beyond loopback uses TLS by itself: invite this host again "
+           "there (aipager hub invite NAME) and use the new file")
+    raise ConfigError(msg)
+
+
+def tls_refusal(url: str, creds: Creds, exc: Exception) -> ConfigError:
+    """What a failed TLS handshake means, as one clear error."""
+    if not creds.ca:
+        msg = (f"the hub at {url} requires TLS and the credential file has no hub "
+               "certificate: invite this host again on the hub and use the new file")
+    else:
+        msg = (f"the hub at {url} did not prove it is the hub that invited this host: its "
+               f"certificate does not match the credential file ({exc}). Another server, or "
+               "the hub's TLS folder was replaced: invite this host again")
+    return ConfigError(msg)
 
 
 async def serve(nc: Any, tasks: set[asyncio.Task], loops: Iterable[Coroutine[Any, Any, Any]]) -> None:

@@ -3,12 +3,21 @@
 The hub keeps ``hub.json`` (0600)::
 
     {"hub": {"password": "…"},
-     "hosts": {"box": {"password": "…", "created_at": 1760000000}}}
+     "hosts": {"box": {"nkey": "UA…", "created_at": 1760000000},
+               "vm": {"password": "…", "created_at": 1760000000}}}
 
-``aipager hub invite box`` adds ``box`` with a fresh password and writes the
-host's credential file (0600), which is all the host needs::
+``aipager hub invite box`` adds ``box`` with a fresh NKey and writes the host's
+credential file (0600), which is all the host needs::
 
-    {"user": "box", "password": "…", "url": "nats://hub.example:4222"}
+    {"user": "box", "seed": "SU…", "url": "nats://hub.example:4222",
+     "ca": "-----BEGIN CERTIFICATE-----…"}
+
+An NKey (the default) is an Ed25519 key pair: the hub keeps only its public
+half, the host signs the server's challenge with the seed, and nothing secret
+crosses the network or sits on the hub.  ``--password`` makes a user and
+password instead (for a server that takes only those).  ``ca`` is the hub's
+certificate authority (``tls``) when the hub uses TLS: the host trusts that
+and nothing else.
 
 The server grants each user only its own subjects (``server.render_config``):
 a credential is good for one host, never for another's sessions.
@@ -30,20 +39,71 @@ from aipager.proto import fsio
 
 @dataclass(frozen=True)
 class Creds:
-    """What a client connects with: NATS user (the host's name) and password."""
+    """What a client connects with: its NATS user (the host's name) and password, or the
+    seed of its NKey; and the hub's CA certificate when the hub uses TLS."""
 
     user: str
-    password: str
+    password: str = ""
     #: the hub's address as the invite printed it ("" when not known)
     url: str = ""
+    #: the hub's CA certificate (PEM), "" for a hub without TLS
+    ca: str = ""
+    #: the NKey seed (``SU…``) this host signs the server's challenge with
+    seed: str = ""
 
     def __repr__(self) -> str:
-        return f"Creds(user={self.user!r}, password='***', url={self.url!r})"
+        secret = "seed='***'" if self.seed else "password='***'"
+        return f"Creds(user={self.user!r}, {secret}, url={self.url!r}, tls={bool(self.ca)})"
 
     __str__ = __repr__
 
     def to_json(self) -> dict[str, Any]:
-        return {"user": self.user, "password": self.password, "url": self.url}
+        doc: dict[str, Any] = {"user": self.user, "url": self.url}
+        doc.update({k: v for k, v in (("password", self.password), ("seed", self.seed),
+                                      ("ca", self.ca)) if v})
+        return doc
+
+
+def new_nkey() -> tuple[str, str]:
+    """A fresh user NKey: (seed, public key).
+
+    Raises:
+        ConfigError: the ``nkeys`` package is missing (the hub extra).
+    """
+    nkeys = _nkeys()
+    seed = nkeys.encode_seed(secrets.token_bytes(32), nkeys.PREFIX_BYTE_USER)
+    return seed.decode("ascii"), nkeys.from_seed(bytearray(seed)).public_key.decode("ascii")
+
+
+def _nkeys() -> Any:
+    try:
+        import nkeys
+    except ImportError as exc:
+        msg = "NKey credentials need the nkeys package: pip install 'aipager[hub]'"
+        raise ConfigError(msg) from exc
+    return nkeys
+
+
+def check_seed(seed: str, where: str) -> str:
+    """``seed`` when it is a user NKey's seed whose checksum holds.
+
+    Raises:
+        ConfigError: it is not (a typo, a truncated copy, a tampered file).
+    """
+    import base64
+
+    nkeys = _nkeys()
+    text = seed.strip()
+    try:
+        prefix, _raw = nkeys.decode_seed(bytearray(text.encode("ascii")))
+        # decode_seed drops the checksum unread: a changed letter would make another key
+        raw = base64.b32decode(text + "=" * (-len(text) % 8))
+        if prefix != nkeys.PREFIX_BYTE_USER or bytes(nkeys.crc16_checksum(raw[:-2])) != raw[-2:]:
+            raise ValueError("not a user key's seed")
+    except Exception as exc:  # noqa: BLE001 - nkeys raises its own errors, and ValueError
+        msg = f"{where}: the NKey seed is damaged (copy the file from the hub again)"
+        raise ConfigError(msg) from exc
+    return text
 
 
 def _secret() -> str:
@@ -85,21 +145,44 @@ def hub_creds(env: Mapping[str, str]) -> Creds:
     return Creds(names.HUB_USER, load_hosts(env)["hub"]["password"])
 
 
-def host_passwords(env: Mapping[str, str]) -> dict[str, str]:
-    """Every invited host → its password (for the server's configuration)."""
+def _host_field(env: Mapping[str, str], key: str) -> dict[str, str]:
     hosts = load_hosts(env)["hosts"]
-    return {name: entry["password"] for name, entry in sorted(hosts.items())
-            if isinstance(entry, dict) and isinstance(entry.get("password"), str)}
+    return {name: entry[key] for name, entry in sorted(hosts.items())
+            if isinstance(entry, dict) and isinstance(entry.get(key), str)}
 
 
-def invite(env: Mapping[str, str], host: str, url: str) -> Creds:
-    """Add ``host`` (a fresh password; an existing host's old one stops working)."""
+def host_passwords(env: Mapping[str, str]) -> dict[str, str]:
+    """Every host invited with a password → its password (for the server's configuration)."""
+    return _host_field(env, "password")
+
+
+def host_nkeys(env: Mapping[str, str]) -> dict[str, str]:
+    """Every host invited with an NKey → its public key (for the server's configuration)."""
+    return _host_field(env, "nkey")
+
+
+def host_names(env: Mapping[str, str]) -> list[str]:
+    """Every invited host, by name."""
+    return sorted({*host_passwords(env), *host_nkeys(env)})
+
+
+def invite(env: Mapping[str, str], host: str, url: str, *, nkey: bool = True,
+           ca: str = "") -> Creds:
+    """Add ``host`` with a fresh NKey (or password); an existing host's old credential
+    stops working.  ``ca``: the hub's CA certificate, for the host to verify it by."""
     names.check_host(host)
     doc = load_hosts(env)
-    password = _secret()
-    doc["hosts"][host] = {"password": password, "created_at": int(time.time())}
+    entry: dict[str, Any] = {"created_at": int(time.time())}
+    if nkey:
+        seed, public = new_nkey()
+        entry["nkey"] = public
+        who = Creds(host, url=url, ca=ca, seed=seed)
+    else:
+        entry["password"] = _secret()
+        who = Creds(host, entry["password"], url, ca)
+    doc["hosts"][host] = entry
     _write_private(layout.hosts_file(env), doc)
-    return Creds(host, password, url)
+    return who
 
 
 def revoke(env: Mapping[str, str], host: str) -> bool:
@@ -133,7 +216,14 @@ def read_creds(path: str) -> Creds:
         msg = f"{path} is not a credential file from `aipager hub invite` (not JSON)"
         raise ConfigError(msg) from None
     if (not isinstance(doc, dict) or not isinstance(doc.get("user"), str)
-            or not isinstance(doc.get("password"), str)):
-        msg = f"{path} is not a credential file from `aipager hub invite` (user, password)"
+            or not any(isinstance(doc.get(k), str) and doc[k] for k in ("password", "seed"))
+            or not all(isinstance(doc.get(k, ""), str) for k in ("password", "seed", "ca", "url"))):
+        msg = (f"{path} is not a credential file from `aipager hub invite` "
+               "(user, and password or seed)")
         raise ConfigError(msg)
-    return Creds(doc["user"], doc["password"], str(doc.get("url") or ""))
+    seed = check_seed(doc["seed"], path) if doc.get("seed") else ""
+    ca = doc.get("ca") or ""
+    if ca and "BEGIN CERTIFICATE" not in ca:
+        msg = f"{path}: its hub certificate (ca) is not a PEM certificate"
+        raise ConfigError(msg)
+    return Creds(doc["user"], doc.get("password") or "", str(doc.get("url") or ""), ca, seed)

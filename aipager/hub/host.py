@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
+from aipager.proto.errors import ConfigError
 from aipager.hub import codec, commands, layout, names
 from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
@@ -59,6 +60,8 @@ class HostLink:
         self.log = OutLog(layout.link_meta(self.env), layout.link_outbox(self.env))
         self.port: DaemonPort | None = None
         self.connected = False
+        #: why the link cannot join the hub ("" while nothing stands in its way)
+        self.problem = ""
         self.counters = {"published": 0, "commands": 0, "commands_refused": 0}
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
@@ -79,6 +82,7 @@ class HostLink:
 
     def facts(self) -> dict[str, Any]:
         return {"hub_link": {"host": self.host, "url": self.url, "connected": self.connected,
+                             "problem": self.problem or None,
                              "unsent": len(self.log.pending), **self.counters}}
 
     def emit(self, out: Output) -> None:
@@ -112,8 +116,17 @@ class HostLink:
         if self.port is None:
             msg = "attach the host link to the daemon before running it"
             raise RuntimeError(msg)
-        self._nc = await connect(self.url, self.creds, inbox_prefix=names.inbox_prefix(self.host),
-                                 name=f"aipager host {self.host}")
+        try:
+            self._nc = await connect(self.url, self.creds,
+                                     inbox_prefix=names.inbox_prefix(self.host),
+                                     name=f"aipager host {self.host}")
+        except ConfigError as exc:
+            # (TLS that cannot work): said once, shown by `aipager status`, not retried
+            self.problem = str(exc)
+            log.error("cannot join the hub: %s", exc)
+            if self.on_change is not None:
+                self.on_change()
+            return
         self.connected = True
         if self.on_change is not None:
             self.on_change()

@@ -2,8 +2,9 @@
 
 Hub (``<state>/hub/``): ``hub.json`` (who may join, with their passwords: 0600),
 ``nats.conf`` (the embedded server's configuration, 0600), ``store/`` (the
-server's JetStream file store), ``nats-server.pid``, ``taken.json`` (per host,
-the last output the chat took).
+server's JetStream file store), ``tls/`` (its CA and certificate when it listens
+beyond loopback: ``tls``), ``nats-server.pid``, ``taken.json`` (per host, the last
+output the chat took).
 
 Host (``<state>/hub-link/``): ``link.json`` (its epoch and counters) and
 ``outbox.jsonl`` (what it has not yet had acknowledged by the broker).

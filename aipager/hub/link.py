@@ -107,40 +107,43 @@ class HubLink:
             msg = f"{host} is offline since {since}"
             raise HostUnreachable(msg)
 
-    async def call(self, host: str, cmd: Command) -> Any:
-        """Run ``cmd`` on ``host``; its result, or what it raised.
+    async def call(self, host: str, cmd: Command, *, timeout: float | None = None) -> Any:
+        """Run ``cmd`` on ``host``; its result, or what it raised (within ``timeout`` s, the
+        link's own by default).
 
         Raises:
             HostUnreachable: the host is offline or did not answer in time.
             HostFailed, SessionError, ValueError, …: what the host's daemon raised.
         """
         self.check_online(host)
-        cmd_id = self._send(host, cmd)
+        timeout = timeout or self.timeout
+        cmd_id = self._send(host, cmd, timeout)
         future = asyncio.get_running_loop().create_future()
         self._waiting[cmd_id] = (host, future)
         try:
-            doc = await asyncio.wait_for(future, self.timeout)
+            doc = await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:
-            msg = f"{host} did not answer within {self.timeout:.0f} s"
+            msg = f"{host} did not answer within {timeout:.0f} s"
             raise HostUnreachable(msg) from None
         finally:
             self._waiting.pop(cmd_id, None)
         return commands.result_from_json(doc)
 
-    def send(self, host: str, cmd: Command) -> None:
-        """Send ``cmd`` to ``host`` without waiting (in order with every other command);
-        dropped with a log line when the host is offline."""
+    def send(self, host: str, cmd: Command, *, timeout: float | None = None) -> None:
+        """Send ``cmd`` to ``host`` without waiting (in order with every other command; not
+        done when it reaches the host more than ``timeout`` s later); dropped with a log line
+        when the host is offline."""
         try:
             self.check_online(host)
         except HostUnreachable as exc:
             log.warning("%s not sent: %s", cmd.name, exc)
             return
-        self._send(host, cmd)
+        self._send(host, cmd, timeout or self.timeout)
 
-    def _send(self, host: str, cmd: Command) -> str:
+    def _send(self, host: str, cmd: Command, timeout: float) -> str:
         cmd_id = f"hub:{self._epoch}:{next(self._ids)}"
-        doc = {"id": cmd_id, "ttl": self.timeout, "cmd": commands.command_to_json(cmd)}
-        self._queue.put_nowait((host, doc, cmd_id, time.monotonic() + self.timeout))
+        doc = {"id": cmd_id, "ttl": timeout, "cmd": commands.command_to_json(cmd)}
+        self._queue.put_nowait((host, doc, cmd_id, time.monotonic() + timeout))
         self.counters["commands"] += 1
         return cmd_id
 

@@ -14,14 +14,18 @@ host's, labelled ``jim`` when no other session is called so, else ``jim@box``.
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
-from aipager.hub import commands, names
+from aipager.hub import commands, names, transfer
 from aipager.hub.link import HubLink
+
+log = logging.getLogger("aipager.hub")
 
 PREFIX = "claude-"
 
@@ -85,6 +89,9 @@ class HubPort:
         self.env: Mapping[str, str] = local.env
         self.started_at: float = local.started_at
         self._sessions = MergedSessions(local.sessions, link)
+        #: (host, file id) of every file from the phone sent to a host already → when it
+        #: should be there at the latest (``time.monotonic``)
+        self._shipped: dict[tuple[str, str], float] = {}
 
     @property
     def sessions(self) -> MergedSessions:
@@ -117,8 +124,45 @@ class HubPort:
             self.local.queue_chat_message(session, msg_id, text, chat_id=chat_id, sender=sender,
                                           held=held, held_for=held_for)
             return
+        try:
+            files, timeout = self._ship(host, text)
+        except (commands.HostUnreachable, ValueError) as exc:
+            log.warning("the files a message names were not sent to %s: %s", host, exc)
+            files, timeout = {}, None  # (offline: the message itself is not sent either)
         self.link.send(host, commands.QueueChatMessage(bare, msg_id, text, chat_id, sender,
-                                                       held, held_for))
+                                                       held, held_for, files), timeout=timeout)
+
+    def _ship(self, host: str, text: str) -> tuple[dict[str, str], float | None]:
+        """Send ``host`` the files from the phone that ``text`` names (once each), ahead of
+        the command that names them; returns hub path → file id, for the host to put its
+        own paths in their place (``transfer``), and how long that command may take (None:
+        the link's own time, nothing was sent).
+
+        Raises:
+            HostUnreachable: ``host`` is offline (nothing sent).
+            ValueError: a file too big to send.
+        """
+        found = transfer.inbox_paths(self.env, text)
+        if not found:
+            return {}, None
+        self.link.check_online(host)
+        files: dict[str, str] = {}
+        now = time.monotonic()
+        arrived = now  # when the last of the files should be on the host
+        for path in found:
+            fid = transfer.file_id(path)
+            files[path] = fid
+            if (host, fid) not in self._shipped:
+                # every piece has time for all before it: the last is taken after the rest
+                arrived = max(arrived, now) + transfer.time_for(os.path.getsize(path))
+                for part, parts, data in transfer.pieces(path):
+                    self.link.send(host, commands.PutFile(fid, os.path.basename(path), part,
+                                                          parts, data),
+                                   timeout=self.link.timeout + arrived - now)
+                self._shipped[(host, fid)] = arrived
+            arrived = max(arrived, self._shipped[(host, fid)])
+        late = arrived - time.monotonic()
+        return files, self.link.timeout + late if late > 0 else None
 
     def drop_chat_message(self, session: str, msg_id: int | str) -> None:
         bare, host = names.split(session)
@@ -180,7 +224,9 @@ class HubPort:
         bare, host = names.split(session)
         if host is None:
             return await self.local.type_prompt(session, text, note=note)
-        await self.link.call(host, commands.TypePrompt(bare, text, dict(note)))
+        files, timeout = self._ship(host, text)
+        await self.link.call(host, commands.TypePrompt(bare, text, dict(note), files),
+                             timeout=timeout)
 
     async def type_text(self, session: str, text: str) -> None:
         bare, host = names.split(session)

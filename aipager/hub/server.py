@@ -28,7 +28,7 @@ import time
 from typing import Mapping
 
 from aipager.proto.errors import AipagerError
-from aipager.hub import creds, layout, names
+from aipager.hub import creds, layout, names, tls
 from aipager.hub.settings import HubSettings, split_listen
 from aipager.proto import fsio
 
@@ -89,26 +89,50 @@ def host_permissions(host: str) -> dict[str, list[str]]:
     }
 
 
+def _host_user(login: str, name: str) -> str:
+    """One host's entry in the server's user list: its login (``user`` and ``password``, or
+    ``nkey``) and its own subjects."""
+    perms = host_permissions(name)
+    pub = ", ".join(_q(s) for s in perms["publish"])
+    sub = ", ".join(_q(s) for s in perms["subscribe"])
+    return (f"    {{{login}, permissions: {{\n"
+            f"      publish: {{allow: [{pub}]}}\n"
+            f"      subscribe: {{allow: [{sub}]}}\n"
+            f"    }}}}")
+
+
 def render_config(listen: str, store: str, hub_password: str,
-                  hosts: Mapping[str, str], *, server_name: str = "aipager_hub") -> str:
+                  hosts: Mapping[str, str], *, nkeys: Mapping[str, str] | None = None,
+                  tls_files: tls.TlsFiles | None = None,
+                  server_name: str = "aipager_hub") -> str:
     """The server's configuration: JetStream on a file store, the hub's user with every
-    right, one user per host with only its own subjects."""
+    right, one user per host with only its own subjects (``hosts``: name → password,
+    ``nkeys``: name → NKey public key), and TLS required of every client when
+    ``tls_files`` are given."""
     host, port = split_listen(listen)
     users = [f"    {{user: {_q(names.HUB_USER)}, password: {_q(hub_password)}}}"]
     for name, password in sorted(hosts.items()):
-        perms = host_permissions(name)
-        pub = ", ".join(_q(s) for s in perms["publish"])
-        sub = ", ".join(_q(s) for s in perms["subscribe"])
-        users.append(f"    {{user: {_q(name)}, password: {_q(password)}, permissions: {{\n"
-                     f"      publish: {{allow: [{pub}]}}\n"
-                     f"      subscribe: {{allow: [{sub}]}}\n"
-                     f"    }}}}")
+        users.append(_host_user(f"user: {_q(name)}, password: {_q(password)}", name))
+    for name, public in sorted((nkeys or {}).items()):
+        users.append(_host_user(f"nkey: {_q(public)}", name))
+    block = "" if tls_files is None else (
+        f"tls {{\n  cert_file: {_q(tls_files.cert)}\n  key_file: {_q(tls_files.key)}\n"
+        f"  timeout: 5\n}}\n")
     return (f"# written by aipager (aipager hub invite / aipager start --hub); edits are lost\n"
             f"server_name: {_q(server_name)}\n"
             f"listen: {_q(f'{host}:{port}' if ':' not in host else f'[{host}]:{port}')}\n"
+            f"{block}"
             f"jetstream {{\n  store_dir: {_q(store)}\n  max_memory_store: {MAX_MEMORY}\n"
             f"  max_file_store: {MAX_FILE}\n}}\n"
             f"authorization {{\n  users = [\n" + "\n".join(users) + "\n  ]\n}\n")
+
+
+def hub_tls(env: Mapping[str, str], settings: HubSettings) -> tls.TlsFiles | None:
+    """The embedded server's TLS files (made when missing) when it listens beyond loopback,
+    else None."""
+    if not settings.uses_tls:
+        return None
+    return tls.ensure(env, settings.tls_names())
 
 
 def write_config(env: Mapping[str, str], settings: HubSettings) -> str:
@@ -116,7 +140,8 @@ def write_config(env: Mapping[str, str], settings: HubSettings) -> str:
     layout.make_private(layout.hub_dir(env))
     layout.make_private(layout.store_dir(env))
     text = render_config(settings.listen, layout.store_dir(env),
-                         creds.hub_creds(env).password, creds.host_passwords(env))
+                         creds.hub_creds(env).password, creds.host_passwords(env),
+                         nkeys=creds.host_nkeys(env), tls_files=hub_tls(env, settings))
     path = layout.server_config(env)
     fsio.write_atomic(path, text.encode(), 0o600, sync=True)
     return path

@@ -8,8 +8,9 @@
             "timeout": 15}                    # seconds a command waits for its host
 
 The embedded server listens on loopback unless ``listen`` says otherwise; hosts
-on other machines need a ``listen`` they can reach (and a network you trust:
-user and password travel in the clear without TLS).
+on other machines need a ``listen`` they can reach, and then the server uses
+TLS with the hub's own certificate authority (``tls``), whose certificate
+names the listen address, ``advertise`` and this machine's name.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Mapping
 
 from aipager.proto.errors import ConfigError
 from aipager.hub import names
+from aipager.hub.tls import is_loopback
 
 DEFAULT_LISTEN = "127.0.0.1:4222"
 #: seconds a command for a host waits for its answer
@@ -35,6 +37,21 @@ class HubSettings:
     url: str = ""
     creds: str = ""
     timeout: float = DEFAULT_TIMEOUT
+
+    @property
+    def uses_tls(self) -> bool:
+        """Whether the embedded server requires TLS: it listens beyond loopback."""
+        return self.embedded and not is_loopback(split_listen(self.listen)[0])
+
+    def tls_names(self) -> list[str]:
+        """The names and addresses the server's certificate is good for: every one a host
+        or the hub's own client may dial."""
+        found = {"127.0.0.1", "::1", "localhost", socket.gethostname(), socket.getfqdn()}
+        host = split_listen(self.listen)[0]
+        if host not in ("0.0.0.0", "::", ""):
+            found.add(host)
+        found.add(_url_host(self.invite_url()))
+        return sorted(n for n in found if n)
 
     @property
     def embedded(self) -> bool:
@@ -60,6 +77,12 @@ class HubSettings:
         if host in ("0.0.0.0", "::", ""):
             host = socket.gethostname()
         return f"nats://{host}:{port}"
+
+
+def _url_host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url if "://" in url else f"nats://{url}").hostname or ""
 
 
 def split_listen(listen: str) -> tuple[str, int]:

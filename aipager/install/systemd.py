@@ -15,7 +15,7 @@ import sys
 import sysconfig
 import time
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from aipager.proto import paths
 from aipager.proto.errors import ServiceError
@@ -64,8 +64,9 @@ def aipager_binary(env: Mapping[str, str]) -> str:
     raise ServiceError(msg)
 
 
-def unit_text(aipager: str, env: Mapping[str, str]) -> str:
-    """The unit file for running ``<aipager> start`` as a user service."""
+def unit_text(aipager: str, env: Mapping[str, str], start_args: Sequence[str] = ()) -> str:
+    """The unit file for running ``<aipager> start [start_args]`` as a user service
+    (``--hub``, or ``--join URL --creds FILE`` with the file's absolute path)."""
     lines = [
         "[Unit]",
         "Description=aipager: Telegram remote control for Claude Code",
@@ -74,7 +75,7 @@ def unit_text(aipager: str, env: Mapping[str, str]) -> str:
         "",
         "[Service]",
         "Type=simple",
-        f"ExecStart={_quote(aipager)} start",
+        f"ExecStart={' '.join(_quote(a) for a in (aipager, 'start', *start_args))}",
         # The user manager's PATH is minimal; Claude Code and git must be found
         # the way they are in the shell that ran `service install`.
         f"Environment={_quote('PATH=' + env.get('PATH', '/usr/bin:/bin'))}",
@@ -138,14 +139,15 @@ def systemctl_argv(env: Mapping[str, str], action: str) -> list[list[str]]:
     return [[systemctl, "--user", *args] for args in ACTIONS[action]]
 
 
-def run(env: Mapping[str, str], action: str) -> list[Outcome]:
-    """Run ``action``; for install/uninstall also write/remove the unit file.
+def run(env: Mapping[str, str], action: str, start_args: Sequence[str] = ()) -> list[Outcome]:
+    """Run ``action``; for install/uninstall also write/remove the unit file (install: one
+    that runs ``aipager start`` with ``start_args``).
 
     ``status`` returns systemctl's answer whatever its exit code (3 = inactive);
     any other failing call raises ``ServiceError`` with systemctl's words.
     """
     if action == "install":
-        write_unit(env, unit_text(aipager_binary(env), env))
+        write_unit(env, unit_text(aipager_binary(env), env, start_args))
     outcomes = []
     for argv in systemctl_argv(env, action):
         proc = subprocess.run(argv, capture_output=True, text=True, env=dict(env), check=False)

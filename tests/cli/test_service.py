@@ -104,3 +104,49 @@ def test_no_systemctl(runner, monkeypatch, tmp_path):
     result = runner.invoke(app, ["service", "start"])
     assert result.exit_code == ServiceError.exit_code
     assert "systemctl not found" in result.stderr
+
+
+def test_the_unit_runs_the_hub_or_joins_one(runner, systemctl, env, tmp_path, monkeypatch):
+    from aipager import config
+    from aipager.hub import creds
+
+    unit = systemd.unit_path(env)
+
+    def exec_line():
+        with open(unit) as fh:
+            return next(line for line in fh.read().splitlines() if line.startswith("ExecStart="))
+
+    # --hub needs the chat's config, as `start --hub` does: nothing written without it
+    result = runner.invoke(app, ["service", "install", "--hub"])
+    assert result.exit_code == 3 and "aipager setup" in result.output
+    assert not os.path.exists(unit) and calls(systemctl) == []
+    config.save(env, config.Config(bot_token="1:x", chat_id=7))
+    result = runner.invoke(app, ["service", "install", "--hub"])
+    assert result.exit_code == 0, result.output
+    assert exec_line().endswith("/aipager start --hub")
+
+    # a host: the URL, and the credential file by absolute path (the unit's folder differs)
+    folder = tmp_path / "my creds"
+    folder.mkdir()
+    seed, _ = creds.new_nkey()
+    ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    creds.write_creds(str(folder / "box.json"),
+                      creds.Creds("box", url="nats://hub.lan:4222", ca=ca, seed=seed))
+    monkeypatch.chdir(folder)
+    result = runner.invoke(app, ["service", "install", "--creds", "box.json"])
+    assert result.exit_code == 0, result.output
+    assert exec_line().endswith(
+        f'/aipager start --join nats://hub.lan:4222 --creds "{folder}/box.json"')
+    result = runner.invoke(app, ["service", "install", "--join", "nats://10.0.0.5:4222",
+                                 "--creds", str(folder / "box.json")])
+    assert exec_line().endswith(f'start --join nats://10.0.0.5:4222 --creds "{folder}/box.json"')
+
+    # what `start --join` refuses, the unit refuses too: a plain-text login across the network
+    creds.write_creds(str(folder / "plain.json"),
+                      creds.Creds("box", "pw", "nats://hub.lan:4222"))
+    before = open(unit).read()
+    result = runner.invoke(app, ["service", "install", "--creds", "plain.json"])
+    assert result.exit_code == 3 and "unencrypted" in result.output
+    result = runner.invoke(app, ["service", "install", "--hub", "--creds", "box.json"])
+    assert result.exit_code == 3 and "exclude" in result.output
+    assert open(unit).read() == before

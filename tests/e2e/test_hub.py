@@ -47,27 +47,46 @@ def hub_home():
     shutil.rmtree(home.root, ignore_errors=True)
 
 
+def _own_address() -> str:
+    """This machine's first IPv4 address beyond loopback (``hostname -I``)."""
+    out = subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=True).stdout
+    found = [a for a in out.split() if ":" not in a and not a.startswith("127.")]
+    assert found, f"no IPv4 address beyond loopback here ({out!r})"
+    return found[0]
+
+
+@pytest.mark.parametrize("network", ["loopback", "tls"])
 def test_a_message_on_the_hub_runs_on_the_host_and_its_answer_comes_back_once(
-        claude_home, hub_home, fake_telegram, fake_anthropic, dtach_session):
+        network, claude_home, hub_home, fake_telegram, fake_anthropic, dtach_session):
+    """``tls``: the hub listens on every address and hosts dial the machine's own address,
+    so its server requires TLS (its own CA, in the credential) and the host signs in with
+    its NKey over it; the hub's own client verifies the same certificate on loopback."""
+    import json
+
     from aipager import config
 
     port = _free_port()
     write_config(hub_home)
     env = hub_home.aipager_env()
     cfg = config.load(env)
+    where = {"listen": f"127.0.0.1:{port}"} if network == "loopback" else {
+        "listen": f"0.0.0.0:{port}", "advertise": f"{_own_address()}:{port}"}
+    url = f"nats://{where.get('advertise', where['listen'])}"
     config.save(env, config.Config(cfg.bot_token, cfg.chat_id, cfg.members, extra={
-        **cfg.extra, "hub": {"name": "laptop", "listen": f"127.0.0.1:{port}"}}))
+        **cfg.extra, "hub": {"name": "laptop", **where}}))
     creds = os.path.join(hub_home.root, "box.json")
     invite = subprocess.run([kit.installed_program("aipager"), "hub", "invite", "box", "--out",
                              creds], env=env, capture_output=True, text=True, timeout=30)
     assert invite.returncode == 0, invite.stderr
     command = next(line.strip() for line in invite.stdout.splitlines()
                    if "aipager start --join" in line)
-    assert command == f"aipager start --join nats://127.0.0.1:{port} --creds box.json"
+    assert command == f"aipager start --join {url} --creds box.json"
+    with open(creds) as fh:
+        assert ("ca" in json.load(fh)) is (network == "tls")
 
     hub = Daemon(hub_home, api_base=fake_telegram.base, args=["--hub"])
     hub.start()
-    host = Daemon(claude_home, args=["--join", f"nats://127.0.0.1:{port}", "--creds", creds])
+    host = Daemon(claude_home, args=["--join", url, "--creds", creds])
     try:
         host.start()
         fake_anthropic.script("E2E-HUB", fa.bash("echo from-the-host"),

@@ -93,7 +93,8 @@ class Hub:
     """The hub machine: ChatBot + Daemon (local sessions fake) + HubLink + HubPort."""
 
     def __init__(self, env: dict[str, str], fake: FakeBotAPI, url: str, *,
-                 timeout: float = 5.0) -> None:
+                 timeout: float = 5.0, creds: Creds | None = None,
+                 hosts: tuple[str, ...] = tuple(PASSWORDS), web: bool = False) -> None:
         from aipager.bot.service import ChatBot
         from aipager.daemon.app import Daemon
         from aipager.hub.link import HubLink
@@ -103,13 +104,26 @@ class Hub:
         cfg = config.load(env)
         self.bot = ChatBot(env, cfg)
         self.sessions = FakeSessions()
-        self.daemon = Daemon(env, notifier=self.bot.notifier, session_io=self.sessions)
-        self.link = HubLink(env, url, Creds("hub", HUB_PW), self.bot.notifier, timeout=timeout,
-                            hosts=lambda: sorted(PASSWORDS), before_ack=self.bot.save,
+        notifier: Any = self.bot.notifier
+        #: the web page's sign-in links, as ``aipager start`` would print them
+        self.signin: list[str] = []
+        self.page: Any = None
+        if web:  # wired as main.compose_hub wires it
+            from aipager.daemon.notifier import FanoutNotifier
+            from aipager.web.service import web_page
+
+            self.page = web_page({**env, "AIPAGER_WEB_PORT": "0"}, cfg, self.signin.append)
+            notifier = FanoutNotifier([self.bot.notifier, self.page.notifier])
+        self.daemon = Daemon(env, notifier=notifier, session_io=self.sessions)
+        self.link = HubLink(env, url, creds or Creds("hub", HUB_PW), notifier,
+                            timeout=timeout, hosts=lambda: sorted(hosts), before_ack=self.bot.save,
                             local_name="laptop")
         self.port = HubPort(self.daemon, self.link)
         self.bot.attach(self.port)
         self.tasks = [asyncio.create_task(self.bot.run()), asyncio.create_task(self.link.run())]
+        if self.page is not None:
+            self.page.attach(self.port)
+            self.tasks.append(asyncio.create_task(self.page.run()))
 
     async def stop(self) -> None:
         for task in reversed(self.tasks):
@@ -127,13 +141,13 @@ class Host:
     """A joined machine: its own Daemon (fake terminal) with a HostLink as its notifier."""
 
     def __init__(self, env: dict[str, str], url: str, name: str = "box",
-                 sessions: FakeSessions | None = None) -> None:
+                 sessions: FakeSessions | None = None, creds: Creds | None = None) -> None:
         from aipager.daemon import persist
         from aipager.daemon.app import Daemon
         from aipager.hub.host import HostLink
 
         self.env, self.name = env, name
-        self.link = HostLink(env, url, Creds(name, PASSWORDS[name]))
+        self.link = HostLink(env, url, creds or Creds(name, PASSWORDS[name]))
         self.sessions = sessions or FakeSessions()
         self.daemon = Daemon(env, notifier=self.link, session_io=self.sessions)
         restored = persist.restore_saved(env, self.daemon.core.registry)

@@ -36,16 +36,25 @@ def test_invite_writes_a_private_credential_and_prints_the_one_command(hub_confi
     assert f"aipager start --join nats://127.0.0.1:{port} --creds box.json" in result.output
     assert "loopback" in result.output
     doc = json.loads(out.read_text())
-    assert doc["user"] == "box" and len(doc["password"]) >= 24
+    assert doc["user"] == "box" and doc["seed"].startswith("SU") and "password" not in doc
+    assert "ca" not in doc  # a hub on loopback: no TLS
     assert doc["url"] == f"nats://127.0.0.1:{port}"
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     conf = open(layout.server_config(env)).read()
-    assert doc["password"] in conf and '"aipager.box.out"' in conf
+    public = creds.host_nkeys(env)["box"]
+    assert f'nkey: "{public}"' in conf and '"aipager.box.out"' in conf
+    assert doc["seed"] not in conf and doc["seed"] not in open(layout.hosts_file(env)).read()
+    # --password: a user and password instead
+    result = CliRunner().invoke(app, ["hub", "invite", "vm", "--password", "--out",
+                                      str(tmp_path / "vm.json")])
+    vm = json.loads((tmp_path / "vm.json").read_text())
+    assert len(vm["password"]) >= 24 and "seed" not in vm
+    assert vm["password"] in open(layout.server_config(env)).read()
     assert stat.S_IMODE(os.stat(layout.server_config(env)).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(layout.hosts_file(env)).st_mode) == 0o600
 
     listed = CliRunner().invoke(app, ["hub", "hosts"])
-    assert listed.output.split() == ["box"]
+    assert listed.output.split() == ["box", "vm"]
 
 
 @pytest.mark.parametrize("bad", ["Box", "hub", "a.b", "-x", "x" * 33, "a>b"])
@@ -69,6 +78,7 @@ async def test_the_embedded_server_lets_in_whom_the_hub_invited_and_no_one_else(
             layout.invites_dir(env) + "/vm.json")])
         assert result.exit_code == 0 and "may join now" in result.output, result.output
         vm = creds.read_creds(layout.invites_dir(env) + "/vm.json")
+        assert vm.seed  # an NKey, let in by the reloaded server
         nc = await _eventually_connect(hub.client_url(), vm)
         await nc.close()
         # revoked: refused from now on
@@ -81,13 +91,18 @@ async def test_the_embedded_server_lets_in_whom_the_hub_invited_and_no_one_else(
     assert embedded.proc is None and not os.path.exists(layout.server_pid(env))
 
 
+def _login(who):
+    return {"nkeys_seed_str": who.seed} if who.seed else {"user": who.user,
+                                                         "password": who.password}
+
+
 async def _eventually_connect(url, who, tries=50):
     import asyncio
 
     for _ in range(tries):
         try:
-            return await nats.connect(url, user=who.user, password=who.password,
-                                      max_reconnect_attempts=0, allow_reconnect=False)
+            return await nats.connect(url, **_login(who), max_reconnect_attempts=0,
+                                      allow_reconnect=False)
         except (nats.errors.Error, OSError):
             await asyncio.sleep(0.1)
     raise AssertionError("never let in")
@@ -99,8 +114,8 @@ async def _eventually_refused(url, who, tries=50):
     for _ in range(tries):
         nc = None
         try:
-            nc = await nats.connect(url, user=who.user, password=who.password,
-                                    max_reconnect_attempts=0, allow_reconnect=False)
+            nc = await nats.connect(url, **_login(who), max_reconnect_attempts=0,
+                                    allow_reconnect=False)
         except OSError:
             pass  # reset while the server reloads its users: ask again
         finally:
@@ -139,8 +154,9 @@ def fake_main(monkeypatch):
 
 
 def test_start_join_runs_a_host_without_any_config(fake_main, tmp_path):
+    ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
     who = creds.write_creds(str(tmp_path / "box.json"),
-                            creds.Creds("box", "pw", "nats://hub.lan:4222"))
+                            creds.Creds("box", "pw", "nats://hub.lan:4222", ca))
     result = CliRunner().invoke(app, ["start", "--creds", who])
     assert result.exit_code == 0, result.output
     assert fake_main == [{"cfg": None, "join": "nats://hub.lan:4222", "creds": who}]

@@ -100,6 +100,10 @@ COMMANDS = [
     commands.SwitchModel("claude-a", "opus"),
     commands.TypePrompt("claude-a", "fix it", {"msg_id": 5, "role": "user", "reply_to": None}),
     commands.TypeText("claude-a", "/compact"),
+    commands.TypePrompt("claude-a", "check /h/in/chat-1/a.jpg", {"msg_id": 6},
+                        {"/h/in/chat-1/a.jpg": "0123456789abcdef0123"}),
+    commands.QueueChatMessage("claude-a", 7, "see /h/x", files={"/h/x": "89abcdef"}),
+    commands.PutFile("0123456789abcdef0123", "a photo.jpg", 1, 3, "aGVsbG8="),
 ]
 
 

@@ -1,0 +1,96 @@
+"""A photo or document from the phone for a session on another host lands on that host's
+disk (sent in pieces through the real nats-server), and the prompt typed there names the
+host's copy, never the hub's."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from bot.conftest import eventually
+from hub.conftest import HUB_PW, hub_sees
+
+from aipager.proto import paths
+from aipager.hub import codec, names, transfer
+from aipager.hub.conn import connect
+from aipager.hub.creds import Creds
+
+
+async def test_a_document_for_a_host_session_is_written_on_the_host(machines, monkeypatch):
+    monkeypatch.setattr(transfer, "SLOW_LINK", 64 * 1024)  # a file's time: clearly seen
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    session = box.start("jim")
+    await hub_sees(hub, "claude-jim@box")
+
+    # three pieces and a bit: the pieces arrive in order and make the file whole
+    data = bytes(range(256)) * (transfer.CHUNK * 3 // 256) + b"tail"
+    await machines.fake.user_sends_document(data, "build log.txt", caption="/jim why did it fail")
+    typed = await eventually(lambda: box.sessions.typed, 15, "the prompt typed on box")
+    assert typed[0][0] == session
+    text = typed[0][1]
+    folder = transfer.incoming_dir(box.env)
+    assert text.startswith(f"why did it fail {folder}/")
+    here = text.removeprefix("why did it fail ")
+    assert here.endswith("-build log.txt")
+    with open(here, "rb") as fh:
+        assert fh.read() == data
+    assert stat.S_IMODE(os.stat(here).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert paths.files_dir(machines.hub_env) not in text  # the hub's path never reaches box
+    assert [e for e in os.listdir(folder) if e.endswith(".part")] == []
+    assert hub.sessions.typed == []
+
+    # on the broker: four pieces, then the message queued and typed (naming the file by its
+    # id, once), each given time for the file on a slow link
+    nc = await connect(machines.broker.url, Creds("hub", HUB_PW))
+    try:
+        js = nc.jetstream()
+        info = await js.stream_info(names.CMD_STREAM)
+        sent = [codec.loads((await js.get_msg(names.CMD_STREAM, seq)).data)
+                for seq in range(info.state.first_seq, info.state.last_seq + 1)]
+    finally:
+        await nc.close()
+    kinds = [doc["cmd"]["name"] for doc in sent]
+    assert kinds == ["put_file"] * 4 + ["queue_chat_message", "type_prompt"], kinds
+    given = hub.link.timeout + transfer.time_for(len(data))
+    assert given > hub.link.timeout + 10
+    assert [doc["ttl"] for doc in sent[:4]] == [given] * 4
+    # (the message after the pieces, however it goes: the time the file still needs)
+    assert all(hub.link.timeout + 5 < doc["ttl"] <= given for doc in sent[4:]), sent[4:]
+    assert sent[-1]["cmd"]["files"] == sent[-2]["cmd"]["files"] == {
+        path: sent[0]["cmd"]["file_id"] for path in sent[-1]["cmd"]["files"]}
+
+
+async def test_a_photo_too_big_to_travel_is_refused_in_words(machines, monkeypatch):
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    box.start("jim")
+    await hub_sees(hub, "claude-jim@box")
+    monkeypatch.setattr(transfer, "MAX_FILE", 1000)  # (Telegram's 20 MB, made small)
+    await machines.fake.user_sends_photo(b"\xff\xd8" + b"x" * 2000, caption="/jim look")
+    reply = await machines.fake.wait_for("sendMessage",
+                                         lambda p: "Not delivered" in str(p.get("text")))
+    assert "travel to another machine" in reply["text"]
+    assert box.sessions.typed == []
+
+
+def test_a_piece_out_of_order_or_a_missing_file_is_an_error(tmp_path):
+    env = {"HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    fid = "0123456789abcdef0123"
+    with pytest.raises(ValueError, match="did not arrive on this machine"):
+        transfer.rewrite(env, "see /hub/in/chat-1/a.txt", {"/hub/in/chat-1/a.txt": fid})
+    transfer.put(env, fid, "a.txt", 0, 3, "aGVsbG8=")
+    with pytest.raises(ValueError, match="out of order"):
+        transfer.put(env, fid, "a.txt", 2, 3, "aGVsbG8=")
+    with pytest.raises(ValueError, match="does not fit"):
+        transfer.put(env, "../../etc", "a.txt", 0, 1, "aGVsbG8=")
+    transfer.put(env, fid, "../../.bashrc", 0, 1, "aGVsbG8=")
+    (kept,) = os.listdir(transfer.incoming_dir(env))
+    assert kept == f"{fid}-bashrc"
+    assert transfer.rewrite(env, "see /hub/in/chat-1/a.txt now",
+                            {"/hub/in/chat-1/a.txt": fid}) == \
+        f"see {transfer.incoming_dir(env)}/{fid}-bashrc now"
