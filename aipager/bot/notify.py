@@ -30,9 +30,11 @@ from typing import Any, Callable, Coroutine
 
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot import view
+from aipager import locales
+from aipager.bot import i18n, view
 from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
 from aipager.bot.chatstate import ChatState
+from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
 from aipager.daemon.model import Session
@@ -90,8 +92,11 @@ class ChatNotifier:
     def __init__(self, outbox: Outbox, state: ChatState, registry: Callable[[], Any],
                  chats_for: Callable[[str], list[int]],
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any],
-                 started_at: float | None = None, env: dict[str, str] | None = None) -> None:
+                 started_at: float | None = None, env: dict[str, str] | None = None,
+                 locale_for: Callable[[int], str] | None = None) -> None:
         self.env = env if env is not None else {}
+        #: chat id → the language of what the chat says on its own (``i18n.chat_locale``)
+        self._locale_for = locale_for or (lambda chat_id: locales.DEFAULT)
         #: files of a task waiting for its answer: (session, task, chat) → entry
         self._files: dict[tuple[str, Any, int], dict[str, Any]] = {}
         self.outbox = outbox
@@ -117,9 +122,11 @@ class ChatNotifier:
             handler = getattr(self, f"_on_{out.kind}", None)
             sess = self._registry().get(out.session)
             for chat_id in self._chats_for(out.session):
-                if handler is not None:
-                    handler(out, sess, chat_id)
-                self._status_line(chat_id)
+                # the chat's language, set here: no handler's context reaches a daemon event
+                with i18n.use(self._locale_for(chat_id)):
+                    if handler is not None:
+                        handler(out, sess, chat_id)
+                    self._status_line(chat_id)
         except Exception:  # noqa: BLE001 - a rendering bug must not break event handling
             log.exception("showing a %s output in the chat failed", out.kind)
 
@@ -143,7 +150,7 @@ class ChatNotifier:
         markup = None
         if not final:
             handle = self.state.handle("session", out.session)
-            markup = _one_button("⏹ Stop", SessionTap(h=handle, act=SessionAct.STOP))
+            markup = _one_button(_("⏹ Stop"), SessionTap(h=handle, act=SessionAct.STOP))
         if final:
             self._release_files(out.session, out.task, chat_id)
         if not self.state.show(key, text + ("" if final else "\0stop")):
@@ -169,7 +176,7 @@ class ChatNotifier:
                                  buzz=i == 0 and not quiet), urgent=True)
         if formatted.attachment is not None:
             self.outbox.put(Upload(chat_id, formatted.attachment_name or f"{label}-answer.md",
-                                   caption="The whole answer", data=formatted.attachment,
+                                   caption=_("The whole answer"), data=formatted.attachment,
                                    session=out.session), urgent=True)
         self._release_files(out.session, out.task, chat_id)
 
@@ -177,7 +184,7 @@ class ChatNotifier:
         markup = None
         if out.notice == NoticeName.CONTEXT_WARNING:
             handle = self.state.handle("session", out.session)
-            markup = _one_button("📦 Compact now", SessionTap(h=handle, act=SessionAct.COMPACT))
+            markup = _one_button(_("📦 Compact now"), SessionTap(h=handle, act=SessionAct.COMPACT))
         reply_to = None
         if out.notice == NoticeName.TYPING_CUT and str(out.extra.get("chat_id")) == str(chat_id):
             # said on the message that was cut off (never a message id of another chat)
@@ -199,23 +206,23 @@ class ChatNotifier:
         plan = out.tool == "ExitPlanMode"
         answers = "allow" in buttons
         if answers:
-            tap("✅ Approve plan" if plan else "✅ Allow", RequestAct.ALLOW)
-            tap("✍️ Keep planning" if plan else "❌ Deny", RequestAct.DENY)
+            tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
+            tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
         scoped = [(label, act) for label, act in zip(out.scopes, SCOPES, strict=False)
                   if act in buttons]
         for label, act in scoped:
             tap(label, act)  # long labels: a row each
         if "always" in buttons:
-            tap("🟢 Always allow", RequestAct.ALWAYS)
+            tap(_("🟢 Always allow"), RequestAct.ALWAYS)
         if "edit" in buttons:
-            tap("✏️ Edit", RequestAct.EDIT)
-        tap("⏹ Stop", RequestAct.STOP)
+            tap(_("✏️ Edit"), RequestAct.EDIT)
+        tap(_("⏹ Stop"), RequestAct.STOP)
         last = 1 + ("always" in buttons) + ("edit" in buttons)
         kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
         text = out.text
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
-            text += f"\n🟢 Always allow remembers: {rule}"
+            text += "\n" + _("🟢 Always allow remembers: {rule}").format(rule=rule)
         entities = list(_code_entity(text, out.detail))
         if plan and out.detail and out.detail in text:
             # a plan is Markdown: shown formatted, as Claude wrote it, not as a code block
@@ -243,7 +250,7 @@ class ChatNotifier:
         if attach:
             label = sess.label if sess is not None else out.session
             self.outbox.put(Upload(chat_id, f"{label}-{out.tool.lower()}.diff",
-                                   caption="The whole diff", data=attach.encode("utf-8"),
+                                   caption=_("The whole diff"), data=attach.encode("utf-8"),
                                    session=out.session), urgent=True)
 
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
@@ -330,7 +337,8 @@ class ChatNotifier:
         if refused:
             label = out.session.removeprefix("claude-")
             reasons = "; ".join(f"{r['path']}: {r['reason']}" for r in refused)
-            entry["ops"].append(Post(chat_id, f"📎 {label} · not sent: {reasons}",
+            entry["ops"].append(Post(chat_id, _("📎 {session} · not sent: {reasons}").format(
+                                         session=label, reasons=reasons),
                                      session=out.session))
         self._flush_files(out.session, out.task, chat_id)
 
@@ -373,7 +381,7 @@ def _formatted_plan(text: str, plan: str) -> tuple[str, list[dict[str, Any]]]:
     first = chunks[0]
     shift = u16_len(head)
     entities = [{**e, "offset": e["offset"] + shift} for e in _entities(first)]
-    body = first.text if len(chunks) == 1 else first.text + "\n… (the rest in the terminal)"
+    body = first.text if len(chunks) == 1 else first.text + "\n" + _("… (the rest in the terminal)")
     return head + body, entities
 
 
@@ -393,7 +401,10 @@ def _head(body: str, limit: int) -> str:
             break
         kept.append(line)
         size += len(line) + 1
-    return "\n".join(kept + [f"… {len(lines) - len(kept)} more lines in the .diff file"])
+    more = len(lines) - len(kept)
+    return "\n".join(kept + [ngettext("… {n} more line in the .diff file",
+                                       "… {n} more lines in the .diff file", more).format(
+                                           n=number(more))])
 
 
 def prompt_key(session: str, task_seq: Any) -> str:

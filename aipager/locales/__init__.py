@@ -1,0 +1,57 @@
+"""The languages the chat speaks, and where their catalogs are (standard library only).
+
+The catalogs are GNU gettext ``.po`` files kept in the source tree
+(``<locale>/LC_MESSAGES/aipager.po``, their template ``aipager.pot``); ``setup.py``
+compiles them into the ``.mo`` files the installed package ships, so a compiled
+catalog is never committed.  The msgids are the English texts: English needs no
+catalog and is what a missing translation falls back to.
+
+The config, the chat and the page all read this module: which locales exist, what they
+are called in their own language, and how a Telegram ``language_code`` or a config value
+maps to one of them.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: the gettext domain (``<locale>/LC_MESSAGES/aipager.mo``)
+DOMAIN = "aipager"
+#: the language of the msgids, and of anyone whose language is not one of ``LOCALES``
+DEFAULT = "en"
+#: every locale, in the order /settings offers them
+LOCALES = ("en", "pt_BR", "es", "vi")
+#: each locale in its own words (never translated: a person looks for their own language)
+NAMES = {"en": "English", "pt_BR": "Português", "es": "Español", "vi": "Tiếng Việt"}
+#: the Bot API's ``language_code`` for a locale (setMyCommands takes two letters)
+TELEGRAM_CODES = {"en": "en", "pt_BR": "pt", "es": "es", "vi": "vi"}
+
+
+def N_(msgid: str) -> str:
+    """Marks a constant for the extractor; the chat translates it where it is shown."""
+    return msgid
+
+
+def folder() -> str:
+    """Where the catalogs are (this package's folder)."""
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def from_telegram(code: str | None) -> str:
+    """The locale for a Telegram ``language_code`` (an IETF tag: ``pt-br``, ``es-419``,
+    ``vi``): Portuguese of any country is Brazilian, Spanish of any country is ``es``;
+    anything else, or none, is English."""
+    lang = (code or "").strip().replace("_", "-").lower().partition("-")[0]
+    return {"pt": "pt_BR", "es": "es", "vi": "vi"}.get(lang, DEFAULT)
+
+
+def exact(value: str) -> str | None:
+    """The locale ``value`` names exactly (``pt_BR``, ``pt-br``, ``pt``, ``es``, ``vi``,
+    ``en``; any case), or None: a config must not guess."""
+    tag = value.strip().replace("-", "_").lower()
+    aliases = {loc.lower(): loc for loc in LOCALES} | {"pt": "pt_BR"}
+    return aliases.get(tag)
+
+
+__all__ = ["DEFAULT", "DOMAIN", "LOCALES", "NAMES", "N_", "TELEGRAM_CODES", "exact", "folder",
+           "from_telegram"]
