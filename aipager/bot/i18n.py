@@ -22,6 +22,7 @@ Rendering outside any context (a test calling ``view`` directly) is English.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
 from aiogram.types import TelegramObject
@@ -67,7 +68,7 @@ def number(value: float, digits: int = 0) -> str:
 
 def duration(seconds: float) -> str:
     """A duration in the current locale's words, rounded to its largest unit (``3 minutes``)."""
-    return format_timedelta(seconds, threshold=1.0, locale=current())
+    return format_timedelta(timedelta(seconds=seconds), threshold=1.0, locale=current())
 
 
 def chat_locale(cfg_language: Any, state: ChatState, chat_id: int) -> str:
