@@ -313,8 +313,10 @@ def model_picker(actions: Actions, message: Message) -> None:
                 markup=view.markup(kb.adjust(3)), session=sess.name)
 
 
-#: the reply styles as /settings names them (the values of ``STYLES`` are Claude's words)
-STYLE_NAMES = {"": N_("Claude’s own"), "brief": N_("Brief"), "detailed": N_("Detailed")}
+#: the reply styles as /settings shows them, in the person's language (``STYLES`` holds
+#: what Claude is told, in English)
+STYLE_NAMES = {"": N_("Claude’s own"), "brief": N_("Reply briefly, in a few sentences."),
+               "detailed": N_("Reply in detail, with the reasoning.")}
 #: the /settings words of an on/off setting
 ON_OFF = {True: N_("on"), False: N_("off")}
 #: a card's detail, as /settings names it
