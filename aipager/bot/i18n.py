@@ -22,10 +22,8 @@ Rendering outside any context (a test calling ``view`` directly) is English.
 from __future__ import annotations
 
 import gettext
-import io
 from contextlib import contextmanager
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
 from aiogram.types import TelegramObject
@@ -41,31 +39,16 @@ from aipager.clients.members import Members
 
 
 class Catalogs(I18n):
-    """aiogram's ``I18n``; a catalog the build did not compile (running from a source
-    checkout) is compiled from its ``.po`` in memory with Babel instead of refused."""
+    """aiogram's ``I18n`` over ``locales.translations``: a catalog the build did not compile
+    (running from a source checkout) is compiled from its ``.po`` instead of refused."""
 
     def find_locales(self) -> dict[str, gettext.GNUTranslations]:
-        found: dict[str, gettext.GNUTranslations] = {}
-        for folder in sorted(self.path.iterdir()):
-            mo = folder / "LC_MESSAGES" / f"{self.domain}.mo"
-            if mo.is_file():
-                with mo.open("rb") as fh:
-                    found[folder.name] = gettext.GNUTranslations(fh)
-            elif mo.with_suffix(".po").is_file():
-                found[folder.name] = _compiled(mo.with_suffix(".po"), folder.name)
+        found = {}
+        for locale in locales.LOCALES:
+            catalog = locales.translations(locale)
+            if isinstance(catalog, gettext.GNUTranslations):
+                found[locale] = catalog
         return found
-
-
-def _compiled(po: Path, locale: str) -> gettext.GNUTranslations:
-    from babel.messages.mofile import write_mo
-    from babel.messages.pofile import read_po
-
-    with po.open("rb") as fh:
-        catalog = read_po(fh, locale=locale)
-    buf = io.BytesIO()
-    write_mo(buf, catalog)
-    buf.seek(0)
-    return gettext.GNUTranslations(buf)
 
 
 I18N = Catalogs(path=locales.folder(), default_locale=locales.DEFAULT, domain=locales.DOMAIN)

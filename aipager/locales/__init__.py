@@ -6,13 +6,16 @@ compiles them into the ``.mo`` files the installed package ships, so a compiled
 catalog is never committed.  The msgids are the English texts: English needs no
 catalog and is what a missing translation falls back to.
 
-The config, the chat and the page all read this module: which locales exist, what they
+The config, the chat and the page all read this module (the chat through aiogram's i18n,
+the page through ``translations``): which locales exist, what they
 are called in their own language, and how a Telegram ``language_code`` or a config value
 maps to one of them.
 """
 
 from __future__ import annotations
 
+import gettext
+import io
 import os
 
 #: the gettext domain (``<locale>/LC_MESSAGES/aipager.mo``)
@@ -53,5 +56,26 @@ def exact(value: str) -> str | None:
     return aliases.get(tag)
 
 
+def translations(locale: str) -> gettext.NullTranslations:
+    """The catalog of ``locale``: its compiled ``.mo``; from a source checkout (no build ran)
+    its ``.po``, compiled in memory with Babel; English (and an unknown locale) translates
+    nothing."""
+    base = os.path.join(folder(), locale, "LC_MESSAGES", DOMAIN)
+    if locale == DEFAULT or locale not in LOCALES:
+        return gettext.NullTranslations()
+    if os.path.isfile(base + ".mo"):
+        with open(base + ".mo", "rb") as fh:
+            return gettext.GNUTranslations(fh)
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with open(base + ".po", "rb") as fh:
+        catalog = read_po(fh, locale=locale)
+    buf = io.BytesIO()
+    write_mo(buf, catalog)
+    buf.seek(0)
+    return gettext.GNUTranslations(buf)
+
+
 __all__ = ["DEFAULT", "DOMAIN", "LOCALES", "NAMES", "N_", "TELEGRAM_CODES", "exact", "folder",
-           "from_telegram"]
+           "from_telegram", "translations"]
