@@ -71,8 +71,10 @@ def current() -> str:
 
 @contextmanager
 def use(locale: str) -> Iterator[None]:
-    """Render in ``locale`` (and make aiogram's own ``gettext`` see this catalog)."""
-    with I18N.context(), I18N.use_locale(locale):
+    """Render in ``locale``: the chat's texts, aiogram's own ``gettext``, and the daemon's card
+    lines re-rendered for the chat (``locales.rendering``)."""
+    catalog = I18N.locales.get(locale) or gettext.NullTranslations()
+    with I18N.context(), I18N.use_locale(locale), locales.rendering(catalog):
         yield
 
 

@@ -37,6 +37,7 @@ from aipager.bot.chatstate import ChatState
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
+from aipager.daemon import render
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
@@ -146,7 +147,7 @@ class ChatNotifier:
             self._release_files(out.session, out.task, chat_id)
             return
         prefs = self.state.prefs_of(chat_id)
-        text = view.card_text(out.text, sess, detail=prefs.get("detail", "full"))
+        text = view.card_text(self._card_words(out, sess), sess, detail=prefs.get("detail", "full"))
         markup = None
         if not final:
             handle = self.state.handle("session", out.session)
@@ -157,6 +158,18 @@ class ChatNotifier:
             return
         self.outbox.put(Live(chat_id, text, key=key, markup=markup, session=out.session,
                              reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
+
+    def _card_words(self, out: Card, sess: Session | None) -> str:
+        """The card in the chat's language: the daemon renders it in English; a card of this
+        machine's session, for the task it shows, is rendered again here (``render.card`` is
+        pure; the locale is the one ``emit`` set).  A hub host's session arrives slim (no
+        rows): its card stays as the host rendered it."""
+        task = sess.task if sess is not None else None
+        if (i18n.current() == locales.DEFAULT or sess is None or task is None
+                or task.seq != out.task or "@" in sess.name):
+            return out.text
+        clock = getattr(self._registry(), "clock", time.time)
+        return render.card(sess, clock())
 
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it

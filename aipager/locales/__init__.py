@@ -17,6 +17,9 @@ from __future__ import annotations
 import gettext
 import io
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator
 
 #: the gettext domain (``<locale>/LC_MESSAGES/aipager.mo``)
 DOMAIN = "aipager"
@@ -33,6 +36,35 @@ TELEGRAM_CODES = {"en": "en", "pt_BR": "pt", "es": "es", "vi": "vi"}
 def N_(msgid: str) -> str:
     """Marks a constant for the extractor; the chat translates it where it is shown."""
     return msgid
+
+
+#: the catalog texts below the chat are rendered with (the daemon's card lines): English
+#: unless the caller set one (``rendering``)
+_CATALOG: ContextVar[gettext.NullTranslations | None] = ContextVar("aipager_catalog",
+                                                                    default=None)
+_ENGLISH = gettext.NullTranslations()
+
+
+def tr(msgid: str) -> str:
+    """``msgid`` in the catalog the caller set (``rendering``), English without one."""
+    return (_CATALOG.get() or _ENGLISH).gettext(msgid)
+
+
+def ntr(singular: str, plural: str, n: int) -> str:
+    """The form for ``n``, as ``tr``."""
+    return (_CATALOG.get() or _ENGLISH).ngettext(singular, plural, n)
+
+
+@contextmanager
+def rendering(catalog: gettext.NullTranslations) -> Iterator[None]:
+    """Texts rendered in this context (``tr``, ``ntr``) come from ``catalog``: how a pure
+    renderer below the chat (``daemon.render``) speaks the chat's language without knowing
+    of it."""
+    token = _CATALOG.set(catalog)
+    try:
+        yield
+    finally:
+        _CATALOG.reset(token)
 
 
 def folder() -> str:
@@ -78,4 +110,4 @@ def translations(locale: str) -> gettext.NullTranslations:
 
 
 __all__ = ["DEFAULT", "DOMAIN", "LOCALES", "NAMES", "N_", "TELEGRAM_CODES", "exact", "folder",
-           "from_telegram", "translations"]
+           "from_telegram", "ntr", "rendering", "tr", "translations"]

@@ -102,6 +102,10 @@ async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_wo
                    if "make test" in m["text"] and m.get("reply_markup"))
     assert {"✅ Permitir", "❌ Denegar", "⏹ Detener"} <= set(_buttons(request))
     assert "make test" in request["text"]  # the command itself is never translated
+    # the card, which the daemon renders in English, is rendered again in Spanish
+    await eventually(lambda: any("jim · esperando tu permiso" in m["text"]
+                                 for m in chat.fake.bot_messages(chat.chat_id)),
+                     what="the card in Spanish")
     answer = ("Done: the **tests** pass. Next I would run `make lint`; shall I? "
               "(Claude's own words, in whatever language Claude wrote them.)")
     chat.feed(session, "Stop", prompt_id="p1", last_assistant_message=answer)

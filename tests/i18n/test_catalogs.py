@@ -32,11 +32,13 @@ LONG = {
     "minutes": "12", "seconds": "59", "limit": "5 minutes", "variable": "AIPAGER_VOICE_MODEL",
     "key": "voice_model", "problem": "the chat state was damaged (not valid JSON (line 1)); kept "
     "as /home/someone/.local/state/aipager/chat.json.damaged-20261204T194500Z; starting with a "
-    "fresh one", "command": "/" + "x" * 39, "first": "now", "size": "123,4", "label": "alice_w",
+    "fresh one", "first": "now", "size": "123,4", "label": "alice_w",
     "role": "read_only", "id": "123456789012", "rights": "send prompts, answer requests, manage "
     "sessions", "what": "another member", "code": "a1b2c3d4", "author": "@a_rather_long_username",
     "style": "Reply in detail, with the reasoning.", "state": "off", "detail": "compact",
-    "language": "Tiếng Việt",
+    "language": "Tiếng Việt", "agent": "general-purpose › Explore", "took": "1h 02m",
+    "kinds": "Explore, general-purpose, Plan", "command": "npm run build -- --watch",
+    "status": "session ended",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {
