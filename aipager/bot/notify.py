@@ -193,6 +193,32 @@ class ChatNotifier:
                                    session=out.session), urgent=True)
         self._release_files(out.session, out.task, chat_id)
 
+    def _notice_words(self, out: Notice, sess: Session | None) -> str:
+        """The notice in the chat's language: the daemon renders it in English; one whose
+        output carries what it says is rendered again here (the rest stay as they came)."""
+        if i18n.current() == locales.DEFAULT:
+            return out.text
+        label = sess.label if sess is not None else out.session.removeprefix("claude-")
+        extra = out.extra
+        match out.notice:
+            case NoticeName.COMPACTING:
+                return render.compacting(label)
+            case NoticeName.COMPACTED if isinstance(extra.get("after"), (int, float)):
+                return render.compacted(label, extra["before"], extra["after"])
+            case NoticeName.COMPACTED:
+                return render.compacted_plain(label)
+            case NoticeName.CONTEXT_WARNING if isinstance(extra.get("pct"), (int, float)):
+                return render.context_warning(label, extra["pct"])
+            case NoticeName.STILL_WAITING:
+                return render.still_waiting(label)
+            case NoticeName.TYPING_CUT:
+                return render.typing_cut(label)
+            case NoticeName.SESSION_END if isinstance(extra.get("reason"), str):
+                return render.session_ended(label, extra["reason"])
+            case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
+                return render.files_refused(label, extra["files"])
+        return out.text
+
     def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:
         markup = None
         if out.notice == NoticeName.CONTEXT_WARNING:
@@ -204,8 +230,9 @@ class ChatNotifier:
             reply_to = int(out.extra["msg_id"])
             if self.state.advance_reaction(chat_id, reply_to, "🤷"):
                 self.outbox.put(React(chat_id, reply_to, "🤷"))
-        self.outbox.put(Post(chat_id, out.text, markup=markup, session=out.session,
-                             reply_to=reply_to, buzz=out.notice in BUZZING_NOTICES), urgent=True)
+        self.outbox.put(Post(chat_id, self._notice_words(out, sess), markup=markup,
+                             session=out.session, reply_to=reply_to,
+                             buzz=out.notice in BUZZING_NOTICES), urgent=True)
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)

@@ -35,11 +35,12 @@ def elapsed(seconds: float) -> str:
 
 
 def compacted(label: str, before: float, after: float) -> str:
-    return f"📦 {label} · Conversation compacted: {before:.0f}% → {after:.0f}%"
+    return _("📦 {session} · Conversation compacted: {before}% → {after}%").format(
+        session=label, before=f"{before:.0f}", after=f"{after:.0f}")
 
 
 def compacted_plain(label: str) -> str:
-    return f"📦 {label} · Conversation compacted"
+    return _("📦 {session} · Conversation compacted").format(session=label)
 
 
 def compacting(label: str) -> str:
@@ -47,7 +48,8 @@ def compacting(label: str) -> str:
 
 
 def context_warning(label: str, pct: float) -> str:
-    return f"⚠️ {label} · Context at {pct:.0f}% - will compact soon"
+    return _("⚠️ {session} · Context at {percent}% - will compact soon").format(
+        session=label, percent=f"{pct:.0f}")
 
 
 def api_error(label: str, words: str) -> str:
@@ -55,14 +57,17 @@ def api_error(label: str, words: str) -> str:
 
 
 def files_refused(label: str, files: list[dict]) -> str:
-    reasons = "; ".join(f"{f.get('path', '?')}: {f.get('reason') or f.get('code') or 'refused'}"
+    refused = _("refused")
+    reasons = "; ".join(f"{f.get('path', '?')}: {f.get('reason') or f.get('code') or refused}"
                         for f in files)
     n = len(files)
-    return f"📎 {label} · {n} file{'s' if n != 1 else ''} not sent: {reasons}"
+    return ngettext("📎 {session} · {n} file not sent: {reasons}",
+                    "📎 {session} · {n} files not sent: {reasons}", n).format(
+                        session=label, n=n, reasons=reasons)
 
 
 def memory_cap(label: str, where: str) -> str:
-    return f"🧠 {label} · {where} hit its 1 GB memory limit"
+    return _("🧠 {session} · {where} hit its 1 GB memory limit").format(session=label, where=where)
 
 
 def late_tap(label: str, lost: str) -> str:
@@ -75,7 +80,7 @@ def question(label: str, text: str) -> str:
 
 
 def still_waiting(label: str) -> str:
-    return f"⬆️ {label} · still waiting for your answer above"
+    return _("⬆️ {session} · still waiting for your answer above").format(session=label)
 
 
 def waiting_words(kind: str | None) -> str:
@@ -100,8 +105,8 @@ def typed_at_computer(label: str, prompt: str) -> str:
 
 
 def typing_cut(label: str) -> str:
-    return (f"✂️ {label} · a restart cut this message off while it was typed: it was cleared "
-            "from Claude Code's input, not sent. Send it again.")
+    return _("✂️ {session} · a restart cut this message off while it was typed: it was cleared "
+             "from Claude Code's input, not sent. Send it again.").format(session=label)
 
 
 #: the tool whose permission request is Claude asking to leave plan mode

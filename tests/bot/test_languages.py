@@ -111,6 +111,11 @@ async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_wo
     chat.feed(session, "Stop", prompt_id="p1", last_assistant_message=answer)
     sent = await chat.fake.wait_for("sendMessage", lambda p: "Claude's own words" in str(p["text"]))
     assert "Done: the tests pass. Next I would run make lint; shall I?" in sent["text"]
+    # a notice the daemon renders in English, said again in Spanish, with its button
+    chat.feed(session, "statusline", context_pct=91.0)
+    notice = await chat.fake.wait_for("sendMessage", lambda p: "Contexto al 91%" in p["text"])
+    assert notice["text"] == "⚠️ jim · Contexto al 91%: se compactará pronto"
+    assert "📦 Compactar ahora" in str(notice["reply_markup"])
     await eventually(lambda: any(m["text"].startswith("📟 ✅ 1 sesión inactiva")
                                  for m in chat.fake.bot_messages(chat.chat_id)),
                      what="the pinned line in Spanish")
