@@ -171,6 +171,15 @@ class ChatNotifier:
         clock = getattr(self._registry(), "clock", time.time)
         return render.card(sess, clock())
 
+    def _request_words(self, out: Permission, sess: Session | None) -> str:
+        """The request in the chat's language (as ``_card_words``): rendered again from this
+        machine's open request; Claude's description, the command and the path stay as they
+        are."""
+        if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
+            return out.text
+        req = next((r for r in sess.requests if r.key == out.key), None)
+        return render.request(sess.label, req) if req is not None else out.text
+
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
         self.outbox.put(Post(chat_id, out.text, key=prompt_key(out.session, out.task),
@@ -259,7 +268,7 @@ class ChatNotifier:
         tap(_("⏹ Stop"), RequestAct.STOP)
         last = 1 + ("always" in buttons) + ("edit" in buttons)
         kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
-        text = out.text
+        text = self._request_words(out, sess)
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
             text += "\n" + _("🟢 Always allow remembers: {rule}").format(rule=rule)

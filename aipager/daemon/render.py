@@ -7,7 +7,8 @@ chat renders a card again in its own language (``locales.rendering``).
 
 from __future__ import annotations
 
-from aipager.daemon.model import Agent, BgCommand, Row, Session, State
+from aipager.daemon.model import Agent, BgCommand, Request, Row, Session, State
+from aipager.daemon.summaries import shorten
 from aipager.locales import N_
 from aipager.locales import ntr as ngettext
 from aipager.locales import tr as _
@@ -117,13 +118,24 @@ def permission(label: str, tool: str, description: str, detail: str, cwd: str = 
     """A permission request: what Claude wants to do, then the real command, path or plan,
     and for a command the folder it would run in."""
     if tool == PLAN_TOOL:
-        head = f"📋 {label} · Approve plan?"
+        head = _("📋 {session} · Approve plan?").format(session=label)
     else:
-        head = f"🔐 {label} · {tool or 'Permission'}"
+        head = f"🔐 {label} · " + (tool or _("Permission"))
         if description:
             head += f": {description}"
     text = f"{head}\n{detail}" if detail else head
-    return f"{text}\n📁 in {cwd}" if cwd else text
+    return text + "\n" + _("📁 in {folder}").format(folder=cwd) if cwd else text
+
+
+def request(label: str, req: Request) -> str:
+    """A permission request's message (``permission``), saying so when its choices show only
+    in the terminal."""
+    text = permission(label, req.tool, shorten(req.description, 200) if req.description else "",
+                      req.detail, req.cwd)
+    if req.terminal_only:
+        text += "\n" + _("⌨️ Its choices show only in the terminal: answer it there (⏹ Stop "
+                         "ends the task).")
+    return text
 
 
 #: where Claude Code keeps what a suggestion remembers, in the person's words

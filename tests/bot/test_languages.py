@@ -102,6 +102,8 @@ async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_wo
                    if "make test" in m["text"] and m.get("reply_markup"))
     assert {"✅ Permitir", "❌ Denegar", "⏹ Detener"} <= set(_buttons(request))
     assert "make test" in request["text"]  # the command itself is never translated
+    assert request["text"].startswith("🔐 jim · Bash: Run the tests")  # Claude's words, as said
+    assert "📁 en /tmp" in request["text"]  # the daemon's words, in Spanish
     # the card, which the daemon renders in English, is rendered again in Spanish
     await eventually(lambda: any("jim · esperando tu permiso" in m["text"]
                                  for m in chat.fake.bot_messages(chat.chat_id)),

@@ -38,7 +38,7 @@ LONG = {
     "style": "Reply in detail, with the reasoning.", "state": "off", "detail": "compact",
     "language": "Tiếng Việt", "agent": "general-purpose › Explore", "took": "1h 02m",
     "kinds": "Explore, general-purpose, Plan", "command": "npm run build -- --watch",
-    "status": "session ended",
+    "status": "session ended", "where": "aipager-hook (Bash)", "before": "92", "after": "31",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {
