@@ -95,7 +95,7 @@ async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_wo
     config.save(env, dataclasses.replace(cfg, extra={**cfg.extra, "language": "es"}))
     session = chat.start("jim")
     chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
-    chat.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="t1",
+    chat.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="t1", cwd="/srv/app",
               tool_input={"command": "make test", "description": "Run the tests"})
     await chat.fake.wait_for("sendMessage", lambda p: "make test" in str(p["text"]))
     request = next(m for m in chat.fake.bot_messages(chat.chat_id)
@@ -103,7 +103,7 @@ async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_wo
     assert {"✅ Permitir", "❌ Denegar", "⏹ Detener"} <= set(_buttons(request))
     assert "make test" in request["text"]  # the command itself is never translated
     assert request["text"].startswith("🔐 jim · Bash: Run the tests")  # Claude's words, as said
-    assert "📁 en /tmp" in request["text"]  # the daemon's words, in Spanish
+    assert "📁 en /srv/app" in request["text"]  # the daemon's words, in Spanish
     # the card, which the daemon renders in English, is rendered again in Spanish
     await eventually(lambda: any("jim · esperando tu permiso" in m["text"]
                                  for m in chat.fake.bot_messages(chat.chat_id)),
