@@ -21,9 +21,10 @@ from babel.messages.pofile import read_po, write_po
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOCALES = os.path.join(HERE, "aipager", "locales")
 TEMPLATE = os.path.join(LOCALES, "aipager.pot")
-#: where the chat's words are: the chat, the clients' shared rules, the menu, and the daemon's
-#: card lines (which the chat renders again in its language)
-SOURCES = ("aipager/bot", "aipager/clients", "aipager/chatcommands.py", "aipager/daemon/render.py")
+#: where the words are: the chat, the clients' shared rules, the menu, the daemon's card
+#: lines (which the chat renders again in its language), and the page's
+SOURCES = ("aipager/bot", "aipager/clients", "aipager/chatcommands.py", "aipager/daemon/render.py",
+           "aipager/web/strings.py")
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 
 

@@ -194,7 +194,8 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
     step = ask.get("step", 0)
     q = qs[step]
     count = f" ({step + 1}/{len(qs)})" if len(qs) > 1 else ""
-    lines = [f"❓ {label} · {q.get('header') or _('Claude asks')}{count}", q["question"]]
+    header = q.get("header") or _("Claude asks")
+    lines = [f"❓ {label} · {header}{count}", q["question"]]
     toggled = set(ask.get("toggled") or [])
     kb = InlineKeyboardBuilder()
 
