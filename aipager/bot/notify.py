@@ -204,7 +204,8 @@ class ChatNotifier:
 
     def _notice_words(self, out: Notice, sess: Session | None) -> str:
         """The notice in the chat's language: the daemon renders it in English; one whose
-        output carries what it says is rendered again here (the rest stay as they came)."""
+        output carries what it says is rendered again here (the rest stay as they came: an
+        API error is Claude Code's own words; a memory cap and a late tap carry too little)."""
         if i18n.current() == locales.DEFAULT:
             return out.text
         label = sess.label if sess is not None else out.session.removeprefix("claude-")
@@ -226,6 +227,8 @@ class ChatNotifier:
                 return render.session_ended(label, extra["reason"])
             case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
                 return render.files_refused(label, extra["files"])
+            case NoticeName.SAFETY_BLOCKED if isinstance(extra.get("reason"), str):
+                return render.safety_blocked(label, extra["reason"])
         return out.text
 
     def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:

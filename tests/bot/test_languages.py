@@ -118,6 +118,11 @@ async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_wo
     notice = await chat.fake.wait_for("sendMessage", lambda p: "Contexto al 91%" in p["text"])
     assert notice["text"] == "⚠️ jim · Contexto al 91%: se compactará pronto"
     assert "📦 Compactar ahora" in str(notice["reply_markup"])
+    # a safety block: the daemon's sentence in Spanish, the policy's reason as it is written
+    chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
+    blocked = await chat.fake.wait_for("sendMessage", lambda p: "🛑" in p["text"])
+    assert blocked["text"] == ("🛑 jim · Bloqueado por una regla de seguridad: tool Bash is denied "
+                               "for this task (detenido)")
     await eventually(lambda: any(m["text"].startswith("📟 ✅ 1 sesión inactiva")
                                  for m in chat.fake.bot_messages(chat.chat_id)),
                      what="the pinned line in Spanish")
