@@ -28,8 +28,6 @@ from typing import Any, Awaitable, Callable, Iterator, Mapping
 
 from aiogram.types import TelegramObject
 from aiogram.utils.i18n import I18n, I18nMiddleware
-from babel.dates import format_timedelta
-from babel.numbers import format_decimal
 
 from aipager import locales
 from aipager.locales import N_
@@ -80,12 +78,16 @@ def use(locale: str) -> Iterator[None]:
 
 def number(value: float, digits: int = 0) -> str:
     """``value`` as the current locale writes numbers (``1,234.5`` / ``1.234,5``)."""
+    from babel.numbers import format_decimal  # Babel's locale data: only when a number shows
+
     pattern = "#,##0" + ("." + "0" * digits if digits else "")
     return format_decimal(value, format=pattern, locale=current())
 
 
 def duration(seconds: float) -> str:
     """A duration in the current locale's words, rounded to its largest unit (``3 minutes``)."""
+    from babel.dates import format_timedelta
+
     return format_timedelta(timedelta(seconds=seconds), threshold=1.0, locale=current())
 
 
