@@ -58,7 +58,8 @@ def catalogs() -> dict[str, str]:
 
 def _dump(catalog: Catalog) -> bytes:
     buf = io.BytesIO()
-    write_po(buf, catalog, width=100, omit_header=False, sort_output=False)
+    # file names without line numbers: an edit elsewhere in a file changes no catalog
+    write_po(buf, catalog, width=100, include_lineno=False)
     return buf.getvalue()
 
 
