@@ -23,6 +23,8 @@ Metadata lives in pyproject.toml.  What this adds to a plain setuptools build:
   the matcher and the drain to their Python twins (see there).
 - ``aipager/hookpy/_hot.bin``: the twins' hot-path modules compiled into one
   marshalled file (``aipager.hookpy.hot``), so stage 2 starts faster.
+- ``aipager/locales/*/LC_MESSAGES/aipager.mo``: the chat's translations, compiled
+  with Babel from the ``.po`` sources (``compile_catalogs``); never committed.
 - ``EXTENSIONS``: importable Cython extensions; an entry whose source file is
   missing is skipped.
 
@@ -482,11 +484,40 @@ class build_scripts(_build_scripts):
         return built
 
 
+def compile_catalogs(build_lib: str) -> list[str]:
+    """The chat's translations (``aipager/locales/<locale>/LC_MESSAGES/*.po``) compiled with
+    Babel into the ``.mo`` files aiogram's i18n reads, next to where the build puts the
+    package; a fuzzy entry is left out (its English msgid shows instead)."""
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    written = []
+    source = os.path.join(HERE, "aipager", "locales")
+    for locale in sorted(os.listdir(source)):
+        folder = os.path.join(source, locale, "LC_MESSAGES")
+        if not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if not name.endswith(".po"):
+                continue
+            with open(os.path.join(folder, name), "rb") as fh:
+                catalog = read_po(fh, locale=locale)
+            out = os.path.join(build_lib, "aipager", "locales", locale, "LC_MESSAGES")
+            os.makedirs(out, exist_ok=True)
+            target = os.path.join(out, name[:-3] + ".mo")
+            with open(target, "wb") as fh:
+                write_mo(fh, catalog)
+            written.append(target)
+    return written
+
+
 class build_py(_build_py):
-    """Also write the hook's hot-path bundle (``aipager.hookpy.hot``) into the build."""
+    """Also write the hook's hot-path bundle (``aipager.hookpy.hot``) and the compiled
+    translations (``compile_catalogs``) into the build."""
 
     def run(self):
         super().run()
+        compile_catalogs(self.build_lib)
         hot = _package_module("aipager/hookpy/hot.py")
         target = os.path.join(self.build_lib, hot["FILE"])
         data = hot["build"](self.build_lib)

@@ -6,17 +6,20 @@ Standard library only: the session layer and the CLI read it without the chat.
 
 from __future__ import annotations
 
+from aipager.locales import N_  # the descriptions are translated where the menu is set
+
+
 #: the commands the menu shows (session shortcuts come first, added per live session)
 COMMANDS: tuple[tuple[str, str], ...] = (
-    ("status", "Every session and what it waits for"),
-    ("new", "Start a session: /new NAME [first message]"),
-    ("stop", "Interrupt the running task: /stop [name]"),
-    ("resume", "Resume an ended session"),
-    ("kill", "End a session: /kill NAME"),
-    ("compact", "Compact the conversation: /compact [name]"),
-    ("model", "Switch model: /model NAME"),
-    ("settings", "Reply style, diff previews, card detail"),
-    ("help", "Where messages go, and the commands"),
+    ("status", N_("Every session and what it waits for")),
+    ("new", N_("Start a session: /new NAME [first message]")),
+    ("stop", N_("Interrupt the running task: /stop [name]")),
+    ("resume", N_("Resume an ended session")),
+    ("kill", N_("End a session: /kill NAME")),
+    ("compact", N_("Compact the conversation: /compact [name]")),
+    ("model", N_("Switch model: /model NAME")),
+    ("settings", N_("Reply style, diff previews, card detail, language")),
+    ("help", N_("Where messages go, and the commands")),
 )
 #: the team's commands (routers/team.py), not in the menu
 TEAM_COMMANDS = ("whoami", "members", "role", "invite", "join")

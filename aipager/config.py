@@ -9,6 +9,11 @@ Layout (``schema_version`` 1)::
     {"schema_version": 1, "bot_token": "123:abc", "chat_id": 42,
      "members": [{"id": 7, "label": "alice", "role": "admin"}],
      "policy_file": null, "claude_path": null}
+
+Optional keys kept in ``Config.extra`` (checked here when they have a fixed form):
+``language``, the language of what the chat says on its own (``aipager.locales``:
+``en``, ``pt_BR``, ``es``, ``vi``); without it the chat speaks the language of whoever
+last wrote there.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from aipager import locales
 from aipager.proto import paths
 from aipager.proto.errors import ConfigError
 from aipager.proto import fsio
@@ -241,10 +247,20 @@ def from_json(doc: Any, where: str = "config") -> Config:
     members = tuple(_member(m, where) for m in doc.get("members") or ())
     policy_file = _opt_str(doc, "policy_file", where)
     claude_path = _opt_str(doc, "claude_path", where)
+    _check_language(doc.get("language"), where)
     known = {"schema_version", "bot_token", "chat_id", "members", "policy_file", "claude_path"}
     # Unknown keys survive a load/save round trip (a newer aipager may have written them).
     extra = {k: v for k, v in doc.items() if k not in known}
     return Config(token, chat_id, members, policy_file, claude_path, extra)
+
+
+def _check_language(value: Any, where: str) -> None:
+    if value is None or (isinstance(value, str) and locales.exact(value)):
+        return
+    msg = (f"{where}: language {value!r} is not a language aipager speaks; use one of: "
+           f"{', '.join(locales.LOCALES)} (or remove it: the chat then speaks the language of "
+           "whoever last wrote there)")
+    raise ConfigError(msg)
 
 
 def _member(doc: Any, where: str) -> Member:

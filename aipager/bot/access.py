@@ -38,14 +38,15 @@ from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import Outbox, Post
 from aipager.bot.strangers import Strangers
 from aipager.clients.members import Members
+from aipager.bot.i18n import N_, _
 from aipager.clients.people import Sender, refusal
 
 log = logging.getLogger("aipager.bot")
 
 #: a stranger hears "this bot is private" at most this often
 STRANGER_REPLY_EVERY = 24 * 3600.0
-PRIVATE_TEXT = "🔒 This bot is private: it drives somebody's Claude Code sessions."
-NOT_MEMBER_TEXT = "🔒 You are not a member here: ask an admin for access."
+PRIVATE_TEXT = N_("🔒 This bot is private: it drives somebody's Claude Code sessions.")
+NOT_MEMBER_TEXT = N_("🔒 You are not a member here: ask an admin for access.")
 
 
 class TapAnswer(CallbackAnswerMiddleware):
@@ -99,7 +100,7 @@ class Access(BaseMiddleware):
                      event: TelegramObject, data: dict[str, Any]) -> Any:
         """The inner middleware: the handler's ``rights`` flag against the sender's role."""
         need = get_flag(data, "rights")
-        why = refusal(data["sender"], need) if need else None
+        why = refusal(data["sender"], need, tr=_) if need else None
         if not why:
             return await handler(event, data)
         if isinstance(event, CallbackQuery):
@@ -119,7 +120,7 @@ class Access(BaseMiddleware):
         configured = chat.id == self.members.current().chat_id
         why = "not a member" if configured else "not this bot's chat"
         kind = type(event).__name__.lower()
-        text = NOT_MEMBER_TEXT if configured else PRIVATE_TEXT
+        text = _(NOT_MEMBER_TEXT if configured else PRIVATE_TEXT)
         if isinstance(event, CallbackQuery):
             # A toast is seen by the tapper only and uses none of the chat's posts.
             log.warning("ignored %s from user %s in chat %s (%s)", kind, user.id, chat.id, why)

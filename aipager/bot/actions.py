@@ -18,7 +18,9 @@ from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Outbox, Post, React
 from aipager.clients import prompts
-from aipager.clients.people import Sender, author_label, refusal, task_authors  # noqa: F401
+from aipager.bot.i18n import _
+from aipager.clients import people
+from aipager.clients.people import Sender, author_label, task_authors  # noqa: F401
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort, Outcome, SessionsView, Who
@@ -120,7 +122,7 @@ class Actions:
                        chat_id=chat_id, refused=verdict.reason.name.lower(),
                        detail=verdict.detail or None)
             self.react(chat_id, msg_id, "🤷")
-            self.say(chat_id, view.prompt_refused(verdict.reason, verdict.detail),
+            self.say(chat_id, prompts.refused_words(verdict.reason, verdict.detail, tr=_),
                      reply_to=msg_id)
             return "refused"
         text = verdict.text
@@ -128,7 +130,7 @@ class Actions:
         if quoted:
             # A reply to an older message: Claude is shown what it replies to.
             author["reply_to"] = {"text": quoted[0][:1000], "sent_at": quoted[1]}
-        why, held_for = prompts.hold(sess, sender) or ("", "task")
+        why, held_for = prompts.hold(sess, sender, tr=_) or ("", "task")
         if why:
             # Its update is handled from here on, durably (``inbox``): a replay after a kill
             # must not hold it twice (the daemon saves the held message at once).
@@ -156,8 +158,8 @@ class Actions:
             await self.port.type_text(sess.name, text)
         except (AipagerError, ValueError, OSError) as exc:
             self.react(chat_id, msg_id, "🤷")
-            self.say(chat_id, f"🤷 Not delivered to {sess.label}: {_reason(exc)}", reply_to=msg_id,
-                     buzz=True)
+            self.say(chat_id, _("🤷 Not delivered to {session}: {reason}").format(
+                session=sess.label, reason=_reason(exc)), reply_to=msg_id, buzz=True)
             return "failed"
         self.audit("chat_raw_keys", sender, session=sess.name, msg_id=msg_id, chat_id=chat_id)
         return "typed"
@@ -180,8 +182,9 @@ class Actions:
                                          style=style, queued=queued, acting=acting)
         except (AipagerError, ValueError, OSError) as exc:
             self.react(chat_id, msg_id, "🤷")
-            self.say(chat_id, f"🤷 Not delivered to {session.removeprefix('claude-')}: "
-                     f"{_reason(exc)}", reply_to=msg_id, buzz=True)
+            self.say(chat_id, _("🤷 Not delivered to {session}: {reason}").format(
+                session=session.removeprefix('claude-'), reason=_reason(exc)), reply_to=msg_id,
+                buzz=True)
             log.warning("typing a chat message into %s failed: %s", session, exc)
             return "failed"
         return "typed"
@@ -227,7 +230,7 @@ class Actions:
         name, at, host = name.partition("@")  # NAME@host: on that host of a hub
         bare = dtach.check_name(name)
         if bare.lower() in view.RESERVED:
-            msg = f"{bare} is the name of a command; pick another name"
+            msg = _("{name} is the name of a command; pick another name").format(name=bare)
             raise SessionError(msg)
         folder = cwd if cwd and os.path.isdir(cwd) else self.default_folder
         return await self.port.start_session(bare + at + host, resume_id=resume_id, cwd=folder)
@@ -259,9 +262,14 @@ class Actions:
         return await self.port.kill_session(sess.label)
 
 
+def refusal(sender: Sender, what: str, sess: Session | None = None) -> str | None:
+    """``people.refusal`` in the chat's words (the current locale)."""
+    return people.refusal(sender, what, sess, tr=_)
+
+
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, SessionNotFound):
-        return "the session is not running"
+        return _("the session is not running")
     if isinstance(exc, SessionError):
         return str(exc)
-    return f"could not type it ({exc})"
+    return _("could not type it ({error})").format(error=exc)

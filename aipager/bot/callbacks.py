@@ -117,6 +117,8 @@ class Setting(StrEnum):
     DETAIL = "detail"
     #: quiet while at the computer: on or off
     QUIET = "quiet"
+    #: a person's own language (``aipager.locales``; "auto": their Telegram app's)
+    LANGUAGE = "language"
 
 
 class ModelChoice(StrEnum):

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 
 import orjson
 
+from aipager import locales
 from aipager.proto import paths
 from aipager.proto.fsnames import keep_aside, write_private
 
@@ -87,6 +88,10 @@ class ChatState:
     #: every Telegram update up to this id is handled (``inbox``): one Telegram delivers
     #: again, or the update journal still holds, is not acted on again
     handled: int = 0
+    #: user id (str) → the language they chose in /settings (``aipager.locales``)
+    langs: dict[str, str] = field(default_factory=dict)
+    #: chat id (str) → the language of the member who last wrote there (``i18n.chat_locale``)
+    chat_langs: dict[str, str] = field(default_factory=dict)
     #: not saved: what was wrong with the saved file this state replaces ("" when nothing)
     damaged: str = ""
 
@@ -177,6 +182,7 @@ class ChatState:
             "authors": self.authors, "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "invites": self.invites,
             "asks": self.asks, "taken": self.taken, "handled": self.handled,
+            "langs": self.langs, "chat_langs": self.chat_langs,
         }
 
     @classmethod
@@ -193,6 +199,11 @@ class ChatState:
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, dict(value))
+        for name in ("langs", "chat_langs"):
+            value = doc.get(name)
+            if isinstance(value, dict):
+                setattr(state, name, {str(k): v for k, v in value.items()
+                                      if isinstance(v, str) and v in locales.LOCALES})
         if isinstance(doc.get("pending"), list):
             state.pending = [op for op in doc["pending"] if isinstance(op, dict)]
         if isinstance(doc.get("menu"), list):

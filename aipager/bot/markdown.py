@@ -26,11 +26,13 @@ from aiogram.types import MessageEntity
 from telegramify_markdown.config import RenderConfig
 from telegramify_markdown.converter import STANDARD_OPTIONS
 
+from aipager.bot.i18n import N_, _
+
 #: Telegram's cap on one message, in UTF-16 code units
 TELEGRAM_LIMIT = 4096
 
 #: shown instead of an answer with no text, so the header is never sent alone
-EMPTY_ANSWER = "(empty answer)"
+EMPTY_ANSWER = N_("(empty answer)")
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ def format_answer(
     """
     body, spans = _convert(markdown)
     if _is_blank(body):
-        body, spans = EMPTY_ANSWER, [_Span("italic", 0, u16_len(EMPTY_ANSWER))]
+        body = _(EMPTY_ANSWER)
+        spans = [_Span("italic", 0, u16_len(body))]
     head = _clean(label).replace("\n", " ")
     shift = u16_len(head) + 1
     header = [_Span("bold", 0, shift - 1)] if head else []
@@ -88,7 +91,7 @@ def format_answer(
         return FormattedAnswer(messages=chunks, attachment=None, attachment_name=None)
 
     name = f"{_file_safe(label)}-answer.md"
-    note = f"… (full answer attached as {name})"
+    note = _("… (full answer attached as {name})").format(name=name)
     room = limit - u16_len(note) - 1
     if room >= 2:
         first = _split(text, spans, room)[0]

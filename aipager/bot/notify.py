@@ -30,11 +30,14 @@ from typing import Any, Callable, Coroutine
 
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot import view
+from aipager import locales
+from aipager.bot import i18n, view
 from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
 from aipager.bot.chatstate import ChatState
+from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
+from aipager.daemon import render
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
@@ -90,8 +93,11 @@ class ChatNotifier:
     def __init__(self, outbox: Outbox, state: ChatState, registry: Callable[[], Any],
                  chats_for: Callable[[str], list[int]],
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any],
-                 started_at: float | None = None, env: dict[str, str] | None = None) -> None:
+                 started_at: float | None = None, env: dict[str, str] | None = None,
+                 locale_for: Callable[[int], str] | None = None) -> None:
         self.env = env if env is not None else {}
+        #: chat id → the language of what the chat says on its own (``i18n.chat_locale``)
+        self._locale_for = locale_for or (lambda chat_id: locales.DEFAULT)
         #: files of a task waiting for its answer: (session, task, chat) → entry
         self._files: dict[tuple[str, Any, int], dict[str, Any]] = {}
         self.outbox = outbox
@@ -117,9 +123,11 @@ class ChatNotifier:
             handler = getattr(self, f"_on_{out.kind}", None)
             sess = self._registry().get(out.session)
             for chat_id in self._chats_for(out.session):
-                if handler is not None:
-                    handler(out, sess, chat_id)
-                self._status_line(chat_id)
+                # the chat's language, set here: no handler's context reaches a daemon event
+                with i18n.use(self._locale_for(chat_id)):
+                    if handler is not None:
+                        handler(out, sess, chat_id)
+                    self._status_line(chat_id)
         except Exception:  # noqa: BLE001 - a rendering bug must not break event handling
             log.exception("showing a %s output in the chat failed", out.kind)
 
@@ -139,17 +147,38 @@ class ChatNotifier:
             self._release_files(out.session, out.task, chat_id)
             return
         prefs = self.state.prefs_of(chat_id)
-        text = view.card_text(out.text, sess, detail=prefs.get("detail", "full"))
+        text = view.card_text(self._card_words(out, sess), sess, detail=prefs.get("detail", "full"))
         markup = None
         if not final:
             handle = self.state.handle("session", out.session)
-            markup = _one_button("⏹ Stop", SessionTap(h=handle, act=SessionAct.STOP))
+            markup = _one_button(_("⏹ Stop"), SessionTap(h=handle, act=SessionAct.STOP))
         if final:
             self._release_files(out.session, out.task, chat_id)
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
         self.outbox.put(Live(chat_id, text, key=key, markup=markup, session=out.session,
                              reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
+
+    def _card_words(self, out: Card, sess: Session | None) -> str:
+        """The card in the chat's language: the daemon renders it in English; a card of this
+        machine's session, for the task it shows, is rendered again here (``render.card`` is
+        pure; the locale is the one ``emit`` set).  A hub host's session arrives slim (no
+        rows): its card stays as the host rendered it."""
+        task = sess.task if sess is not None else None
+        if (i18n.current() == locales.DEFAULT or sess is None or task is None
+                or task.seq != out.task or "@" in sess.name):
+            return out.text
+        clock = getattr(self._registry(), "clock", time.time)
+        return render.card(sess, clock())
+
+    def _request_words(self, out: Permission, sess: Session | None) -> str:
+        """The request in the chat's language (as ``_card_words``): rendered again from this
+        machine's open request; Claude's description, the command and the path stay as they
+        are."""
+        if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
+            return out.text
+        req = next((r for r in sess.requests if r.key == out.key), None)
+        return render.request(sess.label, req) if req is not None else out.text
 
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
@@ -169,23 +198,53 @@ class ChatNotifier:
                                  buzz=i == 0 and not quiet), urgent=True)
         if formatted.attachment is not None:
             self.outbox.put(Upload(chat_id, formatted.attachment_name or f"{label}-answer.md",
-                                   caption="The whole answer", data=formatted.attachment,
+                                   caption=_("The whole answer"), data=formatted.attachment,
                                    session=out.session), urgent=True)
         self._release_files(out.session, out.task, chat_id)
+
+    def _notice_words(self, out: Notice, sess: Session | None) -> str:
+        """The notice in the chat's language: the daemon renders it in English; one whose
+        output carries what it says is rendered again here (the rest stay as they came: an
+        API error is Claude Code's own words; a memory cap and a late tap carry too little)."""
+        if i18n.current() == locales.DEFAULT:
+            return out.text
+        label = sess.label if sess is not None else out.session.removeprefix("claude-")
+        extra = out.extra
+        match out.notice:
+            case NoticeName.COMPACTING:
+                return render.compacting(label)
+            case NoticeName.COMPACTED if isinstance(extra.get("after"), (int, float)):
+                return render.compacted(label, extra["before"], extra["after"])
+            case NoticeName.COMPACTED:
+                return render.compacted_plain(label)
+            case NoticeName.CONTEXT_WARNING if isinstance(extra.get("pct"), (int, float)):
+                return render.context_warning(label, extra["pct"])
+            case NoticeName.STILL_WAITING:
+                return render.still_waiting(label)
+            case NoticeName.TYPING_CUT:
+                return render.typing_cut(label)
+            case NoticeName.SESSION_END if isinstance(extra.get("reason"), str):
+                return render.session_ended(label, extra["reason"])
+            case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
+                return render.files_refused(label, extra["files"])
+            case NoticeName.SAFETY_BLOCKED if isinstance(extra.get("reason"), str):
+                return render.safety_blocked(label, extra["reason"])
+        return out.text
 
     def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:
         markup = None
         if out.notice == NoticeName.CONTEXT_WARNING:
             handle = self.state.handle("session", out.session)
-            markup = _one_button("📦 Compact now", SessionTap(h=handle, act=SessionAct.COMPACT))
+            markup = _one_button(_("📦 Compact now"), SessionTap(h=handle, act=SessionAct.COMPACT))
         reply_to = None
         if out.notice == NoticeName.TYPING_CUT and str(out.extra.get("chat_id")) == str(chat_id):
             # said on the message that was cut off (never a message id of another chat)
             reply_to = int(out.extra["msg_id"])
             if self.state.advance_reaction(chat_id, reply_to, "🤷"):
                 self.outbox.put(React(chat_id, reply_to, "🤷"))
-        self.outbox.put(Post(chat_id, out.text, markup=markup, session=out.session,
-                             reply_to=reply_to, buzz=out.notice in BUZZING_NOTICES), urgent=True)
+        self.outbox.put(Post(chat_id, self._notice_words(out, sess), markup=markup,
+                             session=out.session, reply_to=reply_to,
+                             buzz=out.notice in BUZZING_NOTICES), urgent=True)
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)
@@ -199,23 +258,23 @@ class ChatNotifier:
         plan = out.tool == "ExitPlanMode"
         answers = "allow" in buttons
         if answers:
-            tap("✅ Approve plan" if plan else "✅ Allow", RequestAct.ALLOW)
-            tap("✍️ Keep planning" if plan else "❌ Deny", RequestAct.DENY)
+            tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
+            tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
         scoped = [(label, act) for label, act in zip(out.scopes, SCOPES, strict=False)
                   if act in buttons]
         for label, act in scoped:
             tap(label, act)  # long labels: a row each
         if "always" in buttons:
-            tap("🟢 Always allow", RequestAct.ALWAYS)
+            tap(_("🟢 Always allow"), RequestAct.ALWAYS)
         if "edit" in buttons:
-            tap("✏️ Edit", RequestAct.EDIT)
-        tap("⏹ Stop", RequestAct.STOP)
+            tap(_("✏️ Edit"), RequestAct.EDIT)
+        tap(_("⏹ Stop"), RequestAct.STOP)
         last = 1 + ("always" in buttons) + ("edit" in buttons)
         kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
-        text = out.text
+        text = self._request_words(out, sess)
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
-            text += f"\n🟢 Always allow remembers: {rule}"
+            text += "\n" + _("🟢 Always allow remembers: {rule}").format(rule=rule)
         entities = list(_code_entity(text, out.detail))
         if plan and out.detail and out.detail in text:
             # a plan is Markdown: shown formatted, as Claude wrote it, not as a code block
@@ -243,7 +302,7 @@ class ChatNotifier:
         if attach:
             label = sess.label if sess is not None else out.session
             self.outbox.put(Upload(chat_id, f"{label}-{out.tool.lower()}.diff",
-                                   caption="The whole diff", data=attach.encode("utf-8"),
+                                   caption=_("The whole diff"), data=attach.encode("utf-8"),
                                    session=out.session), urgent=True)
 
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
@@ -330,7 +389,8 @@ class ChatNotifier:
         if refused:
             label = out.session.removeprefix("claude-")
             reasons = "; ".join(f"{r['path']}: {r['reason']}" for r in refused)
-            entry["ops"].append(Post(chat_id, f"📎 {label} · not sent: {reasons}",
+            entry["ops"].append(Post(chat_id, _("📎 {session} · not sent: {reasons}").format(
+                                         session=label, reasons=reasons),
                                      session=out.session))
         self._flush_files(out.session, out.task, chat_id)
 
@@ -373,7 +433,7 @@ def _formatted_plan(text: str, plan: str) -> tuple[str, list[dict[str, Any]]]:
     first = chunks[0]
     shift = u16_len(head)
     entities = [{**e, "offset": e["offset"] + shift} for e in _entities(first)]
-    body = first.text if len(chunks) == 1 else first.text + "\n… (the rest in the terminal)"
+    body = first.text if len(chunks) == 1 else first.text + "\n" + _("… (the rest in the terminal)")
     return head + body, entities
 
 
@@ -393,7 +453,10 @@ def _head(body: str, limit: int) -> str:
             break
         kept.append(line)
         size += len(line) + 1
-    return "\n".join(kept + [f"… {len(lines) - len(kept)} more lines in the .diff file"])
+    more = len(lines) - len(kept)
+    return "\n".join(kept + [ngettext("… {n} more line in the .diff file",
+                                       "… {n} more lines in the .diff file", more).format(
+                                           n=number(more))])
 
 
 def prompt_key(session: str, task_seq: Any) -> str:

@@ -19,13 +19,14 @@ import os
 import re
 from typing import Any, Coroutine, Mapping
 
-from aipager import config
+from aipager import config, locales
 from aipager.proto import paths
 from aipager.install import telegram_check
 from aipager.aio import cancel_and_wait, every, spawn
-from aipager.bot import chatstate, inbox, polling, view
+from aipager.bot import chatstate, i18n, inbox, polling, view
 from aipager.bot.access import Access, Members, TapAnswer
 from aipager.bot.actions import Actions
+from aipager.bot.i18n import N_, _
 from aipager.bot.notify import ChatNotifier
 from aipager.bot.outbox import Action, Outbox, Post
 from aipager.bot.strangers import Strangers
@@ -47,7 +48,7 @@ CLOSE_GRACE = 3.0
 #: a Telegram command name
 _COMMAND = re.compile(r"^[a-z0-9_]{1,32}$")
 
-RESTARTED = "🔄 aipager is running again after an unclean stop; sessions carried on."
+RESTARTED = N_("🔄 aipager is running again after an unclean stop; sessions carried on.")
 
 
 class ChatBot:
@@ -72,7 +73,7 @@ class ChatBot:
                                  on_change=lambda: self._changed(False))
         self.port: DaemonPort | None = None
         self.notifier = ChatNotifier(self.outbox, self.state, self._registry, self.chats_for,
-                                     self._spawn, env=self.env)
+                                     self._spawn, env=self.env, locale_for=self.chat_locale)
         self.username: str | None = None
         #: "ok", or what is wrong with reaching Telegram ("unreachable", "conflict", "token")
         self.telegram = "starting"
@@ -105,6 +106,10 @@ class ChatBot:
     def chats_for(self, session: str) -> list[int]:
         """The chats a session reports to: the configured chat."""
         return [self.members.current().chat_id]
+
+    def chat_locale(self, chat_id: int) -> str:
+        """The language of what the chat says on its own (``i18n.chat_locale``)."""
+        return i18n.chat_locale(self.members.current().extra.get("language"), self.state, chat_id)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         spawn(self._tasks, coro, log, "a chat action")
@@ -152,6 +157,9 @@ class ChatBot:
         # one a handler fails on) is answered once, after its handler, with the text the
         # handler or the refusal set.
         dp.callback_query.outer_middleware(TapAnswer())
+        # Then the person's language, around everything that answers them (a stranger's
+        # refusal included).
+        i18n.LocaleMiddleware(self.state, self.members).setup(dp)
         # Who sends this (strangers stop here), then, once the handler is known, whether
         # their role has the right its ``rights`` flag names.
         dp.message.outer_middleware(access)
@@ -264,14 +272,16 @@ class ChatBot:
         unclean stop or with a damaged chat state, one line in the chat."""
         from aiogram.types import BotCommand
 
-        if self.unclean:
-            self.outbox.put(Post(self.members.current().chat_id, RESTARTED))
-        if self.state.damaged:
-            # once: the next save writes a sound file
-            self.outbox.put(Post(self.members.current().chat_id,
-                                 f"⚠️ aipager: {self.state.damaged}. Old cards and buttons no "
-                                 "longer answer.", buzz=True))
-            self.state.damaged = ""
+        chat_id = self.members.current().chat_id
+        with i18n.use(self.chat_locale(chat_id)):
+            if self.unclean:
+                self.outbox.put(Post(chat_id, _(RESTARTED)))
+            if self.state.damaged:
+                # once: the next save writes a sound file
+                self.outbox.put(Post(chat_id, _("⚠️ aipager: {problem}. Old cards and buttons no "
+                                                "longer answer.").format(problem=self.state.damaged),
+                                     buzz=True))
+                self.state.damaged = ""
         delay = 1.0
         while True:
             try:
@@ -280,8 +290,9 @@ class ChatBot:
                 if self.telegram == "starting":
                     self.telegram = "ok"
                 dp["bot_identity"] = (me.id, me.username)
-                await self.bot.set_my_commands([BotCommand(command=c, description=d)
-                                                for c, d in view.COMMANDS])
+                for code, menu in i18n.commands_menu(view.COMMANDS).items():
+                    await self.bot.set_my_commands([BotCommand(command=c, description=d)
+                                                    for c, d in menu], language_code=code or None)
                 return
             except asyncio.CancelledError:
                 raise
@@ -299,10 +310,13 @@ class ChatBot:
                        and s.label not in view.RESERVED)[:50]
         if names == self.state.menu:
             return
-        commands = [BotCommand(command=n, description=f"Talk to session {n}") for n in names]
-        commands += [BotCommand(command=c, description=d) for c, d in view.COMMANDS]
-        await self.bot.set_my_commands(commands[:100], scope=BotCommandScopeChat(
-            chat_id=self.members.current().chat_id))
+        scope = BotCommandScopeChat(chat_id=self.members.current().chat_id)
+        for code, menu in i18n.commands_menu(view.COMMANDS).items():
+            with i18n.use(locales.from_telegram(code)):
+                commands = [BotCommand(command=n, description=_("Talk to session {name}").format(
+                    name=n)) for n in names]
+            commands += [BotCommand(command=c, description=d) for c, d in menu]
+            await self.bot.set_my_commands(commands[:100], scope=scope, language_code=code or None)
         self.state.menu = names
         self._dirty = True
 

@@ -15,8 +15,8 @@ from typing import Sequence
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 from aiogram.utils.keyboard import InlineKeyboardBuilder, KeyboardBuilder
 
+from aipager.bot.i18n import N_, _, ngettext
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
-from aipager.clients import prompts
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import HostView
 from aipager.daemon import render
@@ -24,8 +24,8 @@ from aipager.daemon.render import elapsed
 
 _STATE_ICON = {State.WORKING: "⏳", State.WAITING: "🔐", State.READY: "✅", State.UNKNOWN: "•",
                State.GONE: "🔴"}
-_STATE_WORDS = {State.WORKING: "working", State.WAITING: "waiting for you", State.READY: "ready",
-                State.UNKNOWN: "starting", State.GONE: "ended"}
+_STATE_WORDS = {State.WORKING: N_("working"), State.WAITING: N_("waiting for you"),
+                State.READY: N_("ready"), State.UNKNOWN: N_("starting"), State.GONE: N_("ended")}
 
 
 def markup(builder: KeyboardBuilder[InlineKeyboardButton]) -> dict | None:
@@ -68,7 +68,8 @@ def card_text(card: str, sess: Session | None, *, detail: str = "full") -> str:
 
 def session_line(sess: Session, now: float, current: bool = False) -> str:
     """``⏳ jim · working · 1m 12s · opus · ctx 41% · $0.04``."""
-    parts = [f"{_STATE_ICON.get(sess.state, '•')} {sess.label}", _STATE_WORDS.get(sess.state, "")]
+    words = _STATE_WORDS.get(sess.state)
+    parts = [f"{_STATE_ICON.get(sess.state, '•')} {sess.label}", _(words) if words else ""]
     if sess.state == State.WAITING and sess.waiting_for():
         parts[-1] = render.waiting_words(sess.waiting_for())
     task = sess.task
@@ -77,9 +78,9 @@ def session_line(sess: Session, now: float, current: bool = False) -> str:
     if sess.model:
         parts.append(sess.model)
     if isinstance(sess.context_pct, (int, float)):
-        parts.append(f"ctx {sess.context_pct:.0f}%")
+        parts.append(_("ctx {percent}%").format(percent=f"{sess.context_pct:.0f}"))
     line = " · ".join(p for p in parts if p) + cost(sess)
-    return line + ("  ← current" if current else "")
+    return line + ("  " + _("← current") if current else "")
 
 
 def status_screen(sessions: Sequence[Session], current: str | None, now: float,
@@ -88,24 +89,25 @@ def status_screen(sessions: Sequence[Session], current: str | None, now: float,
     machine that went quiet saying since when."""
     live = [s for s in sessions if is_live(s)]
     if not live and not hosts:
-        return ("No sessions yet. Start one with /new NAME, or run "
-                "`aipager session NAME` on the computer.")
-    lines = ["Sessions:"]
+        return _("No sessions yet. Start one with /new NAME, or run "
+                 "`aipager session NAME` on the computer.")
+    lines = [_("Sessions:")]
     if not hosts:
         lines += [session_line(s, now, s.name == current) for s in live]
         return "\n".join(lines)
     for host in hosts:
         mine = [s for s in live if _host_of(s.name) == ("" if host.local else host.name)]
-        head = f"🖥 {host.name}" + (" (this machine)" if host.local else "")
+        head = f"🖥 {host.name}" + (" " + _("(this machine)") if host.local else "")
         if not host.local and not host.last_seen:
-            head += " · not joined yet"
+            head += " · " + _("not joined yet")
         elif not host.online:
-            head += f" · offline since {time.strftime('%H:%M', time.localtime(host.last_seen))}"
+            head += " · " + _("offline since {time}").format(
+                time=time.strftime('%H:%M', time.localtime(host.last_seen)))
         if host.local and not mine:
             continue
         lines.append(head)
         lines += [f"  {session_line(s, now, s.name == current)}" for s in mine] \
-            or ["  (no sessions)"]
+            or ["  " + _("(no sessions)")]
     return "\n".join(lines)
 
 
@@ -122,34 +124,34 @@ def status_bar(sessions: Sequence[Session]) -> str:
     working = [s.label for s in live if s.state == State.WORKING]
     parts = []
     if waiting:
-        parts.append("🔐 waiting for you: " + ", ".join(waiting))
+        parts.append(_("🔐 waiting for you: {sessions}").format(sessions=", ".join(waiting)))
     if working:
-        parts.append("⏳ working: " + ", ".join(working))
+        parts.append(_("⏳ working: {sessions}").format(sessions=", ".join(working)))
     if not parts:
-        parts.append(f"✅ {len(live)} session{'s' if len(live) != 1 else ''} idle" if live
-                     else "no sessions running")
+        parts.append(ngettext("✅ {n} session idle", "✅ {n} sessions idle", len(live)).format(
+            n=len(live)) if live else _("no sessions running"))
     return "📟 " + " · ".join(parts)
 
 
 def help_text(sessions: Sequence[Session], current: str | None) -> str:
     live = [s.label for s in sessions if is_live(s)]
     if current:
-        where = f"Plain messages go to {current.removeprefix('claude-')}."
+        where = _("Plain messages go to {session}.").format(session=current.removeprefix('claude-'))
     elif len(live) == 1:
-        where = f"Plain messages go to {live[0]}."
+        where = _("Plain messages go to {session}.").format(session=live[0])
     elif live:
-        where = "Plain messages: you pick the session (or reply to one of its messages)."
+        where = _("Plain messages: you pick the session (or reply to one of its messages).")
     else:
-        where = "No session runs yet: /new NAME starts one."
+        where = _("No session runs yet: /new NAME starts one.")
     return "\n".join([
-        "aipager — Claude Code from your phone.",
+        _("aipager — Claude Code from your phone."),
         where,
-        "Reply to a session's message to talk to that session; /NAME text sends to NAME.",
+        _("Reply to a session's message to talk to that session; /NAME text sends to NAME."),
         "",
-        *(f"/{name} — {words}" for name, words in COMMANDS),
+        *(f"/{name} — {_(words)}" for name, words in COMMANDS),
         "",
-        "Photos and documents go to Claude as files; Claude can send files back.",
-        "👀 handed to Claude · 👍 Claude took it · 🤷 never delivered",
+        _("Photos and documents go to Claude as files; Claude can send files back."),
+        _("👀 handed to Claude · 👍 Claude took it · 🤷 never delivered"),
     ])
 
 
@@ -157,25 +159,26 @@ def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None)
     """The line that replaces a request's buttons once it is answered (a question's: its
     answers above who gave them, from the chat's ``ask``)."""
     if via in ("", "terminal"):
-        return "⌨️ answered in the terminal"
+        return _("⌨️ answered in the terminal")
     if answer == "question_answer":
         answers = answers_text(ask) if ask else ""
-        return f"{answers}\n✅ Answered by {who}".strip()
+        return (answers + "\n" + _("✅ Answered by {who}").format(who=who)).strip()
     if answer == "question_decline":
-        return f"⏹ Declined by {who}"
-    words = {"allow": "✅ Allowed", "allow_always": "🟢 Always allowed", "deny": "❌ Denied",
-             "stop": "⏹ Stopped"}.get(answer, "✅ Answered")
-    return f"{words} by {who} · {time.strftime('%H:%M', time.localtime(at))}"
+        return _("⏹ Declined by {who}").format(who=who)
+    words = {"allow": N_("✅ Allowed by {who} · {time}"),
+             "allow_always": N_("🟢 Always allowed by {who} · {time}"),
+             "deny": N_("❌ Denied by {who} · {time}"),
+             "stop": N_("⏹ Stopped by {who} · {time}")}.get(answer, N_("✅ Answered by {who} · {time}"))
+    return _(words).format(who=who, time=time.strftime('%H:%M', time.localtime(at)))
 
 
-prompt_refused = prompts.refused_words  # the words every client uses
+_PICKER = {"use": N_("Which session should get your messages?"),
+           "stop": N_("Stop which session?"), "kill": N_("End which session?"),
+           "resume": N_("Resume which session?"), "send": N_("Which session is this message for?")}
 
 
 def picker_text(action: str) -> str:
-    return {"use": "Which session should get your messages?",
-            "stop": "Stop which session?", "kill": "End which session?",
-            "resume": "Resume which session?",
-            "send": "Which session is this message for?"}.get(action, "Which session?")
+    return _(_PICKER.get(action) or N_("Which session?"))
 
 
 def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
@@ -191,7 +194,8 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
     step = ask.get("step", 0)
     q = qs[step]
     count = f" ({step + 1}/{len(qs)})" if len(qs) > 1 else ""
-    lines = [f"❓ {label} · {q.get('header') or 'Claude asks'}{count}", q["question"]]
+    header = q.get("header") or _("Claude asks")
+    lines = [f"❓ {label} · {header}{count}", q["question"]]
     toggled = set(ask.get("toggled") or [])
     kb = InlineKeyboardBuilder()
 
@@ -204,9 +208,9 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
         else:
             tap(f"{i + 1}. {option}", QuestionAct.PICK, i)
     if q.get("multi"):
-        tap("✅ Next" if step + 1 < len(qs) else "✅ Submit", QuestionAct.SUBMIT)
-    tap("✍️ Other…", QuestionAct.OTHER)
-    tap("⏹ Decline", QuestionAct.DECLINE)
+        tap(_("✅ Next") if step + 1 < len(qs) else _("✅ Submit"), QuestionAct.SUBMIT)
+    tap(_("✍️ Other…"), QuestionAct.OTHER)
+    tap(_("⏹ Decline"), QuestionAct.DECLINE)
     kb.adjust(*[1] * (len(q["options"]) + bool(q.get("multi"))), 2)
     return "\n".join(lines), markup(kb)
 

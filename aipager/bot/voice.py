@@ -42,6 +42,7 @@ from aipager.bot import files, speech, view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import VoiceAct, VoiceTap
 from aipager.bot.chatstate import msg_key
+from aipager.bot.i18n import N_, _, duration, ngettext, number
 from aipager.bot.markdown import u16_len
 from aipager.bot.outbox import Action, Live, Post
 from aipager.bot.routers.messages import send_text
@@ -57,9 +58,9 @@ PENDING_KEPT = 50
 #: the transcript shown in the chat is cut here (Telegram's limit is 4096); all of it is sent
 SHOWN_MAX = 3500
 
-VOICE_OFF = ("🎙 Voice notes are off on this computer: install aipager with its voice extra "
-             "(pip install 'aipager[voice]', or '.[voice]' in a checkout) and restart aipager.")
-NOT_YOURS = "Only the person who spoke can send, edit or cancel this."
+VOICE_OFF = N_("🎙 Voice notes are off on this computer: install aipager with its voice extra "
+               "(pip install 'aipager[voice]', or '.[voice]' in a checkout) and restart aipager.")
+NOT_YOURS = N_("Only the person who spoke can send, edit or cancel this.")
 
 
 @dataclass(frozen=True)
@@ -101,20 +102,22 @@ def _key(handle: int) -> str:
 def _shown(text: str) -> str:
     if len(text) <= SHOWN_MAX:
         return text
-    return f"{text[:SHOWN_MAX]}… (+{len(text) - SHOWN_MAX} characters, all sent)"
+    more = len(text) - SHOWN_MAX
+    return text[:SHOWN_MAX] + ngettext("… (+{n} character, all sent)",
+                                       "… (+{n} characters, all sent)", more).format(n=number(more))
 
 
 def _buttons(handle: int) -> dict | None:
     kb = InlineKeyboardBuilder()
-    for label, act in (("✅ Send", VoiceAct.SEND), ("✏️ Edit", VoiceAct.EDIT),
-                       ("❌ Cancel", VoiceAct.CANCEL)):
+    for label, act in ((_("✅ Send"), VoiceAct.SEND), (_("✏️ Edit"), VoiceAct.EDIT),
+                       (_("❌ Cancel"), VoiceAct.CANCEL)):
         kb.button(text=label, callback_data=VoiceTap(h=handle, act=act))
     return view.markup(kb.adjust(3))
 
 
 def _settle(actions: Actions, heard: Heard, handle: int, line: str = "") -> None:
     """The "heard" message without its buttons (and with ``line`` under it)."""
-    text = f"🎙 heard: {_shown(heard.text)}" + (f"\n{line}" if line else "")
+    text = _("🎙 heard: {text}").format(text=_shown(heard.text)) + (f"\n{line}" if line else "")
     actions.outbox.put(Live(heard.message.chat.id, text, key=_key(handle)))
 
 
@@ -143,12 +146,13 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
     try:
         await asyncio.to_thread(speech.whisper)  # a first import takes a second or two
     except NotInstalled:
-        actions.say(chat_id, VOICE_OFF, reply_to=msg_id)
+        actions.say(chat_id, _(VOICE_OFF), reply_to=msg_id)
         return
     if voice.duration > MAX_SECONDS or (voice.file_size or 0) > files.DOWNLOAD_MAX:
         minutes, seconds = divmod(voice.duration, 60)
-        actions.say(chat_id, f"🎙 That voice note is {minutes} min {seconds} s long: I transcribe "
-                    f"up to {MAX_SECONDS // 60} min. Send it in parts, or type it.",
+        actions.say(chat_id, _("🎙 That voice note is {minutes} min {seconds} s long: I transcribe "
+                               "up to {limit}. Send it in parts, or type it.").format(
+                                   minutes=minutes, seconds=seconds, limit=duration(MAX_SECONDS)),
                     reply_to=msg_id)
         return
     actions.outbox.put(Action(chat_id, "typing"))
@@ -160,20 +164,21 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
                                         speech.hint_of(user.language_code if user else None))
     except ModelUnavailable as exc:
         log.warning("voice model: %s", exc)
-        actions.say(chat_id, f"🎙 {exc}. Name a model folder on this computer with "
-                    f"{ENV_MODEL}=/path or the config key {CONFIG_KEY}.", reply_to=msg_id,
+        actions.say(chat_id, _("🎙 {error}. Name a model folder on this computer with "
+                               "{variable}=/path or the config key {key}.").format(
+                                   error=exc, variable=ENV_MODEL, key=CONFIG_KEY), reply_to=msg_id,
                     buzz=True)
         return
     except Exception as exc:  # noqa: BLE001 - Telegram, the audio, the model: say so, go on
         log.warning("transcribing a voice note failed: %s", exc)
-        actions.say(chat_id, "🎙 Could not transcribe that voice note; send it again or type it.",
+        actions.say(chat_id, _("🎙 Could not transcribe that voice note; send it again or type it."),
                     reply_to=msg_id, buzz=True)
         return
     finally:
         _unload_later()
     log.info("voice note: %.1f s of %s audio transcribed", heard.seconds, heard.language)
     if not heard.text:
-        actions.say(chat_id, "🎙 I heard no words in that voice note.", reply_to=msg_id)
+        actions.say(chat_id, _("🎙 I heard no words in that voice note."), reply_to=msg_id)
         return
     handle = actions.state.handle("voice", msg_key(chat_id, msg_id))
     pending = _pending(dispatcher)
@@ -181,7 +186,7 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
     pending.move_to_end(handle)
     while len(pending) > PENDING_KEPT:
         pending.popitem(last=False)
-    actions.outbox.put(Live(chat_id, f"🎙 heard: {_shown(heard.text)}", key=_key(handle),
+    actions.outbox.put(Live(chat_id, _("🎙 heard: {text}").format(text=_shown(heard.text)), key=_key(handle),
                             markup=_buttons(handle), reply_to=msg_id))
 
 
@@ -191,10 +196,10 @@ def _heard_for(query: CallbackQuery, callback_data: VoiceTap, sender: Sender, di
     says why)."""
     heard = _pending(dispatcher).get(callback_data.h)
     if heard is None or query.message is None or query.message.chat.id != heard.message.chat.id:
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return None
     if sender.user_id != heard.speaker:
-        callback_answer.text = NOT_YOURS
+        callback_answer.text = _(NOT_YOURS)
         return None
     return heard
 
@@ -242,8 +247,10 @@ async def on_edit(query: CallbackQuery, callback_data: VoiceTap, actions: Action
     await state.set_data({"voice": callback_data.h})
     chat_id = query.message.chat.id
     # in a group the bot reads only replies to it: the reply is the natural answer there
-    how = "Reply to this message with" if chat_id < 0 else "Send"
-    head = f"✏️ {how} the corrected text; it is sent instead. What I heard (tap to copy):\n"
+    head = (_("✏️ Reply to this message with the corrected text; it is sent instead. What I "
+              "heard (tap to copy):") if chat_id < 0
+            else _("✏️ Send the corrected text; it is sent instead. What I heard (tap to "
+                   "copy):")) + "\n"
     body = _shown(heard.text)
     actions.outbox.put(Post(chat_id, head + body, reply_to=query.message.message_id,
                             entities=({"type": "code", "offset": u16_len(head),
@@ -261,7 +268,7 @@ async def on_edited(message: Message, actions: Actions, sender: Sender, text: st
     heard = _pending(dispatcher).pop(handle, None)
     if heard is None or heard.speaker != sender.user_id:
         raise SkipHandler
-    _settle(actions, heard, handle, "✏️ replaced by your text")
+    _settle(actions, heard, handle, _("✏️ replaced by your text"))
     await send_text(actions, message, sender, text, picks)
 
 
@@ -270,8 +277,8 @@ async def on_cancel(query: CallbackQuery, callback_data: VoiceTap, actions: Acti
                     callback_answer: CallbackAnswer) -> None:
     """❌: nothing is sent."""
     if await _take(query, callback_data, actions, sender, state, dispatcher, callback_answer,
-                   "❌ not sent") is not None:
-        callback_answer.text = "Not sent."
+                   _("❌ not sent")) is not None:
+        callback_answer.text = _("Not sent.")
 
 
 __all__ = ["MAX_SECONDS", "NOT_YOURS", "VOICE_OFF", "NextVoice", "on_cancel", "on_edit",

@@ -8,10 +8,11 @@ the same rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from aipager.daemon.model import Session
 from aipager.daemon.port import Who
+from aipager.locales import N_
 
 
 @dataclass(frozen=True)
@@ -61,27 +62,29 @@ def task_authors(sess: Session) -> set[Any]:
 def author_label(sess: Session) -> str:
     task = sess.task
     if task is None or not task.authors:
-        return "the terminal"
+        return N_("the terminal")
     first = task.authors[0]
-    return str(first.get("label") or first.get("user_id") or "someone")
+    return str(first.get("label") or first.get("user_id") or N_("someone"))
 
 
-def refusal(sender: Sender, what: str, sess: Session | None = None) -> str | None:
-    """Why ``sender`` may not do ``what`` (prompt | approve | stop | manage), or None.
+def refusal(sender: Sender, what: str, sess: Session | None = None,
+            tr: Callable[[str], str] = N_) -> str | None:
+    """Why ``sender`` may not do ``what`` (prompt | approve | stop | manage), or None;
+    ``tr``: the caller's translator (the chat's ``i18n._``; English without one).
 
     Approving and stopping another person's task takes an admin (``may_manage``):
     a member's tap never reaches past the task they started themselves.
     """
     if what == "prompt" and not sender.may_prompt:
-        return "Your role may not send messages to Claude here."
+        return tr(N_("Your role may not send messages to Claude here."))
     if what == "manage" and not sender.may_manage:
-        return "Only an admin may do that here."
+        return tr(N_("Only an admin may do that here."))
     if what == "approve" and not sender.may_approve:
-        return "Your role may not answer Claude's requests."
+        return tr(N_("Your role may not answer Claude's requests."))
     if what in ("approve", "stop") and not sender.may_manage and sess is not None:
         if sender.user_id not in task_authors(sess):
-            return ("Only the task's author or an admin may do that." if what == "stop"
-                    else "Only the task's author or an admin may answer this.")
+            return tr(N_("Only the task's author or an admin may do that.") if what == "stop"
+                      else N_("Only the task's author or an admin may answer this."))
     return None
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from aipager.proto import paths
+from aipager.locales import N_
 from aipager.clients.people import Sender, author_label, task_authors
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort, Who
@@ -45,18 +46,21 @@ def author(sender: Sender) -> dict[str, Any]:
     return {"user_id": sender.user_id, "label": sender.label, "role": sender.role}
 
 
-def hold(sess: Session, sender: Sender) -> tuple[str, str] | None:
+def hold(sess: Session, sender: Sender,
+         tr: Callable[[str], str] = N_) -> tuple[str, str] | None:
     """Why the message must wait and for what (``task`` or ``dialog``), or None: type now.
 
     Each task keeps the rights of one author: another person's message waits for the
-    task to end; text typed while Claude shows a dialog would answer it.
+    task to end; text typed while Claude shows a dialog would answer it.  ``tr``: the
+    caller's translator (English without one).
     """
     if (sess.state in (State.WORKING, State.WAITING) and sender.role != "owner"
             and sender.user_id not in task_authors(sess)):
-        return f"⏳ queued after {author_label(sess)}'s task in {sess.label}", "task"
+        return tr(N_("⏳ queued after {author}'s task in {session}")).format(
+            author=tr(author_label(sess)), session=sess.label), "task"
     if sess.state == State.WAITING:
-        return (f"⏳ Held for {sess.label}: Claude is waiting for an answer above; "
-                "this goes in when that is settled."), "dialog"
+        return tr(N_("⏳ Held for {session}: Claude is waiting for an answer above; "
+                     "this goes in when that is settled.")).format(session=sess.label), "dialog"
     return None
 
 
@@ -97,19 +101,23 @@ async def type_with_note(port: DaemonPort, session: str, msg_id: int, chat_id: i
 
 
 _REFUSED = {
-    "SHELL": "a message starting with ! would run as a shell command in Claude Code, past "
-             "every safety check. Ask Claude in words instead (“run ls”).",
-    "COMMAND": "a message starting with / is one of Claude Code's own commands. The chat "
-               "reaches those through its own (/help); to send a path, start with a word.",
-    "MEMORY": "a message starting with # would be saved to Claude's memory. Start with a word.",
-    "BACKGROUND": "a message starting with & would start a background job. Start with a word.",
-    "MENTION": "it @-mentions a file your role may not read",
+    "SHELL": N_("🔒 Not sent: a message starting with ! would run as a shell command in Claude "
+                "Code, past every safety check. Ask Claude in words instead (“run ls”)."),
+    "COMMAND": N_("🔒 Not sent: a message starting with / is one of Claude Code's own commands. "
+                  "The chat reaches those through its own (/help); to send a path, start with "
+                  "a word."),
+    "MEMORY": N_("🔒 Not sent: a message starting with # would be saved to Claude's memory. "
+                 "Start with a word."),
+    "BACKGROUND": N_("🔒 Not sent: a message starting with & would start a background job. "
+                     "Start with a word."),
+    "MENTION": N_("🔒 Not sent: it @-mentions a file your role may not read"),
 }
 
 
-def refused_words(reason: Any, detail: str = "") -> str:
-    """The one line a member reads when their message is not typed (``chatprompt.Refused``)."""
-    text = f"🔒 Not sent: {_REFUSED[reason.name]}"
+def refused_words(reason: Any, detail: str = "", tr: Callable[[str], str] = N_) -> str:
+    """The one line a member reads when their message is not typed (``chatprompt.Refused``);
+    ``tr``: the caller's translator (English without one)."""
+    text = tr(_REFUSED[reason.name])
     return f"{text} ({detail})." if detail else text
 
 

@@ -1,11 +1,17 @@
 """Card and notice text: pure functions of session state (no I/O, no clock of their own).
 
-The strings are the ones the issue names; the Telegram layer only formats them.
+The strings are the ones the issue names; the Telegram layer only formats them.  A card's
+words are marked for translation (``locales.tr``): rendered here they are English, and the
+chat renders a card again in its own language (``locales.rendering``).
 """
 
 from __future__ import annotations
 
-from aipager.daemon.model import Agent, BgCommand, Row, Session, State
+from aipager.daemon.model import Agent, BgCommand, Request, Row, Session, State
+from aipager.daemon.summaries import shorten
+from aipager.locales import N_
+from aipager.locales import ntr as ngettext
+from aipager.locales import tr as _
 
 #: rows of the current task shown on a card; older ones fold into one line
 CARD_ROWS = 40
@@ -30,19 +36,21 @@ def elapsed(seconds: float) -> str:
 
 
 def compacted(label: str, before: float, after: float) -> str:
-    return f"📦 {label} · Conversation compacted: {before:.0f}% → {after:.0f}%"
+    return _("📦 {session} · Conversation compacted: {before}% → {after}%").format(
+        session=label, before=f"{before:.0f}", after=f"{after:.0f}")
 
 
 def compacted_plain(label: str) -> str:
-    return f"📦 {label} · Conversation compacted"
+    return _("📦 {session} · Conversation compacted").format(session=label)
 
 
 def compacting(label: str) -> str:
-    return f"🔄 {label} · Compacting the conversation"
+    return _("🔄 {session} · Compacting the conversation").format(session=label)
 
 
 def context_warning(label: str, pct: float) -> str:
-    return f"⚠️ {label} · Context at {pct:.0f}% - will compact soon"
+    return _("⚠️ {session} · Context at {percent}% - will compact soon").format(
+        session=label, percent=f"{pct:.0f}")
 
 
 def api_error(label: str, words: str) -> str:
@@ -50,14 +58,17 @@ def api_error(label: str, words: str) -> str:
 
 
 def files_refused(label: str, files: list[dict]) -> str:
-    reasons = "; ".join(f"{f.get('path', '?')}: {f.get('reason') or f.get('code') or 'refused'}"
+    refused = _("refused")
+    reasons = "; ".join(f"{f.get('path', '?')}: {f.get('reason') or f.get('code') or refused}"
                         for f in files)
     n = len(files)
-    return f"📎 {label} · {n} file{'s' if n != 1 else ''} not sent: {reasons}"
+    return ngettext("📎 {session} · {n} file not sent: {reasons}",
+                    "📎 {session} · {n} files not sent: {reasons}", n).format(
+                        session=label, n=n, reasons=reasons)
 
 
 def memory_cap(label: str, where: str) -> str:
-    return f"🧠 {label} · {where} hit its 1 GB memory limit"
+    return _("🧠 {session} · {where} hit its 1 GB memory limit").format(session=label, where=where)
 
 
 def late_tap(label: str, lost: str) -> str:
@@ -70,16 +81,17 @@ def question(label: str, text: str) -> str:
 
 
 def still_waiting(label: str) -> str:
-    return f"⬆️ {label} · still waiting for your answer above"
+    return _("⬆️ {session} · still waiting for your answer above").format(session=label)
 
 
 def waiting_words(kind: str | None) -> str:
     """What a session waits for, in words: Claude's question wants an answer."""
-    return "waiting for your answer" if kind == "question" else "waiting for your permission"
+    return _("waiting for your answer") if kind == "question" else _("waiting for your permission")
 
 
 def safety_blocked(label: str, reason: str) -> str:
-    return f"🛑 {label} · Blocked by a safety rule: {reason} (stopped)"
+    return _("🛑 {session} · Blocked by a safety rule: {reason} (stopped)").format(
+        session=label, reason=reason)
 
 
 #: how much of a prompt typed at the computer the chat shows
@@ -94,8 +106,8 @@ def typed_at_computer(label: str, prompt: str) -> str:
 
 
 def typing_cut(label: str) -> str:
-    return (f"✂️ {label} · a restart cut this message off while it was typed: it was cleared "
-            "from Claude Code's input, not sent. Send it again.")
+    return _("✂️ {session} · a restart cut this message off while it was typed: it was cleared "
+             "from Claude Code's input, not sent. Send it again.").format(session=label)
 
 
 #: the tool whose permission request is Claude asking to leave plan mode
@@ -106,13 +118,24 @@ def permission(label: str, tool: str, description: str, detail: str, cwd: str = 
     """A permission request: what Claude wants to do, then the real command, path or plan,
     and for a command the folder it would run in."""
     if tool == PLAN_TOOL:
-        head = f"📋 {label} · Approve plan?"
+        head = _("📋 {session} · Approve plan?").format(session=label)
     else:
-        head = f"🔐 {label} · {tool or 'Permission'}"
+        head = f"🔐 {label} · " + (tool or _("Permission"))
         if description:
             head += f": {description}"
     text = f"{head}\n{detail}" if detail else head
-    return f"{text}\n📁 in {cwd}" if cwd else text
+    return text + "\n" + _("📁 in {folder}").format(folder=cwd) if cwd else text
+
+
+def request(label: str, req: Request) -> str:
+    """A permission request's message (``permission``), saying so when its choices show only
+    in the terminal."""
+    text = permission(label, req.tool, shorten(req.description, 200) if req.description else "",
+                      req.detail, req.cwd)
+    if req.terminal_only:
+        text += "\n" + _("⌨️ Its choices show only in the terminal: answer it there (⏹ Stop "
+                         "ends the task).")
+    return text
 
 
 #: where Claude Code keeps what a suggestion remembers, in the person's words
@@ -148,13 +171,14 @@ def suggestion_label(suggestion: dict) -> str:
 
 def session_ended(label: str, reason: str) -> str:
     words = {
-        "clear": "Session cleared",
-        "logout": "Logged out",
-        "prompt_input_exit": "Session exited",
-        "resume": "Session switched by /resume",
-        "vanished": "Session gone (its terminal closed or was killed)",
+        "clear": N_("Session cleared"),
+        "logout": N_("Logged out"),
+        "prompt_input_exit": N_("Session exited"),
+        "resume": N_("Session switched by /resume"),
+        "vanished": N_("Session gone (its terminal closed or was killed)"),
     }
-    return f"🔴 {label} · {words.get(reason, 'Session ended')}"
+    ended = words.get(reason) or N_("Session ended")
+    return f"🔴 {label} · {_(ended)}"
 
 
 def agent_name(sess: Session, agent: Agent) -> str:
@@ -168,21 +192,27 @@ def agent_row(sess: Session, agent: Agent, now: float) -> str:
     name = agent_name(sess, agent)
     if agent.status == "done":
         took = elapsed((agent.ended_at or now) - agent.started_at)
-        return f"✅ 🤖 {name} · {agent.tool_count} tools used · {took}"
+        return ngettext("✅ 🤖 {agent} · {n} tool used · {took}",
+                        "✅ 🤖 {agent} · {n} tools used · {took}", agent.tool_count).format(
+                            agent=name, n=agent.tool_count, took=took)
     if agent.status == "dropped":
-        return f"⏹ 🤖 {name} · no end seen · {elapsed((agent.ended_at or now) - agent.started_at)}"
+        return _("⏹ 🤖 {agent} · no end seen · {took}").format(
+            agent=name, took=elapsed((agent.ended_at or now) - agent.started_at))
     if agent.status == "paused":
-        activity = "waiting for its agents"
+        activity = _("waiting for its agents")
     else:
-        activity = agent.activity or agent.description or "starting"
+        activity = agent.activity or agent.description or _("starting")
     return f"🤖 {name} · {activity} · {elapsed(now - agent.started_at)}"
 
 
 def bg_row(cmd: BgCommand, now: float) -> str:
-    words = {"running": "running", "completed": "done", "failed": "failed", "killed": "stopped",
-             "stopped": "stopped", "ended": "session ended", "no_end": "no end seen"}
+    words = {"running": N_("running"), "completed": N_("done"), "failed": N_("failed"),
+             "killed": N_("stopped"), "stopped": N_("stopped"), "ended": N_("session ended"),
+             "no_end": N_("no end seen")}
     took = elapsed((cmd.ended_at or now) - cmd.started_at)
-    return f"⚙️ shell: {cmd.command} · {words.get(cmd.status, cmd.status)} · {took}"
+    status = _(words[cmd.status]) if cmd.status in words else cmd.status
+    return _("⚙️ shell: {command} · {status} · {took}").format(command=cmd.command, status=status,
+                                                             took=took)
 
 
 def tool_row(row: Row) -> str:
@@ -202,16 +232,18 @@ def live_status(sess: Session) -> str:
     if agents:
         kinds = sorted({a.type for a in agents})
         n = len(agents)
-        parts.append(f"{n} agent{'s' if n != 1 else ''} still working ({', '.join(kinds)})")
+        parts.append(ngettext("{n} agent still working ({kinds})",
+                              "{n} agents still working ({kinds})", n).format(
+                                  n=n, kinds=", ".join(kinds)))
     if cmds:
         n = len(cmds)
-        parts.append(f"{n} background command{'s' if n != 1 else ''}")
+        parts.append(ngettext("{n} background command", "{n} background commands", n).format(n=n))
     lines = [f"🔄 {sess.label} · " + " · ".join(parts)]
     for agent in agents:
         if agent.status == "paused":
-            doing = "waiting for its agents"
+            doing = _("waiting for its agents")
         else:
-            doing = agent.activity or agent.description or "working"
+            doing = agent.activity or agent.description or _("working")
         lines.append(f"  🤖 {agent_name(sess, agent)} · {doing}")
     return "\n".join(lines)
 
@@ -226,14 +258,14 @@ def _header(sess: Session, now: float) -> str:
     if sess.state == State.WAITING:
         return f"🔐 {sess.label} · {waiting_words(sess.waiting_for())} · {took}"
     if sess.state == State.WORKING:
-        return f"⏳ {sess.label} · working · {took}"
+        return _("⏳ {session} · working · {took}").format(session=sess.label, took=took)
     if sess.work_open():
         return live_status(sess).split("\n", 1)[0]
     if task and task.error == INTERRUPTED:
-        return f"⏹ {sess.label} · interrupted · {took}"
+        return _("⏹ {session} · interrupted · {took}").format(session=sess.label, took=took)
     if task and task.error:
         return f"⚠️ {sess.label} · {task.error} · {took}"
-    return f"✅ {sess.label} · done · {took}"
+    return _("✅ {session} · done · {took}").format(session=sess.label, took=took)
 
 
 def card(sess: Session, now: float) -> str:
@@ -267,14 +299,15 @@ def card(sess: Session, now: float) -> str:
     items.sort(key=lambda item: item[0])
     if len(items) > CARD_ROWS:
         hidden = len(items) - CARD_ROWS
-        lines.append(f"▸ {hidden} earlier tool call{'s' if hidden != 1 else ''}")
+        lines.append(ngettext("▸ {n} earlier tool call", "▸ {n} earlier tool calls",
+                              hidden).format(n=hidden))
         items = items[-CARD_ROWS:]
-    lines.extend(text for _, text in items)
+    lines.extend(text for _at, text in items)
     if sess.compacting:
         lines.append(compacting(sess.label))
     out = "\n".join(lines)
     if len(out) > CARD_CHARS:
         # Keep the header and the newest lines: they are what a person acts on.
-        head, _, rest = out.partition("\n")
+        head, _sep, rest = out.partition("\n")
         out = head + "\n…" + rest[-(CARD_CHARS - len(head) - 2):]
     return out

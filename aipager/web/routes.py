@@ -4,6 +4,7 @@
 ``GET /`` (``?token=…``)               the page; a login link's token becomes the
                                        session cookie, then a redirect drops it
 ``GET /static/…``                      the page's modules and style (from the package)
+``GET /strings`` (``?lang=…``)         the page's words in the person's language
 ``GET /api/me``                        who the page acts as, and their rights
 ``GET /api/state``                     sessions, what needs you, who you are
 ``GET /api/sessions``                  every session: state, model, context, cost, card
@@ -33,7 +34,7 @@ from aiohttp import web
 
 from aipager.proto import paths
 from aipager.clients.people import Sender
-from aipager.web import audit, views
+from aipager.web import audit, strings, views
 from aipager.web.actions import Result, WebActions
 from aipager.web.auth import COOKIE, SESSION_TTL, Logins
 from aipager.web.gate import SENDER, VIA, add_headers, make_middlewares
@@ -101,6 +102,11 @@ async def index(request: web.Request) -> web.StreamResponse:
 
 def _cards(live: WebNotifier) -> dict[str, str]:
     return {name: card.text for name, card in live.cards.items()}
+
+
+async def get_strings(request: web.Request) -> web.Response:
+    locale = strings.pick(request.query.get("lang"), request.headers.get("Accept-Language", ""))
+    return web.json_response({"locale": locale, "strings": strings.strings(locale)})
 
 
 async def get_me(request: web.Request) -> web.Response:
@@ -239,6 +245,7 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     r = app.router
     r.add_get("/", index)
     r.add_static("/static", str(STATIC), show_index=False, follow_symlinks=False)
+    r.add_get("/strings", get_strings)
     r.add_get("/api/me", get_me)
     r.add_get("/api/state", get_state)
     r.add_get("/api/sessions", get_sessions)

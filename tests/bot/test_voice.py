@@ -64,11 +64,11 @@ def _words(text: str) -> str:
     return " ".join("".join(c for c in text.lower() if c.isalnum() or c == " ").split())
 
 
-async def _heard(chat, chat_id: int | None = None) -> dict:
+async def _heard(chat, chat_id: int | None = None, head: str = "🎙 heard:") -> dict:
     chat_id = chat_id or chat.chat_id
-    await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith("🎙 heard:"),
+    await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith(head),
                              timeout=60)
-    return next(m for m in chat.fake.bot_messages(chat_id) if m["text"].startswith("🎙 heard:"))
+    return next(m for m in chat.fake.bot_messages(chat_id) if m["text"].startswith(head))
 
 
 def _button(message: dict, label: str) -> str:
@@ -240,9 +240,9 @@ async def test_portuguese_is_heard_in_portuguese_and_sent_as_it_was_said(multili
     session = chat.start("jim")
     speaker = dict(OWNER, language_code="pt-br")
     await user_sends_voice(chat.fake, speech(PORTUGUESE, "pt-br"), user=speaker)
-    heard = await _heard(chat)
+    heard = await _heard(chat, head="🎙 ouvi:")  # the speaker's language: the chat's words too
     assert "escreva a documentação" in _words(heard["text"]), heard["text"]
-    await chat.fake.user_taps(heard["message_id"], _button(heard, "Send"), user=speaker)
+    await chat.fake.user_taps(heard["message_id"], _button(heard, "Enviar"), user=speaker)
     typed = await eventually(lambda: chat.sessions.typed)
     assert typed[0][0] == session and "escreva a documentação" in _words(typed[0][1])
 

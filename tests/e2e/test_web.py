@@ -189,6 +189,16 @@ def test_the_mini_app_acts_with_the_members_role(daemon, browser, dtach_session)
     expect(card.get_by_role("button", name="🗑 End")).to_have_count(0)
     expect(page.get_by_role("link", name="Audit log")).to_be_hidden()
     shot(page, "mini-app")
+    # the same member whose Telegram speaks Portuguese: the page's words in Portuguese
+    brazilian = browser.new_page(viewport=PHONE)
+    speaker = {**user, "language_code": "pt-br"}
+    brazilian.goto(f"{base}#tgWebAppData={quote(_init_data(speaker))}&tgWebAppVersion=8.0")
+    expect(brazilian.locator("#needs h2")).to_have_text("Precisa de você", timeout=WAIT_MS)
+    expect(brazilian.locator("#sessions h2")).to_have_text("Sessões")
+    expect(brazilian.locator(f"article.session[data-session='{SESSION}']").get_by_role(
+        "link", name="💬 Abrir")).to_be_visible()
+    expect(brazilian.get_by_role("link", name="Agora")).to_be_visible()
+    shot(brazilian, "mini-app-pt-br")
     forged = browser.new_page()
     forged.goto(f"{base}#tgWebAppData={quote(_init_data(user).replace('Guest', 'Admin'))}")
     expect(forged.locator("#view")).to_contain_text("Not signed in", timeout=WAIT_MS)

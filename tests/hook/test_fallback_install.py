@@ -138,3 +138,16 @@ def test_wheel_zip_lists_both_scripts(tmp_path, twin_install):
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".data/scripts/aipager-hook") for n in names)
     assert any(n.endswith(".data/scripts/aipager-statusline") for n in names)
+
+
+def test_wheel_ships_the_catalogs_compiled_at_build_time(twin_install):
+    # No .mo is committed: the build compiles every .po with Babel into the wheel.
+    import gettext
+    import io
+
+    (wheel,) = (twin_install.parent.parent / "wheels").glob("aipager-*.whl")
+    archive = zipfile.ZipFile(wheel)
+    for locale, said in (("pt_BR", "Salvo."), ("es", "Guardado."), ("vi", "Đã lưu.")):
+        data = archive.read(f"aipager/locales/{locale}/LC_MESSAGES/aipager.mo")
+        assert gettext.GNUTranslations(io.BytesIO(data)).gettext("Saved.") == said
+    assert not list(REPO.glob("aipager/locales/*/LC_MESSAGES/*.mo"))

@@ -13,16 +13,17 @@ from aiogram.types import Message
 
 from aipager import config
 from aipager.bot.actions import Actions
+from aipager.bot.i18n import N_, _
 from aipager.clients.members import Members
 from aipager.proto.errors import ConfigError
 
-NOT_SET = ("📟 The web page is not reachable from Telegram yet: Telegram opens it over HTTPS "
+NOT_SET = N_("📟 The web page is not reachable from Telegram yet: Telegram opens it over HTTPS "
            "only. Put HTTPS in front of it (for example `tailscale serve --bg 7180`), set "
            "web_public_url in aipager's config to that address, restart aipager, then /app "
            "again.")
-IN_GROUP = ("📟 Telegram opens the page from a private chat only: send /app to me there, or "
-            "use the bot's menu button.")
-OPEN = "📟 aipager as a page: what needs you, every session and its conversation."
+IN_GROUP = N_("📟 Telegram opens the page from a private chat only: send /app to me there, or "
+              "use the bot's menu button.")
+OPEN = N_("📟 aipager as a page: what needs you, every session and its conversation.")
 
 
 async def on_app(message: Message, actions: Actions, members: Members) -> None:
@@ -33,12 +34,12 @@ async def on_app(message: Message, actions: Actions, members: Members) -> None:
         actions.say(chat_id, f"📟 {exc}", reply_to=reply_to)
         return
     if not url:
-        actions.say(chat_id, NOT_SET, reply_to=reply_to)
+        actions.say(chat_id, _(NOT_SET), reply_to=reply_to)
     elif message.chat.type != "private":
-        actions.say(chat_id, IN_GROUP, reply_to=reply_to)
+        actions.say(chat_id, _(IN_GROUP), reply_to=reply_to)
     else:
-        button = {"text": "📟 Open aipager", "web_app": {"url": f"{url}/"}}
-        actions.say(chat_id, OPEN, markup={"inline_keyboard": [[button]]}, reply_to=reply_to)
+        button = {"text": _("📟 Open aipager"), "web_app": {"url": f"{url}/"}}
+        actions.say(chat_id, _(OPEN), markup={"inline_keyboard": [[button]]}, reply_to=reply_to)
 
 
 def make_router() -> Router:

@@ -21,12 +21,13 @@ from aiogram.fsm.state import StatesGroup
 from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager import dtach
+from aipager import dtach, locales
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import (ModelChoice, ModelTap, SessionAct, SessionTap, Setting,
                                    SettingTap)
 from aipager.bot.chatstate import STYLES
+from aipager.bot.i18n import N_, _
 from aipager.bot.outbox import Post
 from aipager.daemon.model import Session, State
 from aipager.proto.errors import AipagerError
@@ -67,7 +68,8 @@ def pick_or_run(actions: Actions, message: Message, name: str | None, act: Sessi
     if name:
         sess = actions.find(name)
         if sess is None or not view.is_live(sess):
-            actions.say(chat_id, f"No running session called {name}. /status lists them.",
+            actions.say(chat_id, _("No running session called {name}. /status lists them.").format(
+                name=name),
                         reply_to=message.message_id)
             return None
         return sess
@@ -77,7 +79,7 @@ def pick_or_run(actions: Actions, message: Message, name: str | None, act: Sessi
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        actions.say(chat_id, "No session to do that to.", reply_to=message.message_id)
+        actions.say(chat_id, _("No session to do that to."), reply_to=message.message_id)
         return None
     actions.say(chat_id, view.picker_text(act), markup=session_buttons(actions, candidates, act),
                 reply_to=message.message_id)
@@ -98,7 +100,7 @@ async def on_status(message: Message, actions: Actions) -> None:
     markup = session_buttons(actions, [s for s in live if s.name != current], SessionAct.USE)
     text = view.status_screen(actions.sessions(), current, time.time(), actions.port.hosts())
     if markup:
-        text += "\n\nTap a session to send your messages there."
+        text += "\n\n" + _("Tap a session to send your messages there.")
     actions.say(chat_id, text, markup=markup)
 
 
@@ -107,8 +109,8 @@ async def on_new(message: Message, command: CommandObject, actions: Actions, sen
     args = (command.args or "").strip()
     if not args:
         await state.set_state(NextMessage.session_name)
-        actions.say(message.chat.id, "Name for the new session? (letters, digits, - and _; "
-                    "not starting with -)", reply_to=message.message_id)
+        actions.say(message.chat.id, _("Name for the new session? (letters, digits, - and _; "
+                                       "not starting with -)"), reply_to=message.message_id)
         return
     await start_session(actions, message, sender, *name_and_first(args))
 
@@ -127,7 +129,7 @@ def name_and_first(text: str) -> tuple[str, str]:
     text = text.strip()
     close = _QUOTES.get(text[:1])
     if close and close in text[1:]:
-        quoted, _, rest = text[1:].partition(close)
+        quoted, _close, rest = text[1:].partition(close)
         return "-".join(quoted.split()), rest.strip()
     parts = text.split(maxsplit=1) + ["", ""]
     return parts[0], parts[1].strip()
@@ -149,14 +151,16 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
                         first: str) -> None:
     chat_id = message.chat.id
     if looks_like_a_longer_name(name, first):
-        actions.say(chat_id, f"A session name is one word: letters, digits, - and _. For a "
-                    f"session named {name}-{first}: /new {name}-{first} (or /new \"{name} "
-                    f"{first}\"). To start {name} with the message “{first}”, start it first, "
-                    "then send the message.", reply_to=message.message_id)
+        actions.say(chat_id, _("A session name is one word: letters, digits, - and _. For a "
+                               "session named {name}-{first}: /new {name}-{first} (or /new "
+                               "\"{name} {first}\"). To start {name} with the message “{first}”, "
+                               "start it first, then send the message.").format(
+                                   name=name, first=first), reply_to=message.message_id)
         return
     existing = actions.find(name)
     if existing is not None and view.is_live(existing) and existing.socket_seen:
-        actions.say(chat_id, f"{existing.label} is already running; your messages go there now.",
+        actions.say(chat_id, _("{session} is already running; your messages go there now.").format(
+            session=existing.label),
                     reply_to=message.message_id)
         actions.state.current[str(chat_id)] = existing.name
         return
@@ -164,13 +168,13 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
         session = await actions.new_session(name)
     except AipagerError as exc:
         # the error names the session; a refused name shows escaped there, on one line
-        actions.say(chat_id, f"Cannot start the session: {exc}", reply_to=message.message_id)
+        actions.say(chat_id, _("Cannot start the session: {error}").format(error=exc), reply_to=message.message_id)
         return
     actions.state.current[str(chat_id)] = session
     actions.audit("session_new", sender, session=session)
     label = session.removeprefix("claude-")
-    actions.say(chat_id, f"🆕 {label} started in {actions.default_folder}. "
-                f"Your messages go there now.", reply_to=message.message_id, session=session)
+    actions.say(chat_id, _("🆕 {session} started in {folder}. Your messages go there now.").format(
+        session=label, folder=actions.default_folder), reply_to=message.message_id, session=session)
     if first:
         if not await actions.wait_ready(session):
             log.warning("session %s sent no SessionStart yet; typing the first message anyway",
@@ -183,7 +187,7 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
 async def on_resume(message: Message, actions: Actions) -> None:
     ended = [s for s in actions.sessions() if s.state == State.GONE and s.claude_session_id]
     if not ended:
-        actions.say(message.chat.id, "No ended session to resume.")
+        actions.say(message.chat.id, _("No ended session to resume."))
         return
     actions.say(message.chat.id, view.picker_text("resume"),
                 markup=session_buttons(actions, ended[-10:], SessionAct.RESUME))
@@ -208,7 +212,7 @@ async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[A
     try:
         await work
     except AipagerError as exc:
-        actions.say(chat_id, f"{failed} {sess.label}: {exc}")
+        actions.say(chat_id, failed.format(session=sess.label, error=exc))
         return
     actions.say(chat_id, done, session=sess.name)
 
@@ -217,10 +221,12 @@ async def stop_session(actions: Actions, chat_id: int, sess: Session) -> None:
     try:
         pressed = await actions.stop(sess)
     except AipagerError as exc:
-        actions.say(chat_id, f"Cannot stop {sess.label}: {exc}")
+        actions.say(chat_id, _("Cannot stop {session}: {error}").format(session=sess.label,
+                                                                       error=exc))
         return
     if pressed:  # a repeated stop said nothing new
-        actions.say(chat_id, f"⏹ Stop sent to {sess.label}.", session=sess.name)
+        actions.say(chat_id, _("⏹ Stop sent to {session}.").format(session=sess.label),
+                    session=sess.name)
 
 
 async def on_kill(message: Message, command: CommandObject, actions: Actions) -> None:
@@ -234,20 +240,22 @@ def kill_key(session: str) -> str:
     return f"kill:{session}"
 
 
-#: how the open question starts (``shown``); once answered it shows the outcome instead
-KILL_ASK = "End session "
+#: the open question (``shown`` starts with it); once answered it shows the outcome instead
+KILL_ASK = "\u2060"
 
 
 def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
     handle = actions.state.handle("session", sess.name)
     kb = InlineKeyboardBuilder()
-    kb.button(text="🗑 Yes, end it", callback_data=SessionTap(h=handle, act=SessionAct.KILL_YES))
-    kb.button(text="Cancel", callback_data=SessionTap(h=handle, act=SessionAct.KILL_NO))
+    kb.button(text=_("🗑 Yes, end it"),
+              callback_data=SessionTap(h=handle, act=SessionAct.KILL_YES))
+    kb.button(text=_("Cancel"), callback_data=SessionTap(h=handle, act=SessionAct.KILL_NO))
     markup = view.markup(kb)
-    text = f"{KILL_ASK}{sess.label}? Claude Code and what it started stop."
+    text = _("End session {session}? Claude Code and what it started stop.").format(
+        session=sess.label)
     key = kill_key(sess.name)
     actions.state.forget_live(key)  # an older question's buttons no longer answer
-    actions.state.show(key, text)
+    actions.state.show(key, KILL_ASK + text)
     actions.outbox.put(Post(chat_id, text, markup=markup, key=key))
 
 
@@ -260,7 +268,8 @@ async def on_compact(message: Message, command: CommandObject, actions: Actions)
 
 async def compact(actions: Actions, chat_id: int, sess: Session) -> None:
     await _tell(actions, chat_id, sess, actions.type_command(sess, "/compact"),
-                f"📦 /compact sent to {sess.label}.", "Cannot compact")
+                _("📦 /compact sent to {session}.").format(session=sess.label),
+                _("Cannot compact {session}: {error}"))
 
 
 async def on_model(message: Message, command: CommandObject, actions: Actions) -> None:
@@ -269,7 +278,7 @@ async def on_model(message: Message, command: CommandObject, actions: Actions) -
         model_picker(actions, message)
         return
     if not re.fullmatch(r"[A-Za-z0-9._\[\]-]{1,64}", model):
-        actions.say(message.chat.id, "Which model? For example: /model opus, /model sonnet.",
+        actions.say(message.chat.id, _("Which model? For example: /model opus, /model sonnet."),
                     reply_to=message.message_id)
         return
     sess = pick_or_run(actions, message, None, SessionAct.USE, actions.live_sessions())
@@ -278,9 +287,11 @@ async def on_model(message: Message, command: CommandObject, actions: Actions) -
     try:
         await actions.switch_model(sess, model)
     except (AipagerError, ValueError, OSError) as exc:
-        actions.say(message.chat.id, f"Cannot switch {sess.label} to {model}: {exc}")
+        actions.say(message.chat.id, _("Cannot switch {session} to {model}: {error}").format(
+            session=sess.label, model=model, error=exc))
         return
-    actions.say(message.chat.id, f"🧠 {sess.label}: switching to {model}.", session=sess.name)
+    actions.say(message.chat.id, _("🧠 {session}: switching to {model}.").format(
+        session=sess.label, model=model), session=sess.name)
 
 
 def model_picker(actions: Actions, message: Message) -> None:
@@ -290,19 +301,32 @@ def model_picker(actions: Actions, message: Message) -> None:
     reply = message.reply_to_message
     sess = actions.target(chat_id, reply.message_id if reply is not None else None)
     if sess is None:
-        actions.say(chat_id, "Which session? Send /model in reply to one of its messages, or "
-                    "/model NAME to switch the current one.", reply_to=message.message_id)
+        actions.say(chat_id, _("Which session? Send /model in reply to one of its messages, or "
+                               "/model NAME to switch the current one."), reply_to=message.message_id)
         return
     handle = actions.state.handle("session", sess.name)
     kb = InlineKeyboardBuilder()
     for choice in ModelChoice:
         kb.button(text=choice.value, callback_data=ModelTap(h=handle, model=choice))
-    actions.say(chat_id, f"🧠 {sess.label} uses {sess.model or 'the default model'}. "
-                "Switch it (this session only) to:", reply_to=message.message_id,
+    actions.say(chat_id, _("🧠 {session} uses {model}. Switch it (this session only) to:").format(
+        session=sess.label, model=sess.model or _("the default model")), reply_to=message.message_id,
                 markup=view.markup(kb.adjust(3)), session=sess.name)
 
 
-def settings_view(actions: Actions, chat_id: int) -> tuple[str, dict | None]:
+#: the reply styles as /settings shows them, in the person's language (``STYLES`` holds
+#: what Claude is told, in English)
+STYLE_NAMES = {"": N_("Claude’s own"), "brief": N_("Reply briefly, in a few sentences."),
+               "detailed": N_("Reply in detail, with the reasoning.")}
+#: the /settings words of an on/off setting
+ON_OFF = {True: N_("on"), False: N_("off")}
+#: a card's detail, as /settings names it
+DETAIL_NAMES = {"full": N_("full"), "compact": N_("compact")}
+
+
+def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
+                  language: str = "") -> tuple[str, dict | None]:
+    """The chat's settings, and the language of ``user_id`` (``language``: their choice,
+    "" for their Telegram app's)."""
     prefs = actions.state.prefs_of(chat_id)
     styles = list(STYLES)
     style = prefs.get("style") or ""
@@ -310,28 +334,44 @@ def settings_view(actions: Actions, chat_id: int) -> tuple[str, dict | None]:
     diffs = bool(prefs.get("diffs"))
     detail = prefs.get("detail", "full")
     quiet = bool(prefs.get("quiet"))
-    text = "\n".join([
-        "⚙️ Settings for this chat",
-        f"Reply style: {STYLES.get(style, style) if style else 'Claude’s own'}",
-        f"Diff previews: {'on' if diffs else 'off'}",
-        f"Card detail: {detail}",
-        f"Quiet while you are at the computer: {'on' if quiet else 'off'}",
-    ])
+    other_detail = "compact" if detail == "full" else "full"
+    lines = [
+        _("⚙️ Settings for this chat"),
+        _("Reply style: {style}").format(style=_(STYLE_NAMES.get(style, N_("Claude’s own")))),
+        _("Diff previews: {state}").format(state=_(ON_OFF[diffs])),
+        _("Card detail: {detail}").format(detail=_(DETAIL_NAMES.get(detail, detail))),
+        _("Quiet while you are at the computer: {state}").format(state=_(ON_OFF[quiet])),
+    ]
+    if user_id is not None:
+        chosen = locales.NAMES.get(language) if language else _("Auto (your Telegram app’s)")
+        lines.append(_("Your language: {language}").format(language=chosen))
     kb = InlineKeyboardBuilder()
-    kb.button(text="💬 Reply style ›",
+    kb.button(text=_("💬 Reply style ›"),
               callback_data=SettingTap(name=Setting.STYLE, value=next_style or "own"))
-    kb.button(text=f"📝 Diff previews: turn {'off' if diffs else 'on'}",
+    kb.button(text=_("📝 Diff previews: turn off") if diffs else _("📝 Diff previews: turn on"),
               callback_data=SettingTap(name=Setting.DIFFS, value="off" if diffs else "on"))
-    kb.button(text=f"🗂 Card detail: {'compact' if detail == 'full' else 'full'}",
-              callback_data=SettingTap(name=Setting.DETAIL,
-                                       value="compact" if detail == "full" else "full"))
-    kb.button(text=f"🔕 Quiet at the computer: turn {'off' if quiet else 'on'}",
+    kb.button(text=_("🗂 Card detail: {detail}").format(detail=_(DETAIL_NAMES[other_detail])),
+              callback_data=SettingTap(name=Setting.DETAIL, value=other_detail))
+    kb.button(text=_("🔕 Quiet at the computer: turn off") if quiet
+              else _("🔕 Quiet at the computer: turn on"),
               callback_data=SettingTap(name=Setting.QUIET, value="off" if quiet else "on"))
-    return text, view.markup(kb.adjust(1))
+    rows = [1, 1, 1, 1]
+    if user_id is not None:
+        # a person's own language (not the chat's): Auto, then each in its own words
+        for value, name in [("auto", _("🌐 Auto"))] + [(loc, locales.NAMES[loc])
+                                                      for loc in locales.LOCALES]:
+            mark = "✓ " if value == (language or "auto") else ""
+            kb.button(text=mark + name, callback_data=SettingTap(name=Setting.LANGUAGE,
+                                                                 value=value))
+        rows += [1 + len(locales.LOCALES) - 2, 2]
+    return "\n".join(lines), view.markup(kb.adjust(*rows))
 
 
 async def on_settings(message: Message, actions: Actions) -> None:
-    text, markup = settings_view(actions, message.chat.id)
+    user = message.from_user
+    uid = user.id if user is not None else None
+    text, markup = settings_view(actions, message.chat.id, uid,
+                                 actions.state.langs.get(str(uid), ""))
     actions.say(message.chat.id, text, markup=markup)
 
 
@@ -355,7 +395,8 @@ async def on_session_command(message: Message, actions: Actions, sender: Sender,
     rest = (message.text or "").partition(" ")[2].strip()
     if not rest:
         actions.state.current[str(message.chat.id)] = sess.name
-        actions.say(message.chat.id, f"Your messages go to {sess.label} now.", session=sess.name)
+        actions.say(message.chat.id, _("Your messages go to {session} now.").format(
+            session=sess.label), session=sess.name)
         return
     await actions.deliver(sess, message.chat.id, message.message_id, rest, sender)
 
@@ -363,8 +404,8 @@ async def on_session_command(message: Message, actions: Actions, sender: Sender,
 async def on_unknown_command(message: Message, actions: Actions) -> None:
     """Anything else starting with /."""
     head = (message.text or "").partition(" ")[0]
-    actions.say(message.chat.id, f"Unknown command {head[:40]}. /help lists what I "
-                "understand.", reply_to=message.message_id)
+    actions.say(message.chat.id, _("Unknown command {command}. /help lists what I "
+                                   "understand.").format(command=head[:40]), reply_to=message.message_id)
 
 
 def make_router() -> Router:

@@ -28,6 +28,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 from aipager.bot import files, view
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import PickTap
+from aipager.bot.i18n import _, number
 from aipager.bot.routers.commands import NextMessage, name_and_first, start_session
 from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Refused
 
@@ -63,7 +64,7 @@ async def send_text(actions: Actions, message: Message, sender: Sender, text: st
                     picks: dict) -> None:
     """Route ``text`` (for the message ``message``) and hand it to its session."""
     chat_id = message.chat.id
-    head, _, rest = text.partition(" ")
+    head, _sep, rest = text.partition(" ")
     if head.startswith("/") and rest.strip():
         named = actions.find(head[1:].split("@", 1)[0])
         if named is not None and view.is_live(named):  # a caption "/jim look at this"
@@ -77,7 +78,7 @@ async def send_text(actions: Actions, message: Message, sender: Sender, text: st
         return
     live = actions.live_sessions()
     if not live:
-        actions.say(chat_id, "No session is running. Start one with /new NAME.",
+        actions.say(chat_id, _("No session is running. Start one with /new NAME."),
                     reply_to=message.message_id)
         return
     number = max(picks, default=0) + 1
@@ -110,7 +111,7 @@ def empty(message: Message, text: str) -> bool:
 
 
 async def on_empty(message: Message, actions: Actions) -> None:
-    actions.say(message.chat.id, "An empty message: nothing to send.",
+    actions.say(message.chat.id, _("An empty message: nothing to send."),
                 reply_to=message.message_id)
 
 
@@ -125,7 +126,7 @@ def replied_request(message: Message, actions: Actions) -> bool | dict[str, str]
                   if k.startswith("req:") and c == chat_id and m == reply.message_id), None)
     if found is None:
         return False
-    _, session, key = found.split(":", 2)
+    session, key = found.split(":", 2)[1:]
     sess = actions.registry.get(session)
     req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
     if req is not None and req.kind == "question":
@@ -150,17 +151,18 @@ async def deny_with_reason(message: Message, actions: Actions, sender: Sender, t
         case ByHook():
             actions.react(chat_id, message.message_id, "👌")
         case ByKeys():
-            actions.say(chat_id, "❌ Denied in Claude Code's own dialog, which takes no reason: "
-                        "Claude was not told why.", reply_to=reply_to)
+            actions.say(chat_id, _("❌ Denied in Claude Code's own dialog, which takes no reason: "
+                                   "Claude was not told why."), reply_to=reply_to)
         case Already():
-            actions.say(chat_id, "This request was already answered.", reply_to=reply_to)
+            actions.say(chat_id, _("This request was already answered."), reply_to=reply_to)
         case Gone():
-            actions.say(chat_id, "This request is no longer open.", reply_to=reply_to)
+            actions.say(chat_id, _("This request is no longer open."), reply_to=reply_to)
         case InTerminal():
-            actions.say(chat_id, "This one waits in the terminal now: answer it there.",
+            actions.say(chat_id, _("This one waits in the terminal now: answer it there."),
                         reply_to=reply_to)
         case KeysFailed(reason=reason) | Refused(reason=reason):
-            actions.say(chat_id, f"🤷 Could not answer: {reason}", reply_to=reply_to, buzz=True)
+            actions.say(chat_id, _("🤷 Could not answer: {reason}").format(reason=reason),
+                        reply_to=reply_to, buzz=True)
 
 
 async def on_edit_text(message: Message, actions: Actions, sender: Sender, text: str,
@@ -178,12 +180,12 @@ async def on_edit_text(message: Message, actions: Actions, sender: Sender, text:
         case ByHook() | ByKeys():
             actions.react(chat_id, reply_to, "👌")
         case Refused(reason=reason):
-            actions.say(chat_id, f"🔒 Not allowed: {reason}. The request is still open.",
-                        reply_to=reply_to)
+            actions.say(chat_id, _("🔒 Not allowed: {reason}. The request is still open.").format(
+                reason=reason), reply_to=reply_to)
         case Already():
-            actions.say(chat_id, "This request was already answered.", reply_to=reply_to)
+            actions.say(chat_id, _("This request was already answered."), reply_to=reply_to)
         case Gone() | InTerminal() | KeysFailed():
-            actions.say(chat_id, "This request is no longer open; nothing was run.",
+            actions.say(chat_id, _("This request is no longer open; nothing was run."),
                         reply_to=reply_to)
 
 
@@ -271,26 +273,31 @@ async def on_file(message: Message, actions: Actions, sender: Sender, picks: dic
         return  # a message not bound to a bot (never from polling)
     size = item.file_size or 0
     if size > files.DOWNLOAD_MAX:
-        actions.say(chat_id, f"📎 {name} is {size / 2**20:.1f} MB: bots can fetch files up to "
-                    f"{files.DOWNLOAD_MAX // 2**20} MB. Put it on the computer another way.",
+        actions.say(chat_id, _("📎 {name} is {size} MB: bots can fetch files up to {limit} MB. "
+                               "Put it on the computer another way.").format(
+                                   name=name, size=number(size / 2**20, 1),
+                                   limit=number(files.DOWNLOAD_MAX // 2**20)),
                     reply_to=message.message_id)
         return
     try:
         found = await bot.get_file(item.file_id)
         if not found.file_path:
-            raise files.FileRefused("Telegram gave no download path for it")
+            raise files.FileRefused(_("Telegram gave no download path for it"))
         buf = io.BytesIO()
         await bot.download_file(found.file_path, buf, timeout=120)
         data = buf.getvalue()
         if len(data) > files.DOWNLOAD_MAX:
-            raise files.FileRefused("larger than 20 MB")
+            raise files.FileRefused(_("larger than {limit} MB").format(
+                limit=number(files.DOWNLOAD_MAX // 2**20)))
         path = await asyncio.to_thread(files.save_download, actions.env, chat_id, name, data)
     except files.FileRefused as exc:
-        actions.say(chat_id, f"📎 {name} was not saved: {exc}", reply_to=message.message_id)
+        actions.say(chat_id, _("📎 {name} was not saved: {reason}").format(name=name, reason=exc),
+                    reply_to=message.message_id)
         return
     except Exception as exc:  # noqa: BLE001 - Telegram or disk trouble: say so, lose nothing else
         log.warning("downloading %s failed: %s", name, exc)
-        actions.say(chat_id, f"📎 Could not fetch {name} from Telegram; send it again.",
+        actions.say(chat_id, _("📎 Could not fetch {name} from Telegram; send it again.").format(
+            name=name),
                     reply_to=message.message_id)
         return
     caption = text
@@ -322,8 +329,8 @@ async def _settle(actions: Actions, sender: Sender, picks: dict, albums: dict,
 
 
 async def on_other(message: Message, actions: Actions) -> None:
-    actions.say(message.chat.id, "I pass on text, photos and documents to Claude. "
-                "/help says more.", reply_to=message.message_id)
+    actions.say(message.chat.id, _("I pass on text, photos and documents to Claude. "
+                                   "/help says more."), reply_to=message.message_id)
 
 
 def make_router() -> Router:

@@ -17,8 +17,10 @@ from aiogram.fsm.context import FSMContext
 from aiogram.types import CallbackQuery
 from aiogram.utils.callback_answer import CallbackAnswer
 
-from aipager.bot import view
+from aipager import locales
+from aipager.bot import i18n, view
 from aipager.bot.actions import Actions, Sender, refusal
+from aipager.bot.i18n import N_, _
 from aipager.bot.callbacks import (SCOPES, ModelTap, PickTap, QuestionAct, QuestionTap, RequestAct,
                                    RequestTap, SessionAct, SessionTap, Setting, SettingTap)
 from aipager.bot.chatstate import STYLES
@@ -32,7 +34,7 @@ from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
 
-EXPIRED = "This button has expired."
+EXPIRED = N_("This button has expired.")
 #: the rights a handler's role needs (``access.Access.rights``)
 PROMPT, APPROVE, MANAGE = ({"rights": "prompt"}, {"rights": "approve"}, {"rights": "manage"})
 
@@ -46,7 +48,7 @@ async def _request_tap(query: CallbackQuery, callback_data: RequestTap, actions:
     (the waiting hook, else the dialog's keys; ⏹ also stops the task); ``done``: the toast."""
     value = actions.state.resolve("request", callback_data.h)
     if value is None or "\0" not in value:
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     session, key = value.split("\0", 1)
     why = refusal(sender, "approve", actions.registry.get(session))  # the author or an admin
@@ -59,7 +61,7 @@ async def _request_tap(query: CallbackQuery, callback_data: RequestTap, actions:
             session, key, kind, sender.who,
             suggestion=int(act[1:]) if act in SCOPES else None)
     except ValueError:
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     callback_answer.text = outcome_text(outcome, done)
 
@@ -70,48 +72,60 @@ def outcome_text(outcome: Outcome, done: str) -> str:
         case ByHook() | ByKeys():
             return done
         case Already():
-            return "Already answered."
+            return _("Already answered.")
         case Gone():
-            return "This request is no longer open."
+            return _("This request is no longer open.")
         case InTerminal():
-            return "This one waits in the terminal now: answer it there."
+            return _("This one waits in the terminal now: answer it there.")
         case KeysFailed(reason=reason) | Refused(reason=reason):
-            return f"Could not answer: {reason}"
+            return _("Could not answer: {reason}").format(reason=reason)
     return done
 
 
 async def on_allow(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
                    sender: Sender, callback_answer: CallbackAnswer) -> None:
     await _request_tap(query, callback_data, actions, sender, callback_answer, "allow",
-                       "Allowed")
+                       _("Allowed"))
 
 
 async def on_always(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
                     sender: Sender, callback_answer: CallbackAnswer) -> None:
     """Allow, remembering every suggestion (the one Always allow)."""
     await _request_tap(query, callback_data, actions, sender, callback_answer, "allow_always",
-                       "Always allowed")
+                       _("Always allowed"))
 
 
 async def on_scope(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
                    sender: Sender, callback_answer: CallbackAnswer) -> None:
     """Allow, remembering the one suggestion the button names (a rule, a folder, a mode)."""
     await _request_tap(query, callback_data, actions, sender, callback_answer, "allow_always",
-                       "Always allowed")
+                       _("Always allowed"))
 
 
 async def on_deny(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
                   sender: Sender, callback_answer: CallbackAnswer) -> None:
-    await _request_tap(query, callback_data, actions, sender, callback_answer, "deny", "Denied")
+    await _request_tap(query, callback_data, actions, sender, callback_answer, "deny", _("Denied"))
 
 
 async def on_deny_and_stop(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
                            sender: Sender, callback_answer: CallbackAnswer) -> None:
     await _request_tap(query, callback_data, actions, sender, callback_answer, "stop",
-                       "Denied and stopped")
+                       _("Denied and stopped"))
 
 #: what a person corrects, by tool (``daemon.edits.EDIT_FIELDS``)
-_EDIT_WORD = {"Bash": "command", "WebFetch": "URL"}
+_EDIT_ASK = {  # (tool, in a group): in a group the bot reads only replies to it
+    ("Bash", False): N_("✏️ Send the corrected command; it runs only if the safety policy "
+                        "allows it."),
+    ("Bash", True): N_("✏️ Reply to this message with the corrected command; it runs only if "
+                       "the safety policy allows it."),
+    ("WebFetch", False): N_("✏️ Send the corrected URL; it runs only if the safety policy "
+                            "allows it."),
+    ("WebFetch", True): N_("✏️ Reply to this message with the corrected URL; it runs only if "
+                           "the safety policy allows it."),
+    ("", False): N_("✏️ Send the corrected path; it runs only if the safety policy allows it."),
+    ("", True): N_("✏️ Reply to this message with the corrected path; it runs only if the "
+                   "safety policy allows it."),
+}
 
 
 async def on_edit(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
@@ -120,7 +134,7 @@ async def on_edit(query: CallbackQuery, callback_data: RequestTap, actions: Acti
     path (``routers.messages.on_edit_text``), allowed once the policy allows it."""
     value = actions.state.resolve("request", callback_data.h)
     if value is None or "\0" not in value or query.message is None:
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     session, key = value.split("\0", 1)
     sess = actions.registry.get(session)
@@ -130,16 +144,13 @@ async def on_edit(query: CallbackQuery, callback_data: RequestTap, actions: Acti
         return
     req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
     if req is None or req.answered:
-        callback_answer.text = "This request is no longer open."
+        callback_answer.text = _("This request is no longer open.")
         return
-    word = _EDIT_WORD.get(req.tool, "path")
+    group = query.message.chat.id < 0
+    ask = _EDIT_ASK.get((req.tool, group)) or _EDIT_ASK[("", group)]
     await state.set_state(NextMessage.edit)
     await state.set_data({"session": session, "key": key})
-    # in a group the bot reads only replies to it: the reply is the natural answer there
-    how = "Reply to this message with" if query.message.chat.id < 0 else "Send"
-    actions.say(query.message.chat.id,
-                f"✏️ {how} the corrected {word}; it runs only if the safety policy allows it.",
-                reply_to=query.message.message_id, session=session)
+    actions.say(query.message.chat.id, _(ask), reply_to=query.message.message_id, session=session)
 
 # -- questions (AskUserQuestion) -----------------------------------------------------
 
@@ -150,13 +161,13 @@ def _open_question(callback_data: QuestionTap, actions: Actions, sender: Sender,
     answer it; else None (``callback_answer`` says why)."""
     value = actions.state.resolve("ask", callback_data.h)
     if value is None or "\0" not in value:
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return None
     session, key = value.split("\0", 1)
     rkey = f"req:{session}:{key}"
     ask = actions.state.asks.get(rkey)
     if ask is None:
-        callback_answer.text = "This question is no longer open."
+        callback_answer.text = _("This question is no longer open.")
         return None
     # the task's author or an admin (the role's right: the handler's flag)
     why = refusal(sender, "approve", actions.registry.get(session))
@@ -181,7 +192,7 @@ async def on_pick(query: CallbackQuery, callback_data: QuestionTap, actions: Act
     if found is None or not _option(callback_data, found[1], callback_answer):
         return
     await record_answer(actions, *found, sender, {"picks": [callback_data.i], "text": ""})
-    callback_answer.text = "Answered."
+    callback_answer.text = _("Answered.")
 
 
 async def on_toggle(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
@@ -204,7 +215,7 @@ async def on_submit(query: CallbackQuery, callback_data: QuestionTap, actions: A
     rkey, ask = found
     await record_answer(actions, rkey, ask, sender,
                         {"picks": list(ask.get("toggled") or []), "text": ""})
-    callback_answer.text = "Answered."
+    callback_answer.text = _("Answered.")
 
 
 async def on_other(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
@@ -218,8 +229,8 @@ async def on_other(query: CallbackQuery, callback_data: QuestionTap, actions: Ac
     await state.set_state(NextMessage.answer)
     await state.set_data({"rkey": rkey})
     q = ask["questions"][ask["step"]]
-    actions.say(ask["chat"], f"✍️ Send your answer to “{q['question'][:80]}” as your next "
-                "message.", session=ask["session"])
+    actions.say(ask["chat"], _("✍️ Send your answer to “{question}” as your next message.").format(
+        question=q['question'][:80]), session=ask["session"])
 
 
 async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
@@ -228,7 +239,7 @@ async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: 
     if found is None:
         return
     outcome = await actions.decline_questions(found[1], sender)
-    callback_answer.text = "Declined." if isinstance(outcome, ByKeys) else _unanswered(outcome)
+    callback_answer.text = _("Declined.") if isinstance(outcome, ByKeys) else _unanswered(outcome)
 
 
 async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
@@ -242,17 +253,17 @@ async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
         return
     outcome = await actions.answer_questions(ask, sender)
     if not isinstance(outcome, ByKeys):
-        actions.say(ask["chat"], f"{_unanswered(outcome)} Nothing was typed.")
+        actions.say(ask["chat"], _unanswered(outcome) + " " + _("Nothing was typed."))
 
 
 def _unanswered(outcome: Outcome) -> str:
     """Why a question's answer typed nothing."""
     match outcome:
         case KeysFailed(reason=reason) | Refused(reason=reason):
-            return f"Could not answer: {reason}."
+            return _("Could not answer: {reason}.").format(reason=reason)
         case Gone():
-            return "This question is no longer open."
-    return "That question was already answered."
+            return _("This question is no longer open.")
+    return _("That question was already answered.")
 
 
 def show_question(actions: Actions, rkey: str, ask: dict) -> None:
@@ -273,7 +284,7 @@ def _tapped(query: CallbackQuery, handle: int, actions: Actions,
     sess = actions.registry.get(name) if name else None
     chat_id = query.message.chat.id if query.message is not None else 0
     if sess is None or not chat_id:
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return None
     return sess, chat_id
 
@@ -283,7 +294,7 @@ def _running(query: CallbackQuery, handle: int, actions: Actions,
     """As ``_tapped``, for buttons that need the session running."""
     found = _tapped(query, handle, actions, callback_answer)
     if found is not None and not view.is_live(found[0]):
-        callback_answer.text = f"{found[0].label} is not running."
+        callback_answer.text = _("{session} is not running.").format(session=found[0].label)
         return None
     return found
 
@@ -300,12 +311,13 @@ async def on_stop(query: CallbackQuery, callback_data: SessionTap, actions: Acti
         callback_answer.text = why
         return
     if not view.is_live(sess):
-        callback_answer.text = f"{sess.label} is not running."
+        callback_answer.text = _("{session} is not running.").format(session=sess.label)
         return
     if sess.state not in (State.WORKING, State.WAITING):
-        callback_answer.text = f"{sess.label} is not working on anything."
+        callback_answer.text = _("{session} is not working on anything.").format(
+            session=sess.label)
         return
-    callback_answer.text = "Stopping…"
+    callback_answer.text = _("Stopping…")
     await stop_session(actions, chat_id, sess)
 
 
@@ -317,8 +329,9 @@ async def on_use(query: CallbackQuery, callback_data: SessionTap, actions: Actio
         return
     sess, chat_id = found
     actions.state.current[str(chat_id)] = sess.name
-    callback_answer.text = f"Messages go to {sess.label} now."
-    actions.say(chat_id, f"Your messages go to {sess.label} now.", session=sess.name)
+    callback_answer.text = _("Messages go to {session} now.").format(session=sess.label)
+    actions.say(chat_id, _("Your messages go to {session} now.").format(session=sess.label),
+                session=sess.name)
 
 
 async def on_kill(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -342,7 +355,7 @@ async def _kill_answer(query: CallbackQuery, handle: int, actions: Actions,
     msg_id = query.message.message_id if query.message is not None else None
     if (actions.state.live_id(key, chat_id) != msg_id
             or not actions.state.shown.get(key, "").startswith(KILL_ASK)):
-        callback_answer.text = "Already answered."
+        callback_answer.text = _("Already answered.")
         return None
     actions.state.show(key, "…")
     return sess, chat_id, key
@@ -360,11 +373,12 @@ async def on_kill_yes(query: CallbackQuery, callback_data: SessionTap, actions: 
     if found is None:
         return
     sess, chat_id, key = found
-    callback_answer.text = f"Ending {sess.label}…"
+    callback_answer.text = _("Ending {session}…").format(session=sess.label)
     ended = await actions.kill(sess)
     actions.audit("session_kill", sender, session=sess.name)
-    _kill_outcome(actions, chat_id, key, f"🗑 {sess.label} ended by {sender.tag}." if ended
-                  else f"{sess.label} was not running.")
+    _kill_outcome(actions, chat_id, key, _("🗑 {session} ended by {who}.").format(
+        session=sess.label, who=sender.tag) if ended
+        else _("{session} was not running.").format(session=sess.label))
 
 
 async def on_kill_no(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -373,8 +387,9 @@ async def on_kill_no(query: CallbackQuery, callback_data: SessionTap, actions: A
     if found is None:
         return
     sess, chat_id, key = found
-    callback_answer.text = "Kept running."
-    _kill_outcome(actions, chat_id, key, f"{sess.label} kept running (cancelled by {sender.tag}).")
+    callback_answer.text = _("Kept running.")
+    _kill_outcome(actions, chat_id, key, _("{session} kept running (cancelled by {who}).").format(
+        session=sess.label, who=sender.tag))
 
 
 async def on_compact(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -393,17 +408,18 @@ async def on_resume(query: CallbackQuery, callback_data: SessionTap, actions: Ac
         return
     sess, chat_id = found
     if view.is_live(sess) and sess.socket_seen:
-        actions.say(chat_id, f"{sess.label} is running already.")
+        actions.say(chat_id, _("{session} is running already.").format(session=sess.label))
         return
     try:
         await actions.new_session(sess.label, resume_id=sess.claude_session_id, cwd=sess.cwd)
     except AipagerError as exc:
-        actions.say(chat_id, f"Cannot resume {sess.label}: {exc}")
+        actions.say(chat_id, _("Cannot resume {session}: {error}").format(session=sess.label,
+                                                                         error=exc))
         return
     actions.state.current[str(chat_id)] = sess.name
     actions.audit("session_resume", sender, session=sess.name)
-    actions.say(chat_id, f"↩️ {sess.label} resumed in {sess.cwd or actions.default_folder}.",
-                session=sess.name)
+    actions.say(chat_id, _("↩️ {session} resumed in {folder}.").format(
+        session=sess.label, folder=sess.cwd or actions.default_folder), session=sess.name)
 
 
 async def on_pick_session(query: CallbackQuery, callback_data: PickTap, actions: Actions,
@@ -415,11 +431,11 @@ async def on_pick_session(query: CallbackQuery, callback_data: PickTap, actions:
     sess = found[0]
     pick = picks.pop(callback_data.n, None)
     if pick is None:
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     p_chat, msg_id, text, who, quoted = pick
     actions.state.current[str(p_chat)] = sess.name  # picked once: the next ones go there too
-    callback_answer.text = f"Sent to {sess.label}."
+    callback_answer.text = _("Sent to {session}.").format(session=sess.label)
     await actions.deliver(sess, p_chat, msg_id, text, who, quoted)
 
 # -- settings -----------------------------------------------------------------------
@@ -428,12 +444,15 @@ async def on_pick_session(query: CallbackQuery, callback_data: PickTap, actions:
 async def _save_setting(query: CallbackQuery, actions: Actions, name: str, value: object,
                         callback_answer: CallbackAnswer) -> None:
     if query.message is None:
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     chat_id = query.message.chat.id
-    actions.state.set_pref(chat_id, name, value)
-    callback_answer.text = "Saved."
-    text, markup = settings_view(actions, chat_id)
+    if name:
+        actions.state.set_pref(chat_id, name, value)
+    callback_answer.text = _("Saved.")
+    uid = str(query.from_user.id)
+    text, markup = settings_view(actions, chat_id, query.from_user.id,
+                                 actions.state.langs.get(uid, ""))
     key = f"settings:{chat_id}:{query.message.message_id}"
     actions.state.set_live(key, chat_id, query.message.message_id)
     actions.outbox.put(Live(chat_id, text, key=key, markup=markup))
@@ -443,7 +462,7 @@ async def on_style(query: CallbackQuery, callback_data: SettingTap, actions: Act
                    callback_answer: CallbackAnswer) -> None:
     value = callback_data.value
     if value not in STYLES and value != "own":
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     await _save_setting(query, actions, "style", "" if value == "own" else value,
                         callback_answer)
@@ -453,7 +472,7 @@ async def on_switch(query: CallbackQuery, callback_data: SettingTap, actions: Ac
                     callback_answer: CallbackAnswer) -> None:
     """An on/off setting (diff previews, quiet at the computer): its name is the pref's."""
     if callback_data.value not in ("on", "off"):
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     await _save_setting(query, actions, str(callback_data.name), callback_data.value == "on",
                         callback_answer)
@@ -462,9 +481,30 @@ async def on_switch(query: CallbackQuery, callback_data: SettingTap, actions: Ac
 async def on_detail(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
                     callback_answer: CallbackAnswer) -> None:
     if callback_data.value not in ("full", "compact"):
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     await _save_setting(query, actions, "detail", callback_data.value, callback_answer)
+
+
+async def on_language(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                      callback_answer: CallbackAnswer) -> None:
+    """The tapper's own language (any member's, in a group too): the toast and the settings
+    are shown in it at once, and what the chat says on its own follows it."""
+    value = callback_data.value
+    if value != "auto" and value not in locales.LOCALES:
+        callback_answer.text = _(EXPIRED)
+        return
+    uid = str(query.from_user.id)
+    if value == "auto":
+        actions.state.langs.pop(uid, None)
+    else:
+        actions.state.langs[uid] = value
+    locale = i18n.person_locale(actions.state, query.from_user)
+    if query.message is not None:
+        # the person who last spoke in the chat speaks this language now
+        actions.state.chat_langs[str(query.message.chat.id)] = locale
+    with i18n.use(locale):
+        await _save_setting(query, actions, "", None, callback_answer)
 
 
 async def on_model_tap(query: CallbackQuery, callback_data: ModelTap, actions: Actions,
@@ -472,15 +512,17 @@ async def on_model_tap(query: CallbackQuery, callback_data: ModelTap, actions: A
     name = actions.state.resolve("session", callback_data.h)
     sess = actions.registry.get(name) if name else None
     if sess is None or not view.is_live(sess):
-        callback_answer.text = EXPIRED
+        callback_answer.text = _(EXPIRED)
         return
     model = str(callback_data.model)
     try:
         await actions.switch_model(sess, model)
     except (AipagerError, ValueError, OSError) as exc:
-        callback_answer.text = f"Cannot switch {sess.label}: {exc}"
+        callback_answer.text = _("Cannot switch {session}: {error}").format(session=sess.label,
+                                                                           error=exc)
         return
-    callback_answer.text = f"{sess.label}: switching to {model}"
+    callback_answer.text = _("{session}: switching to {model}").format(session=sess.label,
+                                                                       model=model)
 
 
 async def on_unknown_tap(query: CallbackQuery, callback_answer: CallbackAnswer) -> None:
@@ -512,6 +554,7 @@ def make_router() -> Router:
     tap(on_resume, SessionTap.filter(F.act == SessionAct.RESUME), flags=MANAGE)
     tap(on_pick_session, PickTap.filter(), flags=PROMPT)
     tap(on_model_tap, ModelTap.filter(), flags=PROMPT)
+    tap(on_language, SettingTap.filter(F.name == Setting.LANGUAGE))  # the tapper's own
     for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),
                              (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET)):
         # a group's settings are the admins' to change; a private chat's, its person's

@@ -26,6 +26,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
 from aipager import config
+from aipager.bot.i18n import N_, _, ngettext, number
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
 from aipager.bot.strangers import WINDOW, Strangers
@@ -57,18 +58,18 @@ def _lookalike(wanted: str, user_id: int, cfg: config.Config, env: Any) -> str:
 
     folded = _folded(wanted)
     if not folded:
-        return "nothing"
+        return N_("nothing")
     if folded.startswith("@"):
-        return "a mention"
+        return N_("a mention")
     try:
         roles = set(model.load_policy(env).roles)
     except AipagerError:
         roles = set()
     if folded in roles | set(config.ROLES) | {"guest"}:
-        return "a role"
+        return N_("a role")
     if any(m.id != user_id and folded in (_folded(m.label).lstrip("@"), str(m.id))
            for m in cfg.members):
-        return "another member"
+        return N_("another member")
     return ""
 
 
@@ -79,35 +80,38 @@ def label_for(user: Any, cfg: config.Config, env: Any) -> tuple[str, str, str]:
     return (str(user.id) if why or not wanted else wanted), wanted, why
 
 
-def _shown_as(label: str, looked: str, whose: str = "your") -> str:
+def _shown_as(label: str, looked: str, theirs: bool = False) -> str:
     """The sentence that says a name was not taken (empty when it was)."""
     # The name itself is not repeated: "@owner" in a post would mention the real owner.
-    return (f" {whose.capitalize()} name looked like {looked}, so the label is {label}."
-            if looked else "")
+    if not looked:
+        return ""
+    words = (_("Their name looked like {what}, so the label is {label}.") if theirs
+             else _("Your name looked like {what}, so the label is {label}."))
+    return " " + words.format(what=_(looked), label=label)
 
 
 async def on_whoami(message: Message, actions: Actions, sender: Sender) -> None:
     words = ", ".join(sender.rights())
-    actions.say(message.chat.id, f"You are {sender.tag} ({sender.user_id}), role {sender.role}: "
-                f"you may {words}.", reply_to=message.message_id)
+    actions.say(message.chat.id, _("You are {who} ({id}), role {role}: you may {rights}.").format(
+        who=sender.tag, id=sender.user_id, role=sender.role, rights=words), reply_to=message.message_id)
 
 
 async def on_members(message: Message, actions: Actions, sender: Sender,
                      members: Members) -> None:
     cfg = members.current()
-    lines = ["Members:"]
+    lines = [_("Members:")]
     for m in sorted(cfg.members, key=lambda m: (config.ROLES.index(m.role)
                                                  if m.role in config.ROLES else 9, m.label)):
-        you = "  ← you" if m.id == sender.user_id else ""
+        you = "  " + _("← you") if m.id == sender.user_id else ""
         lines.append(f"• {m.label or m.id} ({m.id}) · {m.role}{you}")
     if len(lines) == 1:
-        lines.append("nobody yet: reply /role user to someone's message, or /invite")
+        lines.append(_("nobody yet: reply /role user to someone's message, or /invite"))
     actions.say(message.chat.id, "\n".join(lines))
 
 
 def _may_assign(sender: Sender, role: str, current: str | None) -> str | None:
     if sender.role != "owner" and (role in STRONG or current in STRONG):
-        return "Only the owner hands out or changes owner and admin roles."
+        return _("Only the owner hands out or changes owner and admin roles.")
     return None
 
 
@@ -116,8 +120,8 @@ async def on_role(message: Message, command: CommandObject, actions: Actions, se
     role = (command.args or "").strip()
     target = message.reply_to_message.from_user if message.reply_to_message else None
     if target is None or target.is_bot or not role:
-        actions.say(message.chat.id, "Reply to someone's message with /role ROLE (for example "
-                    "/role user), or /role none to remove them.", reply_to=message.message_id)
+        actions.say(message.chat.id, _("Reply to someone's message with /role ROLE (for example "
+                                       "/role user), or /role none to remove them."), reply_to=message.message_id)
         return
     cfg = members.current()
     current = next((m for m in cfg.members if m.id == target.id), None)
@@ -144,8 +148,10 @@ async def on_role(message: Message, command: CommandObject, actions: Actions, se
         actions.audit("label_refused", sender, target_id=target.id, wanted=wanted, label=label,
                       looked_like=looked)
     actions.audit("member_role", sender, target_id=target.id, target=label, new_role=role)
-    actions.say(message.chat.id, f"{label} is now {role if role != 'none' else 'not a member'} "
-                f"(by {sender.tag}).{_shown_as(label, looked, 'their')}")
+    done = (_("{label} is now {role} (by {who}).") if role != "none"
+            else _("{label} is not a member now (by {who})."))
+    actions.say(message.chat.id, done.format(label=label, role=role, who=sender.tag)
+                + _shown_as(label, looked, theirs=True))
 
 
 async def on_invite(message: Message, command: CommandObject, actions: Actions,
@@ -165,8 +171,8 @@ async def on_invite(message: Message, command: CommandObject, actions: Actions,
     code = secrets.token_hex(4)
     invites[code] = {"role": role, "by": sender.user_id, "expires": now + INVITE_SECONDS}
     actions.audit("member_invite", sender, new_role=role)
-    actions.say(message.chat.id, f"Invitation for one person as {role}, valid for a day: they "
-                f"send /join {code} here.")
+    actions.say(message.chat.id, _("Invitation for one person as {role}, valid for a day: they "
+                                   "send /join {code} here.").format(role=role, code=code))
 
 
 async def on_join(message: Message, command: CommandObject, actions: Actions, sender: Sender,
@@ -179,7 +185,8 @@ async def on_join(message: Message, command: CommandObject, actions: Actions, se
     if members.sender(chat_id, user) is not None:
         # Nothing is used up: the code stays for the person it was made for.
         actions.audit("join_refused", sender, reason="member already")
-        actions.say(chat_id, f"{sender.tag} is a member already; the code stays valid.",
+        actions.say(chat_id, _("{who} is a member already; the code stays valid.").format(
+            who=sender.tag),
                     reply_to=message.message_id)
         return
     who = {"user_id": user.id, "label": sender.label, "role": sender.role}
@@ -200,24 +207,27 @@ async def on_join(message: Message, command: CommandObject, actions: Actions, se
             _silenced(actions, strangers, chat_id, who, reason)
             return
         actions.audit("join_refused", who, reason=reason, tries_left=left)
-        last = "" if left else f" No more tries for {WINDOW / 60:.0f} minutes."
-        actions.say(chat_id, f"That invitation code is not valid (used, expired or "
-                    f"mistyped).{last}", reply_to=message.message_id, low=True)
+        minutes = round(WINDOW / 60)
+        last = "" if left else " " + ngettext("No more tries for {n} minute.",
+                                              "No more tries for {n} minutes.",
+                                              minutes).format(n=number(minutes))
+        actions.say(chat_id, _("That invitation code is not valid (used, expired or "
+                               "mistyped).") + last, reply_to=message.message_id, low=True)
         return
     cfg = members.current()
     label, wanted, looked = label_for(user, cfg, actions.env)
     try:
         config.save(actions.env, cfg.with_member(config.Member(user.id, invite["role"], label)))
     except ConfigError as exc:
-        actions.say(chat_id, f"Could not add you: {exc}")  # the code stays: try again
+        actions.say(chat_id, _("Could not add you: {error}").format(error=exc))  # the code stays: try again
         return
     del invites[code]
     who = {"user_id": user.id, "label": label, "role": invite["role"]}
     if looked:
         actions.audit("label_refused", who, wanted=wanted, label=label, looked_like=looked)
     actions.audit("member_join", who, invited_by=invite.get("by"))
-    actions.say(chat_id, f"Welcome, {label}: you joined as {invite['role']}."
-                f"{_shown_as(label, looked)}")
+    actions.say(chat_id, _("Welcome, {label}: you joined as {role}.").format(
+        label=label, role=invite['role']) + _shown_as(label, looked))
 
 
 def _silenced(actions: Actions, strangers: Strangers, chat_id: int, who: dict[str, Any],

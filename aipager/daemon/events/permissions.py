@@ -16,7 +16,7 @@ from aipager.daemon import diffs, edits, render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Request, Session, State
 from aipager.daemon.notifier import NoticeName, Permission, Question, RequestUpdate
-from aipager.daemon.summaries import request_detail, shorten
+from aipager.daemon.summaries import request_detail
 from aipager.daemon.tasks import finish_task
 
 router = EventRouter("permissions")
@@ -195,10 +195,7 @@ def _emit_permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> N
 
 
 def _permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> Permission:
-    text = render.permission(sess.label, req.tool, shorten(req.description, 200)
-                             if req.description else "", req.detail, req.cwd)
-    if req.terminal_only:
-        text += "\n⌨️ Its choices show only in the terminal: answer it there (⏹ Stop ends the task)."
+    text = render.request(sess.label, req)
     buttons, scopes = _answers(req)
     return ctx.output(Permission, sess, text, key=req.key, tool=req.tool, detail=req.detail,
                       buttons=buttons, scopes=scopes, separate=req.separate,

@@ -5,11 +5,12 @@
 import { ApiError, get, listen, post } from "./api.js";
 import { h } from "./dom.js";
 import { markdown } from "./md.js";
+import { loadStrings, t } from "./strings.js";
 
 const view = document.getElementById("view");
 const flash = document.getElementById("flash");
 const ICON = { working: "⏳", waiting: "🔐", ready: "✅", unknown: "•", gone: "🔴" };
-const WORDS = { working: "working", waiting: "waiting for you", ready: "ready", unknown: "starting", gone: "ended" };
+const WORDS = { working: "working", waiting: "waiting for you", ready: "ready", unknown: "starting", gone: "ended" };  // t() at use
 
 let me = null;
 
@@ -40,7 +41,7 @@ function clear(selector) {
 // -- pieces ----------------------------------------------------------------------------
 
 function headline(s) {
-  const parts = [`${ICON[s.state] || "•"} ${s.label}`, s.waiting_for ? `waiting for your ${s.waiting_for === "question" ? "answer" : "approval"}` : WORDS[s.state]];
+  const parts = [`${ICON[s.state] || "•"} ${s.label}`, s.waiting_for ? (s.waiting_for === "question" ? t("waiting for your answer") : t("waiting for your approval")) : t(WORDS[s.state] || "")];
   if (s.elapsed) parts.push(s.elapsed);
   if (s.model) parts.push(s.model);
   if (s.context_pct !== null) parts.push(`ctx ${Math.round(s.context_pct)}%`);
@@ -49,7 +50,7 @@ function headline(s) {
 }
 
 function permission(req) {
-  const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (sent with ❌ Deny)", "aria-label": "reason" });
+  const reason = h("input", { type: "text", class: "reason", placeholder: t("Reason (sent with ❌ Deny)"), "aria-label": "reason" });
   const buttons = req.answers.map((a) => h("button", {
     type: "button", "data-act": a.act, disabled: Boolean(req.refused || req.answered_by),
     onclick: () => act("/api/answer", { session: req.session, key: req.key, act: a.act, reason: a.act === "deny" ? reason.value : "" }),
@@ -57,7 +58,7 @@ function permission(req) {
   return h("article", { class: "request", "data-key": req.key },
     h("pre", { class: "ask" }, req.text),
     req.preview ? h("pre", { class: "diff" }, req.preview) : null,
-    req.answered_by ? h("p", { class: "muted" }, `Answered by ${req.answered_by}…`) : null,
+    req.answered_by ? h("p", { class: "muted" }, t("Answered by {who}…", { who: req.answered_by })) : null,
     req.refused ? h("p", { class: "muted" }, req.refused) : null,
     h("div", { class: "buttons" }, buttons),
     req.refused ? null : reason);
@@ -70,9 +71,9 @@ function question(req) {
     const options = q.options.map((label, oi) => h("label", { class: "option" },
       h("input", { type: q.multi ? "checkbox" : "radio", name, value: String(oi) }), ` ${label}`));
     form.append(h("fieldset", {},
-      h("legend", {}, `❓ ${req.label} · ${q.header || "Claude asks"}`),
+      h("legend", {}, `❓ ${req.label} · ${q.header || t("Claude asks")}`),
       h("p", {}, q.question), ...options,
-      h("input", { type: "text", name: `${name}-text`, placeholder: "Or answer in words", "aria-label": "other answer" })));
+      h("input", { type: "text", name: `${name}-text`, placeholder: t("Or answer in words"), "aria-label": "other answer" })));
   });
   const submit = (decline) => (event) => {
     event.preventDefault();
@@ -84,29 +85,29 @@ function question(req) {
   };
   form.addEventListener("submit", submit(false));
   form.append(h("div", { class: "buttons" },
-    h("button", { type: "submit", disabled: Boolean(req.refused || req.answered_by) }, "✅ Answer"),
-    h("button", { type: "button", onclick: submit(true), disabled: Boolean(req.refused || req.answered_by) }, "⏹ Decline")));
+    h("button", { type: "submit", disabled: Boolean(req.refused || req.answered_by) }, t("✅ Answer")),
+    h("button", { type: "button", onclick: submit(true), disabled: Boolean(req.refused || req.answered_by) }, t("⏹ Decline"))));
   if (req.refused) form.append(h("p", { class: "muted" }, req.refused));
   return form;
 }
 
 function sessionCard(s, { open = true } = {}) {
   const buttons = [];
-  if (open) buttons.push(h("a", { class: "button", href: `#/s/${encodeURIComponent(s.label)}` }, "💬 Open"));
+  if (open) buttons.push(h("a", { class: "button", href: `#/s/${encodeURIComponent(s.label)}` }, t("💬 Open")));
   if (s.live && (s.state === "working" || s.state === "waiting")) {
-    buttons.push(h("button", { type: "button", onclick: () => act(`/api/sessions/${encodeURIComponent(s.name)}/stop`) }, "⏹ Stop"));
+    buttons.push(h("button", { type: "button", onclick: () => act(`/api/sessions/${encodeURIComponent(s.name)}/stop`) }, t("⏹ Stop")));
   }
   if (s.live && me && me.may.manage) {
     const end = h("button", { type: "button", class: "danger", onclick: () => {
       if (end.dataset.sure) act(`/api/sessions/${encodeURIComponent(s.name)}/kill`);
-      else { end.dataset.sure = "1"; end.textContent = "🗑 Really end it?"; }
-    } }, "🗑 End");
+      else { end.dataset.sure = "1"; end.textContent = t("🗑 Really end it?"); }
+    } }, t("🗑 End"));
     buttons.push(end);
   }
   return h("article", { class: `session ${s.state}`, "data-session": s.name },
     h("h3", {}, headline(s)),
     s.card ? h("pre", { class: "card" }, s.card) : null,
-    s.queued ? h("p", { class: "muted" }, `${s.queued} message(s) waiting to go in`) : null,
+    s.queued ? h("p", { class: "muted" }, t("{n} message(s) waiting to go in", { n: s.queued })) : null,
     h("div", { class: "buttons" }, buttons));
 }
 
@@ -117,21 +118,21 @@ async function home() {
   const needs = state.needs.map((r) => (r.kind === "question" ? question(r) : permission(r)));
   const live = state.sessions.filter((s) => s.live);
   const ended = state.sessions.filter((s) => !s.live);
-  const name = h("input", { type: "text", name: "name", placeholder: "name", pattern: "[A-Za-z0-9_][A-Za-z0-9_-]{0,63}", required: true, "aria-label": "session name" });
+  const name = h("input", { type: "text", name: "name", placeholder: t("name"), pattern: "[A-Za-z0-9_][A-Za-z0-9_-]{0,63}", required: true, "aria-label": "session name" });
   const start = h("form", { class: "new", onsubmit: (e) => { e.preventDefault(); act("/api/sessions", { name: name.value }).then((r) => r && r.ok && clear("form.new input")); } },
-    name, h("button", { type: "submit" }, "🆕 Start a session"));
+    name, h("button", { type: "submit" }, t("🆕 Start a session")));
   return [
-    h("section", { id: "needs" }, h("h2", {}, "Needs you"),
-      needs.length ? needs : h("p", { class: "muted" }, "Nothing waits for you.")),
-    h("section", { id: "sessions" }, h("h2", {}, "Sessions"),
-      live.length ? live.map((s) => sessionCard(s)) : h("p", { class: "muted" }, "No session runs. Start one here or with `aipager session NAME`."),
+    h("section", { id: "needs" }, h("h2", {}, t("Needs you")),
+      needs.length ? needs : h("p", { class: "muted" }, t("Nothing waits for you."))),
+    h("section", { id: "sessions" }, h("h2", {}, t("Sessions")),
+      live.length ? live.map((s) => sessionCard(s)) : h("p", { class: "muted" }, t("No session runs. Start one here or with `aipager session NAME`.")),
       me.may.manage ? start : null,
-      ended.length ? h("details", {}, h("summary", {}, `Ended (${ended.length})`), ended.map((s) => sessionCard(s))) : null),
+      ended.length ? h("details", {}, h("summary", {}, t("Ended ({n})", { n: ended.length })), ended.map((s) => sessionCard(s))) : null),
   ];
 }
 
 function entry(e) {
-  const who = { prompt: `🗣 ${e.who || ""}`, sent: `🗣 ${e.who || "you"} · ${e.status}`, answer: "🤖 Claude", notice: "ℹ️" }[e.kind] || e.kind;
+  const who = { prompt: `🗣 ${e.who || ""}`, sent: `🗣 ${e.who || t("you")} · ${e.status}`, answer: "🤖 Claude", notice: "ℹ️" }[e.kind] || e.kind;
   const when = new Date(e.at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   return h("li", { class: `entry ${e.kind}` }, h("div", { class: "who" }, `${who} · ${when}`),
     e.kind === "answer" ? markdown(e.text) : h("div", { class: "text" }, e.text));
@@ -140,9 +141,9 @@ function entry(e) {
 async function conversation(label) {
   const sessions = await get("/api/sessions");
   const found = sessions.find((s) => s.label === label || s.name === label);
-  if (!found) return [h("p", {}, `No session called ${label}.`)];
+  if (!found) return [h("p", {}, t("No session called {name}.", { name: label }))];
   const data = await get(`/api/sessions/${encodeURIComponent(found.name)}`);
-  const text = h("textarea", { name: "text", rows: 3, placeholder: `Message ${found.label}`, "aria-label": "prompt" });
+  const text = h("textarea", { name: "text", rows: 3, placeholder: t("Message {session}", { session: found.label }), "aria-label": "prompt" });
   const send = async (e) => {
     e.preventDefault();
     if (!text.value.trim()) return;
@@ -150,13 +151,13 @@ async function conversation(label) {
     if (result && result.ok) clear("form.prompt textarea");
   };
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
-  const form = h("form", { class: "prompt", onsubmit: send }, text, h("button", { type: "submit" }, "➤ Send"));
+  const form = h("form", { class: "prompt", onsubmit: send }, text, h("button", { type: "submit" }, t("➤ Send")));
   return [
-    h("p", {}, h("a", { href: "#/" }, "← all sessions")),
+    h("p", {}, h("a", { href: "#/" }, t("← all sessions"))),
     sessionCard(data.session, { open: false }),
-    h("section", { id: "conversation" }, h("h2", {}, "Conversation"),
+    h("section", { id: "conversation" }, h("h2", {}, t("Conversation")),
       data.conversation.length ? h("ol", { class: "talk" }, data.conversation.map(entry))
-        : h("p", { class: "muted" }, "Nothing said here since the daemon started.")),
+        : h("p", { class: "muted" }, t("Nothing said here since the daemon started."))),
     me.may.prompt && data.session.live ? form : null,
   ];
 }
@@ -170,10 +171,10 @@ async function auditLog() {
     return h("tr", {}, h("td", {}, ts || ""), h("td", {}, action || ""), h("td", {}, who || ""),
       h("td", {}, (session || "").replace(/^claude-/, "")), h("td", { class: "details" }, details));
   });
-  return [h("section", { id: "audit" }, h("h2", {}, "Audit log"),
+  return [h("section", { id: "audit" }, h("h2", {}, t("Audit log")),
     rows.length ? h("div", { class: "scroll" }, h("table", {},
-      h("thead", {}, h("tr", {}, ["time", "action", "who", "session", "details"].map((t) => h("th", {}, t)))),
-      h("tbody", {}, rows))) : h("p", { class: "muted" }, "Nothing recorded yet."))];
+      h("thead", {}, h("tr", {}, [t("time"), t("action"), t("who"), t("session"), t("details")].map((w) => h("th", {}, w)))),
+      h("tbody", {}, rows))) : h("p", { class: "muted" }, t("Nothing recorded yet.")))];
 }
 
 // -- routing and refreshing ------------------------------------------------------------
@@ -230,9 +231,9 @@ async function render() {
         putFields(kept);
       } catch (err) {
         if (err instanceof ApiError && err.status === 401) {
-          view.replaceChildren(h("p", {}, "Not signed in. Open the link `aipager start` printed on this computer, or open aipager from its Telegram bot."));
+          view.replaceChildren(h("p", {}, t("Not signed in. Open the link `aipager start` printed on this computer, or open aipager from its Telegram bot.")));
         } else {
-          view.replaceChildren(h("p", { class: "bad" }, `Could not load: ${err.message}`));
+          view.replaceChildren(h("p", { class: "bad" }, t("Could not load: {error}", { error: err.message })));
         }
       }
     } while (again);
@@ -248,6 +249,7 @@ function refresh() {
 }
 
 async function start() {
+  await loadStrings();
   try {
     me = await get("/api/me");
     document.getElementById("me").textContent = `${me.label} · ${me.role}`;

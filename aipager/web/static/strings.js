@@ -1,0 +1,35 @@
+// The page's words in the person's language (GET /strings, from the chat's catalogs): in
+// Telegram the Mini App user's language, else the browser's.  The msgids are the English
+// words; t() falls back to them, and fills {name} placeholders.
+
+const TMA = "aipager.tma";  // where api.js keeps Telegram's initData
+let words = {};
+
+function language() {
+  try {
+    const user = new URLSearchParams(sessionStorage.getItem(TMA) || "").get("user");
+    const code = user && JSON.parse(user).language_code;
+    if (code) return code;
+  } catch (err) {
+    // no usable initData: the browser's language
+  }
+  return navigator.language || "";
+}
+
+export async function loadStrings() {
+  try {
+    const response = await fetch(`/strings?lang=${encodeURIComponent(language())}`);
+    if (!response.ok) return;
+    const found = await response.json();
+    words = found.strings || {};
+    document.documentElement.lang = (found.locale || "en").replace("_", "-");
+    for (const el of document.querySelectorAll("[data-t]")) el.textContent = t(el.dataset.t);
+  } catch (err) {
+    words = {};  // English
+  }
+}
+
+export function t(msgid, vars = {}) {
+  const text = words[msgid] || msgid;
+  return text.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
+}

@@ -1,0 +1,77 @@
+"""The page's words, translated from the chat's catalogs (``GET /strings``).
+
+The page (``static/strings.js``) asks for them once, with the Mini App user's Telegram
+language or the browser's; ``t("…")`` in ``static/app.js`` names a msgid of ``PAGE`` (a
+test holds the two to each other).  The words are not secret: the route is outside the
+signed-in API, so even "Not signed in" is said in the person's language.
+"""
+
+from __future__ import annotations
+
+from aipager import locales
+from aipager.locales import N_
+
+#: every msgid the page shows (``t()`` calls, the WORDS of a session's state, index.html)
+PAGE = (
+    N_("Answered by {who}…"),
+    N_("Audit log"),
+    N_("Claude asks"),
+    N_("Conversation"),
+    N_("Could not load: {error}"),
+    N_("Ended ({n})"),
+    N_("Message {session}"),
+    N_("Needs you"),
+    N_("No session called {name}."),
+    N_("No session runs. Start one here or with `aipager session NAME`."),
+    N_("Not signed in. Open the link `aipager start` printed on this computer, or open aipager from its Telegram bot."),
+    N_("Nothing recorded yet."),
+    N_("Nothing said here since the daemon started."),
+    N_("Nothing waits for you."),
+    N_("Or answer in words"),
+    N_("Reason (sent with ❌ Deny)"),
+    N_("Sessions"),
+    N_("action"),
+    N_("details"),
+    N_("name"),
+    N_("session"),
+    N_("time"),
+    N_("waiting for your answer"),
+    N_("waiting for your approval"),
+    N_("who"),
+    N_("you"),
+    N_("{n} message(s) waiting to go in"),
+    N_("← all sessions"),
+    N_("⏹ Decline"),
+    N_("⏹ Stop"),
+    N_("✅ Answer"),
+    N_("➤ Send"),
+    N_("🆕 Start a session"),
+    N_("💬 Open"),
+    N_("🗑 End"),
+    N_("🗑 Really end it?"),
+    N_("Now"),
+    N_("Loading…"),
+    N_("working"),
+    N_("waiting for you"),
+    N_("ready"),
+    N_("starting"),
+    N_("ended"),
+)
+
+
+def pick(lang: str | None, accept_language: str = "") -> str:
+    """The locale for the page's ``lang`` (Telegram's ``language_code`` or the browser's
+    tag), else the first language of ``Accept-Language``."""
+    if lang:
+        return locales.from_telegram(lang)
+    first = accept_language.split(",", 1)[0].split(";", 1)[0].strip()
+    return locales.from_telegram(first)
+
+
+def strings(locale: str) -> dict[str, str]:
+    """``PAGE`` in ``locale`` (English: the msgids themselves)."""
+    catalog = locales.translations(locale)
+    return {msgid: catalog.gettext(msgid) for msgid in PAGE}
+
+
+__all__ = ["PAGE", "pick", "strings"]

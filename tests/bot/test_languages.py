@@ -1,0 +1,144 @@
+"""The chat speaks the person's language, through the real aiogram against the fake Bot API:
+a person's replies in their Telegram language or their /settings choice, what the chat says on
+its own in the chat's language (the config's ``language``, else its last member's), Claude's
+own words never translated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from bot.conftest import eventually
+from fakes.telegram_api import OWNER
+
+from aipager import config
+
+BRAZILIAN = {**OWNER, "language_code": "pt-br"}
+
+
+def _buttons(message: dict) -> dict[str, str]:
+    return {b["text"]: b["callback_data"] for row in message["reply_markup"]["inline_keyboard"]
+            for b in row}
+
+
+def _message(chat, needle: str) -> dict:
+    return next(m for m in reversed(chat.fake.bot_messages(chat.chat_id))
+                if needle in m.get("text", ""))
+
+
+async def test_a_brazilian_gets_portuguese_replies_and_buttons(chat):
+    chat.start("jim")
+    await chat.fake.user_says("/settings", user=BRAZILIAN)
+    await chat.fake.wait_for("sendMessage", lambda p: "Configurações deste chat" in p["text"])
+    settings = _message(chat, "Configurações deste chat")
+    assert "Prévia de diffs: desligado" in settings["text"]
+    assert "Seu idioma: Automático (o do seu Telegram)" in settings["text"]
+    assert "📝 Prévia de diffs: ligar" in _buttons(settings)
+    await chat.fake.user_says("/status", user=BRAZILIAN)
+    status = await chat.fake.wait_for("sendMessage", lambda p: "Sessões:" in p["text"])
+    assert "jim" in status["text"] and "pronta" in status["text"]
+    # a toast in Portuguese too
+    query = await chat.fake.user_taps(settings["message_id"], _buttons(settings)[
+        "📝 Prévia de diffs: ligar"], user=BRAZILIAN)
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    assert toast["text"] == "Salvo."
+    # the English of someone without a language_code is untouched
+    await chat.fake.user_says("/status")
+    await chat.fake.wait_for("sendMessage", lambda p: p["text"].startswith("Sessions:"))
+
+
+async def test_the_command_menu_is_set_per_language(chat):
+    await chat.fake.wait_for("setMyCommands", lambda p: p.get("language_code") == "vi")
+    english = {c["command"]: c["description"] for c in chat.fake.commands_for()}
+    portuguese = {c["command"]: c["description"] for c in chat.fake.commands_for(
+        language_code="pt")}
+    spanish = {c["command"]: c["description"] for c in chat.fake.commands_for(
+        language_code="es")}
+    assert english["new"] == "Start a session: /new NAME [first message]"
+    assert portuguese["new"] == "Iniciar uma sessão: /new NOME [primeira mensagem]"
+    assert spanish["status"] == "Todas las sesiones y lo que esperan"
+    assert set(english) == set(portuguese) == set(spanish)
+
+
+async def test_a_settings_choice_of_vietnamese_overrides_telegrams_language(chat):
+    await chat.fake.user_says("/settings", user=BRAZILIAN)
+    await chat.fake.wait_for("sendMessage", lambda p: "Configurações deste chat" in p["text"])
+    settings = _message(chat, "Configurações deste chat")
+    query = await chat.fake.user_taps(settings["message_id"], _buttons(settings)["Tiếng Việt"],
+                                      user=BRAZILIAN)
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    assert toast["text"] == "Đã lưu."
+    edited = await chat.fake.wait_for("editMessageText",
+                                      lambda p: "Cài đặt cho cuộc trò chuyện này" in p["text"])
+    assert "Ngôn ngữ của bạn: Tiếng Việt" in edited["text"]
+    assert chat.bot.state.langs[str(OWNER["id"])] == "vi"
+    await chat.fake.user_says("/help", user=BRAZILIAN)
+    await chat.fake.wait_for("sendMessage", lambda p: "Claude Code ngay trên điện thoại" in p["text"])
+    # and what the chat says on its own follows the person who spoke: the pinned line
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
+    await chat.fake.wait_for("sendMessage", lambda p: p["text"] == "📟 ⏳ đang làm: jim")
+    # Auto: back to the Telegram app's language
+    settings = _message(chat, "Cài đặt cho cuộc trò chuyện này")
+    assert "✓ Tiếng Việt" in _buttons(settings)
+    await chat.fake.user_taps(settings["message_id"], _buttons(settings)["🌐 Tự động"],
+                              user=BRAZILIAN)
+    await chat.fake.wait_for("editMessageText", lambda p: "Configurações deste chat" in p["text"])
+    assert str(OWNER["id"]) not in chat.bot.state.langs
+
+
+async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_words_untouched(chat):
+    env = chat.daemon.env
+    cfg = config.load(env)
+    config.save(env, dataclasses.replace(cfg, extra={**cfg.extra, "language": "es"}))
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
+    chat.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="t1", cwd="/srv/app",
+              tool_input={"command": "make test", "description": "Run the tests"})
+    await chat.fake.wait_for("sendMessage", lambda p: "make test" in str(p["text"]))
+    request = next(m for m in chat.fake.bot_messages(chat.chat_id)
+                   if "make test" in m["text"] and m.get("reply_markup"))
+    assert {"✅ Permitir", "❌ Denegar", "⏹ Detener"} <= set(_buttons(request))
+    assert "make test" in request["text"]  # the command itself is never translated
+    assert request["text"].startswith("🔐 jim · Bash: Run the tests")  # Claude's words, as said
+    assert "📁 en /srv/app" in request["text"]  # the daemon's words, in Spanish
+    # the card, which the daemon renders in English, is rendered again in Spanish
+    await eventually(lambda: any("jim · esperando tu permiso" in m["text"]
+                                 for m in chat.fake.bot_messages(chat.chat_id)),
+                     what="the card in Spanish")
+    answer = ("Done: the **tests** pass. Next I would run `make lint`; shall I? "
+              "(Claude's own words, in whatever language Claude wrote them.)")
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message=answer)
+    sent = await chat.fake.wait_for("sendMessage", lambda p: "Claude's own words" in str(p["text"]))
+    assert "Done: the tests pass. Next I would run make lint; shall I?" in sent["text"]
+    # a notice the daemon renders in English, said again in Spanish, with its button
+    chat.feed(session, "statusline", context_pct=91.0)
+    notice = await chat.fake.wait_for("sendMessage", lambda p: "Contexto al 91%" in p["text"])
+    assert notice["text"] == "⚠️ jim · Contexto al 91%: se compactará pronto"
+    assert "📦 Compactar ahora" in str(notice["reply_markup"])
+    # a safety block: the daemon's sentence in Spanish, the policy's reason as it is written
+    chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
+    blocked = await chat.fake.wait_for("sendMessage", lambda p: "🛑" in p["text"])
+    assert blocked["text"] == ("🛑 jim · Bloqueado por una regla de seguridad: tool Bash is denied "
+                               "for this task (detenido)")
+    await eventually(lambda: any(m["text"].startswith("📟 ✅ 1 sesión inactiva")
+                                 for m in chat.fake.bot_messages(chat.chat_id)),
+                     what="the pinned line in Spanish")
+
+
+@pytest.mark.parametrize("value", ["fr", "klingon", 7, "pt_PT_x"])
+def test_a_config_language_aipager_does_not_speak_is_a_clear_error(value):
+    with pytest.raises(config.ConfigError) as err:
+        config.from_json({"bot_token": "1:x", "chat_id": 42, "language": value})
+    assert "language" in str(err.value) and "pt_BR" in str(err.value)
+
+
+@pytest.mark.parametrize("value, locale", [("es", "es"), ("pt-BR", "pt_BR"), ("pt", "pt_BR"),
+                                           ("VI", "vi"), ("en", "en")])
+def test_a_config_language_is_read_in_its_usual_spellings(value, locale):
+    from aipager import locales
+
+    cfg = config.from_json({"bot_token": "1:x", "chat_id": 42, "language": value})
+    assert locales.exact(cfg.extra["language"]) == locale
