@@ -149,7 +149,8 @@ class ChatNotifier:
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
         self.outbox.put(Live(chat_id, text, key=key, markup=markup, session=out.session,
-                             reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
+                             reply_to=_prompt_msg(sess, out.task, self.state, chat_id),
+                             final=final))
 
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it

@@ -13,7 +13,10 @@ one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
   (every three seconds in groups); new messages in a group at most 20 a
   minute, to a private chat a burst of five, then one a second.  An edit that
   must wait lets the messages behind it go first: a card's state can arrive
-  later, an answer should not.
+  later, an answer should not.  A card's last edit (``Live.final``: its task
+  ended) does not wait for the pace: the edits are a bucket of ``EDIT_BURST``
+  refilled once a gap, and only a last edit may take the one a progress edit
+  leaves, so Stop shows at once and the chat still averages one edit a gap.
 - **Strangers last.** A reply to a non-member (``Post.low``) goes only when
   nothing else waits in its chat and, in a group, only while fewer than half
   of the minute's posts are used; at most ``LOW_KEPT`` wait per chat (more are
@@ -55,6 +58,8 @@ log = logging.getLogger("aipager.bot")
 #: seconds between edits of live messages in one chat (Telegram allows about one a second)
 EDIT_GAP = 1.0
 EDIT_GAP_GROUP = 3.0
+#: edits a chat may make at once: progress edits leave one of them for a card's last edit
+EDIT_BURST = 2
 #: the head of a message sent again after a send whose outcome is unknown
 REPEAT_MARK = "↻ "
 #: the head of the line telling the person that Telegram refused a message
@@ -76,6 +81,8 @@ PERSIST_DATA_MAX = 2 * 1024 * 1024
 LOW_KEPT = 5
 #: a group's posts in the last minute above which replies to strangers wait
 LOW_SENDS_PER_MINUTE = GROUP_SENDS_PER_MINUTE // 2
+#: float noise in the pacing arithmetic (a bucket refilled to the second is full)
+_EPSILON = 1e-6
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,9 @@ class Live(_Op):
     pin: bool = False
     #: as ``Post.sending`` (for the first send; an edit repeats harmlessly)
     sending: bool = False
+    #: the message's last edit (a card whose task ended): it may use the edit kept in
+    #: reserve instead of waiting for the pace
+    final: bool = False
 
     @property
     def background(self) -> bool:
@@ -244,7 +254,8 @@ class _Lane:
         self.latest: dict[str, Op] = {}
         self.wake = asyncio.Event()
         self.paused_until = 0.0
-        self.last_edit = -1e9
+        #: the edit bucket (``edit_tokens``), as of ``_edit_at``
+        self._edit_tokens, self._edit_at = float(EDIT_BURST), -1e9
         self.sends: deque[float] = deque()
         self._tokens, self._tokens_at = float(PRIVATE_BURST), -1e9
         #: network errors and 5xx in a row (``backoff.counter``) and the next wait
@@ -260,6 +271,18 @@ class _Lane:
 
     def spend(self, now: float) -> None:
         self._tokens, self._tokens_at = self.tokens(now) - 1.0, now
+
+    def edit_tokens(self, now: float, gap: float) -> float:
+        """Edits left now: a bucket of ``EDIT_BURST`` refilled one per ``gap``."""
+        return min(EDIT_BURST, self._edit_tokens + (now - self._edit_at) / gap)
+
+    def spend_edit(self, now: float, gap: float) -> None:
+        self._edit_tokens, self._edit_at = self.edit_tokens(now, gap) - 1.0, now
+
+    def edit_answered(self, now: float) -> None:
+        """Refilling counts from when Telegram answered: calls that take different times
+        must still arrive a full gap apart."""
+        self._edit_at = now
 
     def ops(self) -> list[Op]:
         out = [self.inflight] if self.inflight is not None else []
@@ -421,7 +444,10 @@ class Outbox:
             send_wait = 60.0 - (now - lane.sends[0])
         elif not group:
             send_wait = max(0.0, (1.0 - lane.tokens(now)) / PRIVATE_PER_SECOND)
-        edit_wait = max(0.0, lane.last_edit + edit_gap - now)
+        tokens = lane.edit_tokens(now, edit_gap)
+        # A progress edit leaves the last token for a card's last edit (``EDIT_BURST``).
+        edit_wait = max(0.0, (EDIT_BURST - tokens) * edit_gap)
+        final_wait = max(0.0, (1.0 - tokens) * edit_gap)
         waits = []
         deferred = low = None
         for i, item in enumerate(lane.queue):
@@ -433,13 +459,14 @@ class Outbox:
                     low = i  # a reply to a stranger goes when nothing else waits
                 continue
             if self._is_edit(op):
-                if edit_wait <= 0:
+                wait = final_wait if op.final else edit_wait
+                if wait <= _EPSILON:
                     if not op.background:
                         return i, 0.0
                     if deferred is None:
                         deferred = i  # the status line goes when no card edit waits
                     continue
-                waits.append(edit_wait)
+                waits.append(wait)
                 continue  # an edit may wait while what follows goes first
             if isinstance(op, (Post, Live, Upload)) and send_wait > 0:
                 return None, min([send_wait, *waits])
@@ -577,7 +604,7 @@ class Outbox:
     async def _edit(self, lane: _Lane, op: Live) -> None:
         from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions
 
-        lane.last_edit = self._clock()
+        lane.spend_edit(self._clock(), EDIT_GAP_GROUP if op.chat_id < 0 else EDIT_GAP)
         try:
             await self.bot.edit_message_text(
                 text=op.text, chat_id=op.chat_id,
@@ -585,9 +612,7 @@ class Outbox:
                 reply_markup=InlineKeyboardMarkup.model_validate(op.markup) if op.markup else None,
                 link_preview_options=LinkPreviewOptions(is_disabled=True))
         finally:
-            # Counted from when Telegram answered: calls that take different times
-            # must still arrive a full gap apart.
-            lane.last_edit = self._clock()
+            lane.edit_answered(self._clock())
         self.counters["edited"] += 1
 
     def _spend(self, lane: _Lane) -> None:
