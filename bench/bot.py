@@ -10,11 +10,13 @@ Rows (targets in brackets):
 
 - **flood** — one session, a prompt, then 500 tool events (250 Bash PreToolUse/PostToolUse
   pairs, distinct ``tool_use_id``) evenly over 10 s, then Stop with
-  ``last_assistant_message``: ``editMessageText`` calls in the chat, the most edits whose
-  arrival at the fake falls in any half-open 1-second window [≤ 1], the smallest gap between
-  two edits, the time from the Stop datagram to the card's final edit (no Stop button) [≤ 2
-  s], and whether that text equals the daemon's own card (``aipager status --json``; no
-  cost is known, so the chat adds no " · $cost").
+  ``last_assistant_message``: ``editMessageText`` calls in the chat, the most progress edits
+  whose arrival at the fake falls in any half-open 1-second window [≤ 1], the same with the
+  card's final edit counted (it may take the edit the pace keeps in reserve) [≤
+  ``outbox.EDIT_BURST``], the smallest gap between two edits, the time from the Stop datagram
+  to the card's final edit (no Stop button) [≤ 0.2 s], and whether that text equals the
+  daemon's own card (``aipager status --json``; no cost is known, so the chat adds no
+  " · $cost").
 - **Stop → answer** — per turn a prompt, the card shown, then Stop: from ``sendto`` of the
   Stop datagram to the answer's ``sendMessage`` reaching the fake, p50/p95 [p50 ≤ 50 ms];
   floors measured in the same turns: a ``sendMessage`` round trip straight to the fake with
@@ -32,6 +34,7 @@ import statistics
 import time
 from itertools import pairwise
 
+from aipager.bot.outbox import EDIT_BURST
 from bench import chatrig
 
 GROUP = "bot"
@@ -40,7 +43,7 @@ FLOOD_SECONDS = 10.0
 MAX_TURNS = 21
 RSS_SESSIONS = 20
 TARGET_EDITS_PER_S = 1
-TARGET_FINAL_S = 2.0
+TARGET_FINAL_S = 0.2
 TARGET_ANSWER_MS = 50.0
 TARGET_RSS_MB = 80.0
 
@@ -119,19 +122,22 @@ def flood(rig: chatrig.Rig) -> dict:
             between.append("card(working)" if "⏹ Stop" in c.buttons() else "card")
         else:
             between.append("status line" if c.text.startswith("📟") else f"#{c.message_id}")
-    most = _max_in_window(times)
+    most = _max_in_window([c.t_in for c in upto if c is not last])
+    most_with_final = _max_in_window(times)
     return {
         "group": GROUP, "case": "flood: 500 tool events / 10 s, Stop",
         "edits": len(upto),
         "card_edits": sum(1 for c in upto if c.message_id == card.message_id),
         "edits_after_final": len(edits) - len(upto),
         "max_edits_in_1s": most,
+        "max_edits_in_1s_with_final": most_with_final,
         "min_edit_gap_ms": round(min(gaps) * 1000, 1) if gaps else None,
         "stop_to_final_card_ms": round(final_ms, 1),
         "edits_between": " > ".join(between) or "none",
         "final_card_equals_daemon_card": last.text == daemon_card,
         "chat_shows_final_card": shown == daemon_card,
-        "met": (most <= TARGET_EDITS_PER_S and final_ms <= TARGET_FINAL_S * 1000
+        "met": (most <= TARGET_EDITS_PER_S and most_with_final <= EDIT_BURST
+                and final_ms <= TARGET_FINAL_S * 1000
                 and last.text == daemon_card == shown),
     }
 
