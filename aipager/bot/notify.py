@@ -90,8 +90,11 @@ class ChatNotifier:
     def __init__(self, outbox: Outbox, state: ChatState, registry: Callable[[], Any],
                  chats_for: Callable[[str], list[int]],
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any],
-                 started_at: float | None = None, env: dict[str, str] | None = None) -> None:
+                 started_at: float | None = None, env: dict[str, str] | None = None,
+                 types_again: Callable[[int, int], bool] = lambda chat_id, msg_id: False) -> None:
         self.env = env if env is not None else {}
+        #: whether the chat handles (types) message (chat, id) again after a restart
+        self._types_again = types_again
         #: files of a task waiting for its answer: (session, task, chat) → entry
         self._files: dict[tuple[str, Any, int], dict[str, Any]] = {}
         self.outbox = outbox
@@ -183,6 +186,9 @@ class ChatNotifier:
         if out.notice == NoticeName.TYPING_CUT and str(out.extra.get("chat_id")) == str(chat_id):
             # said on the message that was cut off (never a message id of another chat)
             reply_to = int(out.extra["msg_id"])
+            if self._types_again(chat_id, reply_to):
+                log.info("message %s was cut off before its Enter; it is typed again", reply_to)
+                return
             if self.state.advance_reaction(chat_id, reply_to, "🤷"):
                 self.outbox.put(React(chat_id, reply_to, "🤷"))
         self.outbox.put(Post(chat_id, out.text, markup=markup, session=out.session,
