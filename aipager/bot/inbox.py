@@ -90,9 +90,9 @@ def _update_id(item: Any) -> int | None:
 def message_of(raw: Any) -> tuple[int, int] | None:
     """The (chat id, message id) of an update that is a message; else None."""
     msg = raw.get("message") if isinstance(raw, dict) else None
-    chat = msg.get("chat") if isinstance(msg, dict) else None
-    if not isinstance(chat, dict):
+    if not isinstance(msg, dict) or not isinstance(msg.get("chat"), dict):
         return None
+    chat = msg["chat"]
     chat_id, msg_id = chat.get("id"), msg.get("message_id")
     if isinstance(chat_id, int) and isinstance(msg_id, int):
         return chat_id, msg_id
