@@ -13,7 +13,9 @@ one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
   (every three seconds in groups); new messages in a group at most 20 a
   minute, to a private chat a burst of five, then one a second.  An edit that
   must wait lets the messages behind it go first: a card's state can arrive
-  later, an answer should not.  A card's last edit (``Live.final``: its task
+  later, an answer should not.  Silent messages (a card, the prompt typed at
+  the computer) leave ``SEND_RESERVE`` of the pace to those that buzz (the
+  answer, a request), which never overtake them.  A card's last edit (``Live.final``: its task
   ended) does not wait for the pace: the edits are a bucket of ``EDIT_BURST``
   refilled once a gap, and only a last edit may take the one a progress edit
   leaves, so Stop shows at once and the chat still averages one edit a gap.
@@ -73,6 +75,8 @@ GROUP_SENDS_PER_MINUTE = 20
 #: for about one a second per chat; an answer in parts and its file may go at once)
 PRIVATE_BURST = 5
 PRIVATE_PER_SECOND = 1.0
+#: of those (and of a group's minute), what silent messages leave to the ones that buzz
+SEND_RESERVE = 1
 #: retry backoff after network errors and 5xx: 0.5 s, doubled each time, at most 30 s
 RETRY_BACKOFF = BackoffConfig(min_delay=0.5, max_delay=30.0, factor=2.0, jitter=0.0)
 #: uploads kept across a restart only up to this size (bigger ones are re-made by their owner)
@@ -439,11 +443,6 @@ class Outbox:
         edit_gap = EDIT_GAP_GROUP if group else EDIT_GAP
         while lane.sends and now - lane.sends[0] > 60.0:
             lane.sends.popleft()
-        send_wait = 0.0
-        if group and len(lane.sends) >= GROUP_SENDS_PER_MINUTE:
-            send_wait = 60.0 - (now - lane.sends[0])
-        elif not group:
-            send_wait = max(0.0, (1.0 - lane.tokens(now)) / PRIVATE_PER_SECOND)
         tokens = lane.edit_tokens(now, edit_gap)
         # A progress edit leaves the last token for a card's last edit (``EDIT_BURST``).
         edit_wait = max(0.0, (EDIT_BURST - tokens) * edit_gap)
@@ -468,8 +467,10 @@ class Outbox:
                     continue
                 waits.append(wait)
                 continue  # an edit may wait while what follows goes first
-            if isinstance(op, (Post, Live, Upload)) and send_wait > 0:
-                return None, min([send_wait, *waits])
+            if isinstance(op, (Post, Live, Upload)):
+                send_wait = _send_wait(lane, group, now, isinstance(op, Post) and op.buzz)
+                if send_wait > 0:
+                    return None, min([send_wait, *waits])
             return i, 0.0
         if deferred is not None:
             return deferred, 0.0
@@ -664,6 +665,18 @@ class Outbox:
                 os.unlink(op.path)  # the private copy has done its job
         if op.session:
             self.state.route(op.chat_id, sent.message_id, op.session)
+
+
+def _send_wait(lane: _Lane, group: bool, now: float, needs_person: bool) -> float:
+    """Seconds until a new message may go: silent ones leave ``SEND_RESERVE`` of the
+    chat's pace to those that need the person (a buzzing answer after a burst of cards)."""
+    reserve = 0 if needs_person else SEND_RESERVE
+    if group:
+        limit = GROUP_SENDS_PER_MINUTE - reserve
+        if len(lane.sends) >= limit:
+            return 60.0 - (now - lane.sends[len(lane.sends) - limit])
+        return 0.0
+    return max(0.0, (1.0 + reserve - lane.tokens(now)) / PRIVATE_PER_SECOND)
 
 
 class FileGone(Exception):

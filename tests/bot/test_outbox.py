@@ -13,7 +13,7 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 from aipager.install import telegram_check
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REFUSED_MARK,
-                                 REPEAT_MARK, Action, Live, Outbox, Post, React,
+                                 REPEAT_MARK, SEND_RESERVE, Action, Live, Outbox, Post, React,
                                  Upload, from_json)
 
 OTHER = {"id": 5151, "is_bot": False, "first_name": "Other", "username": "other"}
@@ -222,20 +222,51 @@ async def test_a_private_chat_is_paced_after_a_burst(box):
     now = [1000.0]
     other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
     other.start()
-    for i in range(PRIVATE_BURST + 3):
+    burst = PRIVATE_BURST - SEND_RESERVE  # silent messages leave the reserve
+    for i in range(burst + 3):
         other.put(Post(OWNER["id"], f"flood {i}"))
-    await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST)
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst)
     await asyncio.sleep(0.3)
-    assert len(_texts(fake, "sendMessage")) == PRIVATE_BURST  # 51 a second was possible before
+    assert len(_texts(fake, "sendMessage")) == burst  # 51 a second was possible before
     now[0] += 1.0  # then one a second
     other.put(Action(OWNER["id"]))  # anything wakes the lane
-    await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 1)
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst + 1)
     await asyncio.sleep(0.3)
-    assert len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 1
+    assert len(_texts(fake, "sendMessage")) == burst + 1
     now[0] += 2.0
     other.put(Action(OWNER["id"]))
-    await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 3)
-    assert _texts(fake, "sendMessage") == [f"flood {i}" for i in range(PRIVATE_BURST + 3)]
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst + 3)
+    assert _texts(fake, "sendMessage") == [f"flood {i}" for i in range(burst + 3)]
+    await other.close(1)
+
+
+async def test_what_needs_the_person_takes_the_reserve_silent_messages_leave(box):
+    """Silent messages (cards) use the burst down to ``SEND_RESERVE``; the answer (it buzzes)
+    then goes at once, the clock standing still; it never overtakes a silent one still
+    waiting (order is kept)."""
+    fake, outbox = box
+    now = [1000.0]
+    other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
+    other.start()
+    burst = PRIVATE_BURST - SEND_RESERVE
+    for i in range(burst):
+        other.put(Post(OWNER["id"], f"card {i}"))
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst)
+    other.put(Post(OWNER["id"], "the answer", buzz=True))
+    await eventually(lambda: "the answer" in _texts(fake, "sendMessage"))
+    # the bucket is empty now: a silent message and an answer behind it both wait
+    other.put(Post(OWNER["id"], "a card"))
+    other.put(Post(OWNER["id"], "another answer", buzz=True))
+    await asyncio.sleep(0.3)
+    assert len(_texts(fake, "sendMessage")) == burst + 1
+    now[0] += 1.0  # one token: the silent one needs two
+    other.put(Action(OWNER["id"]))
+    await asyncio.sleep(0.3)
+    assert len(_texts(fake, "sendMessage")) == burst + 1
+    now[0] += 1.0
+    other.put(Action(OWNER["id"]))
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst + 3)
+    assert _texts(fake, "sendMessage")[burst:] == ["the answer", "a card", "another answer"]
     await other.close(1)
 
 
