@@ -13,9 +13,9 @@ one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
   (every three seconds in groups); new messages in a group at most 20 a
   minute, to a private chat a burst of five, then one a second.  An edit that
   must wait lets the messages behind it go first: a card's state can arrive
-  later, an answer should not.  Silent messages (a card, the prompt typed at
-  the computer) leave ``SEND_RESERVE`` of the pace to those that buzz (the
-  answer, a request), which never overtake them.  A card's last edit (``Live.final``: its task
+  later, an answer should not.  Progress (a card, the prompt typed at the
+  computer) leaves ``SEND_RESERVE`` of the pace to what is owed to the person
+  (``Post.urgent``: the answer, a request), which never overtakes it.  A card's last edit (``Live.final``: its task
   ended) does not wait for the pace: the edits are a bucket of ``EDIT_BURST``
   refilled once a gap, and only a last edit may take the one a progress edit
   leaves, so Stop shows at once and the chat still averages one edit a gap.
@@ -75,7 +75,7 @@ GROUP_SENDS_PER_MINUTE = 20
 #: for about one a second per chat; an answer in parts and its file may go at once)
 PRIVATE_BURST = 5
 PRIVATE_PER_SECOND = 1.0
-#: of those (and of a group's minute), what silent messages leave to the ones that buzz
+#: of those (and of a group's minute), what progress leaves to ``Post.urgent`` ones
 SEND_RESERVE = 1
 #: retry backoff after network errors and 5xx: 0.5 s, doubled each time, at most 30 s
 RETRY_BACKOFF = BackoffConfig(min_delay=0.5, max_delay=30.0, factor=2.0, jitter=0.0)
@@ -136,6 +136,9 @@ class Post(_Op):
     #: sent again, Telegram may have shown it already (the connection dropped, or the daemon
     #: died mid-call), so it goes again marked ``REPEAT_MARK``
     sending: bool = False
+    #: owed to the person (an answer, a request, a notice: ``put(urgent=True)``): it may
+    #: use the part of the chat's pace silent messages leave (``SEND_RESERVE``)
+    urgent: bool = False
 
 
 @dataclass(frozen=True)
@@ -331,7 +334,10 @@ class Outbox:
     # -- queueing ----------------------------------------------------------------
 
     def put(self, op: Op, *, urgent: bool = False) -> None:
-        """Queue ``op`` (synchronous; never blocks, never raises for delivery)."""
+        """Queue ``op`` (synchronous; never blocks, never raises for delivery).  ``urgent``:
+        saved at once, and a post may use the reserve of the chat's pace (``Post.urgent``)."""
+        if urgent and isinstance(op, Post):
+            op = replace(op, urgent=True)
         self._queue(op)
         self._on_change(urgent)
 
@@ -468,7 +474,7 @@ class Outbox:
                 waits.append(wait)
                 continue  # an edit may wait while what follows goes first
             if isinstance(op, (Post, Live, Upload)):
-                send_wait = _send_wait(lane, group, now, isinstance(op, Post) and op.buzz)
+                send_wait = _send_wait(lane, group, now, isinstance(op, Post) and op.urgent)
                 if send_wait > 0:
                     return None, min([send_wait, *waits])
             return i, 0.0
@@ -667,10 +673,10 @@ class Outbox:
             self.state.route(op.chat_id, sent.message_id, op.session)
 
 
-def _send_wait(lane: _Lane, group: bool, now: float, needs_person: bool) -> float:
-    """Seconds until a new message may go: silent ones leave ``SEND_RESERVE`` of the
-    chat's pace to those that need the person (a buzzing answer after a burst of cards)."""
-    reserve = 0 if needs_person else SEND_RESERVE
+def _send_wait(lane: _Lane, group: bool, now: float, urgent: bool) -> float:
+    """Seconds until a new message may go: the others leave ``SEND_RESERVE`` of the
+    chat's pace to those owed to the person (an answer after a burst of cards)."""
+    reserve = 0 if urgent else SEND_RESERVE
     if group:
         limit = GROUP_SENDS_PER_MINUTE - reserve
         if len(lane.sends) >= limit:

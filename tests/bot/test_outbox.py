@@ -222,7 +222,7 @@ async def test_a_private_chat_is_paced_after_a_burst(box):
     now = [1000.0]
     other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
     other.start()
-    burst = PRIVATE_BURST - SEND_RESERVE  # silent messages leave the reserve
+    burst = PRIVATE_BURST - SEND_RESERVE  # progress leaves the reserve
     for i in range(burst + 3):
         other.put(Post(OWNER["id"], f"flood {i}"))
     await eventually(lambda: len(_texts(fake, "sendMessage")) == burst)
@@ -240,8 +240,8 @@ async def test_a_private_chat_is_paced_after_a_burst(box):
     await other.close(1)
 
 
-async def test_what_needs_the_person_takes_the_reserve_silent_messages_leave(box):
-    """Silent messages (cards) use the burst down to ``SEND_RESERVE``; the answer (it buzzes)
+async def test_an_answer_takes_the_reserve_progress_leaves(box):
+    """Progress (cards) uses the burst down to ``SEND_RESERVE``; the answer (``urgent``)
     then goes at once, the clock standing still; it never overtakes a silent one still
     waiting (order is kept)."""
     fake, outbox = box
@@ -252,11 +252,11 @@ async def test_what_needs_the_person_takes_the_reserve_silent_messages_leave(box
     for i in range(burst):
         other.put(Post(OWNER["id"], f"card {i}"))
     await eventually(lambda: len(_texts(fake, "sendMessage")) == burst)
-    other.put(Post(OWNER["id"], "the answer", buzz=True))
+    other.put(Post(OWNER["id"], "the answer"), urgent=True)
     await eventually(lambda: "the answer" in _texts(fake, "sendMessage"))
     # the bucket is empty now: a silent message and an answer behind it both wait
     other.put(Post(OWNER["id"], "a card"))
-    other.put(Post(OWNER["id"], "another answer", buzz=True))
+    other.put(Post(OWNER["id"], "another answer"), urgent=True)
     await asyncio.sleep(0.3)
     assert len(_texts(fake, "sendMessage")) == burst + 1
     now[0] += 1.0  # one token: the silent one needs two
