@@ -2,7 +2,7 @@
 
 Building the bot's models on the first updates, a burst of cards or a voice model leave much
 of the heap free but still held by glibc (about 2 MB of the idle daemon's, measured by
-``bench/bot.py``); ``malloc_trim(0)`` returns it.  A few milliseconds on this heap, so the
+``bench/bot.py``); ``malloc_trim(0)`` returns it.  Under a millisecond on this heap, so the
 daemon runs it a while after it started and then every ten seconds.  Elsewhere (musl, macOS) a
 no-op.
 """
