@@ -168,7 +168,10 @@ class DtachIO:
                 for data, pause in writes:
                     if submitting is not None and written == len(writes) - 1:
                         self._crash_point("pasted")
-                        submitting()
+                        try:
+                            submitting()
+                        except Exception:  # noqa: BLE001 - a client's bug must not strand the paste
+                            log.exception("marking a chat message as submitted failed")
                         self._crash_point("submitting")
                     # One write per chunk: dtach -p forwards each read as one packet.
                     proc.stdin.write(data)
