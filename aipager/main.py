@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Awaitable, Callable, Mapping
 
-from aipager import config
+from aipager import config, heap
 from aipager.daemon import persist
 from aipager.daemon.app import Daemon, run_daemon
 from aipager.daemon.notifier import FanoutNotifier, Notifier
@@ -32,7 +32,7 @@ def compose(env: Mapping[str, str], cfg: config.Config | None, *, web: bool = Tr
     """The daemon with its clients: the Telegram chat (with a config) and the web page
     (unless ``web`` is off), each given the daemon's outputs and run as its service."""
     notifiers: list[Notifier] = []
-    services: list[Callable[[Daemon], Awaitable[Any]]] = []
+    services: list[Callable[[Daemon], Awaitable[Any]]] = [lambda _daemon: heap.keep_trimmed()]
     attach: list[Callable[[Daemon], None]] = []
     if cfg is not None:
         from aipager.bot.service import chat_bot
@@ -76,7 +76,7 @@ def compose_hub(env: Mapping[str, str], cfg: config.Config,
     from aipager.hub.port import HubPort
 
     hub = settings.from_config(cfg.extra)
-    services = []
+    services: list[Callable[[Daemon], Awaitable[Any]]] = [lambda _daemon: heap.keep_trimmed()]
     if hub.embedded:
         embedded = server.EmbeddedServer(env, hub)
         embedded.start()

@@ -10,20 +10,26 @@ Rows (targets in brackets):
 
 - **flood** — one session, a prompt, then 500 tool events (250 Bash PreToolUse/PostToolUse
   pairs, distinct ``tool_use_id``) evenly over 10 s, then Stop with
-  ``last_assistant_message``: ``editMessageText`` calls in the chat, the most edits whose
-  arrival at the fake falls in any half-open 1-second window [≤ 1], the smallest gap between
-  two edits, the time from the Stop datagram to the card's final edit (no Stop button) [≤ 2
-  s], and whether that text equals the daemon's own card (``aipager status --json``; no
-  cost is known, so the chat adds no " · $cost").
+  ``last_assistant_message``: ``editMessageText`` calls in the chat, the most progress edits
+  whose arrival at the fake falls in any half-open 1-second window [≤ 1], the same with the
+  card's final edit counted (it may take the edit the pace keeps in reserve) [≤
+  ``outbox.EDIT_BURST``], the smallest gap between two edits, the time from the Stop datagram
+  to the card's final edit (no Stop button) [≤ 0.2 s], and whether that text equals the
+  daemon's own card (``aipager status --json``; no cost is known, so the chat adds no
+  " · $cost").
 - **Stop → answer** — per turn a prompt, the card shown, then Stop: from ``sendto`` of the
   Stop datagram to the answer's ``sendMessage`` reaching the fake, p50/p95 [p50 ≤ 50 ms];
   floors measured in the same turns: a ``sendMessage`` round trip straight to the fake with
   aiohttp, and a ``/bin/true`` spawn.  Turns: ``--rounds`` (at most 21) after ``--warmup``
   (at most 3).
-- **RSS** — the daemon's VmRSS/VmHWM (``/proc/<pid>/status``) with the bot loaded, idle and
-  with 20 sessions (those of the rows above plus 18 with a finished 10-tool task) [≤ 80
-  MB]; its children (the ingest drain) reported on their own; and, for scale, what a fresh
-  interpreter takes after importing the daemon's modules without and with aiogram.
+- **RSS** — the daemon's VmRSS/VmHWM (``/proc/<pid>/status``) with the bot loaded, idle
+  [≤ 50 MB] (after its first heap trim, ``aipager.heap``) and with 20 sessions (those of the
+  rows above plus 18 with a finished 10-tool task) [≤ 60 MB]; its children (the ingest
+  drain) reported on their own; each against the floor aiogram sets (``over_floor_mb``): a
+  fresh interpreter of this venv that imported only ``Bot`` and ``Dispatcher``, its models'
+  builds deferred as the daemon does (``aipager.lazyaiogram``).  For scale, what a fresh
+  interpreter takes after importing the daemon's modules without and with aiogram (eagerly,
+  as aiogram does by itself) and with the bot.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import statistics
 import time
 from itertools import pairwise
 
+from aipager.bot.outbox import EDIT_BURST
 from bench import chatrig
 
 GROUP = "bot"
@@ -40,9 +47,12 @@ FLOOD_SECONDS = 10.0
 MAX_TURNS = 21
 RSS_SESSIONS = 20
 TARGET_EDITS_PER_S = 1
-TARGET_FINAL_S = 2.0
+TARGET_FINAL_S = 0.2
 TARGET_ANSWER_MS = 50.0
-TARGET_RSS_MB = 80.0
+TARGET_IDLE_MB = 50.0
+TARGET_RSS_MB = 60.0
+#: the idle row waits for the daemon's first heap trim
+IDLE_SETTLE_S = 11.0
 
 
 def _sleep_until(t: float) -> None:
@@ -119,19 +129,22 @@ def flood(rig: chatrig.Rig) -> dict:
             between.append("card(working)" if "⏹ Stop" in c.buttons() else "card")
         else:
             between.append("status line" if c.text.startswith("📟") else f"#{c.message_id}")
-    most = _max_in_window(times)
+    most = _max_in_window([c.t_in for c in upto if c is not last])
+    most_with_final = _max_in_window(times)
     return {
         "group": GROUP, "case": "flood: 500 tool events / 10 s, Stop",
         "edits": len(upto),
         "card_edits": sum(1 for c in upto if c.message_id == card.message_id),
         "edits_after_final": len(edits) - len(upto),
         "max_edits_in_1s": most,
+        "max_edits_in_1s_with_final": most_with_final,
         "min_edit_gap_ms": round(min(gaps) * 1000, 1) if gaps else None,
         "stop_to_final_card_ms": round(final_ms, 1),
         "edits_between": " > ".join(between) or "none",
         "final_card_equals_daemon_card": last.text == daemon_card,
         "chat_shows_final_card": shown == daemon_card,
-        "met": (most <= TARGET_EDITS_PER_S and final_ms <= TARGET_FINAL_S * 1000
+        "met": (most <= TARGET_EDITS_PER_S and most_with_final <= EDIT_BURST
+                and final_ms <= TARGET_FINAL_S * 1000
                 and last.text == daemon_card == shown),
     }
 
@@ -178,11 +191,16 @@ def _mb(kb: int | None) -> float | None:
     return None if kb is None else round(kb / 1024, 1)
 
 
-def rss(rig: chatrig.Rig, case: str, sessions: int) -> dict:
+def rss(rig: chatrig.Rig, case: str, sessions: int, floor: float | None,
+        target: float) -> dict:
     assert rig.proc is not None
     mine = chatrig.proc_status(rig.proc.pid)
+    now = _mb(mine.get("VmRSS"))
     row = {"group": GROUP, "case": case, "sessions": sessions,
-           "daemon_rss_mb": _mb(mine.get("VmRSS")), "daemon_hwm_mb": _mb(mine.get("VmHWM"))}
+           "daemon_rss_mb": now, "daemon_hwm_mb": _mb(mine.get("VmHWM")),
+           "aiogram_floor_mb": floor,
+           "over_floor_mb": None if now is None or floor is None else round(now - floor, 1),
+           "target_mb": target, "met": (now or 0) <= target}
     for pid in chatrig.children(rig.proc.pid):
         name = chatrig.cmdline(pid)
         kind = "drain" if "drain" in name else f"child{pid}"
@@ -193,21 +211,34 @@ def rss(rig: chatrig.Rig, case: str, sessions: int) -> dict:
 _RSS_PROBE = ("import sys\nfor m in sys.argv[1:]: __import__(m)\n"
               "print([x.split()[1] for x in open('/proc/self/status')"
               " if x.startswith('VmRSS')][0])")
+#: the least a process holding aiogram's ``Bot`` and ``Dispatcher`` takes (builds deferred)
+_FLOOR_PROBE = ("from aipager.lazyaiogram import import_aiogram\nimport_aiogram()\n"
+                "from aiogram import Bot, Dispatcher\n" + _RSS_PROBE)
+
+
+def _probe(code: str, *mods: str) -> float | None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code, *mods], capture_output=True, text=True,
+                          timeout=60)
+    return _mb(int(done.stdout.strip())) if done.returncode == 0 else None
+
+
+def aiogram_floor() -> float | None:
+    """RSS of a fresh interpreter that imported only aiogram's ``Bot`` and ``Dispatcher``."""
+    return _probe(_FLOOR_PROBE)
 
 
 def rss_floors() -> dict:
     """What the daemon's imports alone take (fresh interpreters of this venv): python, the
     daemon without the bot, the daemon's modules plus aiogram, plus the bot."""
-    import subprocess
-    import sys
-
     row: dict = {"group": GROUP, "case": "RSS floors: imports alone"}
     for key, mods in (("python_mb", []), ("daemon_no_bot_mb", ["aipager.daemon.app"]),
-                      ("plus_aiogram_mb", ["aipager.daemon.app", "aiogram"]),
+                      ("plus_aiogram_eager_mb", ["aipager.daemon.app", "aiogram"]),
                       ("plus_bot_mb", ["aipager.daemon.app", "aipager.bot.service"])):
-        done = subprocess.run([sys.executable, "-c", _RSS_PROBE, *mods], capture_output=True,
-                              text=True, timeout=60)
-        row[key] = _mb(int(done.stdout.strip())) if done.returncode == 0 else None
+        row[key] = _probe(_RSS_PROBE, *mods)
+    row["aiogram_bot_dispatcher_deferred_mb"] = aiogram_floor()
     return row
 
 
@@ -238,15 +269,14 @@ def run(args) -> list[dict]:
     turns = max(3, min(MAX_TURNS, args.rounds))
     warmup = max(0, min(3, args.warmup))
     rows: list[dict] = []
+    floor = aiogram_floor()
     with chatrig.Rig() as rig:
-        time.sleep(1.0)
-        rows.append(rss(rig, "daemon RSS: bot loaded, idle", 0))
+        time.sleep(IDLE_SETTLE_S)
+        rows.append(rss(rig, "daemon RSS: bot loaded, idle", 0, floor, TARGET_IDLE_MB))
         rows.append(flood(rig))
         rows.extend(stop_to_answer(rig, turns, warmup))
         count = more_sessions(rig, RSS_SESSIONS)
-        row = rss(rig, f"daemon RSS: bot, {count} sessions", count)
-        row["target_mb"] = TARGET_RSS_MB
-        row["met"] = (row["daemon_rss_mb"] or 0) <= TARGET_RSS_MB
+        row = rss(rig, f"daemon RSS: bot, {count} sessions", count, floor, TARGET_RSS_MB)
         row["daemon_log_errors"] = rig.log_problems()
         rows.append(row)
     rows.append(rss_floors())

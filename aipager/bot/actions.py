@@ -132,11 +132,11 @@ class Actions:
             author["reply_to"] = {"text": quoted[0][:1000], "sent_at": quoted[1]}
         why, held_for = prompts.hold(sess, sender, tr=_) or ("", "task")
         if why:
-            # Its update is handled from here on, durably (``inbox``): a replay after a kill
-            # must not hold it twice (the daemon saves the held message at once).
-            inbox.acting()
+            # Held (the daemon saves it at once), then its update is handled, durably
+            # (``inbox``): a kill in between holds it again at the next start, in its place.
             self.port.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
                                            sender=sender.label, held=True, held_for=held_for)
+            inbox.acting()
             self.state.authors[msg_key(chat_id, msg_id)] = author
             self.say(chat_id, why, reply_to=msg_id, session=sess.name)
             return "held"
@@ -167,10 +167,10 @@ class Actions:
     async def type_message(self, session: str, chat_id: int, msg_id: int, text: str,
                            author: dict[str, Any], *, queued: bool = False) -> str:
         """Type a chat message with its permission note; 👀 now, 👍/🤷 when Claude takes it."""
-        # 👀 first: Claude may take the message before the typing call returns.
-        # Its update is handled from here on, durably (``inbox``): a replay after a kill
-        # must not type it twice.  A kill from here to the typing mark (a few system calls)
-        # loses it; from the mark on the next start clears it and says so on the message.
+        # Right before its Enter (``DtachIO._push``): 👀, since Claude may take the message
+        # before the typing call returns, and its update is handled from there on, durably
+        # (``inbox``): a kill before that types it again at the next start (a paste
+        # without its Enter is cleared first), one after it is never typed twice.
         style = STYLES.get(self.state.prefs_of(chat_id).get("style") or "") or None
 
         def acting() -> None:

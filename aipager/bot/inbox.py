@@ -19,15 +19,21 @@ only the updates past the saved id (``trim``).  Never acted on again: an update 
 ``ChatState.handled``, one with a ``done`` line, one Telegram delivers again (a kill between
 receiving and confirming) after this journal has it: its ids only grow.
 
-Acting twice: a message's handler writes its ``done`` line right before it types the prompt
-(``acting``, from ``Actions.type_message``; a held one before the daemon saves it held), not
-after.  A kill between that line and the typing mark (``DtachIO``: the session's writer lock,
-the permission note, a few system calls) loses that one message silently rather than typing it
-twice; a kill from the mark until its Enter is in leaves the mark, and the next start clears
-the input box and says on the message that it was cut off.  What remains: a command or
-tap killed mid-handler, before its ``done`` line, is handled again at the next start (a
-/status answered twice, a Stop pressed twice); an album is handled part by part as its files
-are saved, so a kill in the 1.5 s it waits for more parts loses its prompt (the files stay).
+Acting twice: a message's handler writes its ``done`` line once its text is pasted, right
+before the Enter (``acting``, called by ``DtachIO`` through ``Actions.type_message``; a held
+one right after the daemon saved it held), not after. The typing mark (``DtachIO``) is on disk
+from before the paste until the Enter is written, so a hard kill at any point leaves one of: no
+mark and no ``done`` line (the next start types it); the mark and no ``done`` line (the paste,
+if any, had no Enter: the next start clears the input box and types it, without telling anyone
+it was cut off, ``ChatBot.types_again``); the mark and the line (killed between the two writes
+before the Enter: cleared, and said on the message that it was cut off); the line and no mark
+(typed once). Two windows of two adjacent system calls remain: between the ``done`` line and
+the Enter (the message is said to be cut off, correctly), and between the Enter and the mark's
+removal (typed once, and yet said to be cut off). A held one killed between its save and its
+line is held again in its own place. What else remains: a command or tap killed mid-handler,
+before its ``done`` line, is handled again at the next start (a /status answered twice, a Stop
+pressed twice); an album is handled part by part as its files are saved, so a kill in the 1.5 s
+it waits for more parts loses its prompt (the files stay).
 
 A line that is not a record (a torn last write, a stray edit) ends the reading: what came
 before it is used, the file is kept aside as ``<name>.damaged-<UTC stamp>`` and the log says
@@ -79,6 +85,18 @@ def acting() -> None:
 def _update_id(item: Any) -> int | None:
     uid = item.get("update_id") if isinstance(item, dict) else None
     return uid if isinstance(uid, int) and not isinstance(uid, bool) else None
+
+
+def message_of(raw: Any) -> tuple[int, int] | None:
+    """The (chat id, message id) of an update that is a message; else None."""
+    msg = raw.get("message") if isinstance(raw, dict) else None
+    if not isinstance(msg, dict) or not isinstance(msg.get("chat"), dict):
+        return None
+    chat = msg["chat"]
+    chat_id, msg_id = chat.get("id"), msg.get("message_id")
+    if isinstance(chat_id, int) and isinstance(msg_id, int):
+        return chat_id, msg_id
+    return None
 
 
 def parse(blob: bytes) -> tuple[list[dict[str, Any]], set[int], str | None]:
@@ -306,4 +324,4 @@ class Inbox:
             self._fd = None
 
 
-__all__ = ["Inbox", "acting", "handling", "parse"]
+__all__ = ["Inbox", "acting", "handling", "message_of", "parse"]

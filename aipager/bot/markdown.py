@@ -9,7 +9,8 @@ telegramify-markdown does the Markdown → (text, entities) conversion; this mod
 adds what a chat bridge needs around it: cleaning input the way Telegram would,
 keeping HTML-looking text visible, dropping entities Telegram would reject, and
 splitting at readable places so that no entity crosses a message boundary.
-Everything here is a pure function of its arguments.
+Everything here is a pure function of its arguments.  The converter and its parser (~2 MB
+of the daemon's memory) are imported with the first answer, not while the daemon idles.
 """
 
 from __future__ import annotations
@@ -17,14 +18,11 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import cache
 from itertools import pairwise
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-import pyromark
-import telegramify_markdown
 from aiogram.types import MessageEntity
-from telegramify_markdown.config import RenderConfig
-from telegramify_markdown.converter import STANDARD_OPTIONS
 
 from aipager.bot.i18n import N_, _
 
@@ -129,8 +127,6 @@ _QUOTES = frozenset({"blockquote", "expandable_blockquote"})
 #: Telegram takes only http(s), tg and ton URLs (tdlib's check_url); Claude often
 #: links relative file paths, which keep their text but lose the link
 _LINK_OK = re.compile(r"(?:https?|tg|ton)://\S+\Z", re.IGNORECASE)
-#: one private config, so nobody's change to the library's global one leaks in
-_CONFIG = RenderConfig.isolated()
 #: rounds of escaping HTML: each round escapes every '<' the parser still reads
 #: as HTML, so two rounds are the rule and the bound only stops a pathology
 _HTML_ROUNDS = 4
@@ -152,11 +148,21 @@ def _convert(markdown: str) -> tuple[str, list[_Span]]:
     source = _clean(markdown)
     if _is_blank(source):
         return "", []
+    import telegramify_markdown
+
     try:
-        text, entities = telegramify_markdown.convert(_literal_html(source), config=_CONFIG)
+        text, entities = telegramify_markdown.convert(_literal_html(source), config=_config())
         return text, _kept_spans(text, entities)
     except Exception:  # noqa: BLE001 - any converter bug must degrade, never lose the answer
         return source, []
+
+
+@cache
+def _config() -> Any:
+    """One private config, so nobody's change to the library's global one leaks in."""
+    from telegramify_markdown.config import RenderConfig
+
+    return RenderConfig.isolated()
 
 
 def _clean(text: str) -> str:
@@ -180,6 +186,9 @@ def _literal_html(markdown: str) -> str:
     text meaning it literally; Telegram renders no HTML from entities anyway.
     Parse errors leave the Markdown as it was.
     """
+    import pyromark
+    from telegramify_markdown.converter import STANDARD_OPTIONS
+
     text = markdown
     try:
         for _ in range(_HTML_ROUNDS):

@@ -94,10 +94,13 @@ class ChatNotifier:
                  chats_for: Callable[[str], list[int]],
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any],
                  started_at: float | None = None, env: dict[str, str] | None = None,
-                 locale_for: Callable[[int], str] | None = None) -> None:
+                 locale_for: Callable[[int], str] | None = None,
+                 types_again: Callable[[int, int], bool] = lambda chat_id, msg_id: False) -> None:
         self.env = env if env is not None else {}
         #: chat id → the language of what the chat says on its own (``i18n.chat_locale``)
         self._locale_for = locale_for or (lambda chat_id: locales.DEFAULT)
+        #: whether the chat handles (types) message (chat, id) again after a restart
+        self._types_again = types_again
         #: files of a task waiting for its answer: (session, task, chat) → entry
         self._files: dict[tuple[str, Any, int], dict[str, Any]] = {}
         self.outbox = outbox
@@ -157,7 +160,8 @@ class ChatNotifier:
         if not self.state.show(key, text + ("" if final else "\0stop")):
             return
         self.outbox.put(Live(chat_id, text, key=key, markup=markup, session=out.session,
-                             reply_to=_prompt_msg(sess, out.task, self.state, chat_id)))
+                             reply_to=_prompt_msg(sess, out.task, self.state, chat_id),
+                             final=final))
 
     def _card_words(self, out: Card, sess: Session | None) -> str:
         """The card in the chat's language: the daemon renders it in English; a card of this
@@ -240,6 +244,9 @@ class ChatNotifier:
         if out.notice == NoticeName.TYPING_CUT and str(out.extra.get("chat_id")) == str(chat_id):
             # said on the message that was cut off (never a message id of another chat)
             reply_to = int(out.extra["msg_id"])
+            if self._types_again(chat_id, reply_to):
+                log.info("message %s was cut off before its Enter; it is typed again", reply_to)
+                return
             if self.state.advance_reaction(chat_id, reply_to, "🤷"):
                 self.outbox.put(React(chat_id, reply_to, "🤷"))
         self.outbox.put(Post(chat_id, self._notice_words(out, sess), markup=markup,

@@ -13,7 +13,12 @@ one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
   (every three seconds in groups); new messages in a group at most 20 a
   minute, to a private chat a burst of five, then one a second.  An edit that
   must wait lets the messages behind it go first: a card's state can arrive
-  later, an answer should not.
+  later, an answer should not.  Progress (a card, the prompt typed at the
+  computer) leaves ``SEND_RESERVE`` of the pace to what is owed to the person
+  (``Post.urgent``: the answer, a request), which never overtakes it.  A card's last edit (``Live.final``: its task
+  ended) does not wait for the pace: the edits are a bucket of ``EDIT_BURST``
+  refilled once a gap, and only a last edit may take the one a progress edit
+  leaves, so Stop shows at once and the chat still averages one edit a gap.
 - **Strangers last.** A reply to a non-member (``Post.low``) goes only when
   nothing else waits in its chat and, in a group, only while fewer than half
   of the minute's posts are used; at most ``LOW_KEPT`` wait per chat (more are
@@ -55,6 +60,8 @@ log = logging.getLogger("aipager.bot")
 #: seconds between edits of live messages in one chat (Telegram allows about one a second)
 EDIT_GAP = 1.0
 EDIT_GAP_GROUP = 3.0
+#: edits a chat may make at once: progress edits leave one of them for a card's last edit
+EDIT_BURST = 2
 #: the head of a message sent again after a send whose outcome is unknown
 REPEAT_MARK = "↻ "
 #: the head of the line telling the person that Telegram refused a message
@@ -68,6 +75,8 @@ GROUP_SENDS_PER_MINUTE = 20
 #: for about one a second per chat; an answer in parts and its file may go at once)
 PRIVATE_BURST = 5
 PRIVATE_PER_SECOND = 1.0
+#: of those (and of a group's minute), what progress leaves to ``Post.urgent`` ones
+SEND_RESERVE = 1
 #: retry backoff after network errors and 5xx: 0.5 s, doubled each time, at most 30 s
 RETRY_BACKOFF = BackoffConfig(min_delay=0.5, max_delay=30.0, factor=2.0, jitter=0.0)
 #: uploads kept across a restart only up to this size (bigger ones are re-made by their owner)
@@ -76,6 +85,8 @@ PERSIST_DATA_MAX = 2 * 1024 * 1024
 LOW_KEPT = 5
 #: a group's posts in the last minute above which replies to strangers wait
 LOW_SENDS_PER_MINUTE = GROUP_SENDS_PER_MINUTE // 2
+#: float noise in the pacing arithmetic (a bucket refilled to the second is full)
+_EPSILON = 1e-6
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,9 @@ class Post(_Op):
     #: sent again, Telegram may have shown it already (the connection dropped, or the daemon
     #: died mid-call), so it goes again marked ``REPEAT_MARK``
     sending: bool = False
+    #: owed to the person (an answer, a request, a notice: ``put(urgent=True)``): it may
+    #: use the part of the chat's pace silent messages leave (``SEND_RESERVE``)
+    urgent: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,6 +155,9 @@ class Live(_Op):
     pin: bool = False
     #: as ``Post.sending`` (for the first send; an edit repeats harmlessly)
     sending: bool = False
+    #: the message's last edit (a card whose task ended): it may use the edit kept in
+    #: reserve instead of waiting for the pace
+    final: bool = False
 
     @property
     def background(self) -> bool:
@@ -244,7 +261,8 @@ class _Lane:
         self.latest: dict[str, Op] = {}
         self.wake = asyncio.Event()
         self.paused_until = 0.0
-        self.last_edit = -1e9
+        #: the edit bucket (``edit_tokens``), as of ``_edit_at``
+        self._edit_tokens, self._edit_at = float(EDIT_BURST), -1e9
         self.sends: deque[float] = deque()
         self._tokens, self._tokens_at = float(PRIVATE_BURST), -1e9
         #: network errors and 5xx in a row (``backoff.counter``) and the next wait
@@ -260,6 +278,18 @@ class _Lane:
 
     def spend(self, now: float) -> None:
         self._tokens, self._tokens_at = self.tokens(now) - 1.0, now
+
+    def edit_tokens(self, now: float, gap: float) -> float:
+        """Edits left now: a bucket of ``EDIT_BURST`` refilled one per ``gap``."""
+        return min(EDIT_BURST, self._edit_tokens + (now - self._edit_at) / gap)
+
+    def spend_edit(self, now: float, gap: float) -> None:
+        self._edit_tokens, self._edit_at = self.edit_tokens(now, gap) - 1.0, now
+
+    def edit_answered(self, now: float) -> None:
+        """Refilling counts from when Telegram answered: calls that take different times
+        must still arrive a full gap apart."""
+        self._edit_at = now
 
     def ops(self) -> list[Op]:
         out = [self.inflight] if self.inflight is not None else []
@@ -304,7 +334,10 @@ class Outbox:
     # -- queueing ----------------------------------------------------------------
 
     def put(self, op: Op, *, urgent: bool = False) -> None:
-        """Queue ``op`` (synchronous; never blocks, never raises for delivery)."""
+        """Queue ``op`` (synchronous; never blocks, never raises for delivery).  ``urgent``:
+        saved at once, and a post may use the reserve of the chat's pace (``Post.urgent``)."""
+        if urgent and isinstance(op, Post):
+            op = replace(op, urgent=True)
         self._queue(op)
         self._on_change(urgent)
 
@@ -416,12 +449,10 @@ class Outbox:
         edit_gap = EDIT_GAP_GROUP if group else EDIT_GAP
         while lane.sends and now - lane.sends[0] > 60.0:
             lane.sends.popleft()
-        send_wait = 0.0
-        if group and len(lane.sends) >= GROUP_SENDS_PER_MINUTE:
-            send_wait = 60.0 - (now - lane.sends[0])
-        elif not group:
-            send_wait = max(0.0, (1.0 - lane.tokens(now)) / PRIVATE_PER_SECOND)
-        edit_wait = max(0.0, lane.last_edit + edit_gap - now)
+        tokens = lane.edit_tokens(now, edit_gap)
+        # A progress edit leaves the last token for a card's last edit (``EDIT_BURST``).
+        edit_wait = max(0.0, (EDIT_BURST - tokens) * edit_gap)
+        final_wait = max(0.0, (1.0 - tokens) * edit_gap)
         waits = []
         deferred = low = None
         for i, item in enumerate(lane.queue):
@@ -433,16 +464,19 @@ class Outbox:
                     low = i  # a reply to a stranger goes when nothing else waits
                 continue
             if self._is_edit(op):
-                if edit_wait <= 0:
+                wait = final_wait if op.final else edit_wait
+                if wait <= _EPSILON:
                     if not op.background:
                         return i, 0.0
                     if deferred is None:
                         deferred = i  # the status line goes when no card edit waits
                     continue
-                waits.append(edit_wait)
+                waits.append(wait)
                 continue  # an edit may wait while what follows goes first
-            if isinstance(op, (Post, Live, Upload)) and send_wait > 0:
-                return None, min([send_wait, *waits])
+            if isinstance(op, (Post, Live, Upload)):
+                send_wait = _send_wait(lane, group, now, isinstance(op, Post) and op.urgent)
+                if send_wait > 0:
+                    return None, min([send_wait, *waits])
             return i, 0.0
         if deferred is not None:
             return deferred, 0.0
@@ -577,7 +611,7 @@ class Outbox:
     async def _edit(self, lane: _Lane, op: Live) -> None:
         from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions
 
-        lane.last_edit = self._clock()
+        lane.spend_edit(self._clock(), EDIT_GAP_GROUP if op.chat_id < 0 else EDIT_GAP)
         try:
             await self.bot.edit_message_text(
                 text=op.text, chat_id=op.chat_id,
@@ -585,9 +619,7 @@ class Outbox:
                 reply_markup=InlineKeyboardMarkup.model_validate(op.markup) if op.markup else None,
                 link_preview_options=LinkPreviewOptions(is_disabled=True))
         finally:
-            # Counted from when Telegram answered: calls that take different times
-            # must still arrive a full gap apart.
-            lane.last_edit = self._clock()
+            lane.edit_answered(self._clock())
         self.counters["edited"] += 1
 
     def _spend(self, lane: _Lane) -> None:
@@ -639,6 +671,18 @@ class Outbox:
                 os.unlink(op.path)  # the private copy has done its job
         if op.session:
             self.state.route(op.chat_id, sent.message_id, op.session)
+
+
+def _send_wait(lane: _Lane, group: bool, now: float, urgent: bool) -> float:
+    """Seconds until a new message may go: the others leave ``SEND_RESERVE`` of the
+    chat's pace to those owed to the person (an answer after a burst of cards)."""
+    reserve = 0 if urgent else SEND_RESERVE
+    if group:
+        limit = GROUP_SENDS_PER_MINUTE - reserve
+        if len(lane.sends) >= limit:
+            return 60.0 - (now - lane.sends[len(lane.sends) - limit])
+        return 0.0
+    return max(0.0, (1.0 + reserve - lane.tokens(now)) / PRIVATE_PER_SECOND)
 
 
 class FileGone(Exception):

@@ -71,9 +71,12 @@ class ChatBot:
         #: updates kept on disk from receipt until handled and saved
         self.inbox = inbox.Inbox(paths.updates_journal_file(self.env), self.state.handled,
                                  on_change=lambda: self._changed(False))
+        #: what the last run journaled and left unhandled (``inbox.load``, read once)
+        self._left: list[dict[str, Any]] | None = None
         self.port: DaemonPort | None = None
         self.notifier = ChatNotifier(self.outbox, self.state, self._registry, self.chats_for,
-                                     self._spawn, env=self.env, locale_for=self.chat_locale)
+                                     self._spawn, env=self.env, locale_for=self.chat_locale,
+                                     types_again=self.types_again)
         self.username: str | None = None
         #: "ok", or what is wrong with reaching Telegram ("unreachable", "conflict", "token")
         self.telegram = "starting"
@@ -99,6 +102,17 @@ class ChatBot:
                          "telegram": "unreachable" if self.outbox.failing() else self.telegram,
                          "unsent": len(self.outbox.pending()),
                          "bot": self.username, **self.outbox.counters}}
+
+    def _unhandled(self) -> list[dict[str, Any]]:
+        if self._left is None:
+            self._left = self.inbox.load()
+        return self._left
+
+    def types_again(self, chat_id: int, msg_id: int) -> bool:
+        """Whether the run handles the message again (its update was left unhandled: the
+        last run was killed before its Enter), so types it; asked by the daemon's recovery
+        of cut-off pastes, which runs before this service."""
+        return any(inbox.message_of(raw) == (chat_id, msg_id) for raw in self._unhandled())
 
     def _registry(self) -> SessionsView | dict:
         return self.port.sessions if self.port is not None else {}
@@ -203,7 +217,7 @@ class ChatBot:
 
         try:
             # what the last run received and did not handle goes first, in order
-            for raw in self.inbox.load():
+            for raw in self._unhandled():
                 update = polling.parse(self.bot, raw)
                 if update is None:
                     self.inbox.done(raw.get("update_id"))

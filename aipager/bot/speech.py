@@ -13,7 +13,6 @@ shared by every chat, and dropped ``IDLE_UNLOAD`` seconds after its last use.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import logging
 import os
@@ -142,12 +141,12 @@ class _Models:
 def _trim_heap() -> None:
     """Hand freed memory back to the system: glibc keeps a dropped model's ~60 MB (tiny.en,
     measured) in its heap otherwise.  Elsewhere (musl, macOS) a no-op."""
-    import ctypes
     import gc
 
+    from aipager import heap
+
     gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
+    heap.trim()
 
 
 # the process's one model (a cache of a resource, like the import system's own modules)

@@ -80,7 +80,8 @@ async def type_with_note(port: DaemonPort, session: str, msg_id: int, chat_id: i
     Args:
         who: ``author(sender)`` (plus ``reply_to`` for a reply); its rights go with the text.
         queued: the daemon already holds it (a released message): not queued again.
-        acting: called right before typing (the chat marks its update handled there).
+        acting: called once the message is pasted, right before its Enter (the chat marks
+            its update handled there: ``DaemonPort.type_prompt``'s ``submitting``).
 
     Raises:
         AipagerError, ValueError, OSError: not typed (the queued message is dropped again).
@@ -88,10 +89,9 @@ async def type_with_note(port: DaemonPort, session: str, msg_id: int, chat_id: i
     if not queued:
         port.queue_chat_message(session, msg_id, text, chat_id=chat_id,
                                 sender=who.get("label", ""))
-    acting()
     try:
         await port.type_prompt(session, chatprompt.clean(text),
-                               note=note(msg_id, chat_id, text, who, style))
+                               note=note(msg_id, chat_id, text, who, style), submitting=acting)
     except (AipagerError, ValueError, OSError):
         port.drop_chat_message(session, msg_id)
         raise

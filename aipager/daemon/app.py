@@ -381,10 +381,12 @@ class Daemon:
                 log.warning("cannot put Claude Code's model setting back: %s", exc)
                 return
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+                          submitting: Callable[[], None] | None = None) -> None:
         """Type a chat message as a prompt with its permission note (``DtachIO.type_prompt``:
-        it refuses anything that is not plain prompt text)."""
-        await self.session_io.type_prompt(session, text, note=note)
+        it refuses anything that is not plain prompt text; ``submitting`` runs right before
+        its Enter)."""
+        await self.session_io.type_prompt(session, text, note=note, submitting=submitting)
 
     async def type_text(self, session: str, text: str) -> None:
         await self.session_io.type_text(session, text)
@@ -633,7 +635,9 @@ class Daemon:
             self._spawn(self._every(SPOOL_SECONDS, self.replay_spool))
             self._spawn(self._every(TICK_SECONDS, self.tick))
             self._spawn(self._every(DISCOVERY_SECONDS, self.discover))
-            self._spawn(self._guard(Daemon.recover_typing))
+            # Before the services: the chat types again what a kill cut off before its Enter,
+            # and must not find the last run's mark (or be told the message was cut off).
+            await self._guard(Daemon.recover_typing)
             for service in self._services:
                 self._spawn(self._guard(service))
             failed = self._spawn(drain.failed.wait()) if drain else None

@@ -151,7 +151,8 @@ class DaemonPort(Protocol):
 
     # -- typing ------------------------------------------------------------------------
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None: ...
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+                          submitting: Callable[[], None] | None = None) -> None: ...
 
     async def type_text(self, session: str, text: str) -> None: ...
 

@@ -131,6 +131,10 @@ class Registry:
         msg = QueuedMessage(msg_id=str(msg_id), text=text, queued_at=self.clock(),
                             chat_id=str(chat_id), sender=sender, status="held" if held else "typed",
                             held_for=held_for)
+        # The same message again (its update handled again after a kill): it replaces itself.
+        if msg.msg_id:
+            sess.queue[:] = [m for m in sess.queue
+                             if (m.msg_id, m.chat_id) != (msg.msg_id, msg.chat_id)]
         sess.queue.append(msg)
         del sess.queue[:-QUEUE_CAP]
         self.touch(sess)

@@ -12,6 +12,7 @@ import contextlib
 import glob
 import logging
 import os
+import signal
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from aipager import dtach
@@ -37,9 +38,12 @@ class SessionIO(Protocol):
     def discover(self) -> dict[str, str]:
         """Live sessions: ``claude-NAME`` → dtach socket path (blocking; run in a thread)."""
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+                          submitting: Callable[[], None] | None = None) -> None:
         """Paste a chat message (clean text, ``policy.chatprompt``) and press Enter,
-        after writing its permission note; a crash meanwhile is cleared at the next start."""
+        after writing its permission note; a crash meanwhile is cleared at the next start.
+        ``submitting`` is called right before the Enter: what a restart must not type again
+        is marked there (``bot.inbox``)."""
 
     async def type_text(self, session: str, text: str) -> None:
         """Type ``text`` as keys and press Enter: aipager's own commands (``/compact``)
@@ -75,7 +79,8 @@ class DtachIO:
                 log.error("session socket refused: %s", info.problem)
         return {info.session: info.socket for info in found if info.live}
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+                          submitting: Callable[[], None] | None = None) -> None:
         """Paste into ``session`` (one writer per session at a time).
 
         Raises:
@@ -90,7 +95,7 @@ class DtachIO:
         if chatprompt.clean(text) != text or chatprompt.lead(text) is not None:
             msg = "a chat message may not start with !, /, # or & nor hold control bytes"
             raise ValueError(msg)
-        await self._push(session, dtach.paste_writes(text), note=note)
+        await self._push(session, dtach.paste_writes(text), note=note, submitting=submitting)
 
     async def type_text(self, session: str, text: str) -> None:
         """Type into ``session`` as keys (raises as ``type_prompt``)."""
@@ -131,7 +136,15 @@ class DtachIO:
         await self._push(session, [(key, KEY_GAP) for key in keys])
 
     async def _push(self, session: str, writes: Sequence[tuple[bytes, float]], *,
-                    note: Mapping[str, Any] | None = None) -> None:
+                    note: Mapping[str, Any] | None = None,
+                    submitting: Callable[[], None] | None = None) -> None:
+        """Write ``writes`` into ``session``.  With a ``note``, a paste: the typing mark is
+        on disk from before the first write until the last (the Enter) is written, and
+        ``submitting`` runs between the paste and the Enter.  So a kill leaves, at each point:
+        before the mark, nothing typed; with the mark and nothing marked by ``submitting``,
+        at most a paste without its Enter (the next start clears it, and the caller types
+        the message again); with both, a paste whose Enter may be in (cleared, and said on
+        the message); after the mark is gone, a message typed once."""
         lock = self._locks.setdefault(session, asyncio.Lock())
         async with lock:
             info = next((i for i in dtach.list_sessions(self._env) if i.session == session), None)
@@ -145,6 +158,7 @@ class DtachIO:
                 # The note must exist before Claude can take the message (the hook
                 # reads it); the mark says a paste is under way until its Enter is in.
                 mark = self._write_note(session, note)
+                self._crash_point("marked")
             argv = dtach.push_argv(dtach.dtach_binary(self._env), info.socket)
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
@@ -153,10 +167,23 @@ class DtachIO:
             written = 0
             try:
                 for data, pause in writes:
+                    if submitting is not None and written == len(writes) - 1:
+                        self._crash_point("pasted")
+                        try:
+                            submitting()
+                        except Exception:  # noqa: BLE001 - a client's bug must not strand the paste
+                            log.exception("marking a chat message as submitted failed")
+                        self._crash_point("submitting")
                     # One write per chunk: dtach -p forwards each read as one packet.
                     proc.stdin.write(data)
                     await proc.stdin.drain()
                     written += 1
+                    if mark and written == len(writes):
+                        # Submitted: from here a restart must not clear it nor say it was
+                        # cut off (waiting for dtach to exit first would widen that window).
+                        fsio.unlink_quiet(mark)
+                        mark = ""
+                        self._crash_point("entered")
                     if pause:
                         await asyncio.sleep(pause)
                 proc.stdin.close()
@@ -176,6 +203,11 @@ class DtachIO:
                 detail = err.decode(errors="replace").strip() if err else proc.returncode
                 msg = f"typing into session {session} failed: {detail}"
                 raise SessionError(msg)
+
+    def _crash_point(self, name: str) -> None:
+        """Tests only: a hard kill right here (``AIPAGER_TEST_CRASH_AT=typing.<name>``)."""
+        if self._env.get("AIPAGER_TEST_CRASH_AT") == f"typing.{name}":
+            os.kill(os.getpid(), signal.SIGKILL)
 
     async def _abandon(self, socket_path: str, mark: str) -> None:
         """A paste that never got its Enter: clear the input box (best effort) and

@@ -220,11 +220,14 @@ class HubPort:
 
     # -- typing ------------------------------------------------------------------------
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+                          submitting: Callable[[], None] | None = None) -> None:
         bare, host = names.split(session)
         if host is None:
-            return await self.local.type_prompt(session, text, note=note)
+            return await self.local.type_prompt(session, text, note=note, submitting=submitting)
         files, timeout = self._ship(host, text)
+        if submitting is not None:
+            submitting()  # the host types it: its Enter is not seen from here
         await self.link.call(host, commands.TypePrompt(bare, text, dict(note), files),
                              timeout=timeout)
 

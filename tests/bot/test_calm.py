@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from .conftest import eventually
 
 
@@ -156,3 +158,51 @@ async def test_an_answer_replies_only_in_the_chat_its_prompt_was_sent_in(chat):
     chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Page answered.")
     answer = await chat.fake.wait_for("sendMessage", lambda p: "Page answered." in str(p["text"]))
     assert "reply_parameters" not in answer and "reply_to_message_id" not in answer
+
+
+async def test_stop_shows_the_last_card_at_once_while_progress_edits_wait_for_the_pace(chat):
+    """A stream of progress edits, then Stop: the card's last edit and the answer go out
+    while the outbox's clock stands still, so neither waited for the pace the progress
+    edits wait for; the progress still waiting is superseded, never sent after."""
+    fake = chat.fake
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="run the flood", prompt_id="p1")
+    await fake.wait_for("sendMessage", lambda p: "jim · working" in str(p["text"]))
+    outbox = chat.bot.outbox
+    clock, frozen = outbox._clock, outbox._clock()
+    outbox._clock = lambda: frozen  # from here on, no pacing gap ever passes
+    try:
+        await _flood_then_stop(chat, session)
+    finally:
+        outbox._clock = clock  # closing waits by the clock
+
+
+async def _flood_then_stop(chat, session):
+    fake = chat.fake
+
+    def tools(start: int, end: int) -> None:
+        for i in range(start, end):
+            chat.feed(session, "PreToolUse", tool_name="Bash", tool_use_id=f"t{i}",
+                      tool_input={"command": f"echo step {i}"})
+            chat.feed(session, "PostToolUse", tool_name="Bash", tool_use_id=f"t{i}",
+                      tool_input={"command": f"echo step {i}"}, tool_response={"stdout": f"{i}"})
+
+    def card_waits() -> bool:
+        return any(getattr(op, "key", "").startswith("card:") for op in chat.bot.outbox.pending())
+
+    tools(0, 20)
+    await fake.wait_for("editMessageText", lambda p: str(p["text"]).startswith("⏳ jim"))
+    tools(20, 40)
+    await eventually(card_waits, what="a progress edit of the card waits")
+    await asyncio.sleep(0.2)
+    before = [p for p in fake.calls_of("editMessageText", ok=True) if "jim ·" in str(p["text"])]
+    assert len(before) == 1, before  # the pace holds: one edit, the rest wait for the clock
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="The flood is done.")
+    final = await fake.wait_for("editMessageText", lambda p: str(p["text"]).startswith("✅ jim"))
+    await fake.wait_for("sendMessage", lambda p: "The flood is done." in str(p["text"]))
+    assert "Stop" not in str(final.get("reply_markup") or "")
+    edits = [p for p in fake.calls_of("editMessageText", ok=True) if "jim ·" in str(p["text"])
+             and "📟" not in str(p["text"])]
+    assert edits[-1]["text"] == final["text"]
+    assert all("⏳" in str(p["text"]) for p in edits[:-1]), edits
+    assert len({int(p["message_id"]) for p in edits}) == 1  # all of them the card

@@ -13,7 +13,7 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 from aipager.install import telegram_check
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REFUSED_MARK,
-                                 REPEAT_MARK, Action, Live, Outbox, Post, React,
+                                 REPEAT_MARK, SEND_RESERVE, Action, Live, Outbox, Post, React,
                                  Upload, from_json)
 
 OTHER = {"id": 5151, "is_bot": False, "first_name": "Other", "username": "other"}
@@ -222,20 +222,51 @@ async def test_a_private_chat_is_paced_after_a_burst(box):
     now = [1000.0]
     other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
     other.start()
-    for i in range(PRIVATE_BURST + 3):
+    burst = PRIVATE_BURST - SEND_RESERVE  # progress leaves the reserve
+    for i in range(burst + 3):
         other.put(Post(OWNER["id"], f"flood {i}"))
-    await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST)
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst)
     await asyncio.sleep(0.3)
-    assert len(_texts(fake, "sendMessage")) == PRIVATE_BURST  # 51 a second was possible before
+    assert len(_texts(fake, "sendMessage")) == burst  # 51 a second was possible before
     now[0] += 1.0  # then one a second
     other.put(Action(OWNER["id"]))  # anything wakes the lane
-    await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 1)
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst + 1)
     await asyncio.sleep(0.3)
-    assert len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 1
+    assert len(_texts(fake, "sendMessage")) == burst + 1
     now[0] += 2.0
     other.put(Action(OWNER["id"]))
-    await eventually(lambda: len(_texts(fake, "sendMessage")) == PRIVATE_BURST + 3)
-    assert _texts(fake, "sendMessage") == [f"flood {i}" for i in range(PRIVATE_BURST + 3)]
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst + 3)
+    assert _texts(fake, "sendMessage") == [f"flood {i}" for i in range(burst + 3)]
+    await other.close(1)
+
+
+async def test_an_answer_takes_the_reserve_progress_leaves(box):
+    """Progress (cards) uses the burst down to ``SEND_RESERVE``; the answer (``urgent``)
+    then goes at once, the clock standing still; it never overtakes a silent one still
+    waiting (order is kept)."""
+    fake, outbox = box
+    now = [1000.0]
+    other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
+    other.start()
+    burst = PRIVATE_BURST - SEND_RESERVE
+    for i in range(burst):
+        other.put(Post(OWNER["id"], f"card {i}"))
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst)
+    other.put(Post(OWNER["id"], "the answer"), urgent=True)
+    await eventually(lambda: "the answer" in _texts(fake, "sendMessage"))
+    # the bucket is empty now: a silent message and an answer behind it both wait
+    other.put(Post(OWNER["id"], "a card"))
+    other.put(Post(OWNER["id"], "another answer"), urgent=True)
+    await asyncio.sleep(0.3)
+    assert len(_texts(fake, "sendMessage")) == burst + 1
+    now[0] += 1.0  # one token: the silent one needs two
+    other.put(Action(OWNER["id"]))
+    await asyncio.sleep(0.3)
+    assert len(_texts(fake, "sendMessage")) == burst + 1
+    now[0] += 1.0
+    other.put(Action(OWNER["id"]))
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst + 3)
+    assert _texts(fake, "sendMessage")[burst:] == ["the answer", "a card", "another answer"]
     await other.close(1)
 
 
@@ -315,3 +346,81 @@ async def test_unsent_work_saved_by_an_older_version_is_sent(box):
     assert (upload["data"], upload["filename"], upload["caption"]) == (b"# old\n", "b.md",
                                                                        "its file")
     await other.close(1)
+
+
+async def test_a_cards_last_edit_overtakes_the_pace_and_supersedes_its_progress(box):
+    """Progress edits stream in faster than the pace; the task ends: its last edit goes at
+    once (the clock stands still: a paced edit could not go), instead of the progress edit
+    still waiting, and the pace then holds again."""
+    fake, outbox = box
+    now = [1000.0]
+    other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
+    other.start()
+    key = "card:jim:1"
+    other.put(Live(OWNER["id"], "⏳ jim · working · 0s", key=key))
+    other.put(Live(OWNER["id"], "⏳ bob · working · 0s", key="card:bob:1"))
+    await fake.wait_for("sendMessage", lambda p: "bob" in p["text"])
+    for i in range(1, 30):
+        other.put(Live(OWNER["id"], f"⏳ jim · working · {i}s", key=key))
+        other.put(Live(OWNER["id"], f"⏳ bob · working · {i}s", key="card:bob:1"))
+        await asyncio.sleep(0.005)
+    await fake.wait_for("editMessageText")
+    await asyncio.sleep(0.3)
+    paced = _texts(fake, "editMessageText")
+    assert len(paced) == 1, paced  # one edit, then the pace: the others wait for the clock
+    other.put(Live(OWNER["id"], "✅ jim · done · 30s", key=key, final=True))
+    await fake.wait_for("editMessageText", lambda p: p["text"] == "✅ jim · done · 30s")
+    await asyncio.sleep(0.3)
+    edits = _texts(fake, "editMessageText")
+    # the last edit went without the clock moving; jim's waiting progress never goes
+    assert edits == [*paced, "✅ jim · done · 30s"]
+    assert other.idle() is False  # bob's progress edit still waits for the pace
+    now[0] += 1.0  # one gap refills one edit: a progress edit needs the bucket full
+    other.put(Action(OWNER["id"]))
+    await asyncio.sleep(0.3)
+    assert len(_texts(fake, "editMessageText")) == 2
+    now[0] += 1.0
+    other.put(Action(OWNER["id"]))
+    await fake.wait_for("editMessageText", lambda p: p["text"] == "⏳ bob · working · 29s")
+    assert _texts(fake, "editMessageText")[2:] == ["⏳ bob · working · 29s"]
+    await other.close(1)
+
+
+async def test_only_one_last_edit_skips_the_pace(box):
+    """Two tasks end together: the first last edit takes the reserve, the second waits one
+    gap: the chat never bursts past ``EDIT_BURST``."""
+    fake, outbox = box
+    now = [1000.0]
+    other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
+    other.start()
+    for name in ("jim", "bob"):
+        other.put(Live(OWNER["id"], f"⏳ {name} · working", key=f"card:{name}:1"))
+    await fake.wait_for("sendMessage", lambda p: "bob" in p["text"])
+    for name in ("jim", "bob"):
+        other.put(Live(OWNER["id"], f"✅ {name} · done", key=f"card:{name}:1", final=True))
+    await fake.wait_for("editMessageText", lambda p: "bob" in p["text"])
+    await asyncio.sleep(0.3)
+    # a full bucket: both at once (EDIT_BURST); a third would wait
+    assert _texts(fake, "editMessageText") == ["✅ jim · done", "✅ bob · done"]
+    other.put(Live(OWNER["id"], "✅ jim · done · $0.10", key="card:jim:1", final=True))
+    await asyncio.sleep(0.3)
+    assert len(_texts(fake, "editMessageText")) == 2
+    now[0] += 1.0
+    other.put(Action(OWNER["id"]))
+    await fake.wait_for("editMessageText", lambda p: p["text"] == "✅ jim · done · $0.10")
+    await other.close(1)
+
+
+async def test_a_429_on_a_last_edit_waits_it_out_and_shows_it_once(box):
+    fake, outbox = box
+    outbox.put(Live(OWNER["id"], "⏳ jim · working", key="card:jim:1"))
+    await fake.wait_for("sendMessage")
+    outbox.put(Live(OWNER["id"], "⏳ jim · working · 1s", key="card:jim:1"))
+    await fake.wait_for("editMessageText")
+    fake.fail("editMessageText", 429, retry_after=1)
+    outbox.put(Live(OWNER["id"], "✅ jim · done", key="card:jim:1", final=True))
+    await fake.wait_for("editMessageText", ok=False)
+    await fake.wait_for("editMessageText", lambda p: p["text"] == "✅ jim · done", timeout=5)
+    await eventually(outbox.idle)
+    assert _texts(fake, "editMessageText") == ["⏳ jim · working · 1s", "✅ jim · done"]
+    assert outbox.counters["rate_limited"] == 1

@@ -140,8 +140,8 @@ async def test_a_message_journaled_but_not_handled_is_typed_after_a_restart(worl
 class DyingSessions(FakeSessions):
     """Types, then the handler is stopped before it returns (a kill mid-handler)."""
 
-    async def type_prompt(self, session, text, *, note):
-        await super().type_prompt(session, text, note=note)
+    async def type_prompt(self, session, text, *, note, submitting=None):
+        await super().type_prompt(session, text, note=note, submitting=submitting)
         raise asyncio.CancelledError
 
 

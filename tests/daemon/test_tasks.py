@@ -218,6 +218,23 @@ def test_queue_api_for_the_chat(core, notifier, clock):
     assert reg.get(S).queue == []
 
 
+def test_a_message_queued_again_replaces_itself(core, notifier):
+    """Its update handled again after a kill (held, saved, killed before its done line): the
+    same message is held once, released once; typed instead, it is no longer held."""
+    reg = core.registry
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    reg.queue_message(S, 2, "after the task", chat_id=5, held=True)
+    reg.queue_message(S, 2, "after the task", chat_id=5, held=True)
+    reg.queue_message(S, 2, "another chat's message 2", chat_id=6, held=True)
+    assert [(m.msg_id, m.chat_id) for m in reg.get(S).queue] == [("2", "5"), ("2", "6")]
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="ok"))
+    assert [o.data["msg_id"] for o in notifier.of("release")] == ["2", "2"]
+    core.feed(ev("UserPromptSubmit", prompt="y", prompt_id="p2"))
+    reg.queue_message(S, 3, "held", chat_id=5, held=True)
+    reg.queue_message(S, 3, "held", chat_id=5)  # the replay found the task ended: typed
+    assert [(m.msg_id, m.status) for m in reg.get(S).queue if m.msg_id == "3"] == [("3", "typed")]
+
+
 def test_ax_interrupt_ends_the_task_without_an_answer(core, notifier):
     core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
     core.feed(tool("Bash", "t1", tool_input={"command": "sleep 100"}))

@@ -178,6 +178,36 @@ def test_a_message_cut_off_by_a_crash_is_cleared_not_glued(daemon, dtach_session
     assert not fake_anthropic.requests_with("E2E-HALF")
 
 
+def test_a_message_whose_daemon_died_before_its_enter_is_typed_once_after_the_restart(
+        daemon, dtach_session, fake_anthropic, fake_telegram):
+    """The real daemon kills itself (``AIPAGER_TEST_CRASH_AT``) once a phone message is pasted
+    into the real Claude Code's input box, before its Enter: the next start empties the box
+    and types the message again; Claude is asked once, the answer arrives once, and nobody is
+    told the message was cut off."""
+    phone = Phone(fake_telegram)
+    fake_anthropic.script("E2E-ONCE", fa.text("Once answered."))
+    tui = dtach_session(*TUI_ARGS)
+    _ready(daemon)
+    daemon.proc.terminate()
+    daemon.proc.wait(20)
+    daemon.extra_env["AIPAGER_TEST_CRASH_AT"] = "typing.pasted"
+    daemon.start()
+    _ready(daemon)
+    fake_telegram.say("E2E-ONCE pasted when the daemon died")
+    assert daemon.proc.wait(30) == -9  # SIGKILL, at the crash point
+    tui.wait_shown("E2E-ONCE pasted when the daemon died")  # in the box, without its Enter
+    del daemon.extra_env["AIPAGER_TEST_CRASH_AT"]
+    daemon.start()
+    phone.wait(lambda snap: any("Once answered." in t for t in phone.sent_texts(snap)), 60,
+               "the answer")
+    asked = fake_anthropic.requests_with("E2E-ONCE")
+    assert len({fa.message_text(r.last_user()) for r in asked}) == 1
+    assert fa.message_text(asked[0].last_user()).count("E2E-ONCE") == 1  # not glued to itself
+    sent = phone.sent_texts()
+    assert sum("Once answered." in t for t in sent) == 1
+    assert not any("cut this message off" in t for t in sent)
+
+
 def test_claude_sends_no_system_secret_and_a_members_task_nothing_from_outside(
         team, dtach_session, fake_anthropic, fake_telegram, claude_home):  # noqa: F811 - test_team's fixture
     """SendUserFile of /etc/shadow is refused for every task, the owner's too (the daemon may

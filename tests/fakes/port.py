@@ -82,7 +82,10 @@ class FakePort:
     async def switch_model(self, session: str, model: str) -> None:
         self._ask("switch_model", session, model)
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any]) -> None:
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+                          submitting: Callable[[], None] | None = None) -> None:
+        if submitting is not None:
+            submitting()
         self._ask("type_prompt", session, text, note=dict(note))
 
     async def type_text(self, session: str, text: str) -> None:

@@ -20,12 +20,15 @@ class FakeSessions:
     def discover(self) -> dict[str, str]:
         return {name: f"/nonexistent/{name}.sock" for name in self.live}
 
-    async def type_prompt(self, session: str, text: str, *, note: Any) -> None:
+    async def type_prompt(self, session: str, text: str, *, note: Any,
+                          submitting: Any = None) -> None:
         from aipager.policy import chatprompt
 
         if chatprompt.clean(text) != text or chatprompt.lead(text) is not None:
             msg = "not a prompt"  # as DtachIO refuses it
             raise ValueError(msg)
+        if session in self.live and submitting is not None:
+            submitting()
         await self.type_text(session, text)
         self.typed[-1] = (session, text, dict(note))
 
