@@ -20,10 +20,15 @@ def _targets(daemon) -> list:
     return list(last._targets) if isinstance(last, FanoutNotifier) else [last]
 
 
+def _clients(daemon) -> list[str]:
+    """The services that are clients (a bound ``run``), beside the daemon's own chores."""
+    return [type(s.__self__).__name__ for s in daemon._services if hasattr(s, "__self__")]
+
+
 def test_without_telegram_the_page_is_the_only_client():
     daemon = main.compose(dict(os.environ), None)
     assert [type(t) for t in _targets(daemon)] == [WebNotifier]
-    assert len(daemon._services) == 1
+    assert _clients(daemon) == ["WebPage"]
 
 
 def test_with_telegram_both_clients_get_every_output():
@@ -31,9 +36,12 @@ def test_with_telegram_both_clients_get_every_output():
     cfg = config.Config(bot_token=TOKEN, chat_id=OWNER_ID)
     daemon = main.compose(env, cfg)
     kinds = [type(t).__name__ for t in _targets(daemon)]
-    assert kinds == ["ChatNotifier", "WebNotifier"] and len(daemon._services) == 2
+    assert kinds == ["ChatNotifier", "WebNotifier"]
     off = main.compose(env, cfg, web=False)
     assert [type(t).__name__ for t in _targets(off)] == ["ChatNotifier"]
+    # the page is one service more, beside the chat's
+    assert _clients(daemon) == ["WebPage"] and _clients(off) == []
+    assert len(daemon._services) == len(off._services) + 1
 
 
 def test_settings_from_the_environment_then_the_config():
