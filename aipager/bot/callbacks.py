@@ -117,6 +117,8 @@ class Setting(StrEnum):
     DETAIL = "detail"
     #: quiet while at the computer: on or off
     QUIET = "quiet"
+    #: a voice note's transcript sent at once (on) or shown with ✅ / ✏️ / ❌ first (off)
+    VOICE_NOW = "voice_now"
     #: a person's own language (``aipager.locales``; "auto": their Telegram app's)
     LANGUAGE = "language"
 

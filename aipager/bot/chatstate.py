@@ -41,7 +41,8 @@ LIVE_KEPT = 500
 REACTION_RANK = {"👀": 1, "👍": 2, "🤷": 2}
 
 #: per-chat settings and their defaults
-DEFAULT_PREFS: dict[str, Any] = {"style": "", "diffs": False, "detail": "full", "quiet": True}
+DEFAULT_PREFS: dict[str, Any] = {"style": "", "diffs": False, "detail": "full", "quiet": True,
+                                 "voice_now": False}
 #: reply styles offered in /settings (empty: Claude's own)
 STYLES = {"": "Claude's own", "brief": "Reply briefly, in a few sentences.",
           "detailed": "Reply in detail, with the reasoning."}

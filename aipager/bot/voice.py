@@ -136,9 +136,9 @@ async def _download(message: Message, file_id: str) -> bytes:
 
 
 async def on_voice(message: Message, actions: Actions, sender: Sender, members: Any,
-                   dispatcher: Any) -> None:
-    """A voice note: transcribed here, then shown with ✅ / ✏️ / ❌ (``members``: the
-    config, for its ``voice_model``)."""
+                   dispatcher: Any, picks: dict) -> None:
+    """A voice note: transcribed here, then shown with ✅ / ✏️ / ❌, or sent at once when the
+    chat chose so in /settings (``members``: the config, for its ``voice_model``)."""
     chat_id, msg_id = message.chat.id, message.message_id
     voice = message.voice
     if voice is None:
@@ -179,6 +179,12 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
     log.info("voice note: %.1f s of %s audio transcribed", heard.seconds, heard.language)
     if not heard.text:
         actions.say(chat_id, _("🎙 I heard no words in that voice note."), reply_to=msg_id)
+        return
+    if actions.state.prefs_of(chat_id).get("voice_now"):
+        # what was heard is still shown (a reply to the note), then goes in as if typed
+        actions.say(chat_id, _("🎙 heard: {text}").format(text=_shown(heard.text)),
+                    reply_to=msg_id)
+        await send_text(actions, message, sender, heard.text, picks)
         return
     handle = actions.state.handle("voice", msg_key(chat_id, msg_id))
     pending = _pending(dispatcher)

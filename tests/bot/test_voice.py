@@ -112,6 +112,26 @@ async def test_a_voice_note_is_heard_then_sent_as_the_speakers_prompt(chat, spok
     assert len(chat.sessions.typed) == 1
 
 
+async def test_send_at_once_in_settings_types_what_was_heard_without_a_tap(chat, spoken):
+    session = chat.start("jim")
+    await chat.fake.user_says("/settings")
+    await chat.fake.wait_for("sendMessage", lambda p: "Settings" in str(p["text"]))
+    shown = next(m for m in chat.fake.bot_messages(chat.chat_id) if "Settings" in m["text"])
+    assert "Voice notes: shown to you before they are sent" in shown["text"]
+    await chat.fake.user_taps(shown["message_id"], _button(shown, "Voice notes: send at once"))
+    await chat.fake.wait_for("editMessageText",
+                             lambda p: "Voice notes: sent at once" in str(p.get("text")))
+
+    note = await user_sends_voice(chat.fake, spoken)
+    typed = await eventually(lambda: chat.sessions.typed, what="the transcript typed at once")
+    assert typed[0][0] == session and "run the unit tests" in _words(typed[0][1])
+    assert typed[0][2]["msg_id"] == note["message_id"]  # the speaker's note, as for ✅
+    heard = await _heard(chat)  # still shown, as a reply, with nothing to tap
+    assert heard["reply_to_message"]["message_id"] == note["message_id"]
+    assert not heard.get("reply_markup")
+    assert len(chat.sessions.typed) == 1
+
+
 async def test_edit_sends_the_next_message_instead(chat, spoken):
     session = chat.start("jim")
     await user_sends_voice(chat.fake, spoken)

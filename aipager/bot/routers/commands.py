@@ -334,6 +334,7 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
     diffs = bool(prefs.get("diffs"))
     detail = prefs.get("detail", "full")
     quiet = bool(prefs.get("quiet"))
+    voice_now = bool(prefs.get("voice_now"))
     other_detail = "compact" if detail == "full" else "full"
     lines = [
         _("⚙️ Settings for this chat"),
@@ -341,6 +342,8 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         _("Diff previews: {state}").format(state=_(ON_OFF[diffs])),
         _("Card detail: {detail}").format(detail=_(DETAIL_NAMES.get(detail, detail))),
         _("Quiet while you are at the computer: {state}").format(state=_(ON_OFF[quiet])),
+        _("Voice notes: sent at once") if voice_now
+        else _("Voice notes: shown to you before they are sent"),
     ]
     if user_id is not None:
         chosen = locales.NAMES.get(language) if language else _("Auto (your Telegram app’s)")
@@ -355,7 +358,11 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
     kb.button(text=_("🔕 Quiet at the computer: turn off") if quiet
               else _("🔕 Quiet at the computer: turn on"),
               callback_data=SettingTap(name=Setting.QUIET, value="off" if quiet else "on"))
-    rows = [1, 1, 1, 1]
+    kb.button(text=_("🎙 Voice notes: show them first") if voice_now
+              else _("🎙 Voice notes: send at once"),
+              callback_data=SettingTap(name=Setting.VOICE_NOW,
+                                       value="off" if voice_now else "on"))
+    rows = [1, 1, 1, 1, 1]
     if user_id is not None:
         # a person's own language (not the chat's): Auto, then each in its own words
         for value, name in [("auto", _("🌐 Auto"))] + [(loc, locales.NAMES[loc])

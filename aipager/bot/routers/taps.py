@@ -470,7 +470,8 @@ async def on_style(query: CallbackQuery, callback_data: SettingTap, actions: Act
 
 async def on_switch(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
                     callback_answer: CallbackAnswer) -> None:
-    """An on/off setting (diff previews, quiet at the computer): its name is the pref's."""
+    """An on/off setting (diff previews, quiet at the computer, voice notes at once): its name
+    is the pref's."""
     if callback_data.value not in ("on", "off"):
         callback_answer.text = _(EXPIRED)
         return
@@ -556,7 +557,8 @@ def make_router() -> Router:
     tap(on_model_tap, ModelTap.filter(), flags=PROMPT)
     tap(on_language, SettingTap.filter(F.name == Setting.LANGUAGE))  # the tapper's own
     for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),
-                             (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET)):
+                             (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET),
+                             (on_switch, Setting.VOICE_NOW)):
         # a group's settings are the admins' to change; a private chat's, its person's
         tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0, flags=MANAGE)
         tap(handler, SettingTap.filter(F.name == setting))
