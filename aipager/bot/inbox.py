@@ -53,6 +53,7 @@ from typing import Any, Callable
 
 import orjson
 
+from aipager.proto import fsio
 from aipager.proto.fsnames import keep_aside, write_private
 
 log = logging.getLogger("aipager.bot")
@@ -297,20 +298,11 @@ class Inbox:
             self._fail(f"the update journal {self.path} reached its cap of {MAX_BYTES:,} bytes "
                        "(saving the chat state fails or falls behind)")
             return
-        try:
-            written = os.write(fd, data)
-        except OSError as exc:
-            self._fail(f"cannot write the update journal {self.path}: {exc.strerror}")
+        problem = fsio.append_whole(fd, data, self._size)
+        if problem:
+            self._fail(f"the update journal {self.path} {problem}")
             return
-        if written != len(data):
-            # a torn line would end the reading at the next start: cut it off again
-            try:
-                os.ftruncate(fd, self._size)
-            except OSError:
-                pass
-            self._fail(f"the update journal {self.path} is full (short write)")
-            return
-        self._size += written
+        self._size += len(data)
 
     def _fail(self, problem: str) -> None:
         if problem != self._problem:

@@ -30,6 +30,8 @@ import logging
 import os
 from typing import Iterable
 
+from aipager.proto import fsio
+
 log = logging.getLogger("aipager.daemon")
 
 #: past this many bytes the daemon saves its state at once (``due``), which empties it:
@@ -142,21 +144,11 @@ class Journal:
             self._fail(f"the event journal {self.path} reached its cap of {MAX_BYTES:,} bytes "
                        "(saving the state fails or falls behind)")
             return first
-        try:
-            written = os.write(fd, data)
-        except OSError as exc:
-            self._fail(f"cannot write the event journal {self.path}: {exc.strerror}")
+        problem = fsio.append_whole(fd, data, self._size)
+        if problem:
+            self._fail(f"the event journal {self.path} {problem}")
             return first
-        if written != len(data):
-            # A short write (disk full) would leave a torn frame that hides every later
-            # one from ``parse``: cut it off again.
-            try:
-                os.ftruncate(fd, self._size)
-            except OSError:
-                pass
-            self._fail(f"the event journal {self.path} is full (short write)")
-            return first
-        self._size += written
+        self._size += len(data)
         return first
 
     @property

@@ -173,6 +173,26 @@ def _join_real(path: str, rest: str, seen: dict) -> str:
     return path
 
 
+def append_whole(fd: int, data: bytes, size: int) -> str:
+    """Append ``data`` in one write to the append-only journal open at ``fd`` (``size`` bytes
+    long before it): "" when written whole, else what went wrong, in words.
+
+    A short write (disk full) is cut off again: a torn record would end the reading at the
+    next start and hide every later one.
+    """
+    try:
+        written = posix.write(fd, data)
+    except OSError as exc:
+        return f"cannot be written ({exc.strerror})"
+    if written != len(data):
+        try:
+            posix.ftruncate(fd, size)
+        except OSError:
+            pass
+        return "is full (short write)"
+    return ""
+
+
 def unlink_quiet(path: str) -> bool:
     """Remove ``path``; True when something was removed."""
     try:
