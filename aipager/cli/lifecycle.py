@@ -211,7 +211,7 @@ def _joining(hub: bool, join: str, creds: str):  # -> tuple[Creds, str]
 @service_app.command("start")
 @handles_errors
 def service_start() -> None:
-    """Start the systemd."""
+    """Start the service."""
     _service("start")
 
 
@@ -225,7 +225,7 @@ def service_stop() -> None:
 @service_app.command("status")
 @handles_errors
 def service_status() -> None:
-    """Show systemd's view of the systemd."""
+    """Show systemd's view of the service."""
     _service("status")
 
 
