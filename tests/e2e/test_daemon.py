@@ -88,7 +88,7 @@ def test_typed_prompt_tool_rows_subagent_answer_and_session_end(daemon, dtach_se
     # call counts on that row, not as a main-loop row).
     assert sess["card"].startswith("✅ e2e · done · "), sess["card"]
     assert _card_rows(sess) == ["✓ Bash: echo first-row", "✗ Bash: false — Exit code 1",
-                                f"✅ 🤖 {agent['type']} · 1 tools used"]
+                                f"✅ 🤖 {agent['type']} · 1 tool used"]
     assert sess["running_subagents"] == 0
     # The answer was delivered exactly once, and recorded so a restart never resends it.
     assert len(_answers(daemon, "The daemon saw all of it.")) == 1
