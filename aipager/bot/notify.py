@@ -184,6 +184,15 @@ class ChatNotifier:
         req = next((r for r in sess.requests if r.key == out.key), None)
         return render.request(sess.label, req) if req is not None else out.text
 
+    def _scope_words(self, out: Permission, sess: Session | None) -> list[str]:
+        """The per-suggestion buttons' labels in the chat's language (as ``_request_words``);
+        the same suggestions in the same order, so each label keeps its tap."""
+        if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
+            return out.scopes
+        req = next((r for r in sess.requests if r.key == out.key), None)
+        labels = render.scope_labels(req) if req is not None else []
+        return labels if len(labels) == len(out.scopes) else out.scopes
+
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
         self.outbox.put(Post(chat_id, out.text, key=prompt_key(out.session, out.task),
@@ -267,7 +276,8 @@ class ChatNotifier:
         if answers:
             tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
             tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
-        scoped = [(label, act) for label, act in zip(out.scopes, SCOPES, strict=False)
+        scoped = [(label, act) for label, act in zip(self._scope_words(out, sess), SCOPES,
+                                                     strict=False)
                   if act in buttons]
         for label, act in scoped:
             tap(label, act)  # long labels: a row each

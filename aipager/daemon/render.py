@@ -7,7 +7,8 @@ chat renders a card again in its own language (``locales.rendering``).
 
 from __future__ import annotations
 
-from aipager.daemon.model import Agent, BgCommand, Request, Row, Session, State
+from aipager.daemon.model import (SCOPED_TYPES, Agent, BgCommand, Request, Row, Session, State,
+                                  always_permissions)
 from aipager.daemon.summaries import shorten
 from aipager.locales import N_
 from aipager.locales import ntr as ngettext
@@ -139,34 +140,62 @@ def request(label: str, req: Request) -> str:
 
 
 #: where Claude Code keeps what a suggestion remembers, in the person's words
-DESTINATIONS = {"session": "this session", "localSettings": "this project, for you",
-                "projectSettings": "this project, for everyone", "userSettings": "all your projects",
-                "cliArg": "this run"}
+DESTINATIONS = {"session": N_("this session"), "localSettings": N_("this project, for you"),
+                "projectSettings": N_("this project, for everyone"),
+                "userSettings": N_("all your projects"), "cliArg": N_("this run")}
 #: what a setMode suggestion switches to
-MODES = {"acceptEdits": "✏️ Accept every edit", "plan": "📋 Plan first",
-         "bypassPermissions": "⚠️ Ask nothing", "default": "Ask again", "auto": "Auto mode"}
+MODES = {"acceptEdits": N_("✏️ Accept every edit"), "plan": N_("📋 Plan first"),
+         "bypassPermissions": N_("⚠️ Ask nothing"), "default": N_("Ask again"),
+         "auto": N_("Auto mode")}
 #: a button's label is cut to this many characters
 SCOPE_LABEL_MAX = 60
+#: per-suggestion buttons at most (Claude Code offers one to three)
+SCOPES_SHOWN = 3
+
+
+def _rules(suggestion: dict) -> str:
+    """An addRules suggestion's rules as Claude Code writes them: ``Bash(npm test:*)``."""
+    rules = []
+    for rule in suggestion.get("rules") or []:
+        if isinstance(rule, dict) and rule.get("toolName"):
+            content = rule.get("ruleContent")
+            rules.append(f"{rule['toolName']}({content})" if content else str(rule["toolName"]))
+    return ", ".join(rules)
 
 
 def suggestion_label(suggestion: dict) -> str:
     """One of Claude Code's permission suggestions as a button: what, then where."""
     kind = suggestion.get("type")
     if kind == "setMode":
-        what = MODES.get(str(suggestion.get("mode")), f"Mode {suggestion.get('mode')}")
+        mode = str(suggestion.get("mode"))
+        what = _(MODES[mode]) if mode in MODES else _("Mode {mode}").format(mode=mode)
     elif kind == "addDirectories":
-        folders = [str(d) for d in suggestion.get("directories") or []]
-        what = "📁 Allow " + (", ".join(folders) or "the folder")
+        folders = ", ".join(str(d) for d in suggestion.get("directories") or [])
+        what = _("📁 Allow {folders}").format(folders=folders) if folders else _(
+            "📁 Allow the folder")
     else:
-        rules = []
-        for rule in suggestion.get("rules") or []:
-            if isinstance(rule, dict) and rule.get("toolName"):
-                content = rule.get("ruleContent")
-                rules.append(f"{rule['toolName']}({content})" if content else str(rule["toolName"]))
-        what = "🟢 Always " + (", ".join(rules) or "allow")
-    where = DESTINATIONS.get(str(suggestion.get("destination")), "")
+        rules = _rules(suggestion)
+        what = _("🟢 Always {rules}").format(rules=rules) if rules else _("🟢 Always allow")
+    destination = str(suggestion.get("destination"))
+    where = _(DESTINATIONS[destination]) if destination in DESTINATIONS else ""
     label = f"{what} · {where}" if where else what
     return label if len(label) <= SCOPE_LABEL_MAX else label[:SCOPE_LABEL_MAX - 1] + "…"
+
+
+def lone_rule(req: Request) -> bool:
+    """Claude Code suggests one rule and nothing else: the plain "Always allow" remembers it."""
+    offered = always_permissions(req.suggestions, SCOPED_TYPES)
+    return len(offered) == 1 and offered[0].get("type") == "addRules"
+
+
+def scope_labels(req: Request) -> list[str]:
+    """The labels of a request's per-suggestion buttons (``s0``…), in the order a tap names
+    them: each rule, folder or mode Claude Code offers, with the destination it names (none
+    for a lone rule, or a dialog only the terminal answers)."""
+    if req.terminal_only or lone_rule(req):
+        return []
+    offered = always_permissions(req.suggestions, SCOPED_TYPES)
+    return [suggestion_label(s) for s in offered[:SCOPES_SHOWN]]
 
 
 def session_ended(label: str, reason: str) -> str:

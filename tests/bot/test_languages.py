@@ -142,3 +142,32 @@ def test_a_config_language_is_read_in_its_usual_spellings(value, locale):
 
     cfg = config.from_json({"bot_token": "1:x", "chat_id": 42, "language": value})
     assert locales.exact(cfg.extra["language"]) == locale
+
+
+def _configure(chat, language: str) -> None:
+    env = chat.daemon.env
+    cfg = config.load(env)
+    config.save(env, dataclasses.replace(cfg, extra={**cfg.extra, "language": language}))
+
+
+async def test_a_portuguese_chat_gets_each_suggestion_button_in_portuguese_same_taps(chat):
+    _configure(chat, "pt_BR")
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="write a.py", prompt_id="p1")
+    folder = {"type": "addDirectories", "directories": ["/srv/app"], "destination": "session"}
+    mode = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    rule = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
+            "behavior": "allow", "destination": "localSettings"}
+    chat.feed(session, "PermissionRequest", tool_name="Write", tool_use_id="t1",
+              tool_input={"file_path": "/srv/app/a.py", "content": "x"},
+              permission_suggestions=[folder, mode, rule])
+    await chat.fake.wait_for("sendMessage", lambda p: "a.py" in str(p["text"])
+                             and p.get("reply_markup") is not None)
+    request = next(m for m in chat.fake.bot_messages(chat.chat_id)
+                   if "a.py" in m["text"] and m.get("reply_markup"))
+    buttons = _buttons(request)
+    # the paths and the rule, as Claude Code wrote them; the words around them in Portuguese;
+    # each label still carries the tap of the same suggestion
+    assert buttons["📁 Permitir /srv/app · esta sessão"].endswith(":s0")
+    assert buttons["✏️ Aceitar todas as edições · esta sessão"].endswith(":s1")
+    assert buttons["🟢 Sempre Bash(npm test:*) · este projeto, só para você"].endswith(":s2")
