@@ -68,13 +68,21 @@ def files_refused(label: str, files: list[dict]) -> str:
                         session=label, n=n, reasons=reasons)
 
 
-def memory_cap(label: str, where: str) -> str:
+def memory_cap(label: str, hook: str, tool: object = None) -> str:
+    """A hook stopped at its memory cap: which hook, and for which tool."""
+    where = f"{hook} ({tool})" if tool else hook
     return _("🧠 {session} · {where} hit its 1 GB memory limit").format(session=label, where=where)
 
 
+#: a tap's button, as the chat labels it (``late_tap`` names the one that got lost)
+TAPS = {"allow": N_("✅ Allow"), "allow_always": N_("🟢 Always allow"), "deny": N_("❌ Deny"),
+        "stop": N_("⏹ Stop")}
+
+
 def late_tap(label: str, lost: str) -> str:
-    return (f"⌛ {label} · the {lost.replace('_', ' ')} tap came as the wait ended: "
-            "Claude Code asks in the terminal, tap again")
+    tap = _(TAPS[lost]) if lost in TAPS else lost.replace("_", " ")
+    return _("⌛ {session} · the {tap} tap came as the wait ended: Claude Code asks in the "
+             "terminal, tap again").format(session=label, tap=tap)
 
 
 def question(label: str, text: str) -> str:
@@ -103,7 +111,7 @@ def typed_at_computer(label: str, prompt: str) -> str:
     text = prompt.strip()
     if len(text) > TYPED_SHOWN:
         text = text[:TYPED_SHOWN] + "…"
-    return f"⌨️ {label} · typed at the computer:\n{text}"
+    return _("⌨️ {session} · typed at the computer:").format(session=label) + "\n" + text
 
 
 def typing_cut(label: str) -> str:

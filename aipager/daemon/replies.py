@@ -232,5 +232,5 @@ def late(ctx: Ctx, sess: Session, request_id: str) -> bool:
     sess.hook_answered.remove(req)
     lost, req.answered, req.reply_addr = req.answered, "", ""
     reopen(ctx, sess, req, late_answer=lost)
-    ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost))
+    ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost), lost=lost)
     return True

@@ -40,7 +40,7 @@ LONG = {
     "kinds": "Explore, general-purpose, Plan", "command": "npm run build -- --watch",
     "status": "session ended", "where": "aipager-hook (Bash)", "before": "92", "after": "31",
     "mode": "dontAsk", "folders": "/home/someone/projects/api, /tmp",
-    "rules": "Bash(npm run test:*), Bash(make lint:*)",
+    "rules": "Bash(npm run test:*), Bash(make lint:*)", "tap": "🟢 Luôn cho phép",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {
