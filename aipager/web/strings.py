@@ -17,7 +17,8 @@ from aipager.locales import N_
 #: the header the page names its user's language in (``static/api.js``), on every API call
 LANG_HEADER = "X-Aipager-Lang"
 
-#: every msgid the page shows (``t()`` calls, the WORDS of a session's state, index.html)
+#: every msgid the page shows (``t()`` calls, the WORDS of a session's state, the STATUS of
+#: a sent message, index.html)
 PAGE = (
     N_("Answered by {who}…"),
     N_("Audit log"),
@@ -62,6 +63,13 @@ PAGE = (
     N_("ready"),
     N_("starting"),
     N_("ended"),
+    N_("the terminal"),
+    N_("sending"),
+    N_("held"),
+    N_("typed"),
+    N_("taken"),
+    N_("not taken"),
+    N_("not delivered"),
 )
 
 
