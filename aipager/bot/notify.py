@@ -223,36 +223,11 @@ class ChatNotifier:
 
     def _notice_words(self, out: Notice, sess: Session | None) -> str:
         """The notice in the chat's language: the daemon renders it in English; one whose
-        output carries what it says is rendered again here (the rest stay as they came: an
-        API error is Claude Code's own words)."""
+        output carries what it says is rendered again here (``render.notice``)."""
         if i18n.current() == locales.DEFAULT:
             return out.text
         label = sess.label if sess is not None else out.session.removeprefix("claude-")
-        extra = out.extra
-        match out.notice:
-            case NoticeName.COMPACTING:
-                return render.compacting(label)
-            case NoticeName.COMPACTED if isinstance(extra.get("after"), (int, float)):
-                return render.compacted(label, extra["before"], extra["after"])
-            case NoticeName.COMPACTED:
-                return render.compacted_plain(label)
-            case NoticeName.CONTEXT_WARNING if isinstance(extra.get("pct"), (int, float)):
-                return render.context_warning(label, extra["pct"])
-            case NoticeName.STILL_WAITING:
-                return render.still_waiting(label)
-            case NoticeName.TYPING_CUT:
-                return render.typing_cut(label)
-            case NoticeName.SESSION_END if isinstance(extra.get("reason"), str):
-                return render.session_ended(label, extra["reason"])
-            case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
-                return render.files_refused(label, extra["files"])
-            case NoticeName.SAFETY_BLOCKED if isinstance(extra.get("reason"), str):
-                return render.safety_blocked(label, extra["reason"])
-            case NoticeName.MEMORY_CAP if isinstance(extra.get("hook"), str):
-                return render.memory_cap(label, extra["hook"], extra.get("tool"))
-            case NoticeName.LATE_TAP if isinstance(extra.get("lost"), str):
-                return render.late_tap(label, extra["lost"])
-        return out.text
+        return render.notice(out.notice, label, out.extra) or out.text
 
     def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:
         markup = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from aipager.daemon.model import (SCOPED_TYPES, Agent, BgCommand, Request, Row, Session, State,
                                   always_permissions)
+from aipager.daemon.notifier import NoticeName
 from aipager.daemon.summaries import shorten
 from aipager.locales import N_
 from aipager.locales import ntr as ngettext
@@ -216,6 +217,36 @@ def session_ended(label: str, reason: str) -> str:
     }
     ended = words.get(reason) or N_("Session ended")
     return f"🔴 {label} · {_(ended)}"
+
+
+def notice(name: str, label: str, extra: dict) -> str | None:
+    """A notice rendered again from what its output carries (``Notice.notice``, ``extra``), in
+    the caller's language; None when it carries too little, or its words are not aipager's
+    (an API error is Claude Code's own): the text the daemon rendered stands."""
+    match name:
+        case NoticeName.COMPACTING:
+            return compacting(label)
+        case NoticeName.COMPACTED if isinstance(extra.get("after"), (int, float)):
+            return compacted(label, extra["before"], extra["after"])
+        case NoticeName.COMPACTED:
+            return compacted_plain(label)
+        case NoticeName.CONTEXT_WARNING if isinstance(extra.get("pct"), (int, float)):
+            return context_warning(label, extra["pct"])
+        case NoticeName.STILL_WAITING:
+            return still_waiting(label)
+        case NoticeName.TYPING_CUT:
+            return typing_cut(label)
+        case NoticeName.SESSION_END if isinstance(extra.get("reason"), str):
+            return session_ended(label, extra["reason"])
+        case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
+            return files_refused(label, extra["files"])
+        case NoticeName.SAFETY_BLOCKED if isinstance(extra.get("reason"), str):
+            return safety_blocked(label, extra["reason"])
+        case NoticeName.MEMORY_CAP if isinstance(extra.get("hook"), str):
+            return memory_cap(label, extra["hook"], extra.get("tool"))
+        case NoticeName.LATE_TAP if isinstance(extra.get("lost"), str):
+            return late_tap(label, extra["lost"])
+    return None
 
 
 def agent_name(sess: Session, agent: Agent) -> str:

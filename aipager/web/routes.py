@@ -136,7 +136,7 @@ async def get_session(request: web.Request) -> web.Response:
     live = request.app[LIVE]
     return web.json_response({
         "session": views.session(sess, time.time(), _cards(live).get(sess.name)),
-        "conversation": live.conversation(sess.name),
+        "conversation": views.conversation(sess, live.conversation(sess.name)),
     })
 
 

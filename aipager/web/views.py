@@ -59,6 +59,19 @@ def sessions(all_sessions: Iterable[Session], now: float, cards: dict[str, str])
     return [session(s, now, cards.get(s.name)) for s in ordered]
 
 
+def conversation(sess: Session, entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The session's conversation as the page shows it: a notice in the page's language (its
+    facts stay on the server: they were kept only to say it again)."""
+    out = []
+    for entry in entries:
+        public = {k: v for k, v in entry.items() if k not in ("notice", "facts")}
+        if entry.get("notice") and _again(sess):
+            public["text"] = render.notice(entry["notice"], sess.label,
+                                           entry.get("facts") or {}) or entry["text"]
+        out.append(public)
+    return out
+
+
 def request(sess: Session, req: Request, shown: Permission | Question | None,
             sender: Sender) -> dict[str, Any]:
     """An open request with the answers this sender may give (the chat's buttons)."""
@@ -109,4 +122,4 @@ def needs(all_sessions: Iterable[Session], asked: dict[tuple[str, str], Any],
     return [request(sess, req, asked.get((sess.name, req.key)), sender) for _, sess, req in found]
 
 
-__all__ = ["me", "needs", "request", "session", "sessions"]
+__all__ = ["conversation", "me", "needs", "request", "session", "sessions"]

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from aipager.daemon.model import State, Task
-from aipager.daemon.notifier import Card, Permission, Release
+from aipager.daemon.notifier import Card, Notice, NoticeName, Permission, Release
 from aipager.daemon.port import ByHook, Who
 
 from .conftest import COOKIE, GUEST_ID, OWNER_ID, READER_ID, init_data
@@ -128,6 +128,14 @@ async def test_sessions_show_state_and_their_live_card(web):
     assert shown["card"] == "⏳ jim · working\n✓ Bash: ls"
     talk = (await (await web.get(f"/api/sessions/{S}")).json())["conversation"]
     assert [(e["kind"], e["text"]) for e in talk] == [("prompt", "fix it")]
+    # a page in Portuguese: the card and a notice rendered again in it, from their facts
+    web.live.emit(Notice(session=S, text="⚠️ jim · Context at 91% - will compact soon",
+                         notice=NoticeName.CONTEXT_WARNING, extra={"pct": 91.0}))
+    shown = await (await web.get(f"/api/sessions/{S}", **{"X-Aipager-Lang": "pt-br"})).json()
+    assert shown["session"]["card"].startswith("⏳ jim · trabalhando · ")
+    notice = shown["conversation"][-1]
+    assert notice == {"id": notice["id"], "kind": "notice", "at": notice["at"],
+                      "text": "⚠️ jim · Contexto em 91% - será compactado em breve"}
 
 
 async def test_the_live_stream_says_when_the_daemon_showed_something(web):
