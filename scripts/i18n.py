@@ -22,9 +22,10 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOCALES = os.path.join(HERE, "aipager", "locales")
 TEMPLATE = os.path.join(LOCALES, "aipager.pot")
 #: where the words are: the chat, the clients' shared rules, the menu, the daemon's card
-#: lines (which the chat renders again in its language), and the page's
+#: lines (which the chat renders again in its language), and the page's (its own words, and
+#: what its server says)
 SOURCES = ("aipager/bot", "aipager/clients", "aipager/chatcommands.py", "aipager/daemon/render.py",
-           "aipager/web/strings.py")
+           "aipager/web/strings.py", "aipager/web/actions.py", "aipager/web/views.py")
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 
 

@@ -72,7 +72,7 @@ class RequestAct(StrEnum):
 
 
 #: the scoped answers, in the order of Claude Code's suggestions (as many as the daemon
-#: offers: ``daemon.events.permissions.SCOPES_SHOWN``)
+#: offers: ``daemon.render.SCOPES_SHOWN``)
 SCOPES = (RequestAct.SCOPE_0, RequestAct.SCOPE_1, RequestAct.SCOPE_2)
 
 

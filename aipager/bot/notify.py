@@ -38,7 +38,7 @@ from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
 from aipager.daemon import render
-from aipager.daemon.model import Session
+from aipager.daemon.model import Session, Task
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed)
@@ -168,9 +168,7 @@ class ChatNotifier:
         machine's session, for the task it shows, is rendered again here (``render.card`` is
         pure; the locale is the one ``emit`` set).  A hub host's session arrives slim (no
         rows): its card stays as the host rendered it."""
-        task = sess.task if sess is not None else None
-        if (i18n.current() == locales.DEFAULT or sess is None or task is None
-                or task.seq != out.task or "@" in sess.name):
+        if sess is None or _own_task(sess, out.task) is None:
             return out.text
         clock = getattr(self._registry(), "clock", time.time)
         return render.card(sess, clock())
@@ -184,10 +182,27 @@ class ChatNotifier:
         req = next((r for r in sess.requests if r.key == out.key), None)
         return render.request(sess.label, req) if req is not None else out.text
 
+    def _scope_words(self, out: Permission, sess: Session | None) -> list[str]:
+        """The per-suggestion buttons' labels in the chat's language (as ``_request_words``);
+        the same suggestions in the same order, so each label keeps its tap."""
+        if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
+            return out.scopes
+        req = next((r for r in sess.requests if r.key == out.key), None)
+        labels = render.scope_labels(req) if req is not None else []
+        return labels if len(labels) == len(out.scopes) else out.scopes
+
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
-        self.outbox.put(Post(chat_id, out.text, key=prompt_key(out.session, out.task),
-                             session=out.session))
+        self.outbox.put(Post(chat_id, self._prompted_words(out, sess),
+                             key=prompt_key(out.session, out.task), session=out.session))
+
+    def _prompted_words(self, out: Prompted, sess: Session | None) -> str:
+        """The typed prompt's header in the chat's language (as ``_card_words``): rendered
+        again from this machine's task; the prompt itself as it was typed."""
+        task = _own_task(sess, out.task) if sess is not None else None
+        if sess is None or task is None:
+            return out.text
+        return render.typed_at_computer(sess.label, task.prompt)
 
     def _on_answer(self, out: Answer, sess: Session | None, chat_id: int) -> None:
         label = sess.label if sess is not None else out.session
@@ -208,32 +223,11 @@ class ChatNotifier:
 
     def _notice_words(self, out: Notice, sess: Session | None) -> str:
         """The notice in the chat's language: the daemon renders it in English; one whose
-        output carries what it says is rendered again here (the rest stay as they came: an
-        API error is Claude Code's own words; a memory cap and a late tap carry too little)."""
+        output carries what it says is rendered again here (``render.notice``)."""
         if i18n.current() == locales.DEFAULT:
             return out.text
         label = sess.label if sess is not None else out.session.removeprefix("claude-")
-        extra = out.extra
-        match out.notice:
-            case NoticeName.COMPACTING:
-                return render.compacting(label)
-            case NoticeName.COMPACTED if isinstance(extra.get("after"), (int, float)):
-                return render.compacted(label, extra["before"], extra["after"])
-            case NoticeName.COMPACTED:
-                return render.compacted_plain(label)
-            case NoticeName.CONTEXT_WARNING if isinstance(extra.get("pct"), (int, float)):
-                return render.context_warning(label, extra["pct"])
-            case NoticeName.STILL_WAITING:
-                return render.still_waiting(label)
-            case NoticeName.TYPING_CUT:
-                return render.typing_cut(label)
-            case NoticeName.SESSION_END if isinstance(extra.get("reason"), str):
-                return render.session_ended(label, extra["reason"])
-            case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
-                return render.files_refused(label, extra["files"])
-            case NoticeName.SAFETY_BLOCKED if isinstance(extra.get("reason"), str):
-                return render.safety_blocked(label, extra["reason"])
-        return out.text
+        return render.notice(out.notice, label, out.extra) or out.text
 
     def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:
         markup = None
@@ -267,7 +261,8 @@ class ChatNotifier:
         if answers:
             tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
             tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
-        scoped = [(label, act) for label, act in zip(out.scopes, SCOPES, strict=False)
+        scoped = [(label, act) for label, act in zip(self._scope_words(out, sess), SCOPES,
+                                                     strict=False)
                   if act in buttons]
         for label, act in scoped:
             tap(label, act)  # long labels: a row each
@@ -488,6 +483,16 @@ def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = N
         return int(msg_id)  # type: ignore[arg-type]  # None or junk: the except below
     except (TypeError, ValueError):
         return None
+
+
+def _own_task(sess: Session, seq: Any) -> Task | None:
+    """The task ``seq`` of this machine's session, when a text about it is to be rendered again
+    in the chat's language (none in English: the daemon's text is already right; none for a
+    hub host's session: it arrives slim, so its texts stay as the host rendered them)."""
+    task = sess.task
+    if i18n.current() == locales.DEFAULT or task is None or task.seq != seq or "@" in sess.name:
+        return None
+    return task
 
 
 def _always_rule(sess: Session | None, key: str) -> str:

@@ -52,7 +52,10 @@ from typing import Any, Callable, ClassVar, TypeGuard
 from aiogram.utils.backoff import Backoff, BackoffConfig
 
 from aipager.aio import cancel_and_wait
+from aipager import locales
+from aipager.bot import i18n
 from aipager.bot.chatstate import ChatState
+from aipager.bot.i18n import _
 from aipager.bot.markdown import u16_len
 
 log = logging.getLogger("aipager.bot")
@@ -64,8 +67,6 @@ EDIT_GAP_GROUP = 3.0
 EDIT_BURST = 2
 #: the head of a message sent again after a send whose outcome is unknown
 REPEAT_MARK = "↻ "
-#: the head of the line telling the person that Telegram refused a message
-REFUSED_MARK = "⚠️ Telegram refused"
 #: how long closing waits for calls under way (an answer Telegram is slow to accept
 #: must not be cut off and sent again at the next start)
 INFLIGHT_GRACE = 10.0
@@ -139,6 +140,9 @@ class Post(_Op):
     #: owed to the person (an answer, a request, a notice: ``put(urgent=True)``): it may
     #: use the part of the chat's pace silent messages leave (``SEND_RESERVE``)
     urgent: bool = False
+    #: it tells of a message Telegram refused (``refused_notice``): refused in turn, it is
+    #: not told of again (a flag, not its text: the text is in the chat's language)
+    refusal: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,12 @@ Op = Post | Live | Upload | React | Action
 _KINDS: dict[str, type[_Op]] = {cls.kind: cls for cls in (Post, Live, Upload, React, Action)}
 #: fields saved by older versions under another name: kind → {old name: new name}
 _RENAMED = {"upload": {"text": "caption"}}
+
+
+def refused_notice(error: str) -> str:
+    """What the chat says of a message Telegram refused (``error``: Telegram's own words)."""
+    return _("⚠️ Telegram refused to show a message ({error}); it is on the computer: "
+             "`aipager status`, or the session's terminal.").format(error=error)
 
 
 def from_json(doc: Any) -> Op | None:
@@ -313,8 +323,11 @@ class Outbox:
 
     def __init__(self, bot: Any, state: ChatState, *,
                  on_change: Callable[[bool], None] = lambda urgent: None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 locale_for: Callable[[int], str] = lambda chat_id: locales.DEFAULT) -> None:
         self.bot = bot
+        #: the language of what the outbox says on its own in a chat (a refused message)
+        self._locale_for = locale_for
         self.state = state
         self._on_change = on_change
         self._clock = clock
@@ -543,13 +556,13 @@ class Outbox:
             self.counters["dropped"] += 1
             log.error("Telegram refused a %s in chat %s: %s", op.kind, chat_id, _short(exc))
             told = isinstance(op, Upload) or (isinstance(op, Post) and not op.low
-                                              and not op.text.startswith(REFUSED_MARK))
+                                              and not op.refusal)
             if told and not isinstance(exc, tg.TelegramForbiddenError):
                 # nothing is dropped without the person hearing of it
-                self._queue(Post(chat_id, f"{REFUSED_MARK} to show a message "
-                                 f"({_short(exc)}); it is on the computer: `aipager status`, "
-                                 "or the session's terminal.",
-                                 buzz=isinstance(op, Post) and op.buzz))
+                with i18n.use(self._locale_for(chat_id)):
+                    text = refused_notice(_short(exc))
+                self._queue(Post(chat_id, text, buzz=isinstance(op, Post) and op.buzz,
+                                 refusal=True))
             return None
         except Exception:  # noqa: BLE001 - a bug must not stop the lane
             self.counters["dropped"] += 1

@@ -67,7 +67,8 @@ class ChatBot:
         self.state = chatstate.load(self.env)
         base = cfg.extra.get("api_base") if isinstance(cfg.extra.get("api_base"), str) else None
         self.bot = telegram_check.build_bot(cfg.bot_token, telegram_check.api_base(self.env) or base)
-        self.outbox = Outbox(self.bot, self.state, on_change=self._changed)
+        self.outbox = Outbox(self.bot, self.state, on_change=self._changed,
+                             locale_for=self.chat_locale)
         #: updates kept on disk from receipt until handled and saved
         self.inbox = inbox.Inbox(paths.updates_journal_file(self.env), self.state.handled,
                                  on_change=lambda: self._changed(False))

@@ -129,6 +129,20 @@ class Request:
     terminal_only: bool = False
 
 
+#: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch
+ALWAYS_TYPES = ("addRules", "addDirectories")
+#: what can be offered one by one: a mode switch too, but only when it is the one tapped
+SCOPED_TYPES = ALWAYS_TYPES + ("setMode",)
+
+
+def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) -> list[dict]:
+    """The suggestions "Allow always" hands back as ``updatedPermissions`` (never a mode
+    switch: that changes every later call); with ``SCOPED_TYPES``, those offered one by one."""
+    if not isinstance(suggestions, list):
+        return []
+    return [s for s in suggestions if isinstance(s, dict) and s.get("type") in types]
+
+
 @dataclass(slots=True)
 class QueuedMessage:
     """A chat message typed into (or held for) the session, until Claude takes it."""

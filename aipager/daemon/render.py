@@ -7,7 +7,9 @@ chat renders a card again in its own language (``locales.rendering``).
 
 from __future__ import annotations
 
-from aipager.daemon.model import Agent, BgCommand, Request, Row, Session, State
+from aipager.daemon.model import (SCOPED_TYPES, Agent, BgCommand, Request, Row, Session, State,
+                                  always_permissions)
+from aipager.daemon.notifier import NoticeName
 from aipager.daemon.summaries import shorten
 from aipager.locales import N_
 from aipager.locales import ntr as ngettext
@@ -67,13 +69,21 @@ def files_refused(label: str, files: list[dict]) -> str:
                         session=label, n=n, reasons=reasons)
 
 
-def memory_cap(label: str, where: str) -> str:
+def memory_cap(label: str, hook: str, tool: object = None) -> str:
+    """A hook stopped at its memory cap: which hook, and for which tool."""
+    where = f"{hook} ({tool})" if tool else hook
     return _("🧠 {session} · {where} hit its 1 GB memory limit").format(session=label, where=where)
 
 
+#: a tap's button, as the chat labels it (``late_tap`` names the one that got lost)
+TAPS = {"allow": N_("✅ Allow"), "allow_always": N_("🟢 Always allow"), "deny": N_("❌ Deny"),
+        "stop": N_("⏹ Stop")}
+
+
 def late_tap(label: str, lost: str) -> str:
-    return (f"⌛ {label} · the {lost.replace('_', ' ')} tap came as the wait ended: "
-            "Claude Code asks in the terminal, tap again")
+    tap = _(TAPS[lost]) if lost in TAPS else lost.replace("_", " ")
+    return _("⌛ {session} · the {tap} tap came as the wait ended: Claude Code asks in the "
+             "terminal, tap again").format(session=label, tap=tap)
 
 
 def question(label: str, text: str) -> str:
@@ -102,7 +112,7 @@ def typed_at_computer(label: str, prompt: str) -> str:
     text = prompt.strip()
     if len(text) > TYPED_SHOWN:
         text = text[:TYPED_SHOWN] + "…"
-    return f"⌨️ {label} · typed at the computer:\n{text}"
+    return _("⌨️ {session} · typed at the computer:").format(session=label) + "\n" + text
 
 
 def typing_cut(label: str) -> str:
@@ -139,34 +149,62 @@ def request(label: str, req: Request) -> str:
 
 
 #: where Claude Code keeps what a suggestion remembers, in the person's words
-DESTINATIONS = {"session": "this session", "localSettings": "this project, for you",
-                "projectSettings": "this project, for everyone", "userSettings": "all your projects",
-                "cliArg": "this run"}
+DESTINATIONS = {"session": N_("this session"), "localSettings": N_("this project, for you"),
+                "projectSettings": N_("this project, for everyone"),
+                "userSettings": N_("all your projects"), "cliArg": N_("this run")}
 #: what a setMode suggestion switches to
-MODES = {"acceptEdits": "✏️ Accept every edit", "plan": "📋 Plan first",
-         "bypassPermissions": "⚠️ Ask nothing", "default": "Ask again", "auto": "Auto mode"}
+MODES = {"acceptEdits": N_("✏️ Accept every edit"), "plan": N_("📋 Plan first"),
+         "bypassPermissions": N_("⚠️ Ask nothing"), "default": N_("Ask again"),
+         "auto": N_("Auto mode")}
 #: a button's label is cut to this many characters
 SCOPE_LABEL_MAX = 60
+#: per-suggestion buttons at most (Claude Code offers one to three)
+SCOPES_SHOWN = 3
+
+
+def _rules(suggestion: dict) -> str:
+    """An addRules suggestion's rules as Claude Code writes them: ``Bash(npm test:*)``."""
+    rules = []
+    for rule in suggestion.get("rules") or []:
+        if isinstance(rule, dict) and rule.get("toolName"):
+            content = rule.get("ruleContent")
+            rules.append(f"{rule['toolName']}({content})" if content else str(rule["toolName"]))
+    return ", ".join(rules)
 
 
 def suggestion_label(suggestion: dict) -> str:
     """One of Claude Code's permission suggestions as a button: what, then where."""
     kind = suggestion.get("type")
     if kind == "setMode":
-        what = MODES.get(str(suggestion.get("mode")), f"Mode {suggestion.get('mode')}")
+        mode = str(suggestion.get("mode"))
+        what = _(MODES[mode]) if mode in MODES else _("Mode {mode}").format(mode=mode)
     elif kind == "addDirectories":
-        folders = [str(d) for d in suggestion.get("directories") or []]
-        what = "📁 Allow " + (", ".join(folders) or "the folder")
+        folders = ", ".join(str(d) for d in suggestion.get("directories") or [])
+        what = _("📁 Allow {folders}").format(folders=folders) if folders else _(
+            "📁 Allow the folder")
     else:
-        rules = []
-        for rule in suggestion.get("rules") or []:
-            if isinstance(rule, dict) and rule.get("toolName"):
-                content = rule.get("ruleContent")
-                rules.append(f"{rule['toolName']}({content})" if content else str(rule["toolName"]))
-        what = "🟢 Always " + (", ".join(rules) or "allow")
-    where = DESTINATIONS.get(str(suggestion.get("destination")), "")
+        rules = _rules(suggestion)
+        what = _("🟢 Always {rules}").format(rules=rules) if rules else _("🟢 Always allow")
+    destination = str(suggestion.get("destination"))
+    where = _(DESTINATIONS[destination]) if destination in DESTINATIONS else ""
     label = f"{what} · {where}" if where else what
     return label if len(label) <= SCOPE_LABEL_MAX else label[:SCOPE_LABEL_MAX - 1] + "…"
+
+
+def lone_rule(req: Request) -> bool:
+    """Claude Code suggests one rule and nothing else: the plain "Always allow" remembers it."""
+    offered = always_permissions(req.suggestions, SCOPED_TYPES)
+    return len(offered) == 1 and offered[0].get("type") == "addRules"
+
+
+def scope_labels(req: Request) -> list[str]:
+    """The labels of a request's per-suggestion buttons (``s0``…), in the order a tap names
+    them: each rule, folder or mode Claude Code offers, with the destination it names (none
+    for a lone rule, or a dialog only the terminal answers)."""
+    if req.terminal_only or lone_rule(req):
+        return []
+    offered = always_permissions(req.suggestions, SCOPED_TYPES)
+    return [suggestion_label(s) for s in offered[:SCOPES_SHOWN]]
 
 
 def session_ended(label: str, reason: str) -> str:
@@ -179,6 +217,36 @@ def session_ended(label: str, reason: str) -> str:
     }
     ended = words.get(reason) or N_("Session ended")
     return f"🔴 {label} · {_(ended)}"
+
+
+def notice(name: str, label: str, extra: dict) -> str | None:
+    """A notice rendered again from what its output carries (``Notice.notice``, ``extra``), in
+    the caller's language; None when it carries too little, or its words are not aipager's
+    (an API error is Claude Code's own): the text the daemon rendered stands."""
+    match name:
+        case NoticeName.COMPACTING:
+            return compacting(label)
+        case NoticeName.COMPACTED if isinstance(extra.get("after"), (int, float)):
+            return compacted(label, extra["before"], extra["after"])
+        case NoticeName.COMPACTED:
+            return compacted_plain(label)
+        case NoticeName.CONTEXT_WARNING if isinstance(extra.get("pct"), (int, float)):
+            return context_warning(label, extra["pct"])
+        case NoticeName.STILL_WAITING:
+            return still_waiting(label)
+        case NoticeName.TYPING_CUT:
+            return typing_cut(label)
+        case NoticeName.SESSION_END if isinstance(extra.get("reason"), str):
+            return session_ended(label, extra["reason"])
+        case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
+            return files_refused(label, extra["files"])
+        case NoticeName.SAFETY_BLOCKED if isinstance(extra.get("reason"), str):
+            return safety_blocked(label, extra["reason"])
+        case NoticeName.MEMORY_CAP if isinstance(extra.get("hook"), str):
+            return memory_cap(label, extra["hook"], extra.get("tool"))
+        case NoticeName.LATE_TAP if isinstance(extra.get("lost"), str):
+            return late_tap(label, extra["lost"])
+    return None
 
 
 def agent_name(sess: Session, agent: Agent) -> str:

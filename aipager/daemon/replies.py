@@ -20,7 +20,7 @@ Code's decision, so its dialog never shows.
 from __future__ import annotations
 
 import socket
-from typing import Any, Callable
+from typing import Callable
 
 import orjson
 
@@ -29,15 +29,12 @@ from aipager.daemon import render, requests
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.events.permissions import reopen
-from aipager.daemon.model import HOOK_ANSWERED_KEPT, Request, Session
+from aipager.daemon.model import (HOOK_ANSWERED_KEPT, SCOPED_TYPES, Request, Session,
+                                  always_permissions)
 from aipager.daemon.notifier import NoticeName
 
 #: the taps a permission request takes
 KINDS = ("allow", "allow_always", "deny", "stop")
-#: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch
-ALWAYS_TYPES = ("addRules", "addDirectories")
-#: what can be offered one by one: a mode switch too, but only when it is the one tapped
-SCOPED_TYPES = ALWAYS_TYPES + ("setMode",)
 
 #: ``answer`` results
 #: the hook got the decision: Claude Code goes on without its dialog
@@ -50,14 +47,6 @@ ALREADY = "already_answered"
 GONE = "gone"
 #: an edited call and no hook waits to take it (keys cannot carry an edit): nothing done
 NO_HOOK = "no_hook"
-
-
-def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) -> list[dict]:
-    """The suggestions "Allow always" hands back as ``updatedPermissions`` (never a mode
-    switch: that changes every later call); with ``SCOPED_TYPES``, those offered one by one."""
-    if not isinstance(suggestions, list):
-        return []
-    return [s for s in suggestions if isinstance(s, dict) and s.get("type") in types]
 
 
 def reply_datagram(request_id: str, decision: dict) -> bytes:
@@ -243,5 +232,5 @@ def late(ctx: Ctx, sess: Session, request_id: str) -> bool:
     sess.hook_answered.remove(req)
     lost, req.answered, req.reply_addr = req.answered, "", ""
     reopen(ctx, sess, req, late_answer=lost)
-    ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost))
+    ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost), lost=lost)
     return True

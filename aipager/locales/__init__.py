@@ -55,6 +55,12 @@ def ntr(singular: str, plural: str, n: int) -> str:
     return (_CATALOG.get() or _ENGLISH).ngettext(singular, plural, n)
 
 
+def english() -> bool:
+    """Texts render in English here (no catalog set, or English's, which translates nothing):
+    a text the daemon rendered already is right as it is."""
+    return not isinstance(_CATALOG.get(), gettext.GNUTranslations)
+
+
 @contextmanager
 def rendering(catalog: gettext.NullTranslations) -> Iterator[None]:
     """Texts rendered in this context (``tr``, ``ntr``) come from ``catalog``: how a pure
@@ -109,5 +115,5 @@ def translations(locale: str) -> gettext.NullTranslations:
     return gettext.GNUTranslations(buf)
 
 
-__all__ = ["DEFAULT", "DOMAIN", "LOCALES", "NAMES", "N_", "TELEGRAM_CODES", "exact", "folder",
-           "from_telegram", "ntr", "rendering", "tr", "translations"]
+__all__ = ["DEFAULT", "DOMAIN", "LOCALES", "NAMES", "N_", "TELEGRAM_CODES", "english", "exact",
+           "folder", "from_telegram", "ntr", "rendering", "tr", "translations"]

@@ -3,7 +3,8 @@
 Each action first asks ``clients.people.refusal`` (the same question a tap asks);
 a message goes in through ``clients.prompts`` (checked, held or typed with its
 permission note, audited), so a prompt from the page carries exactly the rights of
-the person who sent it.  Results are short sentences the page shows.
+the person who sent it.  Results are short sentences the page shows, in the page user's
+language (the request's ``locales.rendering``, set by ``routes``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from aipager.clients.people import Sender, refusal
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import Release
+from aipager.locales import N_
+from aipager.locales import tr as _
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, DaemonPort, Gone,
                                  InTerminal, KeysFailed, Outcome, Who)
 from aipager.proto.errors import AipagerError
@@ -32,8 +35,8 @@ log = logging.getLogger("aipager.web")
 #: what the page's answer buttons mean (``act`` → the port's kind); ``sN``: suggestion N
 KINDS: dict[str, AnswerKind] = {"allow": "allow", "always": "allow_always", "deny": "deny",
                                 "stop": "stop"}
-_DONE = {"allow": "Allowed.", "always": "Always allowed.", "deny": "Denied.",
-         "stop": "Denied and stopped."}
+_DONE = {"allow": N_("Allowed."), "always": N_("Always allowed."), "deny": N_("Denied."),
+         "stop": N_("Denied and stopped.")}
 
 
 @dataclass(frozen=True)
@@ -53,16 +56,16 @@ def outcome_words(outcome: Outcome, done: str) -> Result:
     """An answer's typed outcome, in words (as the chat's toasts say it)."""
     match outcome:
         case Already():
-            return Result(False, "Already answered.")
+            return Result(False, _("Already answered."))
         case Gone():
-            return Result(False, "This request is no longer open.")
+            return Result(False, _("This request is no longer open."))
         case InTerminal():
-            return Result(False, "The plan waits in the terminal now: answer it there.")
+            return Result(False, _("The plan waits in the terminal now: answer it there."))
         case KeysFailed(reason=reason):
-            return Result(False, f"Could not answer: {reason}")
+            return Result(False, _("Could not answer: {reason}").format(reason=reason))
         case ByHook() | ByKeys():
             return Result(True, done)
-    return Result(False, "Nothing was done.")
+    return Result(False, _("Nothing was done."))
 
 
 class WebActions:
@@ -99,13 +102,13 @@ class WebActions:
 
     async def prompt(self, sess: Session, text: str, sender: Sender) -> Result:
         """Hand ``text`` to ``sess`` as the chat would: refused, held or typed."""
-        why = refusal(sender, "prompt")
+        why = refusal(sender, "prompt", tr=_)
         if why:
             return Result(False, why, "refused")
         if not text.strip():
-            return Result(False, "An empty message: nothing to send.", "refused")
+            return Result(False, _("An empty message: nothing to send."), "refused")
         if sess.state == State.GONE:
-            return Result(False, f"{sess.label} is not running.", "failed")
+            return Result(False, _("{session} is not running.").format(session=sess.label), "failed")
         msg_id = next(self._ids)
         verdict = prompts.check(self.env, sess, text, sender)
         if verdict.reason is not None:
@@ -113,11 +116,11 @@ class WebActions:
                                    msg_id=msg_id, chat_id=WEB_CHAT,
                                    refused=verdict.reason.name.lower(),
                                    detail=verdict.detail or None)
-            return Result(False, prompts.refused_words(verdict.reason, verdict.detail), "refused")
+            return Result(False, prompts.refused_words(verdict.reason, verdict.detail, tr=_), "refused")
         who = prompts.author(sender)
         entry = self.live.say(sess.name, "sent", verdict.text, msg_id=str(msg_id),
                               who=sender.tag, status="sending")
-        held = prompts.hold(sess, sender)
+        held = prompts.hold(sess, sender, tr=_)
         if held is not None:
             why, held_for = held
             self.held[msg_id] = who
@@ -137,10 +140,11 @@ class WebActions:
             log.warning("typing a message from the page into %s failed: %s", session, exc)
             if entry is not None:
                 entry["status"] = "not delivered"
-            return Result(False, f"🤷 Not delivered to {label}: {exc}", "failed")
+            return Result(False, _("🤷 Not delivered to {session}: {reason}").format(
+                session=label, reason=exc), "failed")
         if entry is not None and entry["status"] != "taken":
             entry["status"] = "typed"
-        return Result(True, f"👀 Typed into {label}.", "typed")
+        return Result(True, _("👀 Typed into {session}.").format(session=label), "typed")
 
     def _released(self, out: Release) -> None:
         """A held message of the page may go in now (the daemon's ``release`` output)."""
@@ -161,8 +165,8 @@ class WebActions:
         """Answer a permission request as its button (or a reply with a reason) would."""
         scoped = act.startswith("s") and act[1:].isdigit()
         if sess is None or (not scoped and act not in KINDS):
-            return Result(False, "This request is no longer open.")
-        why = refusal(sender, "approve", sess)
+            return Result(False, _("This request is no longer open."))
+        why = refusal(sender, "approve", sess, tr=_)
         if why:
             return Result(False, why)
         kind: AnswerKind = "allow_always" if scoped else KINDS[act]
@@ -171,15 +175,15 @@ class WebActions:
                 sess.name, key, kind, sender.who, reason=reason if kind == "deny" else "",
                 suggestion=int(act[1:]) if scoped else None)
         except ValueError:
-            return Result(False, "This request is no longer open.")
-        return outcome_words(outcome, _DONE.get(act, "Always allowed."))
+            return Result(False, _("This request is no longer open."))
+        return outcome_words(outcome, _(_DONE.get(act, N_("Always allowed."))))
 
     async def answer_question(self, sess: Session | None, key: str, sender: Sender,
                               answers: Sequence[dict[str, Any]] | None) -> Result:
         """Answer every question of an AskUserQuestion dialog (None declines it)."""
         if sess is None:
-            return Result(False, "This question is no longer open.")
-        why = refusal(sender, "approve", sess)
+            return Result(False, _("This question is no longer open."))
+        why = refusal(sender, "approve", sess, tr=_)
         if why:
             return Result(False, why)
         picked = None if answers is None else [
@@ -189,51 +193,56 @@ class WebActions:
             outcome = await self.port.answer_question(sess.name, key, sender.who, picked)
         except ValueError as exc:
             return Result(False, str(exc))
-        return outcome_words(outcome, "Declined." if answers is None else "Answered.")
+        return outcome_words(outcome, _("Declined.") if answers is None else _("Answered."))
 
     # -- sessions ----------------------------------------------------------------------
 
     async def start(self, name: str, sender: Sender) -> Result:
-        why = refusal(sender, "manage")
+        why = refusal(sender, "manage", tr=_)
         if why:
             return Result(False, why)
         try:
             bare = dtach.check_name(name)
             if bare.lower() in RESERVED:
-                return Result(False, f"{bare} is the name of a chat command; pick another name")
+                return Result(False, _("{name} is the name of a chat command; pick another name").format(
+                    name=bare))
             existing = self.find(bare)
             if existing is not None and existing.state != State.GONE and existing.socket_seen:
-                return Result(False, f"{bare} is already running.")
+                return Result(False, _("{name} is already running.").format(name=bare))
             folder = self._default_folder()
             session = await self.port.start_session(bare, cwd=folder)
         except AipagerError as exc:
-            return Result(False, f"Cannot start the session: {exc}")
+            return Result(False, _("Cannot start the session: {error}").format(error=exc))
         self.port.audit_action("session_new", _audited(sender), session=session)
-        return Result(True, f"🆕 {bare} started in {folder}.")
+        return Result(True, _("🆕 {name} started in {folder}.").format(name=bare, folder=folder))
 
     async def stop(self, sess: Session, sender: Sender) -> Result:
-        why = refusal(sender, "stop", sess)
+        why = refusal(sender, "stop", sess, tr=_)
         if why:
             return Result(False, why)
         if sess.state not in (State.WORKING, State.WAITING):
-            return Result(False, f"{sess.label} is not working on anything.")
+            return Result(False, _("{session} is not working on anything.").format(
+                session=sess.label))
         try:
             pressed = await self.port.stop_session(sess.name)
         except AipagerError as exc:
-            return Result(False, f"Cannot stop {sess.label}: {exc}")
-        return Result(True, f"⏹ Stop sent to {sess.label}." if pressed else "Stop sent already.")
+            return Result(False, _("Cannot stop {session}: {error}").format(session=sess.label,
+                                                                           error=exc))
+        return Result(True, _("⏹ Stop sent to {session}.").format(session=sess.label) if pressed
+                      else _("Stop sent already."))
 
     async def kill(self, sess: Session, sender: Sender) -> Result:
-        why = refusal(sender, "manage")
+        why = refusal(sender, "manage", tr=_)
         if why:
             return Result(False, why)
         try:
             ended = await self.port.kill_session(sess.label)
         except AipagerError as exc:
-            return Result(False, f"Cannot end {sess.label}: {exc}")
+            return Result(False, _("Cannot end {session}: {error}").format(session=sess.label,
+                                                                          error=exc))
         self.port.audit_action("session_kill", _audited(sender), session=sess.name)
-        return Result(ended, f"🗑 {sess.label} ended." if ended
-                      else f"{sess.label} was not running.")
+        return Result(ended, _("🗑 {session} ended.").format(session=sess.label) if ended
+                      else _("{session} was not running.").format(session=sess.label))
 
 
 def _audited(sender: Sender) -> Who:

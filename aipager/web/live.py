@@ -76,7 +76,9 @@ class WebNotifier:
             case Answer():
                 self.say(out.session, "answer", out.text, task=out.task)
             case Notice():
-                self.say(out.session, "notice", out.text)
+                # what it says in facts too: each page renders it again in its language
+                self.say(out.session, "notice", out.text, notice=str(out.notice),
+                         facts=dict(out.extra))
             case Permission() | Question():
                 self.asked[(out.session, out.key)] = out
             case RequestClosed() | RequestAnswered():

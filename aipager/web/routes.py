@@ -32,6 +32,7 @@ from typing import Any
 
 from aiohttp import web
 
+from aipager import locales
 from aipager.proto import paths
 from aipager.clients.people import Sender
 from aipager.web import audit, strings, views
@@ -135,7 +136,7 @@ async def get_session(request: web.Request) -> web.Response:
     live = request.app[LIVE]
     return web.json_response({
         "session": views.session(sess, time.time(), _cards(live).get(sess.name)),
-        "conversation": live.conversation(sess.name),
+        "conversation": views.conversation(sess, live.conversation(sess.name)),
     })
 
 
@@ -233,12 +234,22 @@ async def post_signout(request: web.Request) -> web.Response:
     return response
 
 
+@web.middleware
+async def language(request: web.Request, handler: Any) -> web.StreamResponse:
+    """What the server says in words (an action's result, a request's text and buttons) is in
+    the page user's language: the one the page names (``LANG_HEADER``), else the browser's."""
+    locale = strings.pick(request.headers.get(strings.LANG_HEADER),
+                          request.headers.get("Accept-Language", ""))
+    with locales.rendering(strings.catalog(locale)):
+        return await handler(request)
+
+
 def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: People, *,
              allowed_hosts: frozenset[str], allowed_origins: frozenset[str],
              frame_ancestors: str = "'none'") -> web.Application:
     """The application: the gate's middlewares, the routes, the security headers."""
-    app = web.Application(middlewares=make_middlewares(people, logins, allowed_hosts,
-                                                       allowed_origins),
+    app = web.Application(middlewares=[*make_middlewares(people, logins, allowed_hosts,
+                                                         allowed_origins), language],
                           client_max_size=256 * 1024)
     app[ACTIONS], app[LIVE], app[LOGINS] = actions, live, logins
     app.on_response_prepare.append(add_headers(frame_ancestors))

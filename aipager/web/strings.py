@@ -8,10 +8,17 @@ signed-in API, so even "Not signed in" is said in the person's language.
 
 from __future__ import annotations
 
+import functools
+import gettext
+
 from aipager import locales
 from aipager.locales import N_
 
-#: every msgid the page shows (``t()`` calls, the WORDS of a session's state, index.html)
+#: the header the page names its user's language in (``static/api.js``), on every API call
+LANG_HEADER = "X-Aipager-Lang"
+
+#: every msgid the page shows (``t()`` calls, the WORDS of a session's state, the STATUS of
+#: a sent message, index.html)
 PAGE = (
     N_("Answered by {who}…"),
     N_("Audit log"),
@@ -56,6 +63,13 @@ PAGE = (
     N_("ready"),
     N_("starting"),
     N_("ended"),
+    N_("the terminal"),
+    N_("sending"),
+    N_("held"),
+    N_("typed"),
+    N_("taken"),
+    N_("not taken"),
+    N_("not delivered"),
 )
 
 
@@ -68,10 +82,16 @@ def pick(lang: str | None, accept_language: str = "") -> str:
     return locales.from_telegram(first)
 
 
+@functools.cache
+def catalog(locale: str) -> gettext.NullTranslations:
+    """``locale``'s catalog, read once (the page asks in its language on every call)."""
+    return locales.translations(locale)
+
+
 def strings(locale: str) -> dict[str, str]:
     """``PAGE`` in ``locale`` (English: the msgids themselves)."""
-    catalog = locales.translations(locale)
-    return {msgid: catalog.gettext(msgid) for msgid in PAGE}
+    found = catalog(locale)
+    return {msgid: found.gettext(msgid) for msgid in PAGE}
 
 
-__all__ = ["PAGE", "pick", "strings"]
+__all__ = ["LANG_HEADER", "PAGE", "catalog", "pick", "strings"]

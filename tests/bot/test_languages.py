@@ -142,3 +142,61 @@ def test_a_config_language_is_read_in_its_usual_spellings(value, locale):
 
     cfg = config.from_json({"bot_token": "1:x", "chat_id": 42, "language": value})
     assert locales.exact(cfg.extra["language"]) == locale
+
+
+def _configure(chat, language: str) -> None:
+    env = chat.daemon.env
+    cfg = config.load(env)
+    config.save(env, dataclasses.replace(cfg, extra={**cfg.extra, "language": language}))
+
+
+async def test_a_portuguese_chat_gets_each_suggestion_button_in_portuguese_same_taps(chat):
+    _configure(chat, "pt_BR")
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="write a.py", prompt_id="p1")
+    folder = {"type": "addDirectories", "directories": ["/srv/app"], "destination": "session"}
+    mode = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    rule = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
+            "behavior": "allow", "destination": "localSettings"}
+    chat.feed(session, "PermissionRequest", tool_name="Write", tool_use_id="t1",
+              tool_input={"file_path": "/srv/app/a.py", "content": "x"},
+              permission_suggestions=[folder, mode, rule])
+    await chat.fake.wait_for("sendMessage", lambda p: "a.py" in str(p["text"])
+                             and p.get("reply_markup") is not None)
+    request = next(m for m in chat.fake.bot_messages(chat.chat_id)
+                   if "a.py" in m["text"] and m.get("reply_markup"))
+    buttons = _buttons(request)
+    # the paths and the rule, as Claude Code wrote them; the words around them in Portuguese;
+    # each label still carries the tap of the same suggestion
+    assert buttons["📁 Permitir /srv/app · esta sessão"].endswith(":s0")
+    assert buttons["✏️ Aceitar todas as edições · esta sessão"].endswith(":s1")
+    assert buttons["🟢 Sempre Bash(npm test:*) · este projeto, só para você"].endswith(":s2")
+
+
+async def test_a_spanish_chat_gets_the_notices_the_daemon_and_the_outbox_say_in_spanish(chat):
+    from aipager.daemon.notifier import Notice, NoticeName
+
+    _configure(chat, "es")
+    session = chat.start("jim")
+    # a prompt typed at the computer: the header in Spanish, the prompt as it was typed
+    chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
+    typed = await chat.fake.wait_for("sendMessage", lambda p: "run the tests" in str(p["text"]))
+    assert typed["text"] == "⌨️ jim · escrito en el ordenador:\nrun the tests"
+    # a hook at its memory cap: the hook and the tool named as they are
+    chat.feed(session, "hook_memory_cap_hit", hook="aipager-hook", tool="Bash")
+    capped = await chat.fake.wait_for("sendMessage", lambda p: "🧠" in str(p["text"]))
+    assert capped["text"] == "🧠 jim · aipager-hook (Bash) llegó a su límite de 1 GB de memoria"
+    # a tap that reached its hook too late: the button named as the chat labels it
+    chat.bot.notifier.emit(Notice(session, "⌛ jim · the allow tap came as the wait ended",
+                                  notice=NoticeName.LATE_TAP, extra={"lost": "allow"}))
+    late = await chat.fake.wait_for("sendMessage", lambda p: "⌛" in str(p["text"]))
+    assert late["text"] == ("⌛ jim · el toque en ✅ Permitir llegó justo cuando terminó la "
+                            "espera: Claude Code pregunta en la terminal, toca de nuevo")
+    # a message Telegram refuses (even plain): the person is told, in Spanish, with
+    # Telegram's own words
+    chat.fake.fail("sendMessage", 400, "Bad Request: something odd")
+    chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
+    told = await chat.fake.wait_for("sendMessage", lambda p: "something odd" in str(p["text"]))
+    assert told["text"].startswith("⚠️ Telegram se negó a mostrar un mensaje (")
+    assert told["text"].endswith("Bad Request: something odd); está en el ordenador: "
+                                 "`aipager status`, o en la terminal de la sesión.")

@@ -12,8 +12,8 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 from aipager.install import telegram_check
 from aipager.bot.chatstate import ChatState
-from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REFUSED_MARK,
-                                 REPEAT_MARK, SEND_RESERVE, Action, Live, Outbox, Post, React,
+from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REPEAT_MARK,
+                                 SEND_RESERVE, Action, Live, Outbox, Post, React,
                                  Upload, from_json)
 
 OTHER = {"id": 5151, "is_bot": False, "first_name": "Other", "username": "other"}
@@ -295,10 +295,36 @@ async def test_a_refused_message_is_retried_plain_then_the_person_is_told(box):
     outbox.put(Post(OWNER["id"], "an answer", buzz=True,
                   entities=({"type": "bold", "offset": 0, "length": 2},),
                   markup={"inline_keyboard": [[{"text": "x", "callback_data": "y"}]]}))
-    told = await fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith(REFUSED_MARK))
+    told = await fake.wait_for("sendMessage",
+                               lambda p: str(p["text"]).startswith("⚠️ Telegram refused"))
     assert "something odd" in told["text"] and "aipager status" in told["text"]
     tried = [p for p in fake.calls_of("sendMessage", ok=False) if p["text"] == "an answer"]
     assert len(tried) == 3 and "entities" not in tried[1] and "reply_markup" not in tried[2]
+
+
+async def test_a_refused_notice_of_a_refusal_is_not_told_again_whatever_its_language():
+    """The notice is in the chat's language; what stops a notice about the notice is a flag
+    on the post, so it holds in any language."""
+    fake = FakeBotAPI()
+    fake.add_private_chat(OWNER)
+    async with fake.running() as base:
+        bot = telegram_check.build_bot(TOKEN, base)
+        outbox = Outbox(bot, ChatState(), locale_for=lambda chat_id: "es")
+        outbox.start()
+        try:
+            fake.fail("sendMessage", 400, "Bad Request: something odd", times=20)
+            outbox.put(Post(OWNER["id"], "an answer"))
+            await eventually(outbox.idle, timeout=10)
+            tried = [p["text"] for p in fake.calls_of("sendMessage", ok=False)]
+            assert tried[0] == "an answer"
+            assert tried[-1].startswith("⚠️ Telegram se negó a mostrar un mensaje (")
+            assert tried[-1].endswith("something odd); está en el ordenador: `aipager status`, "
+                                      "o en la terminal de la sesión.")
+            assert outbox.counters["dropped"] == 2  # the answer, then its notice: no third
+        finally:
+            await outbox.close(0.5)
+            with contextlib.suppress(Exception):
+                await bot.session.close()
 
 
 def _old_record(kind, **fields):

@@ -39,6 +39,8 @@ LONG = {
     "language": "Tiếng Việt", "agent": "general-purpose › Explore", "took": "1h 02m",
     "kinds": "Explore, general-purpose, Plan", "command": "npm run build -- --watch",
     "status": "session ended", "where": "aipager-hook (Bash)", "before": "92", "after": "31",
+    "mode": "dontAsk", "folders": "/home/someone/projects/api, /tmp",
+    "rules": "Bash(npm run test:*), Bash(make lint:*)", "tap": "🟢 Luôn cho phép",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from aipager.daemon.model import State, Task
-from aipager.daemon.notifier import Card, Permission, Release
+from aipager.daemon.notifier import Card, Notice, NoticeName, Permission, Release
 from aipager.daemon.port import ByHook, Who
 
 from .conftest import COOKIE, GUEST_ID, OWNER_ID, READER_ID, init_data
@@ -128,6 +128,14 @@ async def test_sessions_show_state_and_their_live_card(web):
     assert shown["card"] == "⏳ jim · working\n✓ Bash: ls"
     talk = (await (await web.get(f"/api/sessions/{S}")).json())["conversation"]
     assert [(e["kind"], e["text"]) for e in talk] == [("prompt", "fix it")]
+    # a page in Portuguese: the card and a notice rendered again in it, from their facts
+    web.live.emit(Notice(session=S, text="⚠️ jim · Context at 91% - will compact soon",
+                         notice=NoticeName.CONTEXT_WARNING, extra={"pct": 91.0}))
+    shown = await (await web.get(f"/api/sessions/{S}", **{"X-Aipager-Lang": "pt-br"})).json()
+    assert shown["session"]["card"].startswith("⏳ jim · trabalhando · ")
+    notice = shown["conversation"][-1]
+    assert notice == {"id": notice["id"], "kind": "notice", "at": notice["at"],
+                      "text": "⚠️ jim · Contexto em 91% - será compactado em breve"}
 
 
 async def test_the_live_stream_says_when_the_daemon_showed_something(web):
@@ -232,3 +240,41 @@ async def test_the_audit_log_is_for_admins(web):
     await web.sign_in()
     records = await (await web.get("/api/audit")).json()
     assert [r["action"] for r in records] == ["chat_prompt"]
+
+
+async def test_the_servers_words_are_in_the_page_users_language(web):
+    """The page names its user's language on every call: results, refusals, a request's text
+    and its buttons (each suggestion's too, with the same act) come back in it."""
+    from aipager.daemon.model import Request
+
+    await web.sign_in()
+    web.port.add_session(S, State.WAITING)
+    sess = web.port.sessions.get(S)
+    mode = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    folder = {"type": "addDirectories", "directories": ["/srv/app"], "destination": "session"}
+    sess.requests.append(Request(key=KEY, kind="permission", tool="Bash", opened_at=1.0,
+                                 detail="make test", suggestions=[folder, mode]))
+    web.port.handler = lambda name, args, kw: ByHook() if name == "answer_request" else None
+    web.live.emit(Permission(session=S, text="🔐 jim · Bash\nmake test", key=KEY, tool="Bash",
+                             detail="make test", buttons=["allow", "deny", "stop", "s0", "s1"],
+                             scopes=["📁 Allow /srv/app · this session",
+                                     "✏️ Accept every edit · this session"]))
+    state = await (await web.get("/api/state", **{"X-Aipager-Lang": "pt-br"})).json()
+    (need,) = state["needs"]
+    assert need["text"].startswith("🔐 jim · Bash\nmake test")
+    assert [(a["act"], a["label"]) for a in need["answers"]] == [
+        ("allow", "✅ Permitir"), ("deny", "❌ Negar"),
+        ("s0", "📁 Permitir /srv/app · esta sessão"),
+        ("s1", "✏️ Aceitar todas as edições · esta sessão"), ("stop", "⏹ Parar")]
+    reader = await web.post("/api/answer", {"session": S, "key": KEY, "act": "allow"},
+                            **tma(READER), **{"X-Aipager-Lang": "es"})
+    assert (await reader.json())["message"] == "Tu rol no permite responder a las solicitudes de Claude."
+    ok = await (await web.post("/api/answer", {"session": S, "key": KEY, "act": "deny"},
+                               **{"X-Aipager-Lang": "pt-BR"})).json()
+    assert ok["message"] == "Negado."
+    # without the header, the browser's language; without either, English
+    gone = await web.post("/api/answer", {"session": "nope", "key": KEY, "act": "allow"},
+                          **{"Accept-Language": "vi-VN,vi;q=0.9"})
+    assert (await gone.json())["message"] == "Yêu cầu này không còn mở."
+    english = await web.post("/api/answer", {"session": "nope", "key": KEY, "act": "allow"})
+    assert (await english.json())["message"] == "This request is no longer open."

@@ -43,8 +43,9 @@ def test_every_word_the_page_asks_for_is_in_the_catalogs():
     with open(os.path.join(STATIC, "app.js"), encoding="utf-8") as fh:
         script = fh.read()
     asked = {json.loads(m) for m in re.findall(r'\bt\(("(?:[^"\\]|\\.)*")', script)}
-    words = re.search(r"const WORDS = (\{.*?\});", script).group(1)
-    asked |= set(re.findall(r':\s*"([^"]+)"', words))
+    for table in ("WORDS", "STATUS"):
+        words = re.search(rf"const {table} = (\{{.*?\}});", script).group(1)
+        asked |= set(re.findall(r':\s*"([^"]+)"', words))
     with open(os.path.join(STATIC, "index.html"), encoding="utf-8") as fh:
         asked |= set(re.findall(r'data-t="([^"]+)"', fh.read()))
     assert asked and asked <= set(strings.PAGE), asked - set(strings.PAGE)

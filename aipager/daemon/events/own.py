@@ -114,9 +114,8 @@ def on_reply_timeout(ev: dict, sess: Session, ctx: Ctx) -> None:
 def on_memory_cap(ev: dict, sess: Session, ctx: Ctx) -> None:
     hook = str(ev.get("hook") or "aipager-hook")
     tool = ev.get("tool")
-    where = f"{hook} ({tool})" if tool else hook
     _audit(ev, sess, ctx)
-    ctx.notice(sess, NoticeName.MEMORY_CAP, render.memory_cap(sess.label, where),
+    ctx.notice(sess, NoticeName.MEMORY_CAP, render.memory_cap(sess.label, hook, tool),
                hook=hook, tool=tool, report=True)
 
 

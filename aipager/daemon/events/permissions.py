@@ -100,10 +100,6 @@ def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
         _show_question(ctx, sess, ev)
 
 
-#: per-suggestion buttons at most (Claude Code offers one to three)
-SCOPES_SHOWN = 3
-
-
 def _suggests_rule(ev: dict) -> bool:
     # "Allow always" only when Claude Code offers a real rule to remember.
     suggestions = ev.get("permission_suggestions")
@@ -113,20 +109,16 @@ def _suggests_rule(ev: dict) -> bool:
 
 
 def _answers(req: Request) -> tuple[list[str], list[str]]:
-    """The request's buttons and the labels of its per-suggestion ones (``s0``…): a lone
-    rule is the one "Always allow"; otherwise each of Claude Code's suggestions (a rule,
-    a folder, a mode) is offered with the destination it names."""
-    from aipager.daemon.replies import SCOPED_TYPES, always_permissions
-
+    """The request's buttons and the labels of its per-suggestion ones (``s0``…,
+    ``render.scope_labels``): a lone rule is the one "Always allow"."""
     if req.terminal_only:
         return ["stop"], []
     buttons = ["allow", "deny", "stop"]
     if req.tool_input and req.reply_addr:
         buttons.append("edit")  # only the waiting hook takes an edited call
-    offered = always_permissions(req.suggestions, SCOPED_TYPES)
-    if len(offered) == 1 and offered[0].get("type") == "addRules":
+    if render.lone_rule(req):
         return buttons + ["always"], []
-    scopes = [render.suggestion_label(s) for s in offered[:SCOPES_SHOWN]]
+    scopes = render.scope_labels(req)
     return buttons + [f"s{i}" for i in range(len(scopes))], scopes
 
 

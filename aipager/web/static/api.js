@@ -5,6 +5,8 @@
 // "Authorization: tma <initData>".  In a browser on the machine the session cookie
 // (set by the link `aipager start` printed) does instead.
 
+import { language } from "./strings.js";
+
 const KEY = "aipager.tma";
 
 function takeInitData() {
@@ -20,7 +22,9 @@ function takeInitData() {
 const initData = takeInitData();
 
 function headers(extra = {}) {
-  return initData ? { ...extra, Authorization: `tma ${initData}` } : extra;
+  // the server's words (an action's result, a request's buttons) in the page's language
+  const all = { ...extra, "X-Aipager-Lang": language() };
+  return initData ? { ...all, Authorization: `tma ${initData}` } : all;
 }
 
 export class ApiError extends Error {

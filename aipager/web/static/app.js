@@ -11,6 +11,8 @@ const view = document.getElementById("view");
 const flash = document.getElementById("flash");
 const ICON = { working: "⏳", waiting: "🔐", ready: "✅", unknown: "•", gone: "🔴" };
 const WORDS = { working: "working", waiting: "waiting for you", ready: "ready", unknown: "starting", gone: "ended" };  // t() at use
+// a sent message's status, as the server writes it (web/actions.py, web/live.py): t() at use
+const STATUS = { sending: "sending", held: "held", typed: "typed", taken: "taken", "not taken": "not taken", "not delivered": "not delivered" };
 
 let me = null;
 
@@ -132,7 +134,9 @@ async function home() {
 }
 
 function entry(e) {
-  const who = { prompt: `🗣 ${e.who || ""}`, sent: `🗣 ${e.who || t("you")} · ${e.status}`, answer: "🤖 Claude", notice: "ℹ️" }[e.kind] || e.kind;
+  const by = e.who === "the terminal" ? t("the terminal") : e.who || "";
+  const status = STATUS[e.status] ? t(STATUS[e.status]) : e.status;
+  const who = { prompt: `🗣 ${by}`, sent: `🗣 ${by || t("you")} · ${status}`, answer: "🤖 Claude", notice: "ℹ️" }[e.kind] || e.kind;
   const when = new Date(e.at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   return h("li", { class: `entry ${e.kind}` }, h("div", { class: "who" }, `${who} · ${when}`),
     e.kind === "answer" ? markdown(e.text) : h("div", { class: "text" }, e.text));

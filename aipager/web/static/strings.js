@@ -5,7 +5,8 @@
 const TMA = "aipager.tma";  // where api.js keeps Telegram's initData
 let words = {};
 
-function language() {
+// The language the page speaks; the server says its words in it too (api.js sends it).
+export function language() {
   try {
     const user = new URLSearchParams(sessionStorage.getItem(TMA) || "").get("user");
     const code = user && JSON.parse(user).language_code;
