@@ -9,7 +9,7 @@ import os
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import typer
 
@@ -128,17 +128,11 @@ def policy_file(
     clear: bool = typer.Option(False, "--clear", help="Go back to the default file."),
 ) -> None:
     """Use another policy file (the default is the config folder's policy.json)."""
-    env = _env()
-    cfg = config.load(env)
-    if clear or path is None:
-        config.save(env, replace(cfg, policy_file=None))
-        typer.echo(f"Policy file: default ({paths.policy_user_file(env)}). {_RESTART}")
-        return
-    target = os.path.abspath(path)
-    if not os.path.isfile(target):
+    target = _path_or_none(path, clear)
+    if target is not None and not os.path.isfile(target):
         typer.echo(f"Note: {target} does not exist yet.")
-    config.save(env, replace(cfg, policy_file=target))
-    typer.echo(f"Policy file: {target}. {_RESTART}")
+    env = _change(policy_file=target)
+    typer.echo(f"Policy file: {target or f'default ({paths.policy_user_file(env)})'}. {_RESTART}")
 
 
 @app.command("claude-path")
@@ -148,11 +142,21 @@ def claude_path(
     clear: bool = typer.Option(False, "--clear", help="Use `claude` from PATH again."),
 ) -> None:
     """Pin the Claude Code program sessions run."""
-    env = _env()
-    cfg = config.load(env)
-    target = None if clear or path is None else os.path.abspath(path)
-    config.save(env, replace(cfg, claude_path=target))
+    target = _path_or_none(path, clear)
+    _change(claude_path=target)
     typer.echo(f"Claude Code: {target or 'claude on PATH'}.")
+
+
+def _path_or_none(path: Optional[Path], clear: bool) -> str | None:
+    """A path option's new value: absolute, or None (the default) with --clear or no path."""
+    return None if clear or path is None else os.path.abspath(path)
+
+
+def _change(**fields: Any) -> Mapping[str, str]:
+    """Load the config, change ``fields``, save it; the environment, for what to print."""
+    env = _env()
+    config.save(env, replace(config.load(env), **fields))
+    return env
 
 
 class OnOff(str, Enum):

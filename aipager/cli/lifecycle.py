@@ -208,29 +208,23 @@ def _joining(hub: bool, join: str, creds: str):  # -> tuple[Creds, str]
     return who, url
 
 
-@service_app.command("start")
-@handles_errors
-def service_start() -> None:
-    """Start the service."""
-    _service("start")
+#: the service's plain subcommands (``install`` takes options, above): name, help
+SERVICE_ACTIONS = (
+    ("start", "Start the service."),
+    ("stop", "Stop the service (running sessions keep running)."),
+    ("status", "Show systemd's view of the service."),
+    ("uninstall", "Stop and disable the service and delete the unit file."),
+)
 
 
-@service_app.command("stop")
-@handles_errors
-def service_stop() -> None:
-    """Stop the service (running sessions keep running)."""
-    _service("stop")
+def _service_command(action: str, help_text: str) -> None:
+    def command() -> None:
+        _service(action)
+
+    command.__name__ = f"service_{action}"
+    command.__doc__ = help_text
+    service_app.command(action)(handles_errors(command))
 
 
-@service_app.command("status")
-@handles_errors
-def service_status() -> None:
-    """Show systemd's view of the service."""
-    _service("status")
-
-
-@service_app.command("uninstall")
-@handles_errors
-def service_uninstall() -> None:
-    """Stop and disable the service and delete the unit file."""
-    _service("uninstall")
+for _action, _help in SERVICE_ACTIONS:
+    _service_command(_action, _help)

@@ -13,7 +13,7 @@ Host (``<state>/hub-link/``): ``link.json`` (its epoch and counters) and
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from typing import Callable, Mapping
 
 from aipager.proto import paths
 
@@ -22,45 +22,31 @@ def hub_dir(env: Mapping[str, str]) -> str:
     return os.path.join(paths.state_dir(env), "hub")
 
 
-def hosts_file(env: Mapping[str, str]) -> str:
-    return os.path.join(hub_dir(env), "hub.json")
-
-
-def server_config(env: Mapping[str, str]) -> str:
-    return os.path.join(hub_dir(env), "nats.conf")
-
-
-def store_dir(env: Mapping[str, str]) -> str:
-    return os.path.join(hub_dir(env), "store")
-
-
-def server_pid(env: Mapping[str, str]) -> str:
-    return os.path.join(hub_dir(env), "nats-server.pid")
-
-
-def server_log(env: Mapping[str, str]) -> str:
-    return os.path.join(hub_dir(env), "nats-server.log")
-
-
-def taken_file(env: Mapping[str, str]) -> str:
-    return os.path.join(hub_dir(env), "taken.json")
-
-
-def invites_dir(env: Mapping[str, str]) -> str:
-    """Where ``aipager hub invite`` writes a host's credential file by default."""
-    return os.path.join(hub_dir(env), "invites")
-
-
 def link_dir(env: Mapping[str, str]) -> str:
     return os.path.join(paths.state_dir(env), "hub-link")
 
 
-def link_meta(env: Mapping[str, str]) -> str:
-    return os.path.join(link_dir(env), "link.json")
+def _under(folder: Callable[[Mapping[str, str]], str], name: str,
+           doc: str = "") -> Callable[[Mapping[str, str]], str]:
+    """``folder(env)/name`` as a function of the environment, as ``paths`` has them."""
+
+    def where(env: Mapping[str, str]) -> str:
+        return os.path.join(folder(env), name)
+
+    where.__doc__ = doc or f"``{name}`` in {folder.__name__}."
+    return where
 
 
-def link_outbox(env: Mapping[str, str]) -> str:
-    return os.path.join(link_dir(env), "outbox.jsonl")
+hosts_file = _under(hub_dir, "hub.json")
+server_config = _under(hub_dir, "nats.conf")
+store_dir = _under(hub_dir, "store")
+server_pid = _under(hub_dir, "nats-server.pid")
+server_log = _under(hub_dir, "nats-server.log")
+taken_file = _under(hub_dir, "taken.json")
+#: where ``aipager hub invite`` writes a host's credential file by default
+invites_dir = _under(hub_dir, "invites")
+link_meta = _under(link_dir, "link.json")
+link_outbox = _under(link_dir, "outbox.jsonl")
 
 
 def make_private(folder: str) -> str:

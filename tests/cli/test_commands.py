@@ -71,8 +71,12 @@ def test_config_members_policy_claude(runner, configured, env, tmp_path):
     assert [(m.id, m.role, m.label) for m in cfg.members] == [(55, "admin", "bob")]
     assert cfg.policy_file == str(policy) and cfg.claude_path == "/opt/claude"
     assert dtach.claude_binary(env) == "/opt/claude"  # sessions use the pinned program
-    assert runner.invoke(app, ["config", "policy-file", "--clear"]).exit_code == 0
+    cleared = runner.invoke(app, ["config", "policy-file", "--clear"])
+    assert cleared.exit_code == 0 and "Policy file: default (" in cleared.stdout
     assert config.load(env).policy_file is None
+    missing = runner.invoke(app, ["config", "policy-file", str(tmp_path / "later.json")])
+    assert "does not exist yet" in missing.stdout
+    assert config.load(env).policy_file == str(tmp_path / "later.json")
 
 
 def test_config_token_and_chat_are_checked_first(runner, configured, fake_api, env, tmp_path):
