@@ -18,17 +18,18 @@ from aipager import config
 from aipager.proto import paths
 from aipager.clients.people import Sender
 from aipager.proto.errors import AipagerError, ConfigError
-from aipager.proto.fsnames import Stamp, file_stamp
+from aipager.proto.fsnames import file_stamp
 
 log = logging.getLogger("aipager.clients")
 
 
 def load_policy(env: Mapping[str, str]) -> Any:
-    """The owner's policy, or why it is unusable (a string)."""
+    """The owner's policy, or why it is unusable (a string); read again only when the file
+    changed (``model.current_policy``)."""
     from aipager.policy import model
 
     try:
-        return model.load_policy(env)
+        return model.current_policy(env)
     except AipagerError as exc:
         return str(exc)
 
@@ -60,8 +61,6 @@ class Members:
         self._env = env
         self.cfg = cfg
         self._stamp = file_stamp(paths.config_file(env))
-        #: the policy file's version and what it gave (a Policy, or why it is unusable)
-        self._policy: tuple[Stamp, Any] = (None, None)
 
     def current(self) -> config.Config:
         stamp = file_stamp(paths.config_file(self._env))
@@ -99,17 +98,9 @@ class Members:
             return cfg.chat_id
         return next((m.id for m in cfg.members if m.role == "owner"), None)
 
-    def _loaded_policy(self) -> Any:
-        """The owner's policy, or why it is unusable (a string); the file is read again
-        only when it changed, not for every message."""
-        stamp = file_stamp(paths.policy_user_file(self._env))
-        if self._policy[1] is None or stamp != self._policy[0]:
-            self._policy = (stamp, load_policy(self._env))
-        return self._policy[1]
-
     def _with_rights(self, user_id: int, label: str, role_name: str) -> Sender:
         raw = self.current().extra.get("owner_raw_keys") is True
-        return with_rights(self._loaded_policy(), user_id, label, role_name, raw_keys=raw)
+        return with_rights(load_policy(self._env), user_id, label, role_name, raw_keys=raw)
 
 
 __all__ = ["Members", "load_policy", "with_rights"]
