@@ -38,7 +38,7 @@ from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
 from aipager.daemon import render
-from aipager.daemon.model import Session, Task
+from aipager.daemon.model import Request, Session, Task
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed)
@@ -173,21 +173,19 @@ class ChatNotifier:
         clock = getattr(self._registry(), "clock", time.time)
         return render.card(sess, clock())
 
-    def _request_words(self, out: Permission, sess: Session | None) -> str:
+    @staticmethod
+    def _request_words(out: Permission, sess: Session | None,
+                       req: Request | None) -> str:
         """The request in the chat's language (as ``_card_words``): rendered again from this
         machine's open request; Claude's description, the command and the path stay as they
         are."""
-        if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
-            return out.text
-        req = next((r for r in sess.requests if r.key == out.key), None)
-        return render.request(sess.label, req) if req is not None else out.text
+        return render.request(sess.label, req) if sess is not None and req is not None \
+            else out.text
 
-    def _scope_words(self, out: Permission, sess: Session | None) -> list[str]:
+    @staticmethod
+    def _scope_words(out: Permission, req: Request | None) -> list[str]:
         """The per-suggestion buttons' labels in the chat's language (as ``_request_words``);
         the same suggestions in the same order, so each label keeps its tap."""
-        if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
-            return out.scopes
-        req = next((r for r in sess.requests if r.key == out.key), None)
         labels = render.scope_labels(req) if req is not None else []
         return labels if len(labels) == len(out.scopes) else out.scopes
 
@@ -261,7 +259,8 @@ class ChatNotifier:
         if answers:
             tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
             tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
-        scoped = [(label, act) for label, act in zip(self._scope_words(out, sess), SCOPES,
+        req = _own_request(sess, out.key)
+        scoped = [(label, act) for label, act in zip(self._scope_words(out, req), SCOPES,
                                                      strict=False)
                   if act in buttons]
         for label, act in scoped:
@@ -273,7 +272,7 @@ class ChatNotifier:
         tap(_("⏹ Stop"), RequestAct.STOP)
         last = 1 + ("always" in buttons) + ("edit" in buttons)
         kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
-        text = self._request_words(out, sess)
+        text = self._request_words(out, sess, req)
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
             text += "\n" + _("🟢 Always allow remembers: {rule}").format(rule=rule)
@@ -493,6 +492,14 @@ def _own_task(sess: Session, seq: Any) -> Task | None:
     if i18n.current() == locales.DEFAULT or task is None or task.seq != seq or "@" in sess.name:
         return None
     return task
+
+
+def _own_request(sess: Session | None, key: str) -> Request | None:
+    """This machine's open request ``key``, when its texts are to be rendered again in the
+    chat's language (as ``_own_task``)."""
+    if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
+        return None
+    return next((r for r in sess.requests if r.key == key), None)
 
 
 def _always_rule(sess: Session | None, key: str) -> str:
