@@ -205,20 +205,10 @@ def load(env: Mapping[str, str]) -> Config:
     """
     path = paths.config_file(env)
     try:
-        with open(path, encoding="utf-8") as fh:
-            raw = fh.read()
+        doc = fsio.read_json_file(path, ConfigError)
     except FileNotFoundError as exc:
         msg = f"aipager is not set up yet ({path} does not exist); run `aipager setup`"
         raise ConfigError(msg) from exc
-    except OSError as exc:
-        msg = f"cannot read {path}: {exc.strerror}"
-        raise ConfigError(msg) from exc
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        # Not chained with the decoder's text: that could quote the token.
-        msg = f"{path} is not valid JSON (line {getattr(exc, 'lineno', '?')}); fix or delete it"
-        raise ConfigError(msg) from None
     return from_json(doc, path)
 
 

@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 
-from aipager.proto import paths
+from aipager.proto import fsio, paths
 from aipager.proto.errors import PolicyError, PolicySchemaError
 from aipager.proto.fsnames import Stamp, file_stamp
 from aipager.policy import floor as floor_mod
@@ -176,18 +176,9 @@ def load_policy(env) -> Policy:
     """
     path = paths.policy_user_file(env)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        doc = fsio.read_json_file(path, PolicyError)
     except FileNotFoundError:
         return Policy()
-    except OSError as exc:
-        msg = f"{path}: cannot read the policy file ({exc.strerror})"
-        raise PolicyError(msg) from exc
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        msg = f"{path}: not valid JSON ({exc})"
-        raise PolicySchemaError(msg) from exc
     return from_document(doc, source=path)
 
 

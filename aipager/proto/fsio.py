@@ -78,6 +78,32 @@ def read_json_own(path: str, limit: int = MAX_READ):
     return value if isinstance(value, dict) else None
 
 
+def read_json_file(path: str, error: type[Exception]):
+    """The JSON document in the owner's file ``path`` (a config or a policy).
+
+    Raises FileNotFoundError when there is none, each caller deciding what absence
+    means; an unreadable file or one that is not JSON raises ``error`` naming the file
+    and the line, never the decoder's words, which could quote a token.
+    """
+    import json  # lazily: its line numbers are for people; the hot path has jsonlite
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        msg = f"cannot read {path}: {exc.strerror}"
+        raise error(msg) from exc
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        line = getattr(exc, "lineno", None)
+        where = f" (line {line})" if line else ""
+        msg = f"{path} is not valid JSON{where}; fix or delete it"
+        raise error(msg) from None
+
+
 def ensure_private_dir(path: str) -> None:
     """Create ``path`` with mode 0700, or check an existing one is ours and private.
 

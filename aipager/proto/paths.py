@@ -25,6 +25,7 @@ import posix
 # path, so the annotation-only import stays out of the runtime.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Mapping
 
 SOCKET_NAME = "aipager.sock"
@@ -114,29 +115,25 @@ def session_dir(env: Mapping[str, str]) -> str:
     return env.get("AIPAGER_INSTANCE_DIR") or private_dir()
 
 
-def status_file(env: Mapping[str, str], session: str) -> str:
-    return _join(session_dir(env), f"claude-status-{session}.json")
+def _session_file(pattern: str) -> Callable[[Mapping[str, str], str], str]:
+    """A session's file in the session folder: ``pattern`` with the session's name."""
+
+    def where(env: Mapping[str, str], session: str) -> str:
+        return _join(session_dir(env), pattern.format(session))
+
+    return where
 
 
-def policy_file(env: Mapping[str, str], session: str) -> str:
-    """The current task's rules, written at UserPromptSubmit, read at PreToolUse."""
-    return _join(session_dir(env), f"claude-policy-{session}.json")
-
-
-def task_mark(env: Mapping[str, str], session: str) -> str:
-    """Exists while a task is open (UserPromptSubmit until Stop)."""
-    return _join(session_dir(env), f"claude-policy-{session}.open")
-
-
-def notes_dir(env: Mapping[str, str], session: str) -> str:
-    """One permission note per chat message the daemon typed into the session."""
-    return _join(session_dir(env), f"claude-notes-{session}")
-
-
-def typing_mark(env: Mapping[str, str], session: str) -> str:
-    """Exists while the daemon types a chat message into the session: a crash
-    in that window leaves it, and the next start clears the input box."""
-    return _join(session_dir(env), f"claude-typing-{session}.json")
+status_file = _session_file("claude-status-{}.json")
+#: the current task's rules, written at UserPromptSubmit, read at PreToolUse
+policy_file = _session_file("claude-policy-{}.json")
+#: exists while a task is open (UserPromptSubmit until Stop)
+task_mark = _session_file("claude-policy-{}.open")
+#: one permission note per chat message the daemon typed into the session
+notes_dir = _session_file("claude-notes-{}")
+#: exists while the daemon types a chat message into the session: a crash in that
+#: window leaves it, and the next start clears the input box
+typing_mark = _session_file("claude-typing-{}.json")
 
 
 def floor_file(env: Mapping[str, str]) -> str:
@@ -183,22 +180,29 @@ def data_dir(env: Mapping[str, str]) -> str:
     return _join(_xdg(env, "XDG_DATA_HOME", ".local/share"), "aipager")
 
 
-def config_file(env: Mapping[str, str]) -> str:
-    return _join(config_dir(env), "config.json")
+def file_in(folder: Callable[[Mapping[str, str]], str],
+            name: str) -> Callable[[Mapping[str, str]], str]:
+    """The file (or folder) ``name`` in the folder ``folder`` gives for an environment:
+    a location as a function of the environment, as every one here is."""
+
+    def where(env: Mapping[str, str]) -> str:
+        return _join(folder(env), name)
+
+    return where
 
 
-def policy_user_file(env: Mapping[str, str]) -> str:
-    """The owner's own policy additions (roles, floor additions)."""
-    return _join(config_dir(env), "policy.json")
-
-
-def daemon_state_file(env: Mapping[str, str]) -> str:
-    return _join(state_dir(env), "daemon-state.json")
-
-
-def journal_file(env: Mapping[str, str]) -> str:
-    """What the daemon accepted since its last saved state (``daemon.journal``)."""
-    return _join(state_dir(env), "daemon-journal.bin")
+config_file = file_in(config_dir, "config.json")
+#: the owner's own policy additions (roles, floor additions)
+policy_user_file = file_in(config_dir, "policy.json")
+daemon_state_file = file_in(state_dir, "daemon-state.json")
+#: what the daemon accepted since its last saved state (``daemon.journal``)
+journal_file = file_in(state_dir, "daemon-journal.bin")
+#: the bot's own state: message ids of cards, reply routing, unsent messages
+chat_state_file = file_in(state_dir, "chat-state.json")
+#: Telegram updates received and not yet handled and saved (``bot.inbox``)
+updates_journal_file = file_in(state_dir, "chat-updates.jsonl")
+audit_log = file_in(state_dir, "audit.jsonl")
+log_file = file_in(state_dir, "daemon.log")
 
 
 def files_dir(env: Mapping[str, str]) -> str:
@@ -208,24 +212,6 @@ def files_dir(env: Mapping[str, str]) -> str:
     if runtime and _isabs(runtime):
         return _join(runtime, "aipager", "files")
     return _join(_xdg(env, "XDG_CACHE_HOME", ".cache"), "aipager", "files")
-
-
-def chat_state_file(env: Mapping[str, str]) -> str:
-    """The bot's own state: message ids of cards, reply routing, unsent messages."""
-    return _join(state_dir(env), "chat-state.json")
-
-
-def updates_journal_file(env: Mapping[str, str]) -> str:
-    """Telegram updates received and not yet handled and saved (``bot.inbox``)."""
-    return _join(state_dir(env), "chat-updates.jsonl")
-
-
-def audit_log(env: Mapping[str, str]) -> str:
-    return _join(state_dir(env), "audit.jsonl")
-
-
-def log_file(env: Mapping[str, str]) -> str:
-    return _join(state_dir(env), "daemon.log")
 
 
 def lock_file(env: Mapping[str, str]) -> str:

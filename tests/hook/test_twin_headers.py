@@ -35,6 +35,9 @@ def _python_names(path: pathlib.Path) -> set[str]:
             names.add(node.name)
             names.update(f"{node.name}.{item.name}" for item in node.body
                          if isinstance(item, ast.FunctionDef))
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            # a function made by a factory (``status_file = _session_file(...)``)
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return names
 
 
