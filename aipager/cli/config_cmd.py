@@ -9,7 +9,7 @@ import os
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Annotated, Any, Mapping, Optional
 
 import typer
 
@@ -25,6 +25,8 @@ member_app = typer.Typer(help="Team members and their roles.")
 app.add_typer(member_app, name="member")
 
 _MEMBERS_LIVE = "A running daemon applies it from the next message on."
+#: a path setting's way back to its default (the path argument is then omitted)
+_Clear = Annotated[bool, typer.Option("--clear", help="Go back to the default; give no path then.")]
 _RESTART = "Restart the daemon to apply (`aipager service stop && aipager service start`)."
 
 
@@ -123,33 +125,28 @@ def member_remove(user_id: int = typer.Argument(..., help="Telegram user id.")) 
 
 @app.command("policy-file")
 @handles_errors
-def policy_file(
-    path: Optional[Path] = typer.Argument(None, help="Policy JSON file; omit with --clear."),
-    clear: bool = typer.Option(False, "--clear", help="Go back to the default file."),
-) -> None:
+def policy_file(path: Annotated[Optional[Path], typer.Argument(help="Policy JSON file.")] = None,
+                clear: _Clear = False) -> None:
     """Use another policy file (the default is the config folder's policy.json)."""
-    target = _path_or_none(path, clear)
+    target, env = _set_path("policy_file", path, clear)
     if target is not None and not os.path.isfile(target):
         typer.echo(f"Note: {target} does not exist yet.")
-    env = _change(policy_file=target)
     typer.echo(f"Policy file: {target or f'default ({paths.policy_user_file(env)})'}. {_RESTART}")
 
 
 @app.command("claude-path")
 @handles_errors
-def claude_path(
-    path: Optional[Path] = typer.Argument(None, help="The Claude Code program; omit with --clear."),
-    clear: bool = typer.Option(False, "--clear", help="Use `claude` from PATH again."),
-) -> None:
+def claude_path(path: Annotated[Optional[Path], typer.Argument(help="The Claude Code program.")] = None,
+                clear: _Clear = False) -> None:
     """Pin the Claude Code program sessions run."""
-    target = _path_or_none(path, clear)
-    _change(claude_path=target)
-    typer.echo(f"Claude Code: {target or 'claude on PATH'}.")
+    typer.echo(f"Claude Code: {_set_path('claude_path', path, clear)[0] or 'claude on PATH'}.")
 
 
-def _path_or_none(path: Optional[Path], clear: bool) -> str | None:
-    """A path option's new value: absolute, or None (the default) with --clear or no path."""
-    return None if clear or path is None else os.path.abspath(path)
+def _set_path(name: str, path: Optional[Path], clear: bool) -> tuple[str | None, Mapping[str, str]]:
+    """Set the config's path setting ``name``: absolute, or None (its default) with --clear or
+    no path. Returns the new value and the environment, for what to print."""
+    target = None if clear or path is None else os.path.abspath(path)
+    return target, _change(**{name: target})
 
 
 def _change(**fields: Any) -> Mapping[str, str]:
