@@ -137,11 +137,19 @@ def permission(label: str, tool: str, description: str, detail: str, cwd: str = 
     return text + "\n" + _("📁 in {folder}").format(folder=cwd) if cwd else text
 
 
+#: what a request says when Claude Code's Notification said nothing (kept in English on the
+#: request, like Claude Code's own words, and translated when rendered)
+NEEDS_INPUT = N_("Claude needs your input")
+NEEDS_PERMISSION = N_("Claude needs your permission")
+
+
 def request(label: str, req: Request) -> str:
     """A permission request's message (``permission``), saying so when its choices show only
     in the terminal."""
-    text = permission(label, req.tool, shorten(req.description, 200) if req.description else "",
-                      req.detail, req.cwd)
+    said = req.description
+    if said in (NEEDS_INPUT, NEEDS_PERMISSION):
+        said = _(said)
+    text = permission(label, req.tool, shorten(said, 200) if said else "", req.detail, req.cwd)
     if req.terminal_only:
         text += "\n" + _("⌨️ Its choices show only in the terminal: answer it there (⏹ Stop "
                          "ends the task).")

@@ -36,3 +36,22 @@ def test_plurals_follow_each_languages_rule():
     with locales.rendering(locales.translations("vi")):
         assert locales.ntr("{n} background command", "{n} background commands", 5) \
             == "{n} lệnh chạy nền"
+
+
+def test_a_request_without_claude_codes_words_is_said_in_the_chats_language():
+    """A Notification with no message gets aipager's own sentence, which is translated;
+    Claude Code's own words pass as they came."""
+    from aipager.daemon.model import Request
+
+    bare = Request(key="n:1", kind="permission", tool="", opened_at=1.0,
+                   description=render.NEEDS_PERMISSION)
+    asked = Request(key="n:2", kind="permission", tool="", opened_at=1.0,
+                    description="Claude needs your approval to run make")
+    auto = Request(key="n:3", kind="permission", tool="", opened_at=1.0,
+                   description=render.NEEDS_INPUT, terminal_only=True)
+    assert "Claude needs your permission" in render.request("jim", bare)
+    with locales.rendering(locales.translations("es")):
+        assert "Claude necesita tu permiso" in render.request("jim", bare)
+        assert "Claude needs your approval to run make" in render.request("jim", asked)
+    with locales.rendering(locales.translations("pt_BR")):
+        assert "Claude precisa da sua resposta" in render.request("jim", auto)

@@ -225,8 +225,7 @@ def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.requests:
         return  # the dialog PermissionRequest already showed
     auto = _str(ev, "notification_type") == "agent_needs_input"
-    message = _str(ev, "message") or ("Claude needs your input" if auto
-                                      else "Claude needs your permission")
+    message = _str(ev, "message") or (render.NEEDS_INPUT if auto else render.NEEDS_PERMISSION)
     # Auto mode's dialog offers choices the hook is never told (and its keys are not those
     # of a permission dialog): answering it with Allow's key could pick something else.
     req = Request(key=f"n:{ctx.now():.6f}", kind="permission", tool="", opened_at=ctx.now(),
