@@ -25,7 +25,8 @@ TEMPLATE = os.path.join(LOCALES, "aipager.pot")
 #: lines (which the chat renders again in its language), and the page's (its own words, and
 #: what its server says)
 SOURCES = ("aipager/bot", "aipager/clients", "aipager/chatcommands.py", "aipager/daemon/render.py",
-           "aipager/web/strings.py", "aipager/web/actions.py", "aipager/web/views.py")
+           "aipager/web/strings.py", "aipager/web/actions.py", "aipager/web/views.py",
+           "aipager/web/routes.py")
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 
 

@@ -16,6 +16,7 @@ from aipager.cli import (
     doctor_cmd,
     hub_cmd,
     lifecycle,
+    page_cmd,
     policy,
     session_cmd,
     setup_cmd,
@@ -46,6 +47,7 @@ app.command("start")(lifecycle.start)
 app.command("uninstall")(lifecycle.uninstall)
 app.add_typer(lifecycle.service_app, name="service")
 app.command("status")(status_cmd.status)
+app.command("page")(page_cmd.page)
 app.command("doctor")(doctor_cmd.doctor)
 app.add_typer(session_cmd.app, name="session")
 app.command("send", cls=session_cmd.NameAfterDashes)(session_cmd.send)

@@ -34,7 +34,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _load_state(env: dict[str, str]) -> tuple[Any, str | None]:
+def load_state(env: dict[str, str]) -> tuple[Any, str | None]:
     try:
         from aipager.daemon.persist import load_state
     except ImportError:
@@ -54,6 +54,14 @@ def _state_problem(state: Any) -> str | None:
     return found if isinstance(found, str) and found else None
 
 
+def page_url(state: Any) -> str | None:
+    """Where the running daemon's page listens, as its saved state says."""
+    daemon = state.get("daemon") if isinstance(state, dict) else None
+    web = daemon.get("web") if isinstance(daemon, dict) else None
+    url = web.get("url") if isinstance(web, dict) else None
+    return url if isinstance(url, str) and url else None
+
+
 def _sessions_of(state: Any) -> list[dict[str, Any]]:
     sessions = state.get("sessions") if isinstance(state, dict) else None
     if isinstance(sessions, dict):
@@ -71,7 +79,7 @@ def status(
     """The daemon and every session: state, model, context %, cost, what it waits for."""
     env = _env()
     pids = sorted(daemon_pids(env))
-    state, problem = _load_state(env)
+    state, problem = load_state(env)
     problem = problem or _state_problem(state)
     sessions = dtach.list_sessions(env)
     terminals = [s.to_json() for s in sessions]
@@ -96,6 +104,9 @@ def status(
     facts = state.get("daemon") if isinstance(state, dict) else None
     if pids and isinstance(facts, dict) and facts.get("policy_error"):
         typer.echo(f"policy: {facts['policy_error']} (the floor published before stays in force)")
+    url = page_url(state)
+    if pids and url:
+        typer.echo(f"page: {url}  (`aipager page` prints a sign-in link)")
     chat = ((state or {}).get("daemon") or {}).get("chat") if isinstance(state, dict) else None
     if pids and isinstance(chat, dict):
         typer.echo(f"chat: {chat.get('chat_id')} via @{chat.get('bot') or '?'} · Telegram "

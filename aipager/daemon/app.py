@@ -117,6 +117,7 @@ class Daemon:
         self.started_at = time.time()
         self.stop_event = asyncio.Event()
         self._saved_version = -1
+        self._saved_clients: dict[str, Any] = {}
         self._last_save = 0.0
         #: the last state-save failure logged (None: the last save worked)
         self._save_error: str | None = None
@@ -153,13 +154,20 @@ class Daemon:
                          # datagrams the receiving thread (drain fallback) had no room for
                          "ingest_overflow": self.ingest_thread.overflow
                          if self.ingest_thread is not None else 0},
-            **{k: v for facts in self.facts for k, v in facts().items()},
+            **self._client_facts(),
         }
+
+    def _client_facts(self) -> dict[str, Any]:
+        return {k: v for facts in self.facts for k, v in facts().items()}
 
     def save(self, *, force: bool = False, stopped: bool = False) -> None:
         reg = self.core.registry
         now = time.monotonic()
-        due = reg.save_now or (reg.version != self._saved_version and now - self._last_save >= SAVE_SECONDS)
+        # a client's facts changing is news too (the page's address once it listens, the
+        # chat's connection): ``aipager status`` and ``aipager page`` read them there
+        clients = self._client_facts()
+        changed = reg.version != self._saved_version or clients != self._saved_clients
+        due = reg.save_now or (changed and now - self._last_save >= SAVE_SECONDS)
         if not (force or due):
             return
         try:
@@ -179,6 +187,7 @@ class Daemon:
             self._save_error = None
         reg.save_now = False
         self._saved_version = reg.version
+        self._saved_clients = clients
         self._last_save = now
 
     # -- the port (``aipager.daemon.port``): what clients may ask -------------------------

@@ -201,6 +201,8 @@ journal_file = file_in(state_dir, "daemon-journal.bin")
 chat_state_file = file_in(state_dir, "chat-state.json")
 #: Telegram updates received and not yet handled and saved (``bot.inbox``)
 updates_journal_file = file_in(state_dir, "chat-updates.jsonl")
+#: sign-in links to the page that ``aipager page`` made (owner-only: ``web.links``)
+page_links_dir = file_in(state_dir, "page-links")
 audit_log = file_in(state_dir, "audit.jsonl")
 log_file = file_in(state_dir, "daemon.log")
 

@@ -52,7 +52,8 @@ class TelegramUser:
     first_name: str = ""
 
 
-def _digest(value: str) -> str:
+def digest(value: str) -> str:
+    """The sha256 a token or cookie is kept and matched by (never the value itself)."""
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -105,14 +106,19 @@ def check_init_data(init_data: str, bot_token: str, now: float | None = None,
 
 class Logins:
     """One-time login tokens and the cookie sessions they turn into (in memory: a
-    restarted daemon prints a new link).
+    restarted daemon prints a new link, and ``aipager page`` makes one any time).
 
     Args:
         clock: wall-clock seconds (injected for tests).
+        made_elsewhere: takes a token made outside this process by its sha256 (``links``).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time,
+                 made_elsewhere: Callable[[str, float], float | None] | None = None) -> None:
         self._clock = clock
+        #: (a token's sha256, now) → until when a link made outside the daemon works, taking
+        #: it (``links.take``: ``aipager page``'s links); None: only this process's own
+        self._made_elsewhere = made_elsewhere
         #: sha256 of an unused token → when it stops working
         self._tokens: dict[str, float] = {}
         #: sha256 of a session cookie → when it stops working
@@ -121,29 +127,32 @@ class Logins:
     def issue(self) -> str:
         """A new one-time login token."""
         token = secrets.token_urlsafe(24)
-        self._tokens[_digest(token)] = self._clock() + LOGIN_TTL
+        self._tokens[digest(token)] = self._clock() + LOGIN_TTL
         return token
 
     def exchange(self, token: str) -> str | None:
         """The session cookie for an unused, unexpired token (which is then used up)."""
         now = self._clock()
-        until = self._tokens.pop(_digest(token), None) if token else None
+        hashed = digest(token) if token else ""
+        until = self._tokens.pop(hashed, None) if token else None
+        if until is None and token and self._made_elsewhere is not None:
+            until = self._made_elsewhere(hashed, now)
         if until is None or until < now:
             return None
         cookie = secrets.token_urlsafe(32)
-        self._sessions[_digest(cookie)] = now + SESSION_TTL
+        self._sessions[digest(cookie)] = now + SESSION_TTL
         self._expire(now)
         return cookie
 
     def signed_in(self, cookie: str | None) -> bool:
         if not cookie:
             return False
-        until = self._sessions.get(_digest(cookie))
+        until = self._sessions.get(digest(cookie))
         return until is not None and until >= self._clock()
 
     def sign_out(self, cookie: str | None) -> None:
         if cookie:
-            self._sessions.pop(_digest(cookie), None)
+            self._sessions.pop(digest(cookie), None)
 
     def _expire(self, now: float) -> None:
         for table in (self._tokens, self._sessions):
@@ -178,5 +187,5 @@ def origin_allowed(headers: Any, allowed: frozenset[str]) -> bool:
     return headers.get("Sec-Fetch-Site") == "same-origin"
 
 
-__all__ = ["COOKIE", "AuthError", "Logins", "NotMember", "TelegramUser", "check_init_data",
+__all__ = ["COOKIE", "AuthError", "Logins", "NotMember", "TelegramUser", "check_init_data", "digest",
            "host_allowed", "init_data_hash", "origin_allowed", "origin_of"]

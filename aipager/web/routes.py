@@ -33,6 +33,7 @@ from typing import Any
 from aiohttp import web
 
 from aipager import locales
+from aipager.locales import tr as _
 from aipager.proto import paths
 from aipager.clients.people import Sender
 from aipager.web import audit, strings, views
@@ -88,9 +89,10 @@ async def index(request: web.Request) -> web.StreamResponse:
                             content_type="text/html", charset="utf-8")
     cookie = request.app[LOGINS].exchange(token)
     if cookie is None:
-        return web.Response(status=403, content_type="text/plain", text=(
-            "This sign-in link was used already or is not valid. Restart `aipager start` "
-            "for a new one."))
+        # in the browser's language (the ``language`` middleware): a person reads this
+        return web.Response(status=403, content_type="text/plain", text=_(
+            "This sign-in link was used already or is not valid. `aipager page` on this "
+            "machine prints a new one."))
     # away from the token: it never stays in the address bar or the history
     response = web.Response(status=303, headers={"Location": "/"})
     response.set_cookie(COOKIE, cookie, max_age=SESSION_TTL, path="/", httponly=True,

@@ -31,6 +31,8 @@ from aipager.clients.members import Members
 from aipager.daemon.port import DaemonPort, SessionsView
 from aipager.proto.errors import ConfigError
 from aipager.web.actions import WebActions, default_folder
+from aipager.proto import paths
+from aipager.web import links
 from aipager.web.auth import Logins, origin_of
 from aipager.web.live import WebNotifier
 from aipager.web.routes import make_app
@@ -127,7 +129,8 @@ class WebPage:
         self.settings = settings
         self.members = Members(self.env, cfg) if cfg is not None else None
         self.people = People(self.env, self.members)
-        self.logins = Logins()
+        folder = paths.page_links_dir(self.env)
+        self.logins = Logins(made_elsewhere=lambda hashed, now: links.take(folder, hashed, now))
         self.port: DaemonPort | None = None
         self.notifier = WebNotifier(self._sessions)
         self.actions: WebActions | None = None

@@ -46,3 +46,27 @@ def test_a_state_folder_that_cannot_be_written_is_logged_once_per_error(caplog):
     os.makedirs(paths.daemon_state_file(env))
     daemon.save(force=True)
     assert len(_save_errors(caplog)) == 3
+
+
+def test_a_clients_facts_changing_are_saved_without_other_news(monkeypatch):
+    """The page's address appears in the saved state once it listens (``aipager page`` reads
+    it there), though no session changed; unchanged facts write nothing."""
+    from aipager.daemon import app
+
+    env = dict(os.environ)
+    daemon = Daemon(env)
+    page = {"web": {"url": None}}
+    daemon.add_facts(lambda: page)
+    clock = [1000.0]
+    monkeypatch.setattr(app.time, "monotonic", lambda: clock[0])
+    daemon.save(force=True)
+    written = os.stat(paths.daemon_state_file(env)).st_mtime_ns
+
+    clock[0] += app.SAVE_SECONDS
+    daemon.save()
+    assert os.stat(paths.daemon_state_file(env)).st_mtime_ns == written  # nothing new
+
+    page["web"] = {"url": "http://127.0.0.1:7180/"}
+    daemon.save()
+    with open(paths.daemon_state_file(env), encoding="utf-8") as fh:
+        assert '"url":"http://127.0.0.1:7180/"' in fh.read().replace(" ", "")

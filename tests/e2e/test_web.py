@@ -151,6 +151,35 @@ def test_the_link_works_once_and_other_names_are_refused(web_daemon, browser):
     log = web_daemon.log()
     assert "web page on http://127.0.0.1:" in log and token not in log
 
+    # `aipager page` makes another link (one use) for the browser the first one missed
+    web_daemon.wait_state(lambda st: (st["state"].get("daemon") or {}).get("web", {}).get("url"),
+                          20, "the page's address in the saved state")
+    shown = _cli(web_daemon, "status")
+    assert f"page: {base}" in shown.stdout
+    made = _cli(web_daemon, "page")
+    assert made.returncode == 0, made.stderr
+    fresh = made.stdout.strip().removeprefix("Open ")
+    assert fresh.startswith(base + "?token=") and fresh != link
+    assert second.goto(fresh).status == 200
+    assert second.request.get(base + "api/state").status == 200  # signed in
+    # used up; the refusal in the browser's language, saying what to run
+    third = browser.new_context(locale="pt-BR").new_page()
+    refused = third.goto(fresh)
+    assert refused.status == 403
+    assert "aipager page" in third.content() and "Este link" in third.content()
+    web_daemon.stop()
+    down = _cli(web_daemon, "page")
+    assert down.returncode != 0 and "not running" in down.stderr
+
+
+def _cli(daemon: Daemon, *args: str):
+    import subprocess
+
+    from e2e.kit.claude import installed_program
+
+    return subprocess.run([installed_program("aipager"), *args], env=daemon.env,
+                          capture_output=True, text=True, timeout=30)
+
 
 def _init_data(user: dict) -> str:
     """initData as Telegram signs it for the bot (the rule of ``web.auth``, spelled out)."""
