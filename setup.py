@@ -1,24 +1,31 @@
-"""Build only: the compiled hook executables and optional extensions.
+"""Build only: the compiled executables (hook, status line, drain) and optional extensions.
 
 Metadata lives in pyproject.toml.  What this adds to a plain setuptools build:
 
-- ``aipager-hook`` and ``aipager-statusline``: Cython ``noexcept nogil`` code
-  from ``_fasthook/`` plus ``_fasthook/main.c``, compiled with
-  ``-ffunction-sections -fdata-sections`` and linked with ``--gc-sections``
-  and NO libpython, into glibc-only ELF files that pip installs verbatim on
-  PATH (the link fails if anything reachable needs CPython: that is the guard).
-  Each binary is self-tested before it is accepted.
+- ``EXECUTABLES``: ``aipager-hook`` and ``aipager-statusline`` (from
+  ``_fasthook/hook.pyx``) and ``aipager-drain`` (from ``_fasthook/drain_exe.pyx``:
+  the daemon's ingest drain, the ``drainloop.pxi`` loop ``aipager._drain_c``
+  also wraps, with ``drain.py``'s salvage in C; its watcher thread links
+  ``-pthread``): Cython ``noexcept nogil`` code from ``_fasthook/`` plus
+  ``_fasthook/main.c``, compiled with ``-ffunction-sections -fdata-sections``
+  and linked with ``--gc-sections`` and NO libpython, into glibc-only ELF
+  files that pip installs verbatim on PATH (the link fails if anything
+  reachable needs CPython: that is the guard).  Each binary is self-tested
+  before it is accepted, and a failure of any one is a failure of all.
 - ``build/generated/``: headers written from the Python sources before
   anything compiles (``write_generated``): ``policy_literals.h`` (the policy's
   patterns, lists and reasons) and ``wire_constants.h`` (``WIRE_CONSTANTS``:
   datagram and reply sizes, event and datagram names, socket and spool names,
-  limits).  The C side never copies a Python value by hand.  They are build
+  limits, the drain's backlog cap and pipe size).  The C side never copies a Python value by hand.  They are build
   output, never committed; a build from an sdist writes them from its own
   Python files.
-- Without a working compiler (or with ``AIPAGER_NO_EXTENSIONS=1``) the same
-  names are installed as pure-Python twin scripts (``aipager.hookpy``): same
-  behaviour, slower.  ``AIPAGER_REQUIRE_NATIVE=1`` turns a failed native build
-  into an install error (CI sets it).  That is the install-time side of the
+- Without a working compiler (or with ``AIPAGER_NO_EXTENSIONS=1``) the hook
+  and status line are installed as pure-Python twin scripts
+  (``aipager.hookpy``): same behaviour, slower.  ``aipager-drain`` has no twin
+  script and is then not installed: the daemon runs ``python -I -S
+  aipager/daemon/drain.py`` instead (``aipager.daemon.ingest``).
+  ``AIPAGER_REQUIRE_NATIVE=1`` turns a failed native build into an install
+  error (CI sets it).  That is the install-time side of the
   one switch ``aipager/native.py`` reads; at run time the same variable sends
   the matcher and the drain to their Python twins (see there).
 - ``aipager/hookpy/_hot.bin``: the twins' hot-path modules compiled into one

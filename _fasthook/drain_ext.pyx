@@ -5,25 +5,15 @@ The loop itself is ``_fasthook/drainloop.pxi`` (``drain_loop``), shared with the
 glibc-only ``aipager-drain`` executable (``drain_exe.pyx``); this module only
 wraps it for ``drain.py`` when that executable is not used.
 
-``run(fd, out, wake)`` moves datagrams from the control socket ``fd`` into the
-pipe ``out`` as 4-byte little-endian length + bytes, exactly like the Python
-loop, but it holds no GIL for its whole life and takes the kernel queue in
-``recvmmsg`` batches (one system call for up to ``BATCH`` datagrams, written
-on with one ``writev``).  Per datagram that is a fraction of the Python loop's
-cost, so the drain is back in ``poll`` (and ready for the next wakeup) sooner.
-
-Contract shared with the Python loop (tests run both):
-
-- Frames leave in arrival order; a datagram is never split across frames.
-- When the pipe is full the frames wait in memory; once ``max_backlog``
-  bytes wait, the socket is no longer read, so the kernel queue fills and the
-  hooks spool (nothing is dropped here).
-- A byte on ``wake`` (SIGTERM arrives that way, via ``signal.set_wakeup_fd``)
-  means stop: take what the kernel still queues, write everything (blocking),
-  return 0.
-- The daemon closing the pipe ends the loop (return 0).
-- Any other failure returns its errno (the caller exits non-zero and the
-  daemon falls back to its receiving thread).
+``run(fd, out, wake, max_backlog)`` runs that loop without the GIL: datagrams
+from the control socket ``fd`` into the pipe ``out`` as 4-byte little-endian
+length + bytes, exactly like the Python loop, taking the kernel queue in
+``recvmmsg`` batches (up to ``BATCH`` datagrams per call, written on with one
+``writev``).  The contract, shared with the Python loop and ``aipager-drain``
+(tests/daemon/test_drain.py runs all three), is in ``drainloop.pxi``; SIGTERM
+reaches it as a byte on ``wake`` (``signal.set_wakeup_fd`` in drain.py).  Any
+failure returns its errno (drain.py exits non-zero and the daemon falls back
+to its receiving thread).
 """
 
 include "wire.pxi"

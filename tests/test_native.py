@@ -3,8 +3,9 @@
 With ``AIPAGER_NO_EXTENSIONS`` on, the PreToolUse matcher and the daemon's
 drain both run their Python twins; off, both run compiled when the build has
 them (the drain as the executable ``aipager-drain``, or as ``drain.py`` with
-the compiled loop when the daemon is told not to use the executable).  Each case starts a fresh interpreter (the matcher picks at import) and
-a real drain process, as the daemon does.
+the compiled loop when the daemon is told not to use the executable).  Each
+case starts a fresh interpreter (the matcher picks at import) and a real
+drain process, as the daemon does.
 """
 
 from __future__ import annotations
