@@ -495,6 +495,13 @@ class build_scripts(_build_scripts):
         shutil.rmtree(out, ignore_errors=True)
         self.scripts = self._produce(temp, out)
         self.mkpath(self.build_dir)
+        # An earlier build's executable that this build did not produce (aipager-drain
+        # has no twin) must not be installed from the reused build folder.
+        produced = {os.path.basename(path) for path in self.scripts}
+        for name in EXECUTABLES:
+            stale = os.path.join(self.build_dir, name)
+            if name not in produced and os.path.lexists(stale):
+                os.unlink(stale)
         text = []
         for path in self.scripts:
             with open(path, "rb") as fh:
