@@ -1,24 +1,31 @@
-"""Build only: the compiled hook executables and optional extensions.
+"""Build only: the compiled executables (hook, status line, drain) and optional extensions.
 
 Metadata lives in pyproject.toml.  What this adds to a plain setuptools build:
 
-- ``aipager-hook`` and ``aipager-statusline``: Cython ``noexcept nogil`` code
-  from ``_fasthook/`` plus ``_fasthook/main.c``, compiled with
-  ``-ffunction-sections -fdata-sections`` and linked with ``--gc-sections``
-  and NO libpython, into glibc-only ELF files that pip installs verbatim on
-  PATH (the link fails if anything reachable needs CPython: that is the guard).
-  Each binary is self-tested before it is accepted.
+- ``EXECUTABLES``: ``aipager-hook`` and ``aipager-statusline`` (from
+  ``_fasthook/hook.pyx``) and ``aipager-drain`` (from ``_fasthook/drain_exe.pyx``:
+  the daemon's ingest drain, the ``drainloop.pxi`` loop ``aipager._drain_c``
+  also wraps, with ``drain.py``'s salvage in C; its watcher thread links
+  ``-pthread``): Cython ``noexcept nogil`` code from ``_fasthook/`` plus
+  ``_fasthook/main.c``, compiled with ``-ffunction-sections -fdata-sections``
+  and linked with ``--gc-sections`` and NO libpython, into glibc-only ELF
+  files that pip installs verbatim on PATH (the link fails if anything
+  reachable needs CPython: that is the guard).  Each binary is self-tested
+  before it is accepted, and a failure of any one is a failure of all.
 - ``build/generated/``: headers written from the Python sources before
   anything compiles (``write_generated``): ``policy_literals.h`` (the policy's
   patterns, lists and reasons) and ``wire_constants.h`` (``WIRE_CONSTANTS``:
   datagram and reply sizes, event and datagram names, socket and spool names,
-  limits).  The C side never copies a Python value by hand.  They are build
+  limits, the drain's backlog cap and pipe size).  The C side never copies a Python value by hand.  They are build
   output, never committed; a build from an sdist writes them from its own
   Python files.
-- Without a working compiler (or with ``AIPAGER_NO_EXTENSIONS=1``) the same
-  names are installed as pure-Python twin scripts (``aipager.hookpy``): same
-  behaviour, slower.  ``AIPAGER_REQUIRE_NATIVE=1`` turns a failed native build
-  into an install error (CI sets it).  That is the install-time side of the
+- Without a working compiler (or with ``AIPAGER_NO_EXTENSIONS=1``) the hook
+  and status line are installed as pure-Python twin scripts
+  (``aipager.hookpy``): same behaviour, slower.  ``aipager-drain`` has no twin
+  script and is then not installed: the daemon runs ``python -I -S
+  aipager/daemon/drain.py`` instead (``aipager.daemon.ingest``).
+  ``AIPAGER_REQUIRE_NATIVE=1`` turns a failed native build into an install
+  error (CI sets it).  That is the install-time side of the
   one switch ``aipager/native.py`` reads; at run time the same variable sends
   the matcher and the drain to their Python twins (see there).
 - ``aipager/hookpy/_hot.bin``: the twins' hot-path modules compiled into one
@@ -62,10 +69,13 @@ EXTENSIONS = [
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FASTHOOK = os.path.join(HERE, "_fasthook")
-#: executable name -> (twin entry argument, main.c macro)
+#: executable name -> (twin entry argument, or None: no twin script; main.c macro; the
+#: _fasthook .pyx linked with main.c)
 EXECUTABLES = {
-    "aipager-hook": ("hook", None),
-    "aipager-statusline": ("statusline", "AIPAGER_STATUSLINE"),
+    "aipager-hook": ("hook", None, "hook.pyx"),
+    "aipager-statusline": ("statusline", "AIPAGER_STATUSLINE", "hook.pyx"),
+    # no twin: without a native build the daemon runs ``python -I -S drain.py`` instead
+    "aipager-drain": (None, "AIPAGER_DRAIN", "drain_exe.pyx"),
 }
 _NATIVE = {"built": False}
 
@@ -110,6 +120,8 @@ WIRE_CONSTANTS = {
     "PATHS_REPLY_PREFIX": "aipager.proto.paths:REPLY_PREFIX",
     "PATHS_SESSION_PREFIX": "aipager.proto.paths:SESSION_PREFIX",
     "PATHS_PRIVATE_PREFIX": "aipager.proto.paths:PRIVATE_PREFIX",
+    "DRAIN_MAX_BACKLOG": "aipager.daemon.drain:MAX_BACKLOG",
+    "DRAIN_PIPE_SIZE": "aipager.daemon.drain:PIPE_SIZE",
     "FSIO_MAX_READ": "aipager.proto.fsio:MAX_READ",
     "MARKER_MAX_MARKER": "aipager.policy.marker:MAX_MARKER",
     "MARKER_TTL_SECONDS": "aipager.policy.marker:TTL_SECONDS",
@@ -348,8 +360,8 @@ run([{which!r}] + sys.argv[1:])
 '''
 
 
-def _self_test(hook: str, statusline: str) -> None:
-    """Run both binaries once against a real socket; raise if anything is off."""
+def _self_test(hook: str, statusline: str, drain: str) -> None:
+    """Run the binaries once against a real socket; raise if anything is off."""
     with tempfile.TemporaryDirectory(prefix="aipager-build-") as tmp:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(os.path.join(tmp, "aipager.sock"))
@@ -367,33 +379,65 @@ def _self_test(hook: str, statusline: str) -> None:
         if done.stdout != b"[selftest] M | 42% ctx\n" or got.get("model_name") != "M":
             msg = f"aipager-statusline self-test failed: stdout {done.stdout!r}, sent {got!r}"
             raise RuntimeError(msg)
+        _self_test_drain(drain, sock, os.path.join(tmp, "aipager.sock"))
         sock.close()
 
 
+def _self_test_drain(drain: str, sock: socket.socket, path: str) -> None:
+    """The drain moves two datagrams into its pipe as frames and stops cleanly on SIGTERM."""
+    import signal
+
+    proc = subprocess.Popen([drain, str(sock.fileno())], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            pass_fds=(sock.fileno(),))
+    try:
+        sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for data in (b"one", b"two"):
+            sender.sendto(data, path)
+        sender.close()
+        want = b"\x03\x00\x00\x00one\x03\x00\x00\x00two"
+        got = b""
+        while len(got) < len(want):
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            got += chunk
+        proc.send_signal(signal.SIGTERM)
+        rest, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if got + rest != want or proc.returncode != 0:
+        msg = f"aipager-drain self-test failed: exit {proc.returncode}, piped {got + rest!r}, stderr {err!r}"
+        raise RuntimeError(msg)
+
+
 def build_native(build_temp: str, out_dir: str) -> list[str]:
-    """Compile and link both executables into out_dir; their paths."""
+    """Compile and link the executables (``EXECUTABLES``) into out_dir; their paths."""
     from distutils.ccompiler import new_compiler
     from distutils.sysconfig import customize_compiler
 
     os.makedirs(build_temp, exist_ok=True)
     os.makedirs(out_dir, exist_ok=True)
-    c_file = os.path.join(build_temp, "hook.c")
-    # generated C stays in the build folder: never next to the sources
-    subprocess.run(
-        [sys.executable, "-m", "cython", "-3", os.path.join(FASTHOOK, "hook.pyx"), "-o", c_file],
-        check=True,
-    )
     compiler = new_compiler()
     customize_compiler(compiler)
     debug = _flag("AIPAGER_DEBUG_BUILD")
     opt = ["-O0", "-g"] if debug else ["-O2"]
     sections = ["-ffunction-sections", "-fdata-sections"]
-    objects = compiler.compile(
-        [c_file],
-        output_dir=build_temp,
-        include_dirs=[sysconfig.get_paths()["include"], FASTHOOK, write_generated()],
-        extra_postargs=opt + sections + ["-Wno-unused-function"],
-    )
+    objects = {}
+    for source in dict.fromkeys(pyx for _which, _macro, pyx in EXECUTABLES.values()):
+        c_file = os.path.join(build_temp, source[:-len(".pyx")] + ".c")
+        # generated C stays in the build folder: never next to the sources
+        subprocess.run(
+            [sys.executable, "-m", "cython", "-3", os.path.join(FASTHOOK, source), "-o", c_file],
+            check=True,
+        )
+        objects[source] = compiler.compile(
+            [c_file],
+            output_dir=build_temp,
+            include_dirs=[sysconfig.get_paths()["include"], FASTHOOK, write_generated()],
+            extra_postargs=opt + sections + ["-Wno-unused-function"],
+        )
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     baked = [
         ("AIPAGER_BUILD_PYTHON", _c_string(sys.executable)),
@@ -402,7 +446,7 @@ def build_native(build_temp: str, out_dir: str) -> list[str]:
         ("AIPAGER_BUILD_BOOT", _c_string(_package_module("aipager/hookpy/entry.py")["BOOT"])),
     ]
     built = []
-    for name, (_which, macro) in EXECUTABLES.items():
+    for name, (_which, macro, source) in EXECUTABLES.items():
         macros = baked + ([(macro, "1")] if macro else [])
         main_obj = compiler.compile(
             [os.path.join(FASTHOOK, "main.c")],
@@ -413,9 +457,11 @@ def build_native(build_temp: str, out_dir: str) -> list[str]:
         )
         # no libpython on purpose: a reachable CPython symbol fails this link.  The
         # wire stamp is referenced by nothing: --undefined keeps it for the tests.
+        # -pthread: the drain's salvage watcher is a thread (in libc itself since glibc 2.34).
         compiler.link_executable(
-            main_obj + objects, name, output_dir=out_dir,
-            extra_postargs=["-Wl,--gc-sections,--undefined=aipager_wire_stamp"] + ([] if debug else ["-s"]),
+            main_obj + objects[source], name, output_dir=out_dir,
+            extra_postargs=(["-pthread"] if name == "aipager-drain" else [])
+            + ["-Wl,--gc-sections,--undefined=aipager_wire_stamp"] + ([] if debug else ["-s"]),
         )
         built.append(os.path.join(out_dir, name))
     _self_test(*built)
@@ -425,7 +471,9 @@ def build_native(build_temp: str, out_dir: str) -> list[str]:
 def write_twins(out_dir: str) -> list[str]:
     os.makedirs(out_dir, exist_ok=True)
     paths = []
-    for name, (which, _macro) in EXECUTABLES.items():
+    for name, (which, _macro, _source) in EXECUTABLES.items():
+        if which is None:
+            continue  # aipager-drain has no twin script: the daemon runs drain.py instead
         path = os.path.join(out_dir, name)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(TWIN_SCRIPT.format(name=name, which=which, purelib=sysconfig.get_path("purelib")))
@@ -447,6 +495,13 @@ class build_scripts(_build_scripts):
         shutil.rmtree(out, ignore_errors=True)
         self.scripts = self._produce(temp, out)
         self.mkpath(self.build_dir)
+        # An earlier build's executable that this build did not produce (aipager-drain
+        # has no twin) must not be installed from the reused build folder.
+        produced = {os.path.basename(path) for path in self.scripts}
+        for name in EXECUTABLES:
+            stale = os.path.join(self.build_dir, name)
+            if name not in produced and os.path.lexists(stale):
+                os.unlink(stale)
         text = []
         for path in self.scripts:
             with open(path, "rb") as fh:

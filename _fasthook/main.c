@@ -1,11 +1,12 @@
-/* Entry point of the glibc-only aipager-hook / aipager-statusline ELF.
+/* Entry point of the glibc-only aipager-hook / aipager-statusline / aipager-drain ELF.
  *
  * Linked by setup.py with the Cython-generated hook.c, -Wl,--gc-sections and
  * WITHOUT libpython: only the `public` noexcept nogil entry points below are
  * reachable, so the interpreter is never loaded.  A reachable CPython symbol
  * makes that link fail, which is the guard.
  *
- * Built twice: -DAIPAGER_STATUSLINE selects the status-line entry.  The
+ * Built three times: -DAIPAGER_STATUSLINE selects the status-line entry and
+ * -DAIPAGER_DRAIN the drain's (linked with drain_exe.pyx instead of hook.pyx).  The
  * AIPAGER_BUILD_* strings (stage 2's fallback interpreter and site dir, and
  * BOOT, the Python it runs; see stage2.pxi) come from setup.py as -D definitions.
  *
@@ -38,10 +39,13 @@ const char aipager_wire_stamp[] = WIRE_STAMP;
 
 int aipager_hook_main(int argc, char **argv, char **envp);
 int aipager_statusline_main(int argc, char **argv, char **envp);
+int aipager_drain_main(int argc, char **argv, char **envp);
 
 int main(int argc, char **argv, char **envp)
 {
-#ifdef AIPAGER_STATUSLINE
+#if defined(AIPAGER_DRAIN)
+    return aipager_drain_main(argc, argv, envp);
+#elif defined(AIPAGER_STATUSLINE)
     return aipager_statusline_main(argc, argv, envp);
 #else
     return aipager_hook_main(argc, argv, envp);

@@ -75,53 +75,21 @@ cdef int sender_init(Sender* s, int debug, const char* who) noexcept nogil:
 
 
 cdef int spool_write(Sender* s, const char* data, size_t n) noexcept nogil:
-    cdef int dfd
-    cdef int fd
-    cdef struct_stat st
+    """spoolfile_write (spoolfile.pxi), named now; 0 or -1."""
     cdef timespec ts
     cdef unsigned long long ns
-    cdef char tmp[96]
     cdef char name[96]
-    cdef int tries
-    cdef ssize_t w
-    cdef size_t off = 0
-    dfd = open(s.spool, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-    if dfd < 0:
-        dbg(s.debug, s.who, "no spool dir, dropped:", s.spool)
-        return -1
-    if fstat(dfd, &st) < 0 or not S_ISDIR(st.st_mode) or st.st_uid != geteuid():
-        close(dfd)
-        dbg(s.debug, s.who, "spool dir not ours, dropped:", s.spool)
-        return -1
+    cdef int rc, err
     clock_gettime(CLOCK_REALTIME, &ts)
     ns = <unsigned long long>ts.tv_sec * 1000000000ULL + <unsigned long long>ts.tv_nsec
-    snprintf(tmp, sizeof(tmp), ".%020llu-%d.json.tmp", ns, <int>getpid())
-    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    if fd < 0:
-        close(dfd)
-        return -1
-    while off < n:
-        w = write(fd, data + off, n - off)
-        if w < 0:
-            if errno == EINTR:
-                continue
-            close(fd)
-            unlinkat(dfd, tmp, 0)
-            close(dfd)
-            return -1
-        off += <size_t>w
-    close(fd)
-    for tries in range(SPOOLFILE_TRIES):
-        snprintf(name, sizeof(name), "%020llu-%d.json", ns + <unsigned long long>tries, <int>getpid())
-        if linkat(dfd, tmp, dfd, name, 0) == 0:
-            unlinkat(dfd, tmp, 0)
-            close(dfd)
-            dbg(s.debug, s.who, "spooled", name)
-            return 0
-        if errno != EEXIST:
-            break
-    unlinkat(dfd, tmp, 0)
-    close(dfd)
+    rc = spoolfile_write(s.spool, data, n, ns, name, sizeof(name), &err)
+    if rc == SPOOL_OK:
+        dbg(s.debug, s.who, "spooled", name)
+        return 0
+    if rc == SPOOL_NO_DIR:
+        dbg(s.debug, s.who, "no spool dir, dropped:", s.spool)
+    elif rc == SPOOL_NOT_OURS:
+        dbg(s.debug, s.who, "spool dir not ours, dropped:", s.spool)
     return -1
 
 

@@ -5,8 +5,8 @@
 # is whatever the Python source said at build time.  Never spell one of these
 # values in a .pxi/.pyx; add it to WIRE_CONSTANTS and declare it here.
 #
-# Plain C only (macros and static tables): included by hook.pyx, policy_ext.pyx
-# and drain_ext.pyx; nothing is set at module init.
+# Plain C only (macros and static tables): included by hook.pyx, policy_ext.pyx,
+# drain_ext.pyx and drain_exe.pyx; nothing is set at module init.
 
 cdef extern from "wire_constants.h" nogil:
     enum:
@@ -27,6 +27,10 @@ cdef extern from "wire_constants.h" nogil:
         COMMON_MEMORY_CAP
         # aipager.proto.spoolfile.TRIES: spool names tried, one nanosecond apart
         SPOOLFILE_TRIES
+        # aipager.daemon.drain: MAX_BACKLOG (bytes held before the socket is left
+        # unread) and PIPE_SIZE (F_SETPIPE_SZ on the pipe to the daemon)
+        DRAIN_MAX_BACKLOG
+        DRAIN_PIPE_SIZE
         # aipager.proto.fsio.MAX_READ: the largest policy file read (snapshot, floor)
         FSIO_MAX_READ
         # aipager.policy.marker.MAX_MARKER, notes.TTL_SECONDS, sendfile.MAX_BYTES

@@ -6,13 +6,14 @@ Python twins.  It is read here and nowhere else (``disabled``), at two moments:
 - **Install time** (``pip install``): ``setup.py`` runs this file by its path and,
   with the switch on, compiles nothing.  ``aipager-hook`` and
   ``aipager-statusline`` are installed as the Python twin scripts
-  (``aipager.hookpy``), and ``aipager._policy_c`` and ``aipager._drain_c`` are not
-  built.
+  (``aipager.hookpy``), ``aipager-drain`` is not installed at all, and
+  ``aipager._policy_c`` and ``aipager._drain_c`` are not built.
 - **Run time** (the daemon, the CLI): every choice between a compiled module
-  and its twin goes through ``load``.  That covers the PreToolUse matcher
-  (``aipager.policy.match``) and the drain's loop
-  (``aipager.daemon.ingest.native_drain_path``).  With the switch on, both use
-  the Python twin even where the compiled module is installed.  A module that
+  and its twin goes through ``load`` (or ``disabled``).  That covers the
+  PreToolUse matcher (``aipager.policy.match``) and the drain
+  (``aipager.daemon.ingest.native_drain_exe`` and ``native_drain_path``).
+  With the switch on, both use the Python twin even where the compiled parts
+  are installed.  A module that
   was never built, or fails to import, gets the same answer with the switch off.
 
 The hook executables are chosen at install time only.  Claude Code starts

@@ -2,8 +2,10 @@
 
 With ``AIPAGER_NO_EXTENSIONS`` on, the PreToolUse matcher and the daemon's
 drain both run their Python twins; off, both run compiled when the build has
-them.  Each case starts a fresh interpreter (the matcher picks at import) and
-a real drain process, as the daemon does.
+them (the drain as the executable ``aipager-drain``, or as ``drain.py`` with
+the compiled loop when the daemon is told not to use the executable).  Each
+case starts a fresh interpreter (the matcher picks at import) and a real
+drain process, as the daemon does.
 """
 
 from __future__ import annotations
@@ -33,20 +35,24 @@ import asyncio, json, os, socket
 from aipager.policy import match
 from aipager.daemon.ingest import DrainIngest
 
-async def drain_argv():
+async def drain_argv(executable):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(os.path.join(os.environ["AIPAGER_INSTANCE_DIR"], "probe.sock"))
-    # argv: python -I -S drain.py FD NATIVE (the compiled loop's file, or "-")
-    ingest = DrainIngest(sock, lambda batch: None)
+    sock.bind(os.path.join(os.environ["AIPAGER_INSTANCE_DIR"], f"probe{executable}.sock"))
+    # argv: <bin>/aipager-drain FD, or python -I -S drain.py FD NATIVE (the compiled
+    # loop's file, or "-")
+    ingest = DrainIngest(sock, lambda batch: None, executable=executable)
     await ingest.start()
     with open(f"/proc/{ingest._proc.pid}/cmdline", "rb") as fh:
         argv = fh.read().split(b"\\0")
     await ingest.stop()
     return [a.decode() for a in argv if a]
 
-argv = asyncio.run(drain_argv())
+def chose(argv):
+    return "exe:" + os.path.basename(argv[0]) if len(argv) == 2 else argv[5]
+
 print(json.dumps({"matcher": match.ENGINE, "compiled_matcher": match._c is not None,
-                  "drain_module": argv[5]}))
+                  "drain": chose(asyncio.run(drain_argv(True))),
+                  "drain_module": chose(asyncio.run(drain_argv(False)))}))
 """
 
 
@@ -72,7 +78,7 @@ def test_one_reading_of_the_switch(value, off) -> None:
 def test_switch_on_runs_both_twins_in_python(value) -> None:
     got = probe(value)
     assert (got["matcher"], got["compiled_matcher"]) == ("python", False)
-    assert got["drain_module"] == "-", "the drain was handed the compiled loop"
+    assert got["drain"] == got["drain_module"] == "-", "the drain was compiled"
 
 
 @pytest.mark.parametrize("value", [None, "", "0"])
@@ -82,9 +88,10 @@ def test_switch_off_runs_both_compiled_when_built(value) -> None:
     got = probe(value)
     if BUILT:
         assert (got["matcher"], got["compiled_matcher"]) == ("c", True)
+        assert got["drain"] == "exe:aipager-drain", got
         assert re.search(r"_drain_c\.[^/]*\.so$", got["drain_module"]), got
     else:
-        assert (got["matcher"], got["drain_module"]) == ("python", "-")
+        assert (got["matcher"], got["drain"], got["drain_module"]) == ("python", "-", "-")
 
 
 def test_the_switch_is_read_in_one_place() -> None:

@@ -625,7 +625,7 @@ class Daemon:
         bound_ino = os.stat(self.socket_path).st_ino
         started = DrainIngest(
             sock, self.deliver, spool_dir=None if refused else self.spool_dir,
-            sock_path=self.socket_path)
+            sock_path=self.socket_path, executable=self.env.get("AIPAGER_DRAIN_EXE", "1") != "0")
         drain: DrainIngest | None = started
         thread: Ingest | None = None
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -21,12 +21,21 @@ next daemon replays them first, in order.
 Two twin loops do the moving, with one contract (the tests run both):
 
 - NATIVE, the path of the compiled ``aipager._drain_c`` (built from
-  ``_fasthook/drain_ext.pyx``; the daemon passes its file path because this
-  script must not import aipager: it runs with ``-I -S`` to start fast and
-  small).  It never holds the GIL and takes the kernel queue in ``recvmmsg``
-  batches: a fraction of the Python loop's cost per datagram.
+  ``_fasthook/drain_ext.pyx`` around ``_fasthook/drainloop.pxi``; the daemon
+  passes its file path because this script must not import aipager: it runs
+  with ``-I -S`` to start fast and small).  It never holds the GIL and takes
+  the kernel queue in ``recvmmsg`` batches: a fraction of the Python loop's
+  cost per datagram.
 - the Python loop below, when NATIVE is absent or ``-`` (no compiler at
   install time, ``AIPAGER_NO_EXTENSIONS=1``) or fails to load.
+
+With a native build the daemon does not run this script at all: it runs
+``aipager-drain FD [MAX_BACKLOG [PIPE SPOOL SOCKET PID]]`` (these arguments
+without NATIVE), a glibc-only executable built from the same loop
+(``_fasthook/drain_exe.pyx``) with this file's ``Salvage`` and ``main`` in C:
+~1 MB of memory instead of a whole interpreter's ~10.  This script is the
+reference it mirrors and the fallback without a compiler (or with the daemon's
+``AIPAGER_DRAIN_EXE=0``); the tests run all three.
 
 When the pipe is full the frames wait in memory; once ``MAX_BACKLOG`` bytes
 wait, the socket is left unread, so its queue fills and the hooks spool

@@ -12,12 +12,16 @@ Two things keep that from happening:
   where the machine allows it: created in an own user + network namespace, it
   queues ``queue_len`` datagrams (1024: ~50 ms at 20,000/s) instead of 10.
 - ``DrainIngest`` (preferred) hands the socket to a separate tiny process
-  (``drain.py``) that only moves datagrams into a pipe, with the compiled loop
+  that only moves datagrams into a pipe; the daemon reads the pipe in large
+  chunks.  With a native build that process is ``aipager-drain``
+  (``native_drain_exe``: a glibc-only executable installed next to
+  ``aipager-hook``, the compiled loop and ``drain.py``'s salvage in C, no
+  interpreter); else it is ``python -I -S drain.py`` with the compiled loop
   ``aipager._drain_c`` when it was built (``native_drain_path``: the drain
-  loads it by file path, since it must not import aipager), else its Python
-  twin loop; the daemon reads the pipe in large chunks.  A process rather than
-  a nogil thread here: the drain has its own GIL for its Python loop, and one
-  that crashes or is killed leaves the daemon running (``Ingest`` takes over).
+  loads it by file path, since it must not import aipager), or its Python
+  twin loop.  A process rather than a nogil thread here: the Python drain has
+  its own GIL, and a drain that crashes or is killed leaves the daemon running
+  (``Ingest`` takes over).
 
 ``Ingest`` (fallback when the drain cannot run) receives on a thread: it
 sleeps in ``poll`` without the GIL and drains the whole kernel queue each time
@@ -35,6 +39,7 @@ import select
 import socket
 import stat
 import sys
+import sysconfig
 import threading
 from typing import Callable
 
@@ -221,7 +226,7 @@ class Ingest:
 
 
 class DrainIngest:
-    """Receives through the drain process (``drain.py``): the preferred path.
+    """Receives through the drain process (``aipager-drain`` or ``drain.py``): the preferred path.
 
     The drain owns the receiving; the daemon reads its pipe in large chunks on
     the event loop.  A stalled loop only lets the pipe (1 MiB) and then the
@@ -236,8 +241,10 @@ class DrainIngest:
     Args:
         sock: the bound control socket; its descriptor is passed to the drain.
         deliver: called on the loop with a list of datagrams (oldest first).
-        native: let the drain run the compiled loop when it is built (False:
-            always its Python loop).
+        native: let the drain be compiled when it is built: ``aipager-drain``, else
+            ``drain.py`` with ``aipager._drain_c`` (False: always ``drain.py``'s Python loop).
+        executable: with ``native``, prefer ``aipager-drain`` when it is installed (False:
+            ``drain.py`` with the compiled loop; the daemon's ``AIPAGER_DRAIN_EXE=0``).
         spool_dir: where the drain spools what a dead daemon never read (None: nowhere).
         sock_path: the control socket's path (its name is removed when the daemon dies).
     """
@@ -247,7 +254,7 @@ class DrainIngest:
 
     def __init__(self, sock: socket.socket, deliver: Callable[[list[bytes]], None],
                  native: bool = True, *, spool_dir: str | None = None,
-                 sock_path: str | None = None) -> None:
+                 sock_path: str | None = None, executable: bool = True) -> None:
         self._sock = sock
         self._deliver = deliver
         self._spool_dir = spool_dir
@@ -259,15 +266,20 @@ class DrainIngest:
         self.stopping = False
         #: set when the drain ended without being asked to
         self.failed = asyncio.Event()
-        #: the compiled loop's file for the drain to load, or None for its Python loop
-        self.native_path = native_drain_path() if native else None
+        #: the installed ``aipager-drain``, or None for ``drain.py``
+        self.exe = native_drain_exe() if native and executable else None
+        #: the compiled loop's file for ``drain.py`` to load, or None for its Python loop
+        self.native_path = native_drain_path() if native and self.exe is None else None
 
     async def start(self) -> None:
         from aipager.daemon import drain
 
         fd = self._sock.fileno()
         read_end, write_end = os.pipe2(os.O_CLOEXEC)
-        argv = [sys.executable, "-I", "-S", drain.__file__, str(fd), self.native_path or "-"]
+        if self.exe is not None:  # drain.py's arguments without NATIVE
+            argv = [self.exe, str(fd)]
+        else:
+            argv = [sys.executable, "-I", "-S", drain.__file__, str(fd), self.native_path or "-"]
         keep = [fd]
         if self._spool_dir and self._sock_path:
             argv += ["-", str(read_end), self._spool_dir, self._sock_path, str(os.getpid())]
@@ -338,6 +350,33 @@ class DrainIngest:
                 if self._pipe is not None:
                     self._closed()
         await self._proc.wait()
+
+
+#: the glibc-only drain executable (setup.py ``EXECUTABLES``; never a twin script)
+DRAIN_EXE = "aipager-drain"
+
+
+def native_drain_exe() -> str | None:
+    """The installed ``aipager-drain`` (an ELF executable), or None.
+
+    None when ``aipager.native`` says no (``AIPAGER_NO_EXTENSIONS`` set) or it
+    was not installed (no native build); the daemon then runs ``drain.py``.
+    Looked for where pip puts ``aipager-hook`` for this interpreter: its
+    scripts folder, then the folder of ``sys.executable`` (a venv's ``bin``).
+    Never on ``PATH``: another installation's drain is not ours.
+    """
+    if native.disabled():
+        return None
+    for folder in dict.fromkeys((sysconfig.get_path("scripts"), os.path.dirname(sys.executable))):
+        candidate = os.path.join(folder, DRAIN_EXE)
+        try:
+            with open(candidate, "rb") as fh:
+                is_elf = fh.read(4) == b"\x7fELF"
+        except OSError:
+            continue
+        if is_elf and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def native_drain_path() -> str | None:

@@ -21,6 +21,7 @@ from support.daemon_proc import spawn, wait_for
 
 from aipager.proto import paths
 from aipager.daemon import journal, persist
+from aipager.daemon.ingest import native_drain_exe, native_drain_path
 from aipager.daemon.spool import send_or_spool
 
 
@@ -193,16 +194,35 @@ def test_events_handled_since_the_last_save_survive_a_kill_9():
         _stop(proc)
 
 
-@pytest.mark.parametrize("engine", ["native", "python"])
+def _drain_argv(daemon_pid: int) -> list[bytes]:
+    kids = open(f"/proc/{daemon_pid}/task/{daemon_pid}/children").read().split()
+    argvs = [open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0") for pid in kids]
+    drains = [argv for argv in argvs
+              if argv[0].endswith(b"/aipager-drain") or any(a.endswith(b"/drain.py") for a in argv)]
+    assert len(drains) == 1, argvs
+    return drains[0]
+
+
+@pytest.mark.parametrize("engine", [
+    pytest.param("exe", marks=pytest.mark.skipif(native_drain_exe() is None, reason="aipager-drain not installed")),
+    pytest.param("native", marks=pytest.mark.skipif(native_drain_path() is None, reason="_drain_c not built")),
+    "python",
+])
 def test_what_the_daemon_never_read_is_spooled_by_the_drain(engine, monkeypatch):
     """The daemon stalls (SIGSTOP), events pile up in the drain's pipe, the daemon is killed:
     the drain spools them, the name of the socket goes, later events spool at the sender,
-    and the next daemon has them all, in order."""
+    and the next daemon has them all, in order.  For each drain: the executable
+    ``aipager-drain`` (the default), ``drain.py`` with the compiled loop, with its Python loop."""
     if engine == "python":
         monkeypatch.setenv("AIPAGER_NO_EXTENSIONS", "1")
+    if engine == "native":
+        monkeypatch.setenv("AIPAGER_DRAIN_EXE", "0")
     env = dict(os.environ)
     name = "claude-stalled"
     proc = _start(env)
+    argv = _drain_argv(proc.pid)
+    assert argv[0].endswith(b"/aipager-drain") == (engine == "exe")
+    assert any(b"_drain_c" in a for a in argv) == (engine == "native"), argv
     sender = Sender(env)
     first, later = _sequence(name, 30), _sequence(name, 10, first=30)
     proc.send_signal(signal.SIGSTOP)

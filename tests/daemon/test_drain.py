@@ -1,15 +1,21 @@
-"""The drain process, both twin loops (compiled ``aipager._drain_c`` and Python), on real sockets.
+"""The drain process, every contender, on real sockets.
 
-Each test starts ``python -I -S drain.py FD NATIVE [MAX_BACKLOG]`` as the daemon
-does and talks to it through a real datagram socket and its stdout pipe.
-Senders block (with a send timeout) so a datagram the drain did not take shows
-up as a failed send, never as a silent gap.
+Three contenders keep one contract: ``python -I -S drain.py FD NATIVE ...``
+with its Python loop (``python``) or the compiled ``aipager._drain_c``
+(``native``), and the glibc-only executable ``aipager-drain FD ...`` (``exe``:
+the same compiled loop, ``_fasthook/drainloop.pxi``, and the salvage in C).
+Each test starts one as the daemon does and talks to it through a real
+datagram socket and its stdout pipe.  Senders block (with a send timeout) so a
+datagram the drain did not take shows up as a failed send, never as a silent gap.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,15 +27,26 @@ import time
 import pytest
 
 from aipager.daemon import deepq, drain
-from aipager.daemon.ingest import FrameReader, bind_control_socket, native_drain_path
+from aipager.daemon.ingest import FrameReader, bind_control_socket, native_drain_exe, native_drain_path
+from aipager.proto import wire
 
 NO_NATIVE = os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0")
 NATIVE = native_drain_path()
+EXE = native_drain_exe()
 ENGINES = [
     "python",
     pytest.param("native", marks=pytest.mark.skipif(
         NATIVE is None, reason="aipager._drain_c not built (AIPAGER_NO_EXTENSIONS or no compiler)")),
+    pytest.param("exe", marks=pytest.mark.skipif(
+        EXE is None, reason="aipager-drain not installed (AIPAGER_NO_EXTENSIONS or no compiler)")),
 ]
+
+
+def drain_argv(engine: str, fd: int) -> list[str]:
+    """The command line the daemon gives ``engine`` (ingest.DrainIngest.start), up to FD."""
+    if engine == "exe":
+        return [EXE, str(fd)]  # drain.py's arguments without NATIVE
+    return [sys.executable, "-I", "-S", drain.__file__, str(fd), NATIVE if engine == "native" else "-"]
 
 
 class Drain:
@@ -39,7 +56,7 @@ class Drain:
         self.path = str(folder / "d.sock")
         self.sock = bind_control_socket(self.path)
         fd = self.sock.fileno()
-        argv = [sys.executable, "-I", "-S", drain.__file__, str(fd), NATIVE if engine == "native" else "-"]
+        argv = drain_argv(engine, fd)
         if max_backlog is not None:
             argv.append(str(max_backlog))
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(fd,))
@@ -209,6 +226,166 @@ def test_an_unloadable_native_module_falls_back_to_the_python_loop(tmp_path):
 @pytest.mark.skipif(NO_NATIVE, reason="AIPAGER_NO_EXTENSIONS=1 run: the Python loop is expected")
 def test_the_built_package_has_the_native_drain():
     assert NATIVE is not None and NATIVE.endswith(".so")
+    assert EXE is not None, "aipager-drain must be installed next to aipager-hook (pip install .)"
+
+
+# -- the salvage: a daemon killed hard (drain.Salvage; the executable's is in C) --------------
+
+
+class Salvaging:
+    """A drain started with the salvage arguments, its pipe unread, for a stand-in daemon
+    (a ``sleep`` process) that is then killed with SIGKILL."""
+
+    def __init__(self, folder, engine: str) -> None:
+        self.path = str(folder / "s.sock")
+        self.spool = folder / "spool"
+        self.spool.mkdir(mode=0o700)
+        self.sock = bind_control_socket(self.path)
+        self.daemon = subprocess.Popen(["sleep", "300"])
+        fd = self.sock.fileno()
+        self.read_end, write_end = os.pipe()
+        argv = drain_argv(engine, fd) + ["-", str(self.read_end), str(self.spool), self.path,
+                                         str(self.daemon.pid)]
+        self.proc = subprocess.Popen(argv, stdout=write_end, stderr=subprocess.PIPE,
+                                     pass_fds=(fd, self.read_end))
+        os.close(write_end)
+        self.sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        self.sender.settimeout(10)
+
+    def kill_daemon(self) -> tuple[int, str]:
+        """SIGKILL the stand-in daemon (our read end closes too, as the daemon's would);
+        the drain's exit status and stderr."""
+        self.daemon.kill()
+        self.daemon.wait()
+        os.close(self.read_end)
+        self.read_end = -1
+        _out, err = self.proc.communicate(timeout=30)
+        return self.proc.returncode, err.decode()
+
+    def spooled(self) -> list[tuple[str, bytes]]:
+        names = sorted(n for n in os.listdir(self.spool))
+        return [(n, (self.spool / n).read_bytes()) for n in names]
+
+    def close(self) -> None:
+        for proc in (self.proc, self.daemon):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if self.read_end >= 0:
+            os.close(self.read_end)
+        self.sock.close()
+        self.sender.close()
+
+
+@pytest.fixture
+def salvaging(tmp_path):
+    made: list[Salvaging] = []
+
+    def make(engine: str) -> Salvaging:
+        made.append(Salvaging(tmp_path, engine))
+        return made[-1]
+
+    yield make
+    for s in made:
+        s.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_killed_daemon_s_unread_datagrams_are_spooled_in_order(salvaging, engine):
+    s = salvaging(engine)
+    # 3 MB: the 1 MiB pipe is full, the rest waits in the drain's memory, and one big one
+    sent = _payloads(3000) + [b"b" * 200_000, b"", b"last"]
+    for data in sent:
+        s.sender.sendto(data, s.path)
+    _wait_until_taken(s.sock)
+    before = time.time_ns()
+    code, err = s.kill_daemon()
+    after = time.time_ns()
+    assert code == 0, err
+    assert f"the daemon died; {len(sent)} datagram(s) it never read were spooled" in err
+    assert not os.path.exists(s.path)  # the name went: new datagrams spool at the sender
+    got = s.spooled()
+    assert [data for _name, data in got] == sent  # all of them, in name order
+    pattern = re.compile(r"^(\d{20})-(\d+)\.json$")
+    stamps = [int(pattern.match(name).group(1)) for name, _data in got]
+    assert stamps == list(range(stamps[0], stamps[0] + len(sent)))  # consecutive nanoseconds
+    # named just before the death was noticed: after the kill's start, before its end
+    assert before - len(sent) <= stamps[0] and stamps[-1] < after
+    assert {int(pattern.match(name).group(2)) for name, _data in got} == {s.proc.pid}
+    assert {os.stat(s.spool / name).st_mode & 0o777 for name, _data in got} == {0o600}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_killed_daemon_s_replaced_socket_name_is_left_alone(salvaging, engine):
+    s = salvaging(engine)
+    s.sender.sendto(b"held", s.path)
+    _wait_until_taken(s.sock)
+    os.unlink(s.path)  # another daemon took the name meanwhile
+    other = bind_control_socket(s.path)
+    try:
+        code, err = s.kill_daemon()
+        assert code == 0, err
+        assert os.path.exists(s.path)
+        assert [data for _name, data in s.spooled()] == [b"held"]
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sigterm_with_the_daemon_alive_spools_nothing(salvaging, engine):
+    s = salvaging(engine)
+    s.sender.sendto(b"one", s.path)
+    _wait_until_taken(s.sock)
+    s.proc.send_signal(signal.SIGTERM)
+    _out, err = s.proc.communicate(timeout=30)
+    assert s.proc.returncode == 0 and err == b""
+    assert FrameReader().feed(os.read(s.read_end, 1 << 16)) == [b"one"]
+    assert s.spooled() == [] and os.path.exists(s.path)
+
+
+# -- the executable itself ---------------------------------------------------------------------
+
+needs_exe = pytest.mark.skipif(EXE is None, reason="aipager-drain not installed")
+
+
+@needs_exe
+def test_the_drain_executable_is_elf_without_libpython():
+    with open(EXE, "rb") as fh:
+        blob = fh.read()
+    assert blob[:4] == b"\x7fELF"
+    tool = shutil.which("readelf")
+    if tool:
+        dynamic = subprocess.run([tool, "-d", EXE], capture_output=True, text=True, check=True).stdout
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+    else:
+        needed = subprocess.run(["ldd", EXE], capture_output=True, text=True, check=True).stdout.split()
+    assert needed, "no dynamic dependencies found at all"
+    assert not [lib for lib in needed if "python" in lib], needed
+    # the values it was built with (wire_constants.h's stamp) are the installed Python's
+    start = blob.index(b"aipager-wire:") + len(b"aipager-wire:")
+    stamp = json.loads(blob[start:blob.index(b"\0", start)])
+    assert stamp["aipager.proto.wire:RECV_MAX"] == wire.RECV_MAX
+    assert stamp["aipager.daemon.drain:MAX_BACKLOG"] == drain.MAX_BACKLOG
+    assert stamp["aipager.daemon.drain:PIPE_SIZE"] == drain.PIPE_SIZE
+
+
+@needs_exe
+@pytest.mark.parametrize("args", [[], ["x"], ["3", "lots"], ["3", "-", "4", "spool", "sock"]])
+def test_the_drain_executable_refuses_a_bad_command_line(args):
+    done = subprocess.run([EXE, *args], capture_output=True, timeout=30)
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.startswith(b"aipager drain: ") and done.stderr.count(b"\n") == 1
+
+
+@needs_exe
+def test_the_drain_executable_reports_a_failing_socket(tmp_path):
+    with open(tmp_path / "f", "w") as fh:  # not a socket: recvmmsg fails with ENOTSOCK
+        done = subprocess.run([EXE, str(fh.fileno())], capture_output=True, timeout=30, pass_fds=(fh.fileno(),),
+                              input=b"")
+    # poll says a regular file is readable at once, and receiving from it fails
+    assert done.returncode == 1
+    assert done.stderr.startswith(b"aipager drain: stopped by ") and done.stderr.count(b"\n") == 1
 
 
 def test_deep_socket_queues_more_than_the_system_allows(tmp_path):

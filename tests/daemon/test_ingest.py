@@ -17,7 +17,7 @@ import pytest
 from aipager.proto import paths
 from aipager.daemon import deepq, spool
 from aipager.daemon.app import Daemon
-from aipager.daemon.ingest import bind_control_socket, native_drain_path
+from aipager.daemon.ingest import bind_control_socket, native_drain_exe, native_drain_path
 from aipager.proto.errors import DaemonAlreadyRunning, DaemonError
 
 BURST = pathlib.Path(__file__).resolve().parents[1] / "support" / "burst.py"
@@ -112,6 +112,32 @@ async def _wait_for(pred, timeout: float = 10.0) -> None:
 
 
 NATIVE_DRAIN = native_drain_path()
+DRAIN_EXE = native_drain_exe()
+#: the drains the daemon may run: drain.py with its Python loop, drain.py with the compiled
+#: loop (AIPAGER_DRAIN_EXE=0), the executable aipager-drain (the default where installed)
+DRAIN_LOOPS = [
+    "python",
+    pytest.param("c", marks=pytest.mark.skipif(NATIVE_DRAIN is None, reason="aipager._drain_c not built")),
+    pytest.param("exe", marks=pytest.mark.skipif(DRAIN_EXE is None, reason="aipager-drain not installed")),
+]
+
+
+def _drain_env(monkeypatch, drain_loop: str) -> dict:
+    """The daemon's environment that makes it run ``drain_loop``."""
+    if drain_loop == "python":
+        monkeypatch.setenv("AIPAGER_NO_EXTENSIONS", "1")
+    env = dict(os.environ)
+    if drain_loop == "c":
+        env["AIPAGER_DRAIN_EXE"] = "0"
+    return env
+
+
+def _assert_runs(drain_loop: str) -> None:
+    """The daemon's drain process is ``drain_loop``'s."""
+    argv = open(f"/proc/{_drain_pids()[0]}/cmdline", "rb").read().split(b"\0")
+    assert (b"_drain_c" in b" ".join(argv)) == (drain_loop == "c")
+    assert argv[0].endswith(b"/aipager-drain") == (drain_loop == "exe")
+    assert any(arg.endswith(b"/drain.py") for arg in argv) == (drain_loop != "exe")
 
 
 @functools.cache
@@ -122,23 +148,17 @@ def _deep_queue_allowed() -> bool:
     return sock is not None
 
 
-@pytest.mark.parametrize("drain_loop", [
-    "python",
-    pytest.param("c", marks=pytest.mark.skipif(NATIVE_DRAIN is None, reason="aipager._drain_c not built")),
-])
+@pytest.mark.parametrize("drain_loop", DRAIN_LOOPS)
 @pytest.mark.parametrize("queue", ["raised", "system"])
 async def test_fifty_hooks_at_once_while_the_loop_stalls_lose_nothing(capsys, monkeypatch, drain_loop, queue):
-    if drain_loop == "python":
-        monkeypatch.setenv("AIPAGER_NO_EXTENSIONS", "1")
-    env = dict(os.environ)
+    env = _drain_env(monkeypatch, drain_loop)
     if queue == "system":
         env["AIPAGER_DEEP_QUEUE"] = "0"
     daemon = Daemon(env)
     serving = asyncio.create_task(daemon.serve())
     await _wait_for(lambda: os.path.exists(paths.socket_path(env)))
     await _wait_for(lambda: _drain_pids())
-    argv = open(f"/proc/{_drain_pids()[0]}/cmdline", "rb").read()
-    assert (b"_drain_c" in argv) == (drain_loop == "c")
+    _assert_runs(drain_loop)
     # The raised queue is in effect wherever this machine lets a helper make it.
     assert daemon.socket_queue == (deepq.QUEUE_LEN if queue == "raised" and _deep_queue_allowed() else None)
     rows = lambda: len(getattr(daemon.core.registry.get("claude-burst"), "rows", ()))  # noqa: E731
@@ -219,15 +239,22 @@ async def test_thread_fallback_when_the_drain_cannot_start(monkeypatch):
 
 def _drain_pids() -> list[int]:
     kids = [int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()]
-    return [pid for pid in kids if "drain.py" in open(f"/proc/{pid}/cmdline").read()]
+    found = []
+    for pid in kids:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        if argv[0].endswith(b"/aipager-drain") or any(arg.endswith(b"/drain.py") for arg in argv):
+            found.append(pid)
+    return found
 
 
-async def test_a_dead_drain_is_replaced_by_the_thread():
-    env = dict(os.environ)
+@pytest.mark.parametrize("drain_loop", DRAIN_LOOPS)
+async def test_a_dead_drain_is_replaced_by_the_thread(monkeypatch, drain_loop):
+    env = _drain_env(monkeypatch, drain_loop)
     daemon = Daemon(env)
     serving = asyncio.create_task(daemon.serve())
     await _wait_for(lambda: os.path.exists(paths.socket_path(env)))
     await _wait_for(lambda: _drain_pids())
+    _assert_runs(drain_loop)
     killed = _drain_pids()
     assert len(killed) == 1
     os.kill(killed[0], 9)

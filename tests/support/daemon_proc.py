@@ -21,7 +21,9 @@ RUN = (
 
 def spawn() -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    return subprocess.Popen([sys.executable, "-c", RUN], env=env, stdout=subprocess.PIPE,
+    # -P: "-c" would put the current folder first on sys.path, and run from a checkout that
+    # is the source tree: the daemon must be the installed one (its compiled parts too)
+    return subprocess.Popen([sys.executable, "-P", "-c", RUN], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
 
 
