@@ -202,9 +202,15 @@ async def test_the_cards_stop_button_interrupts_and_a_stale_one_refuses(chat):
     chat.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
     await chat.fake.wait_for("sendMessage", lambda p: "jim · working" in str(p["text"]))
     card = _message(chat, "jim · working")
-    await chat.fake.user_taps(card["message_id"], _data(card, "⏹ Stop"))
+    sent = len(chat.fake.calls_of("sendMessage"))
+    first = await chat.fake.user_taps(card["message_id"], _data(card, "⏹ Stop"))
     await eventually(lambda: chat.sessions.keys)
     assert chat.sessions.keys == [(session, [ESCAPE])]
+    toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == first)
+    assert toast["text"] == "Stopping…"
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    # the toast and the card say it: no "Stop sent" message under the card as well
+    assert len(chat.fake.calls_of("sendMessage")) == sent, chat.sent_texts()[sent:]
     chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Stopped.")
     query = await chat.fake.user_taps(card["message_id"], _data(card, "⏹ Stop"))
     toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)

@@ -217,14 +217,17 @@ async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[A
     actions.say(chat_id, done, session=sess.name)
 
 
-async def stop_session(actions: Actions, chat_id: int, sess: Session) -> None:
+async def stop_session(actions: Actions, chat_id: int, sess: Session, *,
+                       tell: bool = True) -> None:
+    """Interrupt ``sess``'s task; ``tell=False`` for the card's button, whose toast and
+    card say it (a "Stop sent" message under them said it a third time)."""
     try:
         pressed = await actions.stop(sess)
     except AipagerError as exc:
         actions.say(chat_id, _("Cannot stop {session}: {error}").format(session=sess.label,
                                                                        error=exc))
         return
-    if pressed:  # a repeated stop said nothing new
+    if pressed and tell:  # a repeated stop said nothing new
         actions.say(chat_id, _("⏹ Stop sent to {session}.").format(session=sess.label),
                     session=sess.name)
 

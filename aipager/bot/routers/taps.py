@@ -318,7 +318,7 @@ async def on_stop(query: CallbackQuery, callback_data: SessionTap, actions: Acti
             session=sess.label)
         return
     callback_answer.text = _("Stopping…")
-    await stop_session(actions, chat_id, sess)
+    await stop_session(actions, chat_id, sess, tell=False)
 
 
 async def on_use(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
