@@ -185,6 +185,37 @@ async def test_kill_asks_first_and_ends_the_session(chat, fake_claude):
         assert [orjson.loads(line)["action"] for line in fh].count("session_kill") == 1
 
 
+@pytest.mark.parametrize("end_comes", ["during the kill", "after the outcome"])
+async def test_a_kill_from_the_chat_is_said_once(chat, end_comes):
+    """The walk's /kill: the question became "🗑 jim ended by @owner." and then Claude Code's
+    SessionEnd added "🔴 jim · Session ended" under it.  The question says it, once, whether
+    the end arrives while the kill runs or after; a later end of a session of that name is
+    said as usual."""
+    session = chat.start("jim")
+
+    async def kill(label: str) -> bool:
+        if end_comes == "during the kill":
+            chat.feed(session, "SessionEnd", reason="other")
+        return True
+
+    chat.daemon.kill_session = kill
+    await chat.fake.user_says("/kill jim")
+    await _said(chat, "End session jim?")
+    ask = _message(chat, "End session jim?")
+    await chat.fake.user_taps(ask["message_id"], _data(ask, "🗑 Yes, end it"))
+    await chat.fake.wait_for("editMessageText", lambda p: "jim ended by @owner" in p["text"])
+    if end_comes == "after the outcome":
+        chat.feed(session, "SessionEnd", reason="other")
+    await chat.fake.user_says("/help")
+    await _said(chat, "aipager — Claude Code from your phone.")
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    assert not [t for t in chat.sent_texts() if "Session ended" in t], chat.sent_texts()
+    # the same name again, ended at the computer: said as usual
+    chat.feed(session, "SessionStart", source="resume", session_id="sid-jim-2", cwd="/tmp")
+    chat.feed(session, "SessionEnd", reason="other", session_id="sid-jim-2")
+    await _said(chat, "🔴 jim · Session ended")
+
+
 async def test_stop_presses_escape_in_the_working_session(chat):
     idle = chat.start("idle")
     busy = chat.start("busy")

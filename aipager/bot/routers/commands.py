@@ -28,6 +28,7 @@ from aipager.bot.callbacks import (ModelChoice, ModelTap, SessionAct, SessionTap
                                    SettingTap)
 from aipager.bot.chatstate import STYLES
 from aipager.bot.i18n import N_, _
+from aipager.bot.notify import KILL_ASK, kill_key
 from aipager.bot.outbox import Post
 from aipager.daemon.model import Session, State
 from aipager.proto.errors import AipagerError
@@ -236,15 +237,6 @@ async def on_kill(message: Message, command: CommandObject, actions: Actions) ->
     sess = pick_or_run(actions, message, command.args, SessionAct.KILL, actions.live_sessions())
     if sess is not None:
         ask_kill(actions, message.chat.id, sess)
-
-
-def kill_key(session: str) -> str:
-    """The live message asking whether to end ``session``: its outcome replaces it."""
-    return f"kill:{session}"
-
-
-#: the open question (``shown`` starts with it); once answered it shows the outcome instead
-KILL_ASK = "\u2060"
 
 
 def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
