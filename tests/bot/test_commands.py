@@ -271,6 +271,10 @@ async def test_compact_and_model_are_typed(chat):
     await chat.fake.user_taps(message["message_id"], _data(message, "haiku"))
     await eventually(lambda: len(chat.sessions.typed) == 3, what="the switch typed")
     assert chat.sessions.typed[2][1] == "/model haiku"
+    # the picker becomes the switch: it no longer says the old model nor offers its buttons
+    await chat.fake.wait_for("editMessageText", lambda p: int(p["message_id"]) == message["message_id"])
+    now = chat.fake.message(chat.chat_id, message["message_id"])
+    assert now["text"] == "🧠 jim: switching to haiku." and not now.get("reply_markup"), now
     forged = message["reply_markup"]["inline_keyboard"][0][0]["callback_data"].rsplit(":", 1)[0]
     query = await chat.fake.user_taps(message["message_id"], forged + ":gpt")
     toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)

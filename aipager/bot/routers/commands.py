@@ -303,9 +303,18 @@ def model_picker(actions: Actions, message: Message) -> None:
     kb = InlineKeyboardBuilder()
     for choice in ModelChoice:
         kb.button(text=choice.value, callback_data=ModelTap(h=handle, model=choice))
-    actions.say(chat_id, _("🧠 {session} uses {model}. Switch it (this session only) to:").format(
-        session=sess.label, model=sess.model or _("the default model")), reply_to=message.message_id,
-                markup=view.markup(kb.adjust(3)), session=sess.name)
+    text = _("🧠 {session} uses {model}. Switch it (this session only) to:").format(
+        session=sess.label, model=sess.model or _("the default model"))
+    key = model_key(sess.name)
+    actions.state.forget_live(key)  # an older picker is left as it is
+    actions.outbox.put(Post(chat_id, text, markup=view.markup(kb.adjust(3)),
+                            reply_to=message.message_id, key=key, session=sess.name))
+
+
+def model_key(session: str) -> str:
+    """The live message of ``/model``'s picker: a tap puts the switch in its place (its
+    buttons gone; it said the old model and offered the same buttons again)."""
+    return f"model:{session}"
 
 
 #: the reply styles as /settings shows them, in the person's language (``STYLES`` holds

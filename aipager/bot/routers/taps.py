@@ -26,7 +26,7 @@ from aipager.bot.callbacks import (SCOPES, ModelTap, PickTap, QuestionAct, Quest
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Live
 from aipager.bot.notify import KILL_ASK, KILL_BY_CHAT, kill_key
-from aipager.bot.routers.commands import (NextMessage, ask_kill, compact,
+from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_key,
                                           settings_view, stop_session)
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
@@ -533,6 +533,10 @@ async def on_model_tap(query: CallbackQuery, callback_data: ModelTap, actions: A
         return
     callback_answer.text = _("{session}: switching to {model}").format(session=sess.label,
                                                                        model=model)
+    key, picker = model_key(sess.name), query.message
+    if picker is not None and actions.state.live_id(key, picker.chat.id) == picker.message_id:
+        actions.outbox.put(Live(picker.chat.id, _("🧠 {session}: switching to {model}.").format(
+            session=sess.label, model=model), key=key))
 
 
 async def on_unknown_tap(query: CallbackQuery, callback_answer: CallbackAnswer) -> None:
