@@ -34,6 +34,7 @@ from aiogram.dispatcher.flags import get_flag
 from aiogram.types import CallbackQuery, Message, TelegramObject
 from aiogram.utils.callback_answer import CallbackAnswer, CallbackAnswerMiddleware
 
+from aipager.bot import i18n
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import Outbox, Post
 from aipager.bot.strangers import Strangers
@@ -138,3 +139,21 @@ class Access(BaseMiddleware):
                                 if now - t < STRANGER_REPLY_EVERY}
         self.state.strangers[str(user.id)] = now
         self.outbox.put(Post(chat.id, text, low=True))
+        self._report(data, chat, user, why)
+
+    def _report(self, data: dict[str, Any], chat: Any, user: Any, why: str) -> None:
+        """A stranger who was answered is audited and, when they wrote to the bot
+        elsewhere than the team's chat, shown there, silently: the owner learns that
+        somebody found the bot (at most once per person per day, as the answer)."""
+        label = f"@{user.username}" if user.username else (user.first_name or "")[:64]
+        actions = data.get("actions")
+        if actions is not None:
+            actions.audit("stranger_refused", {"user_id": user.id, "label": label, "role": ""},
+                          chat_id=chat.id, reason=why)
+        team = self.members.current()
+        if chat.id == team.chat_id:
+            return  # the team saw the refusal itself
+        with i18n.use(i18n.chat_locale(team.extra.get("language"), self.state, team.chat_id)):
+            line = _("👤 {name} (id {id}), who is not in the team, wrote to the bot and was "
+                     "told it is private.").format(name=label or "?", id=user.id)
+        self.outbox.put(Post(team.chat_id, line, low=True))

@@ -60,6 +60,18 @@ def request_key(session: str, key: str) -> str:
     return f"req:{session}:{key}"
 
 
+def kill_key(session: str) -> str:
+    """The live message asking whether to end ``session``: its outcome replaces it."""
+    return f"kill:{session}"
+
+
+#: the open kill question (``shown`` starts with it); once answered it shows the outcome
+KILL_ASK = "\u2060"
+#: a kill from the chat is under way or done, and its question says so (``shown`` starts
+#: with it): the session's end notice that follows would say it a second time
+KILL_BY_CHAT = "\u2063"
+
+
 def _entities(chunk: Any) -> tuple[dict[str, Any], ...]:
     return tuple(e.model_dump(exclude_none=True) for e in chunk.entities)
 
@@ -228,6 +240,8 @@ class ChatNotifier:
         return render.notice(out.notice, label, out.extra) or out.text
 
     def _on_notice(self, out: Notice, sess: Session | None, chat_id: int) -> None:
+        if out.notice == NoticeName.SESSION_END and self._ended_from_chat(out.session):
+            return
         markup = None
         if out.notice == NoticeName.CONTEXT_WARNING:
             handle = self.state.handle("session", out.session)
@@ -244,6 +258,16 @@ class ChatNotifier:
         self.outbox.put(Post(chat_id, self._notice_words(out, sess), markup=markup,
                              session=out.session, reply_to=reply_to,
                              buzz=out.notice in BUZZING_NOTICES), urgent=True)
+
+    def _ended_from_chat(self, session: str) -> bool:
+        """Whether the chat's own kill question says this session ended (and by whom);
+        taken once, so a later end of a session of the same name is said as usual."""
+        key = kill_key(session)
+        shown = self.state.shown.get(key, "")
+        if not shown.startswith(KILL_BY_CHAT):
+            return False
+        self.state.shown[key] = shown[len(KILL_BY_CHAT):]
+        return True
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)

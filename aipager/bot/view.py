@@ -162,7 +162,8 @@ def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None)
         return _("⌨️ answered in the terminal")
     if answer == "question_answer":
         answers = answers_text(ask) if ask else ""
-        return (answers + "\n" + _("✅ Answered by {who}").format(who=who)).strip()
+        return (answers + "\n" + _("✅ Answered by {who} · {time}").format(
+            who=who, time=time.strftime('%H:%M', time.localtime(at)))).strip()
     if answer == "question_decline":
         return _("⏹ Declined by {who}").format(who=who)
     words = {"allow": N_("✅ Allowed by {who} · {time}"),
@@ -216,11 +217,14 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
 
 
 def answers_text(ask: dict) -> str:
-    """``question → answer`` lines for the chat once a question is answered."""
+    """``question → answer`` lines for the chat once a question is answered; ``→ answer``
+    alone for a lone question, which the message shows just above (it read twice)."""
     out = []
-    for q, a in zip(ask["questions"], ask.get("answers") or [], strict=False):
+    questions = ask["questions"]
+    for q, a in zip(questions, ask.get("answers") or [], strict=False):
         words = [q["options"][i] for i in a.get("picks", []) if 0 <= i < len(q["options"])]
         if a.get("text"):
             words.append(f"“{a['text']}”")
-        out.append(f"{q['question']} → {', '.join(words) or '—'}")
+        head = "" if len(questions) == 1 else f"{q['question']} "
+        out.append(f"{head}→ {', '.join(words) or '—'}")
     return "\n".join(out)

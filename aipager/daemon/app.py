@@ -516,10 +516,10 @@ class Daemon:
         ctx = self.core.ctx
         reg = self.core.registry
         mark_discovered(reg, live, lambda sess, why: end_session(ctx, sess, why))
-        clients = await asyncio.to_thread(dtach.attached_clients, live.values())
-        for name, sock in live.items():
+        attached_now = await asyncio.to_thread(self.session_io.attached, live)
+        for name in live:
             sess = reg.get(name)
-            attached = clients.get(sock, 0) > 0
+            attached = attached_now.get(name, False)
             if sess is not None and sess.attached != attached:
                 sess.attached = attached
                 reg.touch(sess)

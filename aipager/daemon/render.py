@@ -379,7 +379,9 @@ def card(sess: Session, now: float) -> str:
                               hidden).format(n=hidden))
         items = items[-CARD_ROWS:]
     lines.extend(text for _at, text in items)
-    if sess.compacting:
+    if sess.compacting and task.ended_at is None:
+        # An ended task's card is left as it ended: the compacting line is then a message
+        # of its own (``events.compaction``), not an edit of an old card up the chat.
         lines.append(compacting(sess.label))
     out = "\n".join(lines)
     if len(out) > CARD_CHARS:

@@ -79,6 +79,11 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
     if sess.state != State.GONE:
         reg.set_state(sess, State.READY)
     reg.touch(sess)
+    if task is not None and answer and task.commentary.strip() \
+            and answer.strip().endswith(task.commentary.strip()):
+        # Claude's latest words are the answer: it says them under the card, which would
+        # otherwise quote them just above it.
+        task.commentary = ""
     deliver_answer(ctx, sess, answer, ev.get("prompt_id") or (task.prompt_id if task else ""))
     requests.release_held(ctx, sess)
     # The final card follows its answer at once instead of at the next tick.

@@ -8,11 +8,13 @@ the chat use it; tests pass a fake.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import glob
 import logging
 import os
 import signal
+import time
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from aipager import dtach
@@ -32,6 +34,8 @@ UP = b"\x1b[A"
 DOWN = b"\x1b[B"
 #: pause after each pressed key: the TUI redraws between keys
 KEY_GAP = 0.15
+#: seconds between the two reads of who is connected to a session (``DtachIO.attached``)
+PROBE_GAP = 0.1
 
 
 class SessionIO(Protocol):
@@ -57,6 +61,10 @@ class SessionIO(Protocol):
         cleared and the message's note deleted.  Returns the marks (``session``,
         ``chat_id``, ``msg_id``)."""
 
+    def attached(self, live: Mapping[str, str]) -> dict[str, bool]:
+        """Whether a terminal is attached to each live session (``discover``'s map):
+        somebody at the computer (blocking; run in a thread)."""
+
 
 class DtachIO:
     """The real ``SessionIO``: dtach sockets in the session folder, ``dtach -p`` to type.
@@ -69,6 +77,10 @@ class DtachIO:
         self._env = env
         self._locks: dict[str, asyncio.Lock] = {}
         self._refused: set[str] = set()
+        #: our own ``dtach -p`` clients now connected, per socket: the kernel lists them
+        #: like an attached terminal, and a chat message's answer counted as typed at the
+        #: computer (silent) when discovery ran while the message was being typed
+        self._pushing: collections.Counter[str] = collections.Counter()
 
     def discover(self) -> dict[str, str]:
         found = dtach.list_sessions(self._env)
@@ -78,6 +90,21 @@ class DtachIO:
                 self._refused.add(info.socket)
                 log.error("session socket refused: %s", info.problem)
         return {info.session: info.socket for info in found if info.live}
+
+    def attached(self, live: Mapping[str, str]) -> dict[str, bool]:
+        """Clients on each socket, minus our own pushes (counted before and after: one that
+        starts or ends meanwhile is still left out), in two reads ``PROBE_GAP`` apart: the
+        liveness probes (``dtach.is_live``, discovery's own among them) connect for a moment,
+        and dtach closes its end of one a little later."""
+        before = dict(self._pushing)
+        first = dtach.attached_clients(live.values())
+        time.sleep(PROBE_GAP)
+        second = dtach.attached_clients(live.values())
+        attached = {}
+        for name, sock in live.items():
+            own = max(before.get(sock, 0), self._pushing[sock])
+            attached[name] = min(first.get(sock, 0), second.get(sock, 0)) - own > 0
+        return attached
 
     async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
                           submitting: Callable[[], None] | None = None) -> None:
@@ -159,50 +186,61 @@ class DtachIO:
                 # reads it); the mark says a paste is under way until its Enter is in.
                 mark = self._write_note(session, note)
                 self._crash_point("marked")
-            argv = dtach.push_argv(dtach.dtach_binary(self._env), info.socket)
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE)
-            assert proc.stdin is not None
-            written = 0
+            self._pushing[info.socket] += 1
             try:
-                for data, pause in writes:
-                    if submitting is not None and written == len(writes) - 1:
-                        self._crash_point("pasted")
-                        try:
-                            submitting()
-                        except Exception:  # noqa: BLE001 - a client's bug must not strand the paste
-                            log.exception("marking a chat message as submitted failed")
-                        self._crash_point("submitting")
-                    # One write per chunk: dtach -p forwards each read as one packet.
-                    proc.stdin.write(data)
-                    await proc.stdin.drain()
-                    written += 1
-                    if mark and written == len(writes):
-                        # Submitted: from here a restart must not clear it nor say it was
-                        # cut off (waiting for dtach to exit first would widen that window).
-                        fsio.unlink_quiet(mark)
-                        mark = ""
-                        self._crash_point("entered")
-                    if pause:
-                        await asyncio.sleep(pause)
-                proc.stdin.close()
-                _, err = await asyncio.wait_for(proc.communicate(), dtach.PUSH_TIMEOUT)
-            except (OSError, asyncio.TimeoutError) as exc:
-                proc.kill()
-                await proc.wait()
-                if mark and written < len(writes):
-                    # never submitted: its note must not outlive it (nobody's rights)
-                    await self._abandon(info.socket, mark)
-                msg = f"typing into session {session} failed: {exc}"
-                raise SessionError(msg) from exc
+                await self._write(session, info.socket, writes, mark, submitting)
             finally:
-                if mark:
+                self._pushing[info.socket] -= 1
+                if self._pushing[info.socket] <= 0:
+                    del self._pushing[info.socket]
+
+    async def _write(self, session: str, socket: str, writes: Sequence[tuple[bytes, float]],
+                     mark: str, submitting: Callable[[], None] | None) -> None:
+        """``_push``'s ``dtach -p`` run: ``writes`` in, the mark removed with the Enter."""
+        argv = dtach.push_argv(dtach.dtach_binary(self._env), socket)
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE)
+        assert proc.stdin is not None
+        written = 0
+        try:
+            for data, pause in writes:
+                if submitting is not None and written == len(writes) - 1:
+                    self._crash_point("pasted")
+                    try:
+                        submitting()
+                    except Exception:  # noqa: BLE001 - a client's bug must not strand the paste
+                        log.exception("marking a chat message as submitted failed")
+                    self._crash_point("submitting")
+                # One write per chunk: dtach -p forwards each read as one packet.
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+                written += 1
+                if mark and written == len(writes):
+                    # Submitted: from here a restart must not clear it nor say it was
+                    # cut off (waiting for dtach to exit first would widen that window).
                     fsio.unlink_quiet(mark)
-            if proc.returncode != 0:
-                detail = err.decode(errors="replace").strip() if err else proc.returncode
-                msg = f"typing into session {session} failed: {detail}"
-                raise SessionError(msg)
+                    mark = ""
+                    self._crash_point("entered")
+                if pause:
+                    await asyncio.sleep(pause)
+            proc.stdin.close()
+            _, err = await asyncio.wait_for(proc.communicate(), dtach.PUSH_TIMEOUT)
+        except (OSError, asyncio.TimeoutError) as exc:
+            proc.kill()
+            await proc.wait()
+            if mark and written < len(writes):
+                # never submitted: its note must not outlive it (nobody's rights)
+                await self._abandon(socket, mark)
+            msg = f"typing into session {session} failed: {exc}"
+            raise SessionError(msg) from exc
+        finally:
+            if mark:
+                fsio.unlink_quiet(mark)
+        if proc.returncode != 0:
+            detail = err.decode(errors="replace").strip() if err else proc.returncode
+            msg = f"typing into session {session} failed: {detail}"
+            raise SessionError(msg)
 
     def _crash_point(self, name: str) -> None:
         """Tests only: a hard kill right here (``AIPAGER_TEST_CRASH_AT=typing.<name>``)."""

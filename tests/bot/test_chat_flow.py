@@ -77,6 +77,30 @@ async def test_a_stranger_is_never_acted_on_and_hears_it_once(chat):
                 if int(p["chat_id"]) == STRANGER["id"]]) == 1
 
 
+async def test_a_stranger_is_audited_and_shown_to_the_owner_quietly_once(chat):
+    """A stranger writing to the bot in their own chat was only logged: the owner never
+    learned that somebody found the bot.  Now the chat shows it once (silently) and the
+    audit has it; the stranger's second message adds nothing."""
+    from aipager.proto import paths
+
+    chat.start("jim")
+    await chat.fake.user_says("let me in", user=STRANGER)
+    await chat.fake.user_says("please", user=STRANGER)
+    line = await chat.fake.wait_for("sendMessage", lambda p: int(p["chat_id"]) == chat.chat_id
+                                    and "not in the team" in str(p["text"]))
+    assert line["text"] == ("👤 @mallory (id 777), who is not in the team, wrote to the bot "
+                            "and was told it is private.")
+    assert str(line.get("disable_notification")).lower() == "true"
+    await chat.fake.user_says("/status")  # handled after both of the stranger's
+    await chat.fake.wait_for("sendMessage", lambda p: "Sessions:" in str(p["text"]))
+    told = [p for p in chat.fake.calls_of("sendMessage") if "not in the team" in str(p["text"])]
+    assert len(told) == 1
+    with open(paths.audit_log(chat.bot.env), "rb") as fh:
+        records = [orjson.loads(line) for line in fh]
+    refused = [r for r in records if r["action"] == "stranger_refused"]
+    assert len(refused) == 1 and refused[0]["who_id"] == STRANGER["id"], refused
+
+
 async def test_with_several_sessions_a_picker_asks_where_the_message_goes(chat):
     chat.start("alpha")
     beta = chat.start("beta")

@@ -185,6 +185,37 @@ async def test_kill_asks_first_and_ends_the_session(chat, fake_claude):
         assert [orjson.loads(line)["action"] for line in fh].count("session_kill") == 1
 
 
+@pytest.mark.parametrize("end_comes", ["during the kill", "after the outcome"])
+async def test_a_kill_from_the_chat_is_said_once(chat, end_comes):
+    """The walk's /kill: the question became "🗑 jim ended by @owner." and then Claude Code's
+    SessionEnd added "🔴 jim · Session ended" under it.  The question says it, once, whether
+    the end arrives while the kill runs or after; a later end of a session of that name is
+    said as usual."""
+    session = chat.start("jim")
+
+    async def kill(label: str) -> bool:
+        if end_comes == "during the kill":
+            chat.feed(session, "SessionEnd", reason="other")
+        return True
+
+    chat.daemon.kill_session = kill
+    await chat.fake.user_says("/kill jim")
+    await _said(chat, "End session jim?")
+    ask = _message(chat, "End session jim?")
+    await chat.fake.user_taps(ask["message_id"], _data(ask, "🗑 Yes, end it"))
+    await chat.fake.wait_for("editMessageText", lambda p: "jim ended by @owner" in p["text"])
+    if end_comes == "after the outcome":
+        chat.feed(session, "SessionEnd", reason="other")
+    await chat.fake.user_says("/help")
+    await _said(chat, "aipager — Claude Code from your phone.")
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    assert not [t for t in chat.sent_texts() if "Session ended" in t], chat.sent_texts()
+    # the same name again, ended at the computer: said as usual
+    chat.feed(session, "SessionStart", source="resume", session_id="sid-jim-2", cwd="/tmp")
+    chat.feed(session, "SessionEnd", reason="other", session_id="sid-jim-2")
+    await _said(chat, "🔴 jim · Session ended")
+
+
 async def test_stop_presses_escape_in_the_working_session(chat):
     idle = chat.start("idle")
     busy = chat.start("busy")
@@ -202,9 +233,15 @@ async def test_the_cards_stop_button_interrupts_and_a_stale_one_refuses(chat):
     chat.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
     await chat.fake.wait_for("sendMessage", lambda p: "jim · working" in str(p["text"]))
     card = _message(chat, "jim · working")
-    await chat.fake.user_taps(card["message_id"], _data(card, "⏹ Stop"))
+    sent = len(chat.fake.calls_of("sendMessage"))
+    first = await chat.fake.user_taps(card["message_id"], _data(card, "⏹ Stop"))
     await eventually(lambda: chat.sessions.keys)
     assert chat.sessions.keys == [(session, [ESCAPE])]
+    toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == first)
+    assert toast["text"] == "Stopping…"
+    await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
+    # the toast and the card say it: no "Stop sent" message under the card as well
+    assert len(chat.fake.calls_of("sendMessage")) == sent, chat.sent_texts()[sent:]
     chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="Stopped.")
     query = await chat.fake.user_taps(card["message_id"], _data(card, "⏹ Stop"))
     toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
@@ -234,6 +271,10 @@ async def test_compact_and_model_are_typed(chat):
     await chat.fake.user_taps(message["message_id"], _data(message, "haiku"))
     await eventually(lambda: len(chat.sessions.typed) == 3, what="the switch typed")
     assert chat.sessions.typed[2][1] == "/model haiku"
+    # the picker becomes the switch: it no longer says the old model nor offers its buttons
+    await chat.fake.wait_for("editMessageText", lambda p: int(p["message_id"]) == message["message_id"])
+    now = chat.fake.message(chat.chat_id, message["message_id"])
+    assert now["text"] == "🧠 jim: switching to haiku." and not now.get("reply_markup"), now
     forged = message["reply_markup"]["inline_keyboard"][0][0]["callback_data"].rsplit(":", 1)[0]
     query = await chat.fake.user_taps(message["message_id"], forged + ":gpt")
     toast = await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)

@@ -4,6 +4,8 @@ words; the keys typed are the measured ones (see test_dialogkeys)."""
 
 from __future__ import annotations
 
+import re
+
 from bot.conftest import eventually
 
 from aipager.daemon import dialogkeys as dk
@@ -47,7 +49,10 @@ async def test_one_question_one_tap(chat):
     await eventually(lambda: chat.sessions.keys)
     assert chat.sessions.keys == [(session, [b"3"])]
     edited = await chat.fake.wait_for("editMessageText", lambda p: "Answered by @owner" in p["text"])
-    assert "Which colour? → Blue" in edited["text"]
+    # the message shows the question once: the answer goes under it, not after it again
+    assert edited["text"].count("Which colour?") == 1, edited["text"]
+    assert re.search(r"Which colour\?\n→ Blue\n✅ Answered by @owner · \d\d:\d\d$",
+                     edited["text"]), edited["text"]
     # A second tap on the old buttons types nothing.
     query = await chat.fake.user_taps(message["message_id"], buttons["1. Red"])
     await chat.fake.wait_for("answerCallbackQuery", lambda p: p["callback_query_id"] == query)
@@ -180,4 +185,4 @@ async def test_a_reply_to_the_question_is_its_answer_in_words(chat):
     await eventually(lambda: chat.sessions.keys, what="the answer typed")
     assert chat.sessions.keys == [(session, [dk.DOWN, dk.DOWN, b"feature/login", dk.ENTER])]
     assert chat.sessions.typed == []  # the words answered the dialog, not a new prompt
-    await chat.fake.wait_for("editMessageText", lambda p: "Which branch? → “feature/login”" in p["text"])
+    await chat.fake.wait_for("editMessageText", lambda p: "Which branch?\n→ “feature/login”" in p["text"])

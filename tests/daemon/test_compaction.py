@@ -71,6 +71,23 @@ def test_compacting_on_an_open_card_is_a_card_line_not_a_message(core, notifier)
     assert notifier.texts("card")[-1].endswith("🔄 jim · Compacting the conversation")
 
 
+def test_compacting_after_the_task_ended_is_a_message_and_leaves_the_done_card_alone(
+        core, notifier):
+    """/compact after a task ended: the line came as a message and was also put on the
+    ended task's card (an edit of an old message up the chat), then taken off again."""
+    core.feed(ev("UserPromptSubmit", prompt="go", prompt_id="p1"))
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="Done."))
+    core.flush_cards()
+    cards = len(notifier.texts("card"))
+    core.feed(ev("PreCompact", trigger="manual"))
+    core.flush_cards()
+    assert notifier.notices("compacting") == ["🔄 jim · Compacting the conversation"]
+    core.feed(ev("PostCompact", trigger="manual"))
+    core.flush_cards()
+    assert not any("Compacting" in t for t in notifier.texts("card")[cards:]), \
+        notifier.texts("card")[cards:]
+
+
 def test_compacted_line_without_a_drop_to_show_is_said_once_after_a_while(core, notifier, clock):
     # as Claude Code 2.1.328 sends a /compact of a small conversation (tui_compact.jsonl):
     # the figure is 0% before and after, so no reading ever shows a drop

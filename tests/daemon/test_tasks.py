@@ -306,3 +306,41 @@ def test_a_session_that_ends_mid_call_closes_its_rows(core, notifier):
     core.feed(tool("Bash", "t1"))
     core.feed(ev("SessionEnd", reason="other"))
     assert [r.status for r in core.registry.get(S).rows] == ["ended"]
+
+
+def test_the_done_card_does_not_quote_the_answer_it_sits_above(core, notifier):
+    """The card quoted Claude's latest words, which at the end are the answer: the chat
+    showed them twice, in the card and in the answer under it.  Words Claude said before
+    its tools (not the answer) stay."""
+    core.feed(ev("UserPromptSubmit", prompt="go", prompt_id="p1"))
+    core.feed(ev("MessageDisplay", message_id="m1", delta="Let me look."))
+    core.feed(tool("Bash", "t1"))
+    core.flush_cards()
+    assert "> Let me look." in notifier.texts("card")[-1]
+    core.feed(ev("MessageDisplay", message_id="m2", delta="Two steps "))
+    core.feed(ev("MessageDisplay", message_id="m2", delta="done."))
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="Two steps done."))
+    core.flush_cards()
+    final = notifier.texts("card")[-1]
+    assert final.startswith("✅ jim · done") and "Two steps done." not in final, final
+    assert notifier.texts("answer") == ["Two steps done."]
+
+
+def test_the_answers_display_arriving_after_its_stop_is_not_quoted_either(core, notifier):
+    """Seen on Claude Code 2.1.328 (about one run in three): the final message's
+    MessageDisplay after the Stop put the answer back on the done card."""
+    core.feed(ev("UserPromptSubmit", prompt="go", prompt_id="p1"))
+    core.feed(tool("Bash", "t1"))
+    core.feed(ev("Stop", prompt_id="p1", last_assistant_message="Two steps done."))
+    core.feed(ev("MessageDisplay", message_id="m2", delta="Two steps done."))
+    core.flush_cards()
+    final = notifier.texts("card")[-1]
+    assert final.startswith("✅ jim · done") and "Two steps done." not in final, final
+
+
+def test_an_interrupted_card_keeps_what_claude_was_saying(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="go", prompt_id="p1"))
+    core.feed(ev("MessageDisplay", message_id="m1", delta="Halfway through."))
+    core.feed(ev("Interrupt"))
+    core.flush_cards()
+    assert "> Halfway through." in notifier.texts("card")[-1]

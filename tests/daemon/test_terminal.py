@@ -101,6 +101,41 @@ async def test_a_prompt_goes_in_as_one_paste_then_enter(raw_session):
     assert not os.path.exists(paths.typing_mark(env, "claude-raw"))
 
 
+async def test_the_daemons_own_typing_is_not_somebody_at_the_computer(raw_session):
+    """``dtach -p`` is a client of the session's socket as long as it types (a paste waits
+    before its Enter): discovery read it as an attached terminal, and the answer to the
+    message being typed arrived silently ("quiet at the computer").  A real terminal still
+    counts while the daemon types."""
+    import asyncio
+    import socket as _socket
+
+    env, out = raw_session
+    io = DtachIO(env)
+    # discovery's own liveness probe is a client for a moment too
+    assert not any(io.attached(io.discover())["claude-raw"] for _ in range(5))
+    live = io.discover()
+    sock = live["claude-raw"]
+    text = "x" * 3000  # a paste this long waits over half a second before its Enter
+    typing = asyncio.ensure_future(
+        io.type_prompt("claude-raw", text, note=dict(NOTE, text=text)))
+    seen = []
+    while not typing.done():
+        if dtach.attached_clients([sock])[sock]:  # our push is connected now
+            seen.append(io.attached(live)["claude-raw"])
+        await asyncio.sleep(0.02)
+    await typing
+    assert seen and not any(seen), seen
+    terminal = _socket.socket(_socket.AF_UNIX)
+    terminal.connect(sock)
+    try:
+        end = time.monotonic() + 5
+        while not io.attached(live)["claude-raw"]:
+            assert time.monotonic() < end, "an attached terminal was not seen"
+            await asyncio.sleep(0.02)
+    finally:
+        terminal.close()
+
+
 @pytest.mark.parametrize("text", ["!id", " /exit", "a\x03b", "a\x1b[201~b"])
 async def test_what_is_not_a_prompt_is_never_typed(raw_session, text):
     from aipager.policy import notes

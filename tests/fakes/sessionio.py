@@ -20,6 +20,9 @@ class FakeSessions:
     def discover(self) -> dict[str, str]:
         return {name: f"/nonexistent/{name}.sock" for name in self.live}
 
+    def attached(self, live: Any) -> dict[str, bool]:
+        return dict.fromkeys(live, False)  # nobody at these computers
+
     async def type_prompt(self, session: str, text: str, *, note: Any,
                           submitting: Any = None) -> None:
         from aipager.policy import chatprompt

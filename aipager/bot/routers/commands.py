@@ -28,6 +28,7 @@ from aipager.bot.callbacks import (ModelChoice, ModelTap, SessionAct, SessionTap
                                    SettingTap)
 from aipager.bot.chatstate import STYLES
 from aipager.bot.i18n import N_, _
+from aipager.bot.notify import KILL_ASK, kill_key
 from aipager.bot.outbox import Post
 from aipager.daemon.model import Session, State
 from aipager.proto.errors import AipagerError
@@ -217,14 +218,17 @@ async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[A
     actions.say(chat_id, done, session=sess.name)
 
 
-async def stop_session(actions: Actions, chat_id: int, sess: Session) -> None:
+async def stop_session(actions: Actions, chat_id: int, sess: Session, *,
+                       tell: bool = True) -> None:
+    """Interrupt ``sess``'s task; ``tell=False`` for the card's button, whose toast and
+    card say it (a "Stop sent" message under them said it a third time)."""
     try:
         pressed = await actions.stop(sess)
     except AipagerError as exc:
         actions.say(chat_id, _("Cannot stop {session}: {error}").format(session=sess.label,
                                                                        error=exc))
         return
-    if pressed:  # a repeated stop said nothing new
+    if pressed and tell:  # a repeated stop said nothing new
         actions.say(chat_id, _("⏹ Stop sent to {session}.").format(session=sess.label),
                     session=sess.name)
 
@@ -233,15 +237,6 @@ async def on_kill(message: Message, command: CommandObject, actions: Actions) ->
     sess = pick_or_run(actions, message, command.args, SessionAct.KILL, actions.live_sessions())
     if sess is not None:
         ask_kill(actions, message.chat.id, sess)
-
-
-def kill_key(session: str) -> str:
-    """The live message asking whether to end ``session``: its outcome replaces it."""
-    return f"kill:{session}"
-
-
-#: the open question (``shown`` starts with it); once answered it shows the outcome instead
-KILL_ASK = "\u2060"
 
 
 def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
@@ -308,9 +303,18 @@ def model_picker(actions: Actions, message: Message) -> None:
     kb = InlineKeyboardBuilder()
     for choice in ModelChoice:
         kb.button(text=choice.value, callback_data=ModelTap(h=handle, model=choice))
-    actions.say(chat_id, _("🧠 {session} uses {model}. Switch it (this session only) to:").format(
-        session=sess.label, model=sess.model or _("the default model")), reply_to=message.message_id,
-                markup=view.markup(kb.adjust(3)), session=sess.name)
+    text = _("🧠 {session} uses {model}. Switch it (this session only) to:").format(
+        session=sess.label, model=sess.model or _("the default model"))
+    key = model_key(sess.name)
+    actions.state.forget_live(key)  # an older picker is left as it is
+    actions.outbox.put(Post(chat_id, text, markup=view.markup(kb.adjust(3)),
+                            reply_to=message.message_id, key=key, session=sess.name))
+
+
+def model_key(session: str) -> str:
+    """The live message of ``/model``'s picker: a tap puts the switch in its place (its
+    buttons gone; it said the old model and offered the same buttons again)."""
+    return f"model:{session}"
 
 
 #: the reply styles as /settings shows them, in the person's language (``STYLES`` holds

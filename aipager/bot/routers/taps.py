@@ -25,7 +25,8 @@ from aipager.bot.callbacks import (SCOPES, ModelTap, PickTap, QuestionAct, Quest
                                    RequestTap, SessionAct, SessionTap, Setting, SettingTap)
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Live
-from aipager.bot.routers.commands import (KILL_ASK, NextMessage, ask_kill, compact, kill_key,
+from aipager.bot.notify import KILL_ASK, KILL_BY_CHAT, kill_key
+from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_key,
                                           settings_view, stop_session)
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
@@ -318,7 +319,7 @@ async def on_stop(query: CallbackQuery, callback_data: SessionTap, actions: Acti
             session=sess.label)
         return
     callback_answer.text = _("Stopping…")
-    await stop_session(actions, chat_id, sess)
+    await stop_session(actions, chat_id, sess, tell=False)
 
 
 async def on_use(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -361,9 +362,11 @@ async def _kill_answer(query: CallbackQuery, handle: int, actions: Actions,
     return sess, chat_id, key
 
 
-def _kill_outcome(actions: Actions, chat_id: int, key: str, outcome: str) -> None:
-    """The answer replaces the question (and its buttons)."""
-    actions.state.show(key, outcome)
+def _kill_outcome(actions: Actions, chat_id: int, key: str, outcome: str,
+                  mark: str = "") -> None:
+    """The answer replaces the question (and its buttons); ``mark``: what ``shown`` keeps
+    in front of it (``KILL_BY_CHAT``)."""
+    actions.state.show(key, mark + outcome)
     actions.outbox.put(Live(chat_id, outcome, key=key))
 
 
@@ -374,11 +377,17 @@ async def on_kill_yes(query: CallbackQuery, callback_data: SessionTap, actions: 
         return
     sess, chat_id, key = found
     callback_answer.text = _("Ending {session}…").format(session=sess.label)
+    # The session's end notice (Claude Code's SessionEnd, or its socket gone) would say
+    # "Session ended" under "ended by @who": the mark tells ``notify`` the question says it.
+    actions.state.show(key, KILL_BY_CHAT + "…")
     ended = await actions.kill(sess)
     actions.audit("session_kill", sender, session=sess.name)
+    # still marked: the notice has not come yet, and the outcome keeps the mark for it
+    waiting = actions.state.shown.get(key, "").startswith(KILL_BY_CHAT)
     _kill_outcome(actions, chat_id, key, _("🗑 {session} ended by {who}.").format(
         session=sess.label, who=sender.tag) if ended
-        else _("{session} was not running.").format(session=sess.label))
+        else _("{session} was not running.").format(session=sess.label),
+        KILL_BY_CHAT if ended and waiting else "")
 
 
 async def on_kill_no(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -524,6 +533,10 @@ async def on_model_tap(query: CallbackQuery, callback_data: ModelTap, actions: A
         return
     callback_answer.text = _("{session}: switching to {model}").format(session=sess.label,
                                                                        model=model)
+    key, picker = model_key(sess.name), query.message
+    if picker is not None and actions.state.live_id(key, picker.chat.id) == picker.message_id:
+        actions.outbox.put(Live(picker.chat.id, _("🧠 {session}: switching to {model}.").format(
+            session=sess.label, model=model), key=key))
 
 
 async def on_unknown_tap(query: CallbackQuery, callback_answer: CallbackAnswer) -> None:

@@ -26,7 +26,9 @@ def on_message_display(ev: dict, sess: Session, ctx: Ctx) -> None:
             ctx.registry.touch(sess)
         return
     task = sess.task
-    if task is None:
+    if task is None or task.ended_at is not None:
+        # Claude Code may send the answer's display after its Stop: the answer is out and
+        # the card is final (quoting it there would say it twice).
         return
     message_id = ev.get("message_id")
     if not isinstance(message_id, str):
