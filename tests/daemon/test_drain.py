@@ -15,7 +15,6 @@ import fcntl
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +28,7 @@ import pytest
 from aipager.daemon import deepq, drain
 from aipager.daemon.ingest import FrameReader, bind_control_socket, native_drain_exe, native_drain_path
 from aipager.proto import wire
+from support import hookrun
 
 NO_NATIVE = os.environ.get("AIPAGER_NO_EXTENSIONS", "") not in ("", "0")
 NATIVE = native_drain_path()
@@ -354,12 +354,7 @@ def test_the_drain_executable_is_elf_without_libpython():
     with open(EXE, "rb") as fh:
         blob = fh.read()
     assert blob[:4] == b"\x7fELF"
-    tool = shutil.which("readelf")
-    if tool:
-        dynamic = subprocess.run([tool, "-d", EXE], capture_output=True, text=True, check=True).stdout
-        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
-    else:
-        needed = subprocess.run(["ldd", EXE], capture_output=True, text=True, check=True).stdout.split()
+    needed = hookrun.needed_libraries(EXE)
     assert needed, "no dynamic dependencies found at all"
     assert not [lib for lib in needed if "python" in lib], needed
     # the values it was built with (wire_constants.h's stamp) are the installed Python's

@@ -21,7 +21,6 @@ import time
 
 import pytest
 
-from aipager.proto import paths
 from e2e.kit.chat import Phone, buttons, text_of
 from e2e.kit.dtachs import drawn
 from fakes import anthropic as fa
@@ -53,14 +52,6 @@ def _verdict(phone: Phone, message: dict, words: str, timeout: float = 15.0) -> 
         (m for m in phone.messages(snap) if m["message_id"] == message["message_id"]
          and pattern.search(text_of(m)) and not buttons(m)), None),
         timeout, f"the request edited to {words!r}")
-
-
-def _audit(home) -> list[dict]:
-    try:
-        with open(paths.audit_log(home.aipager_env()), encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh]
-    except FileNotFoundError:
-        return []
 
 
 def _task_done(sess: dict) -> bool:
@@ -96,7 +87,7 @@ def test_allow_tap_answers_through_the_hook_and_the_command_runs(
     assert tui.count(DIALOG) == dialogs
     sess = daemon.wait_session(_task_done, 20, "the task done")
     assert [(r["summary"], r["status"]) for r in sess["rows"]] == [(f"Bash: touch {target}", "ok")]
-    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    (record,) = [r for r in claude_home.audit() if r["action"] == "permission_answer"]
     assert (record["answer"], record["via"], record["who"]) == ("allow", "hook_decision", "@owner")
 
 
@@ -147,7 +138,7 @@ def test_a_reply_to_a_request_denies_it_and_claude_reads_why(
     assert len(results) == 1 and results[0].get("is_error"), results
     assert ("Denied via aipager by @owner: not in the project: use /tmp instead"
             in json.dumps(results[0].get("content"))), results
-    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    (record,) = [r for r in claude_home.audit() if r["action"] == "permission_answer"]
     assert (record["answer"], record["reason"]) == ("deny", "not in the project: use /tmp instead")
 
 
@@ -171,7 +162,7 @@ def test_an_edited_command_is_what_claude_code_runs(
     _verdict(phone, request, "✅ Allowed")
     tui.wait_shown("Edited run done.", 30)
     assert os.path.exists(edited) and not os.path.exists(asked)
-    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    (record,) = [r for r in claude_home.audit() if r["action"] == "permission_answer"]
     assert record["edited_input"]["command"] == f"touch {edited}"
     assert record["via"] == "hook_decision"
 
@@ -237,7 +228,7 @@ def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unas
     asked = [m for m in phone.messages() if "✅ Allow" in buttons(m) or
              ("🔐" in text_of(m) and second in text_of(m))]
     assert not any(second in text_of(m) for m in asked), "the second edit asked again"
-    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    (record,) = [r for r in claude_home.audit() if r["action"] == "permission_answer"]
     assert record["answer"] == "allow_always"
     assert record["scope"] == [{"type": "setMode", "mode": "acceptEdits",
                                 "destination": "session"}]
@@ -267,7 +258,7 @@ def test_stop_tap_refuses_and_ends_the_task_with_no_further_model_call(
     time.sleep(1.0)  # a model call after the refusal would come at once
     assert len(fake_anthropic.requests_with("E2E-TSTOP")) == 1
     assert not tui.shows("Carried on anyway.")
-    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    (record,) = [r for r in claude_home.audit() if r["action"] == "permission_answer"]
     assert (record["answer"], record["via"]) == ("stop", "hook_decision")
 
 
@@ -366,7 +357,7 @@ def test_late_taps_answer_the_terminal_dialog_with_keys(daemon, dtach_session, f
     assert not sess["requests"]
     assert not os.path.exists(second)
     assert not tui.shows("Never reached.")
-    vias = [(r["answer"], r["via"]) for r in _audit(claude_home)
+    vias = [(r["answer"], r["via"]) for r in claude_home.audit()
             if r["action"] == "permission_answer"]
     assert vias == [("allow_always", "keystroke_fallback"), ("allow", "keystroke_fallback"),
                     ("deny", "keystroke_fallback")], vias
@@ -402,4 +393,4 @@ def test_a_tap_after_the_terminal_answered_types_nothing(daemon, dtach_session, 
     sess = daemon.wait_session(lambda s: _task_done(s) and s["task"]["seq"] == 2, 30,
                                "the next task done")
     assert sess["task"]["prompt"] == "E2E-TNEXT go on", sess["task"]
-    assert not [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    assert not [r for r in claude_home.audit() if r["action"] == "permission_answer"]

@@ -24,14 +24,6 @@ from fakes.telegram_api import OWNER
 pytestmark = pytest.mark.e2e
 
 
-def _audit(home) -> list[dict]:
-    try:
-        with open(paths.audit_log(home.aipager_env()), encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    except FileNotFoundError:
-        return []
-
-
 def _user_prompts(fake_anthropic) -> str:
     """Everything the model was sent as the person's words."""
     return "\n".join(json.dumps(r.body.get("messages"), ensure_ascii=False)
@@ -86,7 +78,7 @@ def test_a_members_keystrokes_never_act(
     assert "guest is an admin" not in sent
     assert "E2E-CTRL one two[201~\\n/exit\\n three" in sent
     assert "\\u0003" not in sent and "\\u001b" not in sent
-    refused = [r for r in _audit(claude_home) if r.get("action") == "chat_prompt_refused"]
+    refused = [r for r in claude_home.audit() if r.get("action") == "chat_prompt_refused"]
     assert len(refused) == len(attacks) + 1
     assert {r["who_id"] for r in refused} == {USER_ID}
     assert {r["refused"] for r in refused} == {"shell", "command", "memory", "background",
@@ -113,7 +105,7 @@ def test_a_crash_left_note_lends_no_rights(
     assert sess["task"]["blocked"], sess["task"]
     assert [a["user_id"] for a in sess["task"]["authors"]] == [USER_ID]
     assert not os.path.exists(made)
-    prompts = [r for r in _audit(claude_home) if r.get("action") == "chat_prompt"]
+    prompts = [r for r in claude_home.audit() if r.get("action") == "chat_prompt"]
     assert [r["who_id"] for r in prompts] == [USER_ID]
 
 
@@ -266,7 +258,7 @@ def test_a_stranger_flooding_join_codes_does_not_hold_the_owners_answer_back(
                    if m.get("reply_to_message", {}).get("from", {}).get("id") == stranger["id"]]
     assert 1 <= len(to_stranger) <= 3, [m.get("text") for m in to_stranger]
     assert all("invitation code is not valid" in m.get("text", "") for m in to_stranger)
-    records = _audit(claude_home)
+    records = claude_home.audit()
     assert {r.get("who_id") for r in records if r.get("action", "").startswith("join_")} \
         == {stranger["id"]}
     assert any(r.get("action") == "join_silenced" for r in records)

@@ -8,7 +8,6 @@ typing seam (``DtachIO.type_prompt`` with a note), exactly what a queued chat me
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import stat
@@ -34,12 +33,6 @@ def _type_from_chat(home, text: str, *, user_id: int, label: str, role: str, msg
     note = {"msg_id": msg_id, "chat_id": CHAT_ID, "author_user_id": user_id,
             "author_label": label, "role": role, "text": text}
     asyncio.run(DtachIO(home.aipager_env()).type_prompt(SESSION, text, note=note))
-
-
-def _audit(home) -> list[dict]:
-    """The daemon's audit log, one record per line."""
-    with open(paths.audit_log(home.aipager_env()), encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh]
 
 
 def _finished(seq: int):
@@ -71,7 +64,7 @@ def test_user_task_stopped_by_the_floor_while_the_owners_identical_task_runs(
     assert blocked, daemon.log()[-2000:]
     assert sess["card"].startswith("🛑 e2e · Blocked by a safety rule: "), sess["card"]
     # The audit log holds both denials, naming who asked for the task.
-    records = _audit(claude_home)
+    records = claude_home.audit()
     assert [(r["action"], r["session"], r["tool"], r["task"]) for r in records] == [
         ("safety_blocked", SESSION, "Bash", 1)] * 2, records
     assert all(r["authors"] == [{"user_id": USER_ID, "msg_id": 11, "chat_id": str(CHAT_ID)}]
@@ -87,7 +80,7 @@ def test_user_task_stopped_by_the_floor_while_the_owners_identical_task_runs(
     assert os.path.exists(first) and os.path.exists(second)
     assert [r["status"] for r in sess["rows"] if r["task"] == 2] == ["ok", "ok"], sess["rows"]
     assert sess["card"].startswith("✅ e2e · done · "), sess["card"]
-    assert len(_audit(claude_home)) == 2  # the owner's task added nothing
+    assert len(claude_home.audit()) == 2  # the owner's task added nothing
 
 
 def test_model_switch_with_aipagers_marker_skips_the_question(daemon, dtach_session,

@@ -10,13 +10,11 @@ nobody but the log.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 
 import pytest
 
-from aipager.proto import paths
 from e2e.kit.chat import Phone, buttons, text_of
 from e2e.kit.screen import Transcript, buzzing, texts
 from fakes import anthropic as fa
@@ -31,14 +29,6 @@ def _answered(phone: Phone, msg: dict, words: str, timeout: float = 60.0) -> Non
     phone.wait(lambda snap: any(words in p["text"] for p in phone.replies_to(msg["message_id"], snap))
                and phone.reactions(msg["message_id"], snap)[-1:] == ["👍"],
                timeout, f"the answer {words!r} and 👍")
-
-
-def _audit(home) -> list[dict]:
-    try:
-        with open(paths.audit_log(home.aipager_env()), encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    except FileNotFoundError:
-        return []
 
 
 def _refused(phone: Phone) -> list[tuple[str, int, str]]:
@@ -119,7 +109,7 @@ def test_a_new_persons_walk(daemon, fake_anthropic, fake_telegram, claude_home):
     assert [(s.text, s.buzz) for s in told] == [
         ("👤 @mallory (id 31337), who is not in the team, wrote to the bot and was told it is "
          "private.", False)], walk
-    refused = [r for r in _audit(claude_home) if r["action"] == "stranger_refused"]
+    refused = [r for r in claude_home.audit() if r["action"] == "stranger_refused"]
     assert [r["who_id"] for r in refused] == [STRANGER["id"]], refused
 
     # /new "My Project": a quoted name with a space becomes My-Project.

@@ -44,14 +44,6 @@ def browser():
         chrome.close()
 
 
-def _audit(home) -> list[dict]:
-    try:
-        with open(paths.audit_log(home.aipager_env()), encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh]
-    except FileNotFoundError:
-        return []
-
-
 def test_the_page_without_telegram_runs_a_prompt_approves_and_answers(
         web_daemon, browser, dtach_session, fake_anthropic, claude_home):
     from playwright.sync_api import expect
@@ -102,7 +94,7 @@ def test_the_page_without_telegram_runs_a_prompt_approves_and_answers(
     tui.wait_shown("Made it.", 30)
     assert os.path.exists(target)
     expect(page.locator("article.request")).to_have_count(0)
-    (record,) = [r for r in _audit(claude_home) if r["action"] == "permission_answer"]
+    (record,) = [r for r in claude_home.audit() if r["action"] == "permission_answer"]
     assert (record["answer"], record["via"], record["who"]) == ("allow", "hook_decision", "@web")
 
     # the conversation: the prompt and the answer, its Markdown rendered

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
-import subprocess
 import uuid
 
 import pytest
@@ -33,12 +31,7 @@ def event_bytes(name: str, **changes) -> bytes:
 def test_binaries_are_elf_without_libpython(native_bins: dict) -> None:
     for path in native_bins.values():
         assert hookrun.is_elf(path), f"{path} is not an ELF executable"
-        tool = shutil.which("readelf")
-        if tool:
-            dynamic = subprocess.run([tool, "-d", path], capture_output=True, text=True, check=True).stdout
-            needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
-        else:
-            needed = subprocess.run(["ldd", path], capture_output=True, text=True, check=True).stdout.split()
+        needed = hookrun.needed_libraries(path)
         assert needed, "no dynamic dependencies found at all"
         assert not [lib for lib in needed if "python" in lib], needed
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -37,6 +38,16 @@ def native_path(tool: str) -> str | None:
 def is_elf(path: str) -> bool:
     with open(path, "rb") as fh:
         return fh.read(4) == b"\x7fELF"
+
+
+def needed_libraries(path: str) -> list[str]:
+    """The shared libraries an executable is linked with (``readelf -d``, else ``ldd``): the
+    compiled hook, status line and drain must name no libpython."""
+    tool = shutil.which("readelf")
+    if tool:
+        dynamic = subprocess.run([tool, "-d", path], capture_output=True, text=True, check=True).stdout
+        return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+    return subprocess.run(["ldd", path], capture_output=True, text=True, check=True).stdout.split()
 
 
 def twin_cmd(tool: str) -> list[str]:

@@ -113,6 +113,14 @@ class ClaudeHome:
     def settings_path(self) -> str:
         return os.path.join(self.home, ".claude", "settings.json")
 
+    def audit(self) -> list[dict]:
+        """The daemon's audit log, one record per line (none before the first)."""
+        try:
+            with open(paths.audit_log(self.aipager_env()), encoding="utf-8") as fh:
+                return [json.loads(line) for line in fh if line.strip()]
+        except FileNotFoundError:
+            return []
+
     def aipager_env(self) -> dict[str, str]:
         """The environment aipager's own tools (CLI, daemon) run with."""
         env = {
