@@ -589,3 +589,71 @@ def attached_clients(socket_paths: Iterable[str], table: str = "/proc/net/unix")
     except OSError:
         pass
     return wanted
+
+
+# -- who is connected, from the kernel's socket diagnostics ------------------------------------
+
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST_DUMP = 0x1 | 0x300
+_NLMSG_DONE, _NLMSG_ERROR = 3, 2
+_TCP_ESTABLISHED = 1
+_UDIAG_SHOW_NAME = 0x1
+_UNIX_DIAG_NAME, _UNIX_DIAG_SHUTDOWN = 0, 6
+
+
+def connected_clients(socket_paths: Iterable[str]) -> dict[str, int] | None:
+    """How many clients are connected to each dtach socket *and still there*: the master's
+    ends of the connections whose other end is open (``sock_diag``: an end whose peer has
+    closed carries a shutdown mask).  A liveness probe or a ``dtach -p`` that has finished is
+    not counted, however long dtach takes to close its end.  None when the kernel's
+    diagnostics cannot be read here (``attached_clients`` then counts every connection)."""
+    import struct
+
+    wanted = {p: 0 for p in socket_paths}
+    by_name = {p.encode(): p for p in wanted}
+    request = struct.pack("=BBHIII2I", socket.AF_UNIX, 0, 0, 1 << _TCP_ESTABLISHED, 0,
+                          _UDIAG_SHOW_NAME, 0xFFFFFFFF, 0xFFFFFFFF)
+    header = struct.pack("=IHHII", 16 + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST_DUMP,
+                         1, 0)
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, _NETLINK_SOCK_DIAG) as nl:
+            nl.settimeout(2.0)
+            nl.sendall(header + request)
+            while True:
+                data = nl.recv(1 << 16)
+                if not data:
+                    return None
+                pos = 0
+                while pos + 16 <= len(data):
+                    length, kind = struct.unpack_from("=IH", data, pos)
+                    if kind == _NLMSG_DONE:
+                        return wanted
+                    if kind == _NLMSG_ERROR or length < 16:
+                        return None
+                    _count(data[pos + 16:pos + length], by_name, wanted)
+                    pos += (length + 3) & ~3
+    except (OSError, struct.error):
+        return None
+
+
+def _count(msg: bytes, by_name: Mapping[bytes, str], wanted: dict[str, int]) -> None:
+    """One ``unix_diag_msg`` (16 bytes, then attributes): counted when it is an established
+    end with one of the wanted names and no shutdown (its peer is still there)."""
+    import struct
+
+    if len(msg) < 16 or msg[2] != _TCP_ESTABLISHED:
+        return
+    name, shutdown, pos = None, 0, 16
+    while pos + 4 <= len(msg):
+        size, kind = struct.unpack_from("=HH", msg, pos)
+        if size < 4:
+            break
+        value = msg[pos + 4:pos + size]
+        if kind == _UNIX_DIAG_NAME:
+            name = value.rstrip(b"\0")
+        elif kind == _UNIX_DIAG_SHUTDOWN and value:
+            shutdown = value[0]
+        pos += (size + 3) & ~3
+    if name is not None and name in by_name and not shutdown:
+        wanted[by_name[name]] += 1

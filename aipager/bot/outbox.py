@@ -45,7 +45,7 @@ import contextlib
 import logging
 import os
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, ClassVar, TypeGuard
 
@@ -54,7 +54,7 @@ from aiogram.utils.backoff import Backoff, BackoffConfig
 from aipager.aio import cancel_and_wait
 from aipager import locales
 from aipager.bot import i18n
-from aipager.bot.chatstate import ChatState
+from aipager.bot.chatstate import LIVE_KEPT, ChatState
 from aipager.bot.i18n import _
 from aipager.bot.markdown import u16_len
 
@@ -335,7 +335,11 @@ class Outbox:
         self._running = False
         #: counters for status and the bench
         self.counters: dict[str, int] = {"sent": 0, "edited": 0, "retries": 0, "dropped": 0,
-                                         "rate_limited": 0, "coalesced": 0}
+                                         "rate_limited": 0, "coalesced": 0, "unchanged": 0}
+        #: live key → (chat, text, buttons) Telegram last confirmed showing: an edit back to
+        #: it (B queued, then A again, coalesced into "A") would only be refused as "message
+        #: is not modified" (this run's memory; a restart may spend one such call)
+        self._showing: OrderedDict[str, tuple[int, str, Any]] = OrderedDict()
         # What the last run left unsent is queued now, ahead of anything this run
         # puts: the daemon replays its spool (queueing answers, saving the state)
         # before ``start``, and that save must keep both, each once.
@@ -615,6 +619,9 @@ class Outbox:
                 await self.bot.set_message_reaction(chat_id, msg_id,
                                                     reaction=[ReactionTypeEmoji(emoji=emoji)])
             case Live() if self._is_edit(op):
+                if self._showing.get(op.key) == (op.chat_id, op.text, op.markup):
+                    self.counters["unchanged"] += 1
+                    return
                 await self._edit(lane, op)
             case Upload():
                 await self._upload(lane, op)
@@ -634,6 +641,14 @@ class Outbox:
         finally:
             lane.edit_answered(self._clock())
         self.counters["edited"] += 1
+        self._shows(op)
+
+    def _shows(self, op: Live) -> None:
+        """Telegram shows ``op`` now (``_showing``)."""
+        self._showing[op.key] = (op.chat_id, op.text, op.markup)
+        self._showing.move_to_end(op.key)
+        while len(self._showing) > LIVE_KEPT:
+            self._showing.popitem(last=False)
 
     def _spend(self, lane: _Lane) -> None:
         """A new message counts against the chat's pace (``_next``)."""
@@ -657,6 +672,8 @@ class Outbox:
             self.state.route(op.chat_id, sent.message_id, op.session)
         if op.key:
             self.state.set_live(op.key, op.chat_id, sent.message_id)
+            if isinstance(op, Live):
+                self._shows(op)
         if isinstance(op, Live) and op.pin:
             try:
                 await self.bot.pin_chat_message(op.chat_id, sent.message_id,

@@ -95,15 +95,21 @@ class DtachIO:
         """Clients on each socket, minus our own pushes (counted before and after: one that
         starts or ends meanwhile is still left out), in two reads ``PROBE_GAP`` apart: the
         liveness probes (``dtach.is_live``, discovery's own among them) connect for a moment,
-        and dtach closes its end of one a little later."""
+        and dtach closes its end of one a little later (while it writes a long paste into a busy
+        terminal, a while).  Where the kernel's socket diagnostics can be read, a connection
+        whose other end has closed is not counted at all (``dtach.connected_clients``): one
+        read, and neither a probe nor a finished push is mistaken for a person."""
         before = dict(self._pushing)
-        first = dtach.attached_clients(live.values())
-        time.sleep(PROBE_GAP)
-        second = dtach.attached_clients(live.values())
+        counts = dtach.connected_clients(live.values())
+        if counts is None:
+            first = dtach.attached_clients(live.values())
+            time.sleep(PROBE_GAP)
+            second = dtach.attached_clients(live.values())
+            counts = {sock: min(first.get(sock, 0), second.get(sock, 0)) for sock in first}
         attached = {}
         for name, sock in live.items():
             own = max(before.get(sock, 0), self._pushing[sock])
-            attached[name] = min(first.get(sock, 0), second.get(sock, 0)) - own > 0
+            attached[name] = counts.get(sock, 0) - own > 0
         return attached
 
     async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],

@@ -233,3 +233,30 @@ def test_attached_clients_counts_connected_terminals(tmp_path):
         accepted.close()
         server.close()
     assert dtach.attached_clients([path], str(tmp_path / "no-table")) == {path: 0}
+
+
+def test_connected_clients_leaves_out_a_connection_whose_client_has_gone(tmp_path):
+    """A liveness probe or a finished ``dtach -p``: the client closed, dtach has not yet
+    closed its end.  /proc/net/unix still lists it; the kernel's socket diagnostics say the
+    other end is gone, so it is not somebody at the computer."""
+    import socket as _socket
+
+    path = str(tmp_path / "s.sock")
+    server = _socket.socket(_socket.AF_UNIX)
+    server.bind(path)
+    server.listen()
+    terminal = _socket.socket(_socket.AF_UNIX)
+    terminal.connect(path)
+    kept, _ = server.accept()
+    probe = _socket.socket(_socket.AF_UNIX)
+    probe.connect(path)
+    lingering, _ = server.accept()
+    probe.close()  # gone; the server has not closed its end
+    try:
+        assert dtach.attached_clients([path]) == {path: 2}
+        assert dtach.connected_clients([path, "/nowhere"]) == {path: 1, "/nowhere": 0}
+        terminal.close()
+        assert dtach.connected_clients([path]) == {path: 0}
+    finally:
+        for s in (kept, lingering, server):
+            s.close()
