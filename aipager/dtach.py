@@ -24,6 +24,7 @@ import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -608,8 +609,6 @@ def connected_clients(socket_paths: Iterable[str]) -> dict[str, int] | None:
     closed carries a shutdown mask).  A liveness probe or a ``dtach -p`` that has finished is
     not counted, however long dtach takes to close its end.  None when the kernel's
     diagnostics cannot be read here (``attached_clients`` then counts every connection)."""
-    import struct
-
     wanted = {p: 0 for p in socket_paths}
     by_name = {p.encode(): p for p in wanted}
     request = struct.pack("=BBHIII2I", socket.AF_UNIX, 0, 0, 1 << _TCP_ESTABLISHED, 0,
@@ -640,8 +639,6 @@ def connected_clients(socket_paths: Iterable[str]) -> dict[str, int] | None:
 def _count(msg: bytes, by_name: Mapping[bytes, str], wanted: dict[str, int]) -> None:
     """One ``unix_diag_msg`` (16 bytes, then attributes): counted when it is an established
     end with one of the wanted names and no shutdown (its peer is still there)."""
-    import struct
-
     if len(msg) < 16 or msg[2] != _TCP_ESTABLISHED:
         return
     name, shutdown, pos = None, 0, 16

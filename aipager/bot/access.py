@@ -153,7 +153,7 @@ class Access(BaseMiddleware):
         team = self.members.current()
         if chat.id == team.chat_id:
             return  # the team saw the refusal itself
-        with i18n.use(i18n.chat_locale(team.extra.get("language"), self.state, team.chat_id)):
+        with i18n.use(i18n.chat_locale(self.members, self.state, team.chat_id)):
             line = _("👤 {name} (id {id}), who is not in the team, wrote to the bot and was "
                      "told it is private.").format(name=label or "?", id=user.id)
         self.outbox.put(Post(team.chat_id, line, low=True))

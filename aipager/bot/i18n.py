@@ -91,11 +91,12 @@ def duration(seconds: float) -> str:
     return format_timedelta(timedelta(seconds=seconds), threshold=1.0, locale=current())
 
 
-def chat_locale(cfg_language: Any, state: ChatState, chat_id: int) -> str:
+def chat_locale(members: Members, state: ChatState, chat_id: int) -> str:
     """The language of what the chat says on its own: the config's ``language`` (checked when
     the config loads), else that of the person who last spoke in the chat, else English."""
-    if isinstance(cfg_language, str) and locales.exact(cfg_language):
-        return locales.exact(cfg_language) or locales.DEFAULT
+    configured = members.current().extra.get("language")
+    if isinstance(configured, str) and (locale := locales.exact(configured)):
+        return locale
     return state.chat_langs.get(str(chat_id)) or locales.DEFAULT
 
 

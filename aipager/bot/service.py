@@ -124,7 +124,7 @@ class ChatBot:
 
     def chat_locale(self, chat_id: int) -> str:
         """The language of what the chat says on its own (``i18n.chat_locale``)."""
-        return i18n.chat_locale(self.members.current().extra.get("language"), self.state, chat_id)
+        return i18n.chat_locale(self.members, self.state, chat_id)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         spawn(self._tasks, coro, log, "a chat action")

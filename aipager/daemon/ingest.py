@@ -365,16 +365,13 @@ def native_drain_exe() -> str | None:
     scripts folder, then the folder of ``sys.executable`` (a venv's ``bin``).
     Never on ``PATH``: another installation's drain is not ours.
     """
+    from aipager.install.claude_code import is_native
+
     if native.disabled():
         return None
     for folder in dict.fromkeys((sysconfig.get_path("scripts"), os.path.dirname(sys.executable))):
         candidate = os.path.join(folder, DRAIN_EXE)
-        try:
-            with open(candidate, "rb") as fh:
-                is_elf = fh.read(4) == b"\x7fELF"
-        except OSError:
-            continue
-        if is_elf and os.access(candidate, os.X_OK):
+        if is_native(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
 
