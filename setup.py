@@ -207,6 +207,7 @@ def policy_literals_h() -> str:
         "POL_REASON_HALTED": _match_py.REASON_HALTED,
         "POL_SAFETY_PREFIX": hookside.SAFETY_PREFIX,
         "POL_REASON_UNUSABLE": hookside.REASON_UNUSABLE,
+        "POL_ENCODED_PREFIX": hookside.ENCODED_PREFIX,
         "POL_FLOOR_COMMANDS": json.dumps(list(floor.FLOOR_COMMANDS), separators=(",", ":")),
         "POL_FLOOR_NEEDLES": json.dumps([floor.KNOWN_NEEDLES[(p, False)] for p in floor.FLOOR_COMMANDS],
                                         separators=(",", ":")),

@@ -282,9 +282,9 @@ cdef int pol_write_atomic(const char* path, const char* data, size_t n) noexcept
 
 cdef int pol_prompt_kind(const JSpan* top) noexcept nogil:
     """1 a <task-notification> prompt (notes.TASK_NOTIFICATION after leading
-    whitespace), 0 another prompt, -1 decline: no string prompt, or its first
+    whitespace), 0 another prompt, -1 decline: no string prompt, its first
     character after ASCII whitespace is not ASCII (it may be a space to
-    Python's lstrip)."""
+    Python's lstrip), or it holds hookside.ENCODED_PREFIX."""
     cdef JSpan v
     cdef char* buf
     cdef long k
@@ -301,6 +301,10 @@ cdef int pol_prompt_kind(const JSpan* top) noexcept nogil:
             i += 1
         if i == k or <unsigned char>buf[i] < 0x80:
             r = 1 if k - i >= 19 and memcmp(buf + i, "<task-notification>", 19) == 0 else 0
+        # a prompt that holds an aipager message's first line anywhere (a paste's tags
+        # may wrap it): hookside._unmatched decides whether it is one (Python twin)
+        if r == 0 and memmem(buf, <size_t>k, POL_ENCODED_PREFIX, strlen(POL_ENCODED_PREFIX)) != NULL:
+            r = -1
     free(buf)
     return r
 

@@ -70,13 +70,15 @@ cdef extern from "<stdio.h>" nogil:
     int rename(const char* oldpath, const char* newpath)
 
 # The literals this file shares with the Python policy, generated from it by setup.py
-# (write_generated): _match_py.REASON_HALTED, hookside.SAFETY_PREFIX and REASON_UNUSABLE,
+# (write_generated): _match_py.REASON_HALTED, hookside.SAFETY_PREFIX, REASON_UNUSABLE and
+# ENCODED_PREFIX,
 # floor.FLOOR_COMMANDS and their needles (floor.KNOWN_NEEDLES) as JSON -- the floor's
 # command part, which no env changes -- and floor.SECRET_GLOBS (JSON, ``~`` unexpanded).
 cdef extern from "policy_literals.h":
     const char POL_REASON_HALTED[]
     const char POL_SAFETY_PREFIX[]
     const char POL_REASON_UNUSABLE[]
+    const char POL_ENCODED_PREFIX[]
     const char POL_FLOOR_COMMANDS[]
     const char POL_FLOOR_NEEDLES[]
     const char POL_FLOOR_SECRETS[]

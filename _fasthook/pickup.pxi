@@ -1058,6 +1058,14 @@ cdef int pk_decide(const HookCtx* ctx, PkNote* notes, int* count, double now,
             remaining += 1
         else:
             notes[i].expired = 0
+    if remaining == count[0]:
+        # nothing taken while a note waits: whether the prompt is blocked
+        # (hookside._unmatched: a member's note, or a claimed message) is the
+        # Python twin's to decide
+        for i in range(count[0]):
+            if not notes[i].foreign:
+                free(prompt)
+                return -1
     free(prompt)
     new = <PkSet*>calloc(1, sizeof(PkSet))
     joined = <PkSet*>calloc(1, sizeof(PkSet))

@@ -25,7 +25,6 @@ from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort, Outcome, SessionsView, Who
 from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
-from aipager.policy import chatprompt
 
 log = logging.getLogger("aipager.bot")
 
@@ -116,16 +115,9 @@ class Actions:
         line, audited) or ``failed``."""
         if sender.raw_keys and sess.state != State.WAITING:
             return await self.type_raw(sess, chat_id, msg_id, text, sender)
-        verdict = self.check_prompt(sess, text, sender)
-        if verdict.reason is not None:
-            self.audit("chat_prompt_refused", sender, session=sess.name, msg_id=msg_id,
-                       chat_id=chat_id, refused=verdict.reason.name.lower(),
-                       detail=verdict.detail or None)
-            self.react(chat_id, msg_id, "🤷")
-            self.say(chat_id, prompts.refused_words(verdict.reason, verdict.detail, tr=_),
-                     reply_to=msg_id)
+        text = prompts.words(text)
+        if not text:
             return "refused"
-        text = verdict.text
         author = {"user_id": sender.user_id, "label": sender.label, "role": sender.role}
         if quoted:
             # A reply to an older message: Claude is shown what it replies to.
@@ -141,12 +133,6 @@ class Actions:
             self.say(chat_id, why, reply_to=msg_id, session=sess.name)
             return "held"
         return await self.type_message(sess.name, chat_id, msg_id, text, author)
-
-    def check_prompt(self, sess: Session, text: str, sender: Sender) -> chatprompt.Verdict:
-        """Whether ``text`` may go in as a prompt: never as a shell command, one of
-        Claude Code's own commands or keys, and no @-mention of a file the sender's
-        role may not read (``policy.chatprompt``)."""
-        return prompts.check(self.env, sess, text, sender)
 
     async def type_raw(self, sess: Session, chat_id: int, msg_id: int, text: str,
                        sender: Sender) -> str:

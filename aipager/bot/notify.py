@@ -86,7 +86,7 @@ def _one_button(text: str, tap: SessionTap) -> dict | None:
 #: the rest (context, compaction, a session's end, refused files) arrive silently
 BUZZING_NOTICES = frozenset({NoticeName.API_ERROR, NoticeName.SAFETY_BLOCKED,
                              NoticeName.LATE_TAP, NoticeName.TYPING_CUT,
-                             NoticeName.STILL_WAITING})
+                             NoticeName.NOT_TAKEN, NoticeName.STILL_WAITING})
 
 
 class ChatNotifier:
@@ -247,10 +247,12 @@ class ChatNotifier:
             handle = self.state.handle("session", out.session)
             markup = _one_button(_("📦 Compact now"), SessionTap(h=handle, act=SessionAct.COMPACT))
         reply_to = None
-        if out.notice == NoticeName.TYPING_CUT and str(out.extra.get("chat_id")) == str(chat_id):
+        if (out.notice in (NoticeName.TYPING_CUT, NoticeName.NOT_TAKEN)
+                and str(out.extra.get("chat_id")) == str(chat_id)
+                and str(out.extra.get("msg_id", "")).isdigit()):
             # said on the message that was cut off (never a message id of another chat)
             reply_to = int(out.extra["msg_id"])
-            if self._types_again(chat_id, reply_to):
+            if out.notice == NoticeName.TYPING_CUT and self._types_again(chat_id, reply_to):
                 log.info("message %s was cut off before its Enter; it is typed again", reply_to)
                 return
             if self.state.advance_reaction(chat_id, reply_to, "🤷"):

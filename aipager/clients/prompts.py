@@ -3,12 +3,12 @@
 Every client (the chat, the web page) hands a message to a session the same way,
 so the rights it carries are the same whichever way it came:
 
-1. ``check``: never a shell command, one of Claude Code's own commands or keys,
-   and no @-mention of a file the sender's role may not read (``policy.chatprompt``).
+1. ``words``: the text as shown; nothing is filtered for what Claude Code's input
+   line might read in it: the daemon encodes it (``policy.chatprompt``).
 2. ``hold``: another person's running task, or an open dialog, makes it wait
    (``DaemonPort.queue_chat_message(held=True)``; a ``release`` output says when).
-3. ``type_with_note``: queued, its permission note written (sender, role, exact
-   text: ``policy.notes``) and typed as one paste by the daemon; audited.
+3. ``type_with_note``: queued, its permission note written (sender, role, the exact
+   encoding typed: ``policy.notes``) and typed as one paste by the daemon; audited.
 """
 
 from __future__ import annotations
@@ -24,21 +24,13 @@ from aipager.proto.errors import AipagerError
 from aipager.policy import chatprompt
 
 
-def check(env: Mapping[str, str], sess: Session, text: str, sender: Sender) -> chatprompt.Verdict:
-    """Whether ``text`` may go in as a prompt (``policy.chatprompt``): the @-mentions of a
-    role that is not exempt are judged as its reads would be (fails closed when the policy
-    cannot be read)."""
-    mention_check = None
-    if not sender.exempt:
-        from aipager.policy import model
+def words(text: str) -> str:
+    """What a message says, as it is shown and sent: control bytes removed, trimmed.
 
-        try:
-            snap = model.task_snapshot(model.current_policy(env), sender.role, env)
-            mention_check = chatprompt.read_check(snap, sess.cwd or "", paths.home(env))
-        except AipagerError as exc:
-            def mention_check(path: str, why: str = str(exc)) -> str:  # fail closed
-                return f"the policy cannot be read ({why})"
-    return chatprompt.refusal(text, mention_check=mention_check)
+    Nothing is refused for what Claude Code's input line might make of it: the daemon
+    types every message in one encoded form that line reads only as the person's words
+    (``policy.chatprompt``, ``DaemonPort.type_prompt``)."""
+    return chatprompt.clean(text).strip()
 
 
 def author(sender: Sender) -> dict[str, Any]:
@@ -90,7 +82,7 @@ async def type_with_note(port: DaemonPort, session: str, msg_id: int, chat_id: i
         port.queue_chat_message(session, msg_id, text, chat_id=chat_id,
                                 sender=who.get("label", ""))
     try:
-        await port.type_prompt(session, chatprompt.clean(text),
+        await port.type_prompt(session, text,
                                note=note(msg_id, chat_id, text, who, style), submitting=acting)
     except (AipagerError, ValueError, OSError):
         port.drop_chat_message(session, msg_id)
@@ -100,25 +92,4 @@ async def type_with_note(port: DaemonPort, session: str, msg_id: int, chat_id: i
                       session=session, msg_id=msg_id, chat_id=chat_id)
 
 
-_REFUSED = {
-    "SHELL": N_("🔒 Not sent: a message starting with ! would run as a shell command in Claude "
-                "Code, past every safety check. Ask Claude in words instead (“run ls”)."),
-    "COMMAND": N_("🔒 Not sent: a message starting with / is one of Claude Code's own commands. "
-                  "The chat reaches those through its own (/help); to send a path, start with "
-                  "a word."),
-    "MEMORY": N_("🔒 Not sent: a message starting with # would be saved to Claude's memory. "
-                 "Start with a word."),
-    "BACKGROUND": N_("🔒 Not sent: a message starting with & would start a background job. "
-                     "Start with a word."),
-    "MENTION": N_("🔒 Not sent: it @-mentions a file your role may not read"),
-}
-
-
-def refused_words(reason: Any, detail: str = "", tr: Callable[[str], str] = N_) -> str:
-    """The one line a member reads when their message is not typed (``chatprompt.Refused``);
-    ``tr``: the caller's translator (English without one)."""
-    text = tr(_REFUSED[reason.name])
-    return f"{text} ({detail})." if detail else text
-
-
-__all__ = ["author", "check", "hold", "note", "refused_words", "type_with_note"]
+__all__ = ["author", "hold", "note", "type_with_note", "words"]

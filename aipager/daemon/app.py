@@ -392,10 +392,24 @@ class Daemon:
 
     async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
                           submitting: Callable[[], None] | None = None) -> None:
-        """Type a chat message as a prompt with its permission note (``DtachIO.type_prompt``:
-        it refuses anything that is not plain prompt text; ``submitting`` runs right before
-        its Enter)."""
-        await self.session_io.type_prompt(session, text, note=note, submitting=submitting)
+        """Type a person's message as a prompt with its permission note.
+
+        The words cross into Claude Code in one encoded form (``policy.chatprompt``):
+        a first line naming the sender, every ``@`` inert but the mentions this
+        sender's rights allow as Reads (decided here, with this machine's policy and
+        the session's folder).  ``DtachIO.type_prompt`` types nothing else;
+        ``submitting`` runs right before its Enter.
+
+        Raises:
+            ValueError: nothing to send.
+        """
+        from aipager.daemon import encode
+
+        sess = self.core.registry.get(session)
+        encoded = encode.encode(self.env, text, note, cwd=sess.cwd if sess else "")
+        await self.session_io.type_prompt(session, encoded.text,
+                                          note={**note, "text": encoded.text},
+                                          submitting=submitting)
 
     async def type_text(self, session: str, text: str) -> None:
         await self.session_io.type_text(session, text)

@@ -41,7 +41,8 @@ from aipager.daemon.model import Session
 log = logging.getLogger("aipager.daemon")
 
 #: the datagrams that make an audit record
-AUDITED = (wire.SAFETY_BLOCKED, wire.SEND_FILES_REFUSED, wire.HOOK_MEMORY_CAP_HIT, wire.REPORT_ERROR)
+AUDITED = (wire.SAFETY_BLOCKED, wire.SEND_FILES_REFUSED, wire.HOOK_MEMORY_CAP_HIT, wire.REPORT_ERROR,
+           wire.PROMPT_BLOCKED)
 
 
 def iso_seconds(ts: float) -> str:
@@ -95,6 +96,12 @@ def from_event(ev: dict, sess: Session | None, now: float) -> dict[str, Any] | N
     record["label"] = sess.label if sess is not None else None
     if action == wire.SAFETY_BLOCKED:
         record.update(tool=_text(ev, "tool"), reason=_text(ev, "reason"), **_task_facts(sess))
+    elif action == wire.PROMPT_BLOCKED:
+        # the real senders of the messages the block gave up (none: a forged message)
+        notes = ev.get("given_up")
+        record.update(reason=_text(ev, "reason"), senders=[
+            {"user_id": n.get("author_user_id"), "msg_id": n.get("msg_id"), "chat_id": n.get("chat_id")}
+            for n in (notes if isinstance(notes, list) else []) if isinstance(n, dict)])
     elif action == wire.SEND_FILES_REFUSED:
         record.update(tool_use_id=_text(ev, "tool_use_id"), files=_files(ev), **_task_facts(sess))
     else:

@@ -37,6 +37,8 @@ class NoticeName(StrEnum):
     API_ERROR = "api_error"
     LATE_TAP = "late_tap"
     TYPING_CUT = "typing_cut"
+    #: a message Claude Code did not take as it was typed: given up, its author told
+    NOT_TAKEN = "not_taken"
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,12 @@ def typing_cut(label: str) -> str:
              "from Claude Code's input, not sent. Send it again.").format(session=label)
 
 
+def not_taken(label: str) -> str:
+    return _("🤷 {session} · this message was not taken as it was typed (other text was joined "
+             "to it in Claude Code's input, or Claude Code declined it). Nothing of it ran; "
+             "it was cleared. Send it again.").format(session=label)
+
+
 #: the tool whose permission request is Claude asking to leave plan mode
 PLAN_TOOL = "ExitPlanMode"
 
@@ -244,6 +250,8 @@ def notice(name: str, label: str, extra: dict) -> str | None:
             return still_waiting(label)
         case NoticeName.TYPING_CUT:
             return typing_cut(label)
+        case NoticeName.NOT_TAKEN:
+            return not_taken(label)
         case NoticeName.SESSION_END if isinstance(extra.get("reason"), str):
             return session_ended(label, extra["reason"])
         case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):

@@ -44,8 +44,9 @@ class SessionIO(Protocol):
 
     async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
                           submitting: Callable[[], None] | None = None) -> None:
-        """Paste a chat message (clean text, ``policy.chatprompt``) and press Enter,
-        after writing its permission note; a crash meanwhile is cleared at the next start.
+        """Empty the input box, paste an encoded chat message (``policy.chatprompt.encode``,
+        the note's ``text``) and press Enter, after writing its permission note; a crash
+        meanwhile is cleared at the next start.
         ``submitting`` is called right before the Enter: what a restart must not type again
         is marked there (``bot.inbox``)."""
 
@@ -124,11 +125,15 @@ class DtachIO:
         """
         from aipager.policy import chatprompt
 
-        # The last guard for every client: the chat refuses these before they get here.
-        if chatprompt.clean(text) != text or chatprompt.lead(text) is not None:
-            msg = "a chat message may not start with !, /, # or & nor hold control bytes"
+        # The last guard for every client: only an encoding reaches Claude Code's input
+        # line (``Daemon.type_prompt`` makes it), never raw text its grammar could read.
+        if not chatprompt.is_encoded(text) or note.get("text") != text:
+            msg = "only an encoded chat message is typed as a prompt (policy.chatprompt)"
             raise ValueError(msg)
-        await self._push(session, dtach.paste_writes(text), note=note, submitting=submitting)
+        # The box is made empty first: a leftover (a person's draft, text Claude Code
+        # declined) would otherwise be glued onto this message and submitted with it.
+        writes = [(dtach.CLEAR_INPUT, KEY_GAP), *dtach.paste_writes(text)]
+        await self._push(session, writes, note=note, submitting=submitting)
 
     async def type_text(self, session: str, text: str) -> None:
         """Type into ``session`` as keys (raises as ``type_prompt``)."""

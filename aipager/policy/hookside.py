@@ -205,6 +205,10 @@ def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
         snapshot.mark_open(env, session, now)
         return None
     consumed, expired, remaining = notes.pickup(env, session, prompt, now)
+    if not consumed:
+        blocked = _unmatched(prompt, remaining)
+        if blocked is not None:
+            return _block(ctx, session, blocked, expired)
     if consumed or expired:
         # at once: the notes are gone, so the daemon must learn which messages
         # Claude took even if writing the task's rules fails below
@@ -230,6 +234,57 @@ def prompt_submitted(event: dict, ctx, now: float) -> Outcome | None:
     if not text:
         return None
     out = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}}
+    return Outcome(fsio.dumps(out))
+
+
+#: chatprompt.PREFIX (hookside.pxi declines a prompt that starts with it; the
+#: literal is generated from here by setup.py)
+ENCODED_PREFIX = "Via aipager, from "
+REASON_MERGED = (
+    "aipager blocked this prompt: a message from the chat was waiting to be typed and this "
+    "prompt was not exactly that message (text left in the input box or typed meanwhile was "
+    "joined to it). Nothing was run; its author was told. Send it again."
+)
+REASON_FORGED = (
+    "aipager blocked this prompt: it is written as a message from the chat but no such "
+    "message is waiting. Nothing was run."
+)
+
+
+def _unmatched(prompt: str, waiting: list) -> list | None:
+    """The last line behind the encoding (``policy.chatprompt``): a prompt that took no
+    note is blocked when it claims to be an encoded message, or when a member's message
+    (a note that is not exempt) is waiting — its text may be inside, glued to whatever
+    else was in the input box.  Returns the member notes to give up, or None: let it
+    through (the person at the computer, with the strictest waiting rights as before)."""
+    from aipager.policy import notes
+
+    usable = [n for n in waiting if n.usable()]
+    text = prompt.lstrip()
+    if notes.PASTE_OPEN in text:
+        text = notes.unwrap_pastes(text).lstrip()
+    if text.startswith(ENCODED_PREFIX):
+        return usable  # a message glued to more, or none at all: every waiting one goes
+    members = [n for n in usable if not notes.note_rules(n)[0]]
+    return members or None
+
+
+def _block(ctx, session: str, given_up: list, expired: list) -> Outcome:
+    """Block the prompt; the members' notes it may hold are given up (reported as
+    ``prompt_blocked``, so each author is told), never left to lend or take rights."""
+    forged = not given_up
+    for note in given_up:
+        fsio.unlink_quiet(note.path)
+    ctx.send(
+        {
+            "hook_event_name": "prompt_blocked",  # wire.PROMPT_BLOCKED
+            "session": session,
+            "given_up": [n.summary() for n in given_up],
+            "expired": [n.summary() for n in expired],
+            "reason": "forged" if forged else "merged",
+        }
+    )
+    out = {"decision": "block", "reason": REASON_FORGED if forged else REASON_MERGED}
     return Outcome(fsio.dumps(out))
 
 

@@ -59,6 +59,8 @@ SL_TOKEN_KEYS = (
 
 # aipager's own datagrams, keyed by hook_event_name
 QUEUE_PICKUP = "queue_pickup"
+#: a UserPromptSubmit the hook blocked (a message glued to other text, or forged)
+PROMPT_BLOCKED = "prompt_blocked"
 SAFETY_BLOCKED = "safety_blocked"
 SEND_FILES_REFUSED = "send_files_refused"
 PERMISSION_REPLY_TIMEOUT = "permission_reply_timeout"
@@ -70,6 +72,7 @@ REPORT_ERROR = "report_error"
 
 OWN_DATAGRAMS = (
     QUEUE_PICKUP,
+    PROMPT_BLOCKED,
     SAFETY_BLOCKED,
     SEND_FILES_REFUSED,
     PERMISSION_REPLY_TIMEOUT,

@@ -105,30 +105,24 @@ class WebActions:
         why = refusal(sender, "prompt", tr=_)
         if why:
             return Result(False, why, "refused")
-        if not text.strip():
+        text = prompts.words(text)
+        if not text:
             return Result(False, _("An empty message: nothing to send."), "refused")
         if sess.state == State.GONE:
             return Result(False, _("{session} is not running.").format(session=sess.label), "failed")
         msg_id = next(self._ids)
-        verdict = prompts.check(self.env, sess, text, sender)
-        if verdict.reason is not None:
-            self.port.audit_action("chat_prompt_refused", _audited(sender), session=sess.name,
-                                   msg_id=msg_id, chat_id=WEB_CHAT,
-                                   refused=verdict.reason.name.lower(),
-                                   detail=verdict.detail or None)
-            return Result(False, prompts.refused_words(verdict.reason, verdict.detail, tr=_), "refused")
         who = prompts.author(sender)
-        entry = self.live.say(sess.name, "sent", verdict.text, msg_id=str(msg_id),
+        entry = self.live.say(sess.name, "sent", text, msg_id=str(msg_id),
                               who=sender.tag, status="sending")
         held = prompts.hold(sess, sender, tr=_)
         if held is not None:
             why, held_for = held
             self.held[msg_id] = who
-            self.port.queue_chat_message(sess.name, msg_id, verdict.text, chat_id=WEB_CHAT,
+            self.port.queue_chat_message(sess.name, msg_id, text, chat_id=WEB_CHAT,
                                          sender=sender.label, held=True, held_for=held_for)
             entry["status"] = "held"
             return Result(True, why, "held")
-        return await self._type(sess.name, msg_id, verdict.text, who, entry)
+        return await self._type(sess.name, msg_id, text, who, entry)
 
     async def _type(self, session: str, msg_id: int, text: str, who: dict[str, Any],
                     entry: dict[str, Any] | None, *, queued: bool = False) -> Result:

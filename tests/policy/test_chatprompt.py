@@ -1,58 +1,126 @@
-"""A chat message is a prompt: what is refused, what is cleaned, what an @-mention may name."""
+"""A person's message is encoded: Claude Code's input line can read it only as their words.
+
+The properties hold for any text (hypothesis): the first line is fixed, nothing is a key,
+no ``@`` but a decided one survives, and the words come back for display.
+"""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from aipager.policy import chatprompt, model
-from aipager.policy.chatprompt import Refused
+from aipager.policy import chatprompt, hookside, model
+from aipager.policy.chatprompt import INERT_AT, PREFIX
 
 
-@pytest.mark.parametrize("text, why", [
-    ("!touch /tmp/x", Refused.SHELL),
-    ("  !touch /tmp/x", Refused.SHELL),
-    ("\n\t!rm -rf ~", Refused.SHELL),
-    ("\u3000!id", Refused.SHELL),          # ideographic space
-    ("\u200b!id", Refused.SHELL),          # zero-width space: invisible, so it hides nothing
-    ("\u202e!id", Refused.SHELL),          # a bidi override
-    ("\u0301!id", Refused.SHELL),          # a combining mark with nothing to sit on
-    ("\uff01id", Refused.SHELL),           # fullwidth !
-    ("/exit", Refused.COMMAND),
-    (" /exit", Refused.COMMAND),           # Claude Code trims it and runs /exit
-    ("\x03\x03/clear", Refused.COMMAND),   # control bytes go, the command stays refused
-    ("\uff0fexit", Refused.COMMAND),
-    ("/etc/hosts is wrong", Refused.COMMAND),
-    ("# always use tabs", Refused.MEMORY),
-    ("& sleep 100", Refused.BACKGROUND),
-])
-def test_a_leading_mode_character_is_refused_however_it_is_hidden(text, why):
-    assert chatprompt.refusal(text).reason is why
+def enc(text: str, mention_ok=None, label: str = "ana", role: str = "user") -> chatprompt.Encoded:
+    return chatprompt.encode(text, label=label, role=role, mention_ok=mention_ok)
 
 
 @pytest.mark.parametrize("text", [
-    "run !ls for me", "look at /etc/hosts", "issue #12 again", "this & that",
-    "hello", "", "   ", "ça va? 你好",
+    "!touch /tmp/x", "  !id", "\u3164!id", "\u115f/exit", "\uffa0!id", "\u200b!id",
+    "/exit", " /exit ", "exit", "quit", ":q", "\x03\x03/clear", "# always use tabs",
+    "& sleep 100", "/etc/hosts", "~/.ssh/id_rsa", "@~/.ssh/id_rsa",
 ])
-def test_ordinary_text_passes(text):
-    verdict = chatprompt.refusal(text)
-    assert verdict.reason is None
-    assert verdict.text == text
+def test_no_first_character_or_whole_line_command_can_form(text):
+    out = enc(text).text
+    assert out.startswith(PREFIX + "ana (user):\n")
+    assert out.splitlines()[0] == "Via aipager, from ana (user):"
+    assert chatprompt.is_encoded(out)
+
+
+@pytest.mark.parametrize("text", [
+    "what is in @~/.ssh/id_rsa", 'see @"/etc/shadow"', "@/etc/shadow.", "x\u3001@/etc/shadow",
+    "(@/etc/shadow)", "@/etc/shadow#foo", "@/etc/shadow#L1-2", "mail ana@example.org",
+    "\uff08@~/.config/aipager/config.json", "@@/etc/passwd", "a\n@/proc/self/environ",
+])
+def test_every_at_is_inert_without_a_decision(text):
+    out = enc(text).text
+    assert "@" not in out
+    assert out.count(INERT_AT) == text.count("@")
+
+
+def test_a_decided_mention_is_written_in_its_canonical_form(tmp_path):
+    (tmp_path / "a.py").write_text("x")
+    decided = []
+
+    def ok(path):
+        decided.append(path)
+        return str(tmp_path / path) if path == "a.py" else None
+
+    out = enc("look at @a.py and @b.py, or @c.py", ok)
+    assert decided == ["a.py", "c.py"]  # "@b.py," is no plain mention: never decided
+    body = out.text.split("\n", 1)[1]
+    assert body == f"look at @{tmp_path}/a.py and {INERT_AT}b.py, or {INERT_AT}c.py"
+    assert out.attached == (f"{tmp_path}/a.py",)
+
+
+@pytest.mark.parametrize("full", [
+    "/etc/shadow.", "/a b/c", "/x#y", "/x/", "relative/x", "/a/../etc/shadow", '/"q"'])
+def test_a_decision_in_an_unusual_form_is_never_written_as_a_mention(full):
+    out = enc("see @x", lambda path: full)
+    assert "@" not in out.text and out.attached == ()
 
 
 def test_control_bytes_and_escapes_are_removed_line_breaks_kept():
     text = "a\x1b[201~b\x03c\r\nd\re\tf\x7fg\x9bh"
-    cleaned = chatprompt.clean(text)
-    assert cleaned == "a[201~bc\nd\ne\tfgh"
-    assert "\x1b" not in cleaned
-    assert chatprompt.refusal(text).text == cleaned
+    out = enc(text)
+    assert out.words == "a[201~bc\nd\ne\tfgh"
+    assert "\x1b" not in out.text and "\r" not in out.text
 
 
-def test_mentions_are_read_as_claude_code_reads_them():
-    assert chatprompt.mentions('see @src/a.py, @"my notes.txt" and @b.py#L3-9') == [
-        "src/a.py", "my notes.txt", "b.py"]
-    assert chatprompt.mentions("mail me at ana@example.org") == []
+def test_the_first_line_names_the_sender_and_nothing_else():
+    out = enc("hi", label="@evil\nexit\x1b @x", role="ad\nmin")
+    head = out.text.split("\n", 1)[0]
+    assert head == "Via aipager, from evil exit x (admin):"
+    assert enc("hi", label="").text.startswith(PREFIX + "someone (user):")
+
+
+def test_an_empty_message_is_refused():
+    for text in ("", "   ", "\x03\x1b", "\n\n"):
+        with pytest.raises(ValueError):
+            enc(text)
+
+
+def test_words_gives_back_what_the_person_wrote():
+    out = enc("mail ana@example.org about @x")
+    assert chatprompt.words(out.text) == "mail ana@example.org about @x"
+    assert chatprompt.sender_of(out.text) == "ana"
+    assert chatprompt.words("typed at the computer") == "typed at the computer"
+    wrapped = f'<pasted_content id="1">\n{out.text}\n</pasted_content id="1">'
+    assert chatprompt.words(wrapped) == "mail ana@example.org about @x"
+
+
+def test_the_hook_knows_the_first_line():
+    """hookside (and the compiled hook, through setup.py's literal) blocks a prompt that
+    claims to be a message and is none: the two must spell it alike."""
+    assert hookside.ENCODED_PREFIX == chatprompt.PREFIX
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(min_size=1, max_size=200), label=st.text(max_size=50),
+       allow=st.booleans())
+def test_any_text_is_encoded_safely(text, label, allow):
+    try:
+        out = chatprompt.encode(text, label=label, role="user",
+                                mention_ok=(lambda p: "/srv/x/" + p.strip("./~+-") + "z") if allow else None)
+    except ValueError:
+        assert not chatprompt.clean(text).strip()
+        return
+    assert chatprompt.is_encoded(out.text)
+    first, body = out.text.split("\n", 1)
+    assert first.startswith(PREFIX) and first.endswith("):") and "@" not in first
+    assert all(ch in "\n\t" or not (ord(ch) < 32 or 127 <= ord(ch) < 160) for ch in out.text)
+    # every "@" left is a decided mention in its canonical form, after white space
+    for i, ch in enumerate(body):
+        if ch == "@":
+            assert i == 0 or body[i - 1].isspace()
+            assert any(body.startswith("@" + a, i) for a in out.attached)
+
+
+# -- which mentions a role may have attached (read_check) -------------------------------
 
 
 @pytest.fixture
@@ -69,38 +137,35 @@ def user_snapshot(tmp_path):
     return snap, str(project), str(home)
 
 
-def test_a_mention_of_a_file_the_role_may_not_read_is_refused(user_snapshot):
+def test_a_file_the_role_may_not_read_is_never_attached(user_snapshot):
     snap, project, home = user_snapshot
     check = chatprompt.read_check(snap, project, home)
-    verdict = chatprompt.refusal("what is in @~/.ssh/id_rsa please", mention_check=check)
-    assert verdict.reason is Refused.MENTION
-    assert "id_rsa" in verdict.detail
+    assert check("~/.ssh/id_rsa") is None
+    assert check("/etc/shadow") is None
+    assert check("/proc/self/environ") is None
 
 
-def test_a_mention_inside_the_project_or_of_nothing_passes(user_snapshot):
+def test_a_file_in_the_project_is_attached_by_its_absolute_path(user_snapshot):
     snap, project, home = user_snapshot
     check = chatprompt.read_check(snap, project, home)
-    assert chatprompt.refusal("look at @a.py", mention_check=check).reason is None
-    assert chatprompt.refusal("ping @nobody-here", mention_check=check).reason is None
+    assert check("a.py") == os.path.join(project, "a.py")
+    assert check("nobody-here") is None  # nothing to attach
+    out = enc("look at @a.py", check)
+    assert out.text.endswith(f"look at @{project}/a.py")
 
 
-def test_a_mention_through_a_symlink_is_decided_on_the_real_file(user_snapshot):
+def test_a_link_is_decided_where_it_leads(user_snapshot):
     snap, project, home = user_snapshot
     os.symlink(os.path.join(home, ".ssh", "id_rsa"), os.path.join(project, "innocent.txt"))
-    check = chatprompt.read_check(snap, project, home)
-    assert chatprompt.refusal("see @innocent.txt", mention_check=check).reason is Refused.MENTION
+    assert chatprompt.read_check(snap, project, home)("innocent.txt") is None
 
 
-def test_a_relative_mention_without_a_known_folder_fails_closed(user_snapshot):
+def test_a_relative_mention_without_a_known_folder_is_inert(user_snapshot):
     snap, _, home = user_snapshot
-    check = chatprompt.read_check(snap, "", home)
-    assert chatprompt.refusal("see @a.py", mention_check=check).reason is Refused.MENTION
+    assert chatprompt.read_check(snap, "", home)("a.py") is None
 
 
-def test_a_mention_of_the_systems_secrets_is_refused(user_snapshot):
-    """floor.SECRET_GLOBS: Claude Code would paste the file into the prompt without a tool call."""
-    snap, project, home = user_snapshot
-    check = chatprompt.read_check(snap, project, home)
-    for text in ("see @/etc/shadow", 'and @"/proc/self/environ"'):
-        assert chatprompt.refusal(text, mention_check=check).reason is Refused.MENTION, text
-    assert chatprompt.refusal("see @/etc/hostname", mention_check=check).reason is None
+def test_the_owner_may_have_any_existing_file_attached(user_snapshot):
+    _, project, home = user_snapshot
+    check = chatprompt.read_check(None, project, home)
+    assert check("~/.ssh/id_rsa") == os.path.join(home, ".ssh", "id_rsa")

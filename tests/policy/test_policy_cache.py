@@ -7,13 +7,16 @@ import os
 
 import pytest
 
-from aipager.clients import prompts
-from aipager.clients.people import Sender
+from aipager.daemon import encode
 from aipager.daemon.model import Session
 from aipager.policy import model
-from aipager.policy.chatprompt import Refused
 
-MEMBER = Sender(7, "ann", "user", may_approve=False, may_manage=False)
+MEMBER = {"author_user_id": 7, "author_label": "ann", "role": "user"}
+
+
+def attached(env, sess, text: str) -> bool:
+    """Whether a member's @-mention is written as a mention (decided as an allowed Read)."""
+    return bool(encode.encode(env, text, MEMBER, cwd=sess.cwd).attached)
 
 
 @pytest.fixture
@@ -40,7 +43,7 @@ def test_an_unchanged_policy_file_is_not_read_again(setup):
     env, policy_file, sess, notes = setup
     policy_file.write_text(_policy([]))
     first = model.current_policy(env)
-    assert prompts.check(env, sess, "look at @notes.txt", MEMBER).reason is None
+    assert attached(env, sess, "look at @notes.txt")
     # Same inode, size and mtime: the file's version is unchanged, so what the
     # next prompt is checked with must be what was read before (its new text
     # would refuse the mention).
@@ -49,13 +52,13 @@ def test_an_unchanged_policy_file_is_not_read_again(setup):
         fh.write(_policy([notes]).ljust(st.st_size)[: st.st_size])
     os.utime(policy_file, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert model.current_policy(env) is first
-    assert prompts.check(env, sess, "look at @notes.txt", MEMBER).reason is None
+    assert attached(env, sess, "look at @notes.txt")
 
 
 def test_an_edit_of_the_policy_counts_at_the_next_prompt(setup):
     env, policy_file, sess, notes = setup
     policy_file.write_text(_policy([]))
-    assert prompts.check(env, sess, "look at @notes.txt", MEMBER).reason is None
+    assert attached(env, sess, "look at @notes.txt")
     # an edit in place that keeps the size: the new mtime tells it apart
     st = os.stat(policy_file)
     policy_file.write_text(_policy(["/nonexistent/x"]).ljust(st.st_size))
@@ -65,17 +68,16 @@ def test_an_edit_of_the_policy_counts_at_the_next_prompt(setup):
     fresh = policy_file.with_name("policy.json.new")
     fresh.write_text(_policy([notes]))
     os.replace(fresh, policy_file)
-    verdict = prompts.check(env, sess, "look at @notes.txt", MEMBER)
-    assert verdict.reason is Refused.MENTION
+    assert not attached(env, sess, "look at @notes.txt")
     # and a removed file is the built-in roles again
     policy_file.unlink()
-    assert prompts.check(env, sess, "look at @notes.txt", MEMBER).reason is None
+    assert attached(env, sess, "look at @notes.txt")
 
 
 def test_an_unusable_policy_is_not_remembered(setup):
     env, policy_file, sess, _ = setup
     policy_file.write_text("{not json")
-    verdict = prompts.check(env, sess, "look at @notes.txt", MEMBER)
-    assert verdict.reason is Refused.MENTION and "policy cannot be read" in verdict.detail
+    # fails closed: nothing is attached while the policy cannot be read
+    assert not attached(env, sess, "look at @notes.txt")
     policy_file.write_text(_policy([]))
-    assert prompts.check(env, sess, "look at @notes.txt", MEMBER).reason is None
+    assert attached(env, sess, "look at @notes.txt")

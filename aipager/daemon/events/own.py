@@ -66,6 +66,22 @@ def on_queue_pickup(ev: dict, sess: Session, ctx: Ctx) -> None:
     ctx.registry.touch(sess)
 
 
+@router.on(wire.PROMPT_BLOCKED)
+def on_prompt_blocked(ev: dict, sess: Session, ctx: Ctx) -> None:
+    """The hook blocked a prompt (``hookside._unmatched``): the chat messages it gave up
+    were never run; each author is told on their message, and the block is audited."""
+    _audit(ev, sess, ctx)
+    for key in ("given_up", "expired"):
+        for note in _notes(ev, key):
+            msg_id = str(note.get("msg_id", ""))
+            if not msg_id:
+                continue
+            sess.queue[:] = [m for m in sess.queue if m.msg_id != msg_id]
+            ctx.notice(sess, NoticeName.NOT_TAKEN, render.not_taken(sess.label),
+                       chat_id=note.get("chat_id"), msg_id=note.get("msg_id"))
+    ctx.registry.touch(sess)
+
+
 @router.on(wire.SAFETY_BLOCKED)
 def on_safety_blocked(ev: dict, sess: Session, ctx: Ctx) -> None:
     """Every block is audited and told in the chat; only a block identical to the one told

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from aipager.daemon import render, requests
+from aipager.policy import chatprompt
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events.subagents import finish_agent
 from aipager.daemon.model import Session, State
@@ -32,9 +33,10 @@ API_ERRORS = {
 
 
 def origin_of(prompt: str) -> str:
-    """Who typed a prompt: telegram, peer (another session) or terminal."""
+    """Who typed a prompt: telegram (an encoded message), peer (another session) or
+    terminal."""
     head = prompt.lstrip()[:64]
-    if head.startswith("[via Telegram"):
+    if head.startswith(chatprompt.PREFIX):
         return "telegram"
     if head.startswith("<cross-session-message"):
         return "peer"
@@ -106,7 +108,8 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.pickup_authors and origin == "terminal":
         # The hook matched chat messages to this prompt just before forwarding it.
         origin = "telegram"
-    task = reg.open_task(sess, prompt=prompt, prompt_id=prompt_id, origin=origin)
+    # shown as the person wrote it: an encoded message without its first line
+    task = reg.open_task(sess, prompt=chatprompt.words(prompt), prompt_id=prompt_id, origin=origin)
     task.authors, sess.pickup_authors = sess.pickup_authors, []
     reg.set_state(sess, State.WAITING if sess.requests else State.WORKING)
     if origin == "terminal" and sess.claude_session_id:

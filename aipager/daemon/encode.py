@@ -1,0 +1,41 @@
+"""A message's encoding for its session, decided with this machine's policy.
+
+``policy.chatprompt.encode`` does the encoding; this module supplies what only
+the daemon knows: the sender's rights (from the note's role, with the floor
+unless the role is exempt) and the session's folder, so an ``@`` mention is
+attached only when a Read of it would be allowed for that sender.  On a hub
+each host encodes for its own sessions with its own policy.  A policy that
+cannot be read leaves every ``@`` inert (fails closed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from aipager.policy import chatprompt
+from aipager.proto import paths
+from aipager.proto.errors import AipagerError
+
+
+def encode(env: Mapping[str, str], text: str, note: Mapping[str, Any], *,
+           cwd: str) -> chatprompt.Encoded:
+    """The encoding of ``text`` sent by the note's author (``note``: the permission
+    note's arguments: ``author_user_id``, ``author_label``, ``role``).
+
+    Raises:
+        ValueError: nothing to send.
+    """
+    from aipager.policy import model
+
+    role = str(note.get("role") or "user")
+    mention_ok = None
+    try:
+        if note.get("author_user_id") is not None:
+            # a note with nobody named grants no role (``policy.notes``): nothing attached
+            policy = model.current_policy(env)
+            snap = None if policy.role(role).exempt else model.task_snapshot(policy, role, env)
+            mention_ok = chatprompt.read_check(snap, cwd, paths.home(env))
+    except (AipagerError, ValueError, OSError):
+        mention_ok = None  # nothing can be decided: every @ inert
+    return chatprompt.encode(text, label=str(note.get("author_label") or ""), role=role,
+                             mention_ok=mention_ok)
