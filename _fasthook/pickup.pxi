@@ -1059,11 +1059,11 @@ cdef int pk_decide(const HookCtx* ctx, PkNote* notes, int* count, double now,
         else:
             notes[i].expired = 0
     if remaining == count[0]:
-        # nothing taken while a note waits: whether the prompt is blocked
-        # (hookside._unmatched: a member's note, or a claimed message) is the
-        # Python twin's to decide
+        # nothing taken while a note waits (not expired): whether the prompt is
+        # blocked (hookside._unmatched: a member's note) is the Python twin's
+        # to decide; a claimed message declined already (pol_prompt_kind)
         for i in range(count[0]):
-            if not notes[i].foreign:
+            if not notes[i].foreign and not notes[i].expired:
                 free(prompt)
                 return -1
     free(prompt)
