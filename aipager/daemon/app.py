@@ -23,7 +23,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 import orjson
 
 from aipager import __version__, dtach
-from aipager.proto import paths, trust
+from aipager.proto import fsio, paths, trust
 from aipager.install import claude_code
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, ordered, persist, render,
@@ -36,7 +36,7 @@ from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
-from aipager.daemon.model import Request, Session
+from aipager.daemon.model import Request, Session, State
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
@@ -67,6 +67,9 @@ DIALOG_WAIT = 10.0
 STOP_DEBOUNCE = 2.0
 #: how long a model switch is watched for Claude Code saving it in its settings
 MODEL_SAVE_WAIT = 10.0
+#: a message typed into an idle session and not taken this long after its Enter was declined
+#: by Claude Code (it submits at once; generous for a loaded machine)
+DECLINE_SECONDS = 20.0
 
 
 class LogNotifier:
@@ -410,6 +413,32 @@ class Daemon:
         await self.session_io.type_prompt(session, encoded.text,
                                           note={**note, "text": encoded.text},
                                           submitting=submitting)
+        if sess is not None and sess.state == State.READY:
+            # Claude was idle: Claude Code submits at once, or declined the text
+            self._spawn(self._check_taken(session, note))
+
+    async def _check_taken(self, session: str, note: Mapping[str, Any]) -> None:
+        """A message typed into an idle session that Claude Code still has not taken after
+        ``DECLINE_SECONDS`` was declined (it sits in the input box): the box is emptied, its
+        note deleted (a late submission is then blocked by the hook as no message) and its
+        author told on the message.  A busy session queues messages: not checked."""
+        from aipager.policy import notes
+
+        await asyncio.sleep(DECLINE_SECONDS)
+        sess = self.core.registry.get(session)
+        waiting = [n for n in notes.list_notes(self.env, session)
+                   if isinstance(n.doc, dict) and n.doc.get("msg_id") == note.get("msg_id")
+                   and n.doc.get("chat_id") == note.get("chat_id")]
+        if not waiting or sess is None or sess.state != State.READY:
+            return
+        log.warning("Claude Code did not take a chat message in %s: cleared", session)
+        for found in waiting:
+            fsio.unlink_quiet(found.path)
+        with contextlib.suppress(AipagerError, OSError):
+            await self.session_io.press(session, [dtach.CLEAR_INPUT])
+        self.drop_chat_message(session, note.get("msg_id", ""))
+        self.core.ctx.notice(sess, NoticeName.NOT_TAKEN, render.not_taken(sess.label),
+                             chat_id=note.get("chat_id"), msg_id=note.get("msg_id"))
 
     async def type_text(self, session: str, text: str) -> None:
         await self.session_io.type_text(session, text)

@@ -190,7 +190,7 @@ def sender_of(prompt: str) -> str:
     return head[len(PREFIX):].rsplit(" (", 1)[0]
 
 
-def read_check(snap: dict, cwd: str, home: str) -> Callable[[str], str | None]:
+def read_check(snap: dict | None, cwd: str, home: str) -> Callable[[str], str | None]:
     """A ``mention_ok`` that decides each mentioned path as a Read of it would be decided
     for the task (``snap``: the sender's rules with the floor), so a mention reaches no
     further than the tools do.  ``snap`` None: the owner (every existing file)."""

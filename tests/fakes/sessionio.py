@@ -14,6 +14,8 @@ class FakeSessions:
         self.live: set[str] = set()
         self.typed: list[tuple[str, str, dict | None]] = []
         self.keys: list[tuple[str, list[bytes]]] = []
+        #: the encodings as typed (``policy.chatprompt``), in order
+        self.pasted: list[tuple[str, str]] = []
         #: what ``recover_typing`` reports once: messages a crash cut off mid-paste
         self.cut: list[dict[str, Any]] = []
 
@@ -27,13 +29,16 @@ class FakeSessions:
                           submitting: Any = None) -> None:
         from aipager.policy import chatprompt
 
-        if chatprompt.clean(text) != text or chatprompt.lead(text) is not None:
-            msg = "not a prompt"  # as DtachIO refuses it
+        if not chatprompt.is_encoded(text) or dict(note).get("text") != text:
+            msg = "not an encoded message"  # as DtachIO refuses it
             raise ValueError(msg)
         if session in self.live and submitting is not None:
             submitting()
         await self.type_text(session, text)
-        self.typed[-1] = (session, text, dict(note))
+        # what the person wrote (the encoding's body): what the tests compare; the whole
+        # encoding as typed is kept in ``pasted``
+        self.typed[-1] = (session, chatprompt.words(text), dict(note))
+        self.pasted.append((session, text))
 
     async def type_text(self, session: str, text: str) -> None:
         if session not in self.live:
