@@ -12,11 +12,14 @@ again when its file changes, so a member added with ``aipager config member add`
 from the next message on.
 
 As an inner middleware (``Access.rights``, once aiogram has picked the handler)
-it checks *what*: a handler declares the right its role needs as a flag,
-``flags={"rights": "prompt" | "approve" | "manage"}``, and a sender whose role
-lacks it is refused before the handler runs, in ``actions.refusal``'s words (a
-message gets a reply, a tap a toast).  What depends on the session ("only the
-task's author or an admin") is checked by the handler, which knows the session.
+it checks *what*: a handler declares the right its role needs as a flag
+(``rights.need``: ``{"rights": "prompt" | "approve" | "manage" | ""}``; a button the
+same as the command it repeats, ``rights.like``), and a sender whose role lacks it is
+refused before the handler runs, in ``actions.refusal``'s words (a message gets a reply,
+a tap a toast).  A tap handler that declares nothing is held to the strictest right
+(``rights.UNDECLARED``): a forgotten flag must not open a button to every member.  What
+depends on the session ("only the task's author or an admin") is checked by the handler,
+which knows the session.
 
 ``TapAnswer`` is aiogram's ``CallbackAnswerMiddleware``: handlers (and the
 refusals here) set ``callback_answer.text``, and every tap is answered once,
@@ -34,7 +37,7 @@ from aiogram.dispatcher.flags import get_flag
 from aiogram.types import CallbackQuery, Message, TelegramObject
 from aiogram.utils.callback_answer import CallbackAnswer, CallbackAnswerMiddleware
 
-from aipager.bot import i18n
+from aipager.bot import i18n, rights
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import Outbox, Post
 from aipager.bot.strangers import Strangers
@@ -101,6 +104,8 @@ class Access(BaseMiddleware):
                      event: TelegramObject, data: dict[str, Any]) -> Any:
         """The inner middleware: the handler's ``rights`` flag against the sender's role."""
         need = get_flag(data, "rights")
+        if need is None and isinstance(event, CallbackQuery):
+            need = rights.UNDECLARED
         why = refusal(data["sender"], need, tr=_) if need else None
         if not why:
             return await handler(event, data)
