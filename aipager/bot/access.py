@@ -70,12 +70,16 @@ class Access(BaseMiddleware):
     ``rights`` refuses a handler the sender's role may not use (inner)."""
 
     def __init__(self, members: Members, state: ChatState, outbox: Outbox,
-                 strangers: Strangers, clock: Callable[[], float] = time.time) -> None:
+                 strangers: Strangers, clock: Callable[[], float] = time.time,
+                 policy: Callable[[], None] | None = None) -> None:
         self.members = members
         self.state = state
         self.outbox = outbox
         self.strangers = strangers
         self.clock = clock
+        #: looks at the policy file first (``policywatch.PolicyWatch.check``): a member
+        #: refused because it is damaged and the owner's notice of it arrive together
+        self.policy = policy
 
     async def __call__(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
                        event: TelegramObject, data: dict[str, Any]) -> Any:
@@ -88,6 +92,8 @@ class Access(BaseMiddleware):
         user = event.from_user
         if chat is None or user is None or user.is_bot:
             return None
+        if self.policy is not None:
+            self.policy()
         sender = self.members.sender(chat.id, user)
         if sender is None and self._joining(event, chat.id):
             # An invitation code: the /join handler checks it; nothing else is reachable.

@@ -194,5 +194,6 @@ def origin_allowed(headers: Any, allowed: frozenset[str]) -> bool:
     return headers.get("Sec-Fetch-Site") == "same-origin"
 
 
-__all__ = ["COOKIE", "INIT_DATA_MAX_AGE", "INIT_DATA_SKEW", "AuthError", "Logins", "NotMember", "TelegramUser", "check_init_data", "digest",
-           "host_allowed", "init_data_hash", "origin_allowed", "origin_of"]
+__all__ = ["COOKIE", "INIT_DATA_MAX_AGE", "INIT_DATA_SKEW", "AuthError", "Logins", "NotMember",
+           "TelegramUser", "check_init_data", "digest", "host_allowed", "init_data_hash",
+           "origin_allowed", "origin_of"]

@@ -4,6 +4,7 @@ what the fake Bot API received and what reached the terminal decide each outcome
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from bot.conftest import eventually
@@ -421,3 +422,44 @@ async def test_a_tap_handler_without_a_declared_right_is_held_to_the_strictest(c
             "message": {"message_id": 1, "date": 0, "chat": {"id": GROUP, "type": "supergroup"}}}}
         await dp.feed_update(chat.bot.bot, Update.model_validate(raw))
     assert ran == [PEOPLE["admin"]["id"]]
+
+
+# -- a damaged policy file ------------------------------------------------------------
+
+NOTICE = "safety policy cannot be used"
+
+
+async def test_a_damaged_policy_locks_members_out_and_the_owner_hears_it_once(chat):
+    session = chat.start("jim")
+    policy = paths.policy_user_file(chat.bot.env)
+    os.makedirs(os.path.dirname(policy), exist_ok=True)
+    with open(policy, "w", encoding="utf-8") as fh:
+        # a token in the broken line: the chat must name the line, never quote it
+        fh.write('{\n  "roles": {"user": {"may_prompt": true, "note": "sk-SECRET"\n')
+    await _says(chat, "admin", "/jim check the logs")
+    refused = await _reply(chat, "admin", lambda p: p["text"].startswith("🔒"))
+    assert "safety policy cannot be read" in refused["text"] and "owner fixes it" in refused["text"]
+    await _says(chat, "user", "/jim and again")
+    await _reply(chat, "user", lambda p: p["text"].startswith("🔒") and p is not refused)
+    notices = [t for t in chat.sent_texts() if NOTICE in t]
+    assert len(notices) == 1, notices
+    assert policy in notices[0] and "line" in notices[0] and "SECRET" not in notices[0]
+    assert chat.sessions.typed == []
+    # the owner still acts, and the timer's looks tell nothing new
+    await _says(chat, "owner", "/jim fix the policy")
+    await eventually(lambda: chat.sessions.typed)
+    chat.bot.policy.check()
+    assert len([t for t in chat.sent_texts() if NOTICE in t]) == 1
+    # fixed: members have their rights back, and the chat hears it
+    os.unlink(policy)
+    await _says(chat, "admin", "/jim now it works")
+    await eventually(lambda: len(chat.sessions.typed) == 2, what="the admin's message typed")
+    assert chat.sessions.typed[1][1] == "now it works"
+    await chat.fake.wait_for("sendMessage", lambda p: "usable again" in str(p["text"]))
+    # broken again: told again, once
+    with open(policy, "w", encoding="utf-8") as fh:
+        fh.write("{")
+    chat.bot.policy.check()
+    chat.bot.policy.check()
+    await eventually(lambda: len([t for t in chat.sent_texts() if NOTICE in t]) == 2)
+    assert session

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from aipager.web.auth import (AuthError, Logins, check_init_data, host_allowed, origin_allowed)
