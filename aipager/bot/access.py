@@ -12,11 +12,14 @@ again when its file changes, so a member added with ``aipager config member add`
 from the next message on.
 
 As an inner middleware (``Access.rights``, once aiogram has picked the handler)
-it checks *what*: a handler declares the right its role needs as a flag,
-``flags={"rights": "prompt" | "approve" | "manage"}``, and a sender whose role
-lacks it is refused before the handler runs, in ``actions.refusal``'s words (a
-message gets a reply, a tap a toast).  What depends on the session ("only the
-task's author or an admin") is checked by the handler, which knows the session.
+it checks *what*: a handler declares the right its role needs as a flag
+(``rights.need``: ``{"rights": "prompt" | "approve" | "manage" | ""}``; a button the
+same as the command it repeats, ``rights.like``), and a sender whose role lacks it is
+refused before the handler runs, in ``actions.refusal``'s words (a message gets a reply,
+a tap a toast).  A tap handler that declares nothing is held to the strictest right
+(``rights.UNDECLARED``): a forgotten flag must not open a button to every member.  What
+depends on the session ("only the task's author or an admin") is checked by the handler,
+which knows the session.
 
 ``TapAnswer`` is aiogram's ``CallbackAnswerMiddleware``: handlers (and the
 refusals here) set ``callback_answer.text``, and every tap is answered once,
@@ -34,7 +37,7 @@ from aiogram.dispatcher.flags import get_flag
 from aiogram.types import CallbackQuery, Message, TelegramObject
 from aiogram.utils.callback_answer import CallbackAnswer, CallbackAnswerMiddleware
 
-from aipager.bot import i18n
+from aipager.bot import i18n, rights
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import Outbox, Post
 from aipager.bot.strangers import Strangers
@@ -67,12 +70,16 @@ class Access(BaseMiddleware):
     ``rights`` refuses a handler the sender's role may not use (inner)."""
 
     def __init__(self, members: Members, state: ChatState, outbox: Outbox,
-                 strangers: Strangers, clock: Callable[[], float] = time.time) -> None:
+                 strangers: Strangers, clock: Callable[[], float] = time.time,
+                 policy: Callable[[], None] | None = None) -> None:
         self.members = members
         self.state = state
         self.outbox = outbox
         self.strangers = strangers
         self.clock = clock
+        #: looks at the policy file first (``policywatch.PolicyWatch.check``): a member
+        #: refused because it is damaged and the owner's notice of it arrive together
+        self.policy = policy
 
     async def __call__(self, handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
                        event: TelegramObject, data: dict[str, Any]) -> Any:
@@ -85,6 +92,8 @@ class Access(BaseMiddleware):
         user = event.from_user
         if chat is None or user is None or user.is_bot:
             return None
+        if self.policy is not None:
+            self.policy()
         sender = self.members.sender(chat.id, user)
         if sender is None and self._joining(event, chat.id):
             # An invitation code: the /join handler checks it; nothing else is reachable.
@@ -101,6 +110,8 @@ class Access(BaseMiddleware):
                      event: TelegramObject, data: dict[str, Any]) -> Any:
         """The inner middleware: the handler's ``rights`` flag against the sender's role."""
         need = get_flag(data, "rights")
+        if need is None and isinstance(event, CallbackQuery):
+            need = rights.UNDECLARED
         why = refusal(data["sender"], need, tr=_) if need else None
         if not why:
             return await handler(event, data)

@@ -20,6 +20,7 @@ import re
 from typing import Any, Coroutine, Mapping
 
 from aipager import config, locales
+from aipager.clients import members as members_mod
 from aipager.proto import paths
 from aipager.install import telegram_check
 from aipager.aio import cancel_and_wait, every, spawn
@@ -29,6 +30,7 @@ from aipager.bot.actions import Actions
 from aipager.bot.i18n import N_, _
 from aipager.bot.notify import ChatNotifier
 from aipager.bot.outbox import Action, Outbox, Post
+from aipager.bot.policywatch import PolicyWatch
 from aipager.bot.strangers import Strangers
 from aipager.daemon.model import State
 from aipager.daemon.port import DaemonPort, SessionsView
@@ -41,6 +43,8 @@ SAVE_SECONDS = 1.0
 TYPING_SECONDS = 4.5
 #: seconds between checks of the session shortcuts in the command menu
 MENU_SECONDS = 3.0
+#: seconds between looks at the policy file (a stat; the file is read when it changed)
+POLICY_SECONDS = 3.0
 #: seconds between removals of day-old files
 FILES_SWEEP_SECONDS = 3600.0
 #: how long shutdown waits for the outbox to empty
@@ -82,6 +86,9 @@ class ChatBot:
         #: "ok", or what is wrong with reaching Telegram ("unreachable", "conflict", "token")
         self.telegram = "starting"
         self._dirty = False
+        #: tells the chat when the policy file stops or starts being usable
+        self.policy = PolicyWatch(self.members, self.outbox,
+                                  lambda: members_mod.policy_problem(self.env), self.chat_locale)
         self._closed = False
         self._tasks: set[asyncio.Task] = set()
         self._chat_locks: dict[int, asyncio.Lock] = {}
@@ -167,7 +174,8 @@ class ChatBot:
         # a restart forgets what it asked for.
         dp = Dispatcher(storage=MemoryStorage())
         strangers = Strangers()
-        access = Access(self.members, self.state, self.outbox, strangers)
+        access = Access(self.members, self.state, self.outbox, strangers,
+                        policy=self.policy.check)
         # Taps are answered first of all, so that every tap (a stranger's, a refused one,
         # one a handler fails on) is answered once, after its handler, with the text the
         # handler or the refusal set.
@@ -205,6 +213,7 @@ class ChatBot:
         loops = [self._every(SAVE_SECONDS, self._save_if_dirty),
                  self._every(TYPING_SECONDS, self._typing),
                  self._every(MENU_SECONDS, self._menu),
+                 self._every(POLICY_SECONDS, self.policy.check),
                  self._every(FILES_SWEEP_SECONDS, self._sweep_files),
                  self._introduce(dp)]
         for coro in loops:

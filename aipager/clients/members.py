@@ -17,21 +17,31 @@ from typing import Any, Mapping
 from aipager import config
 from aipager.proto import paths
 from aipager.clients.people import Sender
-from aipager.proto.errors import AipagerError, ConfigError
+from aipager.proto.errors import AipagerError, ConfigError, PatternError, PolicySchemaError
 from aipager.proto.fsnames import file_stamp
 
 log = logging.getLogger("aipager.clients")
 
 
 def load_policy(env: Mapping[str, str]) -> Any:
-    """The owner's policy, or why it is unusable (a string); read again only when the file
-    changed (``model.current_policy``)."""
+    """The owner's policy, or why it is unusable (a string naming the file, fit for the
+    chat); read again only when the file changed (``model.current_policy``)."""
     from aipager.policy import model
 
     try:
         return model.current_policy(env)
+    except (PolicySchemaError, PatternError):
+        # their words quote the file's values; the daemon's log has them (``floorwatch``)
+        return (f"{paths.policy_user_file(env)} does not follow the policy's rules "
+                "(`aipager policy check` lists what is wrong)")
     except AipagerError as exc:
-        return str(exc)
+        return str(exc)  # fsio's words: the file and the line, never the decoder's
+
+
+def policy_problem(env: Mapping[str, str]) -> str:
+    """Why the owner's policy file cannot be used ("" when it can), as ``load_policy``."""
+    policy = load_policy(env)
+    return policy if isinstance(policy, str) else ""
 
 
 def with_rights(policy: Any, user_id: int, label: str, role_name: str, *,
@@ -46,7 +56,8 @@ def with_rights(policy: Any, user_id: int, label: str, role_name: str, *,
         if role_name != "owner":
             # Unusable policy or unknown role: no rights rather than guessed ones.
             log.error("role %r of %s cannot be resolved (%s): no rights", role_name, label, exc)
-            return Sender(user_id, label, role_name, False, False, False)
+            return Sender(user_id, label, role_name, False, False, False,
+                          policy_unusable=isinstance(policy, str))
         return Sender(user_id, label, role_name)
     # Raw keystrokes (``!cmd``, Claude Code's own commands) only ever for an owner
     # who opted in: they pass no check at all.
@@ -103,4 +114,4 @@ class Members:
         return with_rights(load_policy(self._env), user_id, label, role_name, raw_keys=raw)
 
 
-__all__ = ["Members", "load_policy", "with_rights"]
+__all__ = ["Members", "load_policy", "policy_problem", "with_rights"]

@@ -31,6 +31,9 @@ class Sender:
     raw_keys: bool = False
     #: their Telegram @username ("" when they have none)
     username: str = ""
+    #: the owner's policy file cannot be used, so this member has no rights for now
+    #: (``members.with_rights``): a refusal says so rather than blame their role
+    policy_unusable: bool = False
 
     @property
     def tag(self) -> str:
@@ -75,6 +78,9 @@ def refusal(sender: Sender, what: str, sess: Session | None = None,
     Approving and stopping another person's task takes an admin (``may_manage``):
     a member's tap never reaches past the task they started themselves.
     """
+    if sender.policy_unusable:
+        return tr(N_("aipager's safety policy cannot be read right now, so members may do "
+                     "nothing here until the owner fixes it."))
     if what == "prompt" and not sender.may_prompt:
         return tr(N_("Your role may not send messages to Claude here."))
     if what == "manage" and not sender.may_manage:

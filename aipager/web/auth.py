@@ -25,8 +25,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import parse_qsl, urlsplit
 
-#: how old Telegram's ``auth_date`` may be
-INIT_DATA_MAX_AGE = 24 * 3600
+#: how old Telegram's ``auth_date`` may be by default (``web.service.Settings``): an
+#: initData that leaked (a proxy's log, a shared screen) signs in as its user until then, and
+#: Telegram signs a fresh one each time the Mini App is opened
+INIT_DATA_MAX_AGE = 3600
+#: how far in the future ``auth_date`` may lie: this computer's clock a little behind
+#: Telegram's; more is not a clock, it is an initData made to outlive ``max_age``
+INIT_DATA_SKEW = 60
 #: an unused login link works this long
 LOGIN_TTL = 24 * 3600
 #: a browser stays signed in this long (while the daemon runs)
@@ -72,7 +77,7 @@ def check_init_data(init_data: str, bot_token: str, now: float | None = None,
 
     Raises:
         AuthError: no or a wrong signature, a repeated field, no usable ``auth_date``
-            (or older than ``max_age``), no user.
+            (older than ``max_age``, or more than ``INIT_DATA_SKEW`` in the future), no user.
     """
     if not bot_token:
         raise AuthError("Telegram is not set up here")
@@ -90,8 +95,10 @@ def check_init_data(init_data: str, bot_token: str, now: float | None = None,
     except ValueError:
         raise AuthError("initData has no auth_date") from None
     now = time.time() if now is None else now
+    if auth_date - now > INIT_DATA_SKEW:
+        raise AuthError("initData is dated in the future: check this computer's clock")
     if now - auth_date > max_age:
-        raise AuthError("initData is too old: open the app again")
+        raise AuthError("initData is too old: close the app and open it again")
     try:
         user = json.loads(fields.get("user", ""))
         uid = user["id"]
@@ -187,5 +194,6 @@ def origin_allowed(headers: Any, allowed: frozenset[str]) -> bool:
     return headers.get("Sec-Fetch-Site") == "same-origin"
 
 
-__all__ = ["COOKIE", "AuthError", "Logins", "NotMember", "TelegramUser", "check_init_data", "digest",
-           "host_allowed", "init_data_hash", "origin_allowed", "origin_of"]
+__all__ = ["COOKIE", "INIT_DATA_MAX_AGE", "INIT_DATA_SKEW", "AuthError", "Logins", "NotMember",
+           "TelegramUser", "check_init_data", "digest", "host_allowed", "init_data_hash",
+           "origin_allowed", "origin_of"]

@@ -8,7 +8,10 @@ Where it listens (first found wins):
   interfaces unless the person asks);
 - ``AIPAGER_WEB_PUBLIC_URL`` / ``web_public_url``: the HTTPS address the person put in
   front of it for the Telegram Mini App (``tailscale serve``, a tunnel); its name is
-  then answered too.
+  then answered too;
+- ``AIPAGER_WEB_INIT_DATA_MAX_AGE`` / ``web_init_data_max_age``: seconds a Mini App's
+  signed initData is accepted (default ``auth.INIT_DATA_MAX_AGE``, an hour; at most a
+  day): the app is then closed and opened again, which signs a fresh one.
 
 A port that cannot be bound is logged and the daemon runs on without the page.
 """
@@ -33,7 +36,7 @@ from aipager.proto.errors import ConfigError
 from aipager.web.actions import WebActions, default_folder
 from aipager.proto import paths
 from aipager.web import links
-from aipager.web.auth import Logins, origin_of
+from aipager.web.auth import INIT_DATA_MAX_AGE, Logins, origin_of
 from aipager.web.live import WebNotifier
 from aipager.web.routes import make_app
 from aipager.web.who import People
@@ -44,6 +47,8 @@ DEFAULT_PORT = 7180
 DEFAULT_HOST = "127.0.0.1"
 #: Telegram's web client shows a Mini App in a frame of its own
 TELEGRAM_WEB = "https://web.telegram.org"
+#: the longest initData age a person may set: what it was before it became configurable
+INIT_DATA_MAX_AGE_LIMIT = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -51,13 +56,16 @@ class Settings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     public_url: str = ""
+    #: seconds a Mini App's initData is accepted after Telegram signed it
+    init_data_max_age: float = INIT_DATA_MAX_AGE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], cfg: config.Config | None) -> Settings:
         """The settings from the environment, else the config, else the defaults.
 
         Raises:
-            ConfigError: a port that is no port, a public URL that is not HTTPS.
+            ConfigError: a port that is no port, a public URL that is not HTTPS, an
+                initData age that is not 60 s to a day.
         """
         extra = cfg.extra if cfg is not None else {}
 
@@ -73,8 +81,19 @@ class Settings:
         except (TypeError, ValueError):
             msg = f"the web page's port {raw_port!r} is not a port number (0-65535)"
             raise ConfigError(msg) from None
+        raw_age = pick("AIPAGER_WEB_INIT_DATA_MAX_AGE", "web_init_data_max_age",
+                       INIT_DATA_MAX_AGE)
+        try:
+            age = float(raw_age)
+            # under a minute the clock skew allowed ahead is longer than the age allowed behind
+            if not 60 <= age <= INIT_DATA_MAX_AGE_LIMIT or isinstance(raw_age, bool):
+                raise ValueError
+        except (TypeError, ValueError):
+            msg = (f"web_init_data_max_age {raw_age!r} is not a number of seconds from 60 to "
+                   f"{INIT_DATA_MAX_AGE_LIMIT} (how long a Mini App stays signed in)")
+            raise ConfigError(msg) from None
         return cls(str(pick("AIPAGER_WEB_HOST", "web_host", DEFAULT_HOST)), port,
-                   config.web_public_url(env, cfg))
+                   config.web_public_url(env, cfg), age)
 
     def name(self, port: int) -> str:
         """``host:port`` as a browser's Host header names it."""
@@ -128,7 +147,7 @@ class WebPage:
         self.env = dict(env)
         self.settings = settings
         self.members = Members(self.env, cfg) if cfg is not None else None
-        self.people = People(self.env, self.members)
+        self.people = People(self.env, self.members, settings.init_data_max_age)
         folder = paths.page_links_dir(self.env)
         self.logins = Logins(made_elsewhere=lambda hashed, now: links.take(folder, hashed, now))
         self.port: DaemonPort | None = None

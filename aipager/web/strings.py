@@ -32,6 +32,7 @@ PAGE = (
     N_("No session runs. Start one here or with `aipager session NAME`."),
     N_("Not signed in. Open the link `aipager start` printed on this computer, or open aipager from its Telegram bot."),
     N_("Nothing recorded yet."),
+    N_("Telegram's sign-in for this page has run out. Close aipager and open it again from the bot."),
     N_("Nothing said here since the daemon started."),
     N_("Nothing waits for you."),
     N_("Or answer in words"),

@@ -15,7 +15,7 @@ from aipager.proto import paths
 from aipager.clients.members import Members, load_policy, with_rights
 from aipager.clients.people import Sender
 from aipager.proto.fsnames import file_stamp
-from aipager.web.auth import AuthError, NotMember, check_init_data
+from aipager.web.auth import INIT_DATA_MAX_AGE, AuthError, NotMember, check_init_data
 
 #: how the owner at the machine is named (verdict lines, the audit log)
 LOCAL_LABEL = "web"
@@ -27,11 +27,14 @@ class People:
     Args:
         env: paths (the policy file) and knobs.
         members: the config's members, or None before Telegram is set up.
+        max_age: seconds a Mini App's initData is good for after Telegram signed it.
     """
 
-    def __init__(self, env: Mapping[str, str], members: Members | None) -> None:
+    def __init__(self, env: Mapping[str, str], members: Members | None,
+                 max_age: float = INIT_DATA_MAX_AGE) -> None:
         self.env = env
         self.members = members
+        self.max_age = max_age
         self._local: tuple[Any, Sender] | None = None
 
     def local(self) -> Sender:
@@ -54,7 +57,7 @@ class People:
         if self.members is None:
             raise AuthError("Telegram is not set up here")
         cfg = self.members.current()
-        user = check_init_data(init_data, cfg.bot_token, now)
+        user = check_init_data(init_data, cfg.bot_token, now, self.max_age)
         sender = self.members.sender(cfg.chat_id, user)
         if sender is None:
             raise NotMember("you are not a member here")

@@ -4,11 +4,13 @@ what the fake Bot API received and what reached the terminal decide each outcome
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from bot.conftest import eventually
 
 from aipager import config
+from aipager.bot.callbacks import SessionAct, SessionTap, VoiceAct, VoiceTap
 from aipager.proto import paths
 
 GROUP = -100777
@@ -224,3 +226,240 @@ async def test_a_groups_settings_are_the_admins_to_change(chat):
                                      lambda p: p["callback_query_id"] == query)
     assert toast["text"] == "Saved." and chat.bot.state.prefs_of(GROUP)["diffs"]
     assert len([p for p in chat.fake.calls_of("answerCallbackQuery")]) == 2  # once each
+
+
+# -- every button needs the right of the command that showed it ----------------------
+
+REFUSED = {"manage": "Only an admin may do that here.",
+           "prompt": "Your role may not send messages to Claude here.",
+           "approve": "Your role may not answer Claude's requests."}
+
+
+def _markup(chat, pred=lambda m: True):
+    """The last bot message with buttons (matching ``pred``): its id and {label: data}."""
+    message = [m for m in chat.fake.bot_messages(GROUP) if m.get("reply_markup") and pred(m)][-1]
+    return message["message_id"], {b["text"]: b["callback_data"]
+                                   for row in message["reply_markup"]["inline_keyboard"]
+                                   for b in row}
+
+
+async def _shown_by(chat, command, pred, who="owner"):
+    """The buttons an allowed member's ``command`` showed (``pred``: its message's text)."""
+    await _says(chat, who, command)
+    await chat.fake.wait_for("sendMessage", lambda p: pred(str(p["text"])))
+    return _markup(chat, lambda m: pred(m["text"]))
+
+
+async def _two_sessions(chat):
+    chat.start("jim"), chat.start("bob")
+
+
+def _tap_on(cb):
+    """A button of ``cb``'s kind on the owner's /status answer (kinds no command shows on
+    demand: a context warning's Compact now, a voice note's ✅)."""
+    async def setup(chat):
+        chat.start("jim")
+        handle = chat.bot.state.handle("session", "claude-jim")
+        await _says(chat, "owner", "/status")
+        await _reply(chat, "owner", lambda p: "jim" in p["text"])
+        said = [m for m in chat.fake.bot_messages(GROUP) if "jim" in m["text"]][-1]
+        return said["message_id"], {"it": cb(handle).pack()}
+    return setup
+
+
+async def _model(chat):
+    chat.start("jim")
+    await _says(chat, "owner", "/jim")
+    await _reply(chat, "owner", lambda p: "go to jim now" in p["text"])
+    return await _shown_by(chat, "/model", lambda t: "Switch it" in t)
+
+
+async def _kill_picker(chat):
+    await _two_sessions(chat)
+    return await _shown_by(chat, "/kill", lambda t: "end" in t.lower() and "?" in t)
+
+
+async def _kill_question(chat):
+    chat.start("jim")
+    return await _shown_by(chat, "/kill jim", lambda t: t.startswith("End session jim?"))
+
+
+async def _resume(chat):
+    session = chat.start("jim")
+    chat.sessions.live.discard(session)
+    chat.feed(session, "SessionEnd", reason="exit")
+    return await _shown_by(chat, "/resume", lambda t: "resume" in t.lower())
+
+
+async def _status(chat):
+    await _two_sessions(chat)
+    return await _shown_by(chat, "/status", lambda t: "Tap a session" in t)
+
+
+async def _picker(chat):
+    await _two_sessions(chat)
+    await chat.fake.wait_for("setMyCommands")  # the bot knows its @name: the mention counts
+    return await _shown_by(chat, "@aipager_test_bot run the tests",
+                           lambda t: "Which session is this message for" in t)
+
+
+async def _question(chat):
+    session = chat.start("jim")
+    questions = [{"question": "Which colour?", "header": "Colour", "multiSelect": False,
+                  "options": [{"label": "Red", "description": ""}]}]
+    chat.feed(session, "UserPromptSubmit", prompt="pick", prompt_id="p1")
+    for event in ("PreToolUse", "PermissionRequest"):
+        chat.feed(session, event, tool_name="AskUserQuestion", tool_use_id="q1",
+                  tool_input={"questions": questions})
+    await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith("❓"))
+    return _markup(chat, lambda m: m["text"].startswith("❓"))
+
+
+async def _card(chat):
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
+    await chat.fake.wait_for("sendMessage", lambda p: "⏹ Stop" in str(p.get("reply_markup")))
+    return _markup(chat, lambda m: "⏹ Stop" in str(m["reply_markup"]))
+
+
+def _settings(label):
+    async def setup(chat):
+        mid, buttons = await _shown_by(chat, "/settings", lambda t: "Settings for this chat" in t)
+        return mid, {k: v for k, v in buttons.items() if k.startswith(label)}
+    return setup
+
+
+# (the button's setup, who taps, the right they lack): a ``user`` for what needs an admin,
+# a ``read_only`` member for what needs the right to prompt or to answer
+BUTTONS = {
+    "model picker": (_model, "user", "manage"),
+    "kill picker": (_kill_picker, "user", "manage"),
+    "kill yes / cancel": (_kill_question, "user", "manage"),
+    "resume picker": (_resume, "user", "manage"),
+    "settings: reply style": (_settings("💬"), "user", "manage"),
+    "settings: card detail": (_settings("🗂"), "user", "manage"),
+    "settings: quiet": (_settings("🔕"), "user", "manage"),
+    "settings: voice notes": (_settings("🎙"), "user", "manage"),
+    "status: use a session": (_status, "read_only", "prompt"),
+    "a message's session picker": (_picker, "read_only", "prompt"),
+    "compact now": (_tap_on(lambda h: SessionTap(h=h, act=SessionAct.COMPACT)), "read_only",
+                    "prompt"),
+    "voice note": (_tap_on(lambda h: VoiceTap(h=h, act=VoiceAct.SEND)), "read_only", "prompt"),
+    "question": (_question, "read_only", "approve"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BUTTONS))
+async def test_a_button_needs_the_right_of_its_command(chat, kind):
+    setup, who, lacks = BUTTONS[kind]
+    message_id, buttons = await setup(chat)
+    assert buttons, kind
+    await eventually(lambda: not chat.bot.outbox.pending(), what="the setup's messages sent")
+    before = (len(chat.fake.calls_of("sendMessage")), len(chat.fake.calls_of("editMessageText")),
+              dict(chat.bot.state.current), chat.bot.state.prefs_of(GROUP),
+              dict(chat.bot.state.shown), chat.bot.state.langs.copy())
+    for data in buttons.values():
+        query = await chat.fake.user_taps(message_id, data, user=PEOPLE[who], chat_id=GROUP)
+        toast = await chat.fake.wait_for("answerCallbackQuery",
+                                         lambda p, q=query: p["callback_query_id"] == q)
+        assert toast["text"] == REFUSED[lacks], (kind, data)
+    # refused before the handler ran: nothing typed, pressed, said, edited or saved
+    assert chat.sessions.typed == [] and chat.sessions.keys == []
+    assert not chat.bot.outbox.pending()
+    assert (len(chat.fake.calls_of("sendMessage")), len(chat.fake.calls_of("editMessageText")),
+            dict(chat.bot.state.current), chat.bot.state.prefs_of(GROUP),
+            dict(chat.bot.state.shown), chat.bot.state.langs.copy()) == before
+
+
+async def test_the_model_picker_still_switches_for_an_admin(chat):
+    message_id, buttons = await _model(chat)
+    query = await chat.fake.user_taps(message_id, buttons["opus"], user=PEOPLE["admin"],
+                                      chat_id=GROUP)
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    assert toast["text"] == "jim: switching to opus"
+    assert [t[1] for t in chat.sessions.typed] == ["/model opus"]
+
+
+def test_every_tap_handler_declares_its_right_and_a_commands_buttons_share_it():
+    from aipager.bot import rights
+    from aipager.bot.routers import commands, taps
+
+    handlers = taps.make_router().callback_query.handlers
+    assert all("rights" in h.flags for h in handlers), [h.callback.__name__ for h in handlers
+                                                        if "rights" not in h.flags]
+    by_name = {h.callback.__name__: h.flags["rights"] for h in handlers}
+    for command, tap in (("model", "on_model_tap"), ("kill", "on_kill"), ("kill", "on_kill_yes"),
+                         ("kill", "on_kill_no"), ("resume", "on_resume"),
+                         ("compact", "on_compact"), ("session", "on_use"),
+                         ("session", "on_pick_session"), ("stop", "on_stop")):
+        assert by_name[tap] == rights.COMMANDS[command], (command, tap)
+    said = {h.callback.__name__: h.flags.get("rights")
+            for h in commands.make_router().message.handlers}
+    assert said["on_model"] == said["on_kill"] == said["on_resume"] == "manage"
+    assert said["on_compact"] == said["on_session_command"] == "prompt"
+
+
+async def test_a_tap_handler_without_a_declared_right_is_held_to_the_strictest(chat):
+    # a button added without its flag: an admin's, not every member's
+    from aiogram import F
+
+    from aipager.bot.callbacks import VoiceTap as Tap
+    ran = []
+
+    async def forgot(query, callback_answer):
+        ran.append(query.from_user.id)
+        callback_answer.text = "done"
+
+    dp = chat.bot.dispatcher(object())
+    router = dp.sub_routers[0]
+    router.callback_query.register(forgot, Tap.filter(F.act == VoiceAct.CANCEL))
+    from aiogram.types import Update
+    for n, who in enumerate(("user", "admin")):
+        raw = {"update_id": 9_000_000 + n, "callback_query": {
+            "id": f"q{who}", "from": PEOPLE[who], "chat_instance": "1",
+            "data": Tap(h=1, act=VoiceAct.CANCEL).pack(),
+            "message": {"message_id": 1, "date": 0, "chat": {"id": GROUP, "type": "supergroup"}}}}
+        await dp.feed_update(chat.bot.bot, Update.model_validate(raw))
+    assert ran == [PEOPLE["admin"]["id"]]
+
+
+# -- a damaged policy file ------------------------------------------------------------
+
+NOTICE = "safety policy cannot be used"
+
+
+async def test_a_damaged_policy_locks_members_out_and_the_owner_hears_it_once(chat):
+    session = chat.start("jim")
+    policy = paths.policy_user_file(chat.bot.env)
+    os.makedirs(os.path.dirname(policy), exist_ok=True)
+    with open(policy, "w", encoding="utf-8") as fh:
+        # a token in the broken line: the chat must name the line, never quote it
+        fh.write('{\n  "roles": {"user": {"may_prompt": true, "note": "sk-SECRET"\n')
+    await _says(chat, "admin", "/jim check the logs")
+    refused = await _reply(chat, "admin", lambda p: p["text"].startswith("🔒"))
+    assert "safety policy cannot be read" in refused["text"] and "owner fixes it" in refused["text"]
+    await _says(chat, "user", "/jim and again")
+    await _reply(chat, "user", lambda p: p["text"].startswith("🔒") and p is not refused)
+    notices = [t for t in chat.sent_texts() if NOTICE in t]
+    assert len(notices) == 1, notices
+    assert policy in notices[0] and "line" in notices[0] and "SECRET" not in notices[0]
+    assert chat.sessions.typed == []
+    # the owner still acts, and the timer's looks tell nothing new
+    await _says(chat, "owner", "/jim fix the policy")
+    await eventually(lambda: chat.sessions.typed)
+    chat.bot.policy.check()
+    assert len([t for t in chat.sent_texts() if NOTICE in t]) == 1
+    # fixed: members have their rights back, and the chat hears it
+    os.unlink(policy)
+    await _says(chat, "admin", "/jim now it works")
+    await eventually(lambda: len(chat.sessions.typed) == 2, what="the admin's message typed")
+    assert chat.sessions.typed[1][1] == "now it works"
+    await chat.fake.wait_for("sendMessage", lambda p: "usable again" in str(p["text"]))
+    # broken again: told again, once
+    with open(policy, "w", encoding="utf-8") as fh:
+        fh.write("{")
+    chat.bot.policy.check()
+    chat.bot.policy.check()
+    await eventually(lambda: len([t for t in chat.sent_texts() if NOTICE in t]) == 2)
+    assert session

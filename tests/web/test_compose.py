@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -10,9 +11,10 @@ from aipager import config, main
 from aipager.daemon.notifier import FanoutNotifier
 from aipager.proto.errors import ConfigError
 from aipager.web.live import WebNotifier
-from aipager.web.service import Settings
+from aipager.web.auth import AuthError
+from aipager.web.service import Settings, WebPage
 
-from .conftest import OWNER_ID, TOKEN
+from .conftest import OWNER_ID, TOKEN, init_data
 
 
 def _targets(daemon) -> list:
@@ -57,3 +59,27 @@ def test_settings_from_the_environment_then_the_config():
         Settings.from_env({"AIPAGER_WEB_PORT": "http"}, None)
     with pytest.raises(ConfigError):
         Settings.from_env({"AIPAGER_WEB_PUBLIC_URL": "http://plain.example"}, None)
+
+
+def test_the_mini_apps_initdata_age_is_an_hour_unless_set():
+    assert Settings.from_env({}, None).init_data_max_age == 3600
+    cfg = config.Config(bot_token=TOKEN, chat_id=OWNER_ID, extra={"web_init_data_max_age": 600})
+    assert Settings.from_env({}, cfg).init_data_max_age == 600
+    env = {"AIPAGER_WEB_INIT_DATA_MAX_AGE": "7200"}
+    assert Settings.from_env(env, cfg).init_data_max_age == 7200
+    # a week, none, a word: refused at start, not taken as "forever" or "never"
+    for bad in (7 * 24 * 3600, 0, -5, "soon", True):
+        with pytest.raises(ConfigError, match="web_init_data_max_age"):
+            Settings.from_env({}, config.Config(bot_token=TOKEN, chat_id=OWNER_ID,
+                                                extra={"web_init_data_max_age": bad}))
+
+
+def test_the_page_checks_initdata_against_the_age_it_was_set_up_with():
+    env = dict(os.environ)
+    cfg = config.Config(bot_token=TOKEN, chat_id=OWNER_ID)
+    config.save(env, cfg)
+    owner = {"id": OWNER_ID, "first_name": "Owner"}
+    page = WebPage(env, cfg, Settings(init_data_max_age=600), lambda line: None)
+    with pytest.raises(AuthError, match="too old"):
+        page.people.telegram(init_data(owner, auth_date=int(time.time()) - 700))
+    assert page.people.telegram(init_data(owner, auth_date=int(time.time()) - 500)).role == "owner"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from aipager.daemon.model import State, Task
 from aipager.daemon.notifier import Card, Notice, NoticeName, Permission, Release
@@ -67,6 +68,11 @@ async def test_a_forged_or_stale_initdata_is_refused(web):
     assert response.status == 401
     stale = await web.get("/api/me", **tma(OWNER, auth_date=1))
     assert stale.status == 401
+    # past the hour: the page hears why (it tells the person to open the app again)
+    hour_old = await web.get("/api/me", **tma(OWNER, auth_date=int(time.time()) - 3700))
+    assert hour_old.status == 401 and "too old" in (await hour_old.json())["error"]
+    ahead = await web.get("/api/me", **tma(OWNER, auth_date=int(time.time()) + 600))
+    assert ahead.status == 401 and "future" in (await ahead.json())["error"]
     stranger = await web.get("/api/me", **tma({"id": 999, "first_name": "Eve"}))
     assert stranger.status == 403
 

@@ -2,7 +2,8 @@
 /settings, and ``/<session> [text]`` for each session.
 
 What a role may do is each handler's ``rights`` flag, checked before it runs
-(``access.Access.rights``); /stop, which depends on whose task runs, checks in the handler.
+(``access.Access.rights``), from ``rights.COMMANDS``, which the buttons these commands show
+read too; /stop, which depends on whose task runs, checks in the handler.
 ``/new`` without a name asks for one: the sender's next message (``NextMessage.session_name``,
 aiogram's FSM) is the name.
 """
@@ -30,6 +31,7 @@ from aipager.bot.chatstate import STYLES
 from aipager.bot.i18n import N_, _
 from aipager.bot.notify import KILL_ASK, kill_key
 from aipager.bot.outbox import Post
+from aipager.bot.rights import like
 from aipager.daemon.model import Session, State
 from aipager.proto.errors import AipagerError
 
@@ -37,8 +39,6 @@ log = logging.getLogger("aipager.bot")
 
 #: a Telegram command name (what ``/<session>`` needs to be)
 COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
-#: the rights a handler's role needs (``access.Access.rights``)
-PROMPT, MANAGE = {"rights": "prompt"}, {"rights": "manage"}
 
 
 class NextMessage(StatesGroup):
@@ -425,14 +425,14 @@ def make_router() -> Router:
     router.message.register(on_help, CommandStart())
     router.message.register(on_help, Command("help"))
     router.message.register(on_status, Command("status"))
-    router.message.register(on_new, Command("new"), flags=MANAGE)
-    router.message.register(on_resume, Command("resume"), flags=MANAGE)
-    router.message.register(on_stop, Command("stop"))  # the task's author or an admin
-    router.message.register(on_kill, Command("kill"), flags=MANAGE)
-    router.message.register(on_compact, Command("compact"), flags=PROMPT)
-    router.message.register(on_model, Command("model"), flags=MANAGE)
+    router.message.register(on_new, Command("new"), flags=like("new"))
+    router.message.register(on_resume, Command("resume"), flags=like("resume"))
+    router.message.register(on_stop, Command("stop"), flags=like("stop"))
+    router.message.register(on_kill, Command("kill"), flags=like("kill"))
+    router.message.register(on_compact, Command("compact"), flags=like("compact"))
+    router.message.register(on_model, Command("model"), flags=like("model"))
     router.message.register(on_settings, Command("settings"))
     router.message.register(on_session_command, F.text.startswith("/"), running_session,
-                            flags=PROMPT)
+                            flags=like("session"))
     router.message.register(on_unknown_command, F.text.startswith("/"))
     return router

@@ -30,6 +30,7 @@ from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.callbacks import PickTap
 from aipager.bot.i18n import _, number
 from aipager.bot.routers.commands import NextMessage, name_and_first, start_session
+from aipager.bot.rights import APPROVE, PROMPT, need
 from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Refused
 
 log = logging.getLogger("aipager.bot")
@@ -38,8 +39,6 @@ log = logging.getLogger("aipager.bot")
 PICKS_KEPT = 50
 #: seconds an album waits for more parts
 ALBUM_SETTLE = 1.5
-#: the rights a handler's role needs (``access.Access.rights``)
-PROMPT, APPROVE = {"rights": "prompt"}, {"rights": "approve"}
 
 
 def _addressed(message: Message, bot_id: int, bot_username: str | None) -> bool:
@@ -342,15 +341,15 @@ def make_router() -> Router:
     # In this order: what a message is, is decided once (as a reply to a request, the
     # answer someone was asked for, a reply to a question, a session's name, a prompt).
     router.message.register(on_empty, F.text, empty)
-    router.message.register(deny_with_reason, F.text, replied_request, flags=APPROVE)
+    router.message.register(deny_with_reason, F.text, replied_request, flags=need(APPROVE))
     router.message.register(on_answer_in_words, F.text, NextMessage.answer)
     router.message.register(on_edit_text, F.text, NextMessage.edit)
-    router.message.register(on_question_reply, F.text, replied_question, flags=APPROVE)
+    router.message.register(on_question_reply, F.text, replied_question, flags=need(APPROVE))
     router.message.register(on_session_name, F.text, NextMessage.session_name)
-    router.message.register(voice.on_edited, F.text, voice.NextVoice.text, flags=PROMPT)
-    router.message.register(on_text, F.text, flags=PROMPT)
-    router.message.register(on_file, F.photo | F.document, flags=PROMPT)
-    router.message.register(voice.on_voice, F.voice, flags=PROMPT)
+    router.message.register(voice.on_edited, F.text, voice.NextVoice.text, flags=need(PROMPT))
+    router.message.register(on_text, F.text, flags=need(PROMPT))
+    router.message.register(on_file, F.photo | F.document, flags=need(PROMPT))
+    router.message.register(voice.on_voice, F.voice, flags=need(PROMPT))
     router.message.register(on_other)
     return router
 

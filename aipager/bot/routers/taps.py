@@ -2,7 +2,9 @@
 resume, picker), settings.
 
 One handler per action (``RequestTap.filter(F.act == RequestAct.ALLOW)`` …); what a
-role may tap is the handler's ``rights`` flag (``access.Access.rights``); a tap whose
+role may tap is the handler's ``rights`` flag (``access.Access.rights``), every one declared,
+and a button that does what a command does needs what the command needs
+(``rights.like``: /model's picker, /kill's, /resume's, /status's); a tap whose
 data no filter takes (an old button, forged data) and one whose handle is unknown act
 on nothing and hear "This button has expired."  Every tap is answered once, by aiogram's
 ``CallbackAnswerMiddleware`` (``access.TapAnswer``): handlers set ``callback_answer.text``.
@@ -25,6 +27,7 @@ from aipager.bot.callbacks import (SCOPES, ModelTap, PickTap, QuestionAct, Quest
                                    RequestTap, SessionAct, SessionTap, Setting, SettingTap)
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Live
+from aipager.bot.rights import APPROVE, MANAGE, OPEN, PROMPT, like, need
 from aipager.bot.notify import KILL_ASK, KILL_BY_CHAT, kill_key
 from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_key,
                                           settings_view, stop_session)
@@ -36,8 +39,6 @@ from aipager.proto.errors import AipagerError
 log = logging.getLogger("aipager.bot")
 
 EXPIRED = N_("This button has expired.")
-#: the rights a handler's role needs (``access.Access.rights``)
-PROMPT, APPROVE, MANAGE = ({"rights": "prompt"}, {"rights": "approve"}, {"rights": "manage"})
 
 # -- permission requests -----------------------------------------------------------
 
@@ -548,38 +549,43 @@ def make_router() -> Router:
     """The taps handlers on a fresh router (a router joins one dispatcher only)."""
     router = Router(name="taps")
     tap = router.callback_query.register
-    tap(on_allow, RequestTap.filter(F.act == RequestAct.ALLOW), flags=APPROVE)
-    tap(on_always, RequestTap.filter(F.act == RequestAct.ALWAYS), flags=APPROVE)
-    tap(on_scope, RequestTap.filter(F.act.in_(SCOPES)), flags=APPROVE)
-    tap(on_deny, RequestTap.filter(F.act == RequestAct.DENY), flags=APPROVE)
-    tap(on_deny_and_stop, RequestTap.filter(F.act == RequestAct.STOP), flags=APPROVE)
-    tap(on_edit, RequestTap.filter(F.act == RequestAct.EDIT), flags=APPROVE)
-    tap(on_pick, QuestionTap.filter(F.act == QuestionAct.PICK), flags=APPROVE)
-    tap(on_toggle, QuestionTap.filter(F.act == QuestionAct.TOGGLE), flags=APPROVE)
-    tap(on_submit, QuestionTap.filter(F.act == QuestionAct.SUBMIT), flags=APPROVE)
-    tap(on_other, QuestionTap.filter(F.act == QuestionAct.OTHER), flags=APPROVE)
-    tap(on_decline, QuestionTap.filter(F.act == QuestionAct.DECLINE), flags=APPROVE)
-    tap(on_stop, SessionTap.filter(F.act == SessionAct.STOP))  # author or admin: on_stop checks
-    tap(on_use, SessionTap.filter(F.act == SessionAct.USE), flags=PROMPT)
-    tap(on_kill, SessionTap.filter(F.act == SessionAct.KILL), flags=MANAGE)
-    tap(on_kill_yes, SessionTap.filter(F.act == SessionAct.KILL_YES), flags=MANAGE)
-    tap(on_kill_no, SessionTap.filter(F.act == SessionAct.KILL_NO), flags=MANAGE)
-    tap(on_compact, SessionTap.filter(F.act == SessionAct.COMPACT), flags=PROMPT)
-    tap(on_resume, SessionTap.filter(F.act == SessionAct.RESUME), flags=MANAGE)
-    tap(on_pick_session, PickTap.filter(), flags=PROMPT)
-    tap(on_model_tap, ModelTap.filter(), flags=PROMPT)
-    tap(on_language, SettingTap.filter(F.name == Setting.LANGUAGE))  # the tapper's own
+    # a permission request's and a question's buttons: the role answers requests (the
+    # handlers check it is the task's author or an admin)
+    tap(on_allow, RequestTap.filter(F.act == RequestAct.ALLOW), flags=need(APPROVE))
+    tap(on_always, RequestTap.filter(F.act == RequestAct.ALWAYS), flags=need(APPROVE))
+    tap(on_scope, RequestTap.filter(F.act.in_(SCOPES)), flags=need(APPROVE))
+    tap(on_deny, RequestTap.filter(F.act == RequestAct.DENY), flags=need(APPROVE))
+    tap(on_deny_and_stop, RequestTap.filter(F.act == RequestAct.STOP), flags=need(APPROVE))
+    tap(on_edit, RequestTap.filter(F.act == RequestAct.EDIT), flags=need(APPROVE))
+    tap(on_pick, QuestionTap.filter(F.act == QuestionAct.PICK), flags=need(APPROVE))
+    tap(on_toggle, QuestionTap.filter(F.act == QuestionAct.TOGGLE), flags=need(APPROVE))
+    tap(on_submit, QuestionTap.filter(F.act == QuestionAct.SUBMIT), flags=need(APPROVE))
+    tap(on_other, QuestionTap.filter(F.act == QuestionAct.OTHER), flags=need(APPROVE))
+    tap(on_decline, QuestionTap.filter(F.act == QuestionAct.DECLINE), flags=need(APPROVE))
+    # a session's buttons do what a command does: they need what it needs
+    tap(on_stop, SessionTap.filter(F.act == SessionAct.STOP), flags=like("stop"))
+    tap(on_use, SessionTap.filter(F.act == SessionAct.USE), flags=like("session"))
+    tap(on_kill, SessionTap.filter(F.act == SessionAct.KILL), flags=like("kill"))
+    tap(on_kill_yes, SessionTap.filter(F.act == SessionAct.KILL_YES), flags=like("kill"))
+    tap(on_kill_no, SessionTap.filter(F.act == SessionAct.KILL_NO), flags=like("kill"))
+    tap(on_compact, SessionTap.filter(F.act == SessionAct.COMPACT), flags=like("compact"))
+    tap(on_resume, SessionTap.filter(F.act == SessionAct.RESUME), flags=like("resume"))
+    tap(on_pick_session, PickTap.filter(), flags=like("session"))
+    tap(on_model_tap, ModelTap.filter(), flags=like("model"))
+    tap(on_language, SettingTap.filter(F.name == Setting.LANGUAGE), flags=need(OPEN))  # one's own
     for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),
                              (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET),
                              (on_switch, Setting.VOICE_NOW)):
         # a group's settings are the admins' to change; a private chat's, its person's
-        tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0, flags=MANAGE)
-        tap(handler, SettingTap.filter(F.name == setting))
+        tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0,
+            flags=need(MANAGE))
+        tap(handler, SettingTap.filter(F.name == setting), flags=need(OPEN))
     from aipager.bot import voice  # a transcribed voice note's buttons
     from aipager.bot.callbacks import VoiceAct, VoiceTap
 
-    tap(voice.on_send, VoiceTap.filter(F.act == VoiceAct.SEND), flags=PROMPT)
-    tap(voice.on_edit, VoiceTap.filter(F.act == VoiceAct.EDIT), flags=PROMPT)
-    tap(voice.on_cancel, VoiceTap.filter(F.act == VoiceAct.CANCEL), flags=PROMPT)
-    tap(on_unknown_tap)
+    # a voice note is a prompt (the handlers check the tapper is its speaker)
+    tap(voice.on_send, VoiceTap.filter(F.act == VoiceAct.SEND), flags=need(PROMPT))
+    tap(voice.on_edit, VoiceTap.filter(F.act == VoiceAct.EDIT), flags=need(PROMPT))
+    tap(voice.on_cancel, VoiceTap.filter(F.act == VoiceAct.CANCEL), flags=need(PROMPT))
+    tap(on_unknown_tap, flags=need(OPEN))
     return router

@@ -30,12 +30,11 @@ from aipager.bot.i18n import N_, _, ngettext, number
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
 from aipager.bot.strangers import WINDOW, Strangers
+from aipager.bot.rights import MANAGE, need
 from aipager.proto.errors import AipagerError, ConfigError
 
 log = logging.getLogger("aipager.bot")
 
-#: the right these handlers' roles need (``access.Access.rights``)
-MANAGE = {"rights": "manage"}
 #: how long an invitation code works
 INVITE_SECONDS = 24 * 3600.0
 STRONG = ("owner", "admin")
@@ -243,8 +242,8 @@ def make_router() -> Router:
     """The team handlers on a fresh router (a router joins one dispatcher only)."""
     router = Router(name="team")
     router.message.register(on_whoami, Command("whoami"))
-    router.message.register(on_members, Command("members"), flags=MANAGE)
-    router.message.register(on_role, Command("role"), flags=MANAGE)
-    router.message.register(on_invite, Command("invite"), flags=MANAGE)
+    router.message.register(on_members, Command("members"), flags=need(MANAGE))
+    router.message.register(on_role, Command("role"), flags=need(MANAGE))
+    router.message.register(on_invite, Command("invite"), flags=need(MANAGE))
     router.message.register(on_join, Command("join"))
     return router

@@ -20,6 +20,9 @@ function takeInitData() {
 }
 
 const initData = takeInitData();
+// Opened inside Telegram: a refused sign-in is then initData past its age (an hour by
+// default), which only opening the Mini App again renews.
+export const inTelegram = Boolean(initData);
 
 function headers(extra = {}) {
   // the server's words (an action's result, a request's buttons) in the page's language

@@ -2,7 +2,7 @@
 // conversation, the audit log.  Everything is read from the API again when the live
 // stream says the daemon showed something.
 
-import { ApiError, get, listen, post } from "./api.js";
+import { ApiError, get, inTelegram, listen, post } from "./api.js";
 import { h } from "./dom.js";
 import { markdown } from "./md.js";
 import { loadStrings, t } from "./strings.js";
@@ -234,7 +234,9 @@ async function render() {
         view.replaceChildren(...nodes);
         putFields(kept);
       } catch (err) {
-        if (err instanceof ApiError && err.status === 401) {
+        if (err instanceof ApiError && err.status === 401 && inTelegram) {
+          view.replaceChildren(h("p", {}, t("Telegram's sign-in for this page has run out. Close aipager and open it again from the bot.")));
+        } else if (err instanceof ApiError && err.status === 401) {
           view.replaceChildren(h("p", {}, t("Not signed in. Open the link `aipager start` printed on this computer, or open aipager from its Telegram bot.")));
         } else {
           view.replaceChildren(h("p", { class: "bad" }, t("Could not load: {error}", { error: err.message })));
