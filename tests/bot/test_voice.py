@@ -162,9 +162,10 @@ async def test_an_edited_transcript_meets_the_prompt_rule_as_typed_text(chat, sp
     heard = await _heard(chat)
     await chat.fake.user_taps(heard["message_id"], _button(heard, "Edit"))
     await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith("✏️"))
-    await chat.fake.user_says("!rm -rf build")  # bash mode: never a prompt from the chat
-    await chat.fake.wait_for("sendMessage", lambda p: "Not sent" in str(p["text"]))
-    assert chat.sessions.typed == []
+    await chat.fake.user_says("!rm -rf build")  # words, never bash mode: encoded as typed text
+    await eventually(lambda: chat.sessions.typed, what="the edited transcript typed")
+    assert chat.sessions.typed[0][1] == "!rm -rf build"
+    assert chat.sessions.pasted[0][1].startswith("Via aipager, from ")
 
 
 async def test_cancel_sends_nothing(chat, spoken):

@@ -173,16 +173,16 @@ async def test_a_prompt_from_the_local_page_is_typed_with_the_owners_note(web):
     assert audit[1] == Who("web", note["author_user_id"], "owner")
 
 
-async def test_a_members_shell_line_is_refused_and_audited(web):
+async def test_a_members_shell_line_goes_to_the_daemon_as_words_and_is_audited(web):
+    """The page refuses nothing for what Claude Code might read in it: the daemon types
+    the one encoding (``policy.chatprompt``) with the member's note."""
     web.port.add_session(S)
     response = await web.post(f"/api/sessions/{S}/prompt", {"text": "!rm -rf ~"}, **tma(GUEST))
-    result = await response.json()
-    assert response.status == 409 and result["outcome"] == "refused"
-    assert "shell command" in result["message"]
-    assert web.port.calls("type_prompt") == []
-    (refused,) = [(a, k) for a, k in web.port.calls("audit_action")
-                  if a[0] == "chat_prompt_refused"]
-    assert refused[0][1].user_id == GUEST_ID and refused[1]["refused"] == "shell"
+    assert response.status == 200, await response.text()
+    [(args, kwargs)] = web.port.calls("type_prompt")
+    assert args[1] == "!rm -rf ~" and kwargs["note"]["author_user_id"] == GUEST_ID
+    (typed,) = [(a, k) for a, k in web.port.calls("audit_action") if a[0] == "chat_prompt"]
+    assert typed[0][1].user_id == GUEST_ID
 
 
 async def test_a_members_message_waits_for_anothers_task_then_goes_in_with_their_rights(web):
