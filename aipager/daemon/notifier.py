@@ -37,6 +37,10 @@ class NoticeName(StrEnum):
     API_ERROR = "api_error"
     LATE_TAP = "late_tap"
     TYPING_CUT = "typing_cut"
+    #: a hub's own: a host sent a record the hub cannot read (``extra``: host, reason)
+    HUB_BAD_RECORD = "hub_bad_record"
+    #: a hub's own: its link to the hosts failed or is back (``extra``: state, reason)
+    HUB_LINK = "hub_link"
 
 
 @dataclass(frozen=True)
