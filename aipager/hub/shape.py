@@ -50,13 +50,17 @@ def _check(value: Any, hint: Any, where: str) -> None:
     if hint is Any or hint is object:
         return
     if origin in (typing.Union, types.UnionType):
-        for arm in args:
+        if value is None and type(None) in args:
+            return
+        arms = [a for a in args if a is not type(None)]
+        for arm in arms[:-1]:
             try:
                 _check(value, arm, where)
                 return
             except ShapeError:
                 continue
-        _fail(value, hint, where)
+        _check(value, arms[-1], where)  # (``X | None``: what is wrong inside the X)
+        return
     if hint is type(None):
         if value is not None:
             _fail(value, hint, where)

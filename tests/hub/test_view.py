@@ -158,7 +158,7 @@ async def test_an_answer_counts_only_from_the_host_the_command_went_to(hub):
     _, link, _ = hub
     future = asyncio.get_running_loop().create_future()
     link._waiting["hub:x:1"] = ("box", future)
-    link._take_one(Msg("aipager.vm.out", record("reply", 1, id="hub:x:1", ok=True)))
-    assert not future.done()
+    bad = link._take_one(Msg("aipager.vm.out", record("reply", 1, id="hub:x:1", ok=True)))
+    assert not future.done() and bad == "an answer to a command sent to box"  # set aside
     link._take_one(Msg("aipager.box.out", record("reply", 1, id="hub:x:1", ok=True)))
-    assert future.result()["ok"] is True
+    assert future.result().value is True
