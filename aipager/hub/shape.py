@@ -39,7 +39,7 @@ def check(value: Any, where: str = "") -> None:
     """Raises:
         ShapeError: a field of ``value`` (a dataclass instance), or of one nested in it,
             does not hold what its annotation says."""
-    hints = _hints(type(value))
+    hints = _hints(type(value))  # type: ignore[arg-type]  # (classes hash)
     for f in dataclasses.fields(value):
         _check(getattr(value, f.name), hints[f.name], f"{where}.{f.name}" if where else f.name)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Coroutine
 
 from aipager.aio import cancel_and_wait
 
@@ -63,7 +63,8 @@ class Backoff:
         self.failures = 0
 
 
-async def keep_running(name: str, body: Callable[[Callable[[], None]], Awaitable[None]],
+async def keep_running(name: str,
+                       body: Callable[[Callable[[], None]], Coroutine[Any, Any, None]],
                        tell: Callable[[LinkEvent], Any], *, backoff: Backoff | None = None,
                        stable: float = STABLE_SECONDS) -> None:
     """Run ``body(up)`` until it returns (done for good) or this is cancelled; when it
@@ -74,7 +75,7 @@ async def keep_running(name: str, body: Callable[[Callable[[], None]], Awaitable
     said_lost = False
     while True:
         came_up = asyncio.Event()
-        task = asyncio.create_task(body(came_up.set))
+        task: asyncio.Task[None] = asyncio.create_task(body(came_up.set))
         try:
             if await _stays_up(task, came_up, stable):
                 backoff.reset()
