@@ -6,7 +6,8 @@ chat's rendering or the hub's view (once it stopped the hub's link for every hos
 ``check`` walks the built value against its field annotations, nested dataclasses
 included, so a record is refused where it is read (``codec``).
 
-Numbers are bounded too: a timestamp in the year 30000 fits a float and then makes
+Text may be None (the daemon's own outputs leave an absent id so, and the chat reads
+them that way).  Numbers are bounded too: a timestamp in the year 30000 fits a float and then makes
 ``time.localtime`` raise wherever a time is shown.
 """
 
@@ -111,6 +112,8 @@ def _check_type(value: Any, hint: type, where: str) -> None:
             _fail(value, hint, where)
         _bounded(value, where)
         return
+    if hint is str and value is None:
+        return  # the daemon itself leaves an absent id None (``Permission.agent_id``)
     if not isinstance(value, hint):
         _fail(value, hint, where)
 
