@@ -86,7 +86,8 @@ def _one_button(text: str, tap: SessionTap) -> dict | None:
 #: the rest (context, compaction, a session's end, refused files) arrive silently
 BUZZING_NOTICES = frozenset({NoticeName.API_ERROR, NoticeName.SAFETY_BLOCKED,
                              NoticeName.LATE_TAP, NoticeName.TYPING_CUT,
-                             NoticeName.NOT_TAKEN, NoticeName.STILL_WAITING})
+                             NoticeName.NOT_TAKEN, NoticeName.STILL_WAITING,
+                             NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK})
 
 
 class ChatNotifier:

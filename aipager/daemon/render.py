@@ -86,6 +86,25 @@ def late_tap(label: str, lost: str) -> str:
              "terminal, tap again").format(session=label, tap=tap)
 
 
+def hub_bad_record(host: str, reason: str, held_back: int = 0) -> str:
+    text = _("⚠️ {host} sent a record the hub cannot read ({reason}); it was set aside. "
+             "More within the hour are only kept with it in the hub's dead letters.").format(
+        host=host, reason=reason)
+    if held_back:
+        text += " " + ngettext("({count} more since the last message)",
+                               "({count} more since the last message)",
+                               held_back).format(count=held_back)
+    return text
+
+
+def hub_link_lost(reason: str) -> str:
+    return _("🔌 The hub's link to its hosts failed ({reason}); retrying").format(reason=reason)
+
+
+def hub_link_back() -> str:
+    return _("🔌 The hub's link to its hosts is back")
+
+
 def question(label: str, text: str) -> str:
     return f"❓ {label} · {text}"
 
@@ -262,6 +281,13 @@ def notice(name: str, label: str, extra: dict) -> str | None:
             return memory_cap(label, extra["hook"], extra.get("tool"))
         case NoticeName.LATE_TAP if isinstance(extra.get("lost"), str):
             return late_tap(label, extra["lost"])
+        case NoticeName.HUB_BAD_RECORD if isinstance(extra.get("host"), str):
+            return hub_bad_record(extra["host"], str(extra.get("reason", "")),
+                                  int(extra.get("held_back") or 0))
+        case NoticeName.HUB_LINK if extra.get("state") == "lost":
+            return hub_link_lost(str(extra.get("reason", "")))
+        case NoticeName.HUB_LINK if extra.get("state") == "back":
+            return hub_link_back()
     return None
 
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Mapping, get_args
 from aipager.proto import errors
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.port import AnswerKind, DaemonPort, Outcome, Who
-from aipager.hub import transfer
+from aipager.hub import shape, transfer
 from aipager.hub.codec import CodecError
 
 
@@ -261,18 +261,39 @@ def result_from_json(doc: Any) -> Any:
         CodecError: not an answer.
         SessionError, SessionNotFound, ValueError, …, HostFailed: what the host raised.
     """
+    value, error = read_answer(doc)
+    if error is not None:
+        raise error
+    return value
+
+
+def read_answer(doc: Any) -> tuple[Any, Exception | None]:
+    """A host's answer as (its value, None) or (None, the error it raised, rebuilt).
+
+    Raises:
+        CodecError: not an answer (nothing else, whatever ``doc`` holds).
+    """
     if not isinstance(doc, dict):
         msg = "an answer must be a JSON object"
         raise CodecError(msg)
     if "error" in doc:
         err = doc["error"] if isinstance(doc["error"], dict) else {}
         cls = _ERRORS.get(str(err.get("type")), HostFailed)
-        raise cls(str(err.get("message") or "the host failed"))
+        return None, cls(str(err.get("message") or "the host failed")[:2000])
     if "ok" not in doc:
         msg = "an answer without ok or error"
         raise CodecError(msg)
     value = doc["ok"]
     if isinstance(value, dict) and value.get("outcome") in _OUTCOMES:
         cls = _OUTCOMES[value["outcome"]]
-        return cls(**{k: v for k, v in value.items() if k != "outcome"})
-    return value
+        try:
+            outcome = cls(**{k: v for k, v in value.items() if k != "outcome"})
+            shape.check(outcome)
+        except (TypeError, shape.ShapeError) as exc:
+            msg = f"a {cls.__name__} answer that does not fit: {exc}"
+            raise CodecError(msg) from exc
+        return outcome, None
+    if value is not None and not isinstance(value, (bool, int, str)):
+        msg = f"an answer of type {type(value).__name__}"
+        raise CodecError(msg)
+    return value, None

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from typing import Any, Coroutine, Iterable
+from typing import Any, Callable, Coroutine, Iterable
 from urllib.parse import urlsplit
 
 from aipager.aio import cancel_and_wait
@@ -27,11 +27,12 @@ RETRY_SECONDS = 1.0
 
 
 async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
-                  name: str = "aipager") -> Any:
+                  name: str = "aipager", on_link: Callable[[bool], Any] | None = None) -> Any:
     """A connected ``nats.aio.client.Client``; waits (retrying) until the broker answers.
 
     The client reconnects by itself after that (no limit), and publishes made while
-    it reconnects wait in its buffer.  An authorization failure is logged once per
+    it reconnects wait in its buffer; ``on_link`` hears False when the connection is
+    lost and True when it is back (a link's ``connected`` follows it).  An authorization failure is logged once per
     attempt streak, never with the password.
     """
     import nats
@@ -60,9 +61,13 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
         if client and client[0].is_closed:
             return  # our own close, at shutdown
         log.warning("lost the broker at %s; reconnecting", url)
+        if on_link is not None:
+            on_link(False)
 
     async def on_reconnect() -> None:
         log.info("reconnected to the broker at %s", url)
+        if on_link is not None:
+            on_link(True)
 
     while True:
         nc = nats.NATS()
@@ -119,13 +124,15 @@ def tls_refusal(url: str, creds: Creds, exc: Exception) -> ConfigError:
 
 async def serve(nc: Any, tasks: set[asyncio.Task], loops: Iterable[Coroutine[Any, Any, Any]]) -> None:
     """Run a link's ``loops`` (kept in ``tasks``) until one fails or they are cancelled; then
-    the others are cancelled and the connection ``nc`` closed."""
+    the others are cancelled and the connection ``nc`` closed (``tasks`` is empty again,
+    ready for the link's next run)."""
     try:
         for coro in loops:
             tasks.add(asyncio.create_task(coro))
         await asyncio.gather(*tasks)
     finally:
         await cancel_and_wait(tasks)
+        tasks.clear()
         with contextlib.suppress(Exception):
             await nc.close()
 

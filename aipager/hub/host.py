@@ -13,6 +13,9 @@ with the session it is about, to the durable ``OutLog``) and its service
   publishes the answer through the log, then acknowledges it.  A command the
   hub no longer waits for (older than its ``ttl``) is refused, not run late.
 
+Should any of that fail, the link starts again (``supervise``: backoff);
+``connected`` is true only while the broker connection is up.
+
 The hook's safety decision never involves the link: a tap arrives as a
 command, and this daemon answers its own hook.
 """
@@ -28,7 +31,7 @@ from typing import Any, Callable, Mapping
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
 from aipager.proto.errors import ConfigError
-from aipager.hub import codec, commands, layout, names
+from aipager.hub import codec, commands, layout, names, supervise
 from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
 from aipager.hub.outlog import OutLog
@@ -110,16 +113,25 @@ class HostLink:
         return self.port
 
     async def run(self, port: DaemonPort | None = None) -> None:
-        """The daemon service: until cancelled at daemon shutdown."""
+        """The daemon service: until cancelled at daemon shutdown (started again after a
+        failure)."""
         if port is not None and self.port is None:
             self.attach(port)
         if self.port is None:
             msg = "attach the host link to the daemon before running it"
             raise RuntimeError(msg)
         try:
+            # (the host has no chat to tell: ``keep_running`` logs each failure)
+            await supervise.keep_running("the link to the hub", self._run_once,
+                                         lambda _event: None)
+        finally:
+            self.log.close()
+
+    async def _run_once(self, up: Callable[[], None]) -> None:
+        try:
             self._nc = await connect(self.url, self.creds,
                                      inbox_prefix=names.inbox_prefix(self.host),
-                                     name=f"aipager host {self.host}")
+                                     name=f"aipager host {self.host}", on_link=self._link_up)
         except ConfigError as exc:
             # (TLS that cannot work): said once, shown by `aipager status`, not retried
             self.problem = str(exc)
@@ -127,17 +139,24 @@ class HostLink:
             if self.on_change is not None:
                 self.on_change()
             return
-        self.connected = True
-        if self.on_change is not None:
-            self.on_change()
+        self._link_up(True)
+        up()
         log.info("joined the hub at %s as %s", self.url, self.host)
         js = self._nc.jetstream(timeout=PUBLISH_TIMEOUT)
         try:
             await serve(self._nc, self._tasks,
                         (self._publish(js), self._states(js), self._commands(js)))
         finally:
-            self.connected = False
-            self.log.close()
+            self._link_up(False)
+
+    def _link_up(self, up: bool) -> None:
+        """The broker connection is up or down: ``status`` says so."""
+        if up and (self._nc is None or self._nc.is_closed):
+            return  # a reconnect reported for a client already let go
+        if self.connected != up:
+            self.connected = up
+            if self.on_change is not None:
+                self.on_change()
 
     async def _publish(self, js: Any) -> None:
         subject = names.out_subject(self.host)

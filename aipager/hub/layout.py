@@ -4,7 +4,7 @@ Hub (``<state>/hub/``): ``hub.json`` (who may join, with their passwords: 0600),
 ``nats.conf`` (the embedded server's configuration, 0600), ``store/`` (the
 server's JetStream file store), ``tls/`` (its CA and certificate when it listens
 beyond loopback: ``tls``), ``nats-server.pid``, ``taken.json`` (per host, the last
-output the chat took).
+output the chat took), ``dead-letters.jsonl`` (records it could not read: ``deadletter``).
 
 Host (``<state>/hub-link/``): ``link.json`` (its epoch and counters) and
 ``outbox.jsonl`` (what it has not yet had acknowledged by the broker).
@@ -24,6 +24,7 @@ store_dir = paths.file_in(hub_dir, "store")
 server_pid = paths.file_in(hub_dir, "nats-server.pid")
 server_log = paths.file_in(hub_dir, "nats-server.log")
 taken_file = paths.file_in(hub_dir, "taken.json")
+dead_letters = paths.file_in(hub_dir, "dead-letters.jsonl")
 #: where ``aipager hub invite`` writes a host's credential file by default
 invites_dir = paths.file_in(hub_dir, "invites")
 link_meta = paths.file_in(link_dir, "link.json")

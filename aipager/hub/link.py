@@ -3,7 +3,10 @@
 ``HubLink.run`` (a daemon service on the hub) connects as the hub's user,
 creates the streams and consumers (``streams``), then
 
-- takes outputs and answers from ``hub-out`` in order.  Per host it remembers
+- takes outputs and answers from ``hub-out`` in order, each read by ``codec``.  A
+  record that cannot be read is acknowledged (never given again), kept in the
+  dead letters (``deadletter``) and told to the owner once per host per hour
+  (``ration``): one host's bad record stops neither its later ones nor others'.  Per host it remembers
   (``taken.json``) the last record number it took; a record redelivered after a
   restart (the acknowledgement was lost) is skipped, so the chat shows it once.
   Outputs go to the chat's notifier named ``claude-jim@box``, after the session
@@ -15,6 +18,10 @@ creates the streams and consumers (``streams``), then
   its ``Nats-Msg-Id`` (a retried publish is stored once) and a ``ttl``: the host
   refuses one that arrives after the hub stopped waiting for it;
 - makes the command consumer of a host invited while it runs.
+
+Should any of that fail, the whole link starts again (``supervise``: backoff, the
+owner told once it failed and once it is back); ``connected`` is true only while
+the broker connection is up and the streams are set up.
 """
 
 from __future__ import annotations
@@ -31,9 +38,11 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
+from aipager.daemon import render
 from aipager.daemon.model import State
 from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
-from aipager.hub import codec, commands, layout, names, streams
+from aipager.hub import codec, commands, deadletter, layout, names, ration, streams, supervise
+from aipager.hub.codec import BadRecord, OutputRecord, ReplyRecord, Snapshot
 from aipager.hub.commands import Command, HostUnreachable
 from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
@@ -60,11 +69,13 @@ class HubLink:
         before_ack: called after a batch of outputs went to the notifier, before the
             batch is acknowledged (the chat saves its state there).
         local_name: the hub machine's own host name (``jim@<it>`` is a local session).
+        stable: seconds the link stays up again before the owner is told it is back.
     """
 
     def __init__(self, env: Mapping[str, str], url: str, creds: Creds, notifier: Notifier, *,
                  timeout: float = 15.0, hosts: Callable[[], list[str]] = list,
-                 before_ack: Callable[[], Any] | None = None, local_name: str = "") -> None:
+                 before_ack: Callable[[], Any] | None = None, local_name: str = "",
+                 stable: float = supervise.STABLE_SECONDS) -> None:
         self.env = dict(env)
         self.url = url
         self.creds = creds
@@ -74,16 +85,20 @@ class HubLink:
         self.local_name = local_name
         #: called when what ``facts`` says changed (the composition root saves the state)
         self.on_change: Callable[[], Any] | None = None
+        #: the broker connection is up and the streams are set up (``aipager status``)
         self.connected = False
         self.counters = {"outputs": 0, "repeats_skipped": 0, "unreadable": 0,
-                         "commands": 0, "late_answers": 0}
+                         "commands": 0, "late_answers": 0, "restarts": 0}
+        self.stable = stable
+        #: the owner hears of a host's bad records once an hour
+        self._told = ration.OncePer()
         self._hosts = hosts
         self._before_ack = before_ack
         self._taken: dict[str, list[Any]] = _read_taken(layout.taken_file(self.env))
         self._epoch = secrets.token_hex(4)
         self._ids = itertools.count(1)
         #: command id → (the host it went to, its answer to be)
-        self._waiting: dict[str, tuple[str, asyncio.Future]] = {}
+        self._waiting: dict[str, tuple[str, asyncio.Future[ReplyRecord]]] = {}
         self._queue: asyncio.Queue[tuple[str, dict[str, Any], str, float]] = asyncio.Queue()
         self._tasks: set[asyncio.Task] = set()
         self._consumers: set[str] = set()
@@ -118,7 +133,7 @@ class HubLink:
         self.check_online(host)
         timeout = timeout or self.timeout
         cmd_id = self._send(host, cmd, timeout)
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[ReplyRecord] = asyncio.get_running_loop().create_future()
         self._waiting[cmd_id] = (host, future)
         try:
             doc = await asyncio.wait_for(future, timeout)
@@ -127,7 +142,9 @@ class HubLink:
             raise HostUnreachable(msg) from None
         finally:
             self._waiting.pop(cmd_id, None)
-        return commands.result_from_json(doc)
+        if doc.error is not None:
+            raise doc.error
+        return doc.value
 
     def send(self, host: str, cmd: Command, *, timeout: float | None = None) -> None:
         """Send ``cmd`` to ``host`` without waiting (in order with every other command; not
@@ -157,20 +174,51 @@ class HubLink:
     # -- the service -------------------------------------------------------------------
 
     async def run(self, _daemon: Any = None) -> None:
-        """The daemon service: until cancelled at daemon shutdown."""
-        self._nc = await connect(self.url, self.creds, name="aipager hub")
+        """The daemon service: until cancelled at daemon shutdown (started again after a
+        failure)."""
+        await supervise.keep_running("the hub's link", self._run_once, self._tell,
+                                     stable=self.stable)
+
+    async def _run_once(self, up: Callable[[], None]) -> None:
+        self._nc = await connect(self.url, self.creds, name="aipager hub",
+                                 on_link=self._link_up)
         js = self._nc.jetstream(timeout=5)
         try:
             await self._setup(js)
-            self.connected = True
-            self._changed()
+            self._link_up(True)
+            up()
             log.info("hub link up at %s", self.url)
             await serve(self._nc, self._tasks, (self._outputs(js), self._states(js),
                                                 self._sender(js), self._watch_hosts(js)))
         finally:
-            self.connected = False
+            self._link_up(False)
             if not self._nc.is_closed:  # the setup failed before ``serve`` took it
                 await self._nc.close()
+
+    def _link_up(self, up: bool) -> None:
+        """The broker connection (and so the link) is up or down: ``status`` says so."""
+        if up and (self._nc is None or self._nc.is_closed):
+            return  # a reconnect reported for a client already let go
+        if self.connected != up:
+            self.connected = up
+            self._changed()
+
+    def _tell(self, event: supervise.LinkEvent) -> None:
+        """The owner is told the link failed (once per streak) or is back."""
+        match event:
+            case supervise.Lost(reason=reason):
+                self.counters["restarts"] += 1
+                self._say(render.hub_link_lost(reason), NoticeName.HUB_LINK,
+                          {"state": "lost", "reason": reason})
+            case supervise.Back():
+                self._say(render.hub_link_back(), NoticeName.HUB_LINK, {"state": "back"})
+
+    def _say(self, text: str, name: NoticeName, extra: dict[str, Any]) -> None:
+        """A notice of the hub's own (no session) to whoever shows the hosts' outputs."""
+        try:
+            self.notifier.emit(Notice(session="", text=text, notice=name, extra=extra))
+        except Exception:  # noqa: BLE001 - the chat logs its own failures
+            log.exception("telling the owner %r failed", text)
 
     async def _setup(self, js: Any) -> None:
         while True:
@@ -230,7 +278,11 @@ class HubLink:
 
     async def _take_outputs(self, msgs: list[Any]) -> None:
         for msg in msgs:
-            self._take_one(msg)
+            bad = self._take_one(msg)
+            if bad is not None:
+                # at once and confirmed: a bad record is never given to the hub again
+                self._set_aside(msg, bad)
+                await _ack_sync(msg)
         if self._before_ack is not None:
             try:
                 self._before_ack()
@@ -241,49 +293,64 @@ class HubLink:
             with contextlib.suppress(Exception):
                 await msg.ack()
 
-    def _take_one(self, msg: Any) -> None:
+    def _take_one(self, msg: Any) -> str | None:
+        """One record of ``hub-out`` taken; why it cannot be, for a bad one."""
         host = names.host_of_subject(msg.subject)
-        try:
-            doc = codec.loads(msg.data)
-            epoch, seq = str(doc["epoch"]), int(doc["seq"])
-        except (codec.CodecError, KeyError, TypeError, ValueError) as exc:
-            self.counters["unreadable"] += 1
-            log.warning("an unreadable record on %s (%s); dropped", msg.subject, exc)
-            return
         if host is None:
-            return
+            return "not on a host's subject"
+        rec = codec.read_out(msg.data)
+        if isinstance(rec, BadRecord):
+            return rec.reason
         taken = self._taken.get(host)
-        if taken is not None and taken[0] == epoch and seq <= int(taken[1]):
+        if taken is not None and taken[0] == rec.epoch and rec.seq <= int(taken[1]):
             self.counters["repeats_skipped"] += 1
-            return
-        self._taken[host] = [epoch, seq]
+            return None
+        self._taken[host] = [rec.epoch, rec.seq]
         try:
-            if doc.get("type") == "reply":
-                self._take_reply(host, doc)
-            elif doc.get("type") == "output":
-                self._take_output(host, doc)
-        except codec.CodecError as exc:
-            self.counters["unreadable"] += 1
-            log.warning("a record from %s that cannot be read (%s); dropped", host, exc)
+            match rec:
+                case ReplyRecord():
+                    return self._take_reply(host, rec)
+                case OutputRecord():
+                    self._take_output(host, rec)
+        except Exception as exc:  # noqa: BLE001 - a record the hub fails on must not stop it
+            log.exception("taking a record from %s failed", host)
+            return f"the hub failed on it: {type(exc).__name__}"[:codec.REASON_CHARS]
+        return None
 
-    def _take_reply(self, host: str, doc: dict[str, Any]) -> None:
-        to, future = self._waiting.get(str(doc.get("id")), ("", None))
+    def _set_aside(self, msg: Any, reason: str) -> None:
+        """A record that cannot be read: kept in the dead letters, the owner told (rationed)."""
+        host = names.host_of_subject(msg.subject) or "?"
+        self.counters["unreadable"] += 1
+        try:
+            seq = int(msg.metadata.sequence.stream)
+        except Exception:  # noqa: BLE001 - a message without JetStream metadata
+            seq = 0
+        log.warning("a record from %s on %s (sequence %d) cannot be read (%s); set aside",
+                    host, msg.subject, seq, reason)
+        deadletter.keep(layout.dead_letters(self.env),
+                        deadletter.entry(host, msg.subject, seq, reason, msg.data or b""))
+        held_back = self._told.allow(host, time.monotonic())
+        if held_back is not None:
+            self._say(render.hub_bad_record(host, reason, held_back), NoticeName.HUB_BAD_RECORD,
+                      {"host": host, "reason": reason, "held_back": held_back})
+
+    def _take_reply(self, host: str, rec: ReplyRecord) -> str | None:
+        to, future = self._waiting.get(rec.id, ("", None))
         if future is not None and to != host:
-            log.warning("host %s answered a command sent to %s; ignored", host, to)
-            return
+            return f"an answer to a command sent to {to}"
         if future is None or future.done():
             self.counters["late_answers"] += 1
-            log.info("answer %s came after its command stopped waiting: %s", doc.get("id"),
-                     doc.get("error") or "done")
-            return
-        future.set_result(doc)
+            log.info("answer %s came after its command stopped waiting: %s", rec.id,
+                     rec.error or "done")
+            return None
+        future.set_result(rec)
+        return None
 
-    def _take_output(self, host: str, doc: dict[str, Any]) -> None:
-        out = codec.output_from_json(doc.get("out"))
-        if doc.get("sess") is not None:
-            self.view.note_session(host, doc["sess"], doc.get("stamp"))
+    def _take_output(self, host: str, rec: OutputRecord) -> None:
+        if rec.sess is not None:
+            self.view.note_session(host, rec.sess, rec.stamp)
         self.counters["outputs"] += 1
-        self.notifier.emit(as_hub_output(out, host))
+        self.notifier.emit(as_hub_output(rec.out, host))
 
     def _save_taken(self) -> None:
         try:
@@ -300,23 +367,27 @@ class HubLink:
             host = names.host_of_subject(msg.subject)
             if host is None:
                 continue
-            h = self.view.host(host)
-            was_online, had = h.online(), self._live_names(host)
-            try:
-                doc = codec.loads(msg.data)
-                self.view.note_snapshot(host, doc.get("sessions") or [], doc.get("stamp"),
-                                        msg.metadata.timestamp.timestamp(),
-                                        doc.get("heartbeat"))
-            except (codec.CodecError, AttributeError, TypeError) as exc:
-                log.warning("unreadable sessions from %s (%s)", host, exc)
+            rec = codec.read_state(msg.data)
+            if isinstance(rec, BadRecord):
+                self._set_aside(msg, rec.reason)  # (no acknowledgement: the latest one is kept)
                 continue
-            now = self._live_names(host)
-            if h.online() and not was_online:
-                log.info("host %s is online: sessions %s", host, ", ".join(now) or "none")
-            elif now != had:
-                log.info("host %s: sessions %s", host, ", ".join(now) or "none")
-            if now != had or h.online() != was_online:
-                self._changed()
+            try:
+                self._take_snapshot(host, rec, msg.metadata.timestamp.timestamp())
+            except Exception as exc:  # noqa: BLE001 - as in ``_take_one``
+                log.exception("taking the sessions of %s failed", host)
+                self._set_aside(msg, f"the hub failed on it: {type(exc).__name__}")
+
+    def _take_snapshot(self, host: str, rec: Snapshot, seen_at: float) -> None:
+        h = self.view.host(host)
+        was_online, had = h.online(), self._live_names(host)
+        self.view.note_snapshot(host, rec.sessions, rec.stamp, seen_at, rec.heartbeat)
+        now = self._live_names(host)
+        if h.online() and not was_online:
+            log.info("host %s is online: sessions %s", host, ", ".join(now) or "none")
+        elif now != had:
+            log.info("host %s: sessions %s", host, ", ".join(now) or "none")
+        if now != had or h.online() != was_online:
+            self._changed()
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -346,6 +417,13 @@ class HubLink:
                         log.warning("command %s for %s not sent: %s", cmd_id, host, exc)
                         break
                     await asyncio.sleep(0.2)
+
+
+async def _ack_sync(msg: Any) -> None:
+    try:
+        await msg.ack_sync(timeout=5)
+    except Exception as exc:  # noqa: BLE001 - the broker is away: it gives the record again
+        log.warning("acknowledging a bad record failed (%s)", exc)
 
 
 def as_hub_output(out: Output, host: str) -> Output:

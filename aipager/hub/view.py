@@ -5,16 +5,17 @@ A host says what its sessions are twice: with every output (the session the
 output is about, as it was then) and in its snapshots (all of them, at least
 every heartbeat).  Each statement carries the host's ``stamp`` (boot time,
 counter); the newest statement about a session wins, whichever way it came.
+What arrives here was read and checked already (``codec.read_out``, ``read_state``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Iterable
 
 from aipager.daemon.model import Session, State
-from aipager.hub import codec, names
+from aipager.hub import names
 
 #: a host is offline when no snapshot came for this many heartbeats
 MISSED_HEARTBEATS = 3
@@ -44,10 +45,9 @@ class HostsView:
     def host(self, name: str) -> Host:
         return self.hosts.setdefault(name, Host(name))
 
-    def note_session(self, host: str, doc: Any, stamp: Any) -> Session | None:
-        """A session as an output described it; returns the hub's copy (None if older)."""
-        st = _stamp(stamp)
-        sess = codec.session_from_json(doc)
+    def note_session(self, host: str, sess: Session, st: tuple[int, int]) -> Session | None:
+        """A session as an output described it (``sess`` becomes the hub's copy); returns
+        the hub's copy (the one it had when this statement is older)."""
         name = sess.name
         entry = self.host(host).sessions.get(name)
         if entry is not None and entry[0] >= st:
@@ -55,20 +55,19 @@ class HostsView:
         self.host(host).sessions[name] = (st, _as_hub(sess, host))
         return self.host(host).sessions[name][1]
 
-    def note_snapshot(self, host: str, docs: Iterable[Any], stamp: Any, seen_at: float,
-                      heartbeat: float | None = None) -> None:
-        """All of a host's sessions; ones it no longer has are forgotten."""
+    def note_snapshot(self, host: str, sessions: Iterable[Session], st: tuple[int, int],
+                      seen_at: float, heartbeat: float | None = None) -> None:
+        """All of a host's sessions (they become the hub's copies); ones it no longer has
+        are forgotten."""
         h = self.host(host)
         h.last_seen = max(h.last_seen, seen_at)
         if heartbeat:
             h.heartbeat = float(heartbeat)
-        st = _stamp(stamp)
         if st <= h.snapshot_stamp:
             return
         h.snapshot_stamp = st
         named = set()
-        for doc in docs:
-            sess = codec.session_from_json(doc)
+        for sess in sessions:
             name = sess.name
             named.add(name)
             entry = h.sessions.get(name)
@@ -86,12 +85,6 @@ class HostsView:
 
     def sessions(self) -> list[Session]:
         return [s for h in self.hosts.values() for _, s in h.sessions.values()]
-
-
-def _stamp(stamp: Any) -> tuple[int, int]:
-    if isinstance(stamp, (list, tuple)) and len(stamp) == 2:
-        return int(stamp[0]), int(stamp[1])
-    return (0, 0)
 
 
 def _as_hub(sess: Session, host: str) -> Session:

@@ -94,7 +94,8 @@ class Hub:
 
     def __init__(self, env: dict[str, str], fake: FakeBotAPI, url: str, *,
                  timeout: float = 5.0, creds: Creds | None = None,
-                 hosts: tuple[str, ...] = tuple(PASSWORDS), web: bool = False) -> None:
+                 hosts: tuple[str, ...] = tuple(PASSWORDS), web: bool = False,
+                 stable: float = 10.0) -> None:
         from aipager.bot.service import ChatBot
         from aipager.daemon.app import Daemon
         from aipager.hub.link import HubLink
@@ -117,7 +118,7 @@ class Hub:
         self.daemon = Daemon(env, notifier=notifier, session_io=self.sessions)
         self.link = HubLink(env, url, creds or Creds("hub", HUB_PW), notifier,
                             timeout=timeout, hosts=lambda: sorted(hosts), before_ack=self.bot.save,
-                            local_name="laptop")
+                            local_name="laptop", stable=stable)
         self.port = HubPort(self.daemon, self.link)
         self.bot.attach(self.port)
         self.tasks = [asyncio.create_task(self.bot.run()), asyncio.create_task(self.link.run())]

@@ -18,7 +18,9 @@ from aipager.hub.port import HubPort
 
 
 def doc(name, state=State.READY, **kw):
-    return codec.session_to_json(Session(f"claude-{name}", name, 1.0, state=state, **kw))
+    """A host's session as the hub reads it off the broker (``codec``)."""
+    return codec.session_from_json(codec.session_to_json(
+        Session(f"claude-{name}", name, 1.0, state=state, **kw)))
 
 
 @pytest.fixture
@@ -34,12 +36,12 @@ def hub():
 
 def test_the_newest_statement_about_a_session_wins(hub):
     _, link, port = hub
-    link.view.note_snapshot("box", [doc("a", State.WORKING)], [1, 5], time.time())
-    link.view.note_session("box", doc("a", State.READY), [1, 4])  # older: ignored
+    link.view.note_snapshot("box", [doc("a", State.WORKING)], (1, 5), time.time())
+    link.view.note_session("box", doc("a", State.READY), (1, 4))  # older: ignored
     assert port.sessions.get("claude-a@box").state == State.WORKING
-    link.view.note_session("box", doc("a", State.WAITING), [1, 6])
+    link.view.note_session("box", doc("a", State.WAITING), (1, 6))
     assert port.sessions.get("claude-a@box").state == State.WAITING
-    link.view.note_snapshot("box", [doc("b")], [2, 1], time.time())  # restarted host: a gone
+    link.view.note_snapshot("box", [doc("b")], (2, 1), time.time())  # restarted host: a gone
     assert port.sessions.get("claude-a@box") is None
     assert port.sessions.get("claude-b@box").label == "b"
 
@@ -47,8 +49,8 @@ def test_the_newest_statement_about_a_session_wins(hub):
 def test_labels_take_the_host_only_when_a_name_is_ambiguous(hub):
     local, link, port = hub
     local.core.registry.ensure("claude-api").state = State.READY
-    link.view.note_snapshot("box", [doc("api"), doc("web")], [1, 1], time.time())
-    link.view.note_snapshot("vm", [doc("api", State.GONE)], [1, 1], time.time())
+    link.view.note_snapshot("box", [doc("api"), doc("web")], (1, 1), time.time())
+    link.view.note_snapshot("vm", [doc("api", State.GONE)], (1, 1), time.time())
     labels = {s.name: s.label for s in port.sessions}
     assert labels == {"claude-api": "api", "claude-api@box": "api@box",
                       "claude-web@box": "web", "claude-api@vm": "api@vm"}
@@ -56,7 +58,7 @@ def test_labels_take_the_host_only_when_a_name_is_ambiguous(hub):
 
 async def test_kill_by_label_goes_where_the_label_points(hub, monkeypatch):
     local, link, port = hub
-    link.view.note_snapshot("box", [doc("web")], [1, 1], time.time())
+    link.view.note_snapshot("box", [doc("web")], (1, 1), time.time())
     calls = []
 
     async def call(host, cmd):
@@ -81,8 +83,8 @@ async def test_kill_by_label_goes_where_the_label_points(hub, monkeypatch):
 def test_status_groups_sessions_by_host_and_says_who_is_offline(hub):
     local, link, port = hub
     local.core.registry.ensure("claude-mine").state = State.WORKING
-    link.view.note_snapshot("box", [doc("api")], [1, 1], time.time())
-    link.view.note_snapshot("vm", [doc("web", State.WAITING)], [1, 1], time.time() - 600)
+    link.view.note_snapshot("box", [doc("api")], (1, 1), time.time())
+    link.view.note_snapshot("vm", [doc("web", State.WAITING)], (1, 1), time.time() - 600)
     from aipager.bot import view
 
     text = view.status_screen(list(port.sessions), None, time.time(), port.hosts())
@@ -100,7 +102,7 @@ async def test_a_command_for_an_offline_or_unknown_host_fails_at_once(hub):
     from aipager.hub.commands import HostUnreachable
 
     _, link, port = hub
-    link.view.note_snapshot("vm", [doc("web")], [1, 1], time.time() - 600)
+    link.view.note_snapshot("vm", [doc("web")], (1, 1), time.time() - 600)
     with pytest.raises(HostUnreachable, match="vm is offline since"):
         await port.type_text("claude-web@vm", "hi")
     with pytest.raises(HostUnreachable, match="late has not joined yet"):
@@ -132,16 +134,18 @@ def notice(text):
 def test_records_are_taken_once_per_host_epoch_and_number(hub):
     _, link, _ = hub
     shown = link.notifier
+    bad = []
     for msg in (Msg("aipager.box.out", record("output", 1, out=notice("one"))),
                 Msg("aipager.box.out", record("output", 1, out=notice("one again"))),
                 Msg("aipager.vm.out", record("output", 1, out=notice("vm one"))),
                 Msg("aipager.box.out", b"not json"),
                 Msg("aipager.box.out", record("output", 2, out={"kind": "nope"})),
                 Msg("aipager.box.out", record("output", 1, epoch="e2", out=notice("new epoch")))):
-        link._take_one(msg)
+        bad.append(link._take_one(msg))
     assert [(o.session, o.text) for o in shown.outputs] == [
         ("claude-a@box", "one"), ("claude-a@vm", "vm one"), ("claude-a@box", "new epoch")]
-    assert link.counters["repeats_skipped"] == 1 and link.counters["unreadable"] == 2
+    assert link.counters["repeats_skipped"] == 1
+    assert [b is not None for b in bad] == [False, False, False, True, True, False]  # set aside
     link._save_taken()
     again = HubLink(link.env, link.url, link.creds, RecordingNotifier())
     again._take_one(Msg("aipager.box.out", record("output", 1, epoch="e2", out=notice("x"))))
@@ -154,7 +158,7 @@ async def test_an_answer_counts_only_from_the_host_the_command_went_to(hub):
     _, link, _ = hub
     future = asyncio.get_running_loop().create_future()
     link._waiting["hub:x:1"] = ("box", future)
-    link._take_one(Msg("aipager.vm.out", record("reply", 1, id="hub:x:1", ok=True)))
-    assert not future.done()
+    bad = link._take_one(Msg("aipager.vm.out", record("reply", 1, id="hub:x:1", ok=True)))
+    assert not future.done() and bad == "an answer to a command sent to box"  # set aside
     link._take_one(Msg("aipager.box.out", record("reply", 1, id="hub:x:1", ok=True)))
-    assert future.result()["ok"] is True
+    assert future.result().value is True
