@@ -31,7 +31,7 @@ async def test_a_photo_reaches_claude_as_a_private_file(chat):
         assert fh.read() == data
     assert _mode(path) == 0o600 and _mode(os.path.dirname(path)) == 0o700
     assert not path.startswith("/tmp/aipager"), "never a shared /tmp name"
-    assert note["text"] == prompt
+    assert note["text"] == chat.sessions.pasted[-1][1]  # the encoding, as typed
 
 
 async def test_a_caption_routes_like_text(chat):
