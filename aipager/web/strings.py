@@ -48,6 +48,7 @@ PAGE = (
     N_("who"),
     N_("you"),
     N_("{n} message(s) waiting to go in"),
+    N_("{n} more line(s): the whole diff"),
     N_("← all sessions"),
     N_("⏹ Decline"),
     N_("⏹ Stop"),

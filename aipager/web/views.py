@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from aipager import locales
+from aipager.clients import asking
 from aipager.clients.people import Sender, refusal
 from aipager.daemon import render
 from aipager.daemon.model import Request, Session, State
@@ -91,25 +92,19 @@ def request(sess: Session, req: Request, shown: Permission | Question | None,
                              "options": list(q.get("options") or []),
                              "multi": bool(q.get("multi"))} for q in questions]
         return out
-    plan = req.tool == render.PLAN_TOOL
-    answers = [("allow", _("✅ Approve plan") if plan else _("✅ Allow")),
-               ("deny", _("✍️ Keep planning") if plan else _("❌ Deny"))]
     if isinstance(shown, Permission):
-        out["text"] = render.request(sess.label, req) if _again(sess) else shown.text
-        out["preview"] = shown.preview or None
-        buttons = shown.buttons or ["allow", "deny", "stop"]
-        if "always" in buttons:
-            answers.append(("always", _("🟢 Always allow")))
-        scopes = render.scope_labels(req) if _again(sess) else []
-        if len(scopes) != len(shown.scopes):
-            scopes = shown.scopes  # the labels as they came (each keeps its sN)
-        answers += [(f"s{i}", label) for i, label in enumerate(scopes) if f"s{i}" in buttons]
+        # the chat's view of it (``clients.asking``): the same words, answers and diff
+        out["text"] = asking.words(shown, sess)
+        change = asking.change(shown)
+        out["change"] = {"shown": change.shown, "more": change.more, "whole": change.whole,
+                         "real": change.real} if change.shown else None
+        offered = asking.answers(shown, asking.scope_labels(shown, sess), edit=False)
     else:
         out["text"] = render.permission(sess.label, req.tool, req.description, req.detail,
                                         req.cwd)
-        out["preview"] = None
-    answers.append(("stop", _("⏹ Stop")))
-    out["answers"] = [{"act": act, "label": label} for act, label in answers]
+        out["change"] = None
+        offered = asking.answers(Permission(session=sess.name, tool=req.tool), [])
+    out["answers"] = [{"act": a.act, "label": a.label} for a in offered]
     return out
 
 

@@ -51,6 +51,19 @@ function headline(s) {
   return parts.filter(Boolean).join(" · ");
 }
 
+// What the call would change: the chat's diff (clients/asking.py), each line marked - or +.
+function diffLines(text) {
+  return h("pre", { class: "diff" }, text.split("\n").map((line) => h("span", {
+    class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : null,
+  }, `${line}\n`)));
+}
+
+function change(c) {
+  if (!c.more) return diffLines(c.shown);
+  return h("div", {}, diffLines(c.shown),
+    h("details", {}, h("summary", {}, t("{n} more line(s): the whole diff", { n: c.more })), diffLines(c.whole)));
+}
+
 function permission(req) {
   const reason = h("input", { type: "text", class: "reason", placeholder: t("Reason (sent with ❌ Deny)"), "aria-label": "reason" });
   const buttons = req.answers.map((a) => h("button", {
@@ -59,7 +72,7 @@ function permission(req) {
   }, a.label));
   return h("article", { class: "request", "data-key": req.key },
     h("pre", { class: "ask" }, req.text),
-    req.preview ? h("pre", { class: "diff" }, req.preview) : null,
+    req.change ? change(req.change) : null,
     req.answered_by ? h("p", { class: "muted" }, t("Answered by {who}…", { who: req.answered_by })) : null,
     req.refused ? h("p", { class: "muted" }, req.refused) : null,
     h("div", { class: "buttons" }, buttons),
