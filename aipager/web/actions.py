@@ -28,6 +28,7 @@ from aipager.locales import tr as _
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, DaemonPort, Gone,
                                  InTerminal, KeysFailed, Outcome, Who)
 from aipager.proto.errors import AipagerError
+from aipager.web import folders
 from aipager.web.live import WEB_CHAT, WebNotifier
 
 log = logging.getLogger("aipager.web")
@@ -82,6 +83,8 @@ class WebActions:
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
         self.port = port
         self.env = port.env
+        #: the folders Claude Code trusts (read again each time: it trusts more as it runs)
+        self.trusted: Callable[[], list[str]] = lambda: folders.read(self.env)
         self.live = live
         self._default_folder = default_folder
         self._spawn = spawn
@@ -110,6 +113,10 @@ class WebActions:
             return Result(False, _("An empty message: nothing to send."), "refused")
         if sess.state == State.GONE:
             return Result(False, _("{session} is not running.").format(session=sess.label), "failed")
+        if self.at_trust_dialog(sess):
+            # a prompt's keys would answer the dialog (its Enter picks an option, or "No, exit")
+            return Result(False, _("{session} waits for you to trust its folder first.").format(
+                session=sess.label), "refused")
         msg_id = next(self._ids)
         who = prompts.author(sender)
         entry = self.live.say(sess.name, "sent", text, msg_id=str(msg_id),
@@ -191,10 +198,47 @@ class WebActions:
 
     # -- sessions ----------------------------------------------------------------------
 
-    async def start(self, name: str, sender: Sender) -> Result:
+    def at_trust_dialog(self, sess: Session) -> bool:
+        """Whether ``sess`` is likely stopped at Claude Code's folder trust dialog: this
+        machine's session, started in a folder Claude Code does not trust, that has not
+        started (no hook runs before the dialog is answered)."""
+        return (sess.state == State.UNKNOWN and not sess.claude_session_id and bool(sess.cwd)
+                and "@" not in sess.name and not folders.is_trusted(sess.cwd, self.trusted()))
+
+    def folders(self) -> dict[str, Any]:
+        """Where a new session may start: the trusted folders first, and the default."""
+        return {"trusted": self.trusted(), "default": self._default_folder()}
+
+    async def trust(self, sess: Session, sender: Sender, yes: bool) -> Result:
+        """Answer the folder trust dialog: Enter on its first choice ("Yes, I trust this
+        folder"; an Enter that comes late lands in an empty input box and does nothing),
+        or end the session (its "No, exit")."""
+        if not yes:
+            return await self.kill(sess, sender)
         why = refusal(sender, "manage", tr=_)
         if why:
             return Result(False, why)
+        if not self.at_trust_dialog(sess):
+            return Result(False, _("{session} does not ask about its folder.").format(
+                session=sess.label))
+        try:
+            await self.port.type_text(sess.name, "")
+        except AipagerError as exc:
+            return Result(False, _("Could not answer: {reason}").format(reason=exc))
+        self.port.audit_action("folder_trusted", _audited(sender), session=sess.name,
+                               folder=sess.cwd)
+        return Result(True, _("📁 {session} may use {folder}.").format(session=sess.label,
+                                                                     folder=sess.cwd))
+
+    async def start(self, name: str, sender: Sender, folder: str = "") -> Result:
+        """Start session ``name`` in ``folder`` (an absolute folder on this computer; ""
+        is the default one)."""
+        why = refusal(sender, "manage", tr=_)
+        if why:
+            return Result(False, why)
+        if folder and (not os.path.isabs(folder) or not os.path.isdir(folder)):
+            return Result(False, _("There is no folder {folder} on this computer.").format(
+                folder=folder))
         try:
             bare = dtach.check_name(name)
             if bare.lower() in RESERVED:
@@ -203,7 +247,7 @@ class WebActions:
             existing = self.find(bare)
             if existing is not None and existing.state != State.GONE and existing.socket_seen:
                 return Result(False, _("{name} is already running.").format(name=bare))
-            folder = self._default_folder()
+            folder = os.path.normpath(folder) if folder else self._default_folder()
             session = await self.port.start_session(bare, cwd=folder)
         except AipagerError as exc:
             return Result(False, _("Cannot start the session: {error}").format(error=exc))

@@ -8,7 +8,7 @@ rendered again in it, as the chat does.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from aipager import locales
 from aipager.clients import asking
@@ -108,13 +108,27 @@ def request(sess: Session, req: Request, shown: Permission | Question | None,
     return out
 
 
+def trust(sess: Session, sender: Sender) -> dict[str, Any]:
+    """Claude Code's folder trust dialog, answerable here (``actions.trust``)."""
+    return {"session": sess.name, "label": sess.label, "key": "trust", "kind": "trust",
+            "cwd": sess.cwd, "refused": refusal(sender, "manage", tr=_),
+            "text": _("📁 {session} · Claude Code asks whether you trust the files in {folder}."
+                      " Until you answer, it does nothing.").format(session=sess.label,
+                                                                    folder=sess.cwd),
+            "answers": [{"act": "yes", "label": _("✅ Yes, I trust this folder")},
+                        {"act": "no", "label": _("🗑 No, end the session")}]}
+
+
 def needs(all_sessions: Iterable[Session], asked: dict[tuple[str, str], Any],
-          sender: Sender) -> list[dict[str, Any]]:
-    """Every open request and question, oldest first: what needs a person."""
-    found = [(req.opened_at, sess, req) for sess in all_sessions if sess.state != State.GONE
-             for req in sess.requests]
+          sender: Sender, at_dialog: Callable[[Session], bool] = lambda sess: False,
+          only: str = "") -> list[dict[str, Any]]:
+    """Every open dialog, request and question, oldest first: what needs a person
+    (``only``: of that session)."""
+    live = [s for s in all_sessions if s.state != State.GONE and only in ("", s.name)]
+    found = [(req.opened_at, sess, req) for sess in live for req in sess.requests]
     found.sort(key=lambda t: t[0])
-    return [request(sess, req, asked.get((sess.name, req.key)), sender) for _, sess, req in found]
+    return [trust(sess, sender) for sess in live if at_dialog(sess)] + [
+        request(sess, req, asked.get((sess.name, req.key)), sender) for _, sess, req in found]
 
 
-__all__ = ["conversation", "me", "needs", "request", "session", "sessions"]
+__all__ = ["conversation", "me", "needs", "request", "session", "sessions", "trust"]

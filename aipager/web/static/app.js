@@ -79,6 +79,24 @@ function permission(req) {
     req.refused ? null : reason);
 }
 
+// Claude Code's folder trust dialog: until it is answered the session does nothing, and a
+// prompt typed into it would answer it (the server refuses prompts meanwhile).
+function trustDialog(req) {
+  const buttons = req.answers.map((a) => h("button", {
+    type: "button", "data-act": a.act, class: a.act === "no" ? "danger" : null, disabled: Boolean(req.refused),
+    onclick: () => act(`/api/sessions/${encodeURIComponent(req.session)}/trust`, { act: a.act }),
+  }, a.label));
+  return h("article", { class: "request trust", "data-key": `trust:${req.session}` },
+    h("p", { class: "ask" }, req.text),
+    req.refused ? h("p", { class: "muted" }, req.refused) : null,
+    h("div", { class: "buttons" }, buttons));
+}
+
+function need(r) {
+  if (r.kind === "trust") return trustDialog(r);
+  return r.kind === "question" ? question(r) : permission(r);
+}
+
 function question(req) {
   const form = h("form", { class: "request question", "data-key": req.key });
   req.questions.forEach((q, qi) => {
@@ -128,20 +146,41 @@ function sessionCard(s, { open = true } = {}) {
 
 // -- views -----------------------------------------------------------------------------
 
+// Starting a session asks for its folder: the ones Claude Code trusts first (no trust
+// dialog), then this computer's default, or any folder typed in.
+async function startForm(name) {
+  let found = { trusted: [], default: "" };
+  try { found = await get("/api/folders"); } catch (err) { /* the default folder then */ }
+  const choices = [...found.trusted];
+  if (found.default && !choices.includes(found.default)) choices.push(found.default);
+  const folder = h("select", { name: "folder", "aria-label": t("folder") },
+    choices.map((f) => h("option", { value: f }, found.trusted.includes(f) ? `📁 ${f}` : `📁 ${f} · ${t("Claude Code will ask to trust it")}`)));
+  const other = h("input", { type: "text", name: "other", placeholder: t("or another folder (a full path)"), "aria-label": t("another folder") });
+  const submit = (e) => {
+    e.preventDefault();
+    const where = other.value.trim() || folder.value;
+    act("/api/sessions", { name: name.value, folder: where }).then((r) => {
+      if (r && r.ok) { clear("form.new input[name=name]"); clear("form.new input[name=other]"); }
+    });
+  };
+  return h("form", { class: "new", onsubmit: submit },
+    h("div", { class: "row" }, name, h("button", { type: "submit" }, t("🆕 Start a session"))),
+    h("label", { class: "folder" }, t("Folder"), folder), other);
+}
+
 async function home() {
   const state = await get("/api/state");
-  const needs = state.needs.map((r) => (r.kind === "question" ? question(r) : permission(r)));
+  const needs = state.needs.map(need);
   const live = state.sessions.filter((s) => s.live);
   const ended = state.sessions.filter((s) => !s.live);
   const name = h("input", { type: "text", name: "name", placeholder: t("name"), pattern: "[A-Za-z0-9_][A-Za-z0-9_-]{0,63}", required: true, "aria-label": "session name" });
-  const start = h("form", { class: "new", onsubmit: (e) => { e.preventDefault(); act("/api/sessions", { name: name.value }).then((r) => r && r.ok && clear("form.new input")); } },
-    name, h("button", { type: "submit" }, t("🆕 Start a session")));
+  const start = me.may.manage ? await startForm(name) : null;
   return [
     h("section", { id: "needs" }, h("h2", {}, t("Needs you")),
       needs.length ? needs : h("p", { class: "muted" }, t("Nothing waits for you."))),
     h("section", { id: "sessions" }, h("h2", {}, t("Sessions")),
       live.length ? live.map((s) => sessionCard(s)) : h("p", { class: "muted" }, t("No session runs. Start one here or with `aipager session NAME`.")),
-      me.may.manage ? start : null,
+      start,
       ended.length ? h("details", {}, h("summary", {}, t("Ended ({n})", { n: ended.length })), ended.map((s) => sessionCard(s))) : null),
   ];
 }
@@ -172,6 +211,7 @@ async function conversation(label) {
   return [
     h("p", {}, h("a", { href: "#/" }, t("← all sessions"))),
     sessionCard(data.session, { open: false }),
+    data.needs.length ? h("section", { id: "needs" }, data.needs.map(need)) : null,
     h("section", { id: "conversation" }, h("h2", {}, t("Conversation")),
       data.conversation.length ? h("ol", { class: "talk" }, data.conversation.map(entry))
         : h("p", { class: "muted" }, t("Nothing said here since the daemon started."))),
