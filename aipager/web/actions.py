@@ -10,6 +10,7 @@ language (the request's ``locales.rendering``, set by ``routes``).
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 import logging
 import os
 import time
@@ -38,6 +39,10 @@ KINDS: dict[str, AnswerKind] = {"allow": "allow", "always": "allow_always", "den
                                 "stop": "stop"}
 _DONE = {"allow": N_("Allowed."), "always": N_("Always allowed."), "deny": N_("Denied."),
          "stop": N_("Denied and stopped.")}
+
+
+#: message keys remembered for a repeated Send (``WebActions.prompt``)
+SENT_KEPT = 512
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,8 @@ class WebActions:
         self.live = live
         self._default_folder = default_folder
         self._spawn = spawn
+        #: the results of the page's last messages by their key (None: still being sent)
+        self._sent: OrderedDict[tuple[str, str], Result | None] = OrderedDict()
         #: the page's messages waiting in the daemon: msg id → their author (rights)
         self.held: dict[int, dict[str, Any]] = {}
         # message ids the page makes: past any Telegram message id, unique in a run
@@ -103,8 +110,21 @@ class WebActions:
 
     # -- prompts -----------------------------------------------------------------------
 
-    async def prompt(self, sess: Session, text: str, sender: Sender) -> Result:
-        """Hand ``text`` to ``sess`` as the chat would: refused, held or typed."""
+    async def prompt(self, sess: Session, text: str, sender: Sender, once: str = "") -> Result:
+        """Hand ``text`` to ``sess`` as the chat would: refused, held or typed.
+
+        ``once`` is the page's key for this message: a second Send of it (a double click,
+        a retry on a slow network) gets the first one's result and types nothing."""
+        if once:
+            key = (sender.tag, once)
+            if key in self._sent:
+                return self._sent[key] or Result(True, _("Already sending."), "sending")
+            self._sent[key] = None
+            while len(self._sent) > SENT_KEPT:
+                self._sent.popitem(last=False)
+            result = await self.prompt(sess, text, sender)
+            self._sent[key] = result
+            return result
         why = refusal(sender, "prompt", tr=_)
         if why:
             return Result(False, why, "refused")

@@ -11,7 +11,7 @@
 ``GET /api/sessions/{name}``           one session and its conversation
 ``GET /api/folders``                   where a session may start: trusted folders first
 ``POST /api/sessions``                 ``{"name"[,"folder"]}``: start a session
-``POST /api/sessions/{name}/prompt``   ``{"text"}``: send a prompt
+``POST /api/sessions/{name}/prompt``   ``{"text"[,"once"]}``: send a prompt (once per key)
 ``POST /api/sessions/{name}/stop``     stop the running task
 ``POST /api/sessions/{name}/kill``     end the session
 ``POST /api/sessions/{name}/trust``    ``{"act":"yes"|"no"}``: its folder trust dialog
@@ -210,7 +210,9 @@ async def post_prompt(request: web.Request) -> web.Response:
     text = body.get("text")
     if not isinstance(text, str):
         raise web.HTTPBadRequest(text="text must be a string")
-    return _reply(await request.app[ACTIONS].prompt(_session(request), text, _sender(request)))
+    once = body.get("once")
+    return _reply(await request.app[ACTIONS].prompt(_session(request), text, _sender(request),
+                                                    once if isinstance(once, str) else ""))
 
 
 async def post_stop(request: web.Request) -> web.Response:

@@ -15,6 +15,8 @@ const WORDS = { working: "working", waiting: "waiting for you", ready: "ready", 
 const STATUS = { sending: "sending", held: "held", typed: "typed", taken: "taken", "not taken": "not taken", "not delivered": "not delivered" };
 
 let me = null;
+// sessions a message is being sent to now: their Send stays off until it is answered
+const sending = new Set();
 
 function say(text, ok = true) {
   flash.textContent = text;
@@ -199,15 +201,36 @@ async function conversation(label) {
   const found = sessions.find((s) => s.label === label || s.name === label);
   if (!found) return [h("p", {}, t("No session called {name}.", { name: label }))];
   const data = await get(`/api/sessions/${encodeURIComponent(found.name)}`);
+  const draftKey = `aipager.draft.${found.name}`;
   const text = h("textarea", { name: "text", rows: 3, placeholder: t("Message {session}", { session: found.label }), "aria-label": "prompt" });
+  // the draft survives a refresh, a reload and a daemon restart (kept in this browser)
+  text.value = localStorage.getItem(draftKey) || "";
+  text.addEventListener("input", () => {
+    if (text.value) localStorage.setItem(draftKey, text.value); else localStorage.removeItem(draftKey);
+  });
+  const button = h("button", { type: "submit" }, t("➤ Send"));
   const send = async (e) => {
     e.preventDefault();
-    if (!text.value.trim()) return;
-    const result = await act(`/api/sessions/${encodeURIComponent(found.name)}/prompt`, { text: text.value });
-    if (result && result.ok) clear("form.prompt textarea");
+    if (sending.has(found.name) || !text.value.trim()) return;
+    // one key per message: a second Send of it (a double click, a retry) types nothing more
+    const once = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+    sending.add(found.name);
+    button.disabled = true;
+    try {
+      const result = await act(`/api/sessions/${encodeURIComponent(found.name)}/prompt`, { text: text.value, once });
+      if (result && result.ok) {
+        localStorage.removeItem(draftKey);
+        clear("form.prompt textarea");
+      }
+    } finally {
+      sending.delete(found.name);
+      const now = view.querySelector("form.prompt button[type=submit]");
+      if (now) now.disabled = false;
+    }
   };
+  if (sending.has(found.name)) button.disabled = true;
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
-  const form = h("form", { class: "prompt", onsubmit: send }, text, h("button", { type: "submit" }, t("➤ Send")));
+  const form = h("form", { class: "prompt", onsubmit: send }, text, button);
   return [
     h("p", {}, h("a", { href: "#/" }, t("← all sessions"))),
     sessionCard(data.session, { open: false }),
@@ -253,15 +276,31 @@ function fieldKey(el) {
 
 function keepFields() {
   const kept = new Map();
-  for (const el of view.querySelectorAll("input, textarea")) {
+  const focused = document.activeElement;
+  if (focused && view.contains(focused) && !focused.matches("input, textarea")) {
+    // a button, a link or a menu: the same one has the focus after the refresh
+    kept.set("focus", focusKey(focused));
+  }
+  for (const el of view.querySelectorAll("input, textarea, select")) {
     kept.set(fieldKey(el), { value: el.value, checked: el.checked, focused: el === document.activeElement,
       start: el.selectionStart, end: el.selectionEnd });
   }
   return kept;
 }
 
+function focusKey(el) {
+  const owner = el.closest("[data-key], [data-session], form");
+  const scope = owner ? owner.dataset.key || owner.dataset.session || owner.className : "";
+  return `${scope}|${el.tagName}|${el.dataset.act || el.getAttribute("href") || el.name || el.textContent}`;
+}
+
 function putFields(kept) {
-  for (const el of view.querySelectorAll("input, textarea")) {
+  const focus = kept.get("focus");
+  if (focus) {
+    const again = [...view.querySelectorAll("button, a, select")].find((el) => focusKey(el) === focus);
+    if (again) again.focus();
+  }
+  for (const el of view.querySelectorAll("input, textarea, select")) {
     const was = kept.get(fieldKey(el));
     if (!was) continue;
     if (el.type === "radio" || el.type === "checkbox") el.checked = was.checked;
@@ -284,7 +323,7 @@ async function render() {
       try {
         const nodes = await route()();
         const kept = keepFields();
-        view.replaceChildren(...nodes);
+        view.replaceChildren(...nodes.filter(Boolean));  // a null would show as "null"
         putFields(kept);
       } catch (err) {
         if (err instanceof ApiError && err.status === 401 && inTelegram) {
