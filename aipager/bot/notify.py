@@ -39,7 +39,7 @@ from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
 from aipager.clients import asking
 from aipager.daemon import render
-from aipager.daemon.model import Request, Session, Task
+from aipager.daemon.model import Session, Task
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed)

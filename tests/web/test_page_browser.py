@@ -82,7 +82,8 @@ async def test_one_long_word_does_not_widen_the_phone_page(browser_page):
     word = "x" * 3000
     browser_page.port.add_session(S, State.READY)
     browser_page.live.emit(Card(session=S, text=f"✅ jim · {word}", task=1))
-    browser_page.live.emit(Answer(session=S, text=f"Here: {word} and `{word}`\n\n| a | b |\n|---|---|\n| {word} | 1 |", task=1))
+    table = f"| a | b |\n|---|---|\n| {word} | 1 |"
+    browser_page.live.emit(Answer(session=S, text=f"Here: {word} and `{word}`\n\n{table}", task=1))
     for path in ("/", "#/s/jim"):
         page = await browser_page.open(path)
         await page.wait_for_selector(".md" if "s/" in path else "pre.card")
@@ -147,3 +148,34 @@ async def test_a_live_update_leaves_the_keyboard_focus_where_it_was(browser_page
     await page.wait_for_selector("text=working on it")
     assert await page.evaluate("document.activeElement.tagName") == "BUTTON"
     assert await page.evaluate("document.activeElement.textContent") == before
+
+
+async def test_starting_asks_for_a_folder_and_the_trust_dialog_is_answered_on_the_phone(
+        browser_page, tmp_path):
+    import json
+
+    app, fresh = tmp_path / "app", tmp_path / "fresh"
+    app.mkdir()
+    fresh.mkdir()
+    (tmp_path / ".claude.json").write_text(json.dumps(
+        {"projects": {str(app): {"hasTrustDialogAccepted": True}}}))
+    browser_page.port.env["CLAUDE_CONFIG_DIR"] = str(tmp_path)
+    page = await browser_page.open("/")
+    options = await page.eval_on_selector_all("form.new select option", "o => o.map(x => x.value)")
+    assert options[0] == str(app)  # the trusted folder first
+    await page.fill("form.new input[name=name]", "fresh")
+    await page.fill("form.new input[name=other]", str(fresh))
+    await page.click("form.new button[type=submit]")
+    await page.wait_for_selector("#flash.ok")
+    ((name,), kw), = browser_page.port.calls("start_session")
+    assert (name, kw["cwd"]) == ("fresh", str(fresh))
+
+    browser_page.port.add_session("claude-fresh", State.UNKNOWN)  # at its trust dialog
+    browser_page.port.sessions.get("claude-fresh").cwd = str(fresh)
+    browser_page.live.emit(Card(session="claude-fresh", text="• fresh", task=0))
+    await page.wait_for_selector("article.trust button[data-act=yes]")
+    await _shot(page, "trust-dialog-phone")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    await page.click("article.trust button[data-act=yes]")
+    await page.wait_for_selector("#flash.ok")
+    assert browser_page.port.calls("type_text") == [(("claude-fresh", ""), {})]
