@@ -37,8 +37,9 @@ from aipager.bot.chatstate import ChatState
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
+from aipager.clients import asking
 from aipager.daemon import render
-from aipager.daemon.model import Request, Session, Task
+from aipager.daemon.model import Session, Task
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed)
@@ -48,8 +49,6 @@ log = logging.getLogger("aipager.bot")
 STATUS_KEY = "status"
 #: answers remembered per notifier (``_answered``)
 ANSWERED_KEPT = 200
-#: characters of an edit's diff shown in its request message (past it: a .diff file too)
-DIFF_SHOWN = 2500
 
 
 def card_key(session: str, task: Any) -> str:
@@ -186,22 +185,6 @@ class ChatNotifier:
         clock = getattr(self._registry(), "clock", time.time)
         return render.card(sess, clock())
 
-    @staticmethod
-    def _request_words(out: Permission, sess: Session | None,
-                       req: Request | None) -> str:
-        """The request in the chat's language (as ``_card_words``): rendered again from this
-        machine's open request; Claude's description, the command and the path stay as they
-        are."""
-        return render.request(sess.label, req) if sess is not None and req is not None \
-            else out.text
-
-    @staticmethod
-    def _scope_words(out: Permission, req: Request | None) -> list[str]:
-        """The per-suggestion buttons' labels in the chat's language (as ``_request_words``);
-        the same suggestions in the same order, so each label keeps its tap."""
-        labels = render.scope_labels(req) if req is not None else []
-        return labels if len(labels) == len(out.scopes) else out.scopes
-
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
         self.outbox.put(Post(chat_id, self._prompted_words(out, sess),
@@ -275,54 +258,35 @@ class ChatNotifier:
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)
         handle = self.state.handle("request", f"{out.session}\0{out.key}")
-        buttons = out.buttons or ["allow", "deny", "stop"]
         kb = InlineKeyboardBuilder()
-
-        def tap(label: str, act: RequestAct) -> None:
-            kb.button(text=label, callback_data=RequestTap(h=handle, act=act))
-
+        # the words, the answers and the change are the page's too (``clients.asking``)
         plan = out.tool == "ExitPlanMode"
-        answers = "allow" in buttons
-        if answers:
-            tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
-            tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
-        req = _own_request(sess, out.key)
-        scoped = [(label, act) for label, act in zip(self._scope_words(out, req), SCOPES,
-                                                     strict=False)
-                  if act in buttons]
-        for label, act in scoped:
-            tap(label, act)  # long labels: a row each
-        if "always" in buttons:
-            tap(_("🟢 Always allow"), RequestAct.ALWAYS)
-        if "edit" in buttons:
-            tap(_("✏️ Edit"), RequestAct.EDIT)
-        tap(_("⏹ Stop"), RequestAct.STOP)
-        last = 1 + ("always" in buttons) + ("edit" in buttons)
-        kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
-        text = self._request_words(out, sess, req)
-        rule = _always_rule(sess, out.key) if "always" in buttons else ""
-        if rule:
-            text += "\n" + _("🟢 Always allow remembers: {rule}").format(rule=rule)
+        offered = asking.answers(out, asking.scope_labels(out, sess))
+        for answer in offered:
+            kb.button(text=answer.label, callback_data=RequestTap(h=handle, act=RequestAct(answer.act)))
+        scoped = sum(1 for a in offered if a.act in SCOPES)
+        pair = sum(1 for a in offered if a.act in ("allow", "deny"))
+        kb.adjust(*([pair] if pair else []), *[1] * scoped, len(offered) - pair - scoped)  # long labels: a row each
+        text = asking.words(out, sess)
         entities = list(_code_entity(text, out.detail))
         if plan and out.detail and out.detail in text:
             # a plan is Markdown: shown formatted, as Claude wrote it, not as a code block
             text, entities = _formatted_plan(text, out.detail)
-        attach = ""
-        if out.diff or out.preview:
-            # what the call would change, always shown with the request (the setting
-            # "diff previews" is for the edits that run without asking): the real diff,
-            # else the edit's own lines
-            body = _diff_body(out.diff) if out.diff else (
-                out.preview.split("\n", 1)[1] if "\n" in out.preview else "")
-            if out.diff and len(body) > DIFF_SHOWN:
-                # too long to read in a message: its head here, the whole as a .diff file
-                body = _head(body, DIFF_SHOWN)
-                attach = out.diff
-            if body:
-                start = u16_len(text) + 1
-                text += "\n" + body
-                entities.append({"type": "pre", "offset": start, "length": u16_len(body),
-                                 "language": "diff"})
+        # what the call would change, always shown with the request (the setting "diff
+        # previews" is for the edits that run without asking)
+        shown = asking.change(out)
+        body = shown.shown
+        if shown.more:
+            # too long to read in a message: its head here, the whole as a .diff file
+            body += "\n" + ngettext("… {n} more line in the .diff file",
+                                    "… {n} more lines in the .diff file", shown.more).format(
+                                        n=number(shown.more))
+        if body:
+            start = u16_len(text) + 1
+            text += "\n" + body
+            entities.append({"type": "pre", "offset": start, "length": u16_len(body),
+                             "language": "diff"})
+        attach = shown.whole
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
         self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=view.markup(kb),
@@ -465,28 +429,6 @@ def _formatted_plan(text: str, plan: str) -> tuple[str, list[dict[str, Any]]]:
     return head + body, entities
 
 
-def _diff_body(diff: str) -> str:
-    """A unified diff without its ---/+++ header (the request names the file)."""
-    lines = diff.splitlines()
-    while lines and lines[0].startswith(("--- ", "+++ ")):
-        lines.pop(0)
-    return "\n".join(lines)
-
-
-def _head(body: str, limit: int) -> str:
-    """The first lines of ``body`` within ``limit`` characters, and how many were left out."""
-    lines, size, kept = body.splitlines(), 0, []
-    for line in lines:
-        if size + len(line) + 1 > limit:
-            break
-        kept.append(line)
-        size += len(line) + 1
-    more = len(lines) - len(kept)
-    return "\n".join(kept + [ngettext("… {n} more line in the .diff file",
-                                       "… {n} more lines in the .diff file", more).format(
-                                           n=number(more))])
-
-
 def prompt_key(session: str, task_seq: Any) -> str:
     """The live-message key of a prompt typed at the computer, as shown in the chat."""
     return f"typed:{session}:{task_seq}"
@@ -519,33 +461,6 @@ def _own_task(sess: Session, seq: Any) -> Task | None:
     if i18n.current() == locales.DEFAULT or task is None or task.seq != seq or "@" in sess.name:
         return None
     return task
-
-
-def _own_request(sess: Session | None, key: str) -> Request | None:
-    """This machine's open request ``key``, when its texts are to be rendered again in the
-    chat's language (as ``_own_task``)."""
-    if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
-        return None
-    return next((r for r in sess.requests if r.key == key), None)
-
-
-def _always_rule(sess: Session | None, key: str) -> str:
-    if sess is None:
-        return ""
-    req = next((r for r in sess.requests if r.key == key), None)
-    if req is None:
-        return ""
-    rules = []
-    for s in req.suggestions:
-        if not isinstance(s, dict):
-            continue
-        for rule in s.get("rules") or []:
-            if isinstance(rule, dict) and rule.get("toolName"):
-                content = rule.get("ruleContent")
-                rules.append(f"{rule['toolName']}({content})" if content else rule["toolName"])
-        for folder in s.get("directories") or []:
-            rules.append(f"folder {folder}")
-    return ", ".join(rules[:4])
 
 
 def _code_entity(text: str, detail: str) -> list[dict[str, Any]]:
