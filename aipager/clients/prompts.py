@@ -33,7 +33,9 @@ def check(env: Mapping[str, str], sess: Session, text: str, sender: Sender) -> c
         from aipager.policy import model
 
         try:
-            snap = model.task_snapshot(model.current_policy(env), sender.role, env)
+            # the task will be the sender's: their own uploads are theirs to name
+            snap = model.task_snapshot(model.current_policy(env), sender.role, env,
+                                       sender.user_id)
             mention_check = chatprompt.read_check(snap, sess.cwd or "", paths.home(env))
         except AipagerError as exc:
             def mention_check(path: str, why: str = str(exc)) -> str:  # fail closed

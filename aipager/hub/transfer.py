@@ -74,7 +74,9 @@ def inbox_paths(env: Mapping[str, str], text: str) -> list[str]:
         ends = [m.start() for m in re.finditer(r"\s", text[start:])] + [len(text) - start]
         for end in sorted(ends, reverse=True):
             candidate = text[start:start + end]
-            if os.path.isfile(candidate) and not os.path.islink(candidate):
+            # spelled plainly: "<files>/in/../../…" names no file of the inbox
+            if (os.path.normpath(candidate) == candidate and os.path.isfile(candidate)
+                    and not os.path.islink(candidate)):
                 if candidate not in found:
                     found.append(candidate)
                 start += end
