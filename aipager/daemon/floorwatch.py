@@ -40,7 +40,7 @@ class FloorPublisher:
         #: ... and so does the record of the hub this host joined
         self.joined_path = paths.joined_hub_file(self.env)
         self.floor_path = paths.floor_file(self.env)
-        #: the policy and config files' versions last looked at (published or refused)
+        #: the policy, config and join record's versions last looked at (published or refused)
         self._policy_seen: tuple[Stamp, Stamp, Stamp] | object = object()
         #: the floor file as this publisher last wrote it
         self._written: Stamp = None

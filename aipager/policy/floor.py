@@ -229,8 +229,9 @@ def uploads_person(authors) -> int | None:
     return person
 
 
-def own_uploads(floor: dict, env, person: int) -> dict:
-    """``floor`` opened to ``person``'s own uploads (``paths.uploads_dir``) and nothing else.
+def own_uploads(rule_set: dict, env, person: int) -> dict:
+    """``rule_set`` (a floor) opened to ``person``'s own uploads (``paths.uploads_dir``)
+    and nothing else.
 
     The files folder's two globs (the folder and everything in it) give way to globs
     for everything in it but ``<files>/in/u<person>`` and what lies there, in their
@@ -243,19 +244,20 @@ def own_uploads(floor: dict, env, person: int) -> dict:
     folder = paths.files_dir(env)
     keep = paths.UPLOADS_PREFIX + str(int(person))
     out = rules.empty()
-    out["allowed_tools"] = floor["allowed_tools"]
+    allowed = rule_set["allowed_tools"]
+    out["allowed_tools"] = None if allowed is None else list(allowed)
     for key in rules.LIST_KEYS:
-        out[key] = list(floor[key])
-    if folder not in floor["no_access"] or folder + "/*" not in floor["no_access"]:
+        out[key] = list(rule_set[key])
+    if folder not in rule_set["no_access"] or folder + "/*" not in rule_set["no_access"]:
         return out
     no_access: list[str] = []
-    for glob in floor["no_access"]:
+    for glob in rule_set["no_access"]:
         if glob == folder:
             no_access += all_but_globs(folder, keep)
         elif glob != folder + "/*":
             no_access.append(glob)
     out["no_access"] = _unique(no_access)
-    out["commands"] = [all_but_command(keep) if p == FILES_COMMAND else p for p in floor["commands"]]
+    out["commands"] = [all_but_command(keep) if p == FILES_COMMAND else p for p in rule_set["commands"]]
     return out
 
 
