@@ -212,6 +212,9 @@ def policy_literals_h() -> str:
         "POL_FLOOR_NEEDLES": json.dumps([floor.KNOWN_NEEDLES[(p, False)] for p in floor.FLOOR_COMMANDS],
                                         separators=(",", ":")),
         "POL_FLOOR_SECRETS": json.dumps(list(floor.SECRET_GLOBS), separators=(",", ":")),
+        # floor.own_uploads: the files folder's command pattern and a person's folder
+        "POL_FILES_COMMAND": floor.FILES_COMMAND,
+        "POL_UPLOADS_PREFIX": floor.paths.UPLOADS_PREFIX,
         # sendfile.pxi: its lists as JSON and its reasons as printf formats
         "SF_SECRET_NAMES": json.dumps(list(sendfile.SECRET_NAMES), separators=(",", ":")),
         "SF_SEND_GLOBS": json.dumps(list(sendfile.SEND_GLOBS), separators=(",", ":")),

@@ -78,6 +78,7 @@ def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub
     """``start --join URL --creds FILE``: a host of a hub; no bot token, no config needed."""
     who, url = _joining(hub, join, creds)
     ensure_folders(env)
+    _record_join(env, url, creds)
     log_path = setup_logging(env, verbose)
     try:
         from aipager.main import run
@@ -184,7 +185,21 @@ def _start_args(env: dict[str, str], hub: bool, join: str, creds: str) -> tuple[
             raise ConfigError(msg)
         return ("--hub",) if hub else ()
     _who, url = _joining(hub, join, creds)
+    _record_join(env, url, creds)
     return ("--join", url, "--creds", os.path.abspath(creds))
+
+
+def _record_join(env: dict[str, str], url: str, creds: str) -> None:
+    """Keep the credential file's absolute path, for the floor (``creds.record_join``):
+    from the daemon's first start on, no task but the owner's reads it."""
+    from aipager.hub.creds import record_join
+
+    try:
+        record_join(env, url, creds)
+    except OSError as exc:
+        msg = (f"cannot record where the credential file is ({exc}); the safety floor "
+               "would not keep other people's tasks from it")
+        raise ConfigError(msg) from exc
 
 
 def _joining(hub: bool, join: str, creds: str):  # -> tuple[Creds, str]

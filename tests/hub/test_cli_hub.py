@@ -14,6 +14,7 @@ from hub.conftest import free_port
 from typer.testing import CliRunner
 
 from aipager import config
+from aipager.proto import paths
 from aipager.cli.app import app
 from aipager.hub import creds, layout, server, settings
 
@@ -163,6 +164,36 @@ def test_start_join_runs_a_host_without_any_config(fake_main, tmp_path):
     assert not config.exists(dict(os.environ))
     result = CliRunner().invoke(app, ["start", "--join", "nats://other:4222", "--creds", who])
     assert fake_main[-1]["join"] == "nats://other:4222"
+
+
+def test_start_join_puts_the_credential_file_in_the_published_floor(fake_main, tmp_path,
+                                                                      monkeypatch):
+    """Wherever the person keeps the credential file, `start --join` records its absolute
+    path, and the floor the daemon publishes keeps it from every task but the owner's."""
+    from aipager.daemon.floorwatch import FloorPublisher
+    from aipager.policy import _match_py, model
+
+    env = dict(os.environ)
+    folder = tmp_path / "keys here"
+    folder.mkdir()
+    creds.write_creds(str(folder / "box.json"), creds.Creds("box", "pw", "nats://127.0.0.1:4222"))
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(app, ["start", "--creds", "box.json"])
+    assert result.exit_code == 0, result.output
+    path = str(folder / "box.json")
+    record = paths.joined_hub_file(env)
+    with open(record) as fh:
+        assert json.load(fh) == {"url": "nats://127.0.0.1:4222", "creds": path}
+    assert stat.S_IMODE(os.stat(record).st_mode) == 0o600
+
+    assert FloorPublisher(env).check() is True  # the daemon, at its start
+    with open(paths.floor_file(env)) as fh:
+        assert path in json.load(fh)["rules"]["no_access"]
+    policy = model.load_policy(env)
+    read = ("Read", {"file_path": path}, str(tmp_path), env["HOME"])
+    assert _match_py.decide(model.task_snapshot(policy, "user", env, 7), *read)[0] == "deny"
+    assert _match_py.decide(model.task_snapshot(policy, "admin", env, 5), *read)[0] == "deny"
+    assert _match_py.decide(model.task_snapshot(policy, "owner", env, 1), *read)[0] == "allow"
 
 
 def test_start_hub_runs_the_hub_with_the_config(fake_main, hub_config):
