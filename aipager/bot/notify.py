@@ -17,6 +17,9 @@ queues (no awaits, no Telegram calls).  What each output kind becomes:
   thread), uploaded after the task's answer (or its final card when there is
   no answer); refused ones are listed in a notice.
 
+In private mode every output goes through ``private.view`` first, and the chat shows
+only what it returns (names, states, counts and buttons to the page; ``_ring``).
+
 After each output the pinned status line is recomputed and, when it changed,
 edited.
 """
@@ -28,10 +31,11 @@ import time
 from collections import deque
 from typing import Any, Callable, Coroutine
 
+from aiogram.types import WebAppInfo
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager import locales
-from aipager.bot import i18n, view
+from aipager.bot import i18n, private, view
 from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
 from aipager.bot.chatstate import ChatState
 from aipager.bot.i18n import _, ngettext, number
@@ -107,8 +111,11 @@ class ChatNotifier:
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any],
                  started_at: float | None = None, env: dict[str, str] | None = None,
                  locale_for: Callable[[int], str] | None = None,
-                 types_again: Callable[[int, int], bool] = lambda chat_id, msg_id: False) -> None:
+                 types_again: Callable[[int, int], bool] = lambda chat_id, msg_id: False,
+                 privacy: Callable[[], private.Mode] = lambda: private.OFF) -> None:
         self.env = env if env is not None else {}
+        #: private mode now (the config, read again when it changes)
+        self._privacy = privacy
         #: chat id → the language of what the chat says on its own (``i18n.chat_locale``)
         self._locale_for = locale_for or (lambda chat_id: locales.DEFAULT)
         #: whether the chat handles (types) message (chat, id) again after a restart
@@ -137,29 +144,103 @@ class ChatNotifier:
         try:
             handler = getattr(self, f"_on_{out.kind}", None)
             sess = self._registry().get(out.session)
+            mode = self._privacy()
             for chat_id in self._chats_for(out.session):
                 # the chat's language, set here: no handler's context reaches a daemon event
                 with i18n.use(self._locale_for(chat_id)):
-                    if handler is not None:
+                    if mode.on:
+                        self._private(out, sess, chat_id, mode)
+                    elif handler is not None:
                         handler(out, sess, chat_id)
                     self._status_line(chat_id)
         except Exception:  # noqa: BLE001 - a rendering bug must not break event handling
             log.exception("showing a %s output in the chat failed", out.kind)
 
+    # -- private mode ----------------------------------------------------------------
+
+    def _private(self, out: Output, sess: Session | None, chat_id: int,
+                 mode: private.Mode) -> None:
+        """The one way an output reaches the chat in private mode: through
+        ``private.view``, never through the output's own text."""
+        label = sess.label if sess is not None else out.session.removeprefix("claude-")
+        clock = getattr(self._registry(), "clock", time.time)
+        match private.view(out, label, sess, clock()):
+            case private.Show(out=shown):
+                handler = getattr(self, f"_on_{shown.kind}", None)
+                if handler is not None:
+                    handler(shown, sess, chat_id)
+            case private.Bell() as bell:
+                self._ring(bell, out, sess, chat_id, mode.public_url)
+            case private.Quiet():
+                pass
+
+    def _ring(self, bell: private.Bell, out: Output, sess: Session | None, chat_id: int,
+              public: str) -> None:
+        """A bell as outbox ops: a card edited in place, a request's message (its verdict
+        replaces it), or a new message; with the page's button and ⏹ Stop."""
+        if bell.edit_only:
+            self.state.asks.pop(bell.key, None)
+            if self.state.shown.pop(bell.key, None) is not None:
+                self.outbox.put(Live(chat_id, bell.text, key=bell.key, session=out.session))
+            return
+        task = getattr(out, "task", None)
+        if isinstance(out, Card) and self._card_needless(out, sess, chat_id):
+            return
+        kb = InlineKeyboardBuilder()
+        text = bell.text
+        if bell.door is not None and public:
+            url = bell.door.url(public)
+            # Telegram opens a Mini App from a private chat only: a group gets the address
+            if chat_id > 0:
+                kb.button(text=_("📟 Open on the page"), web_app=WebAppInfo(url=url))
+            else:
+                kb.button(text=_("📟 Open on the page"), url=url)
+        elif bell.door is not None and not bell.live:
+            text += "\n" + private.page_note(public)
+        if bell.stop:
+            handle = self.state.handle("session", out.session)
+            kb.button(text=_("⏹ Stop"), callback_data=SessionTap(h=handle, act=SessionAct.STOP))
+        markup = view.markup(kb)
+        reply_to = _prompt_msg(sess, task, self.state, chat_id) if bell.reply_prompt else None
+        if bell.live:
+            if not self.state.show(bell.key, text + ("\0stop" if bell.stop else "")):
+                return
+            self.outbox.put(Live(chat_id, text, key=bell.key, markup=markup,
+                                 session=out.session, reply_to=reply_to, final=bell.final))
+            return
+        buzz = bell.buzz
+        if isinstance(out, Answer):
+            self._answered.append((chat_id, out.session, out.task))
+            buzz = buzz and not (bool(self.state.prefs_of(chat_id).get("quiet"))
+                                 and view.at_desk(sess))
+        if bell.key:
+            self.state.forget_live(bell.key)  # shown again (late answer): a new message
+            self.state.show(bell.key, text)
+        self.outbox.put(Post(chat_id, text, markup=markup, key=bell.key,
+                             session=out.session, reply_to=reply_to, buzz=buzz), urgent=True)
+
     # -- kinds ---------------------------------------------------------------------
 
-    def _on_card(self, out: Card, sess: Session | None, chat_id: int) -> None:
+    def _card_needless(self, out: Card, sess: Session | None, chat_id: int) -> bool:
+        """Whether a final card would only be noise: its task ended while nobody showed it
+        (a restart), or so soon that its answer went out first."""
         key = card_key(out.session, out.task)
-        final = out.final
         task = sess.task if sess is not None else None
-        if (final and self.state.live_id(key, chat_id) is None and task is not None
+        if (out.final and self.state.live_id(key, chat_id) is None and task is not None
                 and task.ended_at is not None and task.ended_at < self.started_at):
-            return  # ended while nobody showed it: the answer says what matters
-        if final and key not in self.state.shown \
+            return True  # ended while nobody showed it: the answer says what matters
+        if out.final and key not in self.state.shown \
                 and (chat_id, out.session, out.task) in self._answered:
             # A task too short for its card to be shown before its answer: a card arriving
             # after the answer would only push it up; the answer says what matters.
             self._release_files(out.session, out.task, chat_id)
+            return True
+        return False
+
+    def _on_card(self, out: Card, sess: Session | None, chat_id: int) -> None:
+        key = card_key(out.session, out.task)
+        final = out.final
+        if self._card_needless(out, sess, chat_id):
             return
         prefs = self.state.prefs_of(chat_id)
         text = view.card_text(self._card_words(out, sess), sess, detail=prefs.get("detail", "full"))

@@ -54,6 +54,7 @@ STATIC = resources.files("aipager.web") / "static"
 ACTIONS = web.AppKey("actions", WebActions)
 LIVE = web.AppKey("live", WebNotifier)
 LOGINS = web.AppKey("logins", Logins)
+PEOPLE = web.AppKey("people", People)
 
 
 def _sender(request: web.Request) -> Sender:
@@ -115,7 +116,8 @@ async def get_strings(request: web.Request) -> web.Response:
 
 
 async def get_me(request: web.Request) -> web.Response:
-    return web.json_response(views.me(_sender(request), request[VIA]))
+    return web.json_response(views.me(_sender(request), request[VIA],
+                                      request.app[PEOPLE].private()))
 
 
 async def get_state(request: web.Request) -> web.Response:
@@ -123,7 +125,7 @@ async def get_state(request: web.Request) -> web.Response:
     sessions = list(actions.port.sessions)
     sender = _sender(request)
     return web.json_response({
-        "me": views.me(sender, request[VIA]),
+        "me": views.me(sender, request[VIA], request.app[PEOPLE].private()),
         "sessions": views.sessions(sessions, time.time(), _cards(live)),
         "needs": views.needs(sessions, live.asked, sender, actions.at_trust_dialog),
         "seq": live.seq,
@@ -144,6 +146,8 @@ async def get_session(request: web.Request) -> web.Response:
         "needs": views.needs(list(actions.port.sessions), live.asked, _sender(request),
                              actions.at_trust_dialog, only=sess.name),
         "conversation": views.conversation(sess, live.conversation(sess.name)),
+        # what of this session needs the person: a chat message in private mode opens here
+        "needs": views.needs([sess], live.asked, _sender(request)),
     })
 
 
@@ -273,7 +277,7 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     app = web.Application(middlewares=[*make_middlewares(people, logins, allowed_hosts,
                                                          allowed_origins), language],
                           client_max_size=256 * 1024)
-    app[ACTIONS], app[LIVE], app[LOGINS] = actions, live, logins
+    app[ACTIONS], app[LIVE], app[LOGINS], app[PEOPLE] = actions, live, logins, people
     app.on_response_prepare.append(add_headers(frame_ancestors))
     r = app.router
     r.add_get("/", index)

@@ -77,6 +77,8 @@ PAGE = (
     N_("taken"),
     N_("not taken"),
     N_("not delivered"),
+    N_("a file from Claude"),
+    N_("🔒 private"),
 )
 
 

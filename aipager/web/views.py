@@ -22,9 +22,10 @@ from aipager.locales import tr as _
 _ORDER = {State.WAITING: 0, State.WORKING: 1, State.READY: 2, State.UNKNOWN: 3, State.GONE: 4}
 
 
-def me(sender: Sender, via: str) -> dict[str, Any]:
-    """Who the page acts as, and what they may do (the buttons it shows)."""
-    return {"label": sender.tag, "role": sender.role, "via": via,
+def me(sender: Sender, via: str, private: bool = False) -> dict[str, Any]:
+    """Who the page acts as, what they may do (the buttons it shows), and whether private
+    mode keeps the content off Telegram (the page's badge)."""
+    return {"label": sender.tag, "role": sender.role, "via": via, "private": private,
             "may": {"prompt": sender.may_prompt, "approve": sender.may_approve,
                     "manage": sender.may_manage}}
 

@@ -2,7 +2,7 @@
 // conversation, the audit log.  Everything is read from the API again when the live
 // stream says the daemon showed something.
 
-import { ApiError, get, inTelegram, listen, post } from "./api.js";
+import { ApiError, door, get, inTelegram, listen, post } from "./api.js";
 import { h } from "./dom.js";
 import { markdown } from "./md.js";
 import { loadStrings, t } from "./strings.js";
@@ -190,7 +190,7 @@ async function home() {
 function entry(e) {
   const by = e.who === "the terminal" ? t("the terminal") : e.who || "";
   const status = STATUS[e.status] ? t(STATUS[e.status]) : e.status;
-  const who = { prompt: `🗣 ${by}`, sent: `🗣 ${by || t("you")} · ${status}`, answer: "🤖 Claude", notice: "ℹ️" }[e.kind] || e.kind;
+  const who = { prompt: `🗣 ${by}`, sent: `🗣 ${by || t("you")} · ${status}`, answer: "🤖 Claude", notice: "ℹ️", file: `📎 ${t("a file from Claude")}` }[e.kind] || e.kind;
   const when = new Date(e.at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   return h("li", { class: `entry ${e.kind}` }, h("div", { class: "who" }, `${who} · ${when}`),
     e.kind === "answer" ? markdown(e.text) : h("div", { class: "text" }, e.text));
@@ -231,10 +231,16 @@ async function conversation(label) {
   if (sending.has(found.name)) button.disabled = true;
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
   const form = h("form", { class: "prompt", onsubmit: send }, text, button);
+  const needs = (data.needs || []).map((r) => {
+    const node = need(r);
+    // the request a chat message opened the page at
+    if (r.key === door.request) node.classList.add("opened");
+    return node;
+  });
   return [
     h("p", {}, h("a", { href: "#/" }, t("← all sessions"))),
     sessionCard(data.session, { open: false }),
-    data.needs.length ? h("section", { id: "needs" }, data.needs.map(need)) : null,
+    needs.length ? h("section", { id: "needs" }, h("h2", {}, t("Needs you")), needs) : null,
     h("section", { id: "conversation" }, h("h2", {}, t("Conversation")),
       data.conversation.length ? h("ol", { class: "talk" }, data.conversation.map(entry))
         : h("p", { class: "muted" }, t("Nothing said here since the daemon started."))),
@@ -348,9 +354,12 @@ function refresh() {
 
 async function start() {
   await loadStrings();
+  if (door.session) history.replaceState(null, "", `${location.pathname}#/s/${encodeURIComponent(door.session)}`);
   try {
     me = await get("/api/me");
     document.getElementById("me").textContent = `${me.label} · ${me.role}`;
+    // private mode: the chat carries names and buttons only, the content is read here
+    document.getElementById("private").hidden = !me.private;
     document.getElementById("nav-audit").hidden = !me.may.manage;
   } catch (err) {
     me = { may: {} };
