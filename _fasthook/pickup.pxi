@@ -763,6 +763,18 @@ cdef int pk_person(PkNote* notes, int count, char* person, size_t cap) noexcept 
     return found
 
 
+cdef bint pk_exempt(PkNote* note) noexcept nogil:
+    """notes.note_rules(note)[0]: exempt is true and the author has a user id."""
+    cdef JSpan author
+    cdef JSpan uid
+    cdef JSpan v
+    if js_find_key(&note.top, "exempt", 6, &v) != 1 or v.kind != JS_TRUE:
+        return 0
+    if js_find_key(&note.top, "author", 6, &author) != 1 or author.kind != JS_OBJECT:
+        return 0
+    return js_find_key(&author, "user_id", 7, &uid) == 1 and uid.kind != JS_NULL
+
+
 cdef int pk_task_rules(const HookCtx* ctx, PkSet* s, PkNote* notes, int count, int remaining) noexcept nogil:
     """hookside.task_rules into s: 0, or -1 to decline."""
     cdef JSpan author
@@ -1121,11 +1133,11 @@ cdef int pk_decide(const HookCtx* ctx, PkNote* notes, int* count, double now,
         else:
             notes[i].expired = 0
     if remaining == count[0]:
-        # nothing taken while a note waits (not expired): whether the prompt is
-        # blocked (hookside._unmatched: a member's note) is the Python twin's
-        # to decide; a claimed message declined already (pol_prompt_kind)
+        # nothing taken while a member's note waits (not expired, not the
+        # owner's): the prompt is blocked (hookside._unmatched), which the
+        # Python twin does; a claimed message declined already (pol_prompt_kind)
         for i in range(count[0]):
-            if not notes[i].foreign and not notes[i].expired:
+            if not notes[i].foreign and not notes[i].expired and not pk_exempt(&notes[i]):
                 free(prompt)
                 return -1
     free(prompt)
