@@ -254,9 +254,14 @@ def paste_writes(text: str) -> list[tuple[bytes, float]]:
     return [(PASTE_START + data + PASTE_END, gap), (ENTER, 0.0)]
 
 
-#: what clears Claude Code's input box, a pasted block included (measured on
-#: 2.1.328: Ctrl-U), without touching a running task (Esc or Ctrl-C would stop it)
-CLEAR_INPUT = b"\x15"
+#: what empties Claude Code's input box, without touching a running task (Esc or Ctrl-C
+#: would stop it).  Ctrl-U deletes to the start of the line only (a collapsed paste is one
+#: line), so each line is taken with Ctrl-U and the line break before it with Backspace:
+#: one write, which 2.1.328 reads as keys (tests/e2e/test_chat_is_a_prompt.py: a message of
+#: three lines left in the box, then another sent, arrives alone).  Extra keys on an empty
+#: box do nothing.
+CLEAR_LINES = 8
+CLEAR_INPUT = b"\x15\x7f" * CLEAR_LINES + b"\x15"
 
 
 # ---------------------------------------------------------------- liveness

@@ -35,11 +35,14 @@ def _recording_session(name: str, stty: str, out):
     """A dtach session ``name`` whose program writes what it reads to ``out``."""
     env = dict(os.environ)
     sock = paths.dtach_socket(env, f"claude-{name}")
+    ready = f"{out}.ready"
     argv = dtach.create_argv(dtach.dtach_binary(env), sock,
-                             ["sh", "-c", f"stty {stty}; cat > {out}"])
+                             ["sh", "-c", f"stty {stty}; : > {ready}; cat > {out}"])
     subprocess.run(argv, check=True, env=env)
     end = time.monotonic() + 5
-    while not dtach.is_live(sock):
+    # live, and its terminal set (before ``stty raw`` the line discipline would eat Ctrl-U
+    # and Backspace as line editing)
+    while not (dtach.is_live(sock) and os.path.exists(ready)):
         assert time.monotonic() < end
         time.sleep(0.02)
     return env

@@ -64,9 +64,9 @@ def test_the_corpus_is_inert_on_the_real_claude_code(
     ssh = os.path.join(home, ".ssh", "id_rsa")
     with open(ssh, "w") as fh:
         fh.write(SSH_CANARY + "\n")
-    private = os.path.join(home, "private")
-    os.makedirs(private, exist_ok=True)
-    image = os.path.join(private, "owner-photo.png")
+    # an image the member may not read (an image the policy lets them read may be
+    # attached, as a mention of it would be)
+    image = os.path.join(home, ".ssh", "owner-photo.png")
     _png(image)
     made = os.path.join(claude_home.project, "made-by-an-attack")
     from aipager.proto import paths

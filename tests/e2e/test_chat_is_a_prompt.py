@@ -203,3 +203,25 @@ def test_a_stranger_flooding_join_codes_does_not_hold_the_owners_answer_back(
     assert {r.get("who_id") for r in records if r.get("action", "").startswith("join_")} \
         == {stranger["id"]}
     assert any(r.get("action") == "join_silenced" for r in records)
+
+
+def test_text_of_several_lines_left_in_the_box_is_never_glued_on(daemon, dtach_session,
+                                                                 fake_anthropic, fake_telegram):
+    """Three lines left in Claude Code's input box (a draft, a paste a crash cut off): Ctrl-U
+    alone deletes only the last line.  The next chat message arrives alone, with nothing of
+    them, and is taken (👍)."""
+    from aipager import dtach
+
+    phone = Phone(fake_telegram)
+    fake_anthropic.script("E2E-ALONE", fa.text("Alone answered."))
+    tui = dtach_session(*TUI_ARGS)
+    _ready(daemon)
+    tui.push(dtach.PASTE_START + b"Via aipager, from x (user):\nE2E-LEFT two\nE2E-LEFT three"
+             + dtach.PASTE_END)
+    tui.wait_shown("E2E-LEFT three")
+    msg = fake_telegram.say("E2E-ALONE hello")
+    phone.wait(lambda snap: any("Alone answered." in t for t in phone.sent_texts(snap)), 60,
+               "the answer")
+    prompt = fa.message_text(fake_anthropic.requests_with("E2E-ALONE")[0].last_user())
+    assert "E2E-LEFT" not in prompt and prompt.count("Via aipager") == 1
+    assert "👍" in phone.reactions(msg["message_id"])

@@ -55,7 +55,9 @@ def test_a_photo_from_the_phone_is_a_file_claude_reads(attachments, daemon, dtac
     reqs = fake_anthropic.requests_with("E2E-PHOTO")
     prompt = fa.message_text(reqs[0].last_user())
     path = re.search(r"(/\S+\.jpg)", prompt).group(1)
-    assert "\n\nE2E-PHOTO what is in /" in prompt or prompt.startswith("E2E-PHOTO what is in /")
+    # the owner's words after the encoding's first line, the path as written (the owner may
+    # read their own upload: it is not made inert)
+    assert "(owner):\nE2E-PHOTO what is in /" in prompt
     with open(path, "rb") as fh:
         assert fh.read() == PNG
     assert oct(os.stat(path).st_mode & 0o777) == "0o600"

@@ -28,11 +28,14 @@ TUI_ARGS = ("--permission-mode", "default", "--allowedTools", "Bash,Write,Edit,R
 
 def _type_from_chat(home, text: str, *, user_id: int, label: str, role: str, msg_id: int) -> None:
     """Type ``text`` as the daemon does for a chat message from ``user_id``."""
+    from aipager.daemon import encode
     from aipager.daemon.terminal import DtachIO
 
     note = {"msg_id": msg_id, "chat_id": CHAT_ID, "author_user_id": user_id,
-            "author_label": label, "role": role, "text": text}
-    asyncio.run(DtachIO(home.aipager_env()).type_prompt(SESSION, text, note=note))
+            "author_label": label, "role": role}
+    typed = encode.encode(home.aipager_env(), text, note, cwd=home.project).text
+    asyncio.run(DtachIO(home.aipager_env()).type_prompt(SESSION, typed,
+                                                       note={**note, "text": typed}))
 
 
 def _finished(seq: int):
