@@ -142,12 +142,11 @@ async def get_session(request: web.Request) -> web.Response:
     actions, live = request.app[ACTIONS], request.app[LIVE]
     return web.json_response({
         "session": views.session(sess, time.time(), _cards(live).get(sess.name)),
-        # what this session waits for, with its buttons (as on the first page)
+        # what this session waits for, with its buttons (as on the first page; a chat
+        # message in private mode opens here)
         "needs": views.needs(list(actions.port.sessions), live.asked, _sender(request),
                              actions.at_trust_dialog, only=sess.name),
         "conversation": views.conversation(sess, live.conversation(sess.name)),
-        # what of this session needs the person: a chat message in private mode opens here
-        "needs": views.needs([sess], live.asked, _sender(request)),
     })
 
 
