@@ -10,8 +10,9 @@ one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
   older one still waiting, so only the latest text is sent.  Reactions
   coalesce per message the same way.
 - **Pacing.** Every call that writes to a chat (a message, an edit, a reaction,
-  "typing…", a pin) spends from one budget per chat: to a private chat a burst
-  of five, then one a second; in a group at most 20 a minute; and all chats
+  "typing…") spends from one budget per chat: to a private chat a burst
+  of six (a prompt's typed line, status line and card, then Stop's last edit and
+  the answer), then one a second; in a group at most 20 a minute; and all chats
   together at most ``GLOBAL_PER_SECOND``.  Within it, edits of a chat's live
   messages go out at most once a second (every three seconds in groups), so at
   a hundred sessions cards are coalesced (only their latest text waits), not
@@ -78,7 +79,7 @@ INFLIGHT_GRACE = 10.0
 GROUP_SENDS_PER_MINUTE = 20
 #: writes to a private chat: a burst of this many, then one a second (Telegram asks for
 #: about one a second per chat; an answer in parts and its file may go at once)
-PRIVATE_BURST = 5
+PRIVATE_BURST = 6
 PRIVATE_PER_SECOND = 1.0
 #: of those (and of a group's minute), what progress leaves to ``Post.urgent`` ones
 SEND_RESERVE = 1
@@ -719,7 +720,7 @@ class Outbox:
             if isinstance(op, Live):
                 self._shows(op)
         if isinstance(op, Live) and op.pin:
-            self._spend(lane)
+            # not counted: once per chat, with the status line's first send
             try:
                 await self.bot.pin_chat_message(op.chat_id, sent.message_id,
                                                 disable_notification=True)

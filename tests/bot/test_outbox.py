@@ -509,7 +509,8 @@ async def test_a_hundred_sessions_keep_the_chat_within_its_limits_and_answers_fi
             answers[f"answer {step}"] = now[0]
             other.put(Post(chat, f"answer {step}", session="s0"), urgent=True)
             # the clock stands still until it went: a paced answer never would
-            await eventually(lambda: f"answer {step}" in _texts(fake, "sendMessage"), timeout=5,
+            await eventually(lambda text=f"answer {step}": text in _texts(fake, "sendMessage"),
+                             timeout=5,
                              what="the answer without waiting for the pace")
         await asyncio.sleep(0.01)  # the lane sends what the clock allows
         now[0] += 0.5
