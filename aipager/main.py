@@ -10,6 +10,12 @@ Several machines (``aipager.hub``): ``start --hub`` gives the chat a ``HubPort``
 (the local daemon plus the hosts that joined, through the broker) and runs the
 hub's link (and its embedded ``nats-server``); ``start --join`` runs a daemon
 without a chat whose outputs go to the hub and which runs the hub's commands.
+
+``aipager start`` parses its options with typer, whose parameter coercion imports pydantic
+(~10 MB of a page-only daemon's 50).  So the program, once its checks passed, replaces
+itself with ``python -m aipager.main`` (``exec_daemon``: same pid, same files, the CLI's
+modules gone): the daemon's process then holds only what it runs, and aiogram and
+pydantic only where a bot runs (``compose`` with a config, ``compose_hub``).
 """
 
 from __future__ import annotations
@@ -157,3 +163,58 @@ def run(env: Mapping[str, str], *, verbose: bool = False, cfg: config.Config | N
     finally:
         for step in reversed(cleanup):
             step()
+
+
+def daemon_argv(*, verbose: bool = False, hub: bool = False, web: bool = True,
+                join: str | None = None, creds: str | None = None) -> list[str]:
+    """The command line ``exec_daemon`` runs: this module with ``run``'s options."""
+    argv = [sys.executable, "-m", "aipager.main"]
+    argv += ["--verbose"] * verbose + ["--hub"] * hub + ["--no-web"] * (not web)
+    if creds is not None:
+        argv += ["--join", join or "", "--creds", creds]
+    return argv
+
+
+def exec_daemon(argv: list[str]) -> None:
+    """Become the daemon (``daemon_argv``): what was printed is flushed first, the log
+    files closed (the daemon opens them again)."""
+    import logging
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os.execv(argv[0], argv)
+
+
+def serve(argv: list[str], env: Mapping[str, str]) -> int:
+    """``python -m aipager.main``: ``run`` with the options ``daemon_argv`` wrote; an
+    ``AipagerError`` is one line on stderr and its exit code (as the CLI does)."""
+    import argparse
+
+    from aipager import logsetup
+    from aipager.proto.errors import AipagerError
+
+    parser = argparse.ArgumentParser(prog="aipager start")
+    for flag in ("--verbose", "--hub", "--no-web"):
+        parser.add_argument(flag, action="store_true")
+    parser.add_argument("--join")
+    parser.add_argument("--creds")
+    opts = parser.parse_args(argv)
+    try:
+        logsetup.setup(env, opts.verbose)
+        if opts.creds is not None:
+            return run(env, verbose=opts.verbose, join=opts.join, creds=opts.creds)
+        cfg = config.load(env) if config.exists(env) else None
+        return run(env, verbose=opts.verbose, cfg=cfg, hub=opts.hub, web=not opts.no_web)
+    except AipagerError as exc:
+        print(f"aipager: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    import os
+
+    sys.exit(serve(sys.argv[1:], dict(os.environ)))

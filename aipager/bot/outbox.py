@@ -9,9 +9,14 @@ one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
   request whose buttons change) is one slot per key: a newer text replaces the
   older one still waiting, so only the latest text is sent.  Reactions
   coalesce per message the same way.
-- **Pacing.** Edits of a chat's live messages go out at most once a second
-  (every three seconds in groups); new messages in a group at most 20 a
-  minute, to a private chat a burst of five, then one a second.  An edit that
+- **Pacing.** Every call that writes to a chat (a message, an edit, a reaction,
+  "typing…") spends from one budget per chat: to a private chat a burst
+  of six (a prompt's typed line, status line and card, then Stop's last edit and
+  the answer), then one a second; in a group at most 20 a minute; and all chats
+  together at most ``GLOBAL_PER_SECOND``.  Within it, edits of a chat's live
+  messages go out at most once a second (every three seconds in groups), so at
+  a hundred sessions cards are coalesced (only their latest text waits), not
+  queued behind each other.  An edit that
   must wait lets the messages behind it go first: a card's state can arrive
   later, an answer should not.  Progress (a card, the prompt typed at the
   computer) leaves ``SEND_RESERVE`` of the pace to what is owed to the person
@@ -70,11 +75,11 @@ REPEAT_MARK = "↻ "
 #: how long closing waits for calls under way (an answer Telegram is slow to accept
 #: must not be cut off and sent again at the next start)
 INFLIGHT_GRACE = 10.0
-#: new messages per minute in a group
+#: writes (messages, edits, reactions, chat actions) per minute in a group
 GROUP_SENDS_PER_MINUTE = 20
-#: new messages to a private chat: a burst of this many, then one a second (Telegram asks
-#: for about one a second per chat; an answer in parts and its file may go at once)
-PRIVATE_BURST = 5
+#: writes to a private chat: a burst of this many, then one a second (Telegram asks for
+#: about one a second per chat; an answer in parts and its file may go at once)
+PRIVATE_BURST = 6
 PRIVATE_PER_SECOND = 1.0
 #: of those (and of a group's minute), what progress leaves to ``Post.urgent`` ones
 SEND_RESERVE = 1
@@ -86,6 +91,8 @@ PERSIST_DATA_MAX = 2 * 1024 * 1024
 LOW_KEPT = 5
 #: a group's posts in the last minute above which replies to strangers wait
 LOW_SENDS_PER_MINUTE = GROUP_SENDS_PER_MINUTE // 2
+#: writes a second to all chats together (Telegram's ceiling for a bot is about 30)
+GLOBAL_PER_SECOND = 30
 #: float noise in the pacing arithmetic (a bucket refilled to the second is full)
 _EPSILON = 1e-6
 
@@ -273,7 +280,8 @@ class _Lane:
         self.paused_until = 0.0
         #: the edit bucket (``edit_tokens``), as of ``_edit_at``
         self._edit_tokens, self._edit_at = float(EDIT_BURST), -1e9
-        self.sends: deque[float] = deque()
+        #: when each write of the last minute was made (a group's budget)
+        self.writes: deque[float] = deque()
         self._tokens, self._tokens_at = float(PRIVATE_BURST), -1e9
         #: network errors and 5xx in a row (``backoff.counter``) and the next wait
         self.backoff = Backoff(RETRY_BACKOFF)
@@ -282,7 +290,7 @@ class _Lane:
         self.inflight: Op | None = None
 
     def tokens(self, now: float) -> float:
-        """A private chat's sends left now (a bucket of ``PRIVATE_BURST`` refilled at
+        """A private chat's writes left now (a bucket of ``PRIVATE_BURST`` refilled at
         ``PRIVATE_PER_SECOND``)."""
         return min(PRIVATE_BURST, self._tokens + (now - self._tokens_at) * PRIVATE_PER_SECOND)
 
@@ -340,6 +348,8 @@ class Outbox:
         #: it (B queued, then A again, coalesced into "A") would only be refused as "message
         #: is not modified" (this run's memory; a restart may spend one such call)
         self._showing: OrderedDict[str, tuple[int, str, Any]] = OrderedDict()
+        #: when each write of the last second was made, in any chat (``GLOBAL_PER_SECOND``)
+        self._recent: deque[float] = deque()
         # What the last run left unsent is queued now, ahead of anything this run
         # puts: the daemon replays its spool (queueing answers, saving the state)
         # before ``start``, and that save must keep both, each once.
@@ -406,16 +416,17 @@ class Outbox:
     async def close(self, grace: float = 3.0) -> None:
         """Give the lanes ``grace`` seconds to finish, then stop them; unsent work
         stays in ``pending()`` for the state file."""
-        deadline = self._clock() + grace
-        while not self.idle() and self._clock() < deadline:
+        # real seconds (the sleeps are), whatever clock paces the lanes
+        deadline = time.monotonic() + grace
+        while not self.idle() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         self._running = False
         for lane in self._lanes.values():
             lane.wake.set()  # a waiting lane sees it should stop
         # A call under way is let finish: cut off, whether Telegram showed it is unknown.
-        deadline = self._clock() + INFLIGHT_GRACE
+        deadline = time.monotonic() + INFLIGHT_GRACE
         while (any(lane.inflight is not None for lane in self._lanes.values())
-               and self._clock() < deadline):
+               and time.monotonic() < deadline):
             await asyncio.sleep(0.02)
         await cancel_and_wait(lane.task for lane in self._lanes.values() if lane.task is not None)
 
@@ -464,14 +475,24 @@ class Outbox:
         """The index of the op to send now, or (None, seconds to wait)."""
         group = chat_id < 0
         edit_gap = EDIT_GAP_GROUP if group else EDIT_GAP
-        while lane.sends and now - lane.sends[0] > 60.0:
-            lane.sends.popleft()
+        while lane.writes and now - lane.writes[0] > 60.0:
+            lane.writes.popleft()
         tokens = lane.edit_tokens(now, edit_gap)
         # A progress edit leaves the last token for a card's last edit (``EDIT_BURST``).
         edit_wait = max(0.0, (EDIT_BURST - tokens) * edit_gap)
         final_wait = max(0.0, (1.0 - tokens) * edit_gap)
+        while self._recent and now - self._recent[0] >= 1.0:
+            self._recent.popleft()
+        if len(self._recent) >= GLOBAL_PER_SECOND:
+            return None, 1.0 - (now - self._recent[0])
+        if "action" in lane.latest and _send_wait(lane, group, now, False) > _EPSILON:
+            # "typing…" is worth nothing late and must not spend what an answer needs
+            del lane.latest["action"]
+            lane.queue.remove("action")
         waits = []
         deferred = low = None
+        #: the sessions of silent ops waiting for the pace (only answers go past them)
+        held: set[str] | None = None
         for i, item in enumerate(lane.queue):
             op = lane.latest.get(item) if isinstance(item, str) else item
             if op is None:
@@ -482,6 +503,8 @@ class Outbox:
                 continue
             if self._is_edit(op):
                 wait = final_wait if op.final else edit_wait
+                # the chat's budget too: progress leaves the reserve to a last edit
+                wait = max(wait, _send_wait(lane, group, now, op.final))
                 if wait <= _EPSILON:
                     if not op.background:
                         return i, 0.0
@@ -490,10 +513,27 @@ class Outbox:
                     continue
                 waits.append(wait)
                 continue  # an edit may wait while what follows goes first
-            if isinstance(op, (Post, Live, Upload)):
-                send_wait = _send_wait(lane, group, now, isinstance(op, Post) and op.urgent)
-                if send_wait > 0:
+            urgent = isinstance(op, Post) and op.urgent
+            if isinstance(op, React):  # on a message already shown: no order to keep
+                wait = _send_wait(lane, group, now, False)
+                if wait <= _EPSILON:
+                    return i, 0.0
+                waits.append(wait)
+                continue
+            session = getattr(op, "session", "")
+            if held is not None and (not urgent or not session or session in held):
+                continue  # behind a silent one that waits: its place is kept
+            send_wait = _send_wait(lane, group, now, urgent)
+            if send_wait > _EPSILON:
+                if urgent or not session:
                     return None, min([send_wait, *waits])
+                # A card of one session waits for the pace; another session's answer
+                # goes past it (its own session's never does: a person reads its
+                # events in order).
+                held = held or set()
+                held.add(session)
+                waits.append(send_wait)
+                continue
             return i, 0.0
         if deferred is not None:
             return deferred, 0.0
@@ -501,8 +541,8 @@ class Outbox:
             return None, min(waits)
         if low is not None:
             # Strangers never use the half of a group's minute the team may need.
-            if group and len(lane.sends) >= LOW_SENDS_PER_MINUTE:
-                return None, 60.0 - (now - lane.sends[-LOW_SENDS_PER_MINUTE])
+            if group and len(lane.writes) >= LOW_SENDS_PER_MINUTE:
+                return None, 60.0 - (now - lane.writes[-LOW_SENDS_PER_MINUTE])
             return low, 0.0
         return None, 0.05
 
@@ -611,11 +651,13 @@ class Outbox:
     async def _call(self, lane: _Lane, op: Op) -> None:
         match op:
             case Action(chat_id=chat_id, action=action):
+                self._spend(lane)
                 with contextlib.suppress(Exception):
                     await self.bot.send_chat_action(chat_id, action or "typing")
             case React(chat_id=chat_id, msg_id=msg_id, emoji=emoji):
                 from aiogram.types import ReactionTypeEmoji
 
+                self._spend(lane)
                 await self.bot.set_message_reaction(chat_id, msg_id,
                                                     reaction=[ReactionTypeEmoji(emoji=emoji)])
             case Live() if self._is_edit(op):
@@ -632,6 +674,7 @@ class Outbox:
         from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions
 
         lane.spend_edit(self._clock(), EDIT_GAP_GROUP if op.chat_id < 0 else EDIT_GAP)
+        self._spend(lane)
         try:
             await self.bot.edit_message_text(
                 text=op.text, chat_id=op.chat_id,
@@ -651,9 +694,11 @@ class Outbox:
             self._showing.popitem(last=False)
 
     def _spend(self, lane: _Lane) -> None:
-        """A new message counts against the chat's pace (``_next``)."""
-        lane.sends.append(self._clock())
-        lane.spend(self._clock())
+        """A write counts against the chat's pace and the bot's (``_next``)."""
+        now = self._clock()
+        lane.writes.append(now)
+        lane.spend(now)
+        self._recent.append(now)
 
     async def _post(self, lane: _Lane, op: Post | Live) -> None:
         """A new message: a post, or a live message shown for the first time."""
@@ -675,6 +720,7 @@ class Outbox:
             if isinstance(op, Live):
                 self._shows(op)
         if isinstance(op, Live) and op.pin:
+            # not counted: once per chat, with the status line's first send
             try:
                 await self.bot.pin_chat_message(op.chat_id, sent.message_id,
                                                 disable_notification=True)
@@ -704,13 +750,13 @@ class Outbox:
 
 
 def _send_wait(lane: _Lane, group: bool, now: float, urgent: bool) -> float:
-    """Seconds until a new message may go: the others leave ``SEND_RESERVE`` of the
+    """Seconds until a write may go: the others leave ``SEND_RESERVE`` of the
     chat's pace to those owed to the person (an answer after a burst of cards)."""
     reserve = 0 if urgent else SEND_RESERVE
     if group:
         limit = GROUP_SENDS_PER_MINUTE - reserve
-        if len(lane.sends) >= limit:
-            return 60.0 - (now - lane.sends[len(lane.sends) - limit])
+        if len(lane.writes) >= limit:
+            return 60.0 - (now - lane.writes[len(lane.writes) - limit])
         return 0.0
     return max(0.0, (1.0 + reserve - lane.tokens(now)) / PRIVATE_PER_SECOND)
 

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import re
+import time
 from typing import Any, Coroutine, Mapping
 
 from aipager import config, locales
@@ -32,6 +33,7 @@ from aipager.bot.notify import ChatNotifier
 from aipager.bot.privacywatch import PrivacyWatch
 from aipager.bot.outbox import Action, Outbox, Post
 from aipager.bot.policywatch import PolicyWatch
+from aipager.bot.settle import Settle
 from aipager.bot.strangers import Strangers
 from aipager.daemon.model import State
 from aipager.daemon.port import DaemonPort, SessionsView
@@ -44,6 +46,10 @@ SAVE_SECONDS = 1.0
 TYPING_SECONDS = 4.5
 #: seconds between checks of the session shortcuts in the command menu
 MENU_SECONDS = 3.0
+#: the menu is set once the session list stayed the same this long (``settle``) ...
+MENU_QUIET = 9.0
+#: ... or, while sessions keep starting, at most this often
+MENU_LONGEST = 60.0
 #: seconds between looks at the policy file (a stat; the file is read when it changed)
 POLICY_SECONDS = 3.0
 #: seconds between removals of day-old files
@@ -97,6 +103,8 @@ class ChatBot:
         self._closed = False
         self._tasks: set[asyncio.Task] = set()
         self._chat_locks: dict[int, asyncio.Lock] = {}
+        self._clock = time.monotonic
+        self._menu_settle: Settle[list[str]] = Settle(self.state.menu, MENU_QUIET, MENU_LONGEST)
 
     # -- wiring ---------------------------------------------------------------------
 
@@ -217,7 +225,7 @@ class ChatBot:
         self.outbox.start()
         loops = [self._every(SAVE_SECONDS, self._save_if_dirty),
                  self._every(TYPING_SECONDS, self._typing),
-                 self._every(MENU_SECONDS, self._menu),
+                 self._every(MENU_SECONDS, self._menu_settled),
                  self._every(POLICY_SECONDS, self.policy.check),
                  self._every(POLICY_SECONDS, self.privacy.check),
                  self._every(FILES_SWEEP_SECONDS, self._sweep_files),
@@ -331,15 +339,29 @@ class ChatBot:
                 await asyncio.sleep(delay)
                 delay = min(30.0, delay * 2)
 
+    def _menu_names(self) -> list[str]:
+        return sorted(s.label for s in self._registry()
+                      if view.is_live(s) and _COMMAND.match(s.label)
+                      and s.label not in view.RESERVED)[:50]
+
+    async def _menu_settled(self) -> None:
+        """The menu set once the session list has settled (``settle``): four calls per
+        settled change, not per session started."""
+        # what Telegram shows is the state's (a failed call is offered again, after ``quiet``)
+        self._menu_settle.published = self.state.menu
+        names = self._menu_settle.offer(self._menu_names(), self._clock())
+        if names is not None:
+            await self._set_menu(names)
+
     async def _menu(self) -> None:
-        """One ``/<session>`` per live session in the chat's command menu."""
+        """One ``/<session>`` per live session in the chat's command menu, now."""
+        names = self._menu_names()
+        if names != self.state.menu:
+            await self._set_menu(names)
+
+    async def _set_menu(self, names: list[str]) -> None:
         from aiogram.types import BotCommand, BotCommandScopeChat
 
-        names = sorted(s.label for s in self._registry()
-                       if view.is_live(s) and _COMMAND.match(s.label)
-                       and s.label not in view.RESERVED)[:50]
-        if names == self.state.menu:
-            return
         scope = BotCommandScopeChat(chat_id=self.members.current().chat_id)
         for code, menu in i18n.commands_menu(view.COMMANDS).items():
             with i18n.use(locales.from_telegram(code)):

@@ -16,6 +16,11 @@ from aipager import dtach
 from aipager.proto import paths, trust
 from aipager.proto.errors import DaemonError
 
+#: ``aipager start`` replaces its process with the daemon's (``aipager.main.exec_daemon``):
+#: set by the program (``app.main``); a caller running the app in its own process (tests,
+#: ``CliRunner``) keeps the daemon in that process
+EXEC = False
+
 
 def daemon_pids(env: Mapping[str, str]) -> set[int]:
     """PIDs of the running daemon (empty when down).

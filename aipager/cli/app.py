@@ -57,4 +57,7 @@ app.add_typer(hub_cmd.app, name="hub")
 
 
 def main() -> None:
+    from aipager.cli import _daemon
+
+    _daemon.EXEC = True  # the program: `start` becomes the daemon (``_daemon.EXEC``)
     app(prog_name="aipager")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from typing import Any
 
 import typer
 
@@ -13,6 +14,7 @@ from aipager.proto import paths, trust
 from aipager.install import systemd, claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive
+from aipager.cli import _daemon
 from aipager.cli._daemon import ensure_folders, stop_daemon
 from aipager.proto.errors import AipagerError, ConfigError
 
@@ -63,6 +65,8 @@ def start(
         msg = f"the daemon is not part of this build ({exc.name} missing)"
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting; log file %s", log_path)
+    if _daemon.EXEC:
+        _become_daemon(verbose=verbose, hub=hub, web=not no_web)
     # only a hub passes its option (and the page's), and only --no-web the page's: a single
     # machine with its page calls ``run`` as before
     if hub:
@@ -72,6 +76,14 @@ def start(
     else:
         code = run(env, verbose=verbose, cfg=cfg)
     raise typer.Exit(code if isinstance(code, int) else 0)
+
+
+def _become_daemon(**options: Any) -> None:
+    """The program's ``start``: its process becomes the daemon's (``aipager.main.exec_daemon``),
+    without the CLI's modules (typer's parameter coercion imports pydantic)."""
+    from aipager.main import daemon_argv, exec_daemon
+
+    exec_daemon(daemon_argv(**options))
 
 
 def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub: bool) -> None:
@@ -87,6 +99,8 @@ def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub
         raise AipagerError(msg) from exc
     logging.getLogger("aipager.cli").info("daemon starting as host %s of %s; log file %s",
                                           who.user, url, log_path)
+    if _daemon.EXEC:
+        _become_daemon(verbose=verbose, join=url, creds=creds)
     code = run(env, verbose=verbose, join=url, creds=creds)
     raise typer.Exit(code if isinstance(code, int) else 0)
 

@@ -461,3 +461,69 @@ async def test_a_429_on_a_last_edit_waits_it_out_and_shows_it_once(box):
     await eventually(outbox.idle)
     assert _texts(fake, "editMessageText") == ["⏳ jim · working · 1s", "✅ jim · done"]
     assert outbox.counters["rate_limited"] == 1
+
+
+class _Timed:
+    """The bot, with the outbox's clock reading at each write (what Telegram would count)."""
+
+    WRITES = ("send_message", "edit_message_text", "set_message_reaction", "send_chat_action",
+              "pin_chat_message", "send_document", "send_photo")
+
+    def __init__(self, bot, clock):
+        self._bot, self._clock, self.writes = bot, clock, []
+
+    def __getattr__(self, name):
+        attr = getattr(self._bot, name)
+        if name not in self.WRITES:
+            return attr
+
+        async def timed(*args, **kwargs):
+            self.writes.append((self._clock(), name, kwargs.get("text") or
+                                (args[1] if len(args) > 1 else "")))
+            return await attr(*args, **kwargs)
+
+        return timed
+
+
+async def test_a_hundred_sessions_keep_the_chat_within_its_limits_and_answers_first(box):
+    """A session starts every 2.4 s for four minutes (the issue's run): each has a card
+    edited twice a second, a reaction, "typing…"; an answer every 15 s.  Every write the
+    chat receives fits Telegram's pace (a burst of ``PRIVATE_BURST``, then one a second:
+    at most 60 + burst in any minute), and each answer goes out the moment it is put."""
+    fake, outbox = box
+    now = [1000.0]
+    timed = _Timed(outbox.bot, lambda: now[0])
+    other = Outbox(timed, ChatState(), clock=lambda: now[0])
+    other.start()
+    chat = OWNER["id"]
+    answers: dict[str, float] = {}
+    for step in range(480):  # 240 s in half seconds
+        t = step * 0.5
+        for n in range(min(100, int(t / 2.4) + 1)):
+            other.put(Live(chat, f"⏳ s{n} · working · {step}", key=f"card:s{n}:1",
+                           session=f"s{n}"))
+        if step % 5 == 0:
+            other.put(React(chat, 1, "👀"))
+            other.put(Action(chat))
+        if step % 30 == 29:
+            answers[f"answer {step}"] = now[0]
+            other.put(Post(chat, f"answer {step}", session="s0"), urgent=True)
+            # the clock stands still until it went: a paced answer never would
+            await eventually(lambda text=f"answer {step}": text in _texts(fake, "sendMessage"),
+                             timeout=5,
+                             what="the answer without waiting for the pace")
+        await asyncio.sleep(0.01)  # the lane sends what the clock allows
+        now[0] += 0.5
+    await asyncio.sleep(0.1)
+    times = [t for t, _m, _text in timed.writes]
+    assert len(times) > 200  # the chat was busy, not starved
+    for i, start in enumerate(times):
+        in_second = sum(1 for t in times[i:] if t < start + 1.0)
+        in_minute = sum(1 for t in times[i:] if t < start + 60.0)
+        assert in_second <= PRIVATE_BURST and in_minute <= 60 + PRIVATE_BURST, (start, in_second,
+                                                                               in_minute)
+    sent = {text: t for t, m, text in timed.writes if m == "send_message"}
+    assert {text: sent.get(text) for text in answers} == answers  # each at once
+    assert len(answers) == 16
+    assert other.counters["coalesced"] > 10_000  # superseded card texts never went
+    await other.close(0.5)

@@ -126,3 +126,54 @@ def test_start_in_a_read_only_home_fails_in_one_line(tmp_path):
         f"aipager: cannot write to {paths.state_dir(env)} (Read-only file system), where aipager "
         "keeps its log, state and audit log; make it writable, or set XDG_STATE_HOME to a "
         "writable folder")]
+
+
+def _daemon_modules(tmp_path, *args):
+    """Run ``aipager start ARGS`` as the program until it listens, and return what its
+    daemon process imported (``-X importtime`` after the CLI's last line: the program
+    replaced itself with the daemon) and whether pydantic's compiled core is mapped in it."""
+    import signal
+    import time
+
+    home, run = tmp_path / "home", tmp_path / "run"
+    home.mkdir()
+    run.mkdir(mode=0o700)
+    env = {"HOME": str(home), "XDG_RUNTIME_DIR": str(run), "PATH": os.environ["PATH"],
+           "PYTHONPATH": PACKAGE_ROOT, "AIPAGER_WEB_PORT": "0", "PYTHONPROFILEIMPORTTIME": "1"}
+    err = tmp_path / "stderr"
+    with open(err, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "aipager.cli", "start", *args],
+                                env=env, stdout=subprocess.DEVNULL, stderr=fh)
+    try:
+        deadline = time.monotonic() + 60
+        while "daemon 0" not in err.read_text() or "listening" not in err.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, err.read_text()[-2000:]
+            time.sleep(0.1)
+        time.sleep(1.0)  # its services started (the page, the host's link)
+        cmdline = open(f"/proc/{proc.pid}/cmdline", "rb").read().split(b"\0")
+        maps = open(f"/proc/{proc.pid}/maps").read()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    text = err.read_text()
+    daemon_part = text[text.index("daemon starting"):]
+    imported = {line.rsplit("|", 1)[1].strip() for line in daemon_part.splitlines()
+                if line.startswith("import time:")}
+    return cmdline, imported, "pydantic_core" in maps
+
+
+@pytest.mark.parametrize("mode", ["page-only", "joined host"])
+def test_a_daemon_without_a_bot_never_imports_aiogram_or_pydantic(tmp_path, mode):
+    from aipager.hub import creds
+
+    if mode == "page-only":
+        args: tuple[str, ...] = ()
+    else:
+        who = creds.write_creds(str(tmp_path / "box.json"),
+                                creds.Creds("box", "pw", "nats://127.0.0.1:9", ""))
+        args = ("--join", "nats://127.0.0.1:9", "--creds", who)
+    cmdline, imported, pydantic_mapped = _daemon_modules(tmp_path, *args)
+    assert cmdline[1:3] == [b"-m", b"aipager.main"]  # the program became the daemon
+    assert "aipager.daemon.app" in imported  # the log is the daemon's own imports
+    heavy = {m for m in imported if m.split(".")[0] in ("aiogram", "pydantic", "typer", "click")}
+    assert heavy == set() and not pydantic_mapped

@@ -1,0 +1,150 @@
+"""Light and quiet: the daemon's memory and idle wake-ups without a bot, and the chat's
+pace while a hundred sessions start.
+
+``python -m bench --only light``.  Each figure is shown next to its floor (the goal) in the
+same row, measured in this run:
+
+- **RSS, page-only / joined host**: ``aipager start`` (no config) and ``aipager start
+  --join`` (a hub that does not answer) as the real program, in throwaway folders; the
+  daemon's tree (its process and the drain) once it listens and settled [floor 50 MB].
+- **context switches per idle second**: the daemon's process and threads, over
+  ``IDLE_SECONDS`` with nothing happening [floor 5/s].
+- **writes per chat, 100 sessions**: the outbox against a bot that answers at once, on its
+  own clock: a session every 2.4 s for four minutes, each card edited twice a second, a
+  reaction and "typing…" every 2.5 s, an answer every 15 s; the most writes in any second
+  and any minute, and how late the answers went [floors: 1/s after a burst of
+  ``PRIVATE_BURST``, answers 0 s late].
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+GROUP = "light"
+IDLE_SECONDS = 5.0
+MB = 1024 * 1024
+
+
+def _tree_rss(pid: int) -> int:
+    """The resident bytes of ``pid`` and its children."""
+    total = 0
+    pids = [pid] + [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    for p in pids:
+        with open(f"/proc/{p}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
+def _switches(pid: int) -> int:
+    total = 0
+    for status in glob.glob(f"/proc/{pid}/task/*/status"):
+        with open(status) as fh:
+            for line in fh:
+                if "ctxt_switches" in line:
+                    total += int(line.split()[1])
+    return total
+
+
+def _daemon(mode: str) -> dict:
+    root = tempfile.mkdtemp(prefix="aipager-bench-light-")
+    home, run = os.path.join(root, "home"), os.path.join(root, "run")
+    os.makedirs(home)
+    os.makedirs(run, mode=0o700)
+    env = {"HOME": home, "XDG_RUNTIME_DIR": run, "PATH": os.environ["PATH"],
+           "AIPAGER_WEB_PORT": "0"}
+    args = ["start"]
+    if mode == "joined host":
+        from aipager.hub import creds
+
+        who = creds.write_creds(os.path.join(root, "box.json"),
+                                creds.Creds("box", "pw", "nats://127.0.0.1:9", ""))
+        args += ["--join", "nats://127.0.0.1:9", "--creds", who]
+    err = os.path.join(root, "stderr")
+    with open(err, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "aipager.cli", *args], env=env,
+                                stdout=subprocess.DEVNULL, stderr=fh)
+    try:
+        deadline = time.monotonic() + 60
+        while "listening" not in open(err).read():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(open(err).read()[-2000:])
+            time.sleep(0.1)
+        time.sleep(2.0)  # settled: the page bound, the link retrying
+        before = _switches(proc.pid)
+        time.sleep(IDLE_SECONDS)
+        per_second = (_switches(proc.pid) - before) / IDLE_SECONDS
+        rss = _tree_rss(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        shutil.rmtree(root, ignore_errors=True)
+    return {"case": f"{mode}: RSS MB (floor 50)", "value": round(rss / MB, 1), "floor": 50,
+            "switches_per_idle_s": round(per_second, 1), "switches_floor": 5}
+
+
+class _Bot:
+    """Answers every call at once with a message id; counts nothing itself."""
+
+    def __init__(self, clock, writes: list) -> None:
+        self._clock, self._writes, self._id = clock, writes, 0
+
+    def __getattr__(self, name):
+        async def call(*args, **kwargs):
+            self._writes.append((self._clock(), kwargs.get("text") or
+                                 (args[1] if len(args) > 1 else "")))
+            self._id += 1
+            return type("Sent", (), {"message_id": self._id})()
+
+        return call
+
+
+async def _pace() -> list[dict]:
+    from aipager.bot.chatstate import ChatState
+    from aipager.bot.outbox import PRIVATE_BURST, Action, Live, Outbox, Post, React
+
+    now = [1000.0]
+    writes: list[tuple[float, str]] = []
+    box = Outbox(_Bot(lambda: now[0], writes), ChatState(), clock=lambda: now[0])
+    box.start()
+    chat, answers = 1, {}
+    for step in range(480):
+        t = step * 0.5
+        for n in range(min(100, int(t / 2.4) + 1)):
+            box.put(Live(chat, f"s{n} {step}", key=f"card:s{n}:1", session=f"s{n}"))
+        if step % 5 == 0:
+            box.put(React(chat, 1, "👀"))
+            box.put(Action(chat))
+        if step % 30 == 29:
+            answers[f"answer {step}"] = now[0]
+            box.put(Post(chat, f"answer {step}", session="s0"), urgent=True)
+        for _ in range(20):
+            await asyncio.sleep(0)  # the lane sends what the clock allows
+        now[0] += 0.5
+    await box.close(0.2)
+    times = [t for t, _ in writes]
+    per_second = max(sum(1 for t in times[i:] if t < s + 1.0) for i, s in enumerate(times))
+    per_minute = max(sum(1 for t in times[i:] if t < s + 60.0) for i, s in enumerate(times))
+    sent = {text: t for t, text in writes}
+    late = max(sent.get(a, float("inf")) - t for a, t in answers.items())
+    return [{"case": "100 sessions: most writes in a second", "value": per_second,
+             "floor": PRIVATE_BURST},
+            {"case": "100 sessions: most writes in a minute", "value": per_minute,
+             "floor": 60 + PRIVATE_BURST},
+            {"case": "100 sessions: latest answer, s late", "value": late, "floor": 0.0},
+            {"case": "100 sessions: card texts coalesced", "value": box.counters["coalesced"]}]
+
+
+def run(args) -> list[dict]:
+    rows = [_daemon("page-only"), _daemon("joined host")]
+    rows += asyncio.run(_pace())
+    return rows
