@@ -26,6 +26,8 @@ from typing import Any, Callable
 
 from aiohttp import web
 
+from fakes.serving import ThreadedApp
+
 _ids = itertools.count(1)
 
 
@@ -123,8 +125,10 @@ class Request:
 Turn = Reply | Callable[[Request], Reply]
 
 
-class FakeOpenAI:
+class FakeOpenAI(ThreadedApp):
     """The fake API server; run it with :meth:`start` (its own thread and loop)."""
+
+    what = "fake OpenAI API"
 
     def __init__(self, default_text: str = "OK.") -> None:
         self.default_text = default_text
@@ -170,39 +174,10 @@ class FakeOpenAI:
         """What a client's ``baseURL`` names (the ``/v1`` prefix included)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> None:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            msg = "fake OpenAI API did not start within 10 s"
-            raise RuntimeError(msg)
-
-    def stop(self) -> None:
-        loop, runner = self._loop, self._runner
-        if loop is None or runner is None:
-            return
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def _serve(self, ready: threading.Event) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._completions)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._other)
-        runner = web.AppRunner(app, access_log=None)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        self._runner = runner
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        ready.set()
-        loop.run_forever()
-        loop.close()
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
