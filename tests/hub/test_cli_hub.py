@@ -157,10 +157,17 @@ def test_start_join_runs_a_host_without_any_config(fake_main, tmp_path):
     ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
     who = creds.write_creds(str(tmp_path / "box.json"),
                             creds.Creds("box", "pw", "nats://hub.lan:4222", ca))
+    from aipager.install import claude_code
+
+    env = dict(os.environ)
+    assert claude_code.check(env)  # a fresh machine: Claude Code not wired
     result = CliRunner().invoke(app, ["start", "--creds", who])
     assert result.exit_code == 0, result.output
     assert fake_main == [{"cfg": None, "join": "nats://hub.lan:4222", "creds": who}]
-    assert not config.exists(dict(os.environ))
+    assert not config.exists(env)
+    # the host wires Claude Code's hooks as `aipager setup` would (no setup on a host)
+    assert claude_code.check(env) == []
+    assert "Wired Claude Code" in result.output
     result = CliRunner().invoke(app, ["start", "--join", "nats://other:4222", "--creds", who])
     assert fake_main[-1]["join"] == "nats://other:4222"
 
