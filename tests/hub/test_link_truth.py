@@ -1,0 +1,65 @@
+"""A host's link tells the truth (issue 34): a frozen broker counts as lost once its pings
+go unanswered, and a revoked host hears "revoked" and stops asking every second."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from bot.conftest import eventually
+from hub.conftest import HUB_PW, PASSWORDS, hub_sees
+
+from aipager.hub import conn, host, server
+
+
+async def test_a_frozen_broker_is_a_lost_link_and_its_return_a_link_again(machines,
+                                                                          monkeypatch):
+    # pings every second, one unanswered allowed: the frozen broker shows in seconds here
+    monkeypatch.setattr(conn, "PING_SECONDS", 1)
+    monkeypatch.setattr(conn, "MAX_PINGS_OUT", 1)
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    await eventually(lambda: hub.link.connected and box.link.connected, 10, "both connected")
+    first = box.link.facts()["hub_link"]["since"]
+    assert first is not None
+    proc = machines.broker.proc
+    proc.send_signal(signal.SIGSTOP)  # the socket stays open; nothing answers
+    try:
+        await eventually(lambda: not box.link.connected and not hub.link.connected, 20,
+                         "the frozen broker seen as lost")
+        facts = box.link.facts()["hub_link"]
+        assert facts["connected"] is False and facts["since"] >= first
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    await eventually(lambda: hub.link.connected and box.link.connected, 30, "both back")
+    box.start("jim")
+    await hub_sees(hub, "claude-jim@box")
+
+
+async def test_a_revoked_host_is_told_and_asks_again_only_rarely(machines, monkeypatch, caplog):
+    monkeypatch.setattr(conn, "PING_SECONDS", 1)
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    await eventually(lambda: hub.link.connected and box.link.connected, 10, "both connected")
+    changes: list[dict] = []
+    box.link.on_change = lambda: changes.append(box.link.facts()["hub_link"])
+
+    # the hub revokes box: the server's users without it, reloaded (as `aipager hub revoke`)
+    broker = machines.broker
+    broker.conf.write_text(server.render_config(
+        f"127.0.0.1:{broker.port}", str(broker.root / "store"), HUB_PW,
+        {k: v for k, v in PASSWORDS.items() if k != "box"}))
+    broker.proc.send_signal(signal.SIGHUP)
+
+    await eventually(lambda: box.link.revoked, 20, "box told it was revoked")
+    facts = box.link.facts()["hub_link"]
+    assert facts["connected"] is False and facts["revoked"] is True
+    assert facts["problem"].startswith("revoked")
+    assert any("refused this host" in r.getMessage() for r in caplog.records)
+    refused = box.link.counters["refused"]
+    # not asked again every second: the next try waits REFUSED_RETRY (ten minutes)
+    assert host.REFUSED_RETRY >= 600
+    await asyncio.sleep(3)
+    assert box.link.counters["refused"] == refused == 1
+    assert not box.link.connected
+    assert hub.link.connected  # the others go on
