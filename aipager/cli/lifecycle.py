@@ -43,6 +43,7 @@ def start(
     if join or creds:
         _start_joined(env, verbose, join, creds, hub)
         return
+    _forget_join(env)  # no longer a host: `doctor` checks a chat again
     cfg = config.load(env) if config.exists(env) else None  # a broken config stops here
     if cfg is None:
         if no_web or hub:
@@ -82,6 +83,19 @@ def _wire_claude_code(env: dict[str, str]) -> None:
         typer.echo(f"Note: {note}")
 
 
+def _remember_join(env: dict[str, str], url: str, creds: str) -> None:
+    """Which hub this host joined, with which file: `aipager doctor` checks them."""
+    from aipager.hub import joined
+
+    joined.remember(env, url, creds)
+
+
+def _forget_join(env: dict[str, str]) -> None:
+    from aipager.hub import joined  # (no third-party import: fine without aipager[hub])
+
+    joined.forget(env)
+
+
 def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub: bool) -> None:
     """``start --join URL --creds FILE``: a host of a hub; no bot token, no config needed."""
     who, url = _joining(hub, join, creds)
@@ -89,6 +103,7 @@ def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub
     # would reach the hub and the safety hook would not guard what the chat types there
     _wire_claude_code(env)
     ensure_folders(env)
+    _remember_join(env, url, creds)
     log_path = setup_logging(env, verbose)
     try:
         from aipager.main import run
@@ -187,6 +202,7 @@ def service_install(
     args = _start_args(env, hub, join, creds)
     if join or creds:
         _wire_claude_code(env)  # as `start --join` does, before the unit runs it
+        _remember_join(env, args[1], creds)
     _service("install", args)
 
 

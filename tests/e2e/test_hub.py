@@ -164,6 +164,14 @@ def test_a_host_joined_with_the_readmes_commands_is_wired_and_reaches_the_chat(
         host.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 40,
                           "the session known to the host's daemon (its SessionStart hook)")
         _wait_log(hub, "host box", "claude-e2e")
+        # doctor knows the machine is a host: no bot to set up, the link connected
+        doctor = subprocess.run([kit.installed_program("aipager"), "doctor", "--json"],
+                                env=box.aipager_env(), capture_output=True, text=True, timeout=60)
+        checks = {c["name"]: c for c in json.loads(doctor.stdout)}
+        assert not {"config", "token", "chat"} & set(checks), doctor.stdout
+        for name in ("hub creds", "hub address", "hub link", "settings.json", "daemon"):
+            assert checks[name]["ok"], checks[name]
+        assert checks["hub link"]["detail"].startswith(f"connected to nats://127.0.0.1:{port}")
         phone = Phone(fake_telegram)
         msg = phone.say("E2E-JOIN run it")
         phone.wait(lambda snap: [p for p in phone.replies_to(msg["message_id"], snap)

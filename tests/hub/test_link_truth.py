@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 
 from bot.conftest import eventually
 from hub.conftest import HUB_PW, PASSWORDS, hub_sees
 
+from aipager.cli import doctor_cmd
 from aipager.hub import conn, host, server
 
 
@@ -29,6 +31,8 @@ async def test_a_frozen_broker_is_a_lost_link_and_its_return_a_link_again(machin
                          "the frozen broker seen as lost")
         facts = box.link.facts()["hub_link"]
         assert facts["connected"] is False and facts["since"] >= first
+        said = doctor_cmd.link_check(facts, machines.broker.url, time.time())
+        assert not said.ok and said.detail.startswith("not connected since")
     finally:
         proc.send_signal(signal.SIGCONT)
     await eventually(lambda: hub.link.connected and box.link.connected, 30, "both back")
@@ -56,6 +60,9 @@ async def test_a_revoked_host_is_told_and_asks_again_only_rarely(machines, monke
     assert facts["connected"] is False and facts["revoked"] is True
     assert facts["problem"].startswith("revoked")
     assert any("refused this host" in r.getMessage() for r in caplog.records)
+    # doctor reads the same facts from the saved state
+    said = doctor_cmd.link_check(facts, broker.url, time.time())
+    assert not said.ok and said.detail.startswith("revoked") and "new invite" in said.fix
     refused = box.link.counters["refused"]
     # not asked again every second: the next try waits REFUSED_RETRY (ten minutes)
     assert host.REFUSED_RETRY >= 600
