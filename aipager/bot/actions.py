@@ -77,7 +77,19 @@ class Actions:
             name = sess.name.lower()
             if sess.label.lower() == label or name == label or name == f"claude-{label}":
                 return sess
+        # ``jim_box`` is ``jim@box``: in a group ``/jim@box`` reads as a command for another
+        # bot (named box) and privacy mode never delivers it; ``/jim_box`` always arrives
+        bare, sep, host = label.rpartition("_")
+        if sep and bare and host and "@" not in host:
+            return self.find(f"{bare}@{host}")
         return None
+
+    def namesakes(self, label: str) -> list[Session]:
+        """The running sessions of several machines that share the name ``label``
+        (``jim@box``, ``jim@vm``): ``/jim`` names none of them alone."""
+        key = label.strip().lstrip("/").lower()
+        return [s for s in self.live_sessions()
+                if "@" in s.label and s.label.lower().split("@", 1)[0] == key]
 
     def target(self, chat_id: int, reply_to: int | None) -> Session | None:
         """Where a plain message goes: the session of the replied-to message, else the

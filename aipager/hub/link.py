@@ -46,6 +46,7 @@ from aipager.hub.codec import BadRecord, OutputRecord, ReplyRecord, Snapshot
 from aipager.hub.commands import Command, HostUnreachable
 from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
+from aipager.hub.relabel import relabel
 from aipager.hub.view import HostsView
 from aipager.proto import fsio
 
@@ -85,6 +86,9 @@ class HubLink:
         self.local_name = local_name
         #: called when what ``facts`` says changed (the composition root saves the state)
         self.on_change: Callable[[], Any] | None = None
+        #: the chat's label of a host's session (``HubPort`` sets it): ``h1@box`` when
+        #: another machine runs an ``h1`` (a host's texts are made again with it)
+        self.label_of: Callable[[str], str | None] | None = None
         #: the broker connection is up and the streams are set up (``aipager status``)
         self.connected = False
         self.counters = {"outputs": 0, "repeats_skipped": 0, "unreadable": 0,
@@ -350,7 +354,11 @@ class HubLink:
         if rec.sess is not None:
             self.view.note_session(host, rec.sess, rec.stamp)
         self.counters["outputs"] += 1
-        self.notifier.emit(as_hub_output(rec.out, host))
+        out = as_hub_output(rec.out, host)
+        shown = self.label_of(out.session) if self.label_of is not None else None
+        if shown:  # two machines run an ``h1``: the host's own text says which
+            out = dataclasses.replace(out, text=relabel(out.text, shown))
+        self.notifier.emit(out)
 
     def _save_taken(self) -> None:
         try:
