@@ -79,9 +79,12 @@ class Actions:
                 return sess
         # ``jim_box`` is ``jim@box``: in a group ``/jim@box`` reads as a command for another
         # bot (named box) and privacy mode never delivers it; ``/jim_box`` always arrives
-        bare, sep, host = label.rpartition("_")
-        if sep and bare and host and "@" not in host:
-            return self.find(f"{bare}@{host}")
+        # (names and hosts may hold ``_`` too: each ``_`` is tried as the ``@``)
+        if "@" not in label:
+            for at in (i for i, c in enumerate(label) if c == "_" and 0 < i < len(label) - 1):
+                sess = self.find(f"{label[:at]}@{label[at + 1:]}")
+                if sess is not None:
+                    return sess
         return None
 
     def namesakes(self, label: str) -> list[Session]:

@@ -3,7 +3,8 @@
 ``HubLink.run`` (a daemon service on the hub) connects as the hub's user,
 creates the streams and consumers (``streams``), then
 
-- takes outputs and answers from ``hub-out`` in order, each read by ``codec``.  A
+- takes outputs and answers from ``out-<host>``, each host's in order and the
+  hosts side by side (one host's burst delays only its own), each read by ``codec``.  A
   record that cannot be read is acknowledged (never given again), kept in the
   dead letters (``deadletter``) and told to the owner once per host per hour
   (``ration``): one host's bad record stops neither its later ones nor others'.  Per host it remembers
@@ -38,6 +39,7 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
+from aipager.aio import cancel_and_wait
 from aipager.daemon import render
 from aipager.daemon.model import State
 from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
@@ -278,7 +280,24 @@ class HubLink:
             await take(msgs)
 
     async def _outputs(self, js: Any) -> None:
-        await self._fetching(js, names.OUT_STREAM, names.HUB_OUT_CONSUMER, self._take_outputs)
+        """One ordered reader per host whose consumer is made (a host invited while the
+        link runs gets its reader within ``HOSTS_SECONDS``); a reader's failure is the
+        link's."""
+        readers: dict[str, asyncio.Task] = {}
+        try:
+            while True:
+                for host in sorted(self._consumers - set(readers)):
+                    readers[host] = asyncio.create_task(self._fetching(
+                        js, names.OUT_STREAM, names.out_consumer(host), self._take_outputs))
+                for task in readers.values():
+                    if task.done():
+                        task.result()  # raises what ended it
+                if readers:
+                    await asyncio.wait(set(readers.values()), timeout=HOSTS_SECONDS)
+                else:
+                    await asyncio.sleep(HOSTS_SECONDS)
+        finally:
+            await cancel_and_wait(set(readers.values()))
 
     async def _take_outputs(self, msgs: list[Any]) -> None:
         for msg in msgs:
@@ -298,7 +317,7 @@ class HubLink:
                 await msg.ack()
 
     def _take_one(self, msg: Any) -> str | None:
-        """One record of ``hub-out`` taken; why it cannot be, for a bad one."""
+        """One record of a host's output consumer taken; why it cannot be, for a bad one."""
         host = names.host_of_subject(msg.subject)
         if host is None:
             return "not on a host's subject"
