@@ -139,8 +139,8 @@ def on_machines(labels: Sequence[str]) -> list[str]:
     example = next((label for label in labels if "@" in label), None)
     if example is None:
         return []
-    return [_("On a machine of the hub: /NAME_HOST text (like /{example}).").format(
-        example=example.replace("@", "_"))]
+    return [_("On a machine of the hub: /NAME_HOST text (like /{example}); in a group add "
+              "the bot's name: /NAME_HOST@bot.").format(example=example.replace("@", "_"))]
 
 
 def help_text(sessions: Sequence[Session], current: str | None) -> str:

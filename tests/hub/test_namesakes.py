@@ -66,6 +66,12 @@ async def test_slash_name_of_namesakes_names_both_and_the_host_form_reaches_one(
     await machines.fake.user_says("/h1_box look at the logs")
     typed = await eventually(lambda: box.sessions.typed, 10, "typed on box")
     assert typed[0][:2] == ("claude-h1", "look at the logs")
+    # /h1_vm@ourbot: the form a group in privacy mode always delivers (a command named for
+    # this bot; ``/h1@vm`` would read as a command for a bot called vm)
+    await machines.fake.user_says("/h1_vm@aipager_test_bot and the lint")
+    typed = await eventually(lambda: vm.sessions.typed[1:], 10, "typed on vm again")
+    assert typed[0][:2] == ("claude-h1", "and the lint")
+
     # /help tells the form
     await machines.fake.user_says("/help")
     helped = await machines.fake.wait_for("sendMessage", lambda p: "aipager —" in str(p.get("text")))
