@@ -82,9 +82,9 @@ class Actions:
         # (names and hosts may hold ``_`` too: each ``_`` is tried as the ``@``)
         if "@" not in label:
             for at in (i for i, c in enumerate(label) if c == "_" and 0 < i < len(label) - 1):
-                sess = self.find(f"{label[:at]}@{label[at + 1:]}")
-                if sess is not None:
-                    return sess
+                found = self.find(f"{label[:at]}@{label[at + 1:]}")
+                if found is not None:
+                    return found
         return None
 
     def namesakes(self, label: str) -> list[Session]:
