@@ -179,7 +179,7 @@ def test_a_host_joined_with_the_readmes_commands_is_wired_and_reaches_the_chat(
         sess = host.wait_session(lambda s: s["task"] and s["task"].get("ended_at"), 20,
                                  "the task done on the host")
         # the Bash command went through the host's own hook (PreToolUse reached its daemon)
-        assert "echo joined" in json.dumps(sess["task"])
+        assert "echo joined" in json.dumps(sess)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- hub\n{hub.tail()}\n--- host\n{host.tail()}") from None
     finally:
