@@ -62,12 +62,18 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
     told = False
     client: list[Any] = []
     refused: list[ssl.SSLError] = []
+    denied: list[Exception] = []
     attempt: asyncio.Task | None = None
 
     async def on_error(exc: Exception) -> None:
         if isinstance(exc, ssl.SSLError) and not client and attempt is not None:
             # the client would retry a handshake that cannot succeed, for ever: stop it
             refused.append(exc)
+            attempt.cancel()
+            return
+        if not client and is_refusal(exc) and attempt is not None:
+            # the first connection refused: nats-py would ask again every second, for ever
+            denied.append(exc)
             attempt.cancel()
             return
         if client and is_refusal(exc) and not client[0].is_closed:
@@ -100,10 +106,13 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
             client.append(nc)
             return nc
         except asyncio.CancelledError:
-            if refused:
+            if refused or denied:
                 with contextlib.suppress(Exception):
                     await nc.close()  # the half-open client: no socket or task left behind
+            if refused:
                 raise tls_refusal(url, creds, refused[0]) from refused[0]
+            if denied:
+                raise refusal(creds.user) from denied[0]
             raise
         except ssl.SSLError as exc:
             raise tls_refusal(url, creds, exc) from exc

@@ -70,3 +70,40 @@ async def test_a_revoked_host_is_told_and_asks_again_only_rarely(machines, monke
     assert box.link.counters["refused"] == refused == 1
     assert not box.link.connected
     assert hub.link.connected  # the others go on
+
+
+async def test_a_credential_refused_at_the_first_connection_is_revoked_at_once(machines,
+                                                                               monkeypatch):
+    from hub.conftest import Host
+
+    from aipager.hub.creds import Creds
+
+    machines.start_hub()
+    box = Host(machines.host_envs["box"], machines.broker.url, "box",
+               creds=Creds("box", "not-the-password"))
+    machines.hosts["box"] = box
+    await eventually(lambda: box.link.revoked, 15, "box told it was refused")
+    facts = box.link.facts()["hub_link"]
+    assert facts["problem"].startswith("revoked") and facts["connected"] is False
+    await asyncio.sleep(3)
+    assert box.link.counters["refused"] == 1  # not asked again every second
+
+
+def test_status_says_the_hosts_link(tmp_path, monkeypatch):
+    """`aipager status` on a host prints its link from the saved state (revoked here)."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from aipager.cli import status_cmd
+    from aipager.cli.app import app
+
+    state = {"daemon": {"alive": True, "hub_link": {
+        "host": "box", "url": "nats://hub:4222", "connected": False, "since": time.time(),
+        "revoked": True, "problem": "revoked: the hub refused this host's credential (box)"}},
+        "sessions": {}}
+    monkeypatch.setattr(status_cmd, "daemon_pids", lambda env: [os.getpid()])
+    monkeypatch.setattr(status_cmd, "load_state", lambda env: (state, None))
+    result = CliRunner().invoke(app, ["status"])
+    assert "hub: revoked: the hub refused this host's credential (box) since" in result.output
+    assert "(as box)" in result.output
