@@ -212,6 +212,9 @@ def policy_literals_h() -> str:
         "POL_FLOOR_NEEDLES": json.dumps([floor.KNOWN_NEEDLES[(p, False)] for p in floor.FLOOR_COMMANDS],
                                         separators=(",", ":")),
         "POL_FLOOR_SECRETS": json.dumps(list(floor.SECRET_GLOBS), separators=(",", ":")),
+        # floor.own_uploads: the files folder's command pattern and a person's folder
+        "POL_FILES_COMMAND": floor.FILES_COMMAND,
+        "POL_UPLOADS_PREFIX": floor.paths.UPLOADS_PREFIX,
         # sendfile.pxi: its lists as JSON and its reasons as printf formats
         "SF_SECRET_NAMES": json.dumps(list(sendfile.SECRET_NAMES), separators=(",", ":")),
         "SF_SEND_GLOBS": json.dumps(list(sendfile.SEND_GLOBS), separators=(",", ":")),
@@ -237,7 +240,8 @@ def wire_values() -> dict:
     sources = list(WIRE_CONSTANTS.values()) + [
         "aipager.proto.wire:HOOK_EVENTS", "aipager.proto.wire:NOT_FORWARDED", "aipager.proto.wire:NO_SL_TOKENS",
         "aipager.proto.wire:SL_TOKEN_KEYS", "aipager.hookpy.common:STATUS_PATHS",
-        "aipager.hookpy.axcode:TOOL_EVENTS",
+        "aipager.hookpy.axcode:TOOL_EVENTS", "aipager.hookpy.axcode:TOOL_NAMES",
+        "aipager.hookpy.axcode:REFUSED",
     ]
     mods = _from_source(*dict.fromkeys(source.split(":")[0] for source in sources))
     return {source: _plain(getattr(mods[source.split(":")[0]], source.split(":")[1])) for source in sources}
@@ -291,6 +295,13 @@ def wire_constants_h() -> str:
               "static const char* const AXCODE_TOOL_EVENTS[] = {"
               + ", ".join(_c_string(e) for e in events) + "};",
               f"#define AXCODE_TOOL_EVENTS_N {len(events)}"]
+    names = values["aipager.hookpy.axcode:TOOL_NAMES"]
+    lines += ["/* aipager.hookpy.axcode:TOOL_NAMES, REFUSED */",
+              "typedef struct { const char* ax; const char* claude; } axcode_tool_name;",
+              "static const axcode_tool_name AXCODE_TOOL_NAMES[] = {"
+              + ", ".join(f"{{{_c_string(k)}, {_c_string(v)}}}" for k, v in names.items()) + "};",
+              f"#define AXCODE_TOOL_NAMES_N {len(names)}",
+              f"#define AXCODE_REFUSED {_c_string(values['aipager.hookpy.axcode:REFUSED'])}"]
     stamp = WIRE_STAMP_PREFIX + json.dumps(values, separators=(",", ":"))
     lines += ["", "/* all of the above as JSON (main.c keeps it in the executables) */",
               f"#define WIRE_STAMP {_c_string(stamp)}", "", "#endif"]

@@ -1,16 +1,22 @@
-# AX Code's tool-hook stdin, reshaped into Claude Code's (twin of aipager/hookpy/axcode.py).
+# AX Code's hook invocation, spoken as Claude Code's (twin of aipager/hookpy/axcode.py).
 #
 # TWIN OF aipager/hookpy/axcode.py:
 #   ax_adapt = ax_adapt
+#   ax_invoked = ax_invoked
+#   ax_refusal = ax_refusal
 #
-# AX Code ("protocol": "claude-code", spec seeds/004) writes only the tool's
-# JSON arguments on a tool hook's stdin; event, tool id and session id come in
+# AX Code (both hook forms: legacy, and "protocol": "claude-code") writes only
+# the event's own JSON on stdin: a tool's arguments for a tool event, e.g.
+# {"prompt":..} for UserPromptSubmit; event, tool id and session id come in
 # $HOOK_EVENT, $HOOK_TOOL and $HOOK_SESSION_ID, and the hook runs in the
 # project folder.  ax_adapt swaps stdin for the object Claude Code would send:
-#     {"hook_event_name":E,"tool_name":T,"tool_input":<stdin verbatim>,"cwd":C[,"session_id":S]}
-# so every later step sees a normal event.  Strings are spelled as
-# jsonlite.dumps does (ASCII only, lowercase \uXXXX, surrogate pairs), so the
-# twins' datagrams stay byte-identical.  Anything odd declines to the twin.
+#     tool event: {"hook_event_name":E,"tool_name":T,"tool_input":<stdin verbatim>,"cwd":C[,"session_id":S]}
+#     any other:  <stdin object up to its "}">[,]"hook_event_name":E,"cwd":C[,"session_id":S]}
+# (T: Claude Code's name for AX's tool, AXCODE_TOOL_NAMES) so every later step
+# sees a normal event.  Strings are spelled as jsonlite.dumps does (ASCII
+# only, lowercase \uXXXX, surrogate pairs), so the twins' datagrams stay
+# byte-identical.  Anything odd declines to the twin.  ax_refusal gives AX a
+# refusal written as Claude Code JSON as exit 2 + the reason on stderr.
 
 from posix.unistd cimport getcwd
 
@@ -85,49 +91,75 @@ cdef int ax_add_string(Buf* b, const char* s) noexcept nogil:
     return 0
 
 
+cdef const char* ax_tool_name(const char* tool) noexcept nogil:
+    """axcode.TOOL_NAMES.get(tool, tool)."""
+    cdef int i
+    for i in range(AXCODE_TOOL_NAMES_N):
+        if strcmp(tool, AXCODE_TOOL_NAMES[i].ax) == 0:
+            return AXCODE_TOOL_NAMES[i].claude
+    return tool
+
+
+cdef int ax_add_where(Buf* out) noexcept nogil:
+    """Append cwd and session_id as axcode._where does: 0, -1 decline."""
+    cdef char cwd[PATH_CAP]
+    cdef const char* session_id
+    if getcwd(cwd, PATH_CAP) == NULL:
+        return -1
+    buf_adds(out, ",\"cwd\":")
+    if ax_add_string(out, cwd) < 0:
+        return -1
+    session_id = getenv("HOOK_SESSION_ID")
+    if session_id != NULL and session_id[0] != 0:
+        buf_adds(out, ",\"session_id\":")
+        if ax_add_string(out, session_id) < 0:
+            return -1
+    return 0
+
+
 cdef int ax_adapt(Buf* raw) noexcept nogil:
-    """Replace raw with the Claude-shaped event when it is AX's arguments-only
-    stdin (hookpy/axcode.py ax_adapt): 0 done or not AX's shape, -1 decline."""
+    """Replace raw with the Claude-shaped event when it is AX's stdin
+    (hookpy/axcode.py ax_adapt): 0 done or not AX's shape, -1 decline."""
     cdef const char* event = getenv("HOOK_EVENT")
     cdef const char* tool = getenv("HOOK_TOOL")
-    cdef const char* session_id
-    cdef char cwd[PATH_CAP]
+    cdef bint is_tool = ax_tool_event(event)
     cdef JSpan top
     cdef JSpan val
+    cdef JSpan key
+    cdef size_t pos = 0
     cdef Buf out
-    if not ax_tool_event(event) or tool == NULL or tool[0] == 0:
+    if (is_tool and (tool == NULL or tool[0] == 0)) or not env_event_valid(event):
         return 0
     if js_skip_ws(<const unsigned char*>raw.p, raw.n, 0) == raw.n:
         return 0  # empty: the usual checks decide (fail closed)
     if raw.n > WIRE_MAX_DATAGRAM or js_parse(raw.p, raw.n, &top) < 0:
         return -1  # the twin parses more (NaN, depth) and shrinks
-    if top.kind != JS_OBJECT or js_find_key(&top, "hook_event_name", 15, &val) != 0 \
-            or js_find_key(&top, "tool_name", 9, &val) != 0:
+    if top.kind != JS_OBJECT or js_find_key(&top, "hook_event_name", 15, &val) != 0:
         return 0
-    if getcwd(cwd, PATH_CAP) == NULL:
-        return -1
+    if is_tool and js_find_key(&top, "tool_name", 9, &val) != 0:
+        return 0
     out.p = NULL
     out.n = 0
     out.cap = 0
     out.oom = 0
-    buf_adds(&out, "{\"hook_event_name\":")
-    ax_add_string(&out, event)
-    buf_adds(&out, ",\"tool_name\":")
-    if ax_add_string(&out, tool) < 0:
-        buf_free(&out)
-        return -1
-    buf_adds(&out, ",\"tool_input\":")
-    buf_add(&out, top.p, top.n)
-    buf_adds(&out, ",\"cwd\":")
-    if ax_add_string(&out, cwd) < 0:
-        buf_free(&out)
-        return -1
-    session_id = getenv("HOOK_SESSION_ID")
-    if session_id != NULL and session_id[0] != 0:
-        buf_adds(&out, ",\"session_id\":")
-        if ax_add_string(&out, session_id) < 0:
+    if is_tool:
+        buf_adds(&out, "{\"hook_event_name\":")
+        ax_add_string(&out, event)
+        buf_adds(&out, ",\"tool_name\":")
+        if ax_add_string(&out, ax_tool_name(tool)) < 0:
             buf_free(&out)
             return -1
+        buf_adds(&out, ",\"tool_input\":")
+        buf_add(&out, top.p, top.n)
+    else:
+        buf_add(&out, top.p, top.n - 1)
+        if js_object_next(&top, &pos, &key, &val) == 1:
+            buf_adds(&out, ",")
+        buf_adds(&out, "\"hook_event_name\":")
+        ax_add_string(&out, event)
+    if ax_add_where(&out) < 0:
+        buf_free(&out)
+        return -1
     buf_adds(&out, "}")
     if out.oom or out.n > WIRE_MAX_DATAGRAM:
         buf_free(&out)
@@ -135,3 +167,41 @@ cdef int ax_adapt(Buf* raw) noexcept nogil:
     buf_free(raw)
     raw[0] = out
     return 0
+
+
+cdef bint ax_invoked() noexcept nogil:
+    """AX Code ran this hook: $HOOK_EVENT names an event."""
+    return env_event_valid(getenv("HOOK_EVENT"))
+
+
+cdef int ax_refusal(HookOut* out, Buf* err) noexcept nogil:
+    """axcode.ax_refusal in place: a Claude Code refusal in out becomes
+    out.len 0, exit 2 and "<reason>\\n" in err; 1 when it did, else 0."""
+    cdef JSpan top
+    cdef JSpan nested
+    cdef JSpan val
+    cdef JSpan reason
+    cdef char text[HOOK_OUT_CAP]
+    cdef long n = -1
+    cdef int found = 0
+    if out.len == 0 or js_parse(out.buf, out.len, &top) < 0 or top.kind != JS_OBJECT:
+        return 0
+    if js_find_key(&top, "hookSpecificOutput", 18, &nested) == 1 and nested.kind == JS_OBJECT \
+            and js_find_key(&nested, "permissionDecision", 18, &val) == 1 \
+            and val.kind == JS_STRING and js_string_eq(&val, "deny", 4):
+        found = js_find_key(&nested, "permissionDecisionReason", 24, &reason)
+    elif js_find_key(&top, "decision", 8, &val) == 1 and val.kind == JS_STRING \
+            and js_string_eq(&val, "block", 5):
+        found = js_find_key(&top, "reason", 6, &reason)
+    else:
+        return 0
+    if found == 1 and reason.kind == JS_STRING:
+        n = js_decode_cstr(&reason, text, HOOK_OUT_CAP)
+    if n > 0:
+        buf_add(err, text, <size_t>n)
+    else:
+        buf_adds(err, AXCODE_REFUSED)
+    buf_adds(err, "\n")
+    out.len = 0
+    out.exit_code = 2
+    return 1

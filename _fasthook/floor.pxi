@@ -5,6 +5,9 @@
 #   pol_builtin_floor = builtin_floor
 #   pol_floor_lists = load_floor
 #   pol_glob_add = expand_all
+#   pol_own_uploads = own_uploads
+#   pol_all_but_globs = all_but_globs
+#   pol_all_but_command = all_but_command
 #
 # TWIN OF aipager/policy/snapshot.py:
 #   pol_floor_doc = for_floor
@@ -102,6 +105,127 @@ cdef int pol_xdg_glob(PolList* l, const char* var, const char* dflt, const char*
     return pol_glob_add(l, base, home)
 
 
+cdef int pol_files_dir(char* dst, const char* home) noexcept nogil:
+    """paths.files_dir into dst (PATH_CAP): under $XDG_RUNTIME_DIR when it is
+    absolute, else under the cache folder ($XDG_CACHE_HOME when absolute, else
+    ~/.cache): 0, or -1."""
+    cdef char base[PATH_CAP]
+    cdef const char* v = getenv("XDG_RUNTIME_DIR")
+    if v == NULL or v[0] != c'/':
+        v = getenv("XDG_CACHE_HOME")
+        if v == NULL or v[0] != c'/':
+            v = NULL
+            if path_join(base, PATH_CAP, home, ".cache") < 0:
+                return -1
+    if v != NULL and path_copy(base, PATH_CAP, v) < 0:
+        return -1
+    return path_join(dst, PATH_CAP, base, "aipager/files")
+
+
+cdef int pol_files_glob(PolList* l, const char* home) noexcept nogil:
+    """paths.files_dir + "/**", expanded."""
+    cdef char dir_[PATH_CAP]
+    cdef char g[PATH_CAP]
+    if pol_files_dir(dir_, home) < 0 or path_join(g, PATH_CAP, dir_, "**") < 0:
+        return -1
+    return pol_glob_add(l, g, home)
+
+
+cdef int pol_all_but_globs(PolList* l, const char* folder, const char* keep) noexcept nogil:
+    """floor.all_but_globs, each added to l (unique): 0, or -1."""
+    cdef char g[PATH_CAP]
+    cdef size_t m = strlen(keep)
+    cdef size_t i
+    cdef char ch
+    if pol_list_add(l, folder, True) < 0:
+        return -1
+    for i in range(m + 1):
+        ch = keep[i] if i < m else c'/'
+        if i < m:
+            if (snprintf(g, PATH_CAP, "%s/%.*s", folder, <int>i, keep) >= PATH_CAP
+                    or pol_list_add(l, g, True) < 0):
+                return -1
+        if (snprintf(g, PATH_CAP, "%s/%.*s[!%c]*", folder, <int>i, keep, ch) >= PATH_CAP
+                or pol_list_add(l, g, True) < 0):
+            return -1
+    return 0
+
+
+cdef int pol_all_but_command(char* dst, size_t cap, const char* keep) noexcept nogil:
+    """floor.all_but_command into dst: 0, or -1 when it does not fit."""
+    cdef size_t m = strlen(keep)
+    cdef size_t n
+    cdef size_t i
+    cdef char ch
+    if snprintf(dst, cap, "%s", POL_FILES_COMMAND) >= <int>cap:
+        return -1
+    for i in range(m + 1):
+        ch = c'/' if i == 0 else keep[i - 1]
+        n = strlen(dst)
+        if snprintf(dst + n, cap - n, "($|[^%c]|%c", ch, ch) >= <int>(cap - n):
+            return -1
+    n = strlen(dst)
+    if snprintf(dst + n, cap - n, "($|[^/])") >= <int>(cap - n):
+        return -1
+    for i in range(m + 1):
+        n = strlen(dst)
+        if n + 2 > cap:
+            return -1
+        dst[n] = c')'
+        dst[n + 1] = 0
+    return 0
+
+
+cdef int pol_own_uploads(PolList* lists, const char* home, const char* keep, const char* cmd) noexcept nogil:
+    """floor.own_uploads on the floor's lists, in place (keep: the person's folder
+    under the files folder, cmd: pol_all_but_command of it): 0, or -1."""
+    cdef PolList* out
+    cdef char folder[PATH_CAP]
+    cdef char whole[PATH_CAP]
+    cdef size_t k
+    cdef char* item
+    cdef int has_folder = 0
+    cdef int has_whole = 0
+    cdef int i
+    cdef int r = 0
+    if pol_files_dir(folder, home) < 0 or snprintf(whole, PATH_CAP, "%s/*", folder) >= PATH_CAP:
+        return -1
+    for i in range(lists[2].n):
+        if strcmp(lists[2].items[i], folder) == 0:
+            has_folder = 1
+        elif strcmp(lists[2].items[i], whole) == 0:
+            has_whole = 1
+    if not (has_folder and has_whole):
+        return 0
+    out = <PolList*>malloc(sizeof(PolList))
+    if out == NULL:
+        return -1
+    out.n = 0
+    for i in range(lists[2].n):
+        if r < 0 or strcmp(lists[2].items[i], whole) == 0:
+            continue
+        if strcmp(lists[2].items[i], folder) == 0:
+            r = pol_all_but_globs(out, folder, keep)
+        else:
+            r = pol_list_add(out, lists[2].items[i], True)
+    for i in range(lists[2].n):
+        free(lists[2].items[i])
+    memcpy(&lists[2], out, sizeof(PolList))
+    free(out)
+    if r < 0:
+        return -1
+    for i in range(lists[4].n):
+        if strcmp(lists[4].items[i], POL_FILES_COMMAND) == 0:
+            k = strlen(cmd)
+            item = <char*>malloc(k + 1)
+            if item == NULL:
+                return -1
+            memcpy(item, cmd, k + 1)
+            free(lists[4].items[i])
+            lists[4].items[i] = item
+    return 0
+
+
 cdef int pol_builtin_floor(const HookCtx* ctx, const char* home, PolList* lists) noexcept nogil:
     """floor.builtin_floor without its commands: 0, or -1 to decline."""
     cdef char g[PATH_CAP]
@@ -125,7 +249,8 @@ cdef int pol_builtin_floor(const HookCtx* ctx, const char* home, PolList* lists)
             or pol_glob_add(&lists[2], "~/.claude.json*", home) < 0
             or pol_xdg_glob(&lists[2], "XDG_CONFIG_HOME", ".config", home) < 0
             or pol_xdg_glob(&lists[2], "XDG_STATE_HOME", ".local/state", home) < 0
-            or pol_xdg_glob(&lists[2], "XDG_DATA_HOME", ".local/share", home) < 0):
+            or pol_xdg_glob(&lists[2], "XDG_DATA_HOME", ".local/share", home) < 0
+            or pol_files_glob(&lists[2], home) < 0):
         return -1
     for f in range(2):
         if f == 1 and strcmp(folders[0], folders[1]) == 0:

@@ -5,6 +5,7 @@
 #   add_sl_tokens = sl_tokens
 #   unusable = _unusable
 #   hook_run = _run
+#   hook_emit = _emit
 #
 # TWIN OF aipager/hookpy/common.py:
 #   names_pre_tool_use = names_pre_tool_use
@@ -135,6 +136,26 @@ cdef int decline(Sender* snd, const char* session, const char* raw, size_t n, co
     return fail
 
 
+cdef int hook_emit(HookOut* out) noexcept nogil:
+    """hook.py _emit: print out, return its exit code; for AX Code a refusal
+    is exit 2 with the reason on stderr (axcode.pxi ax_refusal)."""
+    cdef Buf err
+    err.p = NULL
+    err.n = 0
+    err.cap = 0
+    err.oom = 0
+    if ax_invoked() and ax_refusal(out, &err):
+        if err.oom:
+            write_all(2, AXCODE_REFUSED, strlen(AXCODE_REFUSED))
+            write_all(2, "\n", 1)
+        else:
+            write_all(2, err.p, err.n)
+    buf_free(&err)
+    if out.len:
+        write_all(1, out.buf, out.len)
+    return out.exit_code
+
+
 cdef int unusable(Sender* snd, const char* session, const char* raw, size_t n, int debug,
                   const char* why) noexcept nogil:
     """hook.py _unusable: a payload no step can use.  Nothing is sent; a
@@ -164,9 +185,7 @@ cdef int unusable(Sender* snd, const char* session, const char* raw, size_t n, i
     out.reason = NULL
     if policy_unusable(&ctx, &out) == STEP_DECLINE:
         return decline(snd, session, raw, n, "hook", 0, debug, out.reason, WIRE_EVENT_PRE_TOOL_USE)
-    if out.len:
-        write_all(1, out.buf, out.len)
-    return out.exit_code
+    return hook_emit(&out)
 
 
 cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
@@ -332,6 +351,4 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
     if r == STEP_DECLINE:
         return decline(&snd, session, raw.p, raw.n, "hook", 1, debug,
                        out.reason if out.reason != NULL else <const char*>"policy_after", name)
-    if out.len:
-        write_all(1, out.buf, out.len)
-    return out.exit_code
+    return hook_emit(&out)

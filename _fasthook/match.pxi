@@ -82,6 +82,8 @@ cdef extern from "policy_literals.h":
     const char POL_FLOOR_COMMANDS[]
     const char POL_FLOOR_NEEDLES[]
     const char POL_FLOOR_SECRETS[]
+    const char POL_FILES_COMMAND[]
+    const char POL_UPLOADS_PREFIX[]
 
 cdef enum:
     POL_ALLOW = 0

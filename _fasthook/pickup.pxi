@@ -12,6 +12,9 @@
 #   pk_joined = joined
 #   pk_context = _context
 #
+# TWIN OF aipager/policy/floor.py:
+#   pk_person = uploads_person
+#
 # TWINS: the same contract as match.pxi.  Everything is worked out before
 # the first effect (unlinking notes, writing the snapshot and the mark,
 # sending queue_pickup), so a decline leaves the files as they were and the
@@ -548,15 +551,18 @@ cdef int pk_merge_spans(PkSet* s, const JSpan* rules_) noexcept nogil:
     return r
 
 
-cdef int pk_merge_floor(const HookCtx* ctx, PkSet* s) noexcept nogil:
-    """s = rules.stricter(s, floor.load_floor(env)): 0 or -1."""
+cdef int pk_merge_floor(const HookCtx* ctx, PkSet* s, const char* keep, const char* cmd) noexcept nogil:
+    """s = rules.stricter(s, floor.load_floor(env)), the floor opened to one
+    person's uploads when keep (their folder) is not NULL (floor.own_uploads;
+    cmd: pol_all_but_command of keep): 0 or -1."""
     cdef PolList f[POL_NKEYS]
     cdef const char* home = getenv("HOME")
     cdef int r = -1
     cdef int k
     for k in range(POL_NKEYS):
         f[k].n = -1 if k == 0 else 0
-    if home != NULL and home[0] != 0 and pol_floor_lists(ctx, home, f) == 0:
+    if (home != NULL and home[0] != 0 and pol_floor_lists(ctx, home, f) == 0
+            and (keep == NULL or pol_own_uploads(f, home, keep, cmd) == 0)):
         r = pk_stricter(s.lists, f)
     pol_lists_free(f)
     return r
@@ -628,10 +634,12 @@ cdef int pk_set_needle(PkSet* s, int c, int i, const JSpan* need) noexcept nogil
     return 0
 
 
-cdef int pk_task_needles(PkSet* s, PkNote* notes, int count) noexcept nogil:
-    """hookside.task_rules' needles: the built-in floor's, else the latest
-    granting note's (taken or waiting); -1 where Python would need the
-    dialect parser."""
+cdef int pk_task_needles(PkSet* s, PkNote* notes, int count, const char* uploads_cmd) noexcept nogil:
+    """hookside.task_rules' needles: the built-in floor's, else those of the
+    pattern opening one person's uploads (uploads_cmd, floor.own_uploads_needles),
+    else the latest granting note's (taken or waiting); -1 where Python would
+    need the dialect parser."""
+    cdef char files_needles[256]
     cdef JSpan need
     cdef JSpan rules_
     cdef JSpan author
@@ -645,6 +653,11 @@ cdef int pk_task_needles(PkSet* s, PkNote* notes, int count) noexcept nogil:
             s.needles[c][i] = NULL
         for i in range(s.lists[4 + c].n):
             r = pk_floor_needles(c, s.lists[4 + c].items[i], &need)
+            if r == 0 and c == 0 and uploads_cmd != NULL and strcmp(s.lists[4].items[i], uploads_cmd) == 0:
+                # every match holds the files folder's pattern, as for the one it replaces
+                if snprintf(files_needles, sizeof(files_needles), "[\"%s\"]", POL_FILES_COMMAND) >= <int>sizeof(files_needles):
+                    return -1
+                r = 1 if js_parse(files_needles, strlen(files_needles), &need) == 0 else -1
             j = count - 1
             while r == 0 and j >= 0:
                 if not notes[j].foreign:
@@ -720,13 +733,61 @@ cdef int pk_author(Buf* b, const PkNote* note) noexcept nogil:
     return 0
 
 
+cdef int pk_person(PkNote* notes, int count, char* person, size_t cap) noexcept nogil:
+    """floor.uploads_person of the notes that may have written the prompt (taken
+    and waiting): 1 (person: the user id's digits), 0 nobody, -1 to decline."""
+    cdef JSpan author
+    cdef JSpan uid
+    cdef JSpan v
+    cdef int found = 0
+    cdef int i
+    for i in range(count):
+        if notes[i].foreign:
+            continue
+        js_find_key(&notes[i].top, "author", 6, &author)
+        if js_find_key(&author, "user_id", 7, &uid) != 1 or uid.kind == JS_NULL:
+            return 0
+        # notes.note_rules' exemption (the owner's note)
+        if js_find_key(&notes[i].top, "exempt", 6, &v) == 1 and v.kind == JS_TRUE:
+            continue
+        # a positive int (type(user_id) is int and user_id > 0)
+        if not pk_int_token(&uid) or uid.p[0] == c'-' or (uid.n == 1 and uid.p[0] == c'0'):
+            return 0
+        if uid.n + 1 > cap:
+            return -1
+        if found and (strlen(person) != uid.n or memcmp(person, uid.p, uid.n) != 0):
+            return 0
+        memcpy(person, uid.p, uid.n)
+        person[uid.n] = 0
+        found = 1
+    return found
+
+
+cdef bint pk_exempt(PkNote* note) noexcept nogil:
+    """notes.note_rules(note)[0]: exempt is true and the author has a user id."""
+    cdef JSpan author
+    cdef JSpan uid
+    cdef JSpan v
+    if js_find_key(&note.top, "exempt", 6, &v) != 1 or v.kind != JS_TRUE:
+        return 0
+    if js_find_key(&note.top, "author", 6, &author) != 1 or author.kind != JS_OBJECT:
+        return 0
+    return js_find_key(&author, "user_id", 7, &uid) == 1 and uid.kind != JS_NULL
+
+
 cdef int pk_task_rules(const HookCtx* ctx, PkSet* s, PkNote* notes, int count, int remaining) noexcept nogil:
     """hookside.task_rules into s: 0, or -1 to decline."""
     cdef JSpan author
     cdef JSpan uid
     cdef JSpan v
     cdef JSpan rules_
+    cdef char person[32]
+    cdef char keep[64]
+    cdef char cmd[1024]
+    cdef const char* keep_p = NULL
+    cdef const char* cmd_p = NULL
     cdef int consumed = 0
+    cdef int who
     cdef int i
     for i in range(count):
         consumed += notes[i].consumed
@@ -755,9 +816,22 @@ cdef int pk_task_rules(const HookCtx* ctx, PkSet* s, PkNote* notes, int count, i
             buf_add(&s.authors, ",", 1)
         if pk_author(&s.authors, &notes[i]) < 0:
             return -1
-    if not s.exempt and pk_merge_floor(ctx, s) < 0:
+    if s.exempt:
+        return pk_task_needles(s, notes, count, NULL)
+    # a task that is one person's alone reads that person's uploads
+    # (floor.uploads_person, floor.own_uploads); with nothing taken, nobody's
+    who = pk_person(notes, count, person, sizeof(person)) if consumed else 0
+    if who < 0:
         return -1
-    return pk_task_needles(s, notes, count)
+    if who:
+        if (snprintf(keep, sizeof(keep), "%s%s", POL_UPLOADS_PREFIX, person) >= <int>sizeof(keep)
+                or pol_all_but_command(cmd, sizeof(cmd), keep) < 0):
+            return -1
+        keep_p = keep
+        cmd_p = cmd
+    if pk_merge_floor(ctx, s, keep_p, cmd_p) < 0:
+        return -1
+    return pk_task_needles(s, notes, count, cmd_p)
 
 
 cdef int pk_joined(const HookCtx* ctx, PkSet* out, const PkSet* new, const JSpan* cur) noexcept nogil:
@@ -786,7 +860,7 @@ cdef int pk_joined(const HookCtx* ctx, PkSet* out, const PkSet* new, const JSpan
     cur_exempt = v.kind == JS_TRUE
     out.exempt = cur_exempt and new.exempt
     mixed = not out.exempt and (cur_exempt or new.exempt)
-    if mixed and pk_merge_floor(ctx, out) < 0:
+    if mixed and pk_merge_floor(ctx, out, NULL, NULL) < 0:
         return -1
     js_find_key(cur, "origin", 6, &origin)
     if new.origin == PK_TELEGRAM or js_string_eq(&origin, "telegram", 8):
@@ -1059,11 +1133,11 @@ cdef int pk_decide(const HookCtx* ctx, PkNote* notes, int* count, double now,
         else:
             notes[i].expired = 0
     if remaining == count[0]:
-        # nothing taken while a note waits (not expired): whether the prompt is
-        # blocked (hookside._unmatched: a member's note) is the Python twin's
-        # to decide; a claimed message declined already (pol_prompt_kind)
+        # nothing taken while a member's note waits (not expired, not the
+        # owner's): the prompt is blocked (hookside._unmatched), which the
+        # Python twin does; a claimed message declined already (pol_prompt_kind)
         for i in range(count[0]):
-            if not notes[i].foreign and not notes[i].expired:
+            if not notes[i].foreign and not notes[i].expired and not pk_exempt(&notes[i]):
                 free(prompt)
                 return -1
     free(prompt)

@@ -41,6 +41,7 @@ cdef extern from "wire_constants.h" nogil:
         WIRE_SL_TOKENS_N
         WIRE_STATUSLINE_FIELDS_N
         AXCODE_TOOL_EVENTS_N
+        AXCODE_TOOL_NAMES_N
 
     # aipager.policy.marker.TTL_SECONDS
     const double MARKER_TTL_SECONDS
@@ -91,6 +92,13 @@ cdef extern from "wire_constants.h" nogil:
 
     # aipager.hookpy.axcode.TOOL_EVENTS
     const char* const AXCODE_TOOL_EVENTS[]
+    # aipager.hookpy.axcode.TOOL_NAMES: AX Code's tool id -> Claude Code's name
+    ctypedef struct axcode_tool_name:
+        const char* ax
+        const char* claude
+    const axcode_tool_name AXCODE_TOOL_NAMES[]
+    # aipager.hookpy.axcode.REFUSED
+    const char AXCODE_REFUSED[]
 
     # every value above as JSON, "aipager-wire:{...}" (main.c keeps it in the
     # executables, policy_ext.pyx returns it): the tests compare it with Python

@@ -13,7 +13,8 @@ Layout (``schema_version`` 1)::
 Optional keys kept in ``Config.extra`` (checked here when they have a fixed form):
 ``language``, the language of what the chat says on its own (``aipager.locales``:
 ``en``, ``pt_BR``, ``es``, ``vi``); without it the chat speaks the language of whoever
-last wrote there.
+last wrote there.  ``private`` (``true``/``false``): private mode, the chat carries names,
+states and buttons only and the content stays on the page (``aipager.bot.private``).
 """
 
 from __future__ import annotations
@@ -190,6 +191,12 @@ def web_public_url(env: Mapping[str, str], cfg: Config | None) -> str:
     return url.rstrip("/")
 
 
+def private(cfg: Config | None) -> bool:
+    """Whether private mode is on: what Claude writes, reads, runs and is asked never goes
+    to the Bot API (``aipager.bot.private``); the page shows it."""
+    return cfg is not None and cfg.extra.get("private") is True
+
+
 def exists(env: Mapping[str, str]) -> bool:
     """Whether a config file is present (it may still be invalid)."""
     return os.path.isfile(paths.config_file(env))
@@ -238,6 +245,10 @@ def from_json(doc: Any, where: str = "config") -> Config:
     policy_file = _opt_str(doc, "policy_file", where)
     claude_path = _opt_str(doc, "claude_path", where)
     _check_language(doc.get("language"), where)
+    if not isinstance(doc.get("private", False), bool):
+        # a guess either way is wrong: "yes" taken as off would send what should stay home
+        msg = f"{where}: private must be true or false (`aipager config private on|off`)"
+        raise ConfigError(msg)
     known = {"schema_version", "bot_token", "chat_id", "members", "policy_file", "claude_path"}
     # Unknown keys survive a load/save round trip (a newer aipager may have written them).
     extra = {k: v for k, v in doc.items() if k not in known}

@@ -1,8 +1,10 @@
 """Files both ways, on disk: what the phone sends, and copies of what Claude sends.
 
 Everything lives under ``paths.files_dir`` in owner-only folders (0700, files
-0600): ``in/chat-<id>/`` for downloads, ``out/`` for the copies waiting to be
-uploaded.  A folder that is a symlink, another user's, or open to others is
+0600): ``in/u<user id>/`` for what each person sent (``paths.uploads_dir``: the
+safety floor keeps the whole files folder from every task but the owner's, and
+opens a person's own folder to their own tasks only), ``out/`` for the copies
+waiting to be uploaded.  A folder that is a symlink, another user's, or open to others is
 refused, never used; files are created with ``O_EXCL | O_NOFOLLOW`` relative
 to the folder's descriptor, so nothing is written through a planted link or
 outside its folder.  Files older than ``MAX_AGE`` are removed by ``sweep``.
@@ -128,17 +130,19 @@ def _create(dir_fd: int, name: str) -> tuple[int, str]:
     raise FileRefused(msg)
 
 
-def inbox_dir(env: Mapping[str, str], chat_id: int) -> str:
-    return os.path.join(paths.files_dir(env), "in", f"chat-{chat_id}")
+def inbox_dir(env: Mapping[str, str], user_id: int) -> str:
+    """Where the files ``user_id`` sends are kept: theirs alone (``paths.uploads_dir``)."""
+    return paths.uploads_dir(env, user_id)
 
 
 def outbox_dir(env: Mapping[str, str]) -> str:
     return os.path.join(paths.files_dir(env), "out")
 
 
-def save_download(env: Mapping[str, str], chat_id: int, name: str, data: bytes) -> str:
-    """Write a file from the chat into the chat's private folder; returns its path."""
-    folder = inbox_dir(env, chat_id)
+def save_download(env: Mapping[str, str], user_id: int, name: str, data: bytes) -> str:
+    """Write a file ``user_id`` sent from the chat into their own private folder; returns
+    its path."""
+    folder = inbox_dir(env, user_id)
     _files_root(env)
     os.close(private_dir(os.path.dirname(folder)))
     dir_fd = private_dir(folder)

@@ -17,6 +17,9 @@ queues (no awaits, no Telegram calls).  What each output kind becomes:
   thread), uploaded after the task's answer (or its final card when there is
   no answer); refused ones are listed in a notice.
 
+In private mode every output goes through ``private.view`` first, and the chat shows
+only what it returns (names, states, counts and buttons to the page; ``_ring``).
+
 After each output the pinned status line is recomputed and, when it changed,
 edited.
 """
@@ -28,17 +31,19 @@ import time
 from collections import deque
 from typing import Any, Callable, Coroutine
 
+from aiogram.types import WebAppInfo
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager import locales
-from aipager.bot import i18n, view
+from aipager.bot import i18n, private, view
 from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
 from aipager.bot.chatstate import ChatState
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
+from aipager.clients import asking
 from aipager.daemon import render
-from aipager.daemon.model import Request, Session, Task
+from aipager.daemon.model import Session, Task
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed)
@@ -48,8 +53,6 @@ log = logging.getLogger("aipager.bot")
 STATUS_KEY = "status"
 #: answers remembered per notifier (``_answered``)
 ANSWERED_KEPT = 200
-#: characters of an edit's diff shown in its request message (past it: a .diff file too)
-DIFF_SHOWN = 2500
 
 
 def card_key(session: str, task: Any) -> str:
@@ -108,8 +111,11 @@ class ChatNotifier:
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any],
                  started_at: float | None = None, env: dict[str, str] | None = None,
                  locale_for: Callable[[int], str] | None = None,
-                 types_again: Callable[[int, int], bool] = lambda chat_id, msg_id: False) -> None:
+                 types_again: Callable[[int, int], bool] = lambda chat_id, msg_id: False,
+                 privacy: Callable[[], private.Mode] = lambda: private.OFF) -> None:
         self.env = env if env is not None else {}
+        #: private mode now (the config, read again when it changes)
+        self._privacy = privacy
         #: chat id → the language of what the chat says on its own (``i18n.chat_locale``)
         self._locale_for = locale_for or (lambda chat_id: locales.DEFAULT)
         #: whether the chat handles (types) message (chat, id) again after a restart
@@ -138,29 +144,103 @@ class ChatNotifier:
         try:
             handler = getattr(self, f"_on_{out.kind}", None)
             sess = self._registry().get(out.session)
+            mode = self._privacy()
             for chat_id in self._chats_for(out.session):
                 # the chat's language, set here: no handler's context reaches a daemon event
                 with i18n.use(self._locale_for(chat_id)):
-                    if handler is not None:
+                    if mode.on:
+                        self._private(out, sess, chat_id, mode)
+                    elif handler is not None:
                         handler(out, sess, chat_id)
                     self._status_line(chat_id)
         except Exception:  # noqa: BLE001 - a rendering bug must not break event handling
             log.exception("showing a %s output in the chat failed", out.kind)
 
+    # -- private mode ----------------------------------------------------------------
+
+    def _private(self, out: Output, sess: Session | None, chat_id: int,
+                 mode: private.Mode) -> None:
+        """The one way an output reaches the chat in private mode: through
+        ``private.view``, never through the output's own text."""
+        label = sess.label if sess is not None else out.session.removeprefix("claude-")
+        clock = getattr(self._registry(), "clock", time.time)
+        match private.view(out, label, sess, clock()):
+            case private.Show(out=shown):
+                handler = getattr(self, f"_on_{shown.kind}", None)
+                if handler is not None:
+                    handler(shown, sess, chat_id)
+            case private.Bell() as bell:
+                self._ring(bell, out, sess, chat_id, mode.public_url)
+            case private.Quiet():
+                pass
+
+    def _ring(self, bell: private.Bell, out: Output, sess: Session | None, chat_id: int,
+              public: str) -> None:
+        """A bell as outbox ops: a card edited in place, a request's message (its verdict
+        replaces it), or a new message; with the page's button and ⏹ Stop."""
+        if bell.edit_only:
+            self.state.asks.pop(bell.key, None)
+            if self.state.shown.pop(bell.key, None) is not None:
+                self.outbox.put(Live(chat_id, bell.text, key=bell.key, session=out.session))
+            return
+        task = getattr(out, "task", None)
+        if isinstance(out, Card) and self._card_needless(out, sess, chat_id):
+            return
+        kb = InlineKeyboardBuilder()
+        text = bell.text
+        if bell.door is not None and public:
+            url = bell.door.url(public)
+            # Telegram opens a Mini App from a private chat only: a group gets the address
+            if chat_id > 0:
+                kb.button(text=_("📟 Open on the page"), web_app=WebAppInfo(url=url))
+            else:
+                kb.button(text=_("📟 Open on the page"), url=url)
+        elif bell.door is not None and not bell.live:
+            text += "\n" + private.page_note(public)
+        if bell.stop:
+            handle = self.state.handle("session", out.session)
+            kb.button(text=_("⏹ Stop"), callback_data=SessionTap(h=handle, act=SessionAct.STOP))
+        markup = view.markup(kb)
+        reply_to = _prompt_msg(sess, task, self.state, chat_id) if bell.reply_prompt else None
+        if bell.live:
+            if not self.state.show(bell.key, text + ("\0stop" if bell.stop else "")):
+                return
+            self.outbox.put(Live(chat_id, text, key=bell.key, markup=markup,
+                                 session=out.session, reply_to=reply_to, final=bell.final))
+            return
+        buzz = bell.buzz
+        if isinstance(out, Answer):
+            self._answered.append((chat_id, out.session, out.task))
+            buzz = buzz and not (bool(self.state.prefs_of(chat_id).get("quiet"))
+                                 and view.at_desk(sess))
+        if bell.key:
+            self.state.forget_live(bell.key)  # shown again (late answer): a new message
+            self.state.show(bell.key, text)
+        self.outbox.put(Post(chat_id, text, markup=markup, key=bell.key,
+                             session=out.session, reply_to=reply_to, buzz=buzz), urgent=True)
+
     # -- kinds ---------------------------------------------------------------------
 
-    def _on_card(self, out: Card, sess: Session | None, chat_id: int) -> None:
+    def _card_needless(self, out: Card, sess: Session | None, chat_id: int) -> bool:
+        """Whether a final card would only be noise: its task ended while nobody showed it
+        (a restart), or so soon that its answer went out first."""
         key = card_key(out.session, out.task)
-        final = out.final
         task = sess.task if sess is not None else None
-        if (final and self.state.live_id(key, chat_id) is None and task is not None
+        if (out.final and self.state.live_id(key, chat_id) is None and task is not None
                 and task.ended_at is not None and task.ended_at < self.started_at):
-            return  # ended while nobody showed it: the answer says what matters
-        if final and key not in self.state.shown \
+            return True  # ended while nobody showed it: the answer says what matters
+        if out.final and key not in self.state.shown \
                 and (chat_id, out.session, out.task) in self._answered:
             # A task too short for its card to be shown before its answer: a card arriving
             # after the answer would only push it up; the answer says what matters.
             self._release_files(out.session, out.task, chat_id)
+            return True
+        return False
+
+    def _on_card(self, out: Card, sess: Session | None, chat_id: int) -> None:
+        key = card_key(out.session, out.task)
+        final = out.final
+        if self._card_needless(out, sess, chat_id):
             return
         prefs = self.state.prefs_of(chat_id)
         text = view.card_text(self._card_words(out, sess), sess, detail=prefs.get("detail", "full"))
@@ -185,22 +265,6 @@ class ChatNotifier:
             return out.text
         clock = getattr(self._registry(), "clock", time.time)
         return render.card(sess, clock())
-
-    @staticmethod
-    def _request_words(out: Permission, sess: Session | None,
-                       req: Request | None) -> str:
-        """The request in the chat's language (as ``_card_words``): rendered again from this
-        machine's open request; Claude's description, the command and the path stay as they
-        are."""
-        return render.request(sess.label, req) if sess is not None and req is not None \
-            else out.text
-
-    @staticmethod
-    def _scope_words(out: Permission, req: Request | None) -> list[str]:
-        """The per-suggestion buttons' labels in the chat's language (as ``_request_words``);
-        the same suggestions in the same order, so each label keeps its tap."""
-        labels = render.scope_labels(req) if req is not None else []
-        return labels if len(labels) == len(out.scopes) else out.scopes
 
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
@@ -275,54 +339,35 @@ class ChatNotifier:
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)
         handle = self.state.handle("request", f"{out.session}\0{out.key}")
-        buttons = out.buttons or ["allow", "deny", "stop"]
         kb = InlineKeyboardBuilder()
-
-        def tap(label: str, act: RequestAct) -> None:
-            kb.button(text=label, callback_data=RequestTap(h=handle, act=act))
-
+        # the words, the answers and the change are the page's too (``clients.asking``)
         plan = out.tool == "ExitPlanMode"
-        answers = "allow" in buttons
-        if answers:
-            tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
-            tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
-        req = _own_request(sess, out.key)
-        scoped = [(label, act) for label, act in zip(self._scope_words(out, req), SCOPES,
-                                                     strict=False)
-                  if act in buttons]
-        for label, act in scoped:
-            tap(label, act)  # long labels: a row each
-        if "always" in buttons:
-            tap(_("🟢 Always allow"), RequestAct.ALWAYS)
-        if "edit" in buttons:
-            tap(_("✏️ Edit"), RequestAct.EDIT)
-        tap(_("⏹ Stop"), RequestAct.STOP)
-        last = 1 + ("always" in buttons) + ("edit" in buttons)
-        kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
-        text = self._request_words(out, sess, req)
-        rule = _always_rule(sess, out.key) if "always" in buttons else ""
-        if rule:
-            text += "\n" + _("🟢 Always allow remembers: {rule}").format(rule=rule)
+        offered = asking.answers(out, asking.scope_labels(out, sess))
+        for answer in offered:
+            kb.button(text=answer.label, callback_data=RequestTap(h=handle, act=RequestAct(answer.act)))
+        scoped = sum(1 for a in offered if a.act in SCOPES)
+        pair = sum(1 for a in offered if a.act in ("allow", "deny"))
+        kb.adjust(*([pair] if pair else []), *[1] * scoped, len(offered) - pair - scoped)  # long labels: a row each
+        text = asking.words(out, sess)
         entities = list(_code_entity(text, out.detail))
         if plan and out.detail and out.detail in text:
             # a plan is Markdown: shown formatted, as Claude wrote it, not as a code block
             text, entities = _formatted_plan(text, out.detail)
-        attach = ""
-        if out.diff or out.preview:
-            # what the call would change, always shown with the request (the setting
-            # "diff previews" is for the edits that run without asking): the real diff,
-            # else the edit's own lines
-            body = _diff_body(out.diff) if out.diff else (
-                out.preview.split("\n", 1)[1] if "\n" in out.preview else "")
-            if out.diff and len(body) > DIFF_SHOWN:
-                # too long to read in a message: its head here, the whole as a .diff file
-                body = _head(body, DIFF_SHOWN)
-                attach = out.diff
-            if body:
-                start = u16_len(text) + 1
-                text += "\n" + body
-                entities.append({"type": "pre", "offset": start, "length": u16_len(body),
-                                 "language": "diff"})
+        # what the call would change, always shown with the request (the setting "diff
+        # previews" is for the edits that run without asking)
+        shown = asking.change(out)
+        body = shown.shown
+        if shown.more:
+            # too long to read in a message: its head here, the whole as a .diff file
+            body += "\n" + ngettext("… {n} more line in the .diff file",
+                                    "… {n} more lines in the .diff file", shown.more).format(
+                                        n=number(shown.more))
+        if body:
+            start = u16_len(text) + 1
+            text += "\n" + body
+            entities.append({"type": "pre", "offset": start, "length": u16_len(body),
+                             "language": "diff"})
+        attach = shown.whole
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
         self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=view.markup(kb),
@@ -465,28 +510,6 @@ def _formatted_plan(text: str, plan: str) -> tuple[str, list[dict[str, Any]]]:
     return head + body, entities
 
 
-def _diff_body(diff: str) -> str:
-    """A unified diff without its ---/+++ header (the request names the file)."""
-    lines = diff.splitlines()
-    while lines and lines[0].startswith(("--- ", "+++ ")):
-        lines.pop(0)
-    return "\n".join(lines)
-
-
-def _head(body: str, limit: int) -> str:
-    """The first lines of ``body`` within ``limit`` characters, and how many were left out."""
-    lines, size, kept = body.splitlines(), 0, []
-    for line in lines:
-        if size + len(line) + 1 > limit:
-            break
-        kept.append(line)
-        size += len(line) + 1
-    more = len(lines) - len(kept)
-    return "\n".join(kept + [ngettext("… {n} more line in the .diff file",
-                                       "… {n} more lines in the .diff file", more).format(
-                                           n=number(more))])
-
-
 def prompt_key(session: str, task_seq: Any) -> str:
     """The live-message key of a prompt typed at the computer, as shown in the chat."""
     return f"typed:{session}:{task_seq}"
@@ -519,33 +542,6 @@ def _own_task(sess: Session, seq: Any) -> Task | None:
     if i18n.current() == locales.DEFAULT or task is None or task.seq != seq or "@" in sess.name:
         return None
     return task
-
-
-def _own_request(sess: Session | None, key: str) -> Request | None:
-    """This machine's open request ``key``, when its texts are to be rendered again in the
-    chat's language (as ``_own_task``)."""
-    if i18n.current() == locales.DEFAULT or sess is None or "@" in sess.name:
-        return None
-    return next((r for r in sess.requests if r.key == key), None)
-
-
-def _always_rule(sess: Session | None, key: str) -> str:
-    if sess is None:
-        return ""
-    req = next((r for r in sess.requests if r.key == key), None)
-    if req is None:
-        return ""
-    rules = []
-    for s in req.suggestions:
-        if not isinstance(s, dict):
-            continue
-        for rule in s.get("rules") or []:
-            if isinstance(rule, dict) and rule.get("toolName"):
-                content = rule.get("ruleContent")
-                rules.append(f"{rule['toolName']}({content})" if content else rule["toolName"])
-        for folder in s.get("directories") or []:
-            rules.append(f"folder {folder}")
-    return ", ".join(rules[:4])
 
 
 def _code_entity(text: str, detail: str) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from aipager.bot.access import Access, Members, TapAnswer
 from aipager.bot.actions import Actions
 from aipager.bot.i18n import N_, _
 from aipager.bot.notify import ChatNotifier
+from aipager.bot.privacywatch import PrivacyWatch
 from aipager.bot.outbox import Action, Outbox, Post
 from aipager.bot.policywatch import PolicyWatch
 from aipager.bot.strangers import Strangers
@@ -79,9 +80,13 @@ class ChatBot:
         #: what the last run journaled and left unhandled (``inbox.load``, read once)
         self._left: list[dict[str, Any]] | None = None
         self.port: DaemonPort | None = None
+        #: private mode, read again when the config changes, told once when switched
+        self.privacy = PrivacyWatch(self.env, self.members, self.state, self.outbox,
+                                    self.chat_locale)
         self.notifier = ChatNotifier(self.outbox, self.state, self._registry, self.chats_for,
                                      self._spawn, env=self.env, locale_for=self.chat_locale,
-                                     types_again=self.types_again)
+                                     types_again=self.types_again,
+                                     privacy=self.privacy.mode)
         self.username: str | None = None
         #: "ok", or what is wrong with reaching Telegram ("unreachable", "conflict", "token")
         self.telegram = "starting"
@@ -214,6 +219,7 @@ class ChatBot:
                  self._every(TYPING_SECONDS, self._typing),
                  self._every(MENU_SECONDS, self._menu),
                  self._every(POLICY_SECONDS, self.policy.check),
+                 self._every(POLICY_SECONDS, self.privacy.check),
                  self._every(FILES_SWEEP_SECONDS, self._sweep_files),
                  self._introduce(dp)]
         for coro in loops:

@@ -1,8 +1,8 @@
 """`aipager ax-code`: wire aipager into a project's AX Code hooks.
 
-AX Code speaks Claude Code's hook protocol when an entry asks for it, so the
-same ``aipager-hook`` serves both; only the file and its shape differ
-(``aipager.install.ax_code``).
+The same ``aipager-hook`` serves Claude Code and both of AX Code's hook forms;
+only the file and its shape differ, and ``install`` asks the installed AX Code
+which shape it reads (``aipager.install.ax_code``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,25 @@ app = typer.Typer(help="Wire aipager into AX Code's project hooks (.ax-code/hook
 
 _PROJECT = typer.Option(Path("."), "--project", help="The project folder (default: here).",
                         file_okay=False)
+def _known_form(value: str) -> str:
+    if value not in ("auto",) + ax_code.FORMS:
+        raise typer.BadParameter(f"use auto, {', '.join(ax_code.FORMS)}")
+    return value
+
+
+_FORM = typer.Option("auto", "--form", callback=_known_form,
+                     help="The hook form: legacy (AX Code before 7.24.4), protocol (7.24.4 and "
+                          "later), or auto: ask `ax-code --version` (legacy when none answers).")
+_AX_CODE = typer.Option(None, "--ax-code", help="The AX Code program to ask (default: ax-code on PATH).",
+                        dir_okay=False)
+
+
+def _form(form: str) -> str | None:
+    return None if form == "auto" else form
+
+
+def _program(program: Path | None) -> str | None:
+    return str(program) if program is not None else None
 
 
 def _report(result: claude_code.Result, changed: str, unchanged: str) -> None:
@@ -33,9 +52,9 @@ def _report(result: claude_code.Result, changed: str, unchanged: str) -> None:
 
 @app.command("install")
 @handles_errors
-def install(project: Path = _PROJECT) -> None:
+def install(project: Path = _PROJECT, form: str = _FORM, ax_code_program: Path | None = _AX_CODE) -> None:
     """Add aipager-hook for every AX Code event (idempotent; your hooks stay)."""
-    result = ax_code.install(str(project), _env())
+    result = ax_code.install(str(project), _env(), form=_form(form), program=_program(ax_code_program))
     _report(result, f"Wired aipager into {result.path}.",
             f"{result.path} already wires aipager; nothing written.")
 
@@ -51,9 +70,9 @@ def uninstall(project: Path = _PROJECT) -> None:
 
 @app.command("check")
 @handles_errors
-def check(project: Path = _PROJECT) -> None:
+def check(project: Path = _PROJECT, form: str = _FORM, ax_code_program: Path | None = _AX_CODE) -> None:
     """Report what is missing; exit 1 when the wiring is incomplete."""
-    found = ax_code.check(str(project), _env())
+    found = ax_code.check(str(project), _env(), form=_form(form), program=_program(ax_code_program))
     if not found:
         typer.echo(f"AX Code wiring OK ({paths.ax_code_hooks(str(project))}).")
         typer.echo(ax_code.TRUST_REMINDER)

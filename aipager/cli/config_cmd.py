@@ -56,6 +56,7 @@ def show(as_json: bool = typer.Option(False, "--json", help="Machine-readable ou
     default_policy = f"(default: {paths.policy_user_file(env)})"
     typer.echo(f"policy file:  {cfg.policy_file or default_policy}")
     typer.echo(f"claude path:  {cfg.claude_path or '(claude on PATH)'}")
+    typer.echo(f"private mode: {'on' if config.private(cfg) else 'off'}")
     typer.echo("members:" + ("" if cfg.members else "      (none)"))
     for m in cfg.members:
         typer.echo(f"  {m.id:<14} {m.role:<10} {m.label}")
@@ -175,6 +176,32 @@ def raw_keys(state: OnOff = typer.Argument(..., help="on or off.")) -> None:
     config.save(env, replace(cfg, extra=extra))
     typer.echo("The owner's messages are typed as keys: !cmd and /commands act. " + _MEMBERS_LIVE
                if state is OnOff.on else "Every chat message goes in as a prompt. " + _MEMBERS_LIVE)
+
+
+@app.command("private")
+@handles_errors
+def private(state: OnOff = typer.Argument(..., help="on or off.")) -> None:
+    """Private mode: Telegram carries session names, states, counts and buttons only.
+
+    What Claude writes, the commands it runs, paths, diffs, questions and files stay on
+    your machine: they are read and answered on the web page (the Mini App over your own
+    HTTPS, or the link `aipager page` prints). Nothing already sent is edited away.
+    """
+    env = _env()
+    cfg = config.load(env)
+    on = state is OnOff.on
+    config.save(env, replace(cfg, extra={**cfg.extra, "private": on}))
+    if not on:
+        typer.echo("Private mode off: the chat shows answers, commands and diffs again. "
+                   + _MEMBERS_LIVE)
+        return
+    typer.echo("Private mode on: Telegram gets session names, states and buttons; the "
+               "content waits on the page. " + _MEMBERS_LIVE)
+    typer.echo("Messages already in the chat stay as they are: nothing sent is edited away.")
+    if not config.web_public_url(env, cfg):
+        typer.echo("No web_public_url is set, so the chat cannot open the page: read it on "
+                   "this computer (`aipager page` prints a link), or put HTTPS in front of it "
+                   "and set web_public_url (README, \"The web page\").")
 
 
 @app.command("rewire")

@@ -292,11 +292,26 @@ def _host_checks(env: dict[str, str], joined: Any) -> list[Check]:
     return checks
 
 
-def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
-    """Every check, in the order a person would fix them."""
+def _joined_hub(env: dict[str, str]) -> Any:
+    """The hub this machine is a host of, or None.  The join's record stays after a plain
+    start (it keeps the credential file in the floor), so a running daemon decides by
+    whether it has a hub link; a stopped one, by whether a chat was set up."""
+    from aipager.cli.status_cmd import load_state
     from aipager.hub import joined
 
-    host = joined.load(env)
+    record = joined.load(env)
+    if record is None:
+        return None
+    if daemon_pids(env):
+        state, _problem = load_state(env)
+        facts = state.get("daemon") if isinstance(state, dict) else None
+        return record if isinstance(facts, dict) and "hub_link" in facts else None
+    return None if config.exists(env) else record
+
+
+def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
+    """Every check, in the order a person would fix them."""
+    host = _joined_hub(env)
     if host is not None:
         return _host_checks(env, host)
     first, cfg = _config(env)

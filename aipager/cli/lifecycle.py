@@ -43,7 +43,6 @@ def start(
     if join or creds:
         _start_joined(env, verbose, join, creds, hub)
         return
-    _forget_join(env)  # no longer a host: `doctor` checks a chat again
     cfg = config.load(env) if config.exists(env) else None  # a broken config stops here
     if cfg is None:
         if no_web or hub:
@@ -83,19 +82,6 @@ def _wire_claude_code(env: dict[str, str]) -> None:
         typer.echo(f"Note: {note}")
 
 
-def _remember_join(env: dict[str, str], url: str, creds: str) -> None:
-    """Which hub this host joined, with which file: `aipager doctor` checks them."""
-    from aipager.hub import joined
-
-    joined.remember(env, url, creds)
-
-
-def _forget_join(env: dict[str, str]) -> None:
-    from aipager.hub import joined  # (no third-party import: fine without aipager[hub])
-
-    joined.forget(env)
-
-
 def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub: bool) -> None:
     """``start --join URL --creds FILE``: a host of a hub; no bot token, no config needed."""
     who, url = _joining(hub, join, creds)
@@ -103,7 +89,7 @@ def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub
     # would reach the hub and the safety hook would not guard what the chat types there
     _wire_claude_code(env)
     ensure_folders(env)
-    _remember_join(env, url, creds)
+    _record_join(env, url, creds)
     log_path = setup_logging(env, verbose)
     try:
         from aipager.main import run
@@ -202,7 +188,6 @@ def service_install(
     args = _start_args(env, hub, join, creds)
     if join or creds:
         _wire_claude_code(env)  # as `start --join` does, before the unit runs it
-        _remember_join(env, args[1], creds)
     _service("install", args)
 
 
@@ -215,7 +200,21 @@ def _start_args(env: dict[str, str], hub: bool, join: str, creds: str) -> tuple[
             raise ConfigError(msg)
         return ("--hub",) if hub else ()
     _who, url = _joining(hub, join, creds)
+    _record_join(env, url, creds)
     return ("--join", url, "--creds", os.path.abspath(creds))
+
+
+def _record_join(env: dict[str, str], url: str, creds: str) -> None:
+    """Keep the credential file's absolute path, for the floor (``creds.record_join``):
+    from the daemon's first start on, no task but the owner's reads it."""
+    from aipager.hub.creds import record_join
+
+    try:
+        record_join(env, url, creds)
+    except OSError as exc:
+        msg = (f"cannot record where the credential file is ({exc}); the safety floor "
+               "would not keep other people's tasks from it")
+        raise ConfigError(msg) from exc
 
 
 def _joining(hub: bool, join: str, creds: str):  # -> tuple[Creds, str]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from aipager.proto import paths
 from aipager.locales import N_
 from aipager.clients.people import Sender, author_label, task_authors
 from aipager.daemon.model import Session, State

@@ -26,7 +26,7 @@ from aipager import __version__, dtach
 from aipager.proto import fsio, paths, trust
 from aipager.install import claude_code
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import (deepq, dialogkeys, edits, journal, lock, ordered, persist, render,
+from aipager.daemon import (axstore, deepq, dialogkeys, edits, journal, lock, ordered, persist, render,
                             replies, requests, spool, tasks, transcript)
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
@@ -111,7 +111,8 @@ class Daemon:
         self.audit = AuditFile(paths.audit_log(self.env))
         #: every datagram accepted since the last save, so a hard kill loses none (``journal``)
         self.journal = journal.Journal(paths.journal_file(self.env))
-        self.core = DaemonCore(self.notifier, knobs=Knobs.from_env(self.env), audit=self.audit)
+        self.core = DaemonCore(self.notifier, knobs=Knobs.from_env(self.env), audit=self.audit,
+                               read_ax_answer=lambda ident: axstore.last_answer(ident, self.env))
         self.session_io = session_io or DtachIO(self.env)
         self.socket_path = paths.socket_path(self.env)
         self.spool_dir = paths.spool_dir(self.env)

@@ -14,7 +14,7 @@ from typing import Callable
 import orjson
 
 from aipager.proto import wire
-from aipager.daemon import diffs, render
+from aipager.daemon import axstore, diffs, render
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
 from aipager.daemon.events import ROUTERS, compaction
@@ -44,6 +44,7 @@ class DaemonCore:
         clock: wall-clock seconds (injectable).
         read_answer: transcript path → last answer (injectable for tests).
         read_notifications: transcript path → task-notification texts (injectable).
+        read_ax_answer: AX Code session id → its last answer (``axstore.last_answer``).
         read_text: file path → its text, for an edit's diff (``diffs.read_text``).
         monotonic: for the repeat window only.
         audit: where safety events are recorded (default: kept in memory).
@@ -55,7 +56,8 @@ class DaemonCore:
                  read_notifications: Callable[[str], list[str]] = task_notifications,
                  monotonic: Callable[[], float] = time.monotonic,
                  audit: AuditSink | None = None,
-                 read_text: Callable[[str], str | None] = diffs.read_text) -> None:
+                 read_text: Callable[[str], str | None] = diffs.read_text,
+                 read_ax_answer: Callable[[str], str | None] = axstore.last_answer) -> None:
         self.registry = Registry(clock=clock, knobs=knobs)
         self.notifier = notifier
         #: what handlers and cards emit through: in order, even when an output waits for
@@ -63,7 +65,7 @@ class DaemonCore:
         self.outputs = OrderedOutputs(notifier)
         self.ctx = Ctx(registry=self.registry, notifier=self.outputs, read_answer=read_answer,
                        read_notifications=read_notifications, audit=audit or RecordingAudit(),
-                       read_text=read_text)
+                       read_text=read_text, read_ax_answer=read_ax_answer)
         self.dispatcher = Dispatcher(self.ctx, *ROUTERS)
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._monotonic = monotonic

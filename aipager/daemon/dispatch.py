@@ -81,6 +81,8 @@ class Ctx:
     notifier: Notifier
     #: transcript path → Claude's last answer text (injectable; see ``transcript.last_answer``)
     read_answer: Callable[[str], str | None] = _read_no_answer
+    #: AX Code session id → its last answer (AX Code has no transcript; ``axstore.last_answer``)
+    read_ax_answer: Callable[[str], str | None] = _read_no_answer
     #: transcript path → ``<task-notification>`` texts in it (see ``transcript.task_notifications``)
     read_notifications: Callable[[str], list[str]] = lambda path: []
     #: file path → its text ("" absent, None unusable): what an edit's diff is made against

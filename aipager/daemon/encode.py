@@ -33,7 +33,9 @@ def encode(env: Mapping[str, str], text: str, note: Mapping[str, Any], *,
         if note.get("author_user_id") is not None:
             # a note with nobody named grants no role (``policy.notes``): nothing attached
             policy = model.current_policy(env)
-            snap = None if policy.role(role).exempt else model.task_snapshot(policy, role, env)
+            # the task will be the sender's: their own uploads are theirs to name
+            snap = None if policy.role(role).exempt else model.task_snapshot(
+                policy, role, env, note.get("author_user_id"))
             mention_ok = chatprompt.read_check(snap, cwd, paths.home(env))
     except (AipagerError, ValueError, OSError):
         mention_ok = None  # nothing can be decided: every @ inert

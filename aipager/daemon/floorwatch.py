@@ -9,8 +9,9 @@ policy file that cannot be used (bad JSON, schema, pattern) is logged once per
 version of the file and changes nothing: the floor published before stays.
 
 The config counts too: a hub credential it names is in the floor
-(``model.config_secrets``).  The check is three ``stat`` calls, cheap enough for
-every daemon tick.
+(``model.config_secrets``), and so does the credential a joined host was started
+with (``paths.joined_hub_file``).  The check is four ``stat`` calls, cheap enough
+for every daemon tick.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ class FloorPublisher:
         self.policy_path = paths.policy_user_file(self.env)
         #: the config names a secret the floor covers (``model.config_secrets``)
         self.config_path = paths.config_file(self.env)
+        #: ... and so does the record of the hub this host joined
+        self.joined_path = paths.joined_hub_file(self.env)
         self.floor_path = paths.floor_file(self.env)
-        #: the policy and config files' versions last looked at (published or refused)
-        self._policy_seen: tuple[Stamp, Stamp] | object = object()
+        #: the policy, config and join record's versions last looked at (published or refused)
+        self._policy_seen: tuple[Stamp, Stamp, Stamp] | object = object()
         #: the floor file as this publisher last wrote it
         self._written: Stamp = None
         #: the last floor published from a usable policy (rule set), if any
@@ -53,7 +56,8 @@ class FloorPublisher:
         Never raises.  Returns:
             True when the floor file was written.
         """
-        stamp = (file_stamp(self.policy_path), file_stamp(self.config_path))
+        stamp = (file_stamp(self.policy_path), file_stamp(self.config_path),
+                 file_stamp(self.joined_path))
         if stamp != self._policy_seen:
             self._policy_seen = stamp
             return self._reload()

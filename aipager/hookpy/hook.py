@@ -122,16 +122,27 @@ def _unusable(raw: bytes, env, session: str, sender: transport.Sender, debug: bo
     common.debug_line(debug, WHO, why + ", nothing sent")
     if env.get("HOOK_EVENT") != "PreToolUse" and not common.names_pre_tool_use(raw):
         return 0
-    return _emit(hookside.unusable_pre_tool_use(Ctx(session, env, raw, sender)))
+    return _emit(hookside.unusable_pre_tool_use(Ctx(session, env, raw, sender)), env)
 
 
-def _emit(outcome) -> int:
-    """Print a step's outcome; its exit code (0 without one)."""
+def _emit(outcome, env) -> int:
+    """Print a step's outcome; its exit code (0 without one).
+
+    For AX Code a refusal is exit 2 with the reason on stderr, the one form
+    both of its hook forms read (``axcode.ax_refusal``)."""
     if outcome is None:
         return 0
-    if outcome.stdout:
-        common.write_all(1, outcome.stdout.encode("utf-8", "surrogatepass"))
-    return outcome.exit_code
+    stdout, exit_code = outcome.stdout, outcome.exit_code
+    if env.get("HOOK_EVENT"):
+        from aipager.hookpy import axcode
+
+        if axcode.ax_invoked(env):
+            stdout, stderr, exit_code = axcode.ax_refusal(stdout, exit_code)
+            if stderr:
+                common.write_all(2, stderr)
+    if stdout:
+        common.write_all(1, stdout.encode("utf-8", "surrogatepass"))
+    return exit_code
 
 
 def _await_reply(rep: reply.Reply, sent: int, env, session: str,
@@ -159,11 +170,11 @@ def main(argv: list[str]) -> int:
     chunks: list = []
     try:
         raw = common.read_fd(0, chunks)
-        # ax_adapt returns raw unchanged without $HOOK_TOOL: only AX Code loads it
-        if env.get("HOOK_TOOL"):
+        # ax_adapt returns raw unchanged without $HOOK_EVENT: only AX Code loads it
+        if env.get("HOOK_EVENT"):
             from aipager.hookpy import axcode
 
-            raw = axcode.ax_adapt(raw, env)  # AX Code's arguments-only stdin
+            raw = axcode.ax_adapt(raw, env)  # AX Code's stdin -> Claude Code's event
         return _run(raw, session, env, sender, debug, "--forwarded" in argv)
     except MemoryError:
         sender.send(cap)
@@ -212,4 +223,4 @@ def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, f
             if rep is not None:
                 rep.close()
     after = hookside.after_forward(name, event, ctx)
-    return _emit(after if after is not None else outcome)
+    return _emit(after if after is not None else outcome, env)

@@ -177,9 +177,13 @@ class PutFile(Command):
     part: int
     parts: int
     data: str
+    #: the person's folder the hub keeps it in (``transfer.person_of``): the host keeps its
+    #: copy in that person's folder too ("": in none)
+    person: str = ""
 
     async def run(self, port: DaemonPort) -> None:
-        transfer.put(port.env, self.file_id, self.filename, self.part, self.parts, self.data)
+        transfer.put(port.env, self.file_id, self.filename, self.part, self.parts, self.data,
+                     self.person)
 
 
 #: every command by name

@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 from aipager.proto.errors import ConfigError
 from aipager.hub import layout, names
-from aipager.proto import fsio
+from aipager.proto import fsio, paths
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,21 @@ def write_creds(path: str, creds: Creds) -> str:
     """Write a host's credential file 0600 (never replacing a symlink's target)."""
     _write_private(path, creds.to_json())
     return path
+
+
+def record_join(env: Mapping[str, str], url: str, path: str) -> str:
+    """Keep which hub this host joins and with which credential file, by absolute path
+    (``paths.joined_hub_file``, 0600): wherever the person put the file, the floor the
+    daemon publishes keeps it from every task but the owner's (``model.config_secrets``).
+    Returns the record's path.
+
+    Raises:
+        OSError: the state folder cannot take it.
+    """
+    record = paths.joined_hub_file(env)
+    layout.make_private(os.path.dirname(record))
+    fsio.write_json_atomic(record, {"url": url, "creds": os.path.abspath(path)})
+    return record
 
 
 def read_creds(path: str) -> Creds:

@@ -1,20 +1,15 @@
-"""This machine is a host of a hub: which hub, with which credential file.
-
-``aipager start --join URL --creds FILE`` (and ``service install --join``) keep the
-two in ``<state>/hub-link/join.json`` so that ``aipager doctor`` knows the machine is
-a host (no bot, no chat: nothing to set up with ``aipager setup``) and which file and
-address to check.  A start without ``--join`` forgets it: the machine is no longer a
-host.
+"""Which hub this machine joined, with which credential file: the record ``aipager start
+--join`` (and ``service install --join``) keeps (``creds.record_join``,
+``paths.joined_hub_file``), read without the hub's extra packages, so that ``aipager
+doctor`` can tell a host (no bot, no chat) and check its file and address.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from aipager.hub import layout
-from aipager.proto import fsio
+from aipager.proto import fsio, paths
 
 
 @dataclass(frozen=True)
@@ -23,18 +18,9 @@ class Joined:
     creds: str  # absolute path of the credential file
 
 
-def remember(env: Mapping[str, str], url: str, creds: str) -> None:
-    layout.make_private(layout.link_dir(env))
-    fsio.write_json_atomic(layout.join_file(env), {"url": url, "creds": os.path.abspath(creds)})
-
-
-def forget(env: Mapping[str, str]) -> None:
-    fsio.unlink_quiet(layout.join_file(env))
-
-
 def load(env: Mapping[str, str]) -> Joined | None:
-    """The join this machine made last, or None (never joined, or a plain start since)."""
-    doc = fsio.read_json_own(layout.join_file(env))
+    """The join this machine recorded last, or None (never joined, or the record unusable)."""
+    doc = fsio.read_json_own(paths.joined_hub_file(env))
     if not isinstance(doc, dict):
         return None
     url, creds = doc.get("url"), doc.get("creds")

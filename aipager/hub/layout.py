@@ -6,9 +6,8 @@ server's JetStream file store), ``tls/`` (its CA and certificate when it listens
 beyond loopback: ``tls``), ``nats-server.pid``, ``taken.json`` (per host, the last
 output the chat took), ``dead-letters.jsonl`` (records it could not read: ``deadletter``).
 
-Host (``<state>/hub-link/``): ``link.json`` (its epoch and counters),
-``outbox.jsonl`` (what it has not yet had acknowledged by the broker) and
-``join.json`` (which hub, with which credential file: ``joined``).
+Host (``<state>/hub-link/``): ``link.json`` (its epoch and counters) and
+``outbox.jsonl`` (what it has not yet had acknowledged by the broker).
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ dead_letters = paths.file_in(hub_dir, "dead-letters.jsonl")
 invites_dir = paths.file_in(hub_dir, "invites")
 link_meta = paths.file_in(link_dir, "link.json")
 link_outbox = paths.file_in(link_dir, "outbox.jsonl")
-join_file = paths.file_in(link_dir, "join.json")
 
 
 def make_private(folder: str) -> str:

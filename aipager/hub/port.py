@@ -162,7 +162,8 @@ class HubPort:
                 arrived = max(arrived, now) + transfer.time_for(os.path.getsize(path))
                 for part, parts, data in transfer.pieces(path):
                     self.link.send(host, commands.PutFile(fid, os.path.basename(path), part,
-                                                          parts, data),
+                                                          parts, data,
+                                                          transfer.person_of(path)),
                                    timeout=self.link.timeout + arrived - now)
                 self._shipped[(host, fid)] = arrived
             arrived = max(arrived, self._shipped[(host, fid)])

@@ -1,12 +1,15 @@
 """Files from the phone to a host: the hub's copy travels in pieces, the host keeps its own.
 
-The chat saves a photo or document on the hub machine (``<files>/in/chat-<id>/…``)
+The chat saves a photo or document on the hub machine (``<files>/in/u<user id>/…``)
 and names that path in the prompt.  When the prompt goes to a session on another
 host, ``HubPort`` finds those paths in the text (``inbox_paths``), sends each file
 as ``PutFile`` commands of at most ``CHUNK`` bytes (ahead of the prompt, in the
 same ordered command stream), and the prompt's command carries which hub path is
-which file.  The host writes the pieces into ``<files>/in/from-hub/`` (0700, files
-0600, created exclusively, never through a link), and before typing replaces each
+which file.  The host writes the pieces into the same person's folder on its own disk
+(``<files>/in/u<user id>/``, named by the hub path's folder, never by who sent the
+prompt: a message naming another person's file gets a copy only that person's tasks
+read; ``<files>/in/from-hub/`` for a path in no person's folder), 0700, files 0600,
+created exclusively, never through a link, and before typing replaces each
 hub path in the text with its own (``rewrite``): the session reads a file on its
 own disk.  A file bigger than ``MAX_FILE`` (Telegram's own download limit, so never
 in practice) is not sent; the prompt then fails with that said.  Failures are
@@ -44,9 +47,21 @@ def hub_inbox(env: Mapping[str, str]) -> str:
     return os.path.join(paths.files_dir(env), "in") + os.sep
 
 
-def incoming_dir(env: Mapping[str, str]) -> str:
-    """Where a host keeps the files the hub sent it."""
-    return os.path.join(paths.files_dir(env), "in", "from-hub")
+def incoming_dir(env: Mapping[str, str], person: str = "") -> str:
+    """Where a host keeps the files the hub sent it: ``person``'s folder (``person_of``), or
+    ``from-hub`` (the floor keeps it from every task but the owner's)."""
+    return os.path.join(paths.files_dir(env), "in", person or "from-hub")
+
+
+#: a person's folder name under ``<files>/in/`` (``paths.uploads_dir``)
+_PERSON = re.compile(r"u[1-9][0-9]{0,19}")
+
+
+def person_of(hub_path: str) -> str:
+    """The person's folder (``u<user id>``) a file of the hub's inbox lies in, or "" when it
+    lies in no person's folder (the host keeps it in ``from-hub``)."""
+    folder = os.path.basename(os.path.dirname(hub_path))
+    return folder if _PERSON.fullmatch(folder) else ""
 
 
 def inbox_paths(env: Mapping[str, str], text: str) -> list[str]:
@@ -59,7 +74,9 @@ def inbox_paths(env: Mapping[str, str], text: str) -> list[str]:
         ends = [m.start() for m in re.finditer(r"\s", text[start:])] + [len(text) - start]
         for end in sorted(ends, reverse=True):
             candidate = text[start:start + end]
-            if os.path.isfile(candidate) and not os.path.islink(candidate):
+            # spelled plainly: "<files>/in/../../…" names no file of the inbox
+            if (os.path.normpath(candidate) == candidate and os.path.isfile(candidate)
+                    and not os.path.islink(candidate)):
                 if candidate not in found:
                     found.append(candidate)
                 start += end
@@ -100,8 +117,11 @@ def pieces(path: str) -> Iterator[tuple[int, int, str]]:
 
 # -- the host's side ----------------------------------------------------------------------
 
-def _folder(env: Mapping[str, str]) -> str:
-    folder = incoming_dir(env)
+def _folder(env: Mapping[str, str], person: str = "") -> str:
+    if person and not _PERSON.fullmatch(person):
+        msg = "a file for a folder that is no person's"
+        raise ValueError(msg)
+    folder = incoming_dir(env, person)
     for made in (paths.files_dir(env), os.path.dirname(folder), folder):
         os.makedirs(made, mode=0o700, exist_ok=True)  # (the mode holds for the leaf only)
     st = os.lstat(folder)
@@ -119,8 +139,10 @@ def _final(folder: str, fid: str) -> str | None:
     return None
 
 
-def put(env: Mapping[str, str], fid: str, name: str, part: int, parts: int, data: str) -> None:
-    """Keep one piece; the last one makes the file whole under its name.
+def put(env: Mapping[str, str], fid: str, name: str, part: int, parts: int, data: str,
+        person: str = "") -> None:
+    """Keep one piece in ``person``'s folder (``person_of`` the hub's path); the last one
+    makes the file whole under its name.
 
     Raises:
         ValueError: a piece out of order, bad data, or a folder that is not ours.
@@ -128,7 +150,7 @@ def put(env: Mapping[str, str], fid: str, name: str, part: int, parts: int, data
     if not re.fullmatch(r"[0-9a-f]{8,64}", fid) or not 0 <= part < parts:
         msg = "a file piece that does not fit"
         raise ValueError(msg)
-    folder = _folder(env)
+    folder = _folder(env, person)
     if _final(folder, fid) is not None:
         return  # sent before (a prompt released again): kept already
     partial = os.path.join(folder, f"{fid}.part")
@@ -165,9 +187,8 @@ def rewrite(env: Mapping[str, str], text: str, files: Mapping[str, str]) -> str:
     """
     if not files:
         return text
-    folder = _folder(env)
     for hub_path, fid in sorted(files.items(), key=lambda kv: -len(kv[0])):
-        here = _final(folder, fid)
+        here = _final(_folder(env, person_of(hub_path)), fid)
         if here is None:
             msg = f"{os.path.basename(hub_path)} did not arrive on this machine; send it again"
             raise ValueError(msg)

@@ -1,16 +1,26 @@
 """Wiring AX Code: aipager's entries in ``<project>/.ax-code/hooks.json``.
 
-AX Code runs Claude Code hooks when an entry opts into the Claude Code wire
-protocol.  Its hook file is a flat list, one entry per event::
+AX Code's hook file is a flat list, one entry per event, in one of two forms:
 
-    {"hooks": [{"event": "PreToolUse", "command": "/venv/bin/aipager-hook",
-                "protocol": "claude-code"}, ...],
-     "packs": [...]}
+- **legacy** (every 7.x; the only one 7.7.8, the newest version with public
+  source, has): ``{"event", "command"}``, plus ``"blockOnFailure": true`` on
+  the two events that can block (PreToolUse, UserPromptSubmit): any non-zero
+  exit then blocks, the model reading the hook's stderr.  7.7.8 drops unknown
+  keys but refuses the *whole file* for an event it does not know, so this
+  form leaves out ``PostToolUseFailure`` (``LEGACY_EVENTS``).
+- **protocol** (7.24.4, spec seeds/004): ``{"event", "command", "protocol":
+  "claude-code"}``, answers read with Claude Code's semantics.
 
-aipager owns one entry per ``AX_EVENTS`` event and nothing else in the file.
-Entries are recognised with ``claude_code.is_ours`` (program name of ``command``),
-so a moved install is repointed, never duplicated; the user's entries, their
-order, ``packs`` and any other key are left alone.  The pure plans are
+aipager-hook answers both the same way (a refusal is exit 2 with the reason on
+stderr; hookpy/axcode.py), so the forms differ only in what AX Code needs to
+hear it.  ``install`` asks the installed ``ax-code --version`` which one to
+write (``form_for``); without an AX Code to ask it writes the legacy form,
+which every 7.x reads.
+
+aipager owns one entry per event and nothing else in the file.  Entries are
+recognised with ``claude_code.is_ours`` (program name of ``command``), so a
+moved install is repointed, never duplicated; the user's entries, their order,
+``packs`` and any other key are left alone.  The pure plans are
 ``plan_install`` / ``plan_uninstall`` / ``problems``; the file functions add
 the backup, the atomic write and the invalid-JSON refusal of ``claude_code``.
 
@@ -22,7 +32,10 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shlex
+import shutil
+import subprocess
 from typing import Any, Mapping
 
 from aipager.proto import paths
@@ -46,7 +59,24 @@ AX_EVENTS = (
     "Interrupt",
 )
 
+LEGACY = "legacy"
+PROTOCOL_FORM = "protocol"
+FORMS = (LEGACY, PROTOCOL_FORM)
+
+#: the events the legacy schema (7.7.8 hooks/lifecycle.ts) knows
+LEGACY_EVENTS = tuple(e for e in AX_EVENTS if e != "PostToolUseFailure")
+
+#: the events whose legacy entry blocks on a non-zero exit
+BLOCKING = ("PreToolUse", "UserPromptSubmit")
+
 PROTOCOL = "claude-code"
+
+#: the first version known to read ``"protocol"`` (seeds/004 documents 7.24.4;
+#: 7.7.8 has no trace of it, and nothing in between is public)
+PROTOCOL_SINCE = (7, 24, 4)
+
+#: ``ax-code --version`` gets this long (AX Code starts in about a second)
+VERSION_TIMEOUT = 30.0
 
 #: AX Code refuses the whole file (every project hook silently off) past this
 #: many entries, so an install that would cross it is refused instead.
@@ -57,9 +87,40 @@ TRUST_REMINDER = (
     "(e.g. `AX_CODE_TRUST_PROJECT_CONFIG=1 ax-code`); review .ax-code/hooks.json first."
 )
 
+_VERSION = re.compile(r"(?<![\d.])v?(\d+)\.(\d+)\.(\d+)")
 
-def desired_entry(event: str, hook_path: str) -> dict[str, Any]:
-    """The entry aipager wants for ``event``.
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """The first ``X.Y.Z`` (a leading ``v`` allowed) in ``ax-code --version``'s output."""
+    found = _VERSION.search(text)
+    return (int(found[1]), int(found[2]), int(found[3])) if found else None
+
+
+def form_for(version: tuple[int, int, int] | None) -> str:
+    """The form a version reads: protocol from ``PROTOCOL_SINCE``, else (or unknown) legacy."""
+    return PROTOCOL_FORM if version is not None and version >= PROTOCOL_SINCE else LEGACY
+
+
+def detect_version(env: Mapping[str, str], program: str | None = None) -> tuple[int, int, int] | None:
+    """The version ``program`` (default: ``ax-code`` on ``env``'s PATH) reports, or None
+    when there is none, it fails, or it prints no version."""
+    found = program or shutil.which("ax-code", path=env.get("PATH", os.defpath))
+    if not found:
+        return None
+    try:
+        done = subprocess.run([found, "--version"], capture_output=True, text=True, errors="replace",
+                              timeout=VERSION_TIMEOUT, env=dict(env), stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_version(done.stdout) if done.returncode == 0 else None
+
+
+def events_for(form: str) -> tuple[str, ...]:
+    return LEGACY_EVENTS if form == LEGACY else AX_EVENTS
+
+
+def desired_entry(event: str, hook_path: str, form: str = PROTOCOL_FORM) -> dict[str, Any]:
+    """The entry aipager wants for ``event`` in ``form``.
 
     There is no ``matcher``: in AX Code the matcher is an optional tool-id
     filter, and an entry without one runs for every tool, exactly like ``"*"``.
@@ -67,7 +128,12 @@ def desired_entry(event: str, hook_path: str) -> dict[str, Any]:
     Interrupt, ...) free of a filter that means nothing there.  AX Code runs
     ``command`` through a shell, hence the quoting.
     """
-    return {"event": event, "command": shlex.quote(hook_path), "protocol": PROTOCOL}
+    entry: dict[str, Any] = {"event": event, "command": shlex.quote(hook_path)}
+    if form == PROTOCOL_FORM:
+        entry["protocol"] = PROTOCOL
+    elif event in BLOCKING:
+        entry["blockOnFailure"] = True
+    return entry
 
 
 def _entries(doc: dict[str, Any], path: str) -> list[Any]:
@@ -91,7 +157,8 @@ def _split(entries: list[Any]) -> tuple[list[Any], int | None]:
     return kept, first
 
 
-def plan_install(doc: dict[str, Any], hook_path: str, path: str = "hooks.json") -> dict[str, Any]:
+def plan_install(doc: dict[str, Any], hook_path: str, path: str = "hooks.json",
+                 form: str = PROTOCOL_FORM) -> dict[str, Any]:
     """``doc`` with aipager's entries in place (a new object; input untouched).
 
     Every old aipager entry goes and the full set is put where the first one
@@ -105,7 +172,7 @@ def plan_install(doc: dict[str, Any], hook_path: str, path: str = "hooks.json") 
     new = copy.deepcopy(doc)
     kept, first = _split(_entries(new, path))
     where = len(kept) if first is None else first
-    ours = [desired_entry(event, hook_path) for event in AX_EVENTS]
+    ours = [desired_entry(event, hook_path, form) for event in events_for(form)]
     wanted = kept[:where] + ours + kept[where:]
     if len(wanted) > MAX_ENTRIES:
         msg = (f"{path} would hold {len(wanted)} hooks; AX Code ignores the whole file "
@@ -132,8 +199,9 @@ def plan_uninstall(doc: dict[str, Any], path: str = "hooks.json") -> dict[str, A
     return new
 
 
-def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json") -> list[claude_code.Problem]:
-    """What is missing or wrong in ``doc`` (empty when fully wired).
+def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json",
+             form: str = PROTOCOL_FORM) -> list[claude_code.Problem]:
+    """What is missing or wrong in ``doc`` for ``form`` (empty when fully wired).
 
     With ``hook_path`` None any aipager-hook path counts.
     """
@@ -143,7 +211,8 @@ def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json
     except SettingsError as exc:
         return [claude_code.Problem(str(exc), f"edit {path} by hand")]
     found: list[claude_code.Problem] = []
-    for event in AX_EVENTS:
+    wanted = events_for(form)
+    for event in wanted:
         ours = [e for e in entries if claude_code.is_ours(e) and e.get("event") == event]
         if not ours:
             found.append(claude_code.Problem(f"{event}: aipager-hook is not wired", fix))
@@ -151,18 +220,27 @@ def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json
         if len(ours) > 1:
             found.append(claude_code.Problem(f"{event}: aipager-hook is wired {len(ours)} times", fix))
         entry = ours[0]
-        want = desired_entry(event, hook_path) if hook_path else entry
-        if entry.get("command") != want["command"]:
+        want = desired_entry(event, hook_path or "", form)
+        if hook_path and entry.get("command") != want["command"]:
             what = f"{event}: runs {entry.get('command')}, not {want['command']}"
             found.append(claude_code.Problem(what, fix))
-        if entry.get("protocol") != PROTOCOL:
+        if form == PROTOCOL_FORM and entry.get("protocol") != PROTOCOL:
             what = f'{event}: "protocol" should be "{PROTOCOL}" (AX Code ignores its answers)'
+            found.append(claude_code.Problem(what, fix))
+        if form == LEGACY and "protocol" in entry:
+            what = f'{event}: "protocol" is for AX Code 7.24.4 and later, this one ignores it'
+            found.append(claude_code.Problem(what, fix))
+        if form == LEGACY and event in BLOCKING and entry.get("blockOnFailure") is not True:
+            what = f'{event}: "blockOnFailure" should be true (AX Code ignores its refusals)'
             found.append(claude_code.Problem(what, fix))
         if entry.get("matcher") not in (None, "*"):
             found.append(claude_code.Problem(f"{event}: matcher limits it to {entry['matcher']!r}", fix))
-    stray = [e for e in entries if claude_code.is_ours(e) and e.get("event") not in AX_EVENTS]
+    stray = [e for e in entries if claude_code.is_ours(e) and e.get("event") not in wanted]
     if stray:
-        found.append(claude_code.Problem(f"{len(stray)} aipager-hook entries name no AX Code event", fix))
+        what = f"{len(stray)} aipager-hook entries name no event this AX Code knows"
+        if form == LEGACY:
+            what += " (an unknown event makes it ignore the whole file)"
+        found.append(claude_code.Problem(what, fix))
     if len(entries) > MAX_ENTRIES:
         what = f"{path} holds {len(entries)} hooks; AX Code ignores the file past {MAX_ENTRIES}"
         found.append(claude_code.Problem(what, f"edit {path} by hand"))
@@ -172,30 +250,65 @@ def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json
 # ---------------------------------------------------------------- the file
 
 
-def install(project: str, env: Mapping[str, str], hook_path: str | None = None) -> claude_code.Result:
+def resolve_form(env: Mapping[str, str], form: str | None = None,
+                 program: str | None = None) -> tuple[str, str]:
+    """``(form, note)``: ``form`` when given, else the one the installed AX Code reads.
+
+    Raises:
+        SettingsError: ``form`` is not one of ``FORMS``.
+    """
+    if form is not None:
+        if form not in FORMS:
+            msg = f"unknown AX Code hook form {form!r}: use one of {', '.join(FORMS)}"
+            raise SettingsError(msg)
+        return form, f"AX Code hook form: {form} (as asked)."
+    version = detect_version(env, program)
+    form = form_for(version)
+    if version is None:
+        return form, ("No AX Code answered `ax-code --version`: wrote the legacy form, which every "
+                      "7.x reads (use --form protocol for 7.24.4 or later).")
+    spelled = ".".join(str(n) for n in version)
+    return form, f"AX Code {spelled}: the {form} hook form."
+
+
+def _form_in_file(doc: dict[str, Any]) -> str:
+    """The form aipager's entries in ``doc`` are in (legacy when none says protocol)."""
+    entries = doc.get("hooks")
+    if isinstance(entries, list) and any(claude_code.is_ours(e) and "protocol" in e for e in entries):
+        return PROTOCOL_FORM
+    return LEGACY
+
+
+def install(project: str, env: Mapping[str, str], hook_path: str | None = None,
+            form: str | None = None, program: str | None = None) -> claude_code.Result:
     """Wire aipager into the AX Code hooks of ``project`` (idempotent).
 
     Args:
         project: the project folder (``.ax-code/`` is created in it if needed).
-        env: the environment ``claude_code.find_binaries`` searches.
+        env: the environment ``claude_code.find_binaries`` and the AX Code
+            lookup search.
         hook_path: the program to wire; the installed ``aipager-hook`` when None.
+        form: ``LEGACY`` or ``PROTOCOL_FORM``; None asks AX Code (``resolve_form``).
+        program: the AX Code to ask; ``ax-code`` on PATH when None.
 
     Returns:
         What happened; ``changed`` is False (nothing written) when the file
-        already held exactly aipager's entries.
+        already held exactly aipager's entries.  The notes name the form.
 
     Raises:
         SettingsError: the file is not valid JSON (left untouched), cannot be
-            written, would be too long for AX Code, or aipager-hook is missing.
+            written, would be too long for AX Code, aipager-hook is missing,
+            or ``form`` is unknown.
     """
+    form, said = resolve_form(env, form, program)
     hook_path = hook_path or claude_code.find_binaries(env).hook
     path = paths.ax_code_hooks(project)
     current = claude_code.read_settings(path)
-    wanted = plan_install(current, hook_path, path)
+    wanted = plan_install(current, hook_path, path, form)
     result = claude_code.Result(path=path, changed=wanted != current)
     if result.changed:
         result.backup = claude_code.write_json(path, wanted)
-    result.notes.append(TRUST_REMINDER)
+    result.notes += [said, TRUST_REMINDER]
     return result
 
 
@@ -212,10 +325,13 @@ def uninstall(project: str) -> claude_code.Result:
     return result
 
 
-def check(project: str, env: Mapping[str, str], hook_path: str | None = None) -> list[claude_code.Problem]:
+def check(project: str, env: Mapping[str, str], hook_path: str | None = None,
+          form: str | None = None, program: str | None = None) -> list[claude_code.Problem]:
     """Problems with the project's AX Code wiring (empty list = fully wired).
 
-    Never raises for a broken file or a missing program: those are problems too.
+    The form checked is ``form``, else the installed AX Code's, else (none
+    answers) the one the file is in.  Never raises for a broken file or a
+    missing program: those are problems too.
     """
     path = paths.ax_code_hooks(project)
     try:
@@ -223,9 +339,12 @@ def check(project: str, env: Mapping[str, str], hook_path: str | None = None) ->
     except SettingsError as exc:
         return [claude_code.Problem(str(exc), f"fix {path} by hand, then run `aipager ax-code install`")]
     found: list[claude_code.Problem] = []
+    if form is None:
+        version = detect_version(env, program)
+        form = form_for(version) if version is not None else _form_in_file(doc)
     if hook_path is None:
         try:
             hook_path = claude_code.find_binaries(env).hook
         except SettingsError as exc:
             found.append(claude_code.Problem(str(exc), "reinstall aipager"))
-    return found + problems(doc, hook_path, path)
+    return found + problems(doc, hook_path, path, form)

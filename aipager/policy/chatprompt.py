@@ -1,4 +1,4 @@
-"""A person's message, encoded so Claude Code can read it only as their words.
+r"""A person's message, encoded so Claude Code can read it only as their words.
 
 Claude Code's input line reads more than prompts: a leading ``!`` runs a shell
 command (no PreToolUse), ``/`` one of its commands, ``#`` its memory, ``&`` a
@@ -23,11 +23,13 @@ lets data read as SQL.  What is typed for a message is always::
 - Control bytes, escape sequences and the invisible characters Claude Code
   strips at submit are removed: nothing acts as a key, the bracketed paste
   cannot be ended early, and what Claude Code submits is what was typed.
-- Where Claude Code would turn words into something else (a word naming an
-  image file becomes an attachment, ``ultraplan`` a command, a final ``\``
-  keeps the Enter from sending), the words are written so they stay words
-  (a one-dot leader, a non-breaking hyphen, a space).  If any other reading
-  changes the text, the hook sees a prompt that is no note and blocks it.
+- An absolute path naming an image (Claude Code attaches a pasted one, as it
+  attaches a mention) is decided like a mention: kept when the sender may
+  read that file, else written with a one-dot leader before its extension.
+  ``ultraplan`` (which Claude Code rewrites into a command) gets a
+  non-breaking hyphen, a final ``\`` (which would keep the Enter from
+  sending) a space after it.  If any other reading changes the text, the
+  hook sees a prompt that is no note and blocks it.
 
 The hook takes a prompt as a chat message only when it is exactly one (or a
 run) of the waiting notes' encodings (``policy.notes``); a prompt that begins
@@ -82,9 +84,11 @@ _FILLERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u18
                      "\u3164\uffa0" + "".join(chr(c) for c in range(0xFE00, 0xFE0F)))
 #: kept although invisible: they join emoji (❤️, 👩‍💻)
 _EMOJI_JOINERS = frozenset("\u200d\ufe0f")
-# A word naming an image file: Claude Code attaches a pasted line that is such a path
-# (its text changes, so the hook blocks it); written with a one-dot leader, it stays words.
-_IMAGE_WORD = re.compile(r"\.(png|jpe?g|gif|webp)(?=[\"'\\]*(?:\s|$))", re.I)
+# An absolute path naming an image: Claude Code attaches a pasted piece that is one, as
+# it attaches an @-mention.  Decided like a mention: a file the sender may read stays as
+# written; any other is written with a one-dot leader before its extension, and stays words.
+_IMAGE_PATH = re.compile(r"""(?:(?<=\s)|^)(["']?)((?:/|~/|[A-Za-z]:\\)\S*?)\.(png|jpe?g|gif|webp)(?=["'\\]*(?:\s|$))""",
+                         re.I)
 # Claude Code rewrites this keyword into one of its commands
 _COMMAND_WORD = re.compile(r"ultraplan", re.I)
 
@@ -148,8 +152,14 @@ def encode(text: str, *, label: str, role: str,
             out.append(INERT_AT + m.group(1))
         pos = m.end()
     out.append(words[pos:].replace("@", INERT_AT))
+    def image(m: re.Match[str]) -> str:
+        path = m.group(2) + "." + m.group(3)
+        full = mention_ok(path) if mention_ok is not None else None
+        sep = "." if full is not None and full == os.path.normpath(path) else "\u2024"
+        return m.group(1) + m.group(2) + sep + m.group(3)
+
     body = _COMMAND_WORD.sub(lambda m: m.group(0)[:5] + "\u2011" + m.group(0)[5:],
-                             _IMAGE_WORD.sub(lambda m: "\u2024" + m.group(1), "".join(out)))
+                             _IMAGE_PATH.sub(image, "".join(out)))
     if body.endswith("\\"):
         body += " "  # a backslash before the Enter would make it a line break: not sent
     return Encoded(header(label, role) + body, words, tuple(attached))

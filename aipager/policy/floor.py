@@ -99,6 +99,10 @@ _B = "(^|[^A-Za-z0-9_.-])"
 _E = "([^A-Za-z0-9_.-]|$)"
 _HOME_ROOTS = "(~|\\$HOME|\\$\\{HOME\\}|/home|/root|/Users|/)/?(\\s|$|[;&|)])"
 
+#: the files folder named in a command (under the runtime folder or the cache); the
+#: pattern own_uploads replaces for a task of one person
+FILES_COMMAND = "aipager/files"
+
 #: command patterns (dialect regexes, case-sensitive) every restricted task gets
 FLOOR_COMMANDS = (
     # privilege escalation; quotes are stripped into a second subject, so
@@ -113,6 +117,8 @@ FLOOR_COMMANDS = (
     "(pkill|killall)\\s.*(aipager|dtach|claude)",
     "\\.config/aipager",
     "\\.local/(share|state)/aipager",
+    # the files from the phone and to it (paths.files_dir): own_uploads opens a person's own
+    FILES_COMMAND,
     "aipager-(hook|statusline|modelswitch|reply|spool)",
     "claude-(policy|notes|status|reply|dtach|bgjob|exit)-",
     # Claude Code's own configuration (hooks there run as the owner)
@@ -140,6 +146,7 @@ _FLOOR_NEEDLES = (
     ["killall", "pkill"],
     [".config/aipager"],
     ["/aipager"],
+    ["aipager/files"],
     ["aipager-"],
     ["claude-"],
     [".claude"],
@@ -161,6 +168,8 @@ def floor_globs(env) -> tuple[list[str], list[str]]:
         paths.config_dir(env) + "/**",
         paths.state_dir(env) + "/**",
         paths.data_dir(env) + "/**",
+        # what members sent from the phone, and copies of what Claude sends
+        paths.files_dir(env) + "/**",
     ]
     for folder in _unique([paths.session_dir(env), "/tmp"]):
         no_access += [f"{folder}/claude-{kind}-*" for kind in _SESSION_FILES]
@@ -197,6 +206,88 @@ def builtin_floor(env) -> dict:
     floor["no_write"] = expand_all(no_write, home)
     floor["commands"] = list(FLOOR_COMMANDS)
     return floor
+
+
+def uploads_person(authors) -> int | None:
+    """The one person whose own uploads a task may read, or None.
+
+    ``authors`` are ``(user_id, exempt)`` of every note that may have written the
+    prompt (taken or waiting, as ``hookside.task_rules`` counts them).  There is a
+    person only when every such note is theirs or the owner's (exempt): a note with
+    no user id, or a second person, and the task reads nobody's uploads.  User ids
+    are Telegram's (positive integers); anything else names nobody.
+    """
+    person = None
+    for user_id, exempt in authors:
+        if user_id is None:
+            return None
+        if exempt:
+            continue
+        if type(user_id) is not int or user_id <= 0 or person not in (None, user_id):
+            return None
+        person = user_id
+    return person
+
+
+def own_uploads(rule_set: dict, env, person: int) -> dict:
+    """``rule_set`` (a floor) opened to ``person``'s own uploads (``paths.uploads_dir``)
+    and nothing else.
+
+    The files folder's two globs (the folder and everything in it) give way to globs
+    for everything in it but ``<files>/in/u<person>`` and what lies there, in their
+    place; the command pattern naming the folder gives way to one that lets a
+    command name paths in that folder only.  Both matchers judge these as any
+    other globs and patterns, so neither twin needs an exception rule.  A floor
+    without the folder's globs (another environment's) is returned as it is:
+    nothing is opened.
+    """
+    folder = paths.files_dir(env)
+    keep = paths.UPLOADS_PREFIX + str(int(person))
+    out = rules.empty()
+    allowed = rule_set["allowed_tools"]
+    out["allowed_tools"] = None if allowed is None else list(allowed)
+    for key in rules.LIST_KEYS:
+        out[key] = list(rule_set[key])
+    if folder not in rule_set["no_access"] or folder + "/*" not in rule_set["no_access"]:
+        return out
+    no_access: list[str] = []
+    for glob in rule_set["no_access"]:
+        if glob == folder:
+            no_access += all_but_globs(folder, keep)
+        elif glob != folder + "/*":
+            no_access.append(glob)
+    out["no_access"] = _unique(no_access)
+    out["commands"] = [all_but_command(keep) if p == FILES_COMMAND else p for p in rule_set["commands"]]
+    return out
+
+
+def own_uploads_needles(person: int) -> dict:
+    """``snapshot.make(known=...)`` for the pattern ``own_uploads`` puts in place: every
+    match holds FILES_COMMAND, as for the pattern it replaces (no parser on the hook's path)."""
+    return {(all_but_command(paths.UPLOADS_PREFIX + str(int(person))), False): [FILES_COMMAND]}
+
+
+def all_but_globs(folder: str, keep: str) -> list[str]:
+    """Dialect globs matching ``folder`` and every path in it, except ``folder/keep`` and
+    every path in that.  (A path in ``folder`` that does not start with ``keep + "/"``
+    differs from it at some first character, or is a proper beginning of ``keep``.)"""
+    out = [folder]
+    wanted = keep + "/"
+    for i, ch in enumerate(wanted):
+        if i < len(keep):
+            out.append(f"{folder}/{keep[:i]}")
+        out.append(f"{folder}/{keep[:i]}[!{ch}]*")
+    return out
+
+
+def all_but_command(keep: str) -> str:
+    """A dialect regex for FILES_COMMAND followed by anything but ``/keep/``: a command
+    may name paths in that folder, no other place in the files folder (nor the folder
+    ``keep`` itself, whose name cannot be told from its end here)."""
+    tail = "($|[^/])"
+    for ch in reversed("/" + keep):
+        tail = f"($|[^{ch}]|{ch}{tail})"
+    return FILES_COMMAND + tail
 
 
 def load_floor(env) -> dict:

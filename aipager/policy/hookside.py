@@ -124,21 +124,31 @@ def task_rules(env, consumed: list, waiting: list, now: float) -> dict:
     exempt = bool(consumed)
     merged = rules.empty()
     granted = []
+    authors = []
+    person = None
     # in the notes' name order, as the compiled twin merges them (list order matters)
     for note in sorted(consumed + [n for n in waiting if n.usable()], key=lambda n: n.name):
         note_exempt, note_rules = notes.note_rules(note)
         exempt = exempt and note_exempt
         merged = rules.stricter(merged, note_rules)
         granted.append(note_rules)
+        authors.append((note.doc["author"].get("user_id"), note_exempt))
     if not exempt:
-        merged = rules.stricter(merged, floor.load_floor(env))
+        the_floor = floor.load_floor(env)
+        # a task that is one person's alone reads that person's uploads (the compiled
+        # twin declines this case: pk_task_rules); with nothing taken, nobody's
+        person = floor.uploads_person(authors) if consumed else None
+        if person is not None:
+            the_floor = floor.own_uploads(the_floor, env, person)
+        merged = rules.stricter(merged, the_floor)
     # the needles the notes carry, the floor's own winning (the compiled
     # hook looks them up in the same order)
     known = snapshot.needles_of(*granted)
     known.update(floor.KNOWN_NEEDLES)
-    authors = [_author(n) for n in consumed]
-    return snapshot.make("telegram" if consumed else "unattributed", exempt, merged, authors,
-                         now, known)
+    if not exempt and person is not None:
+        known.update(floor.own_uploads_needles(person))
+    return snapshot.make("telegram" if consumed else "unattributed", exempt, merged,
+                         [_author(n) for n in consumed], now, known)
 
 
 def joined(env, current: dict, new: dict) -> dict:

@@ -225,17 +225,23 @@ def role_rules(role: Role, env) -> dict:
     return out
 
 
-def task_snapshot(policy: Policy, role_name: str, env) -> dict:
+def task_snapshot(policy: Policy, role_name: str, env, user_id: int | None = None) -> dict:
     """The snapshot a task of ``role_name`` runs under (its rules plus the floor,
     unless the role is exempt), normalised for ``_match_py.decide``: what
     ``aipager policy explain`` decides against, and what the chat checks an
-    @-mention with before typing it."""
+    @-mention with before typing it.  ``user_id``: the task is that person's alone,
+    so it reads their own uploads (``floor.own_uploads``, as the hook's pick-up
+    grants them)."""
     from aipager.policy import snapshot
 
     the_role = policy.role(role_name)
     task = role_rules(the_role, env)
     if not the_role.exempt:
-        task = rules.stricter(task, effective_floor(policy, env))
+        the_floor = effective_floor(policy, env)
+        person = floor_mod.uploads_person([(user_id, False)])
+        if person is not None:
+            the_floor = floor_mod.own_uploads(the_floor, env, person)
+        task = rules.stricter(task, the_floor)
     return snapshot.normalise(snapshot.make("telegram", the_role.exempt, task))
 
 
@@ -250,19 +256,31 @@ def effective_floor(policy: Policy, env) -> dict:
 
 
 def config_secrets(env) -> tuple[str, ...]:
-    """Globs for the files aipager's config names that hold secrets outside its own
-    folders (the floor covers those): the hub credential a host connects with
-    (``hub.creds``), as named and as resolved.  None when the config cannot be read."""
+    """Globs for the files aipager's config and state name that hold secrets outside its
+    own folders (the floor covers those), as named and as resolved: the hub credential
+    a hub connects with (the config's ``hub.creds``) and the one a host joined with
+    (``paths.joined_hub_file``, recorded by ``aipager start --join``).  A file that
+    cannot be read names nothing."""
+    found: list[str] = []
+    for path in (paths.config_file(env), paths.joined_hub_file(env)):
+        doc = _json_object(path)
+        hub = doc.get("hub") if path == paths.config_file(env) else doc
+        creds = hub.get("creds") if isinstance(hub, dict) else None
+        if not isinstance(creds, str) or not (creds.startswith("/") or creds.startswith("~/")):
+            continue
+        named = paths.home(env) + creds[1:] if creds.startswith("~/") else creds
+        found += (named, os.path.realpath(named))
+    return tuple(_glob_literal(p) for p in dict.fromkeys(found))
+
+
+def _json_object(path: str) -> dict:
+    """The JSON object in ``path``, or {} when there is none to read."""
     try:
-        with open(paths.config_file(env), encoding="utf-8") as fh:
-            hub = json.load(fh).get("hub")
-    except (OSError, ValueError, AttributeError):
-        return ()
-    creds = hub.get("creds") if isinstance(hub, dict) else None
-    if not isinstance(creds, str) or not (creds.startswith("/") or creds.startswith("~/")):
-        return ()
-    named = paths.home(env) + creds[1:] if creds.startswith("~/") else creds
-    return tuple(_glob_literal(p) for p in dict.fromkeys((named, os.path.realpath(named))))
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def _glob_literal(path: str) -> str:

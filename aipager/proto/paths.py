@@ -216,6 +216,23 @@ def files_dir(env: Mapping[str, str]) -> str:
     return _join(_xdg(env, "XDG_CACHE_HOME", ".cache"), "aipager", "files")
 
 
+#: a person's uploads are kept in ``<files>/<UPLOADS_PREFIX><their user id>``: the floor
+#: keeps the files folder from every task but the owner's, and opens only this folder, to
+#: that person's own tasks (``policy.floor.own_uploads``)
+UPLOADS_PREFIX = "in/u"
+
+
+def uploads_dir(env: Mapping[str, str], user_id: int) -> str:
+    """Where the files ``user_id`` sent from the phone are kept (``bot.files``)."""
+    return _join(files_dir(env), f"{UPLOADS_PREFIX}{int(user_id)}")
+
+
+#: the hub a host joined and the credential file it joins with, as ``aipager start --join``
+#: (or ``service install --join``) was given them: the floor keeps that file from every
+#: task but the owner's (``policy.model.config_secrets``)
+joined_hub_file = file_in(state_dir, "hub-join.json")
+
+
 def lock_file(env: Mapping[str, str]) -> str:
     inst = env.get("AIPAGER_INSTANCE_DIR")
     if inst:

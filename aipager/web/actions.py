@@ -10,6 +10,7 @@ language (the request's ``locales.rendering``, set by ``routes``).
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 import logging
 import os
 import time
@@ -28,6 +29,7 @@ from aipager.locales import tr as _
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, DaemonPort, Gone,
                                  InTerminal, KeysFailed, Outcome, Who)
 from aipager.proto.errors import AipagerError
+from aipager.web import folders
 from aipager.web.live import WEB_CHAT, WebNotifier
 
 log = logging.getLogger("aipager.web")
@@ -37,6 +39,10 @@ KINDS: dict[str, AnswerKind] = {"allow": "allow", "always": "allow_always", "den
                                 "stop": "stop"}
 _DONE = {"allow": N_("Allowed."), "always": N_("Always allowed."), "deny": N_("Denied."),
          "stop": N_("Denied and stopped.")}
+
+
+#: message keys remembered for a repeated Send (``WebActions.prompt``)
+SENT_KEPT = 512
 
 
 @dataclass(frozen=True)
@@ -82,9 +88,13 @@ class WebActions:
                  spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
         self.port = port
         self.env = port.env
+        #: the folders Claude Code trusts (read again each time: it trusts more as it runs)
+        self.trusted: Callable[[], list[str]] = lambda: folders.read(self.env)
         self.live = live
         self._default_folder = default_folder
         self._spawn = spawn
+        #: the results of the page's last messages by their key (None: still being sent)
+        self._sent: OrderedDict[tuple[str, str], Result | None] = OrderedDict()
         #: the page's messages waiting in the daemon: msg id → their author (rights)
         self.held: dict[int, dict[str, Any]] = {}
         # message ids the page makes: past any Telegram message id, unique in a run
@@ -100,8 +110,21 @@ class WebActions:
 
     # -- prompts -----------------------------------------------------------------------
 
-    async def prompt(self, sess: Session, text: str, sender: Sender) -> Result:
-        """Hand ``text`` to ``sess`` as the chat would: refused, held or typed."""
+    async def prompt(self, sess: Session, text: str, sender: Sender, once: str = "") -> Result:
+        """Hand ``text`` to ``sess`` as the chat would: refused, held or typed.
+
+        ``once`` is the page's key for this message: a second Send of it (a double click,
+        a retry on a slow network) gets the first one's result and types nothing."""
+        if once:
+            key = (sender.tag, once)
+            if key in self._sent:
+                return self._sent[key] or Result(True, _("Already sending."), "sending")
+            self._sent[key] = None
+            while len(self._sent) > SENT_KEPT:
+                self._sent.popitem(last=False)
+            result = await self.prompt(sess, text, sender)
+            self._sent[key] = result
+            return result
         why = refusal(sender, "prompt", tr=_)
         if why:
             return Result(False, why, "refused")
@@ -110,6 +133,10 @@ class WebActions:
             return Result(False, _("An empty message: nothing to send."), "refused")
         if sess.state == State.GONE:
             return Result(False, _("{session} is not running.").format(session=sess.label), "failed")
+        if self.at_trust_dialog(sess):
+            # a prompt's keys would answer the dialog (its Enter picks an option, or "No, exit")
+            return Result(False, _("{session} waits for you to trust its folder first.").format(
+                session=sess.label), "refused")
         msg_id = next(self._ids)
         who = prompts.author(sender)
         entry = self.live.say(sess.name, "sent", text, msg_id=str(msg_id),
@@ -191,10 +218,47 @@ class WebActions:
 
     # -- sessions ----------------------------------------------------------------------
 
-    async def start(self, name: str, sender: Sender) -> Result:
+    def at_trust_dialog(self, sess: Session) -> bool:
+        """Whether ``sess`` is likely stopped at Claude Code's folder trust dialog: this
+        machine's session, started in a folder Claude Code does not trust, that has not
+        started (no hook runs before the dialog is answered)."""
+        return (sess.state == State.UNKNOWN and not sess.claude_session_id and bool(sess.cwd)
+                and "@" not in sess.name and not folders.is_trusted(sess.cwd, self.trusted()))
+
+    def folders(self) -> dict[str, Any]:
+        """Where a new session may start: the trusted folders first, and the default."""
+        return {"trusted": self.trusted(), "default": self._default_folder()}
+
+    async def trust(self, sess: Session, sender: Sender, yes: bool) -> Result:
+        """Answer the folder trust dialog: Enter on its first choice ("Yes, I trust this
+        folder"; an Enter that comes late lands in an empty input box and does nothing),
+        or end the session (its "No, exit")."""
+        if not yes:
+            return await self.kill(sess, sender)
         why = refusal(sender, "manage", tr=_)
         if why:
             return Result(False, why)
+        if not self.at_trust_dialog(sess):
+            return Result(False, _("{session} does not ask about its folder.").format(
+                session=sess.label))
+        try:
+            await self.port.type_text(sess.name, "")
+        except AipagerError as exc:
+            return Result(False, _("Could not answer: {reason}").format(reason=exc))
+        self.port.audit_action("folder_trusted", _audited(sender), session=sess.name,
+                               folder=sess.cwd)
+        return Result(True, _("📁 {session} may use {folder}.").format(session=sess.label,
+                                                                     folder=sess.cwd))
+
+    async def start(self, name: str, sender: Sender, folder: str = "") -> Result:
+        """Start session ``name`` in ``folder`` (an absolute folder on this computer; ""
+        is the default one)."""
+        why = refusal(sender, "manage", tr=_)
+        if why:
+            return Result(False, why)
+        if folder and (not os.path.isabs(folder) or not os.path.isdir(folder)):
+            return Result(False, _("There is no folder {folder} on this computer.").format(
+                folder=folder))
         try:
             bare = dtach.check_name(name)
             if bare.lower() in RESERVED:
@@ -203,7 +267,7 @@ class WebActions:
             existing = self.find(bare)
             if existing is not None and existing.state != State.GONE and existing.socket_seen:
                 return Result(False, _("{name} is already running.").format(name=bare))
-            folder = self._default_folder()
+            folder = os.path.normpath(folder) if folder else self._default_folder()
             session = await self.port.start_session(bare, cwd=folder)
         except AipagerError as exc:
             return Result(False, _("Cannot start the session: {error}").format(error=exc))

@@ -17,8 +17,9 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
-from aipager.daemon.notifier import (Answer, Card, Notice, Output, Permission, Question,
-                                     Reaction, Release, RequestAnswered, RequestClosed)
+from aipager.daemon.notifier import (Answer, Card, Files, Notice, Output, Permission,
+                                     Question, Reaction, Release, RequestAnswered,
+                                     RequestClosed)
 from aipager.daemon.port import SessionsView
 
 log = logging.getLogger("aipager.web")
@@ -81,6 +82,11 @@ class WebNotifier:
                          facts=dict(out.extra))
             case Permission() | Question():
                 self.asked[(out.session, out.key)] = out
+            case Files():
+                # what Claude sent with SendUserFile waits here (in private mode the chat
+                # only says there is a file)
+                self.say(out.session, "file", "\n".join(out.files), task=out.task,
+                         files=list(out.files), caption=out.text)
             case RequestClosed() | RequestAnswered():
                 self.asked.pop((out.session, out.key), None)
             case Release() if out.chat_id == str(WEB_CHAT) and self.on_release is not None:

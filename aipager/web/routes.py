@@ -9,10 +9,12 @@
 ``GET /api/state``                     sessions, what needs you, who you are
 ``GET /api/sessions``                  every session: state, model, context, cost, card
 ``GET /api/sessions/{name}``           one session and its conversation
-``POST /api/sessions``                 ``{"name"}``: start a session
-``POST /api/sessions/{name}/prompt``   ``{"text"}``: send a prompt
+``GET /api/folders``                   where a session may start: trusted folders first
+``POST /api/sessions``                 ``{"name"[,"folder"]}``: start a session
+``POST /api/sessions/{name}/prompt``   ``{"text"[,"once"]}``: send a prompt (once per key)
 ``POST /api/sessions/{name}/stop``     stop the running task
 ``POST /api/sessions/{name}/kill``     end the session
+``POST /api/sessions/{name}/trust``    ``{"act":"yes"|"no"}``: its folder trust dialog
 ``POST /api/answer``                   ``{"session","key","act"[,"reason"]}``: a permission
 ``POST /api/question``                 ``{"session","key","answers"|null}``: a question
 ``GET /api/audit``                     the audit log's last records (admins)
@@ -52,6 +54,7 @@ STATIC = resources.files("aipager.web") / "static"
 ACTIONS = web.AppKey("actions", WebActions)
 LIVE = web.AppKey("live", WebNotifier)
 LOGINS = web.AppKey("logins", Logins)
+PEOPLE = web.AppKey("people", People)
 
 
 def _sender(request: web.Request) -> Sender:
@@ -113,7 +116,8 @@ async def get_strings(request: web.Request) -> web.Response:
 
 
 async def get_me(request: web.Request) -> web.Response:
-    return web.json_response(views.me(_sender(request), request[VIA]))
+    return web.json_response(views.me(_sender(request), request[VIA],
+                                      request.app[PEOPLE].private()))
 
 
 async def get_state(request: web.Request) -> web.Response:
@@ -121,9 +125,9 @@ async def get_state(request: web.Request) -> web.Response:
     sessions = list(actions.port.sessions)
     sender = _sender(request)
     return web.json_response({
-        "me": views.me(sender, request[VIA]),
+        "me": views.me(sender, request[VIA], request.app[PEOPLE].private()),
         "sessions": views.sessions(sessions, time.time(), _cards(live)),
-        "needs": views.needs(sessions, live.asked, sender),
+        "needs": views.needs(sessions, live.asked, sender, actions.at_trust_dialog),
         "seq": live.seq,
     })
 
@@ -135,10 +139,15 @@ async def get_sessions(request: web.Request) -> web.Response:
 
 async def get_session(request: web.Request) -> web.Response:
     sess = _session(request)
-    live = request.app[LIVE]
+    actions, live = request.app[ACTIONS], request.app[LIVE]
     return web.json_response({
         "session": views.session(sess, time.time(), _cards(live).get(sess.name)),
+        # what this session waits for, with its buttons (as on the first page)
+        "needs": views.needs(list(actions.port.sessions), live.asked, _sender(request),
+                             actions.at_trust_dialog, only=sess.name),
         "conversation": views.conversation(sess, live.conversation(sess.name)),
+        # what of this session needs the person: a chat message in private mode opens here
+        "needs": views.needs([sess], live.asked, _sender(request)),
     })
 
 
@@ -184,7 +193,20 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 async def post_session(request: web.Request) -> web.Response:
     body = await _body(request)
-    return _reply(await request.app[ACTIONS].start(str(body.get("name") or ""), _sender(request)))
+    return _reply(await request.app[ACTIONS].start(str(body.get("name") or ""), _sender(request),
+                                                   str(body.get("folder") or "").strip()))
+
+
+async def get_folders(request: web.Request) -> web.Response:
+    if not _sender(request).may_manage:
+        raise web.HTTPForbidden(text="only an admin starts sessions")
+    return web.json_response(await asyncio.to_thread(request.app[ACTIONS].folders))
+
+
+async def post_trust(request: web.Request) -> web.Response:
+    body = await _body(request)
+    return _reply(await request.app[ACTIONS].trust(_session(request), _sender(request),
+                                                   body.get("act") == "yes"))
 
 
 async def post_prompt(request: web.Request) -> web.Response:
@@ -192,7 +214,9 @@ async def post_prompt(request: web.Request) -> web.Response:
     text = body.get("text")
     if not isinstance(text, str):
         raise web.HTTPBadRequest(text="text must be a string")
-    return _reply(await request.app[ACTIONS].prompt(_session(request), text, _sender(request)))
+    once = body.get("once")
+    return _reply(await request.app[ACTIONS].prompt(_session(request), text, _sender(request),
+                                                    once if isinstance(once, str) else ""))
 
 
 async def post_stop(request: web.Request) -> web.Response:
@@ -253,7 +277,7 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     app = web.Application(middlewares=[*make_middlewares(people, logins, allowed_hosts,
                                                          allowed_origins), language],
                           client_max_size=256 * 1024)
-    app[ACTIONS], app[LIVE], app[LOGINS] = actions, live, logins
+    app[ACTIONS], app[LIVE], app[LOGINS], app[PEOPLE] = actions, live, logins, people
     app.on_response_prepare.append(add_headers(frame_ancestors))
     r = app.router
     r.add_get("/", index)
@@ -267,6 +291,8 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     r.add_post("/api/sessions/{name}/prompt", post_prompt)
     r.add_post("/api/sessions/{name}/stop", post_stop)
     r.add_post("/api/sessions/{name}/kill", post_kill)
+    r.add_post("/api/sessions/{name}/trust", post_trust)
+    r.add_get("/api/folders", get_folders)
     r.add_post("/api/answer", post_answer)
     r.add_post("/api/question", post_question)
     r.add_get("/api/audit", get_audit)

@@ -48,6 +48,7 @@ PAGE = (
     N_("who"),
     N_("you"),
     N_("{n} message(s) waiting to go in"),
+    N_("{n} more line(s): the whole diff"),
     N_("← all sessions"),
     N_("⏹ Decline"),
     N_("⏹ Stop"),
@@ -58,6 +59,11 @@ PAGE = (
     N_("🗑 End"),
     N_("🗑 Really end it?"),
     N_("Now"),
+    N_("Folder"),
+    N_("folder"),
+    N_("another folder"),
+    N_("or another folder (a full path)"),
+    N_("Claude Code will ask to trust it"),
     N_("Loading…"),
     N_("working"),
     N_("waiting for you"),
@@ -71,6 +77,8 @@ PAGE = (
     N_("taken"),
     N_("not taken"),
     N_("not delivered"),
+    N_("a file from Claude"),
+    N_("🔒 private"),
 )
 
 

@@ -8,9 +8,10 @@ rendered again in it, as the chat does.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from aipager import locales
+from aipager.clients import asking
 from aipager.clients.people import Sender, refusal
 from aipager.daemon import render
 from aipager.daemon.model import Request, Session, State
@@ -21,9 +22,10 @@ from aipager.locales import tr as _
 _ORDER = {State.WAITING: 0, State.WORKING: 1, State.READY: 2, State.UNKNOWN: 3, State.GONE: 4}
 
 
-def me(sender: Sender, via: str) -> dict[str, Any]:
-    """Who the page acts as, and what they may do (the buttons it shows)."""
-    return {"label": sender.tag, "role": sender.role, "via": via,
+def me(sender: Sender, via: str, private: bool = False) -> dict[str, Any]:
+    """Who the page acts as, what they may do (the buttons it shows), and whether private
+    mode keeps the content off Telegram (the page's badge)."""
+    return {"label": sender.tag, "role": sender.role, "via": via, "private": private,
             "may": {"prompt": sender.may_prompt, "approve": sender.may_approve,
                     "manage": sender.may_manage}}
 
@@ -91,35 +93,43 @@ def request(sess: Session, req: Request, shown: Permission | Question | None,
                              "options": list(q.get("options") or []),
                              "multi": bool(q.get("multi"))} for q in questions]
         return out
-    plan = req.tool == render.PLAN_TOOL
-    answers = [("allow", _("✅ Approve plan") if plan else _("✅ Allow")),
-               ("deny", _("✍️ Keep planning") if plan else _("❌ Deny"))]
     if isinstance(shown, Permission):
-        out["text"] = render.request(sess.label, req) if _again(sess) else shown.text
-        out["preview"] = shown.preview or None
-        buttons = shown.buttons or ["allow", "deny", "stop"]
-        if "always" in buttons:
-            answers.append(("always", _("🟢 Always allow")))
-        scopes = render.scope_labels(req) if _again(sess) else []
-        if len(scopes) != len(shown.scopes):
-            scopes = shown.scopes  # the labels as they came (each keeps its sN)
-        answers += [(f"s{i}", label) for i, label in enumerate(scopes) if f"s{i}" in buttons]
+        # the chat's view of it (``clients.asking``): the same words, answers and diff
+        out["text"] = asking.words(shown, sess)
+        change = asking.change(shown)
+        out["change"] = {"shown": change.shown, "more": change.more, "whole": change.whole,
+                         "real": change.real} if change.shown else None
+        offered = asking.answers(shown, asking.scope_labels(shown, sess), edit=False)
     else:
         out["text"] = render.permission(sess.label, req.tool, req.description, req.detail,
                                         req.cwd)
-        out["preview"] = None
-    answers.append(("stop", _("⏹ Stop")))
-    out["answers"] = [{"act": act, "label": label} for act, label in answers]
+        out["change"] = None
+        offered = asking.answers(Permission(session=sess.name, tool=req.tool), [])
+    out["answers"] = [{"act": a.act, "label": a.label} for a in offered]
     return out
 
 
+def trust(sess: Session, sender: Sender) -> dict[str, Any]:
+    """Claude Code's folder trust dialog, answerable here (``actions.trust``)."""
+    return {"session": sess.name, "label": sess.label, "key": "trust", "kind": "trust",
+            "cwd": sess.cwd, "refused": refusal(sender, "manage", tr=_),
+            "text": _("📁 {session} · Claude Code asks whether you trust the files in {folder}."
+                      " Until you answer, it does nothing.").format(session=sess.label,
+                                                                    folder=sess.cwd),
+            "answers": [{"act": "yes", "label": _("✅ Yes, I trust this folder")},
+                        {"act": "no", "label": _("🗑 No, end the session")}]}
+
+
 def needs(all_sessions: Iterable[Session], asked: dict[tuple[str, str], Any],
-          sender: Sender) -> list[dict[str, Any]]:
-    """Every open request and question, oldest first: what needs a person."""
-    found = [(req.opened_at, sess, req) for sess in all_sessions if sess.state != State.GONE
-             for req in sess.requests]
+          sender: Sender, at_dialog: Callable[[Session], bool] = lambda sess: False,
+          only: str = "") -> list[dict[str, Any]]:
+    """Every open dialog, request and question, oldest first: what needs a person
+    (``only``: of that session)."""
+    live = [s for s in all_sessions if s.state != State.GONE and only in ("", s.name)]
+    found = [(req.opened_at, sess, req) for sess in live for req in sess.requests]
     found.sort(key=lambda t: t[0])
-    return [request(sess, req, asked.get((sess.name, req.key)), sender) for _, sess, req in found]
+    return [trust(sess, sender) for sess in live if at_dialog(sess)] + [
+        request(sess, req, asked.get((sess.name, req.key)), sender) for _, sess, req in found]
 
 
-__all__ = ["conversation", "me", "needs", "request", "session", "sessions"]
+__all__ = ["conversation", "me", "needs", "request", "session", "sessions", "trust"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from aipager import config
 from aipager.proto import paths
 from aipager.clients.members import Members, load_policy, with_rights
 from aipager.clients.people import Sender
@@ -36,6 +37,11 @@ class People:
         self.members = members
         self.max_age = max_age
         self._local: tuple[Any, Sender] | None = None
+
+    def private(self) -> bool:
+        """Whether private mode is on (the page's badge: the chat carries only names,
+        states and buttons, and what it leaves out is read here)."""
+        return self.members is not None and config.private(self.members.current())
 
     def local(self) -> Sender:
         """The owner at the machine (their Telegram id when there is one, else 0)."""

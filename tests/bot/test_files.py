@@ -11,6 +11,7 @@ import time
 
 import pytest
 from bot.conftest import eventually
+from fakes.telegram_api import OWNER
 
 from aipager.bot import files
 
@@ -31,7 +32,7 @@ async def test_a_photo_reaches_claude_as_a_private_file(chat):
         assert fh.read() == data
     assert _mode(path) == 0o600 and _mode(os.path.dirname(path)) == 0o700
     assert not path.startswith("/tmp/aipager"), "never a shared /tmp name"
-    assert note["text"] == prompt
+    assert note["text"] == chat.sessions.pasted[-1][1]  # the encoding, as typed
 
 
 async def test_a_caption_routes_like_text(chat):
@@ -50,7 +51,7 @@ async def test_hostile_names_stay_in_the_folder(chat, hostile):
     await chat.fake.user_sends_document(b"payload", hostile)
     typed = await eventually(lambda: chat.sessions.typed)
     path = typed[0][1].split(": ", 1)[1]
-    folder = files.inbox_dir(chat.bot.env, chat.chat_id)
+    folder = files.inbox_dir(chat.bot.env, OWNER["id"])  # the sender's own folder
     assert os.path.dirname(path) == folder
     name = os.path.basename(path)
     assert not name.split("-", 1)[1].startswith(".")
@@ -64,7 +65,7 @@ async def test_a_planted_symlink_is_refused_and_nothing_written_through_it(chat,
     chat.start("jim")
     elsewhere = tmp_path / "attacker"
     elsewhere.mkdir()
-    folder = files.inbox_dir(chat.bot.env, chat.chat_id)
+    folder = files.inbox_dir(chat.bot.env, OWNER["id"])
     os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
     os.symlink(elsewhere, folder)
     await chat.fake.user_sends_document(b"secret", "notes.txt")

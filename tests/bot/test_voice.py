@@ -98,7 +98,7 @@ async def test_a_voice_note_is_heard_then_sent_as_the_speakers_prompt(chat, spok
     sess_name, prompt, note_fields = typed[0]
     assert sess_name == session and "run the unit tests" in _words(prompt)
     # the permission note of a typed message: the speaker, their role, the voice note's id
-    assert note_fields["text"] == prompt
+    assert note_fields["text"] == chat.sessions.pasted[0][1]  # the encoding, as typed
     assert (note_fields["author_user_id"], note_fields["role"]) == (OWNER["id"], "owner")
     assert note_fields["msg_id"] == note["message_id"]
     await eventually(lambda: chat.fake.reactions.get((chat.chat_id, note["message_id"])),

@@ -58,6 +58,20 @@ def test_config_raw_keys_is_off_until_the_owner_turns_it_on(runner, configured, 
     assert runner.invoke(app, ["config", "raw-keys", "maybe"]).exit_code != 0
 
 
+def test_config_private_mode_and_a_value_that_is_no_boolean_is_refused(runner, configured, env):
+    assert not config.private(config.load(env))
+    on = runner.invoke(app, ["config", "private", "on"])
+    assert on.exit_code == 0 and "nothing sent is edited away" in on.output
+    assert "aipager page" in on.output  # no web_public_url: the page is on the computer
+    assert config.private(config.load(env))
+    assert "private mode: on" in runner.invoke(app, ["config", "show"]).output
+    assert runner.invoke(app, ["config", "private", "off"]).exit_code == 0
+    assert not config.private(config.load(env))
+    # "yes" guessed as off would send what should stay home; guessed as on, hide a mistake
+    with pytest.raises(config.ConfigError, match="private must be true or false"):
+        config.from_json({"bot_token": "1:a", "chat_id": 5, "private": "yes"})
+
+
 def test_config_members_policy_claude(runner, configured, env, tmp_path):
     assert runner.invoke(app, ["config", "member", "add", "55", "--role", "admin",
                                "--label", "bob"]).exit_code == 0

@@ -144,6 +144,10 @@ def test_the_unit_runs_the_hub_or_joins_one(runner, systemctl, env, tmp_path, mo
     result = runner.invoke(app, ["service", "install", "--join", "nats://10.0.0.5:4222",
                                  "--creds", str(folder / "box.json")])
     assert exec_line().endswith(f'start --join nats://10.0.0.5:4222 --creds "{folder}/box.json"')
+    # ... and recorded for the floor before the unit ever starts (model.config_secrets)
+    from aipager.policy import model
+
+    assert f"{folder}/box.json" in model.config_secrets(env)
 
     # what `start --join` refuses, the unit refuses too: a plain-text login across the network
     creds.write_creds(str(folder / "plain.json"),

@@ -1,12 +1,18 @@
 """aipager.install.ax_code and `aipager ax-code` against sample .ax-code/hooks.json
 files: absent, empty, the user's own entries and packs, an old aipager path,
 invalid JSON, wrong shapes.  Each install/uninstall runs twice and the second
-run must change nothing."""
+run must change nothing.
+
+The form written follows the ``ax-code --version`` on PATH: a stand-in
+printing what the real one prints (``7.7.8`` for the build from source; a
+``v`` in front for a release) answers 7.24.4 unless a test says otherwise, so
+most tests see the protocol form; the legacy tests ask for 7.7.8 or none."""
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 
 import pytest
 from support import jsonfile
@@ -24,8 +30,34 @@ USER_DOC = {
 }
 
 
+def fake_ax_code(folder, answer: str, code: int = 0) -> str:
+    """An ``ax-code`` whose ``--version`` prints ``answer`` and exits ``code``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "ax-code"
+    path.write_text(f"#!/bin/sh\nprintf '%s\\n' '{answer}'\nexit {code}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
 @pytest.fixture
-def env(bins):
+def ax_version(tmp_path, monkeypatch):
+    """Put an ``ax-code`` answering a version first on PATH; returns a setter."""
+    folder = tmp_path / "axbin"
+    base = os.environ.get("PATH", "")
+
+    def put(answer: str | None, code: int = 0) -> None:
+        if answer is None:
+            monkeypatch.setenv("PATH", "/nonexistent")
+            return
+        fake_ax_code(folder, answer, code)
+        monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{base}")
+
+    put("7.24.4")
+    return put
+
+
+@pytest.fixture
+def env(bins, ax_version):
     """The isolated environment, read after ``bins`` set AIPAGER_HOOK_BIN."""
     return dict(os.environ)
 
@@ -66,6 +98,18 @@ def assert_fully_wired(doc, bins):
         assert entry == {"event": entry["event"], "command": bins.hook, "protocol": "claude-code"}
         assert os.path.isabs(entry["command"])
     assert ax_code.problems(doc, bins.hook) == []
+
+
+def assert_legacy_wired(doc, bins):
+    entries = ours(doc)
+    # 7.7.8 ignores the whole file for an event it does not know
+    assert [e["event"] for e in entries] == [e for e in ax_code.AX_EVENTS if e != "PostToolUseFailure"]
+    for entry in entries:
+        want = {"event": entry["event"], "command": bins.hook}
+        if entry["event"] in ("PreToolUse", "UserPromptSubmit"):
+            want["blockOnFailure"] = True  # else a refusal is only logged
+        assert entry == want
+    assert ax_code.problems(doc, bins.hook, form=ax_code.LEGACY) == []
 
 
 def test_every_ax_event_aipager_knows_is_wired():
@@ -258,3 +302,89 @@ def test_cli_reports_invalid_json_without_a_traceback(runner, bins, env, project
     assert "not valid JSON" in done.output and "Traceback" not in done.output
     with open(hooks_path(project)) as fh:
         assert fh.read() == "{nope"
+
+
+# ---------------------------------------------------------------- the two forms
+
+
+@pytest.mark.parametrize("answer, version, form", [
+    ("7.7.8", (7, 7, 8), "legacy"),
+    ("v7.7.8", (7, 7, 8), "legacy"),
+    ("ax-code 7.24.3", (7, 24, 3), "legacy"),
+    ("7.24.4", (7, 24, 4), "protocol"),
+    ("v8.0.0", (8, 0, 0), "protocol"),
+    ("local", None, "legacy"),
+])
+def test_the_version_ax_code_reports_picks_the_form(env, ax_version, answer, version, form):
+    ax_version(answer)
+    found = ax_code.detect_version(dict(os.environ))
+    assert found == version
+    assert ax_code.form_for(found) == form
+
+
+def test_legacy_form_for_ax_code_7_7_8(bins, ax_version, project):
+    ax_version("7.7.8")
+    env = dict(os.environ)
+    write(project, USER_DOC)
+    first = ax_code.install(project, env)
+    assert "AX Code 7.7.8: the legacy hook form." in first.notes
+    doc = read(project)
+    assert_legacy_wired(doc, bins)
+    assert doc["hooks"][:2] == USER_DOC["hooks"] and doc["packs"] == USER_DOC["packs"]
+    assert ax_code.check(project, env) == []
+    assert not ax_code.install(project, env).changed
+
+    # the same project once AX Code is upgraded: the protocol form replaces it
+    ax_version("7.24.4")
+    env = dict(os.environ)
+    whats = [p.what for p in ax_code.check(project, env)]
+    assert 'SessionStart: "protocol" should be "claude-code" (AX Code ignores its answers)' in whats
+    assert "PostToolUseFailure: aipager-hook is not wired" in whats
+    assert ax_code.install(project, env).changed
+    assert_fully_wired(read(project), bins)
+    # and back
+    ax_version("7.7.8")
+    env = dict(os.environ)
+    whats = [p.what for p in ax_code.check(project, env)]
+    assert 'PreToolUse: "blockOnFailure" should be true (AX Code ignores its refusals)' in whats
+    assert any("an unknown event makes it ignore the whole file" in w for w in whats)
+    assert ax_code.install(project, env).changed
+    assert_legacy_wired(read(project), bins)
+
+
+@pytest.mark.parametrize("answer, code", [(None, 0), ("7.24.4", 1), ("no version here", 0)])
+def test_without_an_ax_code_to_ask_the_legacy_form_is_written(bins, ax_version, project, answer, code):
+    ax_version(answer, code)
+    env = dict(os.environ)
+    result = ax_code.install(project, env)
+    assert any("wrote the legacy form" in note for note in result.notes)
+    assert_legacy_wired(read(project), bins)
+    assert ax_code.check(project, env) == []  # check follows the file then
+
+
+def test_the_form_asked_for_wins(bins, env, project):
+    ax_code.install(project, env, form=ax_code.LEGACY)  # the AX Code on PATH says 7.24.4
+    assert_legacy_wired(read(project), bins)
+    assert ax_code.check(project, env, form=ax_code.LEGACY) == []
+    with pytest.raises(SettingsError, match="unknown AX Code hook form"):
+        ax_code.install(project, env, form="claude")
+
+
+def test_cli_form_and_program(runner, bins, env, project, tmp_path):
+    legacy = fake_ax_code(tmp_path / "old", "7.7.8")
+    done = runner.invoke(app, ["ax-code", "install", "--project", project, "--ax-code", legacy])
+    assert done.exit_code == 0, done.output
+    assert "AX Code 7.7.8: the legacy hook form." in done.output
+    assert_legacy_wired(read(project), bins)
+    ok = runner.invoke(app, ["ax-code", "check", "--project", project, "--ax-code", legacy])
+    assert ok.exit_code == 0, ok.output
+    # the 7.24.4 on PATH reads the other form
+    bad = runner.invoke(app, ["ax-code", "check", "--project", project])
+    assert bad.exit_code == 1 and '"protocol" should be "claude-code"' in bad.output
+
+    forced = runner.invoke(app, ["ax-code", "install", "--project", project, "--form", "protocol",
+                                 "--ax-code", legacy])
+    assert forced.exit_code == 0 and "AX Code hook form: protocol (as asked)." in forced.output
+    assert_fully_wired(read(project), bins)
+    wrong = runner.invoke(app, ["ax-code", "install", "--project", project, "--form", "claude"])
+    assert wrong.exit_code == 2 and "Traceback" not in wrong.output

@@ -344,3 +344,18 @@ def test_an_interrupted_card_keeps_what_claude_was_saying(core, notifier):
     core.feed(ev("Interrupt"))
     core.flush_cards()
     assert "> Halfway through." in notifier.texts("card")[-1]
+
+
+def test_ax_codes_stop_gets_its_answer_from_ax_codes_store(clock, notifier, answers):
+    # AX Code's events as the hook forwards them: no transcript, a Stop without text
+    from aipager.daemon.core import DaemonCore
+
+    store = {"ses_1": "From AX Code's store."}
+    core = DaemonCore(notifier, clock=clock, read_answer=answers, monotonic=clock,
+                      read_ax_answer=store.get)
+    ax = {"session": S, "session_id": "ses_1", "cwd": "/w"}
+    core.feed({"hook_event_name": "SessionStart", "sessionID": "ses_1", **ax})
+    core.feed({"hook_event_name": "UserPromptSubmit", "prompt": "x", **ax})
+    core.feed({"hook_event_name": "Stop", **ax})
+    assert notifier.texts("answer") == ["From AX Code's store."]
+    assert core.registry.get(S).state == State.READY

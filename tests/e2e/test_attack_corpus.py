@@ -99,8 +99,7 @@ def test_the_corpus_is_inert_on_the_real_claude_code(
                "the owner's answer")
     last = fa.message_text(fake_anthropic.requests_with("E2E-OWNER-LAST")[0].last_user())
     assert "Via aipager, from owner (owner):\nE2E-OWNER-LAST hello" in last, last
-    for attack in attacks:
-        assert "glue the next one" not in last
+    assert "glue the next one" not in last
 
     sent = _everything_sent(fake_anthropic)
     assert SSH_CANARY not in sent

@@ -180,6 +180,21 @@ class FakeBotAPI:
     def methods(self) -> list[str]:
         return [m for m, _ in self.calls]
 
+    def everything_received(self) -> str:
+        """Every call's method and every parameter, uploaded files' names and bytes
+        included, as one text: what Telegram's servers would have been handed (refused
+        calls too). A canary that is not in it never reached the Bot API."""
+        def plain(value: Any) -> Any:
+            if isinstance(value, (bytes, bytearray)):
+                return bytes(value).decode("utf-8", "replace")
+            if isinstance(value, dict):
+                return {str(k): plain(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [plain(v) for v in value]
+            return value
+        return "\n".join(f"{method} " + json.dumps(plain(params), ensure_ascii=False, default=str)
+                         for method, params in list(self.calls))
+
     def calls_of(self, method: str, ok: bool | None = None) -> list[Params]:
         """Params of the calls of ``method``: all, or only succeeded (True) / failed (False)."""
         return [p for m, p in self.calls if m.lower() == method.lower()

@@ -23,6 +23,8 @@ TABLE = json.loads((HERE.parent / "cases" / "hook_cases.json").read_text(encodin
 CASES = {case["id"]: case for case in TABLE["cases"]}
 EVENTS = HERE.parent / "fixtures" / "events"
 SESSION = "claude-jim"
+#: hookpy/axcode.py TOOL_NAMES for the tools the table uses (spelled out: a change there shows)
+AX_TOOL_NAMES = {"bash": "Bash", "write": "Write"}
 # events whose stdout belongs to the safety policy, not to forwarding
 POLICY_EVENTS = {"PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "PreModelSwitch"}
 SL_TOKENS = {
@@ -98,9 +100,16 @@ def expected_sent(case: dict, env: dict) -> list:
             msg["status_file_errno"] = errno.EISDIR  # last, as both twins add it
         return [msg]
     if want == "ax-args":
-        # AX Code's arguments-only stdin as the hook reshapes it (hookpy/axcode.py)
-        source = {"hook_event_name": env["HOOK_EVENT"], "tool_name": env["HOOK_TOOL"],
+        # AX Code's arguments-only stdin as the hook reshapes it (hookpy/axcode.py),
+        # the tool under Claude Code's name
+        tool = AX_TOOL_NAMES.get(env["HOOK_TOOL"], env["HOOK_TOOL"])
+        source = {"hook_event_name": env["HOOK_EVENT"], "tool_name": tool,
                   "tool_input": source, "cwd": os.getcwd()}
+        if env.get("HOOK_SESSION_ID"):
+            source["session_id"] = env["HOOK_SESSION_ID"]
+    if want == "ax-event":
+        # AX Code's own object for any other event, named, placed and with its session
+        source = dict(source, hook_event_name=env["HOOK_EVENT"], cwd=os.getcwd())
         if env.get("HOOK_SESSION_ID"):
             source["session_id"] = env["HOOK_SESSION_ID"]
     event = dict(source)
@@ -168,6 +177,8 @@ def test_case_meets_expectation(case_id: str, kind: str) -> None:
         assert result.stdout.decode("utf-8") == expect["stdout"]
     elif case["tool"] == "hook" and json.loads(case_stdin(case)).get("hook_event_name") not in POLICY_EVENTS:
         assert result.stdout == b""
+    if "stderr" in expect:
+        assert result.stderr.decode("utf-8") == expect["stderr"]
     if case.get("status_blocked"):
         assert status_left == b"<folder>"
     elif case["tool"] == "statusline" and expect["sent"]:
@@ -194,6 +205,8 @@ def test_native_and_twin_agree(case_id: str, native_bins: dict) -> None:
     if case.get("same_bytes"):
         assert native.raw == twin.raw  # byte for byte, not just the same objects
     assert (native.exit, native.stdout) == (twin.exit, twin.stdout)
+    if "stderr" in case["expect"]:
+        assert native.stderr == twin.stderr
     assert native_status == twin_status
     assert native_left == twin_left
 

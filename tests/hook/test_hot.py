@@ -141,8 +141,9 @@ def test_native_stage2_passes_a_connected_socket(native_bins: dict, receiver) ->
     which Python's lstrip drops) is stage 2's to send: through the socket the
     native hook connected, and exactly once."""
     env = hookrun.hook_env(AIPAGER_DEBUG="1")
+    # the owner's (a member's waiting message would have this prompt blocked: hookside)
     notes.write_note(env, "claude-jim", msg_id=1, chat_id=-1, author_user_id=5, author_label="ana",
-                     role="user", text="a chat message still waiting")
+                     role="owner", text="a chat message still waiting")
     prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": "/tmp", "prompt": "\u00a0typed"}
     done = hookrun.run([native_bins["hook"]], json.dumps(prompt).encode(), env, receiver)
     assert done.exit == 0, done.stderr

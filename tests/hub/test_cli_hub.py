@@ -14,6 +14,7 @@ from hub.conftest import free_port
 from typer.testing import CliRunner
 
 from aipager import config
+from aipager.proto import paths
 from aipager.cli.app import app
 from aipager.hub import creds, layout, server, settings
 
@@ -172,6 +173,36 @@ def test_start_join_runs_a_host_without_any_config(fake_main, tmp_path):
     assert fake_main[-1]["join"] == "nats://other:4222"
 
 
+def test_start_join_puts_the_credential_file_in_the_published_floor(fake_main, tmp_path,
+                                                                      monkeypatch):
+    """Wherever the person keeps the credential file, `start --join` records its absolute
+    path, and the floor the daemon publishes keeps it from every task but the owner's."""
+    from aipager.daemon.floorwatch import FloorPublisher
+    from aipager.policy import _match_py, model
+
+    env = dict(os.environ)
+    folder = tmp_path / "keys here"
+    folder.mkdir()
+    creds.write_creds(str(folder / "box.json"), creds.Creds("box", "pw", "nats://127.0.0.1:4222"))
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(app, ["start", "--creds", "box.json"])
+    assert result.exit_code == 0, result.output
+    path = str(folder / "box.json")
+    record = paths.joined_hub_file(env)
+    with open(record) as fh:
+        assert json.load(fh) == {"url": "nats://127.0.0.1:4222", "creds": path}
+    assert stat.S_IMODE(os.stat(record).st_mode) == 0o600
+
+    assert FloorPublisher(env).check() is True  # the daemon, at its start
+    with open(paths.floor_file(env)) as fh:
+        assert path in json.load(fh)["rules"]["no_access"]
+    policy = model.load_policy(env)
+    read = ("Read", {"file_path": path}, str(tmp_path), env["HOME"])
+    assert _match_py.decide(model.task_snapshot(policy, "user", env, 7), *read)[0] == "deny"
+    assert _match_py.decide(model.task_snapshot(policy, "admin", env, 5), *read)[0] == "deny"
+    assert _match_py.decide(model.task_snapshot(policy, "owner", env, 1), *read)[0] == "allow"
+
+
 def test_start_hub_runs_the_hub_with_the_config(fake_main, hub_config):
     result = CliRunner().invoke(app, ["start", "--hub"])
     assert result.exit_code == 0, result.output
@@ -201,8 +232,8 @@ def test_doctor_on_a_joined_host_checks_the_hub_not_a_bot(fake_main, tmp_path):
     doc = {c["name"]: c for c in json.loads(CliRunner().invoke(app, ["doctor", "--json"]).output)}
     assert not doc["hub creds"]["ok"] and "new invite" in doc["hub creds"]["fix"]
 
-    # a plain start makes the machine a single one again: doctor checks the chat
-    CliRunner().invoke(app, ["start"])
+    # a chat set up here makes the machine a single one again: doctor checks the chat
+    config.save(dict(os.environ), config.Config(bot_token=TOKEN, chat_id=OWNER["id"]))
     doc = {c["name"]: c for c in json.loads(
         CliRunner().invoke(app, ["doctor", "--json", "--offline"]).output)}
     assert "config" in doc and "hub creds" not in doc

@@ -9,6 +9,7 @@ import stat
 
 import pytest
 from bot.conftest import eventually
+from fakes.telegram_api import OWNER
 from hub.conftest import HUB_PW, hub_sees
 
 from aipager.proto import paths
@@ -30,7 +31,9 @@ async def test_a_document_for_a_host_session_is_written_on_the_host(machines, mo
     typed = await eventually(lambda: box.sessions.typed, 15, "the prompt typed on box")
     assert typed[0][0] == session
     text = typed[0][1]
-    folder = transfer.incoming_dir(box.env)
+    # the sender's own folder on the host too, as on the hub
+    folder = transfer.incoming_dir(box.env, f"u{OWNER['id']}")
+    assert folder == paths.uploads_dir(box.env, OWNER["id"])
     assert text.startswith(f"why did it fail {folder}/")
     here = text.removeprefix("why did it fail ")
     assert here.endswith("-build log.txt")
@@ -54,6 +57,7 @@ async def test_a_document_for_a_host_session_is_written_on_the_host(machines, mo
         await nc.close()
     kinds = [doc["cmd"]["name"] for doc in sent]
     assert kinds == ["put_file"] * 4 + ["queue_chat_message", "type_prompt"], kinds
+    assert {doc["cmd"]["person"] for doc in sent[:4]} == {f"u{OWNER['id']}"}
     given = hub.link.timeout + transfer.time_for(len(data))
     assert given > hub.link.timeout + 10
     assert [doc["ttl"] for doc in sent[:4]] == [given] * 4
@@ -113,7 +117,7 @@ async def test_a_file_prompt_on_a_host_is_the_phones_not_typed_at_the_computer(m
     note = box.sessions.typed[0][2]
     assert note["text"] == submitted  # the note holds the final text, the host's path in it
     here = box.sessions.typed[0][1].removeprefix("what failed ")
-    assert here.startswith(transfer.incoming_dir(box.env))
+    assert here.startswith(paths.files_dir(box.env))  # the host's own copy
     box.feed(session, "queue_pickup", consumed=[{"msg_id": msg["message_id"],
                                                 "chat_id": OWNER["id"],
                                                 "author_user_id": OWNER["id"]}])
@@ -128,3 +132,35 @@ async def test_a_file_prompt_on_a_host_is_the_phones_not_typed_at_the_computer(m
     await machines.fake.wait_for("sendMessage", lambda p: "disk was full" in str(p.get("text")))
     texts = [str(m.get("text")) for m in machines.fake.bot_messages(OWNER["id"])]
     assert not [t for t in texts if "typed at the computer" in t], texts
+
+
+def test_a_file_in_a_persons_folder_lands_in_that_persons_folder_on_the_host(tmp_path):
+    """The host's copy goes where the hub's lies (the person's folder, named by the hub's
+    path, never by who names it in a prompt): the floor opens it to that person's tasks
+    alone.  A file in no person's folder goes to from-hub, which only the owner's read."""
+    env = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    hub = "/srv/hub/aipager/files/in"
+    ann, old = f"{hub}/u7/a1b2c3-photo.jpg", f"{hub}/chat--100/a1b2c3-photo.jpg"
+    assert (transfer.person_of(ann), transfer.person_of(old)) == ("u7", "")
+    assert transfer.person_of(f"{hub}/u7/../u0/x") == ""
+    fid, other = "0123456789abcdef0123", "3210fedcba9876543210"
+    transfer.put(env, fid, "photo.jpg", 0, 1, "aGVsbG8=", transfer.person_of(ann))
+    transfer.put(env, other, "photo.jpg", 0, 1, "aGVsbG8=", transfer.person_of(old))
+    text = transfer.rewrite(env, f"look {ann} and {old}", {ann: fid, old: other})
+    assert text == (f"look {paths.uploads_dir(env, 7)}/{fid}-photo.jpg and "
+                    f"{transfer.incoming_dir(env)}/{other}-photo.jpg")
+    with pytest.raises(ValueError, match="no person"):
+        transfer.put(env, fid, "photo.jpg", 0, 1, "aGVsbG8=", "../from-hub")
+
+
+def test_only_plainly_spelled_files_of_the_inbox_travel(tmp_path):
+    env = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    inbox = transfer.hub_inbox(env)
+    os.makedirs(inbox + "u7")
+    with open(inbox + "u7/a.txt", "w") as fh:
+        fh.write("x")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s")
+    sneaky = f"{inbox}u7/../../../../../secret.txt"
+    assert os.path.isfile(sneaky)
+    assert transfer.inbox_paths(env, f"see {inbox}u7/a.txt and {sneaky}") == [inbox + "u7/a.txt"]

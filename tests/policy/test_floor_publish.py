@@ -99,8 +99,8 @@ def explain(role: str, call: dict, tmp_path) -> tuple[str, str]:
     return out["decision"], out["reason"] or ""
 
 
-def hook(kind: str, session: str, payload: dict) -> hookrun.Result:
-    env = hookrun.hook_env(session)
+def hook(kind: str, session: str, payload: dict, **extra: str) -> hookrun.Result:
+    env = hookrun.hook_env(session, **extra)
     receiver = hookrun.receiver_for(env)
     try:
         res = hookrun.run(hookrun.contender_cmd(kind, "hook"), json.dumps(payload).encode(), env,
@@ -305,3 +305,71 @@ def test_the_daemon_publishes_at_start_and_on_change():
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)
     assert proc.returncode == 0
+
+
+# ------------------------------------------------------------------ uploads and a host's creds
+
+
+def _prompt(kind: str, session: str, user_id, role: str) -> None:
+    """A chat prompt from ``user_id`` (its permission note, as the daemon writes it) taken
+    by the built hook: the task's snapshot."""
+    env = hookrun.hook_env(session)
+    text = f"look at what {user_id} sent"
+    notes.write_note(env, session, msg_id=1, chat_id=-1, author_user_id=user_id,
+                     author_label="@m", role=role, text=text)
+    res = hook(kind, session, {"hook_event_name": "UserPromptSubmit", "session_id": "c1",
+                               "cwd": home(), "prompt": text})
+    assert res.exit == 0, res.stderr
+
+
+def _read(kind: str, session: str, path: str) -> str:
+    return hook_decision(hook(kind, session, event({"tool_name": "Read",
+                                                    "tool_input": {"file_path": path}})))[0]
+
+
+def test_a_members_upload_is_read_by_their_own_task_alone(kind):
+    """What a person sends from the phone lands in their own folder (``bot.files``); the
+    built hook lets their task read it, and nobody else's task but the owner's."""
+    from aipager.bot import files as chat_files
+
+    env = dict(os.environ)
+    ann = chat_files.save_download(env, 7, "photo.jpg", b"\xff\xd8 ann's")
+    bob = chat_files.save_download(env, 8, "scan.pdf", b"%PDF bob's")
+    assert os.path.dirname(ann) == paths.uploads_dir(env, 7)
+    from_hub = os.path.join(paths.files_dir(env), "in", "from-hub", "0123456789-log.txt")
+    for who, role, readable in ((7, "user", {ann}), (8, "admin", {bob}), (1, "owner", {ann, bob, from_hub}),
+                                (None, "user", set())):
+        for i, path in enumerate((ann, bob, from_hub)):
+            session = f"claude-up{who}-{i}"  # a task of its own: a refusal halts the task
+            _prompt(kind, session, who, role)
+            assert _read(kind, session, path) == ("allow" if path in readable else "deny"), (who, path)
+    # before any prompt: the floor alone
+    assert _read(kind, "claude-upnone", ann) == "deny"
+
+
+def test_a_joined_hosts_credential_file_is_in_the_floor_the_hook_enforces(kind, tmp_path):
+    from aipager.hub import creds
+
+    path = str(tmp_path / "elsewhere" / "box.json")
+    os.makedirs(os.path.dirname(path))
+    creds.write_creds(path, creds.Creds("box", "pw", "nats://127.0.0.1:4222"))
+    creds.record_join(dict(os.environ), "nats://127.0.0.1:4222", path)
+    assert CliRunner().invoke(app, ["policy", "check", "--apply"]).exit_code == 0
+    assert _read(kind, "claude-cr0", path) == "deny"  # no prompt yet: the floor
+    _prompt(kind, "claude-cr1", 7, "user")
+    assert _read(kind, "claude-cr1", path) == "deny"
+    _prompt(kind, "claude-cr2", 1, "owner")
+    assert _read(kind, "claude-cr2", path) == "allow"
+
+
+def test_folders_moved_by_the_environment_stay_in_the_built_in_floor(kind, tmp_path):
+    """XDG_CONFIG_HOME moves the config (and the bot token in it), XDG_RUNTIME_DIR the
+    files folder: both hooks build the floor for where they are."""
+    moved = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    session = "claude-xdg"
+    env = hookrun.hook_env(session, **moved)
+    for path in (paths.config_file(env), os.path.join(paths.files_dir(env), "in", "u7", "a.jpg")):
+        assert path.startswith(str(tmp_path))
+        res = hook(kind, session, event({"tool_name": "Read", "tool_input": {"file_path": path}}),
+                   **moved)
+        assert hook_decision(res)[0] == "deny", path

@@ -390,3 +390,32 @@ def test_halted_terminal_task_is_not_unrestricted(ctx):
     snapshot.write(ctx.env, SESSION, doc)
     snapshot.record_halt(ctx.env, SESSION, "stop", doc)
     assert hookside.unusable_pre_tool_use(ctx) is not None
+
+
+def test_the_uploads_patterns_cover_all_but_the_persons_folder():
+    """floor.all_but_globs / all_but_command deny exactly what is not in the kept folder
+    (checked on every short path over the characters that matter), and the needles the
+    hook writes for the command pattern are the dialect parser's."""
+    import itertools
+
+    from aipager.policy import _match_py, dialect, floor
+
+    keep = "in/u7"
+    globs = floor.all_but_globs("/F", keep)
+    for glob in globs:
+        dialect.check_glob(glob)
+    for n in range(0, 8):
+        for tail in itertools.product("in/u7x", repeat=n):
+            rest = "".join(tail)
+            for path in ("/F" + ("/" + rest if n else ""), "/F/" + rest):
+                mine = path in ("/F/" + keep,) or path.startswith("/F/" + keep + "/")
+                denied = any(_match_py.glob_match(g, path) for g in globs)
+                assert denied is not mine, path
+    command = floor.all_but_command(keep)
+    dialect.check_regex(command)
+    assert floor.own_uploads_needles(7) == {(command, False): dialect.required_literals(command)}
+    for text, denied in (("cat /r/aipager/files/in/u7/a.jpg", False), ("ls x/aipager/files/in/u7/", False),
+                         ("cat /r/aipager/files/in/u8/a", True), ("cat /r/aipager/files/in/u77/a", True),
+                         ("ls /r/aipager/files/in/u7", True), ("ls /r/aipager/files/out", True),
+                         ("ls /r/aipager/files", True), ("cat /r/aipager/files/in/u*/a", True)):
+        assert _match_py.regex_search(command, False, text) is denied, text

@@ -580,9 +580,18 @@ def test_regular_pickup_is_compiled(native_bins, situation) -> None:
         assert stdout == b""
         return
     assert snap["exempt"] is False
-    # restricted: the floor is merged, with its needles
-    assert set(floor.FLOOR_COMMANDS) <= set(snap["commands"])
+    # restricted: the floor is merged, with its needles; a task of one person's alone is
+    # opened to that person's uploads (the files folder's pattern gives way to one that
+    # lets a command name their folder only), a task of two people's to nobody's
+    person = {"styled_reply": 7, "joins_telegram": 8}.get(situation)
+    wanted = [floor.all_but_command(f"in/u{person}") if person and p == floor.FILES_COMMAND else p
+              for p in floor.FLOOR_COMMANDS]
+    assert set(wanted) <= set(snap["commands"])
     assert len(snap["commands_needles"]) == len(snap["commands"])
+    if person:
+        at = snap["commands"].index(floor.all_but_command(f"in/u{person}"))
+        assert snap["commands_needles"][at] == [floor.FILES_COMMAND]
+        assert floor.FILES_COMMAND not in snap["commands"]
     assert "bash" in snap["denied_tools"]
     if situation == "joins_telegram":
         assert labels == ["zoé", "dev-dan"]
@@ -912,3 +921,59 @@ def test_an_encoded_message_is_taken_exactly_by_both_twins(native_bins, text, ro
     assert native == twin
     pickups = [d for d in done.sent if d["hook_event_name"] == "queue_pickup"]
     assert [n["msg_id"] for n in pickups[0]["consumed"]] == [21]
+# --- a person's own uploads -----------------------------------------------------
+
+def _by(user_id, text: str, role: str = "user", age_s: float = 10.0) -> dict:
+    return {"text": text, "role": role, "user_id": user_id, "label": "m", "age_s": age_s}
+
+
+#: the notes of a prompt (all taken unless "waiting") -> whose uploads the task reads
+UPLOADERS = {
+    "one_member": ([_by(7, "look at it")], 7),
+    "one_admin": ([_by(5, "look at it", "admin")], 5),
+    "twice_the_same_person": ([_by(7, "look", age_s=20), _by(7, "at it")], 7),
+    "the_owner_and_a_member": ([_by(1, "look", "owner", 20), _by(7, "at it")], 7),
+    "two_people": ([_by(7, "look", age_s=20), _by(8, "at it")], None),
+    "a_note_without_a_user_id": ([_by(None, "look", age_s=20), _by(7, "at it")], None),
+    "another_person_waits": ([_by(7, "look at it", age_s=20), dict(_by(8, "later"), waiting=True)], None),
+    "a_string_id": ([_by("7", "look at it")], None),
+    "a_float_id": ([_by(7.0, "look at it")], None),
+    "a_negative_id": ([_by(-7, "look at it")], None),
+    "id_zero": ([_by(0, "look at it")], None),
+    "a_bool_id": ([_by(True, "look at it")], None),
+    "a_huge_id": ([_by(10**25, "look at it")], 10**25),
+}
+
+
+@pytest.mark.parametrize("situation", list(UPLOADERS))
+def test_a_task_of_one_person_reads_their_uploads_alone(native_bins, situation) -> None:
+    """The floor keeps the files folder (what people send from the phone) from every task
+    but the owner's; a task every possible author of which is one person (or the owner)
+    gets that person's own folder back, nothing else.  Both twins build it alike, and the
+    compiled side builds it itself."""
+    specs, person = UPLOADERS[situation]
+    taken = [s for s in specs if not s.get("waiting")]
+    case = {"note_docs": [{k: v for k, v in s.items() if k != "waiting"} for s in specs],
+            "policy": POLICY, "now": time.time()}
+    env = hook_env("/home/u")
+    prompt = "\n\n".join(s["text"] for s in taken)
+    (native, done), (twin, _) = both(case, prompt_event(prompt), env)
+    if situation != "a_float_id":  # (a float among the authors: the Python twin's, as ever)
+        assert hookrun.DECLINED not in done.stderr, done.stderr.decode(errors="replace")
+    assert native == twin
+    snap = json.loads(native[3])["snapshot"]
+    assert snap["origin"] == "telegram" and snap["exempt"] is False
+    files = paths.files_dir(env)
+    no_access = snap["no_access"]
+    assert files in no_access  # never the folder itself: its listing names everyone's files
+    if person is None:
+        assert f"{files}/*" in no_access and floor.FILES_COMMAND in snap["commands"]
+        return
+    assert f"{files}/*" not in no_access and floor.FILES_COMMAND not in snap["commands"]
+    assert no_access.count(f"{files}/in/u{person}[!/]*") == 1
+    from aipager.policy import _match_py
+
+    full = snapshot.normalise(snap)
+    mine, theirs = f"{files}/in/u{person}/a1b2c3-photo.jpg", f"{files}/in/u{person}1/x.jpg"
+    assert _match_py.decide(full, "Read", {"file_path": mine}, "/home/u/p", "/home/u") == ("allow", "")
+    assert _match_py.decide(full, "Read", {"file_path": theirs}, "/home/u/p", "/home/u")[0] == "deny"

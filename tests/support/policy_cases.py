@@ -26,8 +26,13 @@ def case_snapshot(case: dict, env=None) -> dict:
     for key in rules.RULE_KEYS:
         if key in spec:
             rule_set[key] = spec.pop(key)
+    person = spec.pop("uploads_of", None)
     if with_floor:
-        rule_set = rules.stricter(rule_set, floor.builtin_floor(env or CASE_ENV))
+        the_floor = floor.builtin_floor(env or CASE_ENV)
+        if person is not None:
+            # a task of that person's alone (hookside.task_rules)
+            the_floor = floor.own_uploads(the_floor, env or CASE_ENV, person)
+        rule_set = rules.stricter(rule_set, the_floor)
     halted = spec.pop("halted", None)
     doc = snapshot.make(spec.pop("origin", "telegram"), spec.pop("exempt", False), rule_set)
     assert not spec, f"unknown rule keys in case {case['id']}: {spec}"

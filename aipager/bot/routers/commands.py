@@ -348,6 +348,10 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         _("Quiet while you are at the computer: {state}").format(state=_(ON_OFF[quiet])),
         _("Voice notes: sent at once") if voice_now
         else _("Voice notes: shown to you before they are sent"),
+        # the mode the chat was last told of (``privacywatch``: it follows the config)
+        _("🔒 Private mode: on (`aipager config private off` on the computer)")
+        if prefs.get("private") is True
+        else _("Private mode: off (`aipager config private on` on the computer)"),
     ]
     if user_id is not None:
         chosen = locales.NAMES.get(language) if language else _("Auto (your Telegram app’s)")

@@ -121,7 +121,12 @@ def _answer_from(ev: dict, sess: Session, ctx: Ctx) -> str | None:
     text = ev.get("last_assistant_message")
     if isinstance(text, str) and text.strip():
         return text
-    return ctx.read_answer(ev.get("transcript_path") or sess.transcript_path)
+    path = ev.get("transcript_path") or sess.transcript_path
+    if path:
+        return ctx.read_answer(path)
+    # AX Code keeps no transcript file and its Stop carries no text: its own store
+    ident = ev.get("session_id") or sess.claude_session_id
+    return ctx.read_ax_answer(ident) if isinstance(ident, str) and ident else None
 
 
 def _late_stop(ev: dict, sess: Session) -> bool:

@@ -19,6 +19,14 @@ function takeInitData() {
   return sessionStorage.getItem(KEY);
 }
 
+// A chat message opens the page at a session or one of its requests
+// (?session=…&request=…: bot/private.py's Door); read before the address is tidied.
+function takeDoor() {
+  const query = new URLSearchParams(location.search);
+  return { session: query.get("session") || "", request: query.get("request") || "" };
+}
+
+export const door = takeDoor();
 const initData = takeInitData();
 // Opened inside Telegram: a refused sign-in is then initData past its age (an hour by
 // default), which only opening the Mini App again renews.

@@ -2,7 +2,7 @@
 // conversation, the audit log.  Everything is read from the API again when the live
 // stream says the daemon showed something.
 
-import { ApiError, get, inTelegram, listen, post } from "./api.js";
+import { ApiError, door, get, inTelegram, listen, post } from "./api.js";
 import { h } from "./dom.js";
 import { markdown } from "./md.js";
 import { loadStrings, t } from "./strings.js";
@@ -15,6 +15,8 @@ const WORDS = { working: "working", waiting: "waiting for you", ready: "ready", 
 const STATUS = { sending: "sending", held: "held", typed: "typed", taken: "taken", "not taken": "not taken", "not delivered": "not delivered" };
 
 let me = null;
+// sessions a message is being sent to now: their Send stays off until it is answered
+const sending = new Set();
 
 function say(text, ok = true) {
   flash.textContent = text;
@@ -51,6 +53,19 @@ function headline(s) {
   return parts.filter(Boolean).join(" · ");
 }
 
+// What the call would change: the chat's diff (clients/asking.py), each line marked - or +.
+function diffLines(text) {
+  return h("pre", { class: "diff" }, text.split("\n").map((line) => h("span", {
+    class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : null,
+  }, `${line}\n`)));
+}
+
+function change(c) {
+  if (!c.more) return diffLines(c.shown);
+  return h("div", {}, diffLines(c.shown),
+    h("details", {}, h("summary", {}, t("{n} more line(s): the whole diff", { n: c.more })), diffLines(c.whole)));
+}
+
 function permission(req) {
   const reason = h("input", { type: "text", class: "reason", placeholder: t("Reason (sent with ❌ Deny)"), "aria-label": "reason" });
   const buttons = req.answers.map((a) => h("button", {
@@ -59,11 +74,29 @@ function permission(req) {
   }, a.label));
   return h("article", { class: "request", "data-key": req.key },
     h("pre", { class: "ask" }, req.text),
-    req.preview ? h("pre", { class: "diff" }, req.preview) : null,
+    req.change ? change(req.change) : null,
     req.answered_by ? h("p", { class: "muted" }, t("Answered by {who}…", { who: req.answered_by })) : null,
     req.refused ? h("p", { class: "muted" }, req.refused) : null,
     h("div", { class: "buttons" }, buttons),
     req.refused ? null : reason);
+}
+
+// Claude Code's folder trust dialog: until it is answered the session does nothing, and a
+// prompt typed into it would answer it (the server refuses prompts meanwhile).
+function trustDialog(req) {
+  const buttons = req.answers.map((a) => h("button", {
+    type: "button", "data-act": a.act, class: a.act === "no" ? "danger" : null, disabled: Boolean(req.refused),
+    onclick: () => act(`/api/sessions/${encodeURIComponent(req.session)}/trust`, { act: a.act }),
+  }, a.label));
+  return h("article", { class: "request trust", "data-key": `trust:${req.session}` },
+    h("p", { class: "ask" }, req.text),
+    req.refused ? h("p", { class: "muted" }, req.refused) : null,
+    h("div", { class: "buttons" }, buttons));
+}
+
+function need(r) {
+  if (r.kind === "trust") return trustDialog(r);
+  return r.kind === "question" ? question(r) : permission(r);
 }
 
 function question(req) {
@@ -115,20 +148,41 @@ function sessionCard(s, { open = true } = {}) {
 
 // -- views -----------------------------------------------------------------------------
 
+// Starting a session asks for its folder: the ones Claude Code trusts first (no trust
+// dialog), then this computer's default, or any folder typed in.
+async function startForm(name) {
+  let found = { trusted: [], default: "" };
+  try { found = await get("/api/folders"); } catch (err) { /* the default folder then */ }
+  const choices = [...found.trusted];
+  if (found.default && !choices.includes(found.default)) choices.push(found.default);
+  const folder = h("select", { name: "folder", "aria-label": t("folder") },
+    choices.map((f) => h("option", { value: f }, found.trusted.includes(f) ? `📁 ${f}` : `📁 ${f} · ${t("Claude Code will ask to trust it")}`)));
+  const other = h("input", { type: "text", name: "other", placeholder: t("or another folder (a full path)"), "aria-label": t("another folder") });
+  const submit = (e) => {
+    e.preventDefault();
+    const where = other.value.trim() || folder.value;
+    act("/api/sessions", { name: name.value, folder: where }).then((r) => {
+      if (r && r.ok) { clear("form.new input[name=name]"); clear("form.new input[name=other]"); }
+    });
+  };
+  return h("form", { class: "new", onsubmit: submit },
+    h("div", { class: "row" }, name, h("button", { type: "submit" }, t("🆕 Start a session"))),
+    h("label", { class: "folder" }, t("Folder"), folder), other);
+}
+
 async function home() {
   const state = await get("/api/state");
-  const needs = state.needs.map((r) => (r.kind === "question" ? question(r) : permission(r)));
+  const needs = state.needs.map(need);
   const live = state.sessions.filter((s) => s.live);
   const ended = state.sessions.filter((s) => !s.live);
   const name = h("input", { type: "text", name: "name", placeholder: t("name"), pattern: "[A-Za-z0-9_][A-Za-z0-9_-]{0,63}", required: true, "aria-label": "session name" });
-  const start = h("form", { class: "new", onsubmit: (e) => { e.preventDefault(); act("/api/sessions", { name: name.value }).then((r) => r && r.ok && clear("form.new input")); } },
-    name, h("button", { type: "submit" }, t("🆕 Start a session")));
+  const start = me.may.manage ? await startForm(name) : null;
   return [
     h("section", { id: "needs" }, h("h2", {}, t("Needs you")),
       needs.length ? needs : h("p", { class: "muted" }, t("Nothing waits for you."))),
     h("section", { id: "sessions" }, h("h2", {}, t("Sessions")),
       live.length ? live.map((s) => sessionCard(s)) : h("p", { class: "muted" }, t("No session runs. Start one here or with `aipager session NAME`.")),
-      me.may.manage ? start : null,
+      start,
       ended.length ? h("details", {}, h("summary", {}, t("Ended ({n})", { n: ended.length })), ended.map((s) => sessionCard(s))) : null),
   ];
 }
@@ -136,7 +190,7 @@ async function home() {
 function entry(e) {
   const by = e.who === "the terminal" ? t("the terminal") : e.who || "";
   const status = STATUS[e.status] ? t(STATUS[e.status]) : e.status;
-  const who = { prompt: `🗣 ${by}`, sent: `🗣 ${by || t("you")} · ${status}`, answer: "🤖 Claude", notice: "ℹ️" }[e.kind] || e.kind;
+  const who = { prompt: `🗣 ${by}`, sent: `🗣 ${by || t("you")} · ${status}`, answer: "🤖 Claude", notice: "ℹ️", file: `📎 ${t("a file from Claude")}` }[e.kind] || e.kind;
   const when = new Date(e.at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   return h("li", { class: `entry ${e.kind}` }, h("div", { class: "who" }, `${who} · ${when}`),
     e.kind === "answer" ? markdown(e.text) : h("div", { class: "text" }, e.text));
@@ -147,18 +201,46 @@ async function conversation(label) {
   const found = sessions.find((s) => s.label === label || s.name === label);
   if (!found) return [h("p", {}, t("No session called {name}.", { name: label }))];
   const data = await get(`/api/sessions/${encodeURIComponent(found.name)}`);
+  const draftKey = `aipager.draft.${found.name}`;
   const text = h("textarea", { name: "text", rows: 3, placeholder: t("Message {session}", { session: found.label }), "aria-label": "prompt" });
+  // the draft survives a refresh, a reload and a daemon restart (kept in this browser)
+  text.value = localStorage.getItem(draftKey) || "";
+  text.addEventListener("input", () => {
+    if (text.value) localStorage.setItem(draftKey, text.value); else localStorage.removeItem(draftKey);
+  });
+  const button = h("button", { type: "submit" }, t("➤ Send"));
   const send = async (e) => {
     e.preventDefault();
-    if (!text.value.trim()) return;
-    const result = await act(`/api/sessions/${encodeURIComponent(found.name)}/prompt`, { text: text.value });
-    if (result && result.ok) clear("form.prompt textarea");
+    if (sending.has(found.name) || !text.value.trim()) return;
+    // one key per message: a second Send of it (a double click, a retry) types nothing more
+    const once = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+    sending.add(found.name);
+    button.disabled = true;
+    try {
+      const result = await act(`/api/sessions/${encodeURIComponent(found.name)}/prompt`, { text: text.value, once });
+      if (result && result.ok) {
+        localStorage.removeItem(draftKey);
+        clear("form.prompt textarea");
+      }
+    } finally {
+      sending.delete(found.name);
+      const now = view.querySelector("form.prompt button[type=submit]");
+      if (now) now.disabled = false;
+    }
   };
+  if (sending.has(found.name)) button.disabled = true;
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
-  const form = h("form", { class: "prompt", onsubmit: send }, text, h("button", { type: "submit" }, t("➤ Send")));
+  const form = h("form", { class: "prompt", onsubmit: send }, text, button);
+  const needs = (data.needs || []).map((r) => {
+    const node = need(r);
+    // the request a chat message opened the page at
+    if (r.key === door.request) node.classList.add("opened");
+    return node;
+  });
   return [
     h("p", {}, h("a", { href: "#/" }, t("← all sessions"))),
     sessionCard(data.session, { open: false }),
+    needs.length ? h("section", { id: "needs" }, h("h2", {}, t("Needs you")), needs) : null,
     h("section", { id: "conversation" }, h("h2", {}, t("Conversation")),
       data.conversation.length ? h("ol", { class: "talk" }, data.conversation.map(entry))
         : h("p", { class: "muted" }, t("Nothing said here since the daemon started."))),
@@ -200,15 +282,31 @@ function fieldKey(el) {
 
 function keepFields() {
   const kept = new Map();
-  for (const el of view.querySelectorAll("input, textarea")) {
+  const focused = document.activeElement;
+  if (focused && view.contains(focused) && !focused.matches("input, textarea")) {
+    // a button, a link or a menu: the same one has the focus after the refresh
+    kept.set("focus", focusKey(focused));
+  }
+  for (const el of view.querySelectorAll("input, textarea, select")) {
     kept.set(fieldKey(el), { value: el.value, checked: el.checked, focused: el === document.activeElement,
       start: el.selectionStart, end: el.selectionEnd });
   }
   return kept;
 }
 
+function focusKey(el) {
+  const owner = el.closest("[data-key], [data-session], form");
+  const scope = owner ? owner.dataset.key || owner.dataset.session || owner.className : "";
+  return `${scope}|${el.tagName}|${el.dataset.act || el.getAttribute("href") || el.name || el.textContent}`;
+}
+
 function putFields(kept) {
-  for (const el of view.querySelectorAll("input, textarea")) {
+  const focus = kept.get("focus");
+  if (focus) {
+    const again = [...view.querySelectorAll("button, a, select")].find((el) => focusKey(el) === focus);
+    if (again) again.focus();
+  }
+  for (const el of view.querySelectorAll("input, textarea, select")) {
     const was = kept.get(fieldKey(el));
     if (!was) continue;
     if (el.type === "radio" || el.type === "checkbox") el.checked = was.checked;
@@ -231,7 +329,7 @@ async function render() {
       try {
         const nodes = await route()();
         const kept = keepFields();
-        view.replaceChildren(...nodes);
+        view.replaceChildren(...nodes.filter(Boolean));  // a null would show as "null"
         putFields(kept);
       } catch (err) {
         if (err instanceof ApiError && err.status === 401 && inTelegram) {
@@ -256,9 +354,12 @@ function refresh() {
 
 async function start() {
   await loadStrings();
+  if (door.session) history.replaceState(null, "", `${location.pathname}#/s/${encodeURIComponent(door.session)}`);
   try {
     me = await get("/api/me");
     document.getElementById("me").textContent = `${me.label} · ${me.role}`;
+    // private mode: the chat carries names and buttons only, the content is read here
+    document.getElementById("private").hidden = !me.private;
     document.getElementById("nav-audit").hidden = !me.may.manage;
   } catch (err) {
     me = { may: {} };

@@ -1,0 +1,154 @@
+"""A permission request as every client shows it: its words, what it would change, its answers.
+
+The chat and the page used to build these each on their own, and drifted: the page showed
+a Write over an existing file as every line ``+`` (the edit's own lines) while the chat
+showed the real diff.  Both now take the view from here (pure: no I/O, no client), so a
+change to what a request shows lands in both.
+
+Words come from ``locales.tr``: the chat and the page each set the catalog they render in
+(``bot.i18n.use``, the page's ``locales.rendering`` per request).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aipager import locales
+from aipager.daemon import render
+from aipager.daemon.model import Request, Session
+from aipager.daemon.notifier import Permission
+from aipager.locales import tr as _
+
+#: characters of an edit's diff shown with its request (past it: its head, and the whole
+#: apart: a .diff file in the chat, a fold on the page)
+DIFF_SHOWN = 2500
+#: the answers a permission request offers when its output names none
+DEFAULT_BUTTONS = ("allow", "deny", "stop")
+
+
+@dataclass(frozen=True)
+class Change:
+    """What the call would change, as shown with its request."""
+
+    #: the lines shown (a unified diff without its header, else the edit's own lines)
+    shown: str = ""
+    #: the whole diff when ``shown`` is only its head ("" otherwise)
+    whole: str = ""
+    #: lines of the diff left out of ``shown``
+    more: int = 0
+    #: ``shown`` is the real diff against the file on disk (not the edit's own lines)
+    real: bool = False
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One way to answer: the act the daemon takes and its button's words."""
+
+    act: str
+    label: str
+
+
+def change(out: Permission, limit: int = DIFF_SHOWN) -> Change:
+    """The real diff when the daemon could make one, else the edit's own lines.
+
+    A Write over an existing file has a preview of every new line as ``+``: only the diff
+    shows what it removes, so the diff always wins."""
+    if out.diff:
+        body = diff_body(out.diff)
+        if len(body) > limit:
+            shown, more = head(body, limit)
+            return Change(shown, out.diff, more, real=True)
+        return Change(body, real=True)
+    if out.preview and "\n" in out.preview:
+        return Change(out.preview.split("\n", 1)[1])  # without its "📝 Write: path" line
+    return Change()
+
+
+def diff_body(diff: str) -> str:
+    """A unified diff without its ---/+++ header (the request names the file)."""
+    lines = diff.splitlines()
+    while lines and lines[0].startswith(("--- ", "+++ ")):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def head(body: str, limit: int) -> tuple[str, int]:
+    """The first whole lines of ``body`` within ``limit`` characters, and how many were left."""
+    lines, size, kept = body.splitlines(), 0, []
+    for line in lines:
+        if size + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept), len(lines) - len(kept)
+
+
+def answers(out: Permission, scope_labels: list[str], *, edit: bool = True) -> list[Answer]:
+    """The request's answers in the chat's order: allow and deny, one per suggestion Claude
+    Code made, always, edit (``edit``: the client can take a corrected command), stop."""
+    buttons = out.buttons or list(DEFAULT_BUTTONS)
+    plan = out.tool == render.PLAN_TOOL
+    found = []
+    if "allow" in buttons:
+        found += [Answer("allow", _("✅ Approve plan") if plan else _("✅ Allow")),
+                  Answer("deny", _("✍️ Keep planning") if plan else _("❌ Deny"))]
+    found += [Answer(f"s{i}", label) for i, label in enumerate(scope_labels)
+              if f"s{i}" in buttons]
+    if "always" in buttons:
+        found.append(Answer("always", _("🟢 Always allow")))
+    if edit and "edit" in buttons:
+        found.append(Answer("edit", _("✏️ Edit")))
+    found.append(Answer("stop", _("⏹ Stop")))
+    return found
+
+
+def own_request(sess: Session | None, key: str) -> Request | None:
+    """This machine's open request ``key`` when its texts are rendered again in a language
+    other than English (a hub host's arrives slim: its texts stay as the host wrote them)."""
+    if locales.english() or sess is None or "@" in sess.name:
+        return None
+    return next((r for r in sess.requests if r.key == key), None)
+
+
+def words(out: Permission, sess: Session | None) -> str:
+    """The request's text in the language rendered in, with what "Always allow" would
+    remember when it is offered; Claude's description, the command and the path as they are."""
+    req = own_request(sess, out.key)
+    text = render.request(sess.label, req) if sess is not None and req is not None \
+        else out.text
+    rule = always_rule(sess, out.key) if "always" in (out.buttons or ()) else ""
+    if rule:
+        text += "\n" + _("🟢 Always allow remembers: {rule}").format(rule=rule)
+    return text
+
+
+def scope_labels(out: Permission, sess: Session | None) -> list[str]:
+    """The per-suggestion answers' words in the language rendered in; the same suggestions in
+    the same order, so each label keeps its act (as they came when they cannot be matched)."""
+    req = own_request(sess, out.key)
+    labels = render.scope_labels(req) if req is not None else []
+    return labels if len(labels) == len(out.scopes) else list(out.scopes)
+
+
+def always_rule(sess: Session | None, key: str) -> str:
+    """The rules and folders "Always allow" remembers for request ``key`` (at most four)."""
+    if sess is None:
+        return ""
+    req = next((r for r in sess.requests if r.key == key), None)
+    if req is None:
+        return ""
+    rules = []
+    for s in req.suggestions:
+        if not isinstance(s, dict):
+            continue
+        for rule in s.get("rules") or []:
+            if isinstance(rule, dict) and rule.get("toolName"):
+                content = rule.get("ruleContent")
+                rules.append(f"{rule['toolName']}({content})" if content else rule["toolName"])
+        for folder in s.get("directories") or []:
+            rules.append(f"folder {folder}")
+    return ", ".join(rules[:4])
+
+
+__all__ = ["Answer", "Change", "DEFAULT_BUTTONS", "DIFF_SHOWN", "always_rule", "answers",
+           "change", "diff_body", "head", "own_request", "scope_labels", "words"]

@@ -1,0 +1,181 @@
+"""The page in Debian's chromium (Playwright), on the real application over ``FakePort``:
+what a person sees at phone size (390x844) and at a desk."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+
+import pytest
+from aiohttp.test_utils import TestServer
+from fakes.port import FakePort
+from playwright.async_api import async_playwright
+
+from aipager.daemon.model import State
+from aipager.daemon.notifier import Answer, Card
+from aipager.web.actions import WebActions, default_folder
+from aipager.web.auth import Logins
+from aipager.web.live import WebNotifier
+from aipager.web.routes import make_app
+from aipager.web.service import Settings
+from aipager.web.who import People
+
+S = "claude-jim"
+PHONE = {"width": 390, "height": 844}
+DESK = {"width": 1280, "height": 900}
+ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "artifacts", "web")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Page:
+    def __init__(self, port: FakePort, live: WebNotifier, logins: Logins, base: str, browser):
+        self.port, self.live, self.logins, self.base, self.browser = port, live, logins, base, browser
+
+    async def open(self, path: str = "/", size: dict = PHONE):
+        context = await self.browser.new_context(viewport=size)
+        page = await context.new_page()
+        await page.goto(f"{self.base}/?token={self.logins.issue()}")
+        await page.wait_for_selector("#needs, #sessions")
+        if path != "/":
+            await page.goto(f"{self.base}/{path}")
+            await page.wait_for_selector("#conversation")
+        return page
+
+
+@pytest.fixture
+async def browser_page():
+    chromium = os.environ.get("AIPAGER_TEST_CHROMIUM") or "/usr/bin/chromium"
+    env = dict(os.environ)
+    port = FakePort(env)
+    live = WebNotifier(lambda: port.sessions)
+    spawned: list = []
+    actions = WebActions(port, live, default_folder(env, lambda: None), spawned.append)
+    logins = Logins()
+    number = _free_port()
+    app = make_app(actions, live, logins, People(env, None),
+                   allowed_hosts=Settings().hosts(number), allowed_origins=Settings().origins(number))
+    server = TestServer(app, host="127.0.0.1", port=number)
+    await server.start_server()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            yield Page(port, live, logins, f"http://127.0.0.1:{number}", browser)
+        finally:
+            await browser.close()
+            await server.close()
+            for coro in spawned:
+                coro.close()
+
+
+async def _shot(page, name: str) -> None:
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    await page.screenshot(path=os.path.join(ARTIFACTS, f"{name}.png"), full_page=True)
+
+
+async def test_one_long_word_does_not_widen_the_phone_page(browser_page):
+    word = "x" * 3000
+    browser_page.port.add_session(S, State.READY)
+    browser_page.live.emit(Card(session=S, text=f"✅ jim · {word}", task=1))
+    table = f"| a | b |\n|---|---|\n| {word} | 1 |"
+    browser_page.live.emit(Answer(session=S, text=f"Here: {word} and `{word}`\n\n{table}", task=1))
+    for path in ("/", "#/s/jim"):
+        page = await browser_page.open(path)
+        await page.wait_for_selector(".md" if "s/" in path else "pre.card")
+        wide = await page.evaluate("document.documentElement.scrollWidth")
+        await _shot(page, f"long-word-{'session' if 's/' in path else 'home'}")
+        assert wide <= PHONE["width"], f"{path} is {wide} px wide"
+
+
+async def test_an_ended_session_shows_no_stray_null(browser_page):
+    browser_page.port.add_session(S, State.GONE)
+    page = await browser_page.open("#/s/jim")
+    body = await page.inner_text("main")
+    assert "null" not in body and "Nothing said here" in body
+
+
+async def test_markdown_tables_strikethrough_ordered_and_nested_lists(browser_page):
+    browser_page.port.add_session(S, State.READY)
+    browser_page.live.emit(Answer(session=S, task=1, text=(
+        "Done:\n\n| file | lines |\n|:---|---:|\n| a.py | 12 |\n| b.py | 3 |\n\n"
+        "~~old plan~~ new plan\n\n3. third\n4. fourth\n   - under fourth\n     - deeper\n5. fifth")))
+    page = await browser_page.open("#/s/jim", DESK)
+    await page.wait_for_selector(".md table")
+    cells = await page.eval_on_selector_all(".md table td", "tds => tds.map(t => t.textContent)")
+    assert cells == ["a.py", "12", "b.py", "3"]
+    assert await page.inner_text(".md del") == "old plan"
+    assert await page.get_attribute(".md > ol", "start") == "3"
+    assert await page.eval_on_selector_all(".md > ol > li", "l => l.length") == 3
+    assert await page.inner_text(".md > ol > li ul > li ul > li") == "deeper"
+    await _shot(page, "markdown-desk")
+
+
+async def test_two_sends_on_a_slow_network_type_once_and_the_draft_survives(browser_page):
+    browser_page.port.add_session(S, State.READY)
+    page = await browser_page.open("#/s/jim")
+    # a draft survives a reload (and a daemon restart: it lives in the browser)
+    await page.fill("form.prompt textarea", "run the tests")
+    await page.reload()
+    await page.wait_for_selector("form.prompt textarea")
+    assert await page.input_value("form.prompt textarea") == "run the tests"
+
+    async def slow(route):
+        await asyncio.sleep(0.8)  # a slow network: the first Send is still on its way
+        await route.continue_()
+    await page.route("**/prompt", slow)
+    await page.click("form.prompt button[type=submit]")
+    await page.click("form.prompt button[type=submit]", force=True)
+    await page.keyboard.press("Control+Enter")
+    while await page.input_value("form.prompt textarea"):  # cleared when it was typed
+        await asyncio.sleep(0.1)
+    assert len(browser_page.port.calls("type_prompt")) == 1
+    await page.reload()
+    await page.wait_for_selector("form.prompt textarea")
+    assert await page.input_value("form.prompt textarea") == ""  # sent: no draft left
+
+
+async def test_a_live_update_leaves_the_keyboard_focus_where_it_was(browser_page):
+    browser_page.port.add_session(S, State.WORKING)
+    page = await browser_page.open("/", DESK)
+    await page.focus("article.session button")  # ⏹ Stop, reached with Tab
+    before = await page.evaluate("document.activeElement.textContent")
+    browser_page.live.emit(Card(session=S, text="⏳ jim · working on it", task=1))
+    await page.wait_for_selector("text=working on it")
+    assert await page.evaluate("document.activeElement.tagName") == "BUTTON"
+    assert await page.evaluate("document.activeElement.textContent") == before
+
+
+async def test_starting_asks_for_a_folder_and_the_trust_dialog_is_answered_on_the_phone(
+        browser_page, tmp_path):
+    import json
+
+    app, fresh = tmp_path / "app", tmp_path / "fresh"
+    app.mkdir()
+    fresh.mkdir()
+    (tmp_path / ".claude.json").write_text(json.dumps(
+        {"projects": {str(app): {"hasTrustDialogAccepted": True}}}))
+    browser_page.port.env["CLAUDE_CONFIG_DIR"] = str(tmp_path)
+    page = await browser_page.open("/")
+    options = await page.eval_on_selector_all("form.new select option", "o => o.map(x => x.value)")
+    assert options[0] == str(app)  # the trusted folder first
+    await page.fill("form.new input[name=name]", "fresh")
+    await page.fill("form.new input[name=other]", str(fresh))
+    await page.click("form.new button[type=submit]")
+    await page.wait_for_selector("#flash.ok")
+    ((name,), kw), = browser_page.port.calls("start_session")
+    assert (name, kw["cwd"]) == ("fresh", str(fresh))
+
+    browser_page.port.add_session("claude-fresh", State.UNKNOWN)  # at its trust dialog
+    browser_page.port.sessions.get("claude-fresh").cwd = str(fresh)
+    browser_page.live.emit(Card(session="claude-fresh", text="• fresh", task=0))
+    await page.wait_for_selector("article.trust button[data-act=yes]")
+    await _shot(page, "trust-dialog-phone")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    await page.click("article.trust button[data-act=yes]")
+    await page.wait_for_selector("#flash.ok")
+    assert browser_page.port.calls("type_text") == [(("claude-fresh", ""), {})]

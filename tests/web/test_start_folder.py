@@ -1,0 +1,96 @@
+"""Starting a session from the page asks for its folder (the ones Claude Code trusts first),
+and Claude Code's folder trust dialog is shown there, answerable, while no prompt is typed
+into it (a prompt's keys would answer the dialog: its Enter pressed "No, exit")."""
+
+from __future__ import annotations
+
+import json
+
+from aipager.daemon.model import State
+from aipager.web import folders
+
+S = "claude-jim"
+
+
+def _claude_trusts(web, tmp_path, *trusted: str, untrusted: str = "") -> None:
+    """Claude Code's own config, as it writes it, in ``$CLAUDE_CONFIG_DIR``."""
+    projects = {f: {"hasTrustDialogAccepted": True, "allowedTools": []} for f in trusted}
+    if untrusted:
+        projects[untrusted] = {"hasTrustDialogAccepted": False}
+    home = tmp_path / "claude-home"
+    home.mkdir(exist_ok=True)
+    (home / ".claude.json").write_text(json.dumps({"numStartups": 3, "projects": projects}))
+    web.port.env["CLAUDE_CONFIG_DIR"] = str(home)
+
+
+def test_trust_is_claude_codes_accepted_dialog_and_covers_the_folders_under_it():
+    config = {"projects": {"/srv/app": {"hasTrustDialogAccepted": True},
+                           "/srv/other": {"hasTrustDialogAccepted": False},
+                           "relative": {"hasTrustDialogAccepted": True}, "/x": "junk"}}
+    found = folders.trusted(config)
+    assert found == ["/srv/app"]
+    assert folders.is_trusted("/srv/app/web", found) and folders.is_trusted("/srv/app/", found)
+    assert not folders.is_trusted("/srv/application", found)
+    assert not folders.is_trusted("/srv/other", found)
+    assert folders.trusted({"projects": []}) == [] and folders.trusted(None) == []
+
+
+async def test_the_page_offers_the_trusted_folders_first_and_starts_where_asked(web, tmp_path):
+    app, gone = tmp_path / "app", tmp_path / "gone"
+    app.mkdir()
+    _claude_trusts(web, tmp_path, str(app), str(gone))
+    await web.sign_in()
+    found = await (await web.get("/api/folders")).json()
+    assert found["trusted"] == [str(app)]  # a folder no longer there is not offered
+    assert found["default"]
+    started = await (await web.post("/api/sessions", {"name": "new1", "folder": str(app)})).json()
+    assert started["ok"] and str(app) in started["message"]
+    ((name,), kw), = web.port.calls("start_session")
+    assert (name, kw["cwd"]) == ("new1", str(app))
+    missing = await web.post("/api/sessions", {"name": "new2", "folder": str(gone)})
+    assert missing.status == 409 and len(web.port.calls("start_session")) == 1
+
+
+async def test_the_trust_dialog_needs_the_person_and_holds_off_prompts(web, tmp_path):
+    trusted, fresh = tmp_path / "app", tmp_path / "fresh"
+    trusted.mkdir()
+    fresh.mkdir()
+    _claude_trusts(web, tmp_path, str(trusted), untrusted=str(fresh))
+    await web.sign_in()
+    web.port.add_session(S, State.UNKNOWN)  # started, no hook yet: at the dialog
+    web.port.sessions.get(S).cwd = str(fresh)
+    (need,) = (await (await web.get("/api/state")).json())["needs"]
+    assert (need["kind"], need["session"], need["cwd"]) == ("trust", S, str(fresh))
+    assert [a["act"] for a in need["answers"]] == ["yes", "no"]
+    # the session's own view shows it too, with its buttons
+    own = await (await web.get(f"/api/sessions/{S}")).json()
+    assert [n["kind"] for n in own["needs"]] == ["trust"]
+
+    refused = await web.post(f"/api/sessions/{S}/prompt", {"text": "hello"})
+    assert refused.status == 409 and "trust its folder" in (await refused.json())["message"]
+    assert web.port.calls("type_prompt") == [] and web.port.calls("type_text") == []
+
+    ok = await (await web.post(f"/api/sessions/{S}/trust", {"act": "yes"})).json()
+    assert ok["ok"]
+    assert web.port.calls("type_text") == [((S, ""), {})]  # Enter: its first choice, "Yes"
+    (audited,) = [c for c in web.port.calls("audit_action") if c[0][0] == "folder_trusted"]
+    assert audited[1]["folder"] == str(fresh)
+
+    # once it started (its first hook), nothing asks and prompts go in
+    web.port.sessions.get(S).claude_session_id = "abc"
+    web.port.add_session(S, State.READY)
+    assert (await (await web.get("/api/state")).json())["needs"] == []
+    sent = await web.post(f"/api/sessions/{S}/prompt", {"text": "hello"})
+    assert sent.status == 200 and len(web.port.calls("type_prompt")) == 1
+
+
+async def test_a_session_in_a_trusted_folder_is_not_asked_about(web, tmp_path):
+    app = tmp_path / "app"
+    (app / "web").mkdir(parents=True)
+    _claude_trusts(web, tmp_path, str(app))
+    await web.sign_in()
+    web.port.add_session(S, State.UNKNOWN)
+    web.port.sessions.get(S).cwd = str(app / "web")
+    assert (await (await web.get("/api/state")).json())["needs"] == []
+    no = await web.post(f"/api/sessions/{S}/trust", {"act": "yes"})
+    assert no.status == 409 and web.port.calls("type_text") == []
