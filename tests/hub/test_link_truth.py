@@ -27,7 +27,7 @@ async def test_a_frozen_broker_is_a_lost_link_and_its_return_a_link_again(machin
     proc = machines.broker.proc
     proc.send_signal(signal.SIGSTOP)  # the socket stays open; nothing answers
     try:
-        await eventually(lambda: not box.link.connected and not hub.link.connected, 20,
+        await eventually(lambda: not box.link.connected and not hub.link.connected, 60,
                          "the frozen broker seen as lost")
         facts = box.link.facts()["hub_link"]
         assert facts["connected"] is False and facts["since"] >= first
@@ -55,7 +55,7 @@ async def test_a_revoked_host_is_told_and_asks_again_only_rarely(machines, monke
         {k: v for k, v in PASSWORDS.items() if k != "box"}))
     broker.proc.send_signal(signal.SIGHUP)
 
-    await eventually(lambda: box.link.revoked, 20, "box told it was revoked")
+    await eventually(lambda: box.link.revoked, 60, "box told it was revoked")
     facts = box.link.facts()["hub_link"]
     assert facts["connected"] is False and facts["revoked"] is True
     assert facts["problem"].startswith("revoked")
@@ -82,7 +82,7 @@ async def test_a_credential_refused_at_the_first_connection_is_revoked_at_once(m
     box = Host(machines.host_envs["box"], machines.broker.url, "box",
                creds=Creds("box", "not-the-password"))
     machines.hosts["box"] = box
-    await eventually(lambda: box.link.revoked, 15, "box told it was refused")
+    await eventually(lambda: box.link.revoked, 60, "box told it was refused")
     facts = box.link.facts()["hub_link"]
     assert facts["problem"].startswith("revoked") and facts["connected"] is False
     await asyncio.sleep(3)
