@@ -77,7 +77,22 @@ class Actions:
             name = sess.name.lower()
             if sess.label.lower() == label or name == label or name == f"claude-{label}":
                 return sess
+        # ``jim_box`` is ``jim@box``: in a group ``/jim@box`` reads as a command for another
+        # bot (named box) and privacy mode never delivers it; ``/jim_box`` always arrives
+        # (names and hosts may hold ``_`` too: each ``_`` is tried as the ``@``)
+        if "@" not in label:
+            for at in (i for i, c in enumerate(label) if c == "_" and 0 < i < len(label) - 1):
+                found = self.find(f"{label[:at]}@{label[at + 1:]}")
+                if found is not None:
+                    return found
         return None
+
+    def namesakes(self, label: str) -> list[Session]:
+        """The running sessions of several machines that share the name ``label``
+        (``jim@box``, ``jim@vm``): ``/jim`` names none of them alone."""
+        key = label.strip().lstrip("/").lower()
+        return [s for s in self.live_sessions()
+                if "@" in s.label and s.label.lower().split("@", 1)[0] == key]
 
     def target(self, chat_id: int, reply_to: int | None) -> Session | None:
         """Where a plain message goes: the session of the replied-to message, else the

@@ -133,6 +133,16 @@ def status_bar(sessions: Sequence[Session]) -> str:
     return "📟 " + " · ".join(parts)
 
 
+def on_machines(labels: Sequence[str]) -> list[str]:
+    """The /help line for sessions of other machines (a hub), when any runs: the form of
+    ``/jim@box`` that every chat delivers (``@box`` reads as another bot's name)."""
+    example = next((label for label in labels if "@" in label), None)
+    if example is None:
+        return []
+    return [_("On a machine of the hub: /NAME_HOST text (like /{example}); in a group add "
+              "the bot's name: /NAME_HOST@bot.").format(example=example.replace("@", "_"))]
+
+
 def help_text(sessions: Sequence[Session], current: str | None) -> str:
     live = [s.label for s in sessions if is_live(s)]
     if current:
@@ -147,6 +157,7 @@ def help_text(sessions: Sequence[Session], current: str | None) -> str:
         _("aipager — Claude Code from your phone."),
         where,
         _("Reply to a session's message to talk to that session; /NAME text sends to NAME."),
+        *on_machines(live),
         "",
         *(f"/{name} — {_(words)}" for name, words in COMMANDS),
         "",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import typer
 
@@ -209,16 +210,110 @@ def _private_files(env: dict[str, str]) -> Check:
     return Check("private files", False, "; ".join(problems), "; ".join(fixes))
 
 
-def _daemon(env: dict[str, str]) -> Check:
+def _daemon(env: dict[str, str], start: str = "aipager start") -> Check:
     pids = sorted(daemon_pids(env))
     if pids:
         return Check("daemon", True, f"running (pid {', '.join(map(str, pids))})")
     return Check("daemon", False, "not running",
-                 "run `aipager start` (foreground) or `aipager service install`")
+                 f"run `{start}` (foreground) or `aipager service install"
+                 f"{start.removeprefix('aipager start')}`")
+
+
+_NEW_INVITE = ("ask for a new invite (`aipager hub invite NAME` on the hub) and join with "
+               "the new file")
+
+
+def _joined(env: dict[str, str], joined: Any) -> list[Check]:
+    """A host of a hub: its credential file and the hub's address instead of a bot."""
+    from aipager.hub.conn import check_transport
+    from aipager.hub.creds import read_creds
+
+    try:
+        who = read_creds(joined.creds)
+    except AipagerError as exc:
+        return [Check("hub creds", False, str(exc), _NEW_INVITE)]
+    checks = [Check("hub creds", True, f"{joined.creds} (host {who.user})")]
+    try:
+        check_transport(joined.url, who)
+    except AipagerError as exc:
+        checks.append(Check("hub address", False, str(exc), _NEW_INVITE))
+    else:
+        how = "TLS with the hub's own CA" if who.ca else "loopback"
+        checks.append(Check("hub address", True, f"{joined.url} ({how})"))
+    return checks
+
+
+def link_check(facts: Any, url: str, now: float) -> Check:
+    """What the running daemon last saved about its link to the hub (pure)."""
+    if not isinstance(facts, dict):
+        return Check("hub link", False, "the daemon has not said anything about the hub yet",
+                     "look at `aipager status --json` again in a few seconds")
+    since = facts.get("since")
+    when = (time.strftime(" since %H:%M:%S", time.localtime(since))
+            if isinstance(since, (int, float)) and since <= now else "")
+    if facts.get("connected"):
+        return Check("hub link", True, f"connected to {url}{when}")
+    if facts.get("revoked"):
+        return Check("hub link", False, f"{facts.get('problem') or 'revoked'}{when}",
+                     _NEW_INVITE)
+    if facts.get("problem"):
+        return Check("hub link", False, str(facts["problem"]), _NEW_INVITE)
+    return Check("hub link", False, f"not connected{when or ' yet'}: the hub's broker at "
+                 f"{url} does not answer", "check that the hub runs (`aipager start --hub`) "
+                 "and that this machine reaches it")
+
+
+def _host_checks(env: dict[str, str], joined: Any) -> list[Check]:
+    """Every check of a machine that joined a hub: no config, bot or chat (the hub owns
+    them), its credential, the hub's address and the link instead."""
+    from aipager.cli.status_cmd import load_state
+
+    start = f"aipager start --join {joined.url} --creds {joined.creds}"
+    checks = _joined(env, joined)
+    checks.append(_program("dtach", lambda: dtach.dtach_binary(env),
+                           "reinstall aipager (it brings dtach-bin) or install dtach"))
+    checks.append(_program("claude", lambda: dtach.claude_binary(env, None),
+                           "install Claude Code"))
+    checks += [Check(c.name, c.ok, c.detail, c.fix.replace("`aipager config rewire` (or "
+                                                           "`aipager setup`)", f"`{start}`"))
+               for c in _wiring(env)]
+    checks += _hooks(env)
+    checks.append(_socket(env))
+    checks.append(_floor(env))
+    checks.append(_saved_state(env))
+    checks.append(_private_files(env))
+    daemon = _daemon(env, start)
+    checks.append(daemon)
+    if daemon.ok:
+        state, _problem = load_state(env)
+        facts = state.get("daemon") if isinstance(state, dict) else None
+        checks.append(link_check(facts.get("hub_link") if isinstance(facts, dict) else None,
+                                 joined.url, time.time()))
+    return checks
+
+
+def _joined_hub(env: dict[str, str]) -> Any:
+    """The hub this machine is a host of, or None.  The join's record stays after a plain
+    start (it keeps the credential file in the floor), so a running daemon decides by
+    whether it has a hub link; a stopped one, by whether a chat was set up."""
+    from aipager.cli.status_cmd import load_state
+    from aipager.hub import joined
+
+    record = joined.load(env)
+    if record is None:
+        return None
+    if daemon_pids(env):
+        state, _problem = load_state(env)
+        facts = state.get("daemon") if isinstance(state, dict) else None
+        return record if isinstance(facts, dict) and "hub_link" in facts else None
+    return None if config.exists(env) else record
 
 
 def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
     """Every check, in the order a person would fix them."""
+    host = _joined_hub(env)
+    if host is not None:
+        return _host_checks(env, host)
     first, cfg = _config(env)
     checks = [first]
     if not offline:
@@ -243,7 +338,8 @@ def doctor(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     offline: bool = typer.Option(False, "--offline", help="Skip the Telegram checks."),
 ) -> None:
-    """Check config, token, chat, dtach, claude, wiring, hook builds, socket and daemon."""
+    """Check config, token, chat, dtach, claude, wiring, hook builds, socket and daemon
+    (on a host of a hub: its credential, the hub's address and the link instead of the bot)."""
     checks = run_checks(_env(), offline=offline)
     failed = [c for c in checks if not c.ok]
     if as_json:

@@ -53,9 +53,7 @@ def start(
                 "a hub owns the Telegram bot: run `aipager setup` first")
             raise ConfigError(msg)
         # No Telegram yet: the page alone.  Claude Code is wired as `aipager setup` does.
-        result = claude_code.install(env)
-        if result.changed:
-            typer.echo(f"Wired Claude Code: {result.path} (backup: {result.backup})")
+        _wire_claude_code(env)
         typer.echo("Telegram is not set up yet: `aipager setup` connects it later.")
     ensure_folders(env)  # a read-only HOME or state folder stops here, in one line
     log_path = setup_logging(env, verbose)
@@ -86,9 +84,22 @@ def _become_daemon(**options: Any) -> None:
     exec_daemon(daemon_argv(**options))
 
 
+def _wire_claude_code(env: dict[str, str]) -> None:
+    """Wire Claude Code's settings.json (idempotent), saying so when something changed."""
+    result = claude_code.install(env)
+    if result.changed:
+        typer.echo(f"Wired Claude Code: {result.path}"
+                   + (f" (backup: {result.backup})" if result.backup else ""))
+    for note in result.notes:
+        typer.echo(f"Note: {note}")
+
+
 def _start_joined(env: dict[str, str], verbose: bool, join: str, creds: str, hub: bool) -> None:
     """``start --join URL --creds FILE``: a host of a hub; no bot token, no config needed."""
     who, url = _joining(hub, join, creds)
+    # a host never runs `aipager setup` (no bot): without the hooks nothing of its sessions
+    # would reach the hub and the safety hook would not guard what the chat types there
+    _wire_claude_code(env)
     ensure_folders(env)
     _record_join(env, url, creds)
     log_path = setup_logging(env, verbose)
@@ -187,7 +198,11 @@ def service_install(
                               help="The credential file `aipager hub invite` made."),
 ) -> None:
     """Write the user unit, enable it and start it (as `aipager start` with these options)."""
-    _service("install", _start_args(_env(), hub, join, creds))
+    env = _env()
+    args = _start_args(env, hub, join, creds)
+    if join or creds:
+        _wire_claude_code(env)  # as `start --join` does, before the unit runs it
+    _service("install", args)
 
 
 def _start_args(env: dict[str, str], hub: bool, join: str, creds: str) -> tuple[str, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import typer
@@ -107,6 +108,12 @@ def status(
     url = page_url(state)
     if pids and url:
         typer.echo(f"page: {url}  (`aipager page` prints a sign-in link)")
+    link = facts.get("hub_link") if pids and isinstance(facts, dict) else None
+    if isinstance(link, dict):  # a host of a hub: its link, as doctor says it
+        from aipager.cli.doctor_cmd import link_check
+
+        said = link_check(link, str(link.get("url") or "the hub"), time.time())
+        typer.echo(f"hub: {said.detail} (as {link.get('host')})")
     chat = ((state or {}).get("daemon") or {}).get("chat") if isinstance(state, dict) else None
     if pids and isinstance(chat, dict):
         typer.echo(f"chat: {chat.get('chat_id')} via @{chat.get('bot') or '?'} · Telegram "

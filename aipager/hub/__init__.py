@@ -24,6 +24,7 @@ Modules, one purpose each:
 - ``conn``: connecting to the broker.
 - ``outlog``: a host's durable log of what it has not yet published.
 - ``host``: a joined host's link (publish outputs, run commands).
+- ``joined``: which hub this machine joined, with which credential (for ``doctor``).
 - ``link``: the hub's link (take outputs, send commands, know the hosts).
 - ``port``: ``HubPort``, the chat's ``DaemonPort`` over the local daemon and the hosts.
 - ``status``: the sessions grouped by host, as ``/status`` could show them.

@@ -1,5 +1,12 @@
 """Connecting to the broker: retried until it answers, reconnecting for ever after.
 
+The client pings the broker every ``PING_SECONDS`` and takes ``MAX_PINGS_OUT`` unanswered
+pings as a lost connection: a broker that is frozen (stopped, its machine suspended, a
+network that drops packets without a reset) keeps the socket open, and nats-py's own
+two-minute default would show the link "connected" for minutes.  A broker that refuses the
+credential ("Authorization Violation": the host was revoked) is ``HubRefused``, at the first
+connection or later, and not retried by the client.
+
 A credential with the hub's CA certificate connects over TLS, trusting that CA
 alone; one without is refused for a hub beyond loopback before anything is
 sent (``check_transport``).  A TLS failure is not retried: a certificate that
@@ -16,7 +23,7 @@ from typing import Any, Callable, Coroutine, Iterable
 from urllib.parse import urlsplit
 
 from aipager.aio import cancel_and_wait
-from aipager.proto.errors import ConfigError
+from aipager.proto.errors import ConfigError, HubRefused
 from aipager.hub import tls
 from aipager.hub.creds import Creds
 
@@ -24,6 +31,12 @@ log = logging.getLogger("aipager.hub")
 
 #: seconds between connection attempts while the broker does not answer
 RETRY_SECONDS = 1.0
+#: seconds between the client's pings, and how many may go unanswered before the
+#: connection counts as lost (so a frozen broker shows within about 15 s)
+PING_SECONDS = 5
+MAX_PINGS_OUT = 2
+#: seconds between two looks at whether the client closed itself
+CLOSED_CHECK = 0.5
 
 
 async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
@@ -42,11 +55,14 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
     options: dict[str, Any] = ({"nkeys_seed_str": creds.seed} if creds.seed
                                else {"user": creds.user, "password": creds.password})
     options["reconnect_time_wait"] = RETRY_SECONDS
+    options["ping_interval"] = PING_SECONDS
+    options["max_outstanding_pings"] = MAX_PINGS_OUT
     if creds.ca:
         options["tls"] = tls.client_context(creds.ca)
     told = False
     client: list[Any] = []
     refused: list[ssl.SSLError] = []
+    denied: list[Exception] = []
     attempt: asyncio.Task | None = None
 
     async def on_error(exc: Exception) -> None:
@@ -54,6 +70,16 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
             # the client would retry a handshake that cannot succeed, for ever: stop it
             refused.append(exc)
             attempt.cancel()
+            return
+        if not client and is_refusal(exc) and attempt is not None:
+            # the first connection refused: nats-py would ask again every second, for ever
+            denied.append(exc)
+            attempt.cancel()
+            return
+        if client and is_refusal(exc) and not client[0].is_closed:
+            # a reconnect refused: the client would ask again every second for ever; closed,
+            # ``serve`` ends the link with ``HubRefused``
+            asyncio.ensure_future(client[0].close())
             return
         log.warning("broker %s: %s", url, exc)
 
@@ -80,18 +106,40 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
             client.append(nc)
             return nc
         except asyncio.CancelledError:
-            if refused:
+            if refused or denied:
                 with contextlib.suppress(Exception):
                     await nc.close()  # the half-open client: no socket or task left behind
+            if refused:
                 raise tls_refusal(url, creds, refused[0]) from refused[0]
+            if denied:
+                raise refusal(creds.user) from denied[0]
             raise
         except ssl.SSLError as exc:
             raise tls_refusal(url, creds, exc) from exc
         except Exception as exc:  # noqa: BLE001 - any failure: try again
+            if is_refusal(exc):
+                with contextlib.suppress(Exception):
+                    await nc.close()
+                raise refusal(creds.user) from exc
             if not told:
                 log.warning("cannot reach the broker at %s (%s); trying again", url, exc)
                 told = True
             await asyncio.sleep(RETRY_SECONDS)
+
+
+def is_refusal(exc: BaseException | None) -> bool:
+    """Whether the broker refused the credential (nats-py says so in two ways: its
+    ``AuthorizationError`` on a live connection, the server's words at connecting)."""
+    import nats.errors
+
+    return isinstance(exc, nats.errors.AuthorizationError) or (
+        exc is not None and "authorization violation" in str(exc).lower())
+
+
+def refusal(user: str) -> HubRefused:
+    return HubRefused(f"revoked: the hub refused this host's credential ({user}), revoked "
+                      "or invited again since. Ask for a new invite (aipager hub invite "
+                      "NAME on the hub) and join with the new file")
 
 
 def check_transport(url: str, creds: Creds) -> None:
@@ -127,7 +175,7 @@ async def serve(nc: Any, tasks: set[asyncio.Task], loops: Iterable[Coroutine[Any
     the others are cancelled and the connection ``nc`` closed (``tasks`` is empty again,
     ready for the link's next run)."""
     try:
-        for coro in loops:
+        for coro in (*loops, _until_closed(nc)):
             tasks.add(asyncio.create_task(coro))
         await asyncio.gather(*tasks)
     finally:
@@ -136,3 +184,16 @@ async def serve(nc: Any, tasks: set[asyncio.Task], loops: Iterable[Coroutine[Any
         with contextlib.suppress(Exception):
             await nc.close()
 
+
+
+async def _until_closed(nc: Any) -> None:
+    """Raise once the client closed by itself (the broker refused the credential, or
+    closed the connection for good): the link's loops would otherwise go on trying a
+    closed client, and ``connected`` would never change."""
+    while not nc.is_closed:
+        await asyncio.sleep(CLOSED_CHECK)
+    exc = nc.last_error
+    if is_refusal(exc):
+        raise refusal(str(nc.options.get("name") or "aipager"))
+    msg = f"the broker closed the connection ({exc or 'no reason given'})"
+    raise ConnectionError(msg)

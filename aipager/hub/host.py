@@ -14,7 +14,11 @@ with the session it is about, to the durable ``OutLog``) and its service
   hub no longer waits for (older than its ``ttl``) is refused, not run late.
 
 Should any of that fail, the link starts again (``supervise``: backoff);
-``connected`` is true only while the broker connection is up.
+``connected`` is true only while the broker connection is up (a frozen broker
+counts as down once its pings go unanswered: ``conn``), and ``since`` says from
+when.  A broker that refuses the credential (the hub revoked this host) is
+said as ``revoked`` (status, doctor, the log) and asked again only every
+``REFUSED_RETRY`` seconds.
 
 The hook's safety decision never involves the link: a tap arrives as a
 command, and this daemon answers its own hook.
@@ -30,7 +34,7 @@ from typing import Any, Callable, Mapping
 
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
-from aipager.proto.errors import ConfigError
+from aipager.proto.errors import ConfigError, HubRefused
 from aipager.hub import codec, commands, layout, names, supervise
 from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
@@ -46,6 +50,9 @@ STATE_CHECK = 0.2
 PUBLISH_TIMEOUT = 3.0
 #: seconds one fetch of commands waits
 FETCH_SECONDS = 2.0
+#: seconds between two tries once the hub refused this host's credential (revoked: a new
+#: invite is needed, which a person brings; asking every second would only fill logs)
+REFUSED_RETRY = 600.0
 
 
 class HostLink:
@@ -63,6 +70,10 @@ class HostLink:
         self.log = OutLog(layout.link_meta(self.env), layout.link_outbox(self.env))
         self.port: DaemonPort | None = None
         self.connected = False
+        #: wall-clock time ``connected`` last changed (None before the first try)
+        self.since: float | None = None
+        #: the broker refused this host's credential (revoked) at the last try
+        self.revoked = False
         #: why the link cannot join the hub ("" while nothing stands in its way)
         self.problem = ""
         self.counters = {"published": 0, "commands": 0, "commands_refused": 0}
@@ -85,6 +96,7 @@ class HostLink:
 
     def facts(self) -> dict[str, Any]:
         return {"hub_link": {"host": self.host, "url": self.url, "connected": self.connected,
+                             "since": self.since, "revoked": self.revoked,
                              "problem": self.problem or None,
                              "unsent": len(self.log.pending), **self.counters}}
 
@@ -129,9 +141,30 @@ class HostLink:
 
     async def _run_once(self, up: Callable[[], None]) -> None:
         try:
+            await self._connected_once(up)
+        except HubRefused as exc:
+            self._refused(exc)
+            await asyncio.sleep(REFUSED_RETRY)
+            raise  # tried again (``keep_running``): a new invite may have the same name
+
+    def _refused(self, exc: HubRefused) -> None:
+        """The hub revoked this host: said once per streak, in the log and the state."""
+        self._link_up(False)
+        self.counters["refused"] = self.counters.get("refused", 0) + 1
+        if not self.revoked:
+            log.error("the hub at %s refused this host (%s): %s; trying again every %.0f "
+                      "minutes", self.url, self.host, exc, REFUSED_RETRY / 60)
+        self.revoked, self.problem = True, str(exc)
+        if self.on_change is not None:
+            self.on_change()
+
+    async def _connected_once(self, up: Callable[[], None]) -> None:
+        try:
             self._nc = await connect(self.url, self.creds,
                                      inbox_prefix=names.inbox_prefix(self.host),
                                      name=f"aipager host {self.host}", on_link=self._link_up)
+        except HubRefused:
+            raise
         except ConfigError as exc:
             # (TLS that cannot work): said once, shown by `aipager status`, not retried
             self.problem = str(exc)
@@ -139,6 +172,7 @@ class HostLink:
             if self.on_change is not None:
                 self.on_change()
             return
+        self.revoked, self.problem = False, ""
         self._link_up(True)
         up()
         log.info("joined the hub at %s as %s", self.url, self.host)
@@ -153,8 +187,8 @@ class HostLink:
         """The broker connection is up or down: ``status`` says so."""
         if up and (self._nc is None or self._nc.is_closed):
             return  # a reconnect reported for a client already let go
-        if self.connected != up:
-            self.connected = up
+        if self.connected != up or self.since is None:
+            self.connected, self.since = up, time.time()
             if self.on_change is not None:
                 self.on_change()
 

@@ -3,7 +3,8 @@
 ``HubLink.run`` (a daemon service on the hub) connects as the hub's user,
 creates the streams and consumers (``streams``), then
 
-- takes outputs and answers from ``hub-out`` in order, each read by ``codec``.  A
+- takes outputs and answers from ``out-<host>``, each host's in order and the
+  hosts side by side (one host's burst delays only its own), each read by ``codec``.  A
   record that cannot be read is acknowledged (never given again), kept in the
   dead letters (``deadletter``) and told to the owner once per host per hour
   (``ration``): one host's bad record stops neither its later ones nor others'.  Per host it remembers
@@ -38,6 +39,7 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
+from aipager.aio import cancel_and_wait
 from aipager.daemon import render
 from aipager.daemon.model import State
 from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
@@ -46,6 +48,7 @@ from aipager.hub.codec import BadRecord, OutputRecord, ReplyRecord, Snapshot
 from aipager.hub.commands import Command, HostUnreachable
 from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
+from aipager.hub.relabel import relabel
 from aipager.hub.view import HostsView
 from aipager.proto import fsio
 
@@ -85,6 +88,9 @@ class HubLink:
         self.local_name = local_name
         #: called when what ``facts`` says changed (the composition root saves the state)
         self.on_change: Callable[[], Any] | None = None
+        #: the chat's label of a host's session (``HubPort`` sets it): ``h1@box`` when
+        #: another machine runs an ``h1`` (a host's texts are made again with it)
+        self.label_of: Callable[[str], str | None] | None = None
         #: the broker connection is up and the streams are set up (``aipager status``)
         self.connected = False
         self.counters = {"outputs": 0, "repeats_skipped": 0, "unreadable": 0,
@@ -274,7 +280,24 @@ class HubLink:
             await take(msgs)
 
     async def _outputs(self, js: Any) -> None:
-        await self._fetching(js, names.OUT_STREAM, names.HUB_OUT_CONSUMER, self._take_outputs)
+        """One ordered reader per host whose consumer is made (a host invited while the
+        link runs gets its reader within ``HOSTS_SECONDS``); a reader's failure is the
+        link's."""
+        readers: dict[str, asyncio.Task] = {}
+        try:
+            while True:
+                for host in sorted(self._consumers - set(readers)):
+                    readers[host] = asyncio.create_task(self._fetching(
+                        js, names.OUT_STREAM, names.out_consumer(host), self._take_outputs))
+                for task in readers.values():
+                    if task.done():
+                        task.result()  # raises what ended it
+                if readers:
+                    await asyncio.wait(set(readers.values()), timeout=HOSTS_SECONDS)
+                else:
+                    await asyncio.sleep(HOSTS_SECONDS)
+        finally:
+            await cancel_and_wait(set(readers.values()))
 
     async def _take_outputs(self, msgs: list[Any]) -> None:
         for msg in msgs:
@@ -294,7 +317,7 @@ class HubLink:
                 await msg.ack()
 
     def _take_one(self, msg: Any) -> str | None:
-        """One record of ``hub-out`` taken; why it cannot be, for a bad one."""
+        """One record of a host's output consumer taken; why it cannot be, for a bad one."""
         host = names.host_of_subject(msg.subject)
         if host is None:
             return "not on a host's subject"
@@ -350,7 +373,11 @@ class HubLink:
         if rec.sess is not None:
             self.view.note_session(host, rec.sess, rec.stamp)
         self.counters["outputs"] += 1
-        self.notifier.emit(as_hub_output(rec.out, host))
+        out = as_hub_output(rec.out, host)
+        shown = self.label_of(out.session) if self.label_of is not None else None
+        if shown:  # two machines run an ``h1``: the host's own text says which
+            out = dataclasses.replace(out, text=relabel(out.text, shown))
+        self.notifier.emit(out)
 
     def _save_taken(self) -> None:
         try:

@@ -22,8 +22,9 @@ from aipager.proto.errors import ConfigError
 OUT_STREAM = "AIPAGER_OUT"
 CMD_STREAM = "AIPAGER_CMD"
 STATE_STREAM = "AIPAGER_STATE"
-#: the hub's consumer of every host's outputs
-HUB_OUT_CONSUMER = "hub-out"
+#: the one consumer of every host's outputs before each host had its own (``out_consumer``):
+#: deleted when the hub sets up
+OLD_OUT_CONSUMER = "hub-out"
 #: the hub's consumer of every host's latest sessions (made anew at each start)
 HUB_STATE_CONSUMER = "hub-state"
 #: the NATS user the hub itself connects as
@@ -60,6 +61,11 @@ def cmd_subject(host: str) -> str:
 
 def cmd_consumer(host: str) -> str:
     return f"cmd-{host}"
+
+
+def out_consumer(host: str) -> str:
+    """The hub's consumer of one host's outputs (each host read in its own order)."""
+    return f"out-{host}"
 
 
 def inbox_prefix(host: str) -> str:

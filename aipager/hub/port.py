@@ -89,9 +89,14 @@ class HubPort:
         self.env: Mapping[str, str] = local.env
         self.started_at: float = local.started_at
         self._sessions = MergedSessions(local.sessions, link)
+        link.label_of = self._label_of
         #: (host, file id) of every file from the phone sent to a host already → when it
         #: should be there at the latest (``time.monotonic``)
         self._shipped: dict[tuple[str, str], float] = {}
+
+    def _label_of(self, name: str) -> str | None:
+        sess = self._sessions.get(name)
+        return sess.label if sess is not None else None
 
     @property
     def sessions(self) -> MergedSessions:

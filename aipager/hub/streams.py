@@ -2,7 +2,13 @@
 
 - ``AIPAGER_OUT`` (``aipager.*.out``): every host's outputs and answers, on file,
   deduplicated by ``Nats-Msg-Id`` for ``DUPLICATE_WINDOW``; read by the hub's
-  durable consumer ``hub-out`` (explicit acknowledgement, in order).
+  durable consumer ``out-<host>`` per host (explicit acknowledgement, in order per
+  host; one host's burst does not wait others' behind it).
+
+Every stream is bounded in bytes (together below the server's 2 GB file store) and
+per host in messages, discarding its oldest records: at a limit the broker makes room
+rather than refusing a host's publish, which the host would retry silently for ever;
+one host's flood pushes out its own oldest records, not another host's.
 - ``AIPAGER_CMD`` (``aipager.*.cmd``): commands for the hosts, deduplicated the
   same way; one durable consumer ``cmd-<host>`` per invited host.
 - ``AIPAGER_STATE`` (``aipager.*.state``): each host's latest sessions (one
@@ -11,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any, Iterable
 
@@ -23,6 +30,13 @@ DUPLICATE_WINDOW = 3600.0
 #: outputs nobody took are dropped after a week; commands after a day
 OUT_MAX_AGE = 7 * 24 * 3600.0
 CMD_MAX_AGE = 24 * 3600.0
+#: each stream's bytes at most (their sum stays under ``server.MAX_FILE``, 2 GB)
+OUT_MAX_BYTES = 1024 * 1024 * 1024
+CMD_MAX_BYTES = 512 * 1024 * 1024
+STATE_MAX_BYTES = 64 * 1024 * 1024
+#: records kept per host's subject: a week of a busy host's outputs, a day of commands
+OUT_MAX_PER_HOST = 200_000
+CMD_MAX_PER_HOST = 20_000
 #: a host acknowledges a command when it is done: a slow one (a question's dialog) takes
 #: some seconds
 CMD_ACK_WAIT = 120.0
@@ -41,41 +55,53 @@ async def ensure_streams(js: Any) -> None:
     configs = [
         api.StreamConfig(name=names.OUT_STREAM, subjects=["aipager.*.out"],
                          storage=api.StorageType.FILE, duplicate_window=DUPLICATE_WINDOW,
-                         max_age=OUT_MAX_AGE, discard=api.DiscardPolicy.OLD),
+                         max_age=OUT_MAX_AGE, max_bytes=OUT_MAX_BYTES,
+                         max_msgs_per_subject=OUT_MAX_PER_HOST, discard=api.DiscardPolicy.OLD),
         api.StreamConfig(name=names.CMD_STREAM, subjects=["aipager.*.cmd"],
                          storage=api.StorageType.FILE, duplicate_window=DUPLICATE_WINDOW,
-                         max_age=CMD_MAX_AGE, discard=api.DiscardPolicy.OLD),
+                         max_age=CMD_MAX_AGE, max_bytes=CMD_MAX_BYTES,
+                         max_msgs_per_subject=CMD_MAX_PER_HOST, discard=api.DiscardPolicy.OLD),
         api.StreamConfig(name=names.STATE_STREAM, subjects=["aipager.*.state"],
                          storage=api.StorageType.FILE, max_msgs_per_subject=1,
-                         discard=api.DiscardPolicy.OLD),
+                         max_bytes=STATE_MAX_BYTES, discard=api.DiscardPolicy.OLD),
     ]
     for config in configs:
         await _add_or_update(js, config)
 
 
 async def _add_or_update(js: Any, config: Any) -> None:
-    from nats.js.errors import BadRequestError
+    """Make the stream, or bring an existing one to ``config`` (an older aipager's had no
+    byte limits).  Never ``add_stream`` over an existing one: the server counts its bytes
+    limit again beside the one it reserved already and answers "insufficient storage"."""
+    from nats.js.errors import NotFoundError
 
     try:
+        await js.stream_info(config.name)
+    except NotFoundError:
         await js.add_stream(config)
-    except BadRequestError:
-        # it exists with another configuration (an older aipager): bring it up to date
-        await js.update_stream(config)
+        return
+    await js.update_stream(config)
 
 
 async def ensure_consumers(js: Any, hosts: Iterable[str]) -> None:
-    """The hub's output consumer and one command consumer per host (existing ones stay)."""
-    api = _api()
-    await _add_consumer(js, names.OUT_STREAM, api.ConsumerConfig(
-        durable_name=names.HUB_OUT_CONSUMER, filter_subject="aipager.*.out",
-        ack_policy=api.AckPolicy.EXPLICIT, deliver_policy=api.DeliverPolicy.ALL,
-        ack_wait=OUT_ACK_WAIT, max_deliver=-1, max_ack_pending=1000))
+    """Each host's output and command consumers (existing ones stay); the single output
+    consumer of older versions goes (each host's own consumer gives its records again
+    from the first kept: the hub's ``taken`` numbers skip what the chat showed)."""
+    from nats.js.errors import NotFoundError
+
+    with contextlib.suppress(NotFoundError):
+        await js.delete_consumer(names.OUT_STREAM, names.OLD_OUT_CONSUMER)
     for host in hosts:
         await ensure_host_consumer(js, host)
 
 
 async def ensure_host_consumer(js: Any, host: str) -> None:
+    """The hub's consumer of ``host``'s outputs, and ``host``'s of its commands."""
     api = _api()
+    await _add_consumer(js, names.OUT_STREAM, api.ConsumerConfig(
+        durable_name=names.out_consumer(host), filter_subject=names.out_subject(host),
+        ack_policy=api.AckPolicy.EXPLICIT, deliver_policy=api.DeliverPolicy.ALL,
+        ack_wait=OUT_ACK_WAIT, max_deliver=-1, max_ack_pending=1000))
     await _add_consumer(js, names.CMD_STREAM, api.ConsumerConfig(
         durable_name=names.cmd_consumer(host), filter_subject=names.cmd_subject(host),
         ack_policy=api.AckPolicy.EXPLICIT, deliver_policy=api.DeliverPolicy.ALL,

@@ -2,6 +2,7 @@
 
     AipagerError
     ├── ConfigError              config file missing, unreadable or invalid
+    │   └── HubRefused           the hub's broker refused this host's credential (revoked)
     ├── SettingsError            ~/.claude/settings.json cannot be read or written safely
     ├── PolicyError              a policy file or rule is unusable
     │   ├── PolicySchemaError    the document does not match policy/schema.json
@@ -36,6 +37,11 @@ class AipagerError(Exception):
 
 class ConfigError(AipagerError):
     exit_code = 3
+
+
+class HubRefused(ConfigError):
+    """The broker answered "Authorization Violation": the hub revoked this host (or never
+    invited this credential).  Trying again every second cannot help."""
 
 
 class SettingsError(AipagerError):

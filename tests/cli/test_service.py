@@ -133,8 +133,12 @@ def test_the_unit_runs_the_hub_or_joins_one(runner, systemctl, env, tmp_path, mo
     creds.write_creds(str(folder / "box.json"),
                       creds.Creds("box", url="nats://hub.lan:4222", ca=ca, seed=seed))
     monkeypatch.chdir(folder)
+    from aipager.install import claude_code
+
+    assert claude_code.check(env)  # nothing wired yet: the host never ran `aipager setup`
     result = runner.invoke(app, ["service", "install", "--creds", "box.json"])
     assert result.exit_code == 0, result.output
+    assert claude_code.check(env) == []  # wired, as `start --join` wires it
     assert exec_line().endswith(
         f'/aipager start --join nats://hub.lan:4222 --creds "{folder}/box.json"')
     result = runner.invoke(app, ["service", "install", "--join", "nats://10.0.0.5:4222",

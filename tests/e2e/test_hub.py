@@ -6,6 +6,7 @@ comes back once, threaded."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -61,8 +62,6 @@ def test_a_message_on_the_hub_runs_on_the_host_and_its_answer_comes_back_once(
     """``tls``: the hub listens on every address and hosts dial the machine's own address,
     so its server requires TLS (its own CA, in the credential) and the host signs in with
     its NKey over it; the hub's own client verifies the same certificate on loopback."""
-    import json
-
     from aipager import config
 
     port = _free_port()
@@ -127,3 +126,66 @@ def test_a_message_on_the_hub_runs_on_the_host_and_its_answer_comes_back_once(
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
             raise AssertionError("the embedded nats-server outlived the hub")
+
+
+def test_a_host_joined_with_the_readmes_commands_is_wired_and_reaches_the_chat(
+        hub_home, hook_programs, fake_telegram, fake_anthropic):
+    """Issue 34: a new machine that never ran `aipager setup` (no bot there) joins with the
+    README's two commands (`aipager hub invite`, `aipager start --join … --creds …`), and its
+    session is started with `aipager session NAME --detached`: Claude Code's settings.json
+    gets aipager's hooks at the join, so the session's events reach the hub's chat (without
+    them the host's daemon never heard of the session and the chat's message found none)."""
+    from aipager import config
+    from e2e.kit.dtachs import CliSession
+
+    port = _free_port()
+    write_config(hub_home)
+    env = hub_home.aipager_env()
+    cfg = config.load(env)
+    config.save(env, config.Config(cfg.bot_token, cfg.chat_id, cfg.members, extra={
+        **cfg.extra, "hub": {"name": "laptop", "listen": f"127.0.0.1:{port}"}}))
+    creds = os.path.join(hub_home.root, "box.json")
+    invite = subprocess.run([kit.installed_program("aipager"), "hub", "invite", "box", "--out",
+                             creds], env=env, capture_output=True, text=True, timeout=30)
+    assert invite.returncode == 0, invite.stderr
+    box = kit.make_home()  # a fresh machine: Claude Code installed, nothing of aipager wired
+    assert not os.path.exists(box.settings_path)
+    hub = Daemon(hub_home, api_base=fake_telegram.base, args=["--hub"])
+    hub.start()
+    host = Daemon(box, args=["--join", f"nats://127.0.0.1:{port}", "--creds", creds])
+    session = CliSession(box, fake_anthropic.base_url, list(TUI_ARGS))
+    try:
+        host.start()
+        assert box.read_settings() == kit.expected_settings(*hook_programs)
+        with open(host.output) as fh:
+            assert f"Wired Claude Code: {box.settings_path}" in fh.read()
+        fake_anthropic.script("E2E-JOIN", fa.bash("echo joined"), fa.text("Done on box."))
+        session.start()
+        host.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 40,
+                          "the session known to the host's daemon (its SessionStart hook)")
+        _wait_log(hub, "host box", "claude-e2e")
+        # doctor knows the machine is a host: no bot to set up, the link connected
+        doctor = subprocess.run([kit.installed_program("aipager"), "doctor", "--json"],
+                                env=box.aipager_env(), capture_output=True, text=True, timeout=60)
+        checks = {c["name"]: c for c in json.loads(doctor.stdout)}
+        assert not {"config", "token", "chat"} & set(checks), doctor.stdout
+        for name in ("hub creds", "hub address", "hub link", "settings.json", "daemon"):
+            assert checks[name]["ok"], checks[name]
+        assert checks["hub link"]["detail"].startswith(f"connected to nats://127.0.0.1:{port}")
+        phone = Phone(fake_telegram)
+        msg = phone.say("E2E-JOIN run it")
+        phone.wait(lambda snap: [p for p in phone.replies_to(msg["message_id"], snap)
+                                 if "Done on box." in p["text"]], 60, "the answer from box")
+        sess = host.wait_session(lambda s: s["task"] and s["task"].get("ended_at"), 20,
+                                 "the task done on the host")
+        # the Bash command went through the host's own hook (PreToolUse reached its daemon)
+        assert "echo joined" in json.dumps(sess)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- hub\n{hub.tail()}\n--- host\n{host.tail()}") from None
+    finally:
+        session.stop()
+        host.stop()
+        hub.stop()
+        import shutil
+
+        shutil.rmtree(box.root, ignore_errors=True)

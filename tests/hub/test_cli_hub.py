@@ -158,10 +158,17 @@ def test_start_join_runs_a_host_without_any_config(fake_main, tmp_path):
     ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
     who = creds.write_creds(str(tmp_path / "box.json"),
                             creds.Creds("box", "pw", "nats://hub.lan:4222", ca))
+    from aipager.install import claude_code
+
+    env = dict(os.environ)
+    assert claude_code.check(env)  # a fresh machine: Claude Code not wired
     result = CliRunner().invoke(app, ["start", "--creds", who])
     assert result.exit_code == 0, result.output
     assert fake_main == [{"cfg": None, "join": "nats://hub.lan:4222", "creds": who}]
-    assert not config.exists(dict(os.environ))
+    assert not config.exists(env)
+    # the host wires Claude Code's hooks as `aipager setup` would (no setup on a host)
+    assert claude_code.check(env) == []
+    assert "Wired Claude Code" in result.output
     result = CliRunner().invoke(app, ["start", "--join", "nats://other:4222", "--creds", who])
     assert fake_main[-1]["join"] == "nats://other:4222"
 
@@ -200,3 +207,33 @@ def test_start_hub_runs_the_hub_with_the_config(fake_main, hub_config):
     result = CliRunner().invoke(app, ["start", "--hub"])
     assert result.exit_code == 0, result.output
     assert fake_main[0]["hub"] is True and fake_main[0]["cfg"].chat_id == OWNER["id"]
+
+
+def test_doctor_on_a_joined_host_checks_the_hub_not_a_bot(fake_main, tmp_path):
+    """Issue 34: on a host doctor asked for `aipager setup` (a bot token the host has not)
+    and said nothing of the hub: it checks the credential, the address and the link."""
+    ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    who = creds.write_creds(str(tmp_path / "box.json"),
+                            creds.Creds("box", "pw", "nats://hub.lan:4222", ca))
+    assert CliRunner().invoke(app, ["start", "--creds", who]).exit_code == 0
+    result = CliRunner().invoke(app, ["doctor", "--json"])
+    doc = {c["name"]: c for c in json.loads(result.output)}
+    assert not {"config", "token", "chat", "group"} & set(doc)
+    assert doc["hub creds"]["ok"] and "host box" in doc["hub creds"]["detail"]
+    assert doc["hub address"]["ok"] and "nats://hub.lan:4222" in doc["hub address"]["detail"]
+    assert doc["settings.json"]["ok"]  # wired by the join
+    assert not doc["daemon"]["ok"]
+    assert doc["daemon"]["fix"].startswith(
+        f"run `aipager start --join nats://hub.lan:4222 --creds {who}`")
+    assert "service install --join" in doc["daemon"]["fix"]
+    assert not [c for c in doc.values() if "aipager setup" in c["fix"]]
+
+    os.unlink(who)  # the credential file moved away
+    doc = {c["name"]: c for c in json.loads(CliRunner().invoke(app, ["doctor", "--json"]).output)}
+    assert not doc["hub creds"]["ok"] and "new invite" in doc["hub creds"]["fix"]
+
+    # a chat set up here makes the machine a single one again: doctor checks the chat
+    config.save(dict(os.environ), config.Config(bot_token=TOKEN, chat_id=OWNER["id"]))
+    doc = {c["name"]: c for c in json.loads(
+        CliRunner().invoke(app, ["doctor", "--json", "--offline"]).output)}
+    assert "config" in doc and "hub creds" not in doc

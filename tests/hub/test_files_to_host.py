@@ -100,6 +100,40 @@ def test_a_piece_out_of_order_or_a_missing_file_is_an_error(tmp_path):
         f"see {transfer.incoming_dir(env)}/{fid}-bashrc now"
 
 
+async def test_a_file_prompt_on_a_host_is_the_phones_not_typed_at_the_computer(machines):
+    """Issue 34: the host renames the file to its own copy before typing; the note and the
+    prompt Claude Code submits are that final text, so the chat shows the phone's prompt
+    on the card and no "typed at the computer" echo."""
+    from fakes.telegram_api import OWNER
+
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    session = box.start("jim")
+    await hub_sees(hub, "claude-jim@box")
+    msg = await machines.fake.user_sends_document(b"log line\n", "run.log",
+                                                  caption="/jim what failed")
+    await eventually(lambda: box.sessions.pasted, 15, "typed on box")
+    (_, submitted), = box.sessions.pasted
+    note = box.sessions.typed[0][2]
+    assert note["text"] == submitted  # the note holds the final text, the host's path in it
+    here = box.sessions.typed[0][1].removeprefix("what failed ")
+    assert here.startswith(paths.files_dir(box.env))  # the host's own copy
+    box.feed(session, "queue_pickup", consumed=[{"msg_id": msg["message_id"],
+                                                "chat_id": OWNER["id"],
+                                                "author_user_id": OWNER["id"]}])
+    box.feed(session, "UserPromptSubmit", prompt=submitted, prompt_id="p1")
+    box.feed(session, "PreToolUse", tool_name="Read", tool_use_id="t1",
+             tool_input={"file_path": here})
+    await eventually(lambda: [m for m in machines.fake.bot_messages(OWNER["id"])
+                              if "jim · working" in str(m.get("text"))], 10, "the card")
+    task = box.daemon.core.registry.get(session).task
+    assert task.origin == "telegram" and task.prompt == f"what failed {here}"
+    box.feed(session, "Stop", prompt_id="p1", last_assistant_message="The disk was full.")
+    await machines.fake.wait_for("sendMessage", lambda p: "disk was full" in str(p.get("text")))
+    texts = [str(m.get("text")) for m in machines.fake.bot_messages(OWNER["id"])]
+    assert not [t for t in texts if "typed at the computer" in t], texts
+
+
 def test_a_file_in_a_persons_folder_lands_in_that_persons_folder_on_the_host(tmp_path):
     """The host's copy goes where the hub's lies (the person's folder, named by the hub's
     path, never by who names it in a prompt): the floor opens it to that person's tasks

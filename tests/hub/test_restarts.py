@@ -101,7 +101,7 @@ async def test_a_hub_restart_shows_nothing_twice(machines):
     # lost): its consumer is made anew from the first record
     await hub.stop()
     nc = await connect(machines.broker.url, Creds("hub", HUB_PW))
-    await nc.jetstream().delete_consumer(names.OUT_STREAM, names.HUB_OUT_CONSUMER)
+    await nc.jetstream().delete_consumer(names.OUT_STREAM, names.out_consumer("box"))
     await nc.close()
     hub = machines.start_hub()
     box.feed(session, "UserPromptSubmit", prompt="again", prompt_id="p2")

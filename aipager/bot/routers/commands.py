@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Awaitable
+from typing import Any, Awaitable, Sequence
 
 from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
@@ -25,7 +25,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 from aipager import dtach, locales
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender, refusal
-from aipager.bot.callbacks import (ModelChoice, ModelTap, SessionAct, SessionTap, Setting,
+from aipager.bot.callbacks import (ModelChoice, ModelTap, PickTap, SessionAct, SessionTap, Setting,
                                    SettingTap)
 from aipager.bot.chatstate import STYLES
 from aipager.bot.i18n import N_, _
@@ -416,6 +416,56 @@ async def on_session_command(message: Message, actions: Actions, sender: Sender,
     await actions.deliver(sess, message.chat.id, message.message_id, rest, sender)
 
 
+def namesakes(message: Message, actions: Actions,
+              bot_identity: tuple[int, str | None]) -> dict[str, list[Session]] | bool:
+    """The filter of ``/jim [text]`` when several machines run a ``jim``: them all."""
+    head = (message.text or "").partition(" ")[0]
+    name, at, host = head[1:].partition("@")
+    username = bot_identity[1]
+    if at and not (username and host.lower() == username.lower()):
+        return False
+    found = actions.namesakes(name) if name else []
+    return {"namesakes": found} if len(found) > 1 else False
+
+
+def command_form(label: str) -> str:
+    """``jim@box`` as a command every chat delivers: ``/jim_box``."""
+    return "/" + label.replace("@", "_")
+
+
+async def on_namesakes(message: Message, actions: Actions, sender: Sender, picks: dict,
+                       namesakes: list[Session]) -> None:
+    """``/jim`` with a ``jim`` on several machines: which one; with a text, a picker."""
+    rest = (message.text or "").partition(" ")[2].strip()
+    if rest:
+        offer_picker(actions, message, rest, sender, picks, namesakes)
+        return
+    bare = namesakes[0].label.split("@", 1)[0]
+    actions.say(message.chat.id, _("{session} runs on several machines: {commands}").format(
+        session=bare, commands=", ".join(command_form(s.label) for s in namesakes)),
+        reply_to=message.message_id)
+
+
+#: picker choices waiting for a tap: number → (chat, message id, text, sender, quoted)
+PICKS_KEPT = 50
+
+
+def offer_picker(actions: Actions, message: Message, text: str, sender: Sender, picks: dict,
+                 candidates: Sequence[Session], quoted: Any = None) -> None:
+    """Keep ``text`` until a tap on one of ``candidates`` says where it goes."""
+    chat_id = message.chat.id
+    number = max(picks, default=0) + 1
+    picks[number] = (chat_id, message.message_id, text, sender, quoted)
+    while len(picks) > PICKS_KEPT:
+        picks.pop(next(iter(picks)))
+    kb = InlineKeyboardBuilder()
+    for s in candidates:
+        kb.button(text=s.label, callback_data=PickTap(h=actions.state.handle("session", s.name),
+                                                      n=number))
+    actions.say(chat_id, view.picker_text("send"), markup=view.markup(kb.adjust(1)),
+                reply_to=message.message_id)
+
+
 async def on_unknown_command(message: Message, actions: Actions) -> None:
     """Anything else starting with /."""
     head = (message.text or "").partition(" ")[0]
@@ -437,6 +487,8 @@ def make_router() -> Router:
     router.message.register(on_model, Command("model"), flags=like("model"))
     router.message.register(on_settings, Command("settings"))
     router.message.register(on_session_command, F.text.startswith("/"), running_session,
+                            flags=like("session"))
+    router.message.register(on_namesakes, F.text.startswith("/"), namesakes,
                             flags=like("session"))
     router.message.register(on_unknown_command, F.text.startswith("/"))
     return router

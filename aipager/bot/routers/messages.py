@@ -23,20 +23,17 @@ from aiogram import F, Router
 from aiogram.dispatcher.event.bases import SkipHandler
 from aiogram.fsm.context import FSMContext
 from aiogram.types import Document, Message, PhotoSize
-from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager.bot import files, view
 from aipager.bot.actions import Actions, Sender, refusal
-from aipager.bot.callbacks import PickTap
 from aipager.bot.i18n import _, number
-from aipager.bot.routers.commands import NextMessage, name_and_first, start_session
+from aipager.bot.routers.commands import (NextMessage, name_and_first, offer_picker,
+                                          start_session)
 from aipager.bot.rights import APPROVE, PROMPT, need
 from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Refused
 
 log = logging.getLogger("aipager.bot")
 
-#: picker choices waiting for a tap: number → (chat, message id, text, sender, quoted)
-PICKS_KEPT = 50
 #: seconds an album waits for more parts
 ALBUM_SETTLE = 1.5
 
@@ -65,7 +62,8 @@ async def send_text(actions: Actions, message: Message, sender: Sender, text: st
     chat_id = message.chat.id
     head, _sep, rest = text.partition(" ")
     if head.startswith("/") and rest.strip():
-        named = actions.find(head[1:].split("@", 1)[0])
+        # (``/jim@box``: a host's jim; ``/jim@ourbot``: jim, the bot addressed in a group)
+        named = actions.find(head[1:]) or actions.find(head[1:].split("@", 1)[0])
         if named is not None and view.is_live(named):  # a caption "/jim look at this"
             await actions.deliver(named, chat_id, message.message_id, rest.strip(), sender,
                                   _quoted(message))
@@ -80,16 +78,7 @@ async def send_text(actions: Actions, message: Message, sender: Sender, text: st
         actions.say(chat_id, _("No session is running. Start one with /new NAME."),
                     reply_to=message.message_id)
         return
-    number = max(picks, default=0) + 1
-    picks[number] = (chat_id, message.message_id, text, sender, _quoted(message))
-    while len(picks) > PICKS_KEPT:
-        picks.pop(next(iter(picks)))
-    kb = InlineKeyboardBuilder()
-    for s in live:
-        kb.button(text=s.label, callback_data=PickTap(h=actions.state.handle("session", s.name),
-                                                      n=number))
-    actions.say(chat_id, view.picker_text("send"), markup=view.markup(kb.adjust(1)),
-                reply_to=message.message_id)
+    offer_picker(actions, message, text, sender, picks, live, _quoted(message))
 
 
 def addressed(message: Message, bot_identity: tuple[int, str | None]) -> bool | dict[str, str]:
