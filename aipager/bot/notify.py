@@ -83,8 +83,9 @@ def _one_button(text: str, tap: SessionTap) -> dict | None:
 
 
 #: notices that need the person (a failure, a lost tap, a message cut off): they buzz;
-#: the rest (context, compaction, a session's end, refused files) arrive silently
-BUZZING_NOTICES = frozenset({NoticeName.API_ERROR, NoticeName.SAFETY_BLOCKED,
+#: the rest (context, compaction, a session's end, refused files) arrive silently, and so
+#: does a safety refusal: Claude goes on, and the answer that follows buzzes once
+BUZZING_NOTICES = frozenset({NoticeName.API_ERROR,
                              NoticeName.LATE_TAP, NoticeName.TYPING_CUT,
                              NoticeName.NOT_TAKEN, NoticeName.STILL_WAITING,
                              NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK})
@@ -220,8 +221,10 @@ class ChatNotifier:
         self._answered.append((chat_id, out.session, out.task))
         formatted = format_answer(label, out.text)
         reply_to = _prompt_msg(sess, out.task, self.state, chat_id)
-        # the answer buzzes once, on its first part, unless the person is at the computer
-        quiet = bool(self.state.prefs_of(chat_id).get("quiet")) and view.at_desk(sess)
+        # the answer buzzes once, on its first part, unless the person is at the computer and
+        # asked there: what was asked from the phone is answered out loud, terminal or not
+        quiet = (bool(self.state.prefs_of(chat_id).get("quiet")) and view.at_desk(sess)
+                 and not view.asked_from_chat(sess, out.task))
         for i, chunk in enumerate(formatted.messages):
             self.outbox.put(Post(chat_id, chunk.text, entities=_entities(chunk),
                                  reply_to=reply_to if i == 0 else None, session=out.session,

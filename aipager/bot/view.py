@@ -46,6 +46,15 @@ def at_desk(sess: Session | None) -> bool:
     return sess.attached or (task is not None and task.origin == "terminal")
 
 
+def asked_from_chat(sess: Session | None, task_seq: object) -> bool:
+    """Whether task ``task_seq`` was asked from a chat or the page (someone sent it), not
+    typed at the computer."""
+    task = sess.task if sess is not None else None
+    if task is None or task.seq != task_seq:
+        return False
+    return bool(task.authors) or task.origin in ("telegram", "peer")
+
+
 def is_live(sess: Session) -> bool:
     return sess.state != State.GONE
 

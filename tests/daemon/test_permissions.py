@@ -179,3 +179,18 @@ def test_a_lone_rule_is_the_one_always_allow_and_carries_its_destination():
     rule = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
             "behavior": "allow", "destination": "localSettings"}
     assert render.suggestion_label(rule) == "🟢 Always Bash(npm test:*) · this project, for you"
+
+
+def test_a_long_scoped_label_keeps_its_scope_and_shortens_the_path_in_its_middle():
+    """Cut at 60 characters from the end, "· this project, for everyone" was lost: the button
+    no longer said where the permission would be kept."""
+    from aipager.daemon import render
+
+    folder = "/home/dev/work/clients/acme/backend/services/billing-reports"
+    label = render.suggestion_label({"type": "addDirectories", "directories": [folder],
+                                     "destination": "projectSettings"})
+    assert len(label) <= render.SCOPE_LABEL_MAX
+    assert label.endswith(" · this project, for everyone")
+    what = label.removesuffix(" · this project, for everyone")
+    head, cut, tail = what.partition("…")
+    assert cut and head.startswith("📁 Allow /home/") and folder.endswith(tail) and len(tail) > 5

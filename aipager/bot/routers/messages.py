@@ -239,7 +239,7 @@ async def on_session_name(message: Message, actions: Actions, sender: Sender, te
     """The message after a bare /new (``NextMessage.session_name``) names the session (and
     may carry its first message).  (/new checked that the sender may start sessions.)"""
     await state.clear()
-    await start_session(actions, message, sender, *name_and_first(text))
+    await start_session(actions, message, sender, name_and_first(text))
 
 
 async def on_text(message: Message, actions: Actions, sender: Sender, text: str,
