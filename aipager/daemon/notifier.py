@@ -274,6 +274,11 @@ class FanoutNotifier:
     def __init__(self, targets: Iterable[Notifier]) -> None:
         self._targets = tuple(targets)
 
+    def add(self, target: Notifier) -> None:
+        """One more target from now on (a client that starts after the daemon: the chat
+        once ``aipager setup`` saved a config)."""
+        self._targets = (*self._targets, target)
+
     def emit(self, out: Output) -> None:
         for target in self._targets:
             target.emit(out)
