@@ -370,7 +370,7 @@ class ChatNotifier:
         shown = self.state.shown.pop(key, None)
         if shown is None:
             return
-        line = view.verdict(out.via, out.answer, out.who, time.time(), ask)
+        line = view.verdict(out.via, out.answer, out.who, time.time(), ask, out.scope)
         self.outbox.put(Live(chat_id, f"{shown}\n{line}", key=key, session=out.session))
 
     def _on_reaction(self, out: Reaction, sess: Session | None, chat_id: int) -> None:

@@ -164,9 +164,11 @@ def help_text(sessions: Sequence[Session], current: str | None) -> str:
     ])
 
 
-def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None) -> str:
+def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None,
+            scope: dict | None = None) -> str:
     """The line that replaces a request's buttons once it is answered (a question's: its
-    answers above who gave them, from the chat's ``ask``)."""
+    answers above who gave them, from the chat's ``ask``; a scoped button's: the rule,
+    folder or mode it remembered, and where)."""
     if via in ("", "terminal"):
         return _("⌨️ answered in the terminal")
     if answer == "question_answer":
@@ -175,6 +177,10 @@ def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None)
             who=who, time=time.strftime('%H:%M', time.localtime(at)))).strip()
     if answer == "question_decline":
         return _("⏹ Declined by {who}").format(who=who)
+    if answer == "allow_always" and isinstance(scope, dict) and scope:
+        return _("{scope} · chosen by {who} · {time}").format(
+            scope=render.suggestion_label(scope), who=who,
+            time=time.strftime('%H:%M', time.localtime(at)))
     words = {"allow": N_("✅ Allowed by {who} · {time}"),
              "allow_always": N_("🟢 Always allowed by {who} · {time}"),
              "deny": N_("❌ Denied by {who} · {time}"),

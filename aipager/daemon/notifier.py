@@ -160,6 +160,9 @@ class _Verdict(Output):
     via: str = ""
     answer: str = ""
     who: str = ""
+    #: the one suggestion a scoped "always" button remembered (Claude Code's own dict:
+    #: a rule, a folder or a mode, with its destination); empty for the others
+    scope: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,10 @@ def answer_found(ctx: Ctx, found: tuple[Session, Request] | None, kind: str, who
         req.answered = kind
         sess.hook_answered.append(req)
         del sess.hook_answered[:-HOOK_ANSWERED_KEPT]
-        requests.close(ctx, sess, [req], via=via, answer=kind, who=who)
+        # a scoped button's verdict names what it remembered, not a bare "Always allowed"
+        chosen = decision.get("updatedPermissions") if suggestion is not None else None
+        requests.close(ctx, sess, [req], via=via, answer=kind, who=who,
+                       scope=chosen[0] if isinstance(chosen, list) and len(chosen) == 1 else None)
     elif edited_input is not None:
         return NO_HOOK  # keys would allow the call as Claude asked it, not as edited
     else:

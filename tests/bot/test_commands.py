@@ -365,6 +365,24 @@ async def test_resume_restarts_an_ended_session_with_its_conversation(chat, fake
     assert picker
 
 
+async def test_text_for_an_ended_session_says_it_ended_and_offers_to_resume_it(
+        chat, fake_claude):
+    """``/pg text`` once answered "Unknown command /pg" for a session that had just ended."""
+    mark, folder = fake_claude
+    session = chat.start("pg")
+    chat.daemon.core.registry.get(session).cwd = str(folder)
+    chat.feed(session, "SessionEnd", reason="prompt_input_exit")
+    await chat.fake.user_says("/pg run the migrations")
+    said = (await _said(chat, "pg has ended"))["text"]
+    assert "nothing was sent" in said and "Unknown command" not in said
+    assert chat.sessions.typed == []
+    message = _message(chat, "pg has ended")
+    await chat.fake.user_taps(message["message_id"], _data(message, "pg"))
+    await _said(chat, "pg resumed")
+    await eventually(lambda: mark.exists() and mark.read_text())
+    assert mark.read_text().strip() == f"{folder}|--resume sid-pg"
+
+
 def test_every_command_a_router_answers_is_a_name_no_session_may_take():
     """One list of command names: a session named like a command could be started but
     never addressed (``/join`` went to the team command)."""

@@ -414,13 +414,19 @@ def running_session(message: Message, actions: Actions,
     """The filter of ``/<session> [text]``: the running session the command names, as
     ``sess`` for the handler.  ``/jim@box`` names session jim of machine box (a hub);
     ``/jim@ourbot`` is Telegram's way of addressing this bot in a group."""
+    sess = named_session(message, actions, bot_identity)
+    return {"sess": sess} if sess is not None and view.is_live(sess) else False
+
+
+def named_session(message: Message, actions: Actions,
+                  bot_identity: tuple[int, str | None]) -> Session | None:
+    """The session ``/<session>`` names, running or ended."""
     head = (message.text or "").partition(" ")[0]
     name, at, host = head[1:].partition("@")
     username = bot_identity[1]
     if at and not (username and host.lower() == username.lower()):
         name = f"{name}@{host}"
-    sess = actions.find(name) if name else None
-    return {"sess": sess} if sess is not None and view.is_live(sess) else False
+    return actions.find(name) if name else None
 
 
 async def on_session_command(message: Message, actions: Actions, sender: Sender,
@@ -435,9 +441,22 @@ async def on_session_command(message: Message, actions: Actions, sender: Sender,
     await actions.deliver(sess, message.chat.id, message.message_id, rest, sender)
 
 
-async def on_unknown_command(message: Message, actions: Actions) -> None:
-    """Anything else starting with /."""
+async def on_unknown_command(message: Message, actions: Actions,
+                             bot_identity: tuple[int, str | None]) -> None:
+    """Anything else starting with /: an ended session's name says so (its text is not
+    sent anywhere), with its resume button when Claude Code can resume it."""
     head = (message.text or "").partition(" ")[0]
+    ended = named_session(message, actions, bot_identity)
+    if ended is not None:
+        resumable = bool(ended.claude_session_id)
+        actions.say(message.chat.id, (_("{session} has ended; nothing was sent. Resume it to "
+                                        "go on with its conversation:") if resumable
+                                      else _("{session} has ended; nothing was sent. /new "
+                                             "{session} starts it again.")).format(
+                                          session=ended.label),
+                    markup=session_buttons(actions, [ended], SessionAct.RESUME)
+                    if resumable else None, reply_to=message.message_id)
+        return
     actions.say(message.chat.id, _("Unknown command {command}. /help lists what I "
                                    "understand.").format(command=head[:40]), reply_to=message.message_id)
 
