@@ -41,7 +41,7 @@ from aipager.daemon import render
 from aipager.daemon.model import Request, Session, Task
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
-                                     RequestAnswered, RequestClosed)
+                                     RequestAnswered, RequestClosed, RequestUpdate)
 
 log = logging.getLogger("aipager.bot")
 
@@ -125,6 +125,8 @@ class ChatNotifier:
         self.release: Callable[..., Coroutine[Any, Any, Any]] | None = None
         self.started_at = time.time() if started_at is None else started_at
         self._status: dict[int, str] = {}
+        #: an open request's keyboard once its hook stops waiting (without ✏️ Edit), by key
+        self._after_hook: dict[str, dict | None] = {}
         #: (chat, session, task) whose answer went out (a short task's card does not follow it)
         self._answered: deque[tuple[int, str, int]] = deque(maxlen=ANSWERED_KEPT)
 
@@ -277,37 +279,19 @@ class ChatNotifier:
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)
-        handle = self.state.handle("request", f"{out.session}\0{out.key}")
         buttons = out.buttons or ["allow", "deny", "stop"]
-        kb = InlineKeyboardBuilder()
-
-        def tap(label: str, act: RequestAct) -> None:
-            kb.button(text=label, callback_data=RequestTap(h=handle, act=act))
-
-        plan = out.tool == "ExitPlanMode"
-        answers = "allow" in buttons
-        if answers:
-            tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
-            tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
         req = _own_request(sess, out.key)
-        scoped = [(label, act) for label, act in zip(self._scope_words(out, req), SCOPES,
-                                                     strict=False)
-                  if act in buttons]
-        for label, act in scoped:
-            tap(label, act)  # long labels: a row each
-        if "always" in buttons:
-            tap(_("🟢 Always allow"), RequestAct.ALWAYS)
+        markup = self._request_markup(out, req, buttons)
         if "edit" in buttons:
-            tap(_("✏️ Edit"), RequestAct.EDIT)
-        tap(_("⏹ Stop"), RequestAct.STOP)
-        last = 1 + ("always" in buttons) + ("edit" in buttons)
-        kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
+            # ✏️ Edit works only while the hook waits: its buttons once the hook gives up
+            self._after_hook[key] = self._request_markup(
+                out, req, [b for b in buttons if b != "edit"])
         text = self._request_words(out, sess, req)
         rule = _always_rule(sess, out.key) if "always" in buttons else ""
         if rule:
             text += "\n" + _("🟢 Always allow remembers: {rule}").format(rule=rule)
         entities = list(_code_entity(text, out.detail))
-        if plan and out.detail and out.detail in text:
+        if out.tool == "ExitPlanMode" and out.detail and out.detail in text:
             # a plan is Markdown: shown formatted, as Claude wrote it, not as a code block
             text, entities = _formatted_plan(text, out.detail)
         attach = ""
@@ -328,13 +312,52 @@ class ChatNotifier:
                                  "language": "diff"})
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
-        self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=view.markup(kb),
+        self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=markup,
                              key=key, session=out.session, buzz=True), urgent=True)
         if attach:
             label = sess.label if sess is not None else out.session
             self.outbox.put(Upload(chat_id, f"{label}-{out.tool.lower()}.diff",
                                    caption=_("The whole diff"), data=attach.encode("utf-8"),
                                    session=out.session), urgent=True)
+
+    def _request_markup(self, out: Permission, req: Request | None,
+                        buttons: list[str]) -> dict | None:
+        """A request's keyboard: Allow/Deny, each scoped button, Always, ✏️ Edit, Stop."""
+        handle = self.state.handle("request", f"{out.session}\0{out.key}")
+        kb = InlineKeyboardBuilder()
+
+        def tap(label: str, act: RequestAct) -> None:
+            kb.button(text=label, callback_data=RequestTap(h=handle, act=act))
+
+        plan = out.tool == "ExitPlanMode"
+        answers = "allow" in buttons
+        if answers:
+            tap(_("✅ Approve plan") if plan else _("✅ Allow"), RequestAct.ALLOW)
+            tap(_("✍️ Keep planning") if plan else _("❌ Deny"), RequestAct.DENY)
+        scoped = [(label, act) for label, act in zip(self._scope_words(out, req), SCOPES,
+                                                     strict=False)
+                  if act in buttons]
+        for label, act in scoped:
+            tap(label, act)  # long labels: a row each
+        if "always" in buttons:
+            tap(_("🟢 Always allow"), RequestAct.ALWAYS)
+        if "edit" in buttons:
+            tap(_("✏️ Edit"), RequestAct.EDIT)
+        tap(_("⏹ Stop"), RequestAct.STOP)
+        last = 1 + ("always" in buttons) + ("edit" in buttons)
+        kb.adjust(*([2] if answers else []), *[1] * len(scoped), last)
+        return view.markup(kb)
+
+    def _on_request_update(self, out: RequestUpdate, sess: Session | None,
+                           chat_id: int) -> None:
+        """The hook stopped waiting: a request still open loses its ✏️ Edit button (an
+        edited call needs the waiting hook; a tap now types the dialog's keys)."""
+        key = request_key(out.session, out.key)
+        markup = self._after_hook.get(key)
+        shown = self.state.shown.get(key)
+        if out.reply_addr or markup is None or shown is None:
+            return
+        self.outbox.put(Live(chat_id, shown, key=key, markup=markup, session=out.session))
 
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
         questions = [q for q in out.questions if q.get("options")]
@@ -368,6 +391,7 @@ class ChatNotifier:
         key = request_key(out.session, out.key)
         ask = self.state.asks.pop(key, None)
         shown = self.state.shown.pop(key, None)
+        self._after_hook.pop(key, None)
         if shown is None:
             return
         line = view.verdict(out.via, out.answer, out.who, time.time(), ask, out.scope)
