@@ -194,3 +194,28 @@ def test_a_long_scoped_label_keeps_its_scope_and_shortens_the_path_in_its_middle
     what = label.removesuffix(" · this project, for everyone")
     head, cut, tail = what.partition("…")
     assert cut and head.startswith("📁 Allow /home/") and folder.endswith(tail) and len(tail) > 5
+
+
+def test_stop_on_a_request_ends_the_task_even_with_a_message_held_for_the_dialog(core, notifier):
+    """⏹ on a request denies it with ``interrupt``: the turn ends and no Stop follows.  With a
+    message held for the dialog, released at once and typed, the transcript's last turn
+    was never the interruption, and the card said "working" for ever."""
+    from aipager.daemon import replies
+    from aipager.daemon.model import QueuedMessage
+
+    start(core)
+    core.feed(perm("t1", aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
+    sess = core.registry.get(S)
+    sess.queue.append(QueuedMessage(msg_id="7", text="and then this", queued_at=0,
+                                    chat_id="1", status="held", held_for="dialog"))
+    (out,) = notifier.of("permission")
+    sent = []
+    assert replies.answer(core.ctx, S, out.data["key"], "stop", "@ana",
+                          lambda addr, rid, decision: sent.append(decision) or True) \
+        == replies.VIA_HOOK
+    assert sent[0]["behavior"] == "deny" and sent[0]["interrupt"] is True
+    assert sess.state == State.READY and sess.task.ended_at is not None
+    assert sess.task.error == "interrupted"
+    assert [r.data["msg_id"] for r in notifier.of("release")] == ["7"]
+    core.flush_cards()
+    assert notifier.texts("card")[-1].startswith("⏹ jim · interrupted")
