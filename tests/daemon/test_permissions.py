@@ -219,3 +219,29 @@ def test_stop_on_a_request_ends_the_task_even_with_a_message_held_for_the_dialog
     assert [r.data["msg_id"] for r in notifier.of("release")] == ["7"]
     core.flush_cards()
     assert notifier.texts("card")[-1].startswith("⏹ jim · interrupted")
+
+
+def test_auto_modes_own_dialog_shows_its_command_and_is_left_to_the_terminal(core, notifier):
+    """In auto mode Claude Code's Bash dialog reached the phone as "Claude needs your
+    permission" without the command, and Allow pressed "1" on a dialog listing "No" first:
+    the command is shown, and the choices are said to be the terminal's (⏹ only)."""
+    core.feed(ev("UserPromptSubmit", prompt="clean up", permission_mode="auto"))
+    core.feed(ev("PreToolUse", tool_name="Bash", tool_use_id="t7",
+                 tool_input={"command": "rm -rf build", "description": "clean"}))
+    core.feed(ev("Notification", notification_type="permission_prompt",
+                 message="Claude needs your permission to use Bash"))
+    (out,) = notifier.of("permission")
+    assert "rm -rf build" in out.text and "only in the terminal" in out.text
+    assert out.data["buttons"] == ["stop"]
+    # answered in the terminal: the call's result closes it
+    core.feed(ev("PostToolUse", tool_name="Bash", tool_use_id="t7",
+                 tool_input={"command": "rm -rf build", "description": "clean"}))
+    assert core.registry.get(S).requests == []
+
+
+def test_a_permission_prompt_outside_auto_mode_keeps_its_buttons(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="clean up", permission_mode="default"))
+    core.feed(ev("Notification", notification_type="permission_prompt",
+                 message="Claude needs your permission"))
+    (out,) = notifier.of("permission")
+    assert "allow" in out.data["buttons"]
