@@ -10,6 +10,7 @@ from __future__ import annotations
 from aipager.daemon.model import (SCOPED_TYPES, Agent, BgCommand, Request, Row, Session, State,
                                   always_permissions)
 from aipager.daemon.notifier import NoticeName
+from aipager.daemon import danger
 from aipager.daemon.summaries import shorten
 from aipager.locales import N_
 from aipager.locales import ntr as ngettext
@@ -184,6 +185,10 @@ def request(label: str, req: Request) -> str:
     if said in (NEEDS_INPUT, NEEDS_PERMISSION):
         said = _(said)
     text = permission(label, req.tool, shorten(said, 200) if said else "", req.detail, req.cwd)
+    damage = danger.destructive(req.detail) if req.tool == "Bash" else ""
+    if damage:
+        text += "\n" + _("⚠️ This deletes or overwrites work ({what}) and cannot be undone: "
+                         "read the command before you allow it.").format(what=damage)
     if req.terminal_only:
         text += "\n" + _("⌨️ Its choices show only in the terminal: answer it there (⏹ Stop "
                          "ends the task).")

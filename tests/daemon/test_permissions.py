@@ -245,3 +245,27 @@ def test_a_permission_prompt_outside_auto_mode_keeps_its_buttons(core, notifier)
                  message="Claude needs your permission"))
     (out,) = notifier.of("permission")
     assert "allow" in out.data["buttons"]
+
+
+def test_a_destructive_command_is_named_on_its_request_and_touch_is_not(core, notifier):
+    """An ``rm -rf`` of the project got the same Allow as ``touch``, said the same way."""
+    start(core)
+    core.feed(perm("t1", inp={"command": "rm -rf /home/dev/project", "description": "clean"}))
+    core.feed(perm("t2", inp={"command": "touch /home/dev/project/x", "description": "make"}))
+    rm, touch = notifier.of("permission")
+    assert "rm -rf /home/dev/project" in rm.text and "cannot be undone" in rm.text
+    assert "(rm -r)" in rm.text and "cannot be undone" not in touch.text
+
+
+def test_what_counts_as_destructive():
+    from aipager.daemon.danger import destructive
+
+    assert destructive("cd /srv && rm -fr build") == "rm -r"
+    assert destructive("sudo rm -r -f /") == "rm -r"
+    assert destructive("git reset --hard HEAD~3") == "git reset --hard"
+    assert destructive("git clean -fdx") == "git clean -f"
+    assert destructive("git push origin main --force") == "git push --force"
+    assert destructive("psql -c 'drop table users'") == "DROP/TRUNCATE"
+    for harmless in ("rm notes.txt", "git push origin main", "npm run format", "echo rm -rf",
+                     "grep -r rm src", "git reset --soft HEAD~1"):
+        assert destructive(harmless) == "", harmless
