@@ -146,13 +146,11 @@ async def detect_chat(
     """Wait up to ``wait`` seconds for a private message to the bot; its chat.
 
     Used by interactive setup ("send any message to your bot").  The private
-    message found is confirmed (with what came before it): it was written for setup, and a
-    daemon whose chat starts later (or runs already and picks the config up) would type it
-    into a session as a prompt, one Claude Code would bill.  Updates of anything else (a group message, an edit, a tap on an old
-    button) are skipped by passing ``offset`` past them, which confirms them:
-    only those, never a private message, since a batch holding one ends the
-    wait before the offset moves (the daemon, once set up, acts on the
-    configured private chat only).  Without the offset, getUpdates would
+    message found is confirmed (with what came before it): it was written for setup, and
+    a daemon whose chat starts later (or runs already and picks the config up) would type
+    it into a session as a prompt, one Claude Code would bill.  Updates of anything else
+    (a group message, an edit, a tap on an old button) are skipped by passing ``offset``
+    past them, which confirms them too.  Without the offset, getUpdates would
     answer the same batch at once, over and over, instead of waiting.  A poll
     that still comes back early with nothing new is followed by a pause (0.5 s,
     doubling to 4 s).
