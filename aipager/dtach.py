@@ -113,8 +113,9 @@ def _bare(name: str) -> str:
 
 def _invalid(name: str) -> str:
     # !r: a newline or other control character shows escaped, so this stays one line
-    return (f"invalid session name {name!r}: use 1-64 letters, digits, '-' or '_' "
-            "(for example: api-fix or x1)")
+    # a–z only: a session is also the chat command /NAME, which Telegram allows in ASCII only
+    return (f"invalid session name {name!r}: use 1-64 letters a-z (no accents), digits, '-' "
+            "or '_' (for example: api-fix or x1)")
 
 
 def session_name(name: str) -> str:

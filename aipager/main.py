@@ -20,6 +20,9 @@ pydantic only where a bot runs (``compose`` with a config, ``compose_hub``).
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
 import sys
 from typing import Any, Awaitable, Callable, Mapping
 
@@ -27,6 +30,10 @@ from aipager import config, heap
 from aipager.daemon import persist
 from aipager.daemon.app import Daemon, run_daemon
 from aipager.daemon.notifier import FanoutNotifier, Notifier
+from aipager.proto import paths
+from aipager.proto.errors import ConfigError
+
+log = logging.getLogger("aipager.daemon")
 
 
 def announce(url: str) -> None:
@@ -54,12 +61,47 @@ def compose(env: Mapping[str, str], cfg: config.Config | None, *, web: bool = Tr
         notifiers.append(page.notifier)
         services.append(page.run)
         attach.append(page.attach)
-    notifier = notifiers[0] if len(notifiers) == 1 else (
-        FanoutNotifier(notifiers) if notifiers else None)
+    notifier = FanoutNotifier(notifiers)
+    if cfg is None:
+        # started before `aipager setup` (the README's order): the chat starts once setup
+        # saved the config, with no restart (nobody need stop a daemon in the foreground)
+        services.append(lambda daemon: chat_once_set_up(env, notifier, daemon))
     daemon = Daemon(env, notifier=notifier, services=services)
     for bind in attach:
         bind(daemon)
     return daemon
+
+
+#: how often a daemon started before ``aipager setup`` looks for the config (one stat)
+SETUP_POLL_SECONDS = 2.0
+
+
+async def chat_once_set_up(env: Mapping[str, str], fanout: FanoutNotifier, daemon: Daemon,
+                           poll: float = SETUP_POLL_SECONDS) -> None:
+    """Wait for the config ``aipager setup`` saves, then run the chat as ``compose`` would
+    have: given every output from then on, bound to the daemon, its service until shutdown.
+    A config that does not load is logged and looked at again when the file changes."""
+    seen: float | None = None
+    while True:
+        try:
+            stamp: float | None = os.stat(paths.config_file(env)).st_mtime
+        except OSError:
+            stamp = None
+        if stamp is not None and stamp != seen:
+            seen = stamp
+            try:
+                cfg = config.load(env)
+                break
+            except ConfigError as exc:
+                log.warning("the config cannot be used yet, no chat: %s", exc)
+        await asyncio.sleep(poll)
+    from aipager.bot.service import chat_bot
+
+    chat = chat_bot(env, cfg, {})  # a chat new to this daemon: nothing of a last run
+    fanout.add(chat.notifier)
+    chat.attach(daemon)
+    log.info("aipager setup saved a config: the Telegram chat starts")
+    await chat.run()
 
 
 def compose_hub(env: Mapping[str, str], cfg: config.Config,

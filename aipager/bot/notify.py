@@ -46,7 +46,7 @@ from aipager.daemon import render
 from aipager.daemon.model import Session, Task
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
-                                     RequestAnswered, RequestClosed)
+                                     RequestAnswered, RequestClosed, RequestUpdate)
 
 log = logging.getLogger("aipager.bot")
 
@@ -86,8 +86,9 @@ def _one_button(text: str, tap: SessionTap) -> dict | None:
 
 
 #: notices that need the person (a failure, a lost tap, a message cut off): they buzz;
-#: the rest (context, compaction, a session's end, refused files) arrive silently
-BUZZING_NOTICES = frozenset({NoticeName.API_ERROR, NoticeName.SAFETY_BLOCKED,
+#: the rest (context, compaction, a session's end, refused files) arrive silently, and so
+#: does a safety refusal: Claude goes on, and the answer that follows buzzes once
+BUZZING_NOTICES = frozenset({NoticeName.API_ERROR,
                              NoticeName.LATE_TAP, NoticeName.TYPING_CUT,
                              NoticeName.NOT_TAKEN, NoticeName.STILL_WAITING,
                              NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK})
@@ -130,6 +131,8 @@ class ChatNotifier:
         self.release: Callable[..., Coroutine[Any, Any, Any]] | None = None
         self.started_at = time.time() if started_at is None else started_at
         self._status: dict[int, str] = {}
+        #: an open request's keyboard once its hook stops waiting (without ✏️ Edit), by key
+        self._after_hook: dict[str, dict | None] = {}
         #: (chat, session, task) whose answer went out (a short task's card does not follow it)
         self._answered: deque[tuple[int, str, int]] = deque(maxlen=ANSWERED_KEPT)
 
@@ -284,8 +287,10 @@ class ChatNotifier:
         self._answered.append((chat_id, out.session, out.task))
         formatted = format_answer(label, out.text)
         reply_to = _prompt_msg(sess, out.task, self.state, chat_id)
-        # the answer buzzes once, on its first part, unless the person is at the computer
-        quiet = bool(self.state.prefs_of(chat_id).get("quiet")) and view.at_desk(sess)
+        # the answer buzzes once, on its first part, unless the person is at the computer and
+        # asked there: what was asked from the phone is answered out loud, terminal or not
+        quiet = (bool(self.state.prefs_of(chat_id).get("quiet")) and view.at_desk(sess)
+                 and not view.asked_from_chat(sess, out.task))
         for i, chunk in enumerate(formatted.messages):
             self.outbox.put(Post(chat_id, chunk.text, entities=_entities(chunk),
                                  reply_to=reply_to if i == 0 else None, session=out.session,
@@ -338,19 +343,17 @@ class ChatNotifier:
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
         key = request_key(out.session, out.key)
-        handle = self.state.handle("request", f"{out.session}\0{out.key}")
-        kb = InlineKeyboardBuilder()
         # the words, the answers and the change are the page's too (``clients.asking``)
-        plan = out.tool == "ExitPlanMode"
-        offered = asking.answers(out, asking.scope_labels(out, sess))
-        for answer in offered:
-            kb.button(text=answer.label, callback_data=RequestTap(h=handle, act=RequestAct(answer.act)))
-        scoped = sum(1 for a in offered if a.act in SCOPES)
-        pair = sum(1 for a in offered if a.act in ("allow", "deny"))
-        kb.adjust(*([pair] if pair else []), *[1] * scoped, len(offered) - pair - scoped)  # long labels: a row each
+        labels = asking.scope_labels(out, sess)
+        offered = asking.answers(out, labels)
+        markup = self._request_markup(out, offered)
+        if any(a.act == "edit" for a in offered):
+            # ✏️ Edit works only while the hook waits: its buttons once the hook gives up
+            self._after_hook[key] = self._request_markup(
+                out, asking.answers(out, labels, edit=False))
         text = asking.words(out, sess)
         entities = list(_code_entity(text, out.detail))
-        if plan and out.detail and out.detail in text:
+        if out.tool == "ExitPlanMode" and out.detail and out.detail in text:
             # a plan is Markdown: shown formatted, as Claude wrote it, not as a code block
             text, entities = _formatted_plan(text, out.detail)
         # what the call would change, always shown with the request (the setting "diff
@@ -370,13 +373,36 @@ class ChatNotifier:
         attach = shown.whole
         self.state.forget_live(key)  # shown again (late answer): a new message
         self.state.show(key, text)
-        self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=view.markup(kb),
+        self.outbox.put(Post(chat_id, text, entities=tuple(entities), markup=markup,
                              key=key, session=out.session, buzz=True), urgent=True)
         if attach:
             label = sess.label if sess is not None else out.session
             self.outbox.put(Upload(chat_id, f"{label}-{out.tool.lower()}.diff",
                                    caption=_("The whole diff"), data=attach.encode("utf-8"),
                                    session=out.session), urgent=True)
+
+    def _request_markup(self, out: Permission, offered: list[asking.Answer]) -> dict | None:
+        """A request's keyboard from its answers (``clients.asking``): Allow and Deny on one
+        row, each scoped button on its own (long labels), the rest on the last."""
+        handle = self.state.handle("request", f"{out.session}\0{out.key}")
+        kb = InlineKeyboardBuilder()
+        for answer in offered:
+            kb.button(text=answer.label, callback_data=RequestTap(h=handle, act=RequestAct(answer.act)))
+        scoped = sum(1 for a in offered if a.act in SCOPES)
+        pair = sum(1 for a in offered if a.act in ("allow", "deny"))
+        kb.adjust(*([pair] if pair else []), *[1] * scoped, len(offered) - pair - scoped)
+        return view.markup(kb)
+
+    def _on_request_update(self, out: RequestUpdate, sess: Session | None,
+                           chat_id: int) -> None:
+        """The hook stopped waiting: a request still open loses its ✏️ Edit button (an
+        edited call needs the waiting hook; a tap now types the dialog's keys)."""
+        key = request_key(out.session, out.key)
+        markup = self._after_hook.get(key)
+        shown = self.state.shown.get(key)
+        if out.reply_addr or markup is None or shown is None:
+            return
+        self.outbox.put(Live(chat_id, shown, key=key, markup=markup, session=out.session))
 
     def _on_question(self, out: Question, sess: Session | None, chat_id: int) -> None:
         questions = [q for q in out.questions if q.get("options")]
@@ -410,9 +436,10 @@ class ChatNotifier:
         key = request_key(out.session, out.key)
         ask = self.state.asks.pop(key, None)
         shown = self.state.shown.pop(key, None)
+        self._after_hook.pop(key, None)
         if shown is None:
             return
-        line = view.verdict(out.via, out.answer, out.who, time.time(), ask)
+        line = view.verdict(out.via, out.answer, out.who, time.time(), ask, out.scope)
         self.outbox.put(Live(chat_id, f"{shown}\n{line}", key=key, session=out.session))
 
     def _on_reaction(self, out: Reaction, sess: Session | None, chat_id: int) -> None:

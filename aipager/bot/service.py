@@ -202,9 +202,11 @@ class ChatBot:
         dp.callback_query.outer_middleware(access)
         dp.message.middleware(access.rights)
         dp.callback_query.middleware(access.rights)
-        # Order matters: team commands and commands (the catch-all /<session> last among
-        # them) before plain text.
-        dp.include_routers(team.make_router(), app.make_router(), commands.make_router(),
+        # Order matters: the answer the chat asked for first (``/tmp/x`` is a path there),
+        # team commands and commands (the catch-all /<session> last among them) before
+        # plain text.
+        dp.include_routers(messages.make_answers_router(), team.make_router(),
+                           app.make_router(), commands.make_router(),
                            taps.make_router(), messages.make_router())
         dp["actions"] = actions
         dp["members"] = self.members

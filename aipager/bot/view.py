@@ -46,6 +46,15 @@ def at_desk(sess: Session | None) -> bool:
     return sess.attached or (task is not None and task.origin == "terminal")
 
 
+def asked_from_chat(sess: Session | None, task_seq: object) -> bool:
+    """Whether task ``task_seq`` was asked from a chat or the page (someone sent it), not
+    typed at the computer."""
+    task = sess.task if sess is not None else None
+    if task is None or task.seq != task_seq:
+        return False
+    return bool(task.authors) or task.origin in ("telegram", "peer")
+
+
 def is_live(sess: Session) -> bool:
     return sess.state != State.GONE
 
@@ -166,9 +175,11 @@ def help_text(sessions: Sequence[Session], current: str | None) -> str:
     ])
 
 
-def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None) -> str:
+def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None,
+            scope: dict | None = None) -> str:
     """The line that replaces a request's buttons once it is answered (a question's: its
-    answers above who gave them, from the chat's ``ask``)."""
+    answers above who gave them, from the chat's ``ask``; a scoped button's: the rule,
+    folder or mode it remembered, and where)."""
     if via in ("", "terminal"):
         return _("⌨️ answered in the terminal")
     if answer == "question_answer":
@@ -177,6 +188,10 @@ def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None)
             who=who, time=time.strftime('%H:%M', time.localtime(at)))).strip()
     if answer == "question_decline":
         return _("⏹ Declined by {who}").format(who=who)
+    if answer == "allow_always" and isinstance(scope, dict) and scope:
+        return _("{scope} · chosen by {who} · {time}").format(
+            scope=render.suggestion_label(scope), who=who,
+            time=time.strftime('%H:%M', time.localtime(at)))
     words = {"allow": N_("✅ Allowed by {who} · {time}"),
              "allow_always": N_("🟢 Always allowed by {who} · {time}"),
              "deny": N_("❌ Denied by {who} · {time}"),

@@ -19,6 +19,7 @@ from aipager import config
 from aipager.proto import paths
 from aipager.install import claude_code
 from aipager.cli._common import env as _env
+from aipager.cli._daemon import daemon_pids
 from aipager.cli._common import handles_errors, interactive
 from aipager.proto.errors import ChatUnreachable, ConfigError, TokenRejected
 
@@ -191,6 +192,22 @@ def setup(
     Without --token-file the token is read from a hidden prompt (terminal) or
     from stdin (scripts).  It is never taken as an argument.
     """
-    run_setup(_env(), token_file=token_file, chat_id=chat_id, yes=yes, wait=wait,
-              ask=interactive() and not yes, owner_id=owner_id)
-    typer.echo("Done. Run `aipager start` (or `aipager service install`) to start the daemon.")
+    env = _env()
+    before = _previous(env)
+    cfg = run_setup(env, token_file=token_file, chat_id=chat_id, yes=yes, wait=wait,
+                    ask=interactive() and not yes, owner_id=owner_id)
+    typer.echo(next_step(before, cfg, running=bool(daemon_pids(env))))
+
+
+def next_step(before: config.Config | None, after: config.Config, running: bool) -> str:
+    """What to do after setup.  The README's order is start, then setup: a daemon that runs
+    without a config starts the chat itself when the config appears (``main``), and one that
+    runs with a chat reads the chat and members again, but not the bot token."""
+    if not running:
+        return "Done. Run `aipager start` (or `aipager service install`) to start the daemon."
+    if before is None:
+        return "Done. The running daemon starts the chat within a few seconds: write to your bot."
+    if before.bot_token != after.bot_token:
+        return ("Done. The running daemon still uses the previous bot: stop it (Ctrl-C where "
+                "it runs, or `aipager service stop`) and start it again.")
+    return "Done. The running daemon uses the new chat and members from now on."

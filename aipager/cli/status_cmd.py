@@ -14,13 +14,16 @@ from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids
 
+#: a cost to a millionth of a dollar, as the daemon keeps it (``events.statusline``; not
+#: imported: status stays light and works when the daemon's modules cannot load)
+COST_PLACES = 6
 #: session fields shown in the table, in order, when the state has them
 _COLUMNS = ("state", "model", "context_pct", "cost_usd", "waiting_for")
 
 
 def _cell(key: str, value: Any) -> str:
-    """``key=value`` for the table; a cost in cents (``cost=$0.08``: the state keeps
-    Claude Code's float, 0.0783999…, which ``--json`` gives unchanged)."""
+    """``key=value`` for the table; a cost in cents (``cost=$0.08``: the state keeps it to
+    a millionth of a dollar, as ``--json`` gives it)."""
     if key == "cost_usd" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"cost=${value:.2f}"
     return f"{key}={value}"
@@ -87,6 +90,10 @@ def status(
     # another user's private folder or socket at our names (issue 16): named as an attack
     unsafe = [str(f) for f in trust.findings(env)] + [s.problem for s in sessions if s.problem]
     if as_json:
+        for sess in _sessions_of(state):
+            cost = sess.get("cost_usd")
+            if isinstance(cost, float):  # a state an older daemon saved: its float's noise
+                sess["cost_usd"] = round(cost, COST_PLACES)
         print_json({
             "daemon": {"running": bool(pids), "pids": pids, "socket": paths.socket_path(env)},
             "state": state,

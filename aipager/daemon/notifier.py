@@ -160,6 +160,9 @@ class _Verdict(Output):
     via: str = ""
     answer: str = ""
     who: str = ""
+    #: the one suggestion a scoped "always" button remembered (Claude Code's own dict:
+    #: a rule, a folder or a mode, with its destination); empty for the others
+    scope: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -273,6 +276,11 @@ class FanoutNotifier:
 
     def __init__(self, targets: Iterable[Notifier]) -> None:
         self._targets = tuple(targets)
+
+    def add(self, target: Notifier) -> None:
+        """One more target from now on (a client that starts after the daemon: the chat
+        once ``aipager setup`` saved a config)."""
+        self._targets = (*self._targets, target)
 
     def emit(self, out: Output) -> None:
         for target in self._targets:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from aipager.daemon.model import (SCOPED_TYPES, Agent, BgCommand, Request, Row, Session, State,
                                   always_permissions)
 from aipager.daemon.notifier import NoticeName
+from aipager.daemon import danger
 from aipager.daemon.summaries import shorten
 from aipager.locales import N_
 from aipager.locales import ntr as ngettext
@@ -118,9 +119,18 @@ def waiting_words(kind: str | None) -> str:
     return _("waiting for your answer") if kind == "question" else _("waiting for your permission")
 
 
-def safety_blocked(label: str, reason: str) -> str:
-    return _("🛑 {session} · Blocked by a safety rule: {reason} (stopped)").format(
-        session=label, reason=reason)
+def safety_blocked(label: str, reason: str, tool: str = "") -> str:
+    """A tool call the safety policy refused.  Only that call was refused: Claude Code hands
+    the refusal to the model, which often goes on (and answers) without it, so the notice
+    never says the task stopped."""
+    return _("🛑 {session} · a safety rule refused {tool}: {reason}. Claude was told and may go "
+             "on without it.").format(session=label, reason=reason, tool=tool or _("a tool"))
+
+
+def done_after_refusal(label: str, reason: str, took: str) -> str:
+    """The card of a finished task one of whose tool calls the safety policy refused."""
+    return _("🛑 {session} · done; a safety rule refused a tool: {reason} · {took}").format(
+        session=label, reason=reason, took=took)
 
 
 #: how much of a prompt typed at the computer the chat shows
@@ -175,6 +185,10 @@ def request(label: str, req: Request) -> str:
     if said in (NEEDS_INPUT, NEEDS_PERMISSION):
         said = _(said)
     text = permission(label, req.tool, shorten(said, 200) if said else "", req.detail, req.cwd)
+    damage = danger.destructive(req.detail) if req.tool == "Bash" else ""
+    if damage:
+        text += "\n" + _("⚠️ This deletes or overwrites work ({what}) and cannot be undone: "
+                         "read the command before you allow it.").format(what=damage)
     if req.terminal_only:
         text += "\n" + _("⌨️ Its choices show only in the terminal: answer it there (⏹ Stop "
                          "ends the task).")
@@ -219,9 +233,19 @@ def suggestion_label(suggestion: dict) -> str:
         rules = _rules(suggestion)
         what = _("🟢 Always {rules}").format(rules=rules) if rules else _("🟢 Always allow")
     destination = str(suggestion.get("destination"))
-    where = _(DESTINATIONS[destination]) if destination in DESTINATIONS else ""
-    label = f"{what} · {where}" if where else what
-    return label if len(label) <= SCOPE_LABEL_MAX else label[:SCOPE_LABEL_MAX - 1] + "…"
+    where = f" · {_(DESTINATIONS[destination])}" if destination in DESTINATIONS else ""
+    # the scope is what the button decides: a long rule or path gives way, in its middle
+    # (its start says what, its end which file), never the scope
+    return _middle_cut(what, max(SCOPE_LABEL_MAX - len(where), 12)) + where
+
+
+def _middle_cut(text: str, most: int) -> str:
+    """``text`` in at most ``most`` characters: its middle replaced by "…" when longer."""
+    if len(text) <= most:
+        return text
+    head = (most - 1 + 1) // 2
+    tail = most - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
 def lone_rule(req: Request) -> bool:
@@ -276,7 +300,7 @@ def notice(name: str, label: str, extra: dict) -> str | None:
         case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
             return files_refused(label, extra["files"])
         case NoticeName.SAFETY_BLOCKED if isinstance(extra.get("reason"), str):
-            return safety_blocked(label, extra["reason"])
+            return safety_blocked(label, extra["reason"], str(extra.get("tool") or ""))
         case NoticeName.MEMORY_CAP if isinstance(extra.get("hook"), str):
             return memory_cap(label, extra["hook"], extra.get("tool"))
         case NoticeName.LATE_TAP if isinstance(extra.get("lost"), str):
@@ -361,8 +385,6 @@ def live_status(sess: Session) -> str:
 def _header(sess: Session, now: float) -> str:
     task = sess.task
     took = elapsed(((task.ended_at if task and task.ended_at else now) - task.started_at)) if task else ""
-    if task and task.blocked:
-        return safety_blocked(sess.label, task.blocked)
     if sess.state == State.GONE:
         return session_ended(sess.label, sess.end_reason)
     if sess.state == State.WAITING:
@@ -375,6 +397,8 @@ def _header(sess: Session, now: float) -> str:
         return _("⏹ {session} · interrupted · {took}").format(session=sess.label, took=took)
     if task and task.error:
         return f"⚠️ {sess.label} · {task.error} · {took}"
+    if task and task.blocked:
+        return done_after_refusal(sess.label, task.blocked, took)
     return _("✅ {session} · done · {took}").format(session=sess.label, took=took)
 
 

@@ -25,7 +25,7 @@ from typing import Callable
 import orjson
 
 from aipager.proto import wire
-from aipager.daemon import render, requests
+from aipager.daemon import render, requests, tasks
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.events.permissions import reopen
@@ -197,7 +197,16 @@ def answer_found(ctx: Ctx, found: tuple[Session, Request] | None, kind: str, who
         req.answered = kind
         sess.hook_answered.append(req)
         del sess.hook_answered[:-HOOK_ANSWERED_KEPT]
-        requests.close(ctx, sess, [req], via=via, answer=kind, who=who)
+        # a scoped button's verdict names what it remembered, not a bare "Always allowed"
+        chosen = decision.get("updatedPermissions") if suggestion is not None else None
+        requests.close(ctx, sess, [req], via=via, answer=kind, who=who,
+                       scope=chosen[0] if isinstance(chosen, list) and len(chosen) == 1 else None)
+        task = sess.task
+        if kind == "stop" and req.agent is None and task is not None and task.ended_at is None:
+            # a deny with interrupt ends the turn, and Claude Code says so by no hook (no
+            # Stop follows; a message held for the dialog, typed next, hides the
+            # interruption in the transcript): the task ends here, interrupted
+            tasks.finish_task(ctx, sess, {}, None, error=render.INTERRUPTED)
     elif edited_input is not None:
         return NO_HOOK  # keys would allow the call as Claude asked it, not as edited
     else:

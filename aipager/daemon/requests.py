@@ -35,7 +35,7 @@ def open_request(ctx: Ctx, sess: Session, req: Request) -> None:
 
 
 def close(ctx: Ctx, sess: Session, reqs: Iterable[Request], *, via: str = "", answer: str = "",
-          who: str = "", after: bool = True) -> None:
+          who: str = "", scope: dict | None = None, after: bool = True) -> None:
     """Close ``reqs`` of ``sess``: each gets its ``request_closed`` output (``via``,
     ``answer`` and ``who`` when a tap the hook took closed it).
 
@@ -52,7 +52,8 @@ def close(ctx: Ctx, sess: Session, reqs: Iterable[Request], *, via: str = "", an
         by_keys = not via and req.answered
         ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id,
                  via="keys" if by_keys else via, answer=req.answered if by_keys else answer,
-                 who=req.answered_by if by_keys else who)
+                 who=req.answered_by if by_keys else who,
+                 scope={} if by_keys else dict(scope or {}))
     sess.requests[:] = [r for r in sess.requests if all(r is not g for g in gone)]
     if after:
         after_last(ctx, sess)

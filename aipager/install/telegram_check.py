@@ -132,18 +132,25 @@ async def group_access(token: str, chat_id: int, base: str | None,
 DETECT_BACKOFF = (0.5, 4.0)
 
 
+async def _confirm(bot: Any, update_id: int, base: str | None) -> None:
+    """Confirm updates up to ``update_id`` (Telegram drops them: no later poll gets them)."""
+    try:
+        await bot.get_updates(offset=update_id + 1, timeout=0, allowed_updates=["message"])
+    except Exception as exc:
+        raise _translate(exc, base, chat=None) from exc
+
+
 async def detect_chat(
     token: str, base: str | None, wait: float = 120.0, timeout: float = DEFAULT_TIMEOUT
 ) -> ChatInfo | None:
     """Wait up to ``wait`` seconds for a private message to the bot; its chat.
 
-    Used by interactive setup ("send any message to your bot").  A private
-    message is never confirmed, so a daemon started later still sees it.
-    Updates of anything else (a group message, an edit, a tap on an old
-    button) are skipped by passing ``offset`` past them, which confirms them:
-    only those, never a private message, since a batch holding one ends the
-    wait before the offset moves (the daemon, once set up, acts on the
-    configured private chat only).  Without the offset, getUpdates would
+    Used by interactive setup ("send any message to your bot").  The private
+    message found is confirmed (with what came before it): it was written for setup, and
+    a daemon whose chat starts later (or runs already and picks the config up) would type
+    it into a session as a prompt, one Claude Code would bill.  Updates of anything else
+    (a group message, an edit, a tap on an old button) are skipped by passing ``offset``
+    past them, which confirms them too.  Without the offset, getUpdates would
     answer the same batch at once, over and over, instead of waiting.  A poll
     that still comes back early with nothing new is followed by a pause (0.5 s,
     doubling to 4 s).
@@ -167,6 +174,7 @@ async def detect_chat(
                 msg = update.message
                 if msg is not None and msg.chat.type == "private":
                     name = msg.chat.full_name or str(msg.chat.id)
+                    await _confirm(bot, update.update_id, base)
                     return ChatInfo(id=msg.chat.id, title=name, kind="private")
             if fresh:
                 offset = max(u.update_id for u in fresh) + 1

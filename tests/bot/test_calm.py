@@ -110,8 +110,9 @@ async def test_a_short_tasks_card_never_arrives_after_its_answer(chat):
 
 
 async def test_quiet_while_at_the_computer_and_the_setting(chat):
-    """A terminal attached to the session (or a prompt typed there): the answer arrives
-    silently; with the setting off, or nobody at the computer, it buzzes."""
+    """A prompt typed at the computer: its answer arrives silently; with the setting off it
+    buzzes.  What was asked from the phone buzzes, a terminal attached or not (it was once
+    silent whenever any terminal was attached)."""
     from aipager import dtach
 
     session = chat.start("jim")
@@ -134,7 +135,7 @@ async def test_quiet_while_at_the_computer_and_the_setting(chat):
         chat.feed(session, "Stop", prompt_id=prompt_id, last_assistant_message=f"Done: {words}.")
         return await chat.fake.wait_for("sendMessage", lambda p: f"Done: {words}." in str(p["text"]))
 
-    assert not _buzzes(await answer("p1", "one"))  # attached: quiet
+    assert _buzzes(await answer("p1", "one"))  # attached, asked from the phone: it buzzes
     chat.daemon.core.registry.get(session).attached = False
     assert _buzzes(await answer("p2", "two"))  # away: it buzzes
     # typed at the computer: quiet even with nothing attached
@@ -142,10 +143,18 @@ async def test_quiet_while_at_the_computer_and_the_setting(chat):
     chat.feed(session, "Stop", prompt_id="p3", last_assistant_message="Keyboard done.")
     assert not _buzzes(await chat.fake.wait_for("sendMessage",
                                                 lambda p: "Keyboard done." in str(p["text"])))
-    # the setting off: the answer buzzes even at the computer
-    chat.bot.state.set_pref(chat.chat_id, "quiet", False)
+    # attached, typed there: quiet
     chat.daemon.core.registry.get(session).attached = True
-    assert _buzzes(await answer("p4", "four"))
+    chat.feed(session, "UserPromptSubmit", prompt="again from the keyboard", prompt_id="p4")
+    chat.feed(session, "Stop", prompt_id="p4", last_assistant_message="Keyboard again.")
+    assert not _buzzes(await chat.fake.wait_for("sendMessage",
+                                                lambda p: "Keyboard again." in str(p["text"])))
+    # the setting off: the answer to what was typed at the computer buzzes too
+    chat.bot.state.set_pref(chat.chat_id, "quiet", False)
+    chat.feed(session, "UserPromptSubmit", prompt="third from the keyboard", prompt_id="p5")
+    chat.feed(session, "Stop", prompt_id="p5", last_assistant_message="Keyboard third.")
+    assert _buzzes(await chat.fake.wait_for("sendMessage",
+                                            lambda p: "Keyboard third." in str(p["text"])))
 
 
 async def test_an_answer_replies_only_in_the_chat_its_prompt_was_sent_in(chat):
@@ -206,3 +215,24 @@ async def _flood_then_stop(chat, session):
     assert edits[-1]["text"] == final["text"]
     assert all("⏳" in str(p["text"]) for p in edits[:-1]), edits
     assert len({int(p["message_id"]) for p in edits}) == 1  # all of them the card
+
+
+async def test_a_safety_refusal_says_claude_may_go_on_and_the_prompt_buzzes_once(chat):
+    """The block refuses one tool call; Claude Code hands the refusal to the model, which
+    answers anyway.  It once read "… (stopped)" and buzzed, then the answer buzzed again."""
+    fake = chat.fake
+    session = chat.start("jim")
+    msg = await fake.user_says("delete the build folder")
+    await eventually(lambda: chat.sessions.typed, what="typed")
+    chat.feed(session, "queue_pickup", consumed=[{"msg_id": msg["message_id"],
+                                                  "chat_id": chat.chat_id,
+                                                  "author_user_id": 1}])
+    chat.feed(session, "UserPromptSubmit", prompt="delete the build folder", prompt_id="p1")
+    chat.feed(session, "safety_blocked", tool="Bash", reason="rm -rf is denied for this task")
+    notice = await fake.wait_for("sendMessage", lambda p: "a safety rule refused" in str(p["text"]))
+    assert "Bash" in notice["text"] and "may go on" in notice["text"]
+    assert "stopped" not in notice["text"] and not _buzzes(notice)
+    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="I could not delete it.")
+    await fake.wait_for("sendMessage", lambda p: "I could not delete it." in str(p["text"]))
+    loud = [str(p["text"]) for p in fake.calls_of("sendMessage", ok=True) if _buzzes(p)]
+    assert len(loud) == 1 and "I could not delete it." in loud[0], loud

@@ -271,9 +271,9 @@ async def test_a_second_safety_block_in_a_session_is_told_too(chat):
     # the same block in the next task, at once: byte-identical, still a block of its own
     chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
 
-    def notices():  # the cards show the block too, silently; the notice buzzes
+    def notices():  # the finished card names the refusal too; the notice says what happened
         return [p["text"] for p in chat.fake.calls_of("sendMessage")
-                if p["text"].startswith("🛑") and p.get("disable_notification") == "false"]
+                if "a safety rule refused Bash" in p["text"]]
 
     # (a private chat takes five posts in five seconds: the second notice may wait)
     await eventually(lambda: len(notices()) == 2, timeout=15, what="two block notices")

@@ -92,7 +92,7 @@ async def test_new_without_a_name_asks_for_one_and_refuses_bad_names(chat, fake_
     await chat.fake.user_says("/new")
     await _said(chat, "Name for the new session?")
     await chat.fake.user_says("../etc")
-    await _said(chat, "Cannot start the session: invalid session name '../etc'")
+    await _said(chat, "Cannot start a session named ../etc: a name is 1–64 letters a–z")
     await chat.fake.user_says("/new status")
     await _said(chat, "is the name of a command")
     assert not mark.exists()
@@ -139,10 +139,9 @@ async def test_a_newline_ends_the_name_of_a_new_session(chat, fake_claude):
 async def test_new_refuses_bad_names_in_one_line(chat, fake_claude, name):
     mark, _ = fake_claude
     await chat.fake.user_says(f"/new {name} hello")
-    refusal = (await _said(chat, "Cannot start the session"))["text"]
-    assert "invalid session name" in refusal and "\n" not in refusal
-    if name == "-rf":
-        assert "may not start with '-'" in refusal
+    refusal = (await _said(chat, "Cannot start a session named"))["text"]
+    assert "a–z without accents" in refusal and "\n" not in refusal
+    assert "not starting with -" in refusal
     assert not mark.exists() and dtach.list_sessions(chat.daemon.env) == []
 
 
@@ -366,6 +365,24 @@ async def test_resume_restarts_an_ended_session_with_its_conversation(chat, fake
     assert picker
 
 
+async def test_text_for_an_ended_session_says_it_ended_and_offers_to_resume_it(
+        chat, fake_claude):
+    """``/pg text`` once answered "Unknown command /pg" for a session that had just ended."""
+    mark, folder = fake_claude
+    session = chat.start("pg")
+    chat.daemon.core.registry.get(session).cwd = str(folder)
+    chat.feed(session, "SessionEnd", reason="prompt_input_exit")
+    await chat.fake.user_says("/pg run the migrations")
+    said = (await _said(chat, "pg has ended"))["text"]
+    assert "nothing was sent" in said and "Unknown command" not in said
+    assert chat.sessions.typed == []
+    message = _message(chat, "pg has ended")
+    await chat.fake.user_taps(message["message_id"], _data(message, "pg"))
+    await _said(chat, "pg resumed")
+    await eventually(lambda: mark.exists() and mark.read_text())
+    assert mark.read_text().strip() == f"{folder}|--resume sid-pg"
+
+
 def test_every_command_a_router_answers_is_a_name_no_session_may_take():
     """One list of command names: a session named like a command could be started but
     never addressed (``/join`` went to the team command)."""
@@ -399,3 +416,38 @@ async def test_a_compact_from_the_chat_says_once_when_it_is_done(chat, monkeypat
     await _said(chat, "📦 jim · Conversation compacted")
     await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
     assert len([t for t in chat.sent_texts() if "Conversation compacted" in t]) == 1
+
+
+async def test_a_quoted_name_then_one_word_is_the_name_and_its_first_message(chat, fake_claude):
+    """``/new "My Project" hello`` (the README's form): the quote says where the name ends,
+    so "hello" is the first message, never taken for the rest of a name and refused."""
+    mark, folder = fake_claude
+    chat.sessions.live.add("claude-My-Project")
+    await chat.fake.user_says('/new "My Project" hello')
+    await _said(chat, "My-Project started")
+    chat.feed("claude-My-Project", "SessionStart", source="startup", session_id="sid-mp",
+              cwd=str(folder))
+    typed = await eventually(lambda: chat.sessions.typed, what="first message typed")
+    assert typed[0][:2] == ("claude-My-Project", "hello")
+    assert not any("A session name is one word" in t for t in chat.sent_texts())
+
+
+async def test_a_name_with_accents_is_refused_in_the_persons_language_by_the_rule_it_was_told(
+        chat, fake_claude):
+    """The rule said "letters" while only a–z are taken (a session is also the command /NAME,
+    ASCII in Telegram): the ask and the refusal both say a–z, the refusal translated (it
+    once carried the English error inside the Vietnamese sentence)."""
+    mark, _ = fake_claude
+    await chat.fake.user_says("/new")
+    asked = (await _said(chat, "Name for the new session?"))["text"]
+    assert "a–z without accents" in asked
+    await chat.fake.user_says("thử-nghiệm")
+    refused = (await _said(chat, "Cannot start a session named thử-nghiệm"))["text"]
+    assert "a–z without accents" in refused and "invalid session name" not in refused
+    from fakes.telegram_api import OWNER
+
+    await chat.fake.user_says("/new thử", user={**OWNER, "language_code": "vi"})
+    refused = (await chat.fake.wait_for("sendMessage", lambda p: "thử" in str(p["text"])
+                                        and "Cannot" not in str(p["text"])))["text"]
+    assert "invalid session name" not in refused and "không dấu" in refused
+    assert not mark.exists()

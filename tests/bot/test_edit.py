@@ -119,3 +119,43 @@ async def test_a_role_that_may_not_approve_gets_no_edit(chat, hook_reply):
     assert "may not" in str(toast.get("text"))
     await chat.fake.user_says("rm -rf /", user=PEOPLE["read_only"], chat_id=GROUP)
     assert _received(sock) == []
+
+
+async def test_an_absolute_path_is_the_corrected_path_not_an_unknown_command(chat, hook_reply):
+    """✏️ Edit on a Write asks for the corrected path; "/tmp/…" was taken as "Unknown
+    command /tmp/…": the answer the chat asked for wins over command parsing."""
+    path, sock = hook_reply
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="write notes", prompt_id="p1")
+    chat.feed(session, "PermissionRequest", tool_name="Write", tool_use_id="t2", cwd="/srv/app",
+              tool_input={"file_path": "/srv/app/notes.txt", "content": "hello"},
+              aipager_request_id="rid-w", aipager_reply_addr=path)
+    await chat.fake.wait_for("sendMessage", lambda p: "/srv/app/notes.txt" in str(p["text"]))
+    message = next(m for m in chat.fake.bot_messages(GROUP)
+                   if "/srv/app/notes.txt" in m["text"] and m.get("reply_markup"))
+    await chat.fake.user_taps(message["message_id"], _buttons(message)["✏️ Edit"],
+                              user=PEOPLE["admin"], chat_id=GROUP)
+    await chat.fake.wait_for("sendMessage", lambda p: "the corrected path" in str(p["text"]))
+    ask = next(m for m in chat.fake.bot_messages(GROUP) if "the corrected path" in m["text"])
+    await chat.fake.user_says("/tmp/notes.txt", user=PEOPLE["admin"], chat_id=GROUP,
+                              reply_to=ask["message_id"])
+    # decided as an edit (allowed, or refused by the policy): never "Unknown command"
+    record = await eventually(lambda: next((r for r in _audit(chat) if r.get("action") in (
+        "permission_answer", "edit_refused")), None), what="the edit decided")
+    assert "/tmp/notes.txt" in json.dumps(record)
+    assert not any("Unknown command" in t for t in chat.sent_texts())
+
+
+async def test_the_edit_button_goes_when_the_hook_stops_waiting(chat, hook_reply):
+    """An edited call needs the waiting hook: after its deadline ✏️ Edit stayed and a tap
+    on it could only fail."""
+    path, sock = hook_reply
+    message = await _request(chat, path)
+    assert "✏️ Edit" in _buttons(message)
+    chat.feed("claude-jim", "permission_reply_timeout", aipager_request_id="rid-e")
+    edited = await chat.fake.wait_for(
+        "editMessageText", lambda p: "make deploy" in str(p["text"]), timeout=10)
+    markup = edited["reply_markup"]
+    markup = json.loads(markup) if isinstance(markup, str) else markup
+    labels = {b["text"] for row in markup["inline_keyboard"] for b in row}
+    assert "✏️ Edit" not in labels and {"✅ Allow", "❌ Deny", "⏹ Stop"} <= labels

@@ -31,7 +31,7 @@ async def test_a_brazilian_gets_portuguese_replies_and_buttons(chat):
     await chat.fake.user_says("/settings", user=BRAZILIAN)
     await chat.fake.wait_for("sendMessage", lambda p: "Configurações deste chat" in p["text"])
     settings = _message(chat, "Configurações deste chat")
-    assert "Prévia de diffs: desligado" in settings["text"]
+    assert "Prévia de diffs: desligada" in settings["text"]
     assert "Seu idioma: Automático (o do seu Telegram)" in settings["text"]
     assert "📝 Prévia de diffs: ligar" in _buttons(settings)
     await chat.fake.user_says("/status", user=BRAZILIAN)
@@ -79,7 +79,7 @@ async def test_a_settings_choice_of_vietnamese_overrides_telegrams_language(chat
     # and what the chat says on its own follows the person who spoke: the pinned line
     session = chat.start("jim")
     chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
-    await chat.fake.wait_for("sendMessage", lambda p: p["text"] == "📟 ⏳ đang làm: jim")
+    await chat.fake.wait_for("sendMessage", lambda p: p["text"] == "📟 ⏳ đang xử lý: jim")
     # Auto: back to the Telegram app's language
     settings = _message(chat, "Cài đặt cho cuộc trò chuyện này")
     assert "✓ Tiếng Việt" in _buttons(settings)
@@ -100,7 +100,7 @@ async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_wo
     await chat.fake.wait_for("sendMessage", lambda p: "make test" in str(p["text"]))
     request = next(m for m in chat.fake.bot_messages(chat.chat_id)
                    if "make test" in m["text"] and m.get("reply_markup"))
-    assert {"✅ Permitir", "❌ Denegar", "⏹ Detener"} <= set(_buttons(request))
+    assert {"✅ Permitir", "❌ Rechazar", "⏹ Detener"} <= set(_buttons(request))
     assert "make test" in request["text"]  # the command itself is never translated
     assert request["text"].startswith("🔐 jim · Bash: Run the tests")  # Claude's words, as said
     assert "📁 en /srv/app" in request["text"]  # the daemon's words, in Spanish
@@ -121,8 +121,8 @@ async def test_a_chat_configured_in_spanish_gets_spanish_requests_and_claudes_wo
     # a safety block: the daemon's sentence in Spanish, the policy's reason as it is written
     chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
     blocked = await chat.fake.wait_for("sendMessage", lambda p: "🛑" in p["text"])
-    assert blocked["text"] == ("🛑 jim · Bloqueado por una regla de seguridad: tool Bash is denied "
-                               "for this task (detenido)")
+    assert blocked["text"] == ("🛑 jim · una regla de seguridad rechazó Bash: tool Bash is denied "
+                               "for this task. Claude lo sabe y puede seguir sin eso.")
     await eventually(lambda: any(m["text"].startswith("📟 ✅ 1 sesión inactiva")
                                  for m in chat.fake.bot_messages(chat.chat_id)),
                      what="the pinned line in Spanish")
@@ -169,7 +169,7 @@ async def test_a_portuguese_chat_gets_each_suggestion_button_in_portuguese_same_
     # the paths and the rule, as Claude Code wrote them; the words around them in Portuguese;
     # each label still carries the tap of the same suggestion
     assert buttons["📁 Permitir /srv/app · esta sessão"].endswith(":s0")
-    assert buttons["✏️ Aceitar todas as edições · esta sessão"].endswith(":s1")
+    assert buttons["✏️ Aceitar edições · esta sessão"].endswith(":s1")
     assert buttons["🟢 Sempre Bash(npm test:*) · este projeto, só para você"].endswith(":s2")
 
 
@@ -181,7 +181,7 @@ async def test_a_spanish_chat_gets_the_notices_the_daemon_and_the_outbox_say_in_
     # a prompt typed at the computer: the header in Spanish, the prompt as it was typed
     chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
     typed = await chat.fake.wait_for("sendMessage", lambda p: "run the tests" in str(p["text"]))
-    assert typed["text"] == "⌨️ jim · escrito en el ordenador:\nrun the tests"
+    assert typed["text"] == "⌨️ jim · escrito en la computadora:\nrun the tests"
     # a hook at its memory cap: the hook and the tool named as they are
     chat.feed(session, "hook_memory_cap_hit", hook="aipager-hook", tool="Bash")
     capped = await chat.fake.wait_for("sendMessage", lambda p: "🧠" in str(p["text"]))
@@ -198,5 +198,5 @@ async def test_a_spanish_chat_gets_the_notices_the_daemon_and_the_outbox_say_in_
     chat.feed(session, "safety_blocked", tool="Bash", reason="tool Bash is denied for this task")
     told = await chat.fake.wait_for("sendMessage", lambda p: "something odd" in str(p["text"]))
     assert told["text"].startswith("⚠️ Telegram se negó a mostrar un mensaje (")
-    assert told["text"].endswith("Bad Request: something odd); está en el ordenador: "
+    assert told["text"].endswith("Bad Request: something odd); está en la computadora: "
                                  "`aipager status`, o en la terminal de la sesión.")

@@ -219,3 +219,23 @@ def test_enum_acts_pack_as_the_buttons_already_in_the_chat():
     assert len(SCOPES) == SCOPES_SHOWN  # every suggestion the daemon offers has its act
     with pytest.raises(ValueError):
         RequestTap.unpack("r:1:allow_everything")
+
+
+async def test_a_scoped_button_s_verdict_names_what_it_remembered(chat, hook_reply):
+    """"📁 Allow /srv/data · this session" was reported as "🟢 Always allowed": the line that
+    replaces the buttons says the folder and where it is kept."""
+    path, sock = hook_reply
+    session = chat.start("jim")
+    folder = {"type": "addDirectories", "directories": ["/srv/data"], "destination": "session"}
+    mode = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    chat.feed(session, "PermissionRequest", tool_name="Read", tool_use_id="t9",
+              tool_input={"file_path": "/srv/data/a.csv"}, aipager_reply_addr=path,
+              aipager_request_id="req-t9", permission_suggestions=[folder, mode])
+    message = await _request_message(chat, "/srv/data/a.csv")
+    await chat.fake.user_taps(message["message_id"],
+                              _buttons(message)["📁 Allow /srv/data · this session"])
+    reply = json.loads(await asyncio.to_thread(sock.recv, 65536))
+    assert reply["decision"] == {"behavior": "allow", "updatedPermissions": [folder]}
+    edited = await chat.fake.wait_for("editMessageText", lambda p: "@owner" in p["text"])
+    assert "📁 Allow /srv/data · this session · chosen by @owner" in edited["text"]
+    assert "Always allowed" not in edited["text"]

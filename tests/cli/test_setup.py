@@ -62,8 +62,9 @@ def test_token_on_stdin_and_chat_detected(runner, fake_api, bins, env):
     assert result.exit_code == 0, result.output
     assert config.load(env).chat_id == OWNER["id"]
     assert SECRET not in result.output
-    # Detection reads updates without confirming them: the daemon still gets them.
-    assert all("offset" not in p for m, p in fake_api.calls if m == "getUpdates")
+    # The message that named the chat is confirmed: it was for setup, and the daemon's chat
+    # would have typed it into a session as a (paid) prompt.
+    assert fake_api.snapshot()["updates"] == []
 
 
 def _get_updates(fake_api) -> list[dict]:
@@ -82,7 +83,7 @@ def test_a_pending_group_message_does_not_make_detection_spin(runner, fake_api, 
     assert int(polls[-1]["offset"]) == pending["update_id"] + 1  # skipped, then a real long poll
 
 
-def test_a_private_message_behind_a_group_message_is_found_and_left_for_the_daemon(
+def test_a_private_message_behind_a_group_message_is_found_and_confirmed(
         runner, fake_api, bins, env):
     import threading
 
@@ -96,10 +97,9 @@ def test_a_private_message_behind_a_group_message_is_found_and_left_for_the_daem
         later.join()
     assert result.exit_code == 0, result.output
     assert config.load(env).chat_id == OWNER["id"]
-    # Only the group update was confirmed: the private one is still there for the daemon.
-    left = fake_api.snapshot()["updates"]
-    assert [u["message"]["chat"]["type"] for u in left] == ["private"]
-    assert len(_get_updates(fake_api)) <= 4
+    # Both confirmed: the group's skipped, the private one setup's own (never a prompt later)
+    assert fake_api.snapshot()["updates"] == []
+    assert len(_get_updates(fake_api)) <= 5
 
 
 def test_rejected_token(runner, fake_api, bins, token_file, env):

@@ -54,7 +54,10 @@ async def test_detect_chat_waits_for_a_message(api):
     found = await tg.detect_chat(TOKEN, api.base, wait=5)
     await task
     assert found is not None and found.id == OWNER["id"]
-    # Not confirmed: the same message is still there for the daemon (or a second look).
+    # Confirmed: the daemon's chat, starting next, never types setup's "hello" into a
+    # session as a (paid) prompt; a second look waits for a new message.
+    assert await tg.detect_chat(TOKEN, api.base, wait=1) is None
+    await api.user_says("again")
     again = await tg.detect_chat(TOKEN, api.base, wait=1)
     assert again is not None and again.id == OWNER["id"]
     assert await tg.detect_chat(TOKEN, api.base, wait=0) is None  # no time, no look

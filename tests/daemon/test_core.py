@@ -62,3 +62,14 @@ def test_cards_are_emitted_only_when_their_text_changes(core, notifier):
     assert core.flush_cards() == 0
     (card,) = notifier.of("card")
     assert card.data == {"task": 1, "final": False}
+
+
+def test_a_sessions_cost_is_kept_without_the_floats_noise(core):
+    """Claude Code sums its cost in floats: 0.14839999999999992 was saved and shown by
+    ``aipager status --json`` as such."""
+    core.feed({"type": "statusline", "session": "claude-a", "context_pct": 5,
+               "cost_usd": 0.14839999999999992})
+    assert core.registry.get("claude-a").cost_usd == 0.1484
+    core.feed({"type": "statusline", "session": "claude-b",
+               "cost": {"total_cost_usd": 0.30000000000000004}})
+    assert core.registry.get("claude-b").cost_usd == 0.3

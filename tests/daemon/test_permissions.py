@@ -179,3 +179,93 @@ def test_a_lone_rule_is_the_one_always_allow_and_carries_its_destination():
     rule = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
             "behavior": "allow", "destination": "localSettings"}
     assert render.suggestion_label(rule) == "🟢 Always Bash(npm test:*) · this project, for you"
+
+
+def test_a_long_scoped_label_keeps_its_scope_and_shortens_the_path_in_its_middle():
+    """Cut at 60 characters from the end, "· this project, for everyone" was lost: the button
+    no longer said where the permission would be kept."""
+    from aipager.daemon import render
+
+    folder = "/home/dev/work/clients/acme/backend/services/billing-reports"
+    label = render.suggestion_label({"type": "addDirectories", "directories": [folder],
+                                     "destination": "projectSettings"})
+    assert len(label) <= render.SCOPE_LABEL_MAX
+    assert label.endswith(" · this project, for everyone")
+    what = label.removesuffix(" · this project, for everyone")
+    head, cut, tail = what.partition("…")
+    assert cut and head.startswith("📁 Allow /home/") and folder.endswith(tail) and len(tail) > 5
+
+
+def test_stop_on_a_request_ends_the_task_even_with_a_message_held_for_the_dialog(core, notifier):
+    """⏹ on a request denies it with ``interrupt``: the turn ends and no Stop follows.  With a
+    message held for the dialog, released at once and typed, the transcript's last turn
+    was never the interruption, and the card said "working" for ever."""
+    from aipager.daemon import replies
+    from aipager.daemon.model import QueuedMessage
+
+    start(core)
+    core.feed(perm("t1", aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
+    sess = core.registry.get(S)
+    sess.queue.append(QueuedMessage(msg_id="7", text="and then this", queued_at=0,
+                                    chat_id="1", status="held", held_for="dialog"))
+    (out,) = notifier.of("permission")
+    sent = []
+    assert replies.answer(core.ctx, S, out.data["key"], "stop", "@ana",
+                          lambda addr, rid, decision: sent.append(decision) or True) \
+        == replies.VIA_HOOK
+    assert sent[0]["behavior"] == "deny" and sent[0]["interrupt"] is True
+    assert sess.state == State.READY and sess.task.ended_at is not None
+    assert sess.task.error == "interrupted"
+    assert [r.data["msg_id"] for r in notifier.of("release")] == ["7"]
+    core.flush_cards()
+    assert notifier.texts("card")[-1].startswith("⏹ jim · interrupted")
+
+
+def test_auto_modes_own_dialog_shows_its_command_and_is_left_to_the_terminal(core, notifier):
+    """In auto mode Claude Code's Bash dialog reached the phone as "Claude needs your
+    permission" without the command, and Allow pressed "1" on a dialog listing "No" first:
+    the command is shown, and the choices are said to be the terminal's (⏹ only)."""
+    core.feed(ev("UserPromptSubmit", prompt="clean up", permission_mode="auto"))
+    core.feed(ev("PreToolUse", tool_name="Bash", tool_use_id="t7",
+                 tool_input={"command": "rm -rf build", "description": "clean"}))
+    core.feed(ev("Notification", notification_type="permission_prompt",
+                 message="Claude needs your permission to use Bash"))
+    (out,) = notifier.of("permission")
+    assert "rm -rf build" in out.text and "only in the terminal" in out.text
+    assert out.data["buttons"] == ["stop"]
+    # answered in the terminal: the call's result closes it
+    core.feed(ev("PostToolUse", tool_name="Bash", tool_use_id="t7",
+                 tool_input={"command": "rm -rf build", "description": "clean"}))
+    assert core.registry.get(S).requests == []
+
+
+def test_a_permission_prompt_outside_auto_mode_keeps_its_buttons(core, notifier):
+    core.feed(ev("UserPromptSubmit", prompt="clean up", permission_mode="default"))
+    core.feed(ev("Notification", notification_type="permission_prompt",
+                 message="Claude needs your permission"))
+    (out,) = notifier.of("permission")
+    assert "allow" in out.data["buttons"]
+
+
+def test_a_destructive_command_is_named_on_its_request_and_touch_is_not(core, notifier):
+    """An ``rm -rf`` of the project got the same Allow as ``touch``, said the same way."""
+    start(core)
+    core.feed(perm("t1", inp={"command": "rm -rf /home/dev/project", "description": "clean"}))
+    core.feed(perm("t2", inp={"command": "touch /home/dev/project/x", "description": "make"}))
+    rm, touch = notifier.of("permission")
+    assert "rm -rf /home/dev/project" in rm.text and "cannot be undone" in rm.text
+    assert "(rm -r)" in rm.text and "cannot be undone" not in touch.text
+
+
+def test_what_counts_as_destructive():
+    from aipager.daemon.danger import destructive
+
+    assert destructive("cd /srv && rm -fr build") == "rm -r"
+    assert destructive("sudo rm -r -f /") == "rm -r"
+    assert destructive("git reset --hard HEAD~3") == "git reset --hard"
+    assert destructive("git clean -fdx") == "git clean -f"
+    assert destructive("git push origin main --force") == "git push --force"
+    assert destructive("psql -c 'drop table users'") == "DROP/TRUNCATE"
+    for harmless in ("rm notes.txt", "git push origin main", "npm run format", "echo rm -rf",
+                     "grep -r rm src", "git reset --soft HEAD~1"):
+        assert destructive(harmless) == "", harmless

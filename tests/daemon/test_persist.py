@@ -72,10 +72,11 @@ def test_saved_state_keeps_the_latest_notices(core, clock):
     (sess,) = persist.load_state(env)["sessions"]
     notices = sess["notices"]
     assert len(notices) == 20 and notices[-1]["name"] == "safety_blocked"
-    assert notices[-1]["text"] == "🛑 jim · Blocked by a safety rule: r24 (stopped)"
+    assert notices[-1]["text"] == ("🛑 jim · a safety rule refused Bash: r24. Claude was told "
+                                   "and may go on without it.")
     assert notices[-1]["at"] == clock()
     # The oldest ones (the context warning, r0-r4) were pushed out.
-    assert notices[0]["text"].endswith(": r5 (stopped)")
+    assert ": r5. Claude was told" in notices[0]["text"]
 
 
 def test_alive_when_pid_runs_and_socket_exists(tmp_path):

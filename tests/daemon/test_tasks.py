@@ -174,9 +174,14 @@ def test_own_datagrams(core, notifier):
                "consumed": [{"msg_id": 5, "chat_id": 1}], "expired": []})
     assert [o.data["emoji"] for o in notifier.of("reaction")] == ["👍"] and sess.queue == []
     core.feed({"hook_event_name": "safety_blocked", "session": S, "tool": "Bash", "reason": "rm -rf"})
-    assert notifier.notices("safety_blocked") == ["🛑 jim · Blocked by a safety rule: rm -rf (stopped)"]
+    # only the call was refused: Claude goes on, and the card says so (never "stopped")
+    assert notifier.notices("safety_blocked") == [
+        "🛑 jim · a safety rule refused Bash: rm -rf. Claude was told and may go on without it."]
     core.flush_cards()
-    assert notifier.texts("card")[-1].startswith("🛑 jim")
+    assert notifier.texts("card")[-1].startswith("⏳ jim · working")
+    core.feed(ev("Stop"))
+    core.flush_cards()
+    assert notifier.texts("card")[-1].startswith("🛑 jim · done; a safety rule refused a tool: rm -rf")
     core.feed({"type": "hook_memory_cap_hit", "session": S, "hook": "aipager-hook", "tool": "Bash"})
     assert notifier.of("notice")[-1].data["report"] is True
     core.feed({"hook_event_name": "send_files_refused", "session": S, "tool_use_id": "u",

@@ -65,7 +65,7 @@ def test_user_task_stopped_by_the_floor_while_the_owners_identical_task_runs(
     assert not os.path.exists(first) and not os.path.exists(second)
     blocked = [line for line in daemon.log().splitlines() if f"notice {SESSION}" in line]
     assert blocked, daemon.log()[-2000:]
-    assert sess["card"].startswith("🛑 e2e · Blocked by a safety rule: "), sess["card"]
+    assert sess["card"].startswith("🛑 e2e · done; a safety rule refused a tool: "), sess["card"]
     # The audit log holds both denials, naming who asked for the task.
     records = claude_home.audit()
     assert [(r["action"], r["session"], r["tool"], r["task"]) for r in records] == [

@@ -66,7 +66,7 @@ def test_a_users_forbidden_task_is_refused_while_the_owners_identical_one_runs(
     sess = team.wait_session(_finished(1), 40, "the user's task finished")
     assert sess["task"]["blocked"], sess["task"]
     assert [a["user_id"] for a in sess["task"]["authors"]] == [USER_ID]
-    phone.wait(lambda snap: any("Blocked by a safety rule" in t for t in phone.sent_texts(snap)),
+    phone.wait(lambda snap: any("a safety rule refused Bash" in t for t in phone.sent_texts(snap)),
                20, "the safety notice in the group")
     assert not os.path.exists(made)
     # Never a dialog to approve: the hook refused before Claude Code could ask.
@@ -98,7 +98,7 @@ def test_a_users_read_of_the_password_hashes_is_refused_told_and_audited(
 
     sess = team.wait_session(_finished(1), 40, "the user's task finished")
     assert "/etc/shadow" in sess["task"]["blocked"], sess["task"]
-    phone.wait(lambda snap: any("Blocked by a safety rule" in t and "/etc/shadow" in t
+    phone.wait(lambda snap: any("a safety rule refused Read" in t and "/etc/shadow" in t
                                 for t in phone.sent_texts(snap)), 20, "the safety notice in the group")
     # Claude got the refusal, never the file
     results = json.dumps([b for r in fake_anthropic.requests_with("E2E-SHADOW")

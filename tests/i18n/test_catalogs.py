@@ -30,7 +30,9 @@ LONG = {
     "n": "1.000.000", "percent": "100", "text": "x" * 3500 + "… (+1,234 characters, all sent)",
     "question": "Which database should the new service use for its event log?"[:80],
     "minutes": "12", "seconds": "59", "limit": "5 minutes", "variable": "AIPAGER_VOICE_MODEL",
-    "key": "voice_model", "problem": "the chat state was damaged (not valid JSON (line 1)); kept "
+    "key": "voice_model", "tool": "mcp__github__create_pull_request",
+    "scope": "📁 Allow /home/someone/projects/a-rather-…/services/api · this project, for you",
+    "problem": "the chat state was damaged (not valid JSON (line 1)); kept "
     "as /home/someone/.local/state/aipager/chat.json.damaged-20261204T194500Z; starting with a "
     "fresh one", "first": "now", "size": "123,4", "label": "alice_w",
     "role": "read_only", "id": "123456789012", "rights": "send prompts, answer requests, manage "

@@ -22,7 +22,7 @@ def test_a_card_is_english_without_a_catalog_and_spanish_with_one():
         assert render.card(sess, 112.0).startswith("⏳ jim · trabajando · 12s")
         sess.state = State.GONE
         sess.end_reason = "clear"
-        assert render.card(sess, 112.0).startswith("🔴 jim · Sesión borrada")
+        assert render.card(sess, 112.0).startswith("🔴 jim · Conversación borrada (/clear)")
     # the context ended: English again
     assert render.card(sess, 112.0).startswith("🔴 jim · Session cleared")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any, Awaitable, Sequence
 
 from aiogram import F, Router
@@ -33,7 +34,7 @@ from aipager.bot.notify import KILL_ASK, kill_key
 from aipager.bot.outbox import Post
 from aipager.bot.rights import like
 from aipager.daemon.model import Session, State
-from aipager.proto.errors import AipagerError
+from aipager.proto.errors import AipagerError, InvalidSessionName
 
 log = logging.getLogger("aipager.bot")
 
@@ -110,17 +111,30 @@ async def on_new(message: Message, command: CommandObject, actions: Actions, sen
     args = (command.args or "").strip()
     if not args:
         await state.set_state(NextMessage.session_name)
-        actions.say(message.chat.id, _("Name for the new session? (letters, digits, - and _; "
-                                       "not starting with -)"), reply_to=message.message_id)
+        # a–z in every language, not "letters": a session is also the command /NAME, which
+        # Telegram takes in ASCII only
+        actions.say(message.chat.id, _("Name for the new session? (letters a–z without accents, "
+                                       "digits, - and _; not starting with -)"),
+                    reply_to=message.message_id)
         return
-    await start_session(actions, message, sender, *name_and_first(args))
+    await start_session(actions, message, sender, name_and_first(args))
 
 
 #: quotes a name may be written in (``/new "My Project"``), opening → closing
 _QUOTES = {'"': '"', "'": "'", "“": "”", "„": "“", "«": "»", "‘": "’"}
 
 
-def name_and_first(text: str) -> tuple[str, str]:
+@dataclass(frozen=True, slots=True)
+class NewSession:
+    """What ``/new`` was given: the session's name and its first message, if any."""
+
+    name: str
+    first: str = ""
+    #: the name was written in quotes: where it ends is certain (``/new "My Project" hi``)
+    quoted: bool = False
+
+
+def name_and_first(text: str) -> NewSession:
     """``NAME [first message]``: the name ends at the first space, newline or tab.
 
     Any whitespace ends it: a newline kept in a name once started a session
@@ -131,9 +145,9 @@ def name_and_first(text: str) -> tuple[str, str]:
     close = _QUOTES.get(text[:1])
     if close and close in text[1:]:
         quoted, _close, rest = text[1:].partition(close)
-        return "-".join(quoted.split()), rest.strip()
+        return NewSession("-".join(quoted.split()), rest.strip(), quoted=True)
     parts = text.split(maxsplit=1) + ["", ""]
-    return parts[0], parts[1].strip()
+    return NewSession(parts[0], parts[1].strip())
 
 
 def looks_like_a_longer_name(name: str, first: str) -> bool:
@@ -148,12 +162,14 @@ def looks_like_a_longer_name(name: str, first: str) -> bool:
     return True
 
 
-async def start_session(actions: Actions, message: Message, sender: Sender, name: str,
-                        first: str) -> None:
+async def start_session(actions: Actions, message: Message, sender: Sender,
+                        new: NewSession) -> None:
     chat_id = message.chat.id
-    if looks_like_a_longer_name(name, first):
-        actions.say(chat_id, _("A session name is one word: letters, digits, - and _. For a "
-                               "session named {name}-{first}: /new {name}-{first} (or /new "
+    name, first = new.name, new.first
+    # a quoted name ended where its quote closed: what follows is the first message
+    if not new.quoted and looks_like_a_longer_name(name, first):
+        actions.say(chat_id, _("A session name is one word: letters a–z without accents, "
+                               "digits, - and _. For a session named {name}-{first}: /new {name}-{first} (or /new "
                                "\"{name} {first}\"). To start {name} with the message “{first}”, "
                                "start it first, then send the message.").format(
                                    name=name, first=first), reply_to=message.message_id)
@@ -167,6 +183,12 @@ async def start_session(actions: Actions, message: Message, sender: Sender, name
         return
     try:
         session = await actions.new_session(name)
+    except InvalidSessionName:
+        actions.say(chat_id, _("Cannot start a session named {name}: a name is 1–64 letters "
+                               "a–z without accents, digits, - and _, not starting with - "
+                               "(for example: api-fix).").format(name=repr(name)[1:-1]),
+                    reply_to=message.message_id)
+        return
     except AipagerError as exc:
         # the error names the session; a refused name shows escaped there, on one line
         actions.say(chat_id, _("Cannot start the session: {error}").format(error=exc), reply_to=message.message_id)
@@ -321,8 +343,6 @@ def model_key(session: str) -> str:
 #: what Claude is told, in English)
 STYLE_NAMES = {"": N_("Claude’s own"), "brief": N_("Reply briefly, in a few sentences."),
                "detailed": N_("Reply in detail, with the reasoning.")}
-#: the /settings words of an on/off setting
-ON_OFF = {True: N_("on"), False: N_("off")}
 #: a card's detail, as /settings names it
 DETAIL_NAMES = {"full": N_("full"), "compact": N_("compact")}
 
@@ -343,9 +363,12 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
     lines = [
         _("⚙️ Settings for this chat"),
         _("Reply style: {style}").format(style=_(STYLE_NAMES.get(style, N_("Claude’s own")))),
-        _("Diff previews: {state}").format(state=_(ON_OFF[diffs])),
+        # each setting's state in a sentence of its own: "on"/"off" agree with the noun in
+        # Portuguese and Spanish (a feminine "prévia", a masculine "silêncio")
+        _("Diff previews: on") if diffs else _("Diff previews: off"),
         _("Card detail: {detail}").format(detail=_(DETAIL_NAMES.get(detail, detail))),
-        _("Quiet while you are at the computer: {state}").format(state=_(ON_OFF[quiet])),
+        _("Quiet while you are at the computer: on") if quiet
+        else _("Quiet while you are at the computer: off"),
         _("Voice notes: sent at once") if voice_now
         else _("Voice notes: shown to you before they are sent"),
         # the mode the chat was last told of (``privacywatch``: it follows the config)
@@ -395,13 +418,19 @@ def running_session(message: Message, actions: Actions,
     """The filter of ``/<session> [text]``: the running session the command names, as
     ``sess`` for the handler.  ``/jim@box`` names session jim of machine box (a hub);
     ``/jim@ourbot`` is Telegram's way of addressing this bot in a group."""
+    sess = named_session(message, actions, bot_identity)
+    return {"sess": sess} if sess is not None and view.is_live(sess) else False
+
+
+def named_session(message: Message, actions: Actions,
+                  bot_identity: tuple[int, str | None]) -> Session | None:
+    """The session ``/<session>`` names, running or ended."""
     head = (message.text or "").partition(" ")[0]
     name, at, host = head[1:].partition("@")
     username = bot_identity[1]
     if at and not (username and host.lower() == username.lower()):
         name = f"{name}@{host}"
-    sess = actions.find(name) if name else None
-    return {"sess": sess} if sess is not None and view.is_live(sess) else False
+    return actions.find(name) if name else None
 
 
 async def on_session_command(message: Message, actions: Actions, sender: Sender,
@@ -466,9 +495,22 @@ def offer_picker(actions: Actions, message: Message, text: str, sender: Sender, 
                 reply_to=message.message_id)
 
 
-async def on_unknown_command(message: Message, actions: Actions) -> None:
-    """Anything else starting with /."""
+async def on_unknown_command(message: Message, actions: Actions,
+                             bot_identity: tuple[int, str | None]) -> None:
+    """Anything else starting with /: an ended session's name says so (its text is not
+    sent anywhere), with its resume button when Claude Code can resume it."""
     head = (message.text or "").partition(" ")[0]
+    ended = named_session(message, actions, bot_identity)
+    if ended is not None:
+        resumable = bool(ended.claude_session_id)
+        actions.say(message.chat.id, (_("{session} has ended; nothing was sent. Resume it to "
+                                        "go on with its conversation:") if resumable
+                                      else _("{session} has ended; nothing was sent. /new "
+                                             "{session} starts it again.")).format(
+                                          session=ended.label),
+                    markup=session_buttons(actions, [ended], SessionAct.RESUME)
+                    if resumable else None, reply_to=message.message_id)
+        return
     actions.say(message.chat.id, _("Unknown command {command}. /help lists what I "
                                    "understand.").format(command=head[:40]), reply_to=message.message_id)
 

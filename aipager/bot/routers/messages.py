@@ -29,6 +29,7 @@ from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _, number
 from aipager.bot.routers.commands import (NextMessage, name_and_first, offer_picker,
                                           start_session)
+from aipager.chatcommands import RESERVED
 from aipager.bot.rights import APPROVE, PROMPT, need
 from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Refused
 
@@ -228,7 +229,7 @@ async def on_session_name(message: Message, actions: Actions, sender: Sender, te
     """The message after a bare /new (``NextMessage.session_name``) names the session (and
     may carry its first message).  (/new checked that the sender may start sessions.)"""
     await state.clear()
-    await start_session(actions, message, sender, *name_and_first(text))
+    await start_session(actions, message, sender, name_and_first(text))
 
 
 async def on_text(message: Message, actions: Actions, sender: Sender, text: str,
@@ -345,4 +346,27 @@ def make_router() -> Router:
     return router
 
 
-__all__ = ["make_router", "send_text"]
+def not_a_command(message: Message) -> bool:
+    """A text that is not one of the chat's own commands: an absolute path (``/tmp/x``) or
+    words starting with ``/`` are the answer the chat asked for, not "Unknown command"."""
+    head = (message.text or "").partition(" ")[0]
+    name = head[1:].partition("@")[0].lower() if head.startswith("/") else ""
+    return name not in RESERVED if name else True
+
+
+def make_answers_router() -> Router:
+    """The answers the chat asked for (the corrected path or command of ✏️ Edit, a
+    question's "Other…", a voice note's corrected text) on a router included before the
+    commands: aiogram's FSM state wins over command parsing, but for the chat's own
+    commands (/stop still stops)."""
+    from aipager.bot import voice
+
+    router = Router(name="answers")
+    router.message.filter(addressed, F.text, not_a_command)
+    router.message.register(on_answer_in_words, NextMessage.answer)
+    router.message.register(on_edit_text, NextMessage.edit)
+    router.message.register(voice.on_edited, voice.NextVoice.text, flags=need(PROMPT))
+    return router
+
+
+__all__ = ["make_answers_router", "make_router", "send_text"]

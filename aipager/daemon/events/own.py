@@ -88,7 +88,7 @@ def on_safety_blocked(ev: dict, sess: Session, ctx: Ctx) -> None:
     just before (same task, same text, within ``SAFETY_MERGE_SECONDS``) adds no message."""
     reason = str(ev.get("reason") or "denied")
     tool = str(ev.get("tool") or "")
-    text = render.safety_blocked(sess.label, reason)
+    text = render.safety_blocked(sess.label, reason, tool)
     task = sess.task
     last = sess.notices[-1] if sess.notices else {}
     at = last.get("at")

@@ -224,12 +224,21 @@ router.on("PostToolUse", "PostToolUseFailure")(_close_answered)
 def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.requests:
         return  # the dialog PermissionRequest already showed
-    auto = _str(ev, "notification_type") == "agent_needs_input"
-    message = _str(ev, "message") or (render.NEEDS_INPUT if auto else render.NEEDS_PERMISSION)
-    # Auto mode's dialog offers choices the hook is never told (and its keys are not those
-    # of a permission dialog): answering it with Allow's key could pick something else.
+    mode = _str(ev, "permission_mode") or sess.permission_mode
+    asks = _str(ev, "notification_type") == "agent_needs_input"
+    # Auto mode's dialogs offer choices the hook is never told, in an order of their own
+    # (its Bash dialog lists "No" first): answering with Allow's key could pick something
+    # else, so they are shown as answerable only in the terminal, which is true.
+    auto = asks or mode == "auto"
+    message = _str(ev, "message") or (render.NEEDS_INPUT if asks else render.NEEDS_PERMISSION)
+    agent = _str(ev, "agent_id") or None
+    # what it asks about: the requester's call that has not run yet (the Notification
+    # names none); the request stays tool-less, closed by that requester's next result
+    waiting = next((r for r in reversed(sess.rows)
+                    if r.agent == agent and r.status == "running"), None)
     req = Request(key=f"n:{ctx.now():.6f}", kind="permission", tool="", opened_at=ctx.now(),
-                  agent=_str(ev, "agent_id") or None, description=message, terminal_only=auto)
+                  agent=agent, description=message, terminal_only=auto,
+                  detail=waiting.summary if waiting is not None else "")
     requests.open_request(ctx, sess, req)
     _emit_permission(ctx, sess, req)
 

@@ -38,6 +38,16 @@ def _dig(ev: dict, *path: str) -> Any:
     return cur
 
 
+#: a cost is kept to a millionth of a dollar: Claude Code sums floats (0.14839999999999992),
+#: and what ``aipager status --json`` shows should read as the amount it is
+COST_PLACES = 6
+
+
+def _cost(value: Any) -> float | None:
+    number = _num(value)
+    return round(number, COST_PLACES) if number is not None else None
+
+
 _FLAT = ("context_pct", "cost_usd", "total_input", "total_output", "lines_added", "lines_removed")
 
 
@@ -48,15 +58,15 @@ def figures(ev: dict) -> dict[str, Any]:
         out = {key: ev.get(key) for key in _FLAT}
         out["model"] = ev.get("model_name") if isinstance(ev.get("model_name"), str) else None
         out["context_pct"] = _num(out["context_pct"])
-        out["cost_usd"] = _num(out["cost_usd"])
+        out["cost_usd"] = _cost(out["cost_usd"])
         return out
     model = ev.get("model_name") or _dig(ev, "model", "display_name") or _dig(ev, "model", "id")
     out = {
         "model": model if isinstance(model, str) else None,
         "context_pct": _num(ev.get("context_pct")) if "context_pct" in ev
         else _num(_dig(ev, "context_window", "used_percentage")),
-        "cost_usd": _num(ev.get("cost_usd")) if "cost_usd" in ev
-        else _num(_dig(ev, "cost", "total_cost_usd")),
+        "cost_usd": _cost(ev.get("cost_usd")) if "cost_usd" in ev
+        else _cost(_dig(ev, "cost", "total_cost_usd")),
         "total_input": ev.get("total_input", _dig(ev, "context_window", "total_input_tokens")),
         "total_output": ev.get("total_output", _dig(ev, "context_window", "total_output_tokens")),
         "lines_added": ev.get("lines_added", _dig(ev, "cost", "total_lines_added")),
