@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Awaitable
+from typing import Any, Awaitable, Mapping
 
 from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
@@ -327,6 +327,28 @@ ON_OFF = {True: N_("on"), False: N_("off")}
 DETAIL_NAMES = {"full": N_("full"), "compact": N_("compact")}
 
 
+def voice_model_line(env: Mapping[str, str]) -> str:
+    """What /settings says of the voice model: the first note may have to fetch it, which
+    a newcomer must know before sending one (found without importing faster-whisper)."""
+    import importlib.util
+
+    from aipager import config
+    from aipager.bot import speech
+
+    if importlib.util.find_spec("faster_whisper") is None:
+        return _("🎙 Voice model: none (aipager's voice extra is not installed, about 450 MB)")
+    try:
+        cfg: config.Config | None = config.load(env)
+    except Exception:  # noqa: BLE001 - a config the daemon runs without: the default
+        cfg = None
+    spec = speech.model_spec(env, cfg)
+    if speech.is_folder(spec):
+        return _("🎙 Voice model: {name} (a folder on this computer)").format(name=spec)
+    return _("🎙 Voice model: {name}, fetched from the Hugging Face hub at the first voice note "
+             "unless already here (`aipager voice model` on the computer sets one "
+             "ahead)").format(name=spec)
+
+
 def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
                   language: str = "") -> tuple[str, dict | None]:
     """The chat's settings, and the language of ``user_id`` (``language``: their choice,
@@ -348,6 +370,7 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         _("Quiet while you are at the computer: {state}").format(state=_(ON_OFF[quiet])),
         _("Voice notes: sent at once") if voice_now
         else _("Voice notes: shown to you before they are sent"),
+        voice_model_line(actions.env),
     ]
     if user_id is not None:
         chosen = locales.NAMES.get(language) if language else _("Auto (your Telegram app’s)")
