@@ -59,6 +59,15 @@ UNHEARD_SECONDS = 5.0
 #: threads one transcription uses: half the cores (the sessions and the daemon keep the
 #: rest); on a busy two-core machine one thread was faster than two (bench/voice.py)
 CPU_THREADS = max(1, min(4, (os.cpu_count() or 2) // 2))
+#: the longest piece of a note transcribed at once (seconds): faster-whisper computes the
+#: voice detector's and Whisper's input for all the audio it is given, which for a 280 s
+#: note peaked at ~300 MB over the loaded model (bench/voice.py); 30 s is one Whisper window
+PIECE_SECONDS = 30.0
+#: a piece ends at the quietest moment of its last seconds (a pause between words), so no
+#: word is cut in two
+CUT_WITHIN = 8.0
+#: the loudness is measured over frames this long (seconds) to find that moment
+FRAME_SECONDS = 0.1
 #: seconds the loaded model stays after the last voice note
 IDLE_UNLOAD = 600.0
 
@@ -281,6 +290,32 @@ def unheard_seconds(speech: float, spans: list[tuple[float, float]]) -> float:
     return max(0.0, speech - heard)
 
 
+def cuts(loudness: list[float], frame: float, piece: float = PIECE_SECONDS,
+         within: float = CUT_WITHIN) -> list[int]:
+    """Where to cut audio into pieces of at most ``piece`` seconds: frame indexes, each the
+    quietest frame (``loudness``, one value per ``frame`` seconds) of the last ``within``
+    seconds before the piece would be too long; the last piece is whatever is left."""
+    most, window = max(1, int(piece / frame)), max(1, int(within / frame))
+    found, start = [], 0
+    while len(loudness) - start > most:
+        lo, hi = start + most - window, start + most
+        quietest = min(range(lo, hi), key=lambda i: (loudness[i], -i))
+        found.append(quietest)
+        start = quietest
+    return found
+
+
+def _pieces(samples: Any, rate: int = 16000) -> list[tuple[float, Any]]:
+    """``samples`` (16 kHz mono, numpy) as (offset in seconds, piece) cut at pauses."""
+    step = int(FRAME_SECONDS * rate)
+    whole = len(samples) // step
+    framed = samples[:whole * step].reshape(whole, step)
+    loudness = [float(v) for v in (framed.astype("float32") ** 2).mean(axis=1)]
+    bounds = [0, *(i * step for i in cuts(loudness, FRAME_SECONDS)), len(samples)]
+    return [(a / rate, samples[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)
+            if b > a]
+
+
 def transcribe(audio: bytes, spec: str, hint: str | None = None,
                progress: Progress | None = None) -> Transcript:
     """Transcribe ``audio`` (any format FFmpeg reads: Telegram's OGG/Opus, WAV…) with the
@@ -298,30 +333,35 @@ def transcribe(audio: bytes, spec: str, hint: str | None = None,
         model = _models.get(spec)
         progress.loading = False
         samples = whisper().decode_audio(io.BytesIO(audio))  # 16 kHz mono
+        seconds = len(samples) / 16000
+        pieces = _pieces(samples)
+        del samples  # the pieces are views of it: nothing is copied
         language, known = None, model.supported_languages
         multilingual = len(known) > 1
-        if multilingual:
-            found, sure, _ = model.detect_language(samples, vad_filter=True)
+        if multilingual:  # from the first piece (Whisper listens to 30 s for it anyway)
+            found, sure, _ = model.detect_language(pieces[0][1], vad_filter=True)
             language = pick_language(found, sure, hint if hint in known else None)
-        # vad_filter: silence is cut first (Whisper invents words in silence);
-        # condition_on_previous_text off: one misheard segment does not derail the rest
-        segments, info = model.transcribe(samples, language=language, vad_filter=True,
-                                          condition_on_previous_text=False)
-        words, spans, logprobs = [], [], []
-        for seg in segments:  # the generator does the work, one 30 s window at a time
-            text = seg.text.strip()
-            if text:
-                words.append(text)
-                spans.append((seg.start, seg.end))
-                logprobs.append((seg.end - seg.start, seg.avg_logprob))
-            progress.done = min(1.0, seg.end / info.duration) if info.duration else 1.0
+        words, spans, logprobs, speech, said = [], [], [], 0.0, language or "en"
+        # piece by piece: memory bounded by a piece, not by the note (``PIECE_SECONDS``)
+        for offset, piece in pieces:
+            # vad_filter: silence is cut first (Whisper invents words in silence);
+            # condition_on_previous_text off: one misheard segment does not derail the rest
+            segments, info = model.transcribe(piece, language=language, vad_filter=True,
+                                              condition_on_previous_text=False)
+            for seg in segments:  # the generator does the work
+                text = seg.text.strip()
+                if text:
+                    words.append(text)
+                    spans.append((seg.start, seg.end))
+                    logprobs.append((seg.end - seg.start, seg.avg_logprob))
+                progress.done = min(1.0, (offset + seg.end) / seconds)
+            speech += float(info.duration_after_vad or 0.0)
+            said = str(info.language)
         progress.done = 1.0
         _models.used = time.monotonic()
     if not multilingual and not followed(logprobs, hint):
         raise WrongLanguage(hint or "")
-    speech = float(info.duration_after_vad or 0.0)
-    return Transcript(" ".join(words), str(info.language), float(info.duration), speech,
-                      unheard_seconds(speech, spans))
+    return Transcript(" ".join(words), said, seconds, speech, unheard_seconds(speech, spans))
 
 
 def loaded(spec: str) -> bool:
@@ -337,6 +377,6 @@ def unload_idle(now: float) -> bool:
 
 __all__ = ["CONFIG_KEY", "DEFAULT_MODEL", "ENV_MODEL", "FETCH_MB", "IDLE_UNLOAD",
            "ModelUnavailable", "NotInstalled", "Progress", "Transcript", "VoiceError",
-           "WrongLanguage", "fetch", "followed", "hint_of", "is_folder", "is_model", "loaded",
+           "WrongLanguage", "cuts", "fetch", "followed", "hint_of", "is_folder", "is_model", "loaded",
            "model_spec", "on_disk", "pick_language", "transcribe", "unheard_seconds",
            "unload_idle", "whisper"]
