@@ -269,16 +269,18 @@ def pick_language(found: str, sure: float, hint: str | None) -> str:
     return hint
 
 
-def followed(logprobs: list[tuple[float, float]], hint: str | None) -> bool:
+def followed(logprobs: list[tuple[float, float]], hint: str | None,
+             speech: float = 0.0) -> bool:
     """Whether an English-only model followed the speech: (seconds, mean log-probability)
-    per segment.  From a speaker whose language is English (or unknown) it is taken as
-    heard; from anyone else it must have been confident (``FOLLOWED``), or it wrote English
-    it invented from other speech."""
+    per segment, and the seconds of ``speech`` the voice detector found.  From a speaker
+    whose language is English (or unknown) it is taken as heard; from anyone else it must
+    have been confident (``FOLLOWED``), or it wrote English it invented from other speech,
+    and seconds of speech without a word (tiny.en on Vietnamese) are not "no words"."""
     if hint in (None, "en"):
         return True
     total = sum(seconds for seconds, _ in logprobs)
     if total <= 0:
-        return True  # nothing heard: "no words", not a language problem
+        return speech < 1.0  # silence is "no words"; speech left unwritten is the language
     return sum(seconds * lp for seconds, lp in logprobs) / total >= FOLLOWED
 
 
@@ -359,7 +361,7 @@ def transcribe(audio: bytes, spec: str, hint: str | None = None,
             said = str(info.language)
         progress.done = 1.0
         _models.used = time.monotonic()
-    if not multilingual and not followed(logprobs, hint):
+    if not multilingual and not followed(logprobs, hint, speech):
         raise WrongLanguage(hint or "")
     return Transcript(" ".join(words), said, seconds, speech, unheard_seconds(speech, spans))
 

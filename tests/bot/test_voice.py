@@ -355,6 +355,8 @@ def test_an_english_only_model_does_not_invent_english_from_other_speech():
     # and from a speaker whose language is English (or unknown), nothing is refused
     assert stt.followed([(3.0, -1.2)], "en") and stt.followed([(3.0, -1.2)], None)
     assert not stt.followed([(3.0, -1.2), (1.0, -0.3)], "pt")
+    # Vietnamese gave tiny.en no words at all (bench/voice.py): not "no words in that note"
+    assert not stt.followed([], "vi", speech=4.0) and stt.followed([], "vi", speech=0.3)
 
 
 async def test_an_english_only_model_says_so_in_the_speakers_language(chat):
@@ -470,3 +472,16 @@ def test_the_voice_model_command_names_a_folder_and_fetches_a_name(tmp_path, mon
     assert config.load(env).extra[stt.CONFIG_KEY] == tiny_model()  # left as it was
     assert run(app, ["voice", "model", "--clear"]).exit_code == 0
     assert stt.CONFIG_KEY not in config.load(env).extra
+
+
+def test_a_long_note_is_cut_into_pieces_at_its_pauses():
+    # one value per 0.1 s: speech (1.0) with a pause (0.0) every 25 s, and one at 57 s
+    loud = [0.0 if i % 250 == 249 or i == 570 else 1.0 for i in range(1000)]  # 100 s
+    found = stt.cuts(loud, 0.1, piece=30.0, within=8.0)
+    assert found == [249, 499, 749]  # each the pause in the last 8 s before 30 s
+    bounds = [0, *found, len(loud)]
+    assert all(b - a <= 300 for a, b in zip(bounds, bounds[1:], strict=False))
+    # no pause at all: cut at the latest quietest moment, never past 30 s
+    flat = stt.cuts([1.0] * 700, 0.1, piece=30.0, within=8.0)
+    assert flat == [299, 598]
+    assert stt.cuts([1.0] * 300, 0.1) == []  # 30 s: one piece
