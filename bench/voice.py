@@ -13,6 +13,8 @@ interpreter of this venv per model.  Figures:
 - speed: ``x_realtime``, seconds of audio transcribed per second of wall time (median of
   ``--voice-rounds``; above 1 is faster than speech), for 5, 15 and 45 s of English and a
   note as long as the 280 s one reported (one round).
+- the threads: aipager uses half the cores (``speech.CPU_THREADS``), the contender
+  ``threads=N`` every core, on the 45 s clip.
 - the same long note through faster-whisper alone, all the audio in one call as aipager did
   before it cut notes into pieces: the contender ``bare`` (its peak and speed).
 - accuracy by language: the word error rate (``wer``: substituted, dropped and added words
@@ -123,7 +125,12 @@ segments, info = model.transcribe(samples, language="en", vad_filter=True,
 text = " ".join(s.text.strip() for s in segments)
 out["bare"] = {"audio_s": info.duration, "wall": time.perf_counter() - t0, "text": text,
                "peak": mem()["VmHWM"]}
-del model, samples
+del samples
+# the threads: aipager's (half the cores) against every core, on the 45 s clip
+with speech._models.lock:
+    speech._models.model = model = None
+speech.CPU_THREADS = job["all_cores"]
+out["all_cores"] = run(job["clips"][-1], None, rounds)
 speech._models.used = 0.0
 speech.unload_idle(time.monotonic() + speech.IDLE_UNLOAD + 1)
 out["dropped"] = mem()
@@ -217,6 +224,7 @@ def run(args) -> list[dict]:
         job = {"clips": [_write(folder, f"clip-{s}s.ogg", _english(round(s * WORDS_PER_SECOND)))
                          for s in LENGTHS],
                "long": _write(folder, "long.ogg", _long_text()),
+               "all_cores": os.cpu_count() or 1,
                "languages": [[_write(folder, f"say-{code}.ogg", text, voice), code]
                              for voice, code, text in LANGUAGES]}
         for name, path in models:
@@ -243,8 +251,9 @@ def _measure(name: str, spec: str, job: dict, rounds: int) -> list[dict]:
     for clip in (*out["clips"], out["long"]):
         rows.append(_speed(name, "aipager", clip))
     rows.append(_speed(name, "bare", out["bare"]))
+    rows.append(_speed(name, f"threads={job['all_cores']}", out["all_cores"]))
     long_words = len(words(_long_text()))
-    rows[-1]["words_said"] = rows[-2]["words_said"] = long_words
+    rows[-2]["words_said"] = rows[-3]["words_said"] = long_words
     for said, (_voice, code, text) in zip(out["languages"], LANGUAGES * 2, strict=True):
         row = {"group": GROUP, "case": f"{name}: {code}, "
                + ("speaker's language given" if said["hinted"] else "no language given")}

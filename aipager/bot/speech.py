@@ -57,7 +57,9 @@ UNHEARD_SHARE = 0.25
 #: ... and its length (a few seconds unheard in a short note is a cough, a pause)
 UNHEARD_SECONDS = 5.0
 #: threads one transcription uses: half the cores (the sessions and the daemon keep the
-#: rest); on a busy two-core machine one thread was faster than two (bench/voice.py)
+#: rest), and each thread costs memory: on two cores, base's peak on a 45 s note was 451 MB
+#: with one thread, 539 MB with two, while the speed changed less than the machine's load
+#: made it vary (bench/voice.py)
 CPU_THREADS = max(1, min(4, (os.cpu_count() or 2) // 2))
 #: the longest piece of a note transcribed at once (seconds): faster-whisper computes the
 #: voice detector's and Whisper's input for all the audio it is given, which for a 280 s
@@ -103,8 +105,6 @@ class Progress:
     writer; a float and a bool are replaced whole)."""
 
     def __init__(self) -> None:
-        #: the model is being loaded (or fetched) before any audio is read
-        self.loading = False
         #: the share of the audio transcribed, 0 to 1
         self.done = 0.0
 
@@ -331,9 +331,7 @@ def transcribe(audio: bytes, spec: str, hint: str | None = None,
     """
     progress = progress or Progress()
     with _models.lock:
-        progress.loading = _models.model is None or _models.spec != spec
         model = _models.get(spec)
-        progress.loading = False
         samples = whisper().decode_audio(io.BytesIO(audio))  # 16 kHz mono
         seconds = len(samples) / 16000
         pieces = _pieces(samples)
