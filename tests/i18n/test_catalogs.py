@@ -41,7 +41,8 @@ LONG = {
     "status": "session ended", "where": "aipager-hook (Bash)", "before": "92", "after": "31",
     "mode": "dontAsk", "folders": "/home/someone/projects/api, /tmp",
     "rules": "Bash(npm run test:*), Bash(make lint:*)", "tap": "🟢 Luôn cho phép",
-    "host": "build-server-eu", "count": "1.000",
+    "host": "build-server-eu", "count": "1.000", "mb": "1,530", "unheard": "4 minutes",
+    "speech": "5 minutes",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {
