@@ -405,6 +405,12 @@ def test_progress_follows_the_transcription_to_its_end():
     assert not heard.mostly_unheard
 
 
+def note_update(chat, note: dict) -> int:
+    """The update id that brought ``note``."""
+    return next(uid for uid, raw in chat.bot.inbox._kept.items()
+                if raw.get("message", {}).get("message_id") == note["message_id"])
+
+
 async def test_a_note_being_transcribed_does_not_hold_the_chat(chat, spoken):
     chat.start("jim")
     # the model's lock held here: the note cannot finish until the test lets it
@@ -417,6 +423,9 @@ async def test_a_note_being_transcribed_does_not_hold_the_chat(chat, spoken):
         await chat.fake.wait_for("sendMessage", lambda p: "jim" in str(p["text"]), timeout=30)
         assert not [m for m in chat.fake.bot_messages(chat.chat_id)
                     if m["text"].startswith("🎙 heard:")]
+        # the note is not handled yet (a kill now transcribes it again at the next start)
+        # though the /status after it is
+        assert chat.bot.inbox.handled() < note_update(chat, note)
     finally:
         stt._models.lock.release()
     heard = await _heard(chat)
