@@ -55,7 +55,8 @@ from aipager.bot.speech import ENV_MODEL, ModelUnavailable, NotInstalled, VoiceE
 
 log = logging.getLogger("aipager.bot")
 
-#: the longest voice note transcribed (seconds): the chat's next messages wait for it
+#: the longest voice note transcribed (seconds): up to a minute of work with base on two
+#: busy cores (bench/voice.py), more with larger models
 MAX_SECONDS = 300
 #: transcripts waiting for a tap, per dispatcher (older ones' buttons expire)
 PENDING_KEPT = 50
