@@ -91,6 +91,13 @@ def duration(seconds: float) -> str:
     return format_timedelta(timedelta(seconds=seconds), threshold=1.0, locale=current())
 
 
+def language_name(code: str) -> str:
+    """The language ``code`` (ISO 639-1: ``es``) named in the current locale's words."""
+    from babel import Locale
+
+    return str(Locale.parse(current().replace("-", "_")).languages.get(code, code))
+
+
 def chat_locale(members: Members, state: ChatState, chat_id: int) -> str:
     """The language of what the chat says on its own: the config's ``language`` (checked when
     the config loads), else that of the person who last spoke in the chat, else English."""
@@ -139,4 +146,4 @@ def commands_menu(commands: tuple[tuple[str, str], ...]) -> Mapping[str, list[tu
 
 
 __all__ = ["I18N", "LocaleMiddleware", "N_", "_", "chat_locale", "commands_menu", "current",
-           "duration", "ngettext", "number", "person_locale", "use"]
+           "duration", "language_name", "ngettext", "number", "person_locale", "use"]

@@ -25,7 +25,7 @@ from aipager.clients import members as members_mod
 from aipager.proto import paths
 from aipager.install import telegram_check
 from aipager.aio import cancel_and_wait, every, spawn
-from aipager.bot import chatstate, i18n, inbox, polling, view
+from aipager.bot import chatstate, i18n, inbox, order, polling, view
 from aipager.bot.access import Access, Members, TapAnswer
 from aipager.bot.actions import Actions
 from aipager.bot.i18n import N_, _
@@ -260,8 +260,8 @@ class ChatBot:
                 await self.bot.session.close()
 
     async def _handle(self, dp: Any, update: Any) -> None:
-        """One update: messages of a chat in order (a slow one delays only its chat),
-        taps at once."""
+        """One update: messages of a chat in order (a slow one delays only its chat, and
+        one that steps aside, ``order.step_aside``, not even that), taps at once."""
         chat = update.message.chat.id if update.message is not None else None
         if chat is None:
             self._spawn(self._feed(dp, update))
@@ -269,8 +269,20 @@ class ChatBot:
         lock = self._chat_locks.setdefault(chat, asyncio.Lock())
 
         async def in_order() -> None:
-            async with lock:
+            await lock.acquire()
+            held = True
+
+            def release() -> None:
+                nonlocal held
+                if held:
+                    held = False
+                    lock.release()
+
+            order.holding(release)  # a long handler (a voice note) may let the next go
+            try:
                 await self._feed(dp, update)
+            finally:
+                release()
 
         self._spawn(in_order())
 

@@ -1,23 +1,27 @@
 """Voice notes → prompts: transcribed on this computer, shown, then sent as a typed message.
 
-A voice note (``on_voice``) is downloaded from Telegram into memory (never written to
-disk) and transcribed in a worker thread by faster-whisper, the optional ``voice`` extra
-(``bot.speech``: imported at the first voice note, never at daemon start).  The transcript
-is shown as "🎙 heard: …" with ✅ Send / ✏️ Edit / ❌ Cancel (``callbacks.VoiceTap``), in
-the language spoken (faster-whisper detects it, and the speaker's Telegram language settles
-it when the model is unsure; an English-only ``*.en`` model hears English).  ✅ sends it as
-the speaker's message, through the path a typed message takes
-(``routers.messages.send_text`` → ``Actions.deliver``: the routing, the prompt rule,
-holds, the permission note); ✏️ makes the speaker's next message (aiogram's FSM,
-``NextVoice.text``) replace it; ❌ drops it.  Only the speaker's taps act on it.  Waiting
-transcripts live in memory with the dispatcher, as the pickers' messages do: a restart
-forgets them and their buttons expire.  Without the extra a voice note gets ``VOICE_OFF``.
+A voice note (``on_voice``) gets "🎙 transcribing…" at once, as a reply; it is downloaded
+from Telegram into memory (never written to disk) and transcribed in a worker thread by
+faster-whisper, the optional ``voice`` extra (``bot.speech``: imported at the first voice
+note, never at daemon start).  That line is edited as the work goes (the first note says the
+model is being fetched, when it is; then the share done), and becomes the transcript:
+"🎙 heard: …" with ✅ Send / ✏️ Edit / ❌ Cancel (``callbacks.VoiceTap``), in the speaker's
+language unless the model is near certain of another (``speech.pick_language``), with a
+warning when much of the speech gave no text.  ✅ sends it as the speaker's message, through
+the path a typed message takes (``routers.messages.send_text`` → ``Actions.deliver``: the
+routing, the prompt rule, holds, the permission note); ✏️ makes the speaker's next message
+(aiogram's FSM, ``NextVoice.text``) replace it; ❌ drops it.  Only the speaker's taps act on
+it.  Waiting transcripts live in memory with the dispatcher, as the pickers' messages do: a
+restart forgets them and their buttons expire.  Without the extra a voice note gets
+``VOICE_OFF``.
 
 The model, and how it is loaded and dropped: ``bot.speech``.
 
-A voice note is handled in its chat's order, like any message: the chat's next messages
-wait for its transcript (``MAX_SECONDS`` bounds that), and a daemon killed meanwhile
-transcribes it again at the next start (the update journal, ``inbox``).
+A voice note steps out of its chat's order once its line is shown (``order.step_aside``):
+the chat's next messages and commands go on while it is transcribed (so a message typed
+meanwhile may reach the session before a note sent at once); a daemon killed meanwhile
+transcribes it again at the next start (its update is handled only when its handler ends:
+the update journal, ``inbox``).
 """
 
 from __future__ import annotations
@@ -38,25 +42,28 @@ from aiogram.types import CallbackQuery, Message
 from aiogram.utils.callback_answer import CallbackAnswer
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot import files, speech, view
+from aipager.bot import files, order, speech, view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import VoiceAct, VoiceTap
 from aipager.bot.chatstate import msg_key
-from aipager.bot.i18n import N_, _, duration, ngettext, number
+from aipager.bot.i18n import N_, _, duration, language_name, ngettext, number
 from aipager.bot.markdown import u16_len
-from aipager.bot.outbox import Action, Live, Post
+from aipager.bot.outbox import Live, Post
 from aipager.bot.routers.messages import send_text
 from aipager.bot.routers.taps import EXPIRED
-from aipager.bot.speech import CONFIG_KEY, ENV_MODEL, ModelUnavailable, NotInstalled, VoiceError
+from aipager.bot.speech import ENV_MODEL, ModelUnavailable, NotInstalled, VoiceError, WrongLanguage
 
 log = logging.getLogger("aipager.bot")
 
-#: the longest voice note transcribed (seconds): the chat's next messages wait for it
+#: the longest voice note transcribed (seconds): up to a minute of work with base on two
+#: busy cores (bench/voice.py), more with larger models
 MAX_SECONDS = 300
 #: transcripts waiting for a tap, per dispatcher (older ones' buttons expire)
 PENDING_KEPT = 50
 #: the transcript shown in the chat is cut here (Telegram's limit is 4096); all of it is sent
 SHOWN_MAX = 3500
+#: seconds between looks at a transcription's progress (its line is edited when it moved)
+PROGRESS_EVERY = 3.0
 
 VOICE_OFF = N_("🎙 Voice notes are off on this computer: install aipager with its voice extra "
                "(pip install 'aipager[voice]', or '.[voice]' in a checkout) and restart aipager.")
@@ -135,6 +142,68 @@ async def _download(message: Message, file_id: str) -> bytes:
     return buf.getvalue()
 
 
+def _first_note(spec: str) -> str:
+    """What the "transcribing…" line adds when the model is not in memory: a name not yet
+    fetched is downloaded now, once (``speech.fetch``), which takes a while."""
+    if speech.loaded(spec) or speech.on_disk(spec):
+        return ""
+    size = speech.FETCH_MB.get(spec)
+    return "\n" + (_("First voice note: fetching the voice model {name} (about {mb} MB) from "
+                     "the Hugging Face hub, once. On the computer, `aipager voice model` "
+                     "fetches it ahead or names a model folder.").format(name=spec, mb=size)
+                   if size else
+                   _("First voice note: fetching the voice model {name} from the Hugging Face "
+                     "hub, once. On the computer, `aipager voice model` fetches it ahead or "
+                     "names a model folder.").format(name=spec))
+
+
+def _failure(exc: Exception) -> str:
+    """A transcription's failure in the speaker's words (the details go to the log)."""
+    if isinstance(exc, WrongLanguage):
+        return _("🎙 The voice model here understands only English, and this note is not in "
+                 "English ({language}): I cannot transcribe it. On the computer, `aipager voice "
+                 "model base` sets a multilingual model.").format(
+                     language=language_name(exc.language))
+    if isinstance(exc, ModelUnavailable) and exc.fetching:
+        return _("🎙 The voice model {name} could not be fetched from the Hugging Face hub (is "
+                 "this computer offline?). On the computer, `aipager voice model PATH` names a "
+                 "model folder there, or `aipager voice model {name}` fetches it.").format(
+                     name=exc.spec)
+    if isinstance(exc, ModelUnavailable):
+        return _("🎙 {folder} holds no voice model (a CTranslate2 Whisper folder, with "
+                 "model.bin). On the computer, `aipager voice model PATH|NAME` names another "
+                 "({variable} overrides it).").format(folder=exc.spec, variable=ENV_MODEL)
+    return _("🎙 Could not transcribe that voice note; send it again or type it.")
+
+
+def _heard_text(heard: speech.Transcript) -> str:
+    text = _("🎙 heard: {text}").format(text=_shown(heard.text))
+    if heard.mostly_unheard:
+        # Whisper drops a stretch it is unsure of without a word: a transcript much
+        # shorter than the note must not pass for all of it
+        text += "\n" + _("⚠️ {unheard} of the {speech} of speech gave no text (too unclear "
+                         "for the model): check it against the note.").format(
+                             unheard=duration(heard.unheard), speech=duration(heard.speech))
+    return text
+
+
+async def _transcribe(actions: Actions, chat_id: int, key: str, audio: bytes, spec: str,
+                      hint: str | None) -> speech.Transcript:
+    """The transcript, with the "transcribing…" line edited as it goes."""
+    progress = speech.Progress()
+    job = asyncio.ensure_future(asyncio.to_thread(speech.transcribe, audio, spec, hint,
+                                                  progress))
+    shown = 0
+    while not job.done():
+        await asyncio.wait({job}, timeout=PROGRESS_EVERY)
+        step = int(progress.done * 100) // 10 * 10  # tens: an edit is worth a change
+        if not job.done() and step > shown:
+            shown = step
+            actions.outbox.put(Live(chat_id, _("🎙 transcribing… {percent} %").format(
+                percent=step), key=key))
+    return await job
+
+
 async def on_voice(message: Message, actions: Actions, sender: Sender, members: Any,
                    dispatcher: Any, picks: dict) -> None:
     """A voice note: transcribed here, then shown with ✅ / ✏️ / ❌, or sent at once when the
@@ -155,45 +224,46 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
                                    minutes=minutes, seconds=seconds, limit=duration(MAX_SECONDS)),
                     reply_to=msg_id)
         return
-    actions.outbox.put(Action(chat_id, "typing"))
+    handle = actions.state.handle("voice", msg_key(chat_id, msg_id))
+    key = _key(handle)
     spec = speech.model_spec(actions.env, members.current())
+    head = _("🎙 transcribing…")
+    # at once, before the download: the person sees the note was taken
+    actions.outbox.put(Live(chat_id, head, key=key, reply_to=msg_id))
+    first = await asyncio.to_thread(_first_note, spec)
+    if first:
+        actions.outbox.put(Live(chat_id, head + first, key=key))
+    # minutes of transcribing must not hold the chat's next messages (nor its commands)
+    order.step_aside()
     try:
         audio = await _download(message, voice.file_id)
         user = message.from_user
-        heard = await asyncio.to_thread(speech.transcribe, audio, spec,
-                                        speech.hint_of(user.language_code if user else None))
-    except ModelUnavailable as exc:
-        log.warning("voice model: %s", exc)
-        actions.say(chat_id, _("🎙 {error}. Name a model folder on this computer with "
-                               "{variable}=/path or the config key {key}.").format(
-                                   error=exc, variable=ENV_MODEL, key=CONFIG_KEY), reply_to=msg_id,
-                    buzz=True)
-        return
+        heard = await _transcribe(actions, chat_id, key, audio, spec,
+                                  speech.hint_of(user.language_code if user else None))
     except Exception as exc:  # noqa: BLE001 - Telegram, the audio, the model: say so, go on
         log.warning("transcribing a voice note failed: %s", exc)
-        actions.say(chat_id, _("🎙 Could not transcribe that voice note; send it again or type it."),
-                    reply_to=msg_id, buzz=True)
+        actions.outbox.put(Live(chat_id, _failure(exc), key=key, final=True))
         return
     finally:
         _unload_later()
-    log.info("voice note: %.1f s of %s audio transcribed", heard.seconds, heard.language)
+    log.info("voice note: %.1f s of %s audio transcribed (%.1f s of its %.1f s of speech gave "
+             "no text)", heard.seconds, heard.language, heard.unheard, heard.speech)
     if not heard.text:
-        actions.say(chat_id, _("🎙 I heard no words in that voice note."), reply_to=msg_id)
+        actions.outbox.put(Live(chat_id, _("🎙 I heard no words in that voice note."), key=key,
+                                final=True))
         return
     if actions.state.prefs_of(chat_id).get("voice_now"):
         # what was heard is still shown (a reply to the note), then goes in as if typed
-        actions.say(chat_id, _("🎙 heard: {text}").format(text=_shown(heard.text)),
-                    reply_to=msg_id)
+        actions.outbox.put(Live(chat_id, _heard_text(heard), key=key, final=True))
         await send_text(actions, message, sender, heard.text, picks)
         return
-    handle = actions.state.handle("voice", msg_key(chat_id, msg_id))
     pending = _pending(dispatcher)
     pending[handle] = Heard(message, sender.user_id, heard.text)
     pending.move_to_end(handle)
     while len(pending) > PENDING_KEPT:
         pending.popitem(last=False)
-    actions.outbox.put(Live(chat_id, _("🎙 heard: {text}").format(text=_shown(heard.text)), key=_key(handle),
-                            markup=_buttons(handle), reply_to=msg_id))
+    actions.outbox.put(Live(chat_id, _heard_text(heard), key=key, markup=_buttons(handle),
+                            final=True))
 
 
 def _heard_for(query: CallbackQuery, callback_data: VoiceTap, sender: Sender, dispatcher: Any,

@@ -21,6 +21,7 @@ from aipager.cli import (
     session_cmd,
     setup_cmd,
     status_cmd,
+    voice_cmd,
 )
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -54,6 +55,7 @@ app.command("send", cls=session_cmd.NameAfterDashes)(session_cmd.send)
 app.add_typer(policy.app, name="policy")
 app.add_typer(ax_code.app, name="ax-code")
 app.add_typer(hub_cmd.app, name="hub")
+app.add_typer(voice_cmd.app, name="voice")
 
 
 def main() -> None:

@@ -45,6 +45,7 @@ LONG = {
     "rules": "Bash(npm run test:*), Bash(make lint:*)", "tap": "🟢 Luôn cho phép",
     "host": "build-server-eu", "count": "1.000", "example": "api_build-server-eu",
     "commands": "/api_build-server-eu, /api_vm",
+    "mb": "1,530", "unheard": "4 minutes", "speech": "5 minutes",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Awaitable, Sequence
+from typing import Any, Awaitable, Mapping, Sequence
 
 from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
@@ -347,6 +347,28 @@ STYLE_NAMES = {"": N_("Claude’s own"), "brief": N_("Reply briefly, in a few se
 DETAIL_NAMES = {"full": N_("full"), "compact": N_("compact")}
 
 
+def voice_model_line(env: Mapping[str, str]) -> str:
+    """What /settings says of the voice model: the first note may have to fetch it, which
+    a newcomer must know before sending one (found without importing faster-whisper)."""
+    import importlib.util
+
+    from aipager import config
+    from aipager.bot import speech
+
+    if importlib.util.find_spec("faster_whisper") is None:
+        return _("🎙 Voice model: none (aipager's voice extra is not installed, about 450 MB)")
+    try:
+        cfg: config.Config | None = config.load(env)
+    except Exception:  # noqa: BLE001 - a config the daemon runs without: the default
+        cfg = None
+    spec = speech.model_spec(env, cfg)
+    if speech.is_folder(spec):
+        return _("🎙 Voice model: {name} (a folder on this computer)").format(name=spec)
+    return _("🎙 Voice model: {name}, fetched from the Hugging Face hub at the first voice note "
+             "unless already here (`aipager voice model` on the computer sets one "
+             "ahead)").format(name=spec)
+
+
 def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
                   language: str = "") -> tuple[str, dict | None]:
     """The chat's settings, and the language of ``user_id`` (``language``: their choice,
@@ -375,6 +397,7 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         _("🔒 Private mode: on (`aipager config private off` on the computer)")
         if prefs.get("private") is True
         else _("Private mode: off (`aipager config private on` on the computer)"),
+        voice_model_line(actions.env),
     ]
     if user_id is not None:
         chosen = locales.NAMES.get(language) if language else _("Auto (your Telegram app’s)")
