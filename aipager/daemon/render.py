@@ -185,7 +185,11 @@ def request(label: str, req: Request) -> str:
     if said in (NEEDS_INPUT, NEEDS_PERMISSION):
         said = _(said)
     text = permission(label, req.tool, shorten(said, 200) if said else "", req.detail, req.cwd)
-    damage = danger.destructive(req.detail) if req.tool == "Bash" else ""
+    # a dialog known only from a Notification names its call as its card row does
+    command = req.detail if req.tool == "Bash" else (
+        req.detail.removeprefix("Bash: ") if not req.tool and req.detail.startswith("Bash: ")
+        else "")
+    damage = danger.destructive(command) if command else ""
     if damage:
         text += "\n" + _("⚠️ This deletes or overwrites work ({what}) and cannot be undone: "
                          "read the command before you allow it.").format(what=damage)

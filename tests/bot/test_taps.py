@@ -239,3 +239,29 @@ async def test_a_scoped_button_s_verdict_names_what_it_remembered(chat, hook_rep
     edited = await chat.fake.wait_for("editMessageText", lambda p: "@owner" in p["text"])
     assert "📁 Allow /srv/data · this session · chosen by @owner" in edited["text"]
     assert "Always allowed" not in edited["text"]
+
+
+async def test_in_auto_mode_its_own_dialog_holds_a_message_and_offers_no_allow(chat):
+    """Auto mode's Bash dialog: "✅ Allow" once pressed "1" on a dialog listing "No" first,
+    the dialog stayed, and a message sent during that hang was typed into it (👀, then
+    nothing).  Now the request names the command, answers only in the terminal, and a
+    message waits for it."""
+    session = chat.start("jim")
+    chat.feed(session, "UserPromptSubmit", prompt="clean up", prompt_id="p1",
+              permission_mode="auto")
+    chat.feed(session, "PreToolUse", tool_name="Bash", tool_use_id="t5",
+              tool_input={"command": "rm -rf build", "description": "clean"})
+    chat.feed(session, "Notification", notification_type="permission_prompt",
+              message="Claude needs your permission to use Bash")
+    message = await _request_message(chat, "only in the terminal")
+    assert "rm -rf build" in message["text"] and "cannot be undone" in message["text"]
+    assert set(_buttons(message)) == {"⏹ Stop"}
+    assert "only in the terminal" in message["text"]
+    await chat.fake.user_says("and also the cache")
+    await chat.fake.wait_for("sendMessage", lambda p: "Held for jim" in str(p["text"]))
+    assert chat.sessions.typed == []
+    # answered at the computer: the call ran, the held message goes in
+    chat.feed(session, "PostToolUse", tool_name="Bash", tool_use_id="t5",
+              tool_input={"command": "rm -rf build", "description": "clean"})
+    typed = await eventually(lambda: chat.sessions.typed, what="the held message typed")
+    assert "and also the cache" in typed[0][1]
