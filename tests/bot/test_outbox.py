@@ -329,7 +329,7 @@ async def test_a_refused_notice_of_a_refusal_is_not_told_again_whatever_its_lang
             tried = [p["text"] for p in fake.calls_of("sendMessage", ok=False)]
             assert tried[0] == "an answer"
             assert tried[-1].startswith("⚠️ Telegram se negó a mostrar un mensaje (")
-            assert tried[-1].endswith("something odd); está en el ordenador: `aipager status`, "
+            assert tried[-1].endswith("something odd); está en la computadora: `aipager status`, "
                                       "o en la terminal de la sesión.")
             assert outbox.counters["dropped"] == 2  # the answer, then its notice: no third
         finally:
