@@ -271,7 +271,7 @@ async def test_the_servers_words_are_in_the_page_users_language(web):
     assert [(a["act"], a["label"]) for a in need["answers"]] == [
         ("allow", "✅ Permitir"), ("deny", "❌ Negar"),
         ("s0", "📁 Permitir /srv/app · esta sessão"),
-        ("s1", "✏️ Aceitar todas as edições · esta sessão"), ("stop", "⏹ Parar")]
+        ("s1", "✏️ Aceitar edições · esta sessão"), ("stop", "⏹ Parar")]
     reader = await web.post("/api/answer", {"session": S, "key": KEY, "act": "allow"},
                             **tma(READER), **{"X-Aipager-Lang": "es"})
     assert (await reader.json())["message"] == "Tu rol no permite responder a las solicitudes de Claude."
