@@ -149,6 +149,8 @@ def test_every_block_is_audited_and_told_an_identical_one_at_once_is_merged(core
     reasons = [r["reason"] for r in core.ctx.audit.records if r["action"] == "safety_blocked"]
     assert reasons == ["tool Bash is denied", "task halted", "task halted", "tool Bash is denied",
                        "task halted", "task halted", "task halted"]
-    assert [n.split(": ", 1)[1] for n in notifier.notices("safety_blocked")] == [
-        "tool Bash is denied (stopped)", "task halted (stopped)", "tool Bash is denied (stopped)",
-        "task halted (stopped)", "task halted (stopped)"]
+    told = [n.split(": ", 1)[1] for n in notifier.notices("safety_blocked")]
+    tail = ". Claude was told and may go on without it."
+    assert told == [f"{reason}{tail}" for reason in (
+        "tool Bash is denied", "task halted", "tool Bash is denied", "task halted",
+        "task halted")]
