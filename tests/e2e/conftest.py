@@ -120,3 +120,11 @@ def dtach_session(
     yield start
     for session in started:
         session.stop()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report on the test item, so a fixture can tell a failed test apart."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

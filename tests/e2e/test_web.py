@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
 from aipager.proto import paths
-from e2e.kit.browser import chromium, shot, sign_in_link
+from e2e.kit.browser import chromium, shot, sign_in_link, what_pages_show
 from e2e.kit.daemon import BOT_TOKEN, USER_ID, Daemon
 from e2e.kit.questions import COLOUR
 from fakes import anthropic as fa
@@ -35,12 +36,15 @@ def web_daemon(claude_home, fake_anthropic):
 
 
 @pytest.fixture
-def browser():
+def browser(request):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         chrome = p.chromium.launch(executable_path=chromium(), headless=True)
         yield chrome
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            print(what_pages_show(chrome))
         chrome.close()
 
 
@@ -70,6 +74,7 @@ def test_the_page_without_telegram_runs_a_prompt_approves_and_answers(
 
     # a prompt from the page, typed into the real Claude Code
     card.get_by_role("link", name="💬 Open").click()
+    expect(page).to_have_url(re.compile(r"#/s/"))
     page.get_by_label("prompt").fill("E2E-WEB1 make the file")
     page.get_by_role("button", name="➤ Send").click()
     expect(page.locator("#flash")).to_contain_text("Typed into e2e")
@@ -100,6 +105,7 @@ def test_the_page_without_telegram_runs_a_prompt_approves_and_answers(
     # the conversation: the prompt and the answer, its Markdown rendered
     page.locator(f"article.session[data-session='{SESSION}']").get_by_role(
         "link", name="💬 Open").click()
+    expect(page).to_have_url(re.compile(r"#/s/"))
     talk = page.locator("ol.talk")
     expect(talk.locator("li.sent")).to_contain_text("E2E-WEB1 make the file")
     expect(talk.locator("li.answer strong")).to_have_text("it", timeout=WAIT_MS)

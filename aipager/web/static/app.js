@@ -318,6 +318,10 @@ function putFields(kept) {
   }
 }
 
+function same(shown, nodes) {
+  return shown.length === nodes.length && nodes.every((node, i) => node.isEqualNode(shown[i]));
+}
+
 let rendering = null;
 let again = false;
 
@@ -327,9 +331,12 @@ async function render() {
     do {
       again = false;
       try {
-        const nodes = await route()();
+        const nodes = (await route()()).filter(Boolean);  // a null would show as "null"
+        // Nothing changed (a live event about something this view does not show): keep
+        // the nodes, so a tap landing while the view refreshes still hits what it aimed at.
+        if (same(view.children, nodes)) continue;
         const kept = keepFields();
-        view.replaceChildren(...nodes.filter(Boolean));  // a null would show as "null"
+        view.replaceChildren(...nodes);
         putFields(kept);
       } catch (err) {
         if (err instanceof ApiError && err.status === 401 && inTelegram) {

@@ -27,6 +27,20 @@ def chromium() -> str:
     return path
 
 
+def what_pages_show(browser) -> str:
+    """Each open page's address and what its view reads (printed when a test failed)."""
+    lines = []
+    for context in browser.contexts:
+        for page in context.pages:
+            try:
+                shown = page.evaluate("(document.getElementById('view') || document.body).innerText")
+                flash = page.evaluate("(document.getElementById('flash') || {}).innerText || ''")
+            except Exception as exc:  # noqa: BLE001 - a dump must not hide the failure
+                shown, flash = f"(cannot read: {exc})", ""
+            lines.append(f"--- {page.url}\nflash: {flash}\n{shown[:3000]}")
+    return "\n".join(lines) or "(no page open)"
+
+
 def shot(page, name: str) -> str:
     """A screenshot of the whole page, kept as a test artifact."""
     os.makedirs(ARTIFACTS, exist_ok=True)
