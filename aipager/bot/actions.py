@@ -17,14 +17,19 @@ from aipager import dtach
 from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Outbox, Post, React
-from aipager.clients import prompts
 from aipager.bot.i18n import _
+from aipager.clients.words import words
+from aipager.daemon.service import Service
+from aipager.port.commands import AnswerQuestion, SendPrompt
+from aipager.port.results import Declined, Failed, Held, Typed
+from aipager.port.results import Result as PortResult
+from aipager.port.rights import Reason, Right
+from aipager.port.who import Person
 from aipager.clients import people
 from aipager.clients.people import Sender, author_label, task_authors  # noqa: F401
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
-from aipager.daemon.port import DaemonPort, Outcome, SessionsView, Who
-from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
+from aipager.daemon.port import DaemonPort, SessionsView, Who
 
 log = logging.getLogger("aipager.bot")
 
@@ -50,6 +55,7 @@ class Actions:
         self.state = state
         self.outbox = outbox
         self._default_folder = default_folder
+        self.service = Service(port, default_folder)
 
     # -- looking things up ---------------------------------------------------------
 
@@ -125,70 +131,54 @@ class Actions:
 
     async def deliver(self, sess: Session, chat_id: int, msg_id: int, text: str,
                       sender: Sender, quoted: tuple[str, float] | None = None) -> str:
-        """Hand a chat message to ``sess``: typed now, or held while Claude shows a dialog
-        (typed text would answer it).  Returns ``typed``, ``held``, ``refused`` (told in one
-        line, audited) or ``failed``."""
-        if sender.raw_keys and sess.state != State.WAITING:
-            return await self.type_raw(sess, chat_id, msg_id, text, sender)
-        text = prompts.words(text)
-        if not text:
-            return "refused"
-        author = {"user_id": sender.user_id, "label": sender.label, "role": sender.role}
-        if quoted:
-            # A reply to an older message: Claude is shown what it replies to.
-            author["reply_to"] = {"text": quoted[0][:1000], "sent_at": quoted[1]}
-        why, held_for = prompts.hold(sess, sender, tr=_) or ("", "task")
-        if why:
-            # Held (the daemon saves it at once), then its update is handled, durably
-            # (``inbox``): a kill in between holds it again at the next start, in its place.
-            self.port.queue_chat_message(sess.name, msg_id, text, chat_id=chat_id,
-                                           sender=sender.label, held=True, held_for=held_for)
-            inbox.acting()
-            self.state.authors[msg_key(chat_id, msg_id)] = author
-            self.say(chat_id, why, reply_to=msg_id, session=sess.name)
-            return "held"
-        return await self.type_message(sess.name, chat_id, msg_id, text, author)
+        """Hand a chat message to ``sess`` through the service: typed now, or held (another
+        person's task, or a dialog typed text would answer).  Returns ``typed``, ``held``,
+        ``refused`` (told in one line) or ``failed``."""
+        # A reply to an older message: Claude is shown what it replies to.
+        reply = {"text": quoted[0][:1000], "sent_at": quoted[1]} if quoted else None
+        return await self._send(SendPrompt(sender, sess.name, text, msg_id, chat_id,
+                                           style=self._style(chat_id), reply_to=reply,
+                                           submitting=self._acting(chat_id, msg_id)))
 
-    async def type_raw(self, sess: Session, chat_id: int, msg_id: int, text: str,
-                       sender: Sender) -> str:
-        """The owner's opt-in: ``text`` typed as keys, exactly as sent (no note: bash
-        mode and Claude Code's commands read none, and the owner's rights need none)."""
-        self.react(chat_id, msg_id, "👀")
-        inbox.acting()  # as in type_message
-        try:
-            await self.port.type_text(sess.name, text)
-        except (AipagerError, ValueError, OSError) as exc:
-            self.react(chat_id, msg_id, "🤷")
-            self.say(chat_id, _("🤷 Not delivered to {session}: {reason}").format(
-                session=sess.label, reason=_reason(exc)), reply_to=msg_id, buzz=True)
-            return "failed"
-        self.audit("chat_raw_keys", sender, session=sess.name, msg_id=msg_id, chat_id=chat_id)
-        return "typed"
+    def _style(self, chat_id: int) -> str | None:
+        return STYLES.get(self.state.prefs_of(chat_id).get("style") or "") or None
 
-    async def type_message(self, session: str, chat_id: int, msg_id: int, text: str,
-                           author: dict[str, Any], *, queued: bool = False) -> str:
-        """Type a chat message with its permission note; 👀 now, 👍/🤷 when Claude takes it."""
-        # Right before its Enter (``DtachIO._push``): 👀, since Claude may take the message
-        # before the typing call returns, and its update is handled from there on, durably
-        # (``inbox``): a kill before that types it again at the next start (a paste
-        # without its Enter is cleared first), one after it is never typed twice.
-        style = STYLES.get(self.state.prefs_of(chat_id).get("style") or "") or None
-
+    def _acting(self, chat_id: int, msg_id: int) -> Callable[[], None]:
+        """Right before its Enter (``DtachIO._push``): 👀, since Claude may take the message
+        before the typing call returns, and its update is handled from there on, durably
+        (``inbox``): a kill before that types it again at the next start (a paste without
+        its Enter is cleared first), one after it is never typed twice."""
         def acting() -> None:
             self.react(chat_id, msg_id, "👀")
             inbox.acting()
+        return acting
 
-        try:
-            await prompts.type_with_note(self.port, session, msg_id, chat_id, text, author,
-                                         style=style, queued=queued, acting=acting)
-        except (AipagerError, ValueError, OSError) as exc:
-            self.react(chat_id, msg_id, "🤷")
-            self.say(chat_id, _("🤷 Not delivered to {session}: {reason}").format(
-                session=session.removeprefix('claude-'), reason=_reason(exc)), reply_to=msg_id,
-                buzz=True)
-            log.warning("typing a chat message into %s failed: %s", session, exc)
-            return "failed"
-        return "typed"
+    async def _send(self, command: SendPrompt) -> str:
+        chat_id, msg_id = int(command.chat_id), command.msg_id
+        result = await self.service.ask(command)
+        match result:
+            case Typed():
+                return "typed"
+            case Held():
+                # Held (the daemon saved it at once), then its update is handled, durably
+                # (``inbox``): a kill in between holds it again at the next start, in its place.
+                inbox.acting()
+                author = command.who.author()
+                if command.reply_to:
+                    author["reply_to"] = dict(command.reply_to)
+                self.state.authors[msg_key(chat_id, msg_id)] = author
+                self.say(chat_id, words(result, _), reply_to=msg_id, session=command.session)
+                return "held"
+            case Failed():
+                self.react(chat_id, msg_id, "🤷")
+                self.say(chat_id, words(result, _), reply_to=msg_id, buzz=True)
+                log.warning("typing a chat message into %s failed: %s", command.session,
+                            result.error)
+                return "failed"
+            case Declined(reason=Reason.EMPTY):
+                return "refused"  # nothing to say of a message with nothing in it
+        self.say(chat_id, words(result, _), reply_to=msg_id, session=command.session)
+        return "refused"
 
     def audit(self, action: str, who: dict[str, Any] | Sender, **fields: Any) -> None:
         """An audit record naming who did it (id, label, role)."""
@@ -198,19 +188,16 @@ class Actions:
                                            str(who.get("role", ""))), **fields)
 
     async def release(self, session: str, chat_id: int, msg_id: int, text: str) -> None:
-        """A held message may go in now (the registry's ``release`` output)."""
-        author = self.state.authors.pop(msg_key(chat_id, msg_id), None)
-        if author is None:
-            # Its author is unknown (an older daemon held it): the floor applies.
-            author = {"user_id": None, "label": "", "role": "user"}
-        await self.type_message(session, chat_id, msg_id, text, author, queued=True)
+        """A held message may go in now (the registry's ``release`` output), with the
+        rights of its author (unknown: an older daemon held it, and the floor applies)."""
+        author = self.state.authors.pop(msg_key(chat_id, msg_id), None) or {}
+        who = Person(author.get("user_id"), str(author.get("label", "")),
+                     str(author.get("role") or "user"))
+        await self._send(SendPrompt(who, session, text, msg_id, chat_id,
+                                    style=self._style(chat_id), reply_to=author.get("reply_to"),
+                                    queued=True, submitting=self._acting(chat_id, msg_id)))
 
     # -- session control -----------------------------------------------------------
-
-    async def stop(self, sess: Session) -> bool:
-        """Interrupt the running task (``DaemonPort.stop_session``: repeated stops within a
-        couple of seconds press nothing); returns whether Escape was pressed."""
-        return await self.port.stop_session(sess.name)
 
     async def type_command(self, sess: Session, command: str) -> None:
         """Type one of Claude Code's own slash commands (``/compact``)."""
@@ -219,8 +206,9 @@ class Actions:
     async def switch_model(self, sess: Session, model: str) -> None:
         await self.port.switch_model(sess.name, model)
 
-    async def new_session(self, name: str, *, resume_id: str = "", cwd: str = "") -> str:
-        """Start session ``name`` in ``cwd`` (when it is a folder), else in the default folder.
+    async def resume_session(self, sess: Session) -> str:
+        """Start an ended session again with its conversation, in its folder (when it is
+        still there), else in the default folder.
 
         Returns:
             The internal session name.
@@ -228,13 +216,11 @@ class Actions:
         Raises:
             InvalidSessionName, SessionError: as ``dtach.create``.
         """
-        name, at, host = name.partition("@")  # NAME@host: on that host of a hub
+        name, at, host = sess.label.partition("@")  # NAME@host: on that host of a hub
         bare = dtach.check_name(name)
-        if bare.lower() in view.RESERVED:
-            msg = _("{name} is the name of a command; pick another name").format(name=bare)
-            raise SessionError(msg)
-        folder = cwd if cwd and os.path.isdir(cwd) else self.default_folder
-        return await self.port.start_session(bare + at + host, resume_id=resume_id, cwd=folder)
+        folder = sess.cwd if sess.cwd and os.path.isdir(sess.cwd) else self.default_folder
+        return await self.port.start_session(bare + at + host, resume_id=sess.claude_session_id,
+                                             cwd=folder)
 
     async def wait_ready(self, session: str, timeout: float = READY_TIMEOUT) -> bool:
         """Wait until a new session's Claude Code has started (its SessionStart arrived)."""
@@ -248,29 +234,20 @@ class Actions:
             await asyncio.sleep(0.1)
         return False
 
-    async def answer_questions(self, ask: dict[str, Any], sender: Sender) -> Outcome:
-        """Answer an AskUserQuestion dialog with ``ask["answers"]`` (the daemon presses its
-        keys; the verdict line follows from its ``request_answered`` output)."""
-        answers = [QuestionAnswer(list(a.get("picks", [])), a.get("text", ""))
-                   for a in ask["answers"]]
-        return await self.port.answer_question(ask["session"], ask["key"], sender.who, answers)
-
-    async def decline_questions(self, ask: dict[str, Any], sender: Sender) -> Outcome:
-        """Decline the whole AskUserQuestion dialog (Esc)."""
-        return await self.port.answer_question(ask["session"], ask["key"], sender.who, None)
-
-    async def kill(self, sess: Session) -> bool:
-        return await self.port.kill_session(sess.label)
+    async def answer_questions(self, ask: dict[str, Any], sender: Sender, *,
+                               decline: bool = False) -> PortResult:
+        """Answer an AskUserQuestion dialog with ``ask["answers"]``, or decline it (Esc);
+        the daemon presses its keys, the verdict line follows from its
+        ``request_answered`` output."""
+        answers = None if decline else [
+            QuestionAnswer(list(a.get("picks", [])), a.get("text", "")) for a in ask["answers"]]
+        return await self.service.ask(AnswerQuestion(sender, ask["session"], ask["key"],
+                                                     answers))
 
 
-def refusal(sender: Sender, what: str, sess: Session | None = None) -> str | None:
+
+def refusal(sender: Sender, what: Right, sess: Session | None = None) -> str | None:
     """``people.refusal`` in the chat's words (the current locale)."""
     return people.refusal(sender, what, sess, tr=_)
 
 
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, SessionNotFound):
-        return _("the session is not running")
-    if isinstance(exc, SessionError):
-        return str(exc)
-    return _("could not type it ({error})").format(error=exc)

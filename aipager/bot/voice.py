@@ -76,7 +76,7 @@ class Heard:
 
     #: the voice note (routing, reply, reactions: as a typed message's)
     message: Message
-    speaker: int
+    speaker: int | None
     text: str
 
 

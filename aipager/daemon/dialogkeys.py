@@ -17,7 +17,9 @@ test holds these functions to that file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from aipager.port.commands import QuestionAnswer as Answer
 
 UP = b"\x1b[A"
 DOWN = b"\x1b[B"
@@ -26,14 +28,6 @@ ESC = b"\x1b"
 TAB = b"\t"
 
 PERMISSION = {"allow": [b"1"], "allow_always": [b"2"], "deny": [ESC], "stop": [ESC]}
-
-
-@dataclass
-class Answer:
-    """One question's answer: picked option indexes (0-based) and/or typed text."""
-
-    picks: list[int] = field(default_factory=list)
-    text: str = ""
 
 
 @dataclass(frozen=True)

@@ -15,70 +15,15 @@ including the keystroke fallback the daemon took when no hook waited.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Literal, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
-from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session
-
-#: the answers a permission request takes (``replies.KINDS``)
-AnswerKind = Literal["allow", "allow_always", "deny", "stop"]
-
-
-@dataclass(frozen=True)
-class Who:
-    """Who acts through a client, as verdict lines and the audit log name them."""
-
-    #: e.g. ``@alice``
-    label: str
-    user_id: int | None = None
-    role: str = ""
-
-
-# -- what an answer to a request came to ----------------------------------------------
-
-
-@dataclass(frozen=True)
-class ByHook:
-    """The hook that waited took the decision: Claude Code goes on without its dialog."""
-
-
-@dataclass(frozen=True)
-class ByKeys:
-    """No hook waited any more: the daemon answered the terminal dialog with keys."""
-
-
-@dataclass(frozen=True)
-class Already:
-    """Somebody answered it first: nothing was done."""
-
-
-@dataclass(frozen=True)
-class Gone:
-    """No such open request (answered in the terminal, the task is over): nothing was done."""
-
-
-@dataclass(frozen=True)
-class InTerminal:
-    """Only the terminal can answer it safely now (a plan dialog whose hook is gone: its
-    keys differ with and without a plan file)."""
-
-
-@dataclass(frozen=True)
-class KeysFailed:
-    """No hook waited and the keys could not be pressed (the session is not running)."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class Refused:
-    """Nothing was done, for ``reason`` (an edited call the policy denies, or one no hook
-    waits to take any more)."""
-
-    reason: str
-
-
-Outcome = ByHook | ByKeys | Already | Gone | InTerminal | KeysFailed | Refused
+# The records a client reads back live in ``aipager.port`` (below the daemon and every
+# client); they are named here too for the clients still calling the daemon directly.
+from aipager.port.commands import AnswerKind, QuestionAnswer
+from aipager.port.results import (Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
+                                  Outcome, Refused)
+from aipager.port.who import Who
 
 
 @dataclass(frozen=True)
@@ -168,3 +113,8 @@ class DaemonPort(Protocol):
         """The machines whose sessions ``sessions`` holds; none for a single machine (a
         session of another machine is named ``claude-<label>@<host>``)."""
         ...
+
+
+__all__ = ["Already", "AnswerKind", "ByHook", "ByKeys", "DaemonPort", "Gone", "HostView",
+           "InTerminal", "KeysFailed", "Outcome", "QuestionAnswer", "Refused", "SessionsView",
+           "Who"]

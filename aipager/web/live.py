@@ -126,6 +126,13 @@ class WebNotifier:
         entries.append(entry)
         return entry
 
+    def unsay(self, entry: dict[str, Any]) -> None:
+        """Take back an entry said too early (a message the service declined)."""
+        for entries in self.talk.values():
+            if entry in entries:
+                entries.remove(entry)
+                return
+
     def conversation(self, session: str) -> list[dict[str, Any]]:
         return list(self.talk.get(session, ()))
 

@@ -222,9 +222,11 @@ async def test_stop_presses_escape_in_the_working_session(chat):
     await chat.fake.user_says("/stop")
     await _said(chat, "Stop sent to busy")
     assert chat.sessions.keys == [(busy, [ESCAPE])]
+    # one rule on every surface (the card's button and the page say the same): a session
+    # that works on nothing gets no Escape
     await chat.fake.user_says("/stop idle")
-    await _said(chat, "Stop sent to idle")
-    assert idle
+    await _said(chat, "idle is not working on anything.")
+    assert chat.sessions.keys == [(busy, [ESCAPE])] and idle
 
 
 async def test_the_cards_stop_button_interrupts_and_a_stale_one_refuses(chat):

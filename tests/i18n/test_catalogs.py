@@ -52,7 +52,7 @@ TOASTS = {
     "This button has expired.", "Already answered.", "This request is no longer open.",
     "This one waits in the terminal now: answer it there.", "Could not answer: {reason}",
     "Allowed", "Always allowed", "Denied", "Denied and stopped",
-    "This question is no longer open.", "Answered.", "Declined.", "Could not answer: {reason}.",
+    "This question is no longer open.", "Answered.", "Declined.",
     "That question was already answered.", "{session} is not running.",
     "{session} is not working on anything.", "Stopping…", "Messages go to {session} now.",
     "Ending {session}…", "Kept running.", "Sent to {session}.", "Saved.",

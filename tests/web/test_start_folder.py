@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from aipager.daemon.model import State
-from aipager.web import folders
+from aipager.daemon import folders
 
 S = "claude-jim"
 

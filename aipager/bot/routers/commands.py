@@ -25,7 +25,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager import dtach, locales
 from aipager.bot import view
-from aipager.bot.actions import Actions, Sender, refusal
+from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import (ModelChoice, ModelTap, PickTap, SessionAct, SessionTap, Setting,
                                    SettingTap)
 from aipager.bot.chatstate import STYLES
@@ -33,7 +33,11 @@ from aipager.bot.i18n import N_, _
 from aipager.bot.notify import KILL_ASK, kill_key
 from aipager.bot.outbox import Post
 from aipager.bot.rights import like
+from aipager.clients.words import words
 from aipager.daemon.model import Session, State
+from aipager.port.commands import StartSession, StopTask
+from aipager.port.results import Declined, Started, Stopping
+from aipager.port.rights import RIGHTS
 from aipager.proto.errors import AipagerError, InvalidSessionName
 
 log = logging.getLogger("aipager.bot")
@@ -182,7 +186,7 @@ async def start_session(actions: Actions, message: Message, sender: Sender,
         actions.state.current[str(chat_id)] = existing.name
         return
     try:
-        session = await actions.new_session(name)
+        result = await actions.service.ask(StartSession(sender, name))
     except InvalidSessionName:
         actions.say(chat_id, _("Cannot start a session named {name}: a name is 1–64 letters "
                                "a–z without accents, digits, - and _, not starting with - "
@@ -193,11 +197,14 @@ async def start_session(actions: Actions, message: Message, sender: Sender,
         # the error names the session; a refused name shows escaped there, on one line
         actions.say(chat_id, _("Cannot start the session: {error}").format(error=exc), reply_to=message.message_id)
         return
+    if not isinstance(result, Started):
+        actions.say(chat_id, words(result, _), reply_to=message.message_id)
+        return
+    session = result.name
     actions.state.current[str(chat_id)] = session
-    actions.audit("session_new", sender, session=session)
     label = session.removeprefix("claude-")
     actions.say(chat_id, _("🆕 {session} started in {folder}. Your messages go there now.").format(
-        session=label, folder=actions.default_folder), reply_to=message.message_id, session=session)
+        session=label, folder=result.folder), reply_to=message.message_id, session=session)
     if first:
         if not await actions.wait_ready(session):
             log.warning("session %s sent no SessionStart yet; typing the first message anyway",
@@ -222,11 +229,16 @@ async def on_stop(message: Message, command: CommandObject, actions: Actions,
     sess = pick_or_run(actions, message, command.args, SessionAct.STOP, busy)
     if sess is None:
         return
-    why = refusal(sender, "stop", sess)  # the task's author or an admin
-    if why:
-        actions.say(message.chat.id, f"🔒 {why}", reply_to=message.message_id)
-        return
-    await stop_session(actions, message.chat.id, sess)
+    result = await actions.service.ask(StopTask(sender, sess.name))
+    match result:
+        case Stopping(pressed=False):
+            pass  # a repeated stop says nothing new
+        case Declined(reason=reason) if reason in RIGHTS:
+            actions.say(message.chat.id, "🔒 " + words(result, _), reply_to=message.message_id)
+        case Stopping():
+            actions.say(message.chat.id, words(result, _), session=sess.name)
+        case _:
+            actions.say(message.chat.id, words(result, _), reply_to=message.message_id)
 
 
 async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[Any],
@@ -238,21 +250,6 @@ async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[A
         actions.say(chat_id, failed.format(session=sess.label, error=exc))
         return
     actions.say(chat_id, done, session=sess.name)
-
-
-async def stop_session(actions: Actions, chat_id: int, sess: Session, *,
-                       tell: bool = True) -> None:
-    """Interrupt ``sess``'s task; ``tell=False`` for the card's button, whose toast and
-    card say it (a "Stop sent" message under them said it a third time)."""
-    try:
-        pressed = await actions.stop(sess)
-    except AipagerError as exc:
-        actions.say(chat_id, _("Cannot stop {session}: {error}").format(session=sess.label,
-                                                                       error=exc))
-        return
-    if pressed and tell:  # a repeated stop said nothing new
-        actions.say(chat_id, _("⏹ Stop sent to {session}.").format(session=sess.label),
-                    session=sess.name)
 
 
 async def on_kill(message: Message, command: CommandObject, actions: Actions) -> None:

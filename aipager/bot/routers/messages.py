@@ -279,8 +279,9 @@ async def on_file(message: Message, actions: Actions, sender: Sender, picks: dic
             raise files.FileRefused(_("larger than {limit} MB").format(
                 limit=number(files.DOWNLOAD_MAX // 2**20)))
         # in the sender's own folder: the floor lets only their tasks (and the owner's) read it
-        path = await asyncio.to_thread(files.save_download, actions.env, sender.user_id, name,
-                                       data)
+        # (a chat's sender always has an id; 0 would be a folder nobody owns)
+        path = await asyncio.to_thread(files.save_download, actions.env, sender.user_id or 0,
+                                       name, data)
     except files.FileRefused as exc:
         actions.say(chat_id, _("📎 {name} was not saved: {reason}").format(name=name, reason=exc),
                     reply_to=message.message_id)

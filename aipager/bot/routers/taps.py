@@ -30,10 +30,12 @@ from aipager.bot.outbox import Live
 from aipager.bot.rights import APPROVE, MANAGE, OPEN, PROMPT, like, need
 from aipager.bot.notify import KILL_ASK, KILL_BY_CHAT, kill_key
 from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_key,
-                                          settings_view, stop_session)
-from aipager.daemon.model import Session, State
-from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
-                                 Outcome, Refused)
+                                          settings_view)
+from aipager.daemon.model import Session
+from aipager.clients.words import ok as words_ok
+from aipager.clients.words import words
+from aipager.port.commands import AnswerKind, AnswerRequest, KillSession, StopTask
+from aipager.port.results import Ended, Failed, Stopping
 from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
@@ -53,35 +55,10 @@ async def _request_tap(query: CallbackQuery, callback_data: RequestTap, actions:
         callback_answer.text = _(EXPIRED)
         return
     session, key = value.split("\0", 1)
-    why = refusal(sender, "approve", actions.registry.get(session))  # the author or an admin
-    if why:
-        callback_answer.text = why
-        return
     act = callback_data.act
-    try:
-        outcome = await actions.port.answer_request(
-            session, key, kind, sender.who,
-            suggestion=int(act[1:]) if act in SCOPES else None)
-    except ValueError:
-        callback_answer.text = _(EXPIRED)
-        return
-    callback_answer.text = outcome_text(outcome, done)
-
-
-def outcome_text(outcome: Outcome, done: str) -> str:
-    """What a tap's toast says of the port's answer (``done`` when it was answered)."""
-    match outcome:
-        case ByHook() | ByKeys():
-            return done
-        case Already():
-            return _("Already answered.")
-        case Gone():
-            return _("This request is no longer open.")
-        case InTerminal():
-            return _("This one waits in the terminal now: answer it there.")
-        case KeysFailed(reason=reason) | Refused(reason=reason):
-            return _("Could not answer: {reason}").format(reason=reason)
-    return done
+    result = await actions.service.ask(AnswerRequest(
+        sender, session, key, kind, suggestion=int(act[1:]) if act in SCOPES else None))
+    callback_answer.text = words(result, _, done)
 
 
 async def on_allow(query: CallbackQuery, callback_data: RequestTap, actions: Actions,
@@ -171,7 +148,8 @@ def _open_question(callback_data: QuestionTap, actions: Actions, sender: Sender,
     if ask is None:
         callback_answer.text = _("This question is no longer open.")
         return None
-    # the task's author or an admin (the role's right: the handler's flag)
+    # the task's author or an admin: checked here too, before a first pick is recorded
+    # (the service checks again when the answers go in)
     why = refusal(sender, "approve", actions.registry.get(session))
     if why:
         callback_answer.text = why
@@ -240,8 +218,8 @@ async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: 
     found = _open_question(callback_data, actions, sender, callback_answer)
     if found is None:
         return
-    outcome = await actions.decline_questions(found[1], sender)
-    callback_answer.text = _("Declined.") if isinstance(outcome, ByKeys) else _unanswered(outcome)
+    result = await actions.answer_questions(found[1], sender, decline=True)
+    callback_answer.text = words(result, _, _("Declined."), question=True)
 
 
 async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
@@ -253,19 +231,9 @@ async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
     if ask["step"] < len(ask["questions"]):
         show_question(actions, rkey, ask)
         return
-    outcome = await actions.answer_questions(ask, sender)
-    if not isinstance(outcome, ByKeys):
-        actions.say(ask["chat"], _unanswered(outcome) + " " + _("Nothing was typed."))
-
-
-def _unanswered(outcome: Outcome) -> str:
-    """Why a question's answer typed nothing."""
-    match outcome:
-        case KeysFailed(reason=reason) | Refused(reason=reason):
-            return _("Could not answer: {reason}.").format(reason=reason)
-        case Gone():
-            return _("This question is no longer open.")
-    return _("That question was already answered.")
+    result = await actions.answer_questions(ask, sender)
+    if not words_ok(result):
+        actions.say(ask["chat"], words(result, _, question=True) + " " + _("Nothing was typed."))
 
 
 def show_question(actions: Actions, rkey: str, ask: dict) -> None:
@@ -308,19 +276,15 @@ async def on_stop(query: CallbackQuery, callback_data: SessionTap, actions: Acti
     if found is None:
         return
     sess, chat_id = found
-    why = refusal(sender, "stop", sess)
-    if why:
-        callback_answer.text = why
-        return
-    if not view.is_live(sess):
-        callback_answer.text = _("{session} is not running.").format(session=sess.label)
-        return
-    if sess.state not in (State.WORKING, State.WAITING):
-        callback_answer.text = _("{session} is not working on anything.").format(
-            session=sess.label)
-        return
-    callback_answer.text = _("Stopping…")
-    await stop_session(actions, chat_id, sess, tell=False)
+    result = await actions.service.ask(StopTask(sender, sess.name))
+    match result:
+        case Stopping():  # the toast and the card say it: no message under them
+            callback_answer.text = _("Stopping…")
+        case Failed():
+            callback_answer.text = words(result, _)
+            actions.say(chat_id, words(result, _))
+        case _:
+            callback_answer.text = words(result, _)
 
 
 async def on_use(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -381,13 +345,12 @@ async def on_kill_yes(query: CallbackQuery, callback_data: SessionTap, actions: 
     # The session's end notice (Claude Code's SessionEnd, or its socket gone) would say
     # "Session ended" under "ended by @who": the mark tells ``notify`` the question says it.
     actions.state.show(key, KILL_BY_CHAT + "…")
-    ended = await actions.kill(sess)
-    actions.audit("session_kill", sender, session=sess.name)
+    result = await actions.service.ask(KillSession(sender, sess.name))
+    ended = isinstance(result, Ended) and result.ended
     # still marked: the notice has not come yet, and the outcome keeps the mark for it
     waiting = actions.state.shown.get(key, "").startswith(KILL_BY_CHAT)
     _kill_outcome(actions, chat_id, key, _("🗑 {session} ended by {who}.").format(
-        session=sess.label, who=sender.tag) if ended
-        else _("{session} was not running.").format(session=sess.label),
+        session=sess.label, who=sender.tag) if ended else words(result, _),
         KILL_BY_CHAT if ended and waiting else "")
 
 
@@ -421,7 +384,7 @@ async def on_resume(query: CallbackQuery, callback_data: SessionTap, actions: Ac
         actions.say(chat_id, _("{session} is running already.").format(session=sess.label))
         return
     try:
-        await actions.new_session(sess.label, resume_id=sess.claude_session_id, cwd=sess.cwd)
+        await actions.resume_session(sess)
     except AipagerError as exc:
         actions.say(chat_id, _("Cannot resume {session}: {error}").format(session=sess.label,
                                                                          error=exc))

@@ -1,0 +1,121 @@
+"""A command's result in words: the one sentence every surface shows for it.
+
+The service decides (``aipager.daemon.service``); the chat's toasts and replies, the
+page's flash line and a hub's relayed answers all say what this module says, in the
+person's language (``tr``: the surface's translator; English without one), so the
+surfaces cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from aipager.locales import N_
+from aipager.port.results import (Already, ByHook, ByKeys, Declined, Ended, Failed, Gone, Held,
+                                  InTerminal, KeysFailed, Refused, Result, Started, Stopping,
+                                  Trusted, Typed)
+from aipager.port.rights import Reason
+
+Tr = Callable[[str], str]
+
+#: why nothing was done; ``{subject}`` is the session's label, the folder or the name
+REASONS: dict[Reason, str] = {
+    Reason.POLICY_UNUSABLE: N_("aipager's safety policy cannot be read right now, so members "
+                               "may do nothing here until the owner fixes it."),
+    Reason.MAY_NOT_PROMPT: N_("Your role may not send messages to Claude here."),
+    Reason.ADMIN_ONLY: N_("Only an admin may do that here."),
+    Reason.MAY_NOT_ANSWER: N_("Your role may not answer Claude's requests."),
+    Reason.AUTHOR_STOPS: N_("Only the task's author or an admin may do that."),
+    Reason.AUTHOR_ANSWERS: N_("Only the task's author or an admin may answer this."),
+    Reason.EMPTY: N_("An empty message: nothing to send."),
+    Reason.NOT_RUNNING: N_("{session} is not running."),
+    Reason.NOT_WORKING: N_("{session} is not working on anything."),
+    Reason.TRUST_FIRST: N_("{session} waits for you to trust its folder first."),
+    Reason.NO_TRUST_DIALOG: N_("{session} does not ask about its folder."),
+    Reason.NO_FOLDER: N_("There is no folder {folder} on this computer."),
+    Reason.RESERVED_NAME: N_("{name} is the name of a command; pick another name"),
+    Reason.ALREADY_RUNNING: N_("{name} is already running."),
+    Reason.NOT_OPEN: N_("This request is no longer open."),
+}
+
+_FAILED = {
+    "deliver": N_("🤷 Not delivered to {session}: {reason}"),
+    "start": N_("Cannot start the session: {error}"),
+    "stop": N_("Cannot stop {session}: {error}"),
+    "end": N_("Cannot end {session}: {error}"),
+    "answer": N_("Could not answer: {reason}"),
+}
+
+
+def _label(session: str) -> str:
+    return session.removeprefix("claude-")
+
+
+def reason(declined: Declined, tr: Tr = N_) -> str:
+    subject = declined.subject
+    return tr(REASONS[declined.reason]).format(session=_label(subject), folder=subject,
+                                               name=subject)
+
+
+def words(result: Result, tr: Tr = N_, done: str = "", *, question: bool = False) -> str:
+    """What ``result`` says to the person who asked; ``done``: the words of an answer that
+    went through (the surface's "Allowed", "Answered"…); ``question``: the result of
+    answering Claude's question (not a permission request)."""
+    match result:
+        case ByHook() | ByKeys():
+            return done
+        case Already() if question:
+            return tr(N_("That question was already answered."))
+        case Already():
+            return tr(N_("Already answered."))
+        case Gone() if question:
+            return tr(N_("This question is no longer open."))
+        case Gone():
+            return tr(N_("This request is no longer open."))
+        case InTerminal():
+            return tr(N_("This one waits in the terminal now: answer it there."))
+        case KeysFailed(reason=why) | Refused(reason=why):
+            return tr(N_("Could not answer: {reason}")).format(reason=why)
+        case Declined():
+            return reason(result, tr)
+        case Typed(session=session):
+            return tr(N_("👀 Typed into {session}.")).format(session=_label(session))
+        case Held(session=session, until="task", author=author):
+            return tr(N_("⏳ queued after {author}'s task in {session}")).format(
+                author=tr(author), session=_label(session))
+        case Held(session=session):
+            return tr(N_("⏳ Held for {session}: Claude is waiting for an answer above; "
+                         "this goes in when that is settled.")).format(session=_label(session))
+        case Failed(error=error, session=session, doing=doing, cause=cause):
+            if cause == "not_running":
+                error = tr(N_("the session is not running"))
+            elif cause == "other":
+                error = tr(N_("could not type it ({error})")).format(error=error)
+            return tr(_FAILED[doing]).format(session=_label(session), reason=error, error=error)
+        case Started(name=name, folder=folder):
+            return tr(N_("🆕 {name} started in {folder}.")).format(name=name, folder=folder)
+        case Stopping(session=session, pressed=True):
+            return tr(N_("⏹ Stop sent to {session}.")).format(session=_label(session))
+        case Stopping():
+            return tr(N_("Stop sent already."))
+        case Ended(session=session, ended=True):
+            return tr(N_("🗑 {session} ended.")).format(session=_label(session))
+        case Ended(session=session):
+            return tr(N_("{session} was not running.")).format(session=_label(session))
+        case Trusted(session=session, folder=folder):
+            return tr(N_("📁 {session} may use {folder}.")).format(session=_label(session),
+                                                                 folder=folder)
+    return tr(N_("Nothing was done."))
+
+
+def ok(result: Result) -> bool:
+    """Whether the person's wish was done (or is on its way)."""
+    match result:
+        case ByHook() | ByKeys() | Typed() | Held() | Started() | Stopping() | Trusted():
+            return True
+        case Ended(ended=ended):
+            return ended
+    return False
+
+
+__all__ = ["REASONS", "ok", "reason", "words"]

@@ -1,0 +1,288 @@
+"""The use cases, once, under every surface: ``Service.ask(command) -> result``.
+
+The chat, the page, voice and a hub's hosts build a command of ``aipager.port`` naming
+who asks; this module checks that person's rights (``port.rights.check``, the only place
+a right is decided), does the work through the daemon's port and answers with a typed
+result the surface renders (``clients.words``).  It holds no state of its own: what it
+reads (sessions, their tasks' authors, the folders Claude Code trusts) is read afresh for
+every command.
+
+A prompt goes in one way whichever surface sent it: the empty one is declined, a session
+stopped at its folder trust dialog is never typed into (the keys would answer the dialog),
+another person's running task or an open dialog holds it in the daemon, else it is typed
+with its permission note (``policy.notes``: sender, role, the exact encoding) and audited.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping
+
+from aipager import dtach
+from aipager.chatcommands import RESERVED
+from aipager.daemon import folders
+from aipager.daemon.model import Session, State
+from aipager.daemon.port import DaemonPort
+from aipager.locales import N_
+from aipager.policy import chatprompt
+from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, KillSession,
+                                   SendPrompt, StartSession, StopTask, TrustFolder)
+from aipager.port.results import (Declined, Ended, Failed, Gone, Held, Result, Started,
+                                  Stopping, Trusted, Typed)
+from aipager.port.rights import Reason, check
+from aipager.port.who import Person
+from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
+
+#: what a session's task author is called when the task was typed at the computer
+AT_THE_COMPUTER = N_("the terminal")
+
+
+def task_authors(sess: Session) -> set[Any]:
+    """Telegram ids of who asked for the session's running task (empty: the terminal)."""
+    task = sess.task
+    if task is None or task.ended_at is not None:
+        return set()
+    return {a.get("user_id") for a in task.authors if a.get("user_id") is not None}
+
+
+def author_label(sess: Session) -> str:
+    task = sess.task
+    if task is None or not task.authors:
+        return AT_THE_COMPUTER
+    first = task.authors[0]
+    return str(first.get("label") or first.get("user_id") or N_("someone"))
+
+
+def note(msg_id: int, chat_id: int | str, text: str, who: Mapping[str, Any],
+         style: str | None = None) -> dict[str, Any]:
+    """The permission note of a message (``policy.notes.write_note``'s arguments)."""
+    return {"msg_id": msg_id, "chat_id": chat_id, "author_user_id": who.get("user_id"),
+            "author_label": who.get("label", ""), "role": who.get("role", "user"),
+            "text": text, "style": style, "reply_to": who.get("reply_to")}
+
+
+class Service:
+    """The use cases over the daemon's port.
+
+    Args:
+        port: the daemon (or a hub's view of several).
+        default_folder: where a session starts when no folder is named (asked each time:
+            the config can change).
+    """
+
+    def __init__(self, port: DaemonPort, default_folder: Callable[[], str]) -> None:
+        self.port = port
+        self.default_folder = default_folder
+        #: the folders Claude Code trusts (read again each time: it trusts more as it runs)
+        self.trusted: Callable[[], list[str]] = lambda: folders.read(port.env)
+
+    async def ask(self, command: Command) -> Result:
+        """Do what ``command`` asks, if its person may; what it came to."""
+        match command:
+            case SendPrompt():
+                return await self._prompt(command)
+            case AnswerRequest():
+                return await self._answer(command)
+            case AnswerQuestion():
+                return await self._question(command)
+            case StartSession():
+                return await self._start(command)
+            case StopTask():
+                return await self._stop(command)
+            case KillSession():
+                return await self._kill(command)
+            case TrustFolder():
+                return await self._trust(command)
+
+    def find(self, name: str) -> Session | None:
+        """A session by internal name (``claude-jim``) or label (``jim``)."""
+        found = self.port.sessions.get(name)
+        if found is not None:
+            return found
+        return next((s for s in self.port.sessions if name in (s.name, s.label)), None)
+
+    def at_trust_dialog(self, sess: Session) -> bool:
+        """Whether ``sess`` is likely stopped at Claude Code's folder trust dialog: this
+        machine's session, started in a folder Claude Code does not trust, that has not
+        started (no hook runs before the dialog is answered)."""
+        return (sess.state == State.UNKNOWN and not sess.claude_session_id and bool(sess.cwd)
+                and "@" not in sess.name and not folders.is_trusted(sess.cwd, self.trusted()))
+
+    # -- prompts -----------------------------------------------------------------------
+
+    async def _prompt(self, cmd: SendPrompt) -> Result:
+        sess = self.find(cmd.session)
+        if sess is None or sess.state == State.GONE:
+            return Declined(Reason.NOT_RUNNING, sess.name if sess else cmd.session)
+        if not cmd.queued:  # a released message was allowed when it was sent
+            why = check(cmd.who, "prompt")
+            if why is not None:
+                return Declined(why)
+        if cmd.who.raw_keys and sess.state != State.WAITING and not cmd.queued:
+            return await self._raw_keys(cmd, sess)
+        text = chatprompt.clean(cmd.text).strip()
+        if not text:
+            return Declined(Reason.EMPTY)
+        if self.at_trust_dialog(sess):
+            return Declined(Reason.TRUST_FIRST, sess.name)
+        author: dict[str, Any] = cmd.who.author()
+        if cmd.reply_to:
+            author["reply_to"] = dict(cmd.reply_to)
+        if not cmd.queued:
+            held = self._held(sess, cmd.who)
+            if held is not None:
+                # The daemon saves it at once; a ``release`` output says when it may go.
+                self.port.queue_chat_message(sess.name, cmd.msg_id, text, chat_id=cmd.chat_id,
+                                             sender=cmd.who.label, held=True,
+                                             held_for=held.until)
+                return held
+            self.port.queue_chat_message(sess.name, cmd.msg_id, text, chat_id=cmd.chat_id,
+                                         sender=cmd.who.label)
+        try:
+            await self.port.type_prompt(
+                sess.name, text, note=note(cmd.msg_id, cmd.chat_id, text, author, cmd.style),
+                submitting=cmd.submitting)
+        except (AipagerError, ValueError, OSError) as exc:
+            self.port.drop_chat_message(sess.name, cmd.msg_id)
+            return _failed(exc, sess.name)
+        self.port.audit_action("chat_prompt", cmd.who.audited, session=sess.name,
+                               msg_id=cmd.msg_id, chat_id=cmd.chat_id)
+        return Typed(sess.name)
+
+    def _held(self, sess: Session, who: Person) -> Held | None:
+        """Each task keeps the rights of one author: another person's message waits for the
+        task to end; text typed while Claude shows a dialog would answer it."""
+        if (sess.state in (State.WORKING, State.WAITING) and who.role != "owner"
+                and who.user_id not in task_authors(sess)):
+            return Held(sess.name, "task", author_label(sess))
+        if sess.state == State.WAITING:
+            return Held(sess.name, "dialog")
+        return None
+
+    async def _raw_keys(self, cmd: SendPrompt, sess: Session) -> Result:
+        """The owner's opt-in: the text typed as keys, exactly as sent (no note: bash mode
+        and Claude Code's commands read none, and the owner's rights need none)."""
+        if cmd.submitting is not None:
+            cmd.submitting()
+        try:
+            await self.port.type_text(sess.name, cmd.text)
+        except (AipagerError, ValueError, OSError) as exc:
+            return _failed(exc, sess.name)
+        self.port.audit_action("chat_raw_keys", cmd.who.audited, session=sess.name,
+                               msg_id=cmd.msg_id, chat_id=cmd.chat_id)
+        return Typed(sess.name)
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def _answer(self, cmd: AnswerRequest) -> Result:
+        sess = self.find(cmd.session)
+        why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
+        if why is not None:
+            return Declined(why)
+        if sess is None:
+            return Gone()
+        try:
+            return await self.port.answer_request(
+                sess.name, cmd.key, cmd.kind, cmd.who.who,
+                reason=cmd.reason if cmd.kind == "deny" else "", suggestion=cmd.suggestion)
+        except ValueError:
+            return Gone()
+
+    async def _question(self, cmd: AnswerQuestion) -> Result:
+        sess = self.find(cmd.session)
+        why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
+        if why is not None:
+            return Declined(why)
+        if sess is None:
+            return Gone()
+        try:
+            return await self.port.answer_question(sess.name, cmd.key, cmd.who.who,
+                                                   cmd.answers)
+        except ValueError as exc:
+            return Failed(str(exc), sess.name, "answer")
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def _start(self, cmd: StartSession) -> Result:
+        why = check(cmd.who, "manage")
+        if why is not None:
+            return Declined(why)
+        folder = cmd.folder
+        if folder and (not os.path.isabs(folder) or not os.path.isdir(folder)):
+            return Declined(Reason.NO_FOLDER, folder)
+        name, at, host = cmd.name.partition("@")  # NAME@host: on that host of a hub
+        bare = dtach.check_name(name)  # InvalidSessionName: the surface words it with examples
+        if bare.lower() in RESERVED:
+            return Declined(Reason.RESERVED_NAME, bare)
+        existing = self.find(bare + at + host)
+        if existing is not None and existing.state != State.GONE and existing.socket_seen:
+            return Declined(Reason.ALREADY_RUNNING, existing.label)
+        folder = os.path.normpath(folder) if folder else self.default_folder()
+        try:
+            session = await self.port.start_session(bare + at + host, resume_id=cmd.resume_id,
+                                                    cwd=folder)
+        except AipagerError as exc:
+            return Failed(str(exc), doing="start")
+        self.port.audit_action("session_new", cmd.who.audited, session=session)
+        return Started(session, folder)
+
+    async def _stop(self, cmd: StopTask) -> Result:
+        sess = self.find(cmd.session)
+        why = check(cmd.who, "stop", task_authors(sess) if sess is not None else None)
+        if why is not None:
+            return Declined(why)
+        if sess is None or sess.state == State.GONE:
+            return Declined(Reason.NOT_RUNNING, sess.name if sess else cmd.session)
+        if sess.state not in (State.WORKING, State.WAITING):
+            return Declined(Reason.NOT_WORKING, sess.name)
+        try:
+            pressed = await self.port.stop_session(sess.name)
+        except AipagerError as exc:
+            return Failed(str(exc), sess.name, "stop")
+        return Stopping(sess.name, pressed)
+
+    async def _kill(self, cmd: KillSession) -> Result:
+        why = check(cmd.who, "manage")
+        if why is not None:
+            return Declined(why)
+        sess = self.find(cmd.session)
+        if sess is None:
+            return Ended(cmd.session, False)
+        try:
+            ended = await self.port.kill_session(sess.label)
+        except AipagerError as exc:
+            return Failed(str(exc), sess.name, "end")
+        self.port.audit_action("session_kill", cmd.who.audited, session=sess.name)
+        return Ended(sess.name, ended)
+
+    async def _trust(self, cmd: TrustFolder) -> Result:
+        """Enter on the dialog's first choice ("Yes, I trust this folder"; an Enter that
+        comes late lands in an empty input box and does nothing), or end the session (its
+        "No, exit")."""
+        if not cmd.yes:
+            return await self._kill(KillSession(cmd.who, cmd.session))
+        why = check(cmd.who, "manage")
+        if why is not None:
+            return Declined(why)
+        sess = self.find(cmd.session)
+        if sess is None or not self.at_trust_dialog(sess):
+            return Declined(Reason.NO_TRUST_DIALOG, sess.name if sess else cmd.session)
+        try:
+            await self.port.type_text(sess.name, "")
+        except AipagerError as exc:
+            return Failed(str(exc), sess.name, "answer")
+        self.port.audit_action("folder_trusted", cmd.who.audited, session=sess.name,
+                               folder=sess.cwd)
+        return Trusted(sess.name, sess.cwd)
+
+
+def _failed(exc: BaseException, session: str) -> Failed:
+    """A message not delivered, and why."""
+    if isinstance(exc, SessionNotFound):
+        return Failed(str(exc), session, cause="not_running")
+    if isinstance(exc, SessionError):
+        return Failed(str(exc), session)
+    return Failed(str(exc), session, cause="other")
+
+
+__all__ = ["Service", "author_label", "note", "task_authors"]

@@ -1,0 +1,108 @@
+"""The use cases, one frozen record each, every one naming who asks (``Person``).
+
+Session names are internal (``claude-jim``; ``claude-jim@box`` on a hub).  A surface
+builds one, hands it to the service's ``ask`` and renders the result it gets back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from aipager.port.who import Person
+
+#: the answers a permission request takes
+AnswerKind = Literal["allow", "allow_always", "deny", "stop"]
+
+
+@dataclass(frozen=True)
+class QuestionAnswer:
+    """One question's answer: the options picked (their indexes) and/or a typed text."""
+
+    picks: list[int] = field(default_factory=list)
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class SendPrompt:
+    """A person's message for a session: typed now with its permission note, or held.
+
+    ``msg_id``/``chat_id`` name it on its surface (the chat's message, the page's own
+    ids); ``queued``: the daemon held it and released it now (typed, never held again).
+    ``submitting`` is called once it is pasted, right before its Enter."""
+
+    who: Person
+    session: str
+    text: str
+    msg_id: int
+    chat_id: int | str
+    style: str | None = None
+    #: a reply: what it replies to, shown to Claude (``{"text", "sent_at"}``)
+    reply_to: Mapping[str, Any] | None = None
+    queued: bool = False
+    submitting: Callable[[], None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class AnswerRequest:
+    """Allow, always allow (every suggestion, or the one numbered ``suggestion``), deny
+    (``reason`` goes to Claude) or deny and stop a permission request."""
+
+    who: Person
+    session: str
+    key: str
+    kind: AnswerKind
+    reason: str = ""
+    suggestion: int | None = None
+
+
+@dataclass(frozen=True)
+class AnswerQuestion:
+    """Answer every question of an AskUserQuestion dialog; None declines it."""
+
+    who: Person
+    session: str
+    key: str
+    answers: Sequence[QuestionAnswer] | None
+
+
+@dataclass(frozen=True)
+class StartSession:
+    """Start session ``name`` in ``folder`` ("": the machine's default folder)."""
+
+    who: Person
+    name: str
+    folder: str = ""
+    resume_id: str = ""
+
+
+@dataclass(frozen=True)
+class StopTask:
+    """⏹: interrupt what the session is doing."""
+
+    who: Person
+    session: str
+
+
+@dataclass(frozen=True)
+class KillSession:
+    """End the session (its dtach and Claude Code)."""
+
+    who: Person
+    session: str
+
+
+@dataclass(frozen=True)
+class TrustFolder:
+    """Answer Claude Code's folder trust dialog: trust it, or (``yes=False``) exit."""
+
+    who: Person
+    session: str
+    yes: bool = True
+
+
+Command = (SendPrompt | AnswerRequest | AnswerQuestion | StartSession | StopTask | KillSession
+           | TrustFolder)
+
+__all__ = ["AnswerKind", "AnswerQuestion", "AnswerRequest", "Command", "KillSession",
+           "QuestionAnswer", "SendPrompt", "StartSession", "StopTask", "TrustFolder"]

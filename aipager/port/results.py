@@ -1,0 +1,136 @@
+"""What a command came to: frozen records a surface dispatches with ``match``.
+
+``Outcome`` is what answering a request or a question came to (the daemon's port
+returns it too); the rest belong to the other use cases.  ``Declined`` carries a
+``rights.Reason``: nothing was done, and each surface words why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from aipager.port.rights import Reason
+
+# -- answering a request or a question --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ByHook:
+    """The hook that waited took the decision: Claude Code goes on without its dialog."""
+
+
+@dataclass(frozen=True)
+class ByKeys:
+    """No hook waited any more: the daemon answered the terminal dialog with keys."""
+
+
+@dataclass(frozen=True)
+class Already:
+    """Somebody answered it first: nothing was done."""
+
+
+@dataclass(frozen=True)
+class Gone:
+    """No such open request (answered in the terminal, the task is over): nothing was done."""
+
+
+@dataclass(frozen=True)
+class InTerminal:
+    """Only the terminal can answer it safely now (a plan dialog whose hook is gone: its
+    keys differ with and without a plan file)."""
+
+
+@dataclass(frozen=True)
+class KeysFailed:
+    """No hook waited and the keys could not be pressed (the session is not running)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Nothing was done, for ``reason`` (an edited call the policy denies, or one no hook
+    waits to take any more)."""
+
+    reason: str
+
+
+Outcome = ByHook | ByKeys | Already | Gone | InTerminal | KeysFailed | Refused
+
+# -- the other use cases ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Declined:
+    """Nothing was done, for ``reason``; ``subject`` is what the reason names (a session's
+    label, a folder, a name)."""
+
+    reason: Reason
+    subject: str = ""
+
+
+@dataclass(frozen=True)
+class Typed:
+    """The message was pasted into the session (its 👍 follows when Claude takes it)."""
+
+    session: str
+
+
+@dataclass(frozen=True)
+class Held:
+    """The message waits in the daemon until ``until`` is over: another person's
+    ``task`` (``author`` asked for it) or an open ``dialog``."""
+
+    session: str
+    until: Literal["task", "dialog"]
+    author: str = ""
+
+
+@dataclass(frozen=True)
+class Failed:
+    """It was tried and did not work (``error`` says why: the session ended, the keys
+    could not be pressed, the folder is gone)."""
+
+    error: str
+    session: str = ""
+    #: what did not work
+    doing: Literal["deliver", "start", "stop", "end", "answer"] = "deliver"
+    #: ``error`` is a session error's own words; ``not_running``: the session was gone;
+    #: ``other``: an unexpected error (worded as such)
+    cause: Literal["session", "not_running", "other"] = "session"
+
+
+@dataclass(frozen=True)
+class Started:
+    name: str
+    folder: str
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """⏹ was pressed (``pressed``), or a stop of the last seconds already was."""
+
+    session: str
+    pressed: bool
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The session was ended (``ended``), or was not running."""
+
+    session: str
+    ended: bool
+
+
+@dataclass(frozen=True)
+class Trusted:
+    session: str
+    folder: str
+
+
+Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted)
+
+__all__ = ["Already", "ByHook", "ByKeys", "Declined", "Ended", "Failed", "Gone", "Held",
+           "InTerminal", "KeysFailed", "Outcome", "Refused", "Result", "Started", "Stopping",
+           "Trusted", "Typed"]

@@ -1,0 +1,232 @@
+"""The chat and the page are two renderings of one service: each use case, done from both on
+one daemon, does the same thing and says the same words, in the person's language.
+
+One real ``Daemon`` (its sessions' terminals faked by ``FakeSessions``, fed hook datagrams)
+stands under the real chat (aiogram over HTTP against the fake Bot API, a team group) and
+the real page application (behind its Mini App door, each person signed in with their own
+Telegram initData).  Every case asks the same thing of both and compares what the person
+reads: a tap's toast or the chat's reply against the page's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from bot.conftest import eventually
+from fakes.sessionio import FakeSessions
+from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
+from web.conftest import init_data
+
+from aipager import config
+
+GROUP = -100777
+GUEST = {"id": 5151, "is_bot": False, "first_name": "Gus", "username": "guest"}
+GUESTA = {"id": 5252, "is_bot": False, "first_name": "Ana", "username": "ana",
+          "language_code": "pt-br"}
+READER = {"id": 6161, "is_bot": False, "first_name": "Rita", "username": "reader"}
+ESCAPE = b"\x1b"
+
+
+class Surfaces:
+    """The chat and the page of one daemon."""
+
+    def __init__(self, fake, daemon, bot, sessions, client) -> None:
+        self.fake, self.daemon, self.bot, self.sessions, self.client = (fake, daemon, bot,
+                                                                         sessions, client)
+
+    def feed(self, session: str, event: str, **fields) -> None:
+        self.daemon.deliver([orjson.dumps({"hook_event_name": event, "session": session,
+                                            **fields})])
+        self.daemon.core.flush_cards()
+
+    def start(self, label: str) -> str:
+        session = f"claude-{label}"
+        self.sessions.live.add(session)
+        self.feed(session, "SessionStart", source="startup", session_id=f"sid-{label}",
+                  cwd="/tmp", transcript_path=f"/nonexistent/{label}.jsonl")
+        return session
+
+    async def page(self, user: dict, path: str, body: dict, lang: str = "en") -> str:
+        """What the page says to ``user`` after posting ``body`` to ``path``."""
+        response = await self.client.post(path, json=body, headers={
+            "Host": "127.0.0.1:7180", "Origin": "http://127.0.0.1:7180",
+            "Authorization": f"tma {init_data(user, TOKEN)}", "Accept-Language": lang})
+        result = await response.json()
+        # refused: a 4xx with the same body (the page shows its message either way)
+        assert response.status in (200, 403, 409), (response.status, result)
+        return str(result["message"])
+
+    async def request_buttons(self) -> tuple[int, dict[str, str]]:
+        """The chat's permission request message (once it is sent) and its buttons."""
+        sent = await self.fake.wait_for("sendMessage", lambda p: "✅ Allow" in str(
+            p.get("reply_markup")))
+        message = next(m for m in reversed(self.fake.bot_messages(GROUP))
+                       if m.get("text") == sent["text"])
+        return message["message_id"], {
+            b["text"]: b.get("callback_data") for row in
+            message["reply_markup"]["inline_keyboard"] for b in row}
+
+    async def toast(self, user: dict, message_id: int, data: str) -> str:
+        """What the chat's toast says to ``user`` after tapping the button of ``data``."""
+        query = await self.fake.user_taps(message_id, data, user=user, chat_id=GROUP)
+        answer = await self.fake.wait_for("answerCallbackQuery",
+                                          lambda p: p["callback_query_id"] == query)
+        return str(answer.get("text", ""))
+
+    async def reply(self, user: dict, text: str) -> str:
+        """What the chat answers ``user``'s message with (a reply to it)."""
+        sent = await self.fake.user_says(text, user=user, chat_id=GROUP)
+        said = await self.fake.wait_for(
+            "sendMessage", lambda p: str((p.get("reply_parameters") or {}).get("message_id"))
+            == str(sent["message_id"]))
+        return str(said["text"])
+
+
+@pytest.fixture
+async def both():
+    from aipager.bot.service import ChatBot
+    from aipager.clients.members import Members
+    from aipager.daemon.app import Daemon
+    from aipager.daemon.notifier import FanoutNotifier
+    from aipager.web.actions import WebActions, default_folder
+    from aipager.web.auth import Logins
+    from aipager.web.live import WebNotifier
+    from aipager.web.routes import make_app
+    from aipager.web.service import Settings
+    from aipager.web.who import People
+
+    fake = FakeBotAPI()
+    fake.add_private_chat(OWNER)
+    fake.add_group_chat(GROUP, "team")
+    members = (config.Member(OWNER["id"], "owner", "owner"),
+               config.Member(GUEST["id"], "user", "guest"),
+               config.Member(GUESTA["id"], "user", "ana"),
+               config.Member(READER["id"], "read_only", "reader"))
+    async with fake.running() as base:
+        env = dict(os.environ, AIPAGER_TELEGRAM_API_BASE=base)
+        cfg = config.Config(bot_token=TOKEN, chat_id=GROUP, members=members)
+        config.save(env, cfg)
+        bot = ChatBot(env, cfg)
+        sessions = FakeSessions()
+        holder: list = []
+        live = WebNotifier(lambda: holder[0].sessions if holder else None)
+        daemon = Daemon(env, notifier=FanoutNotifier([bot.notifier, live]), session_io=sessions)
+        holder.append(daemon)
+        bot.attach(daemon)
+        spawned: list = []
+        actions = WebActions(daemon, live, default_folder(env, lambda: None), spawned.append)
+        app = make_app(actions, live, Logins(), People(env, Members(env, cfg)),
+                       allowed_hosts=Settings().hosts(7180),
+                       allowed_origins=Settings().origins(7180))
+        client = TestClient(TestServer(app))
+        await client.start_server()
+        task = asyncio.create_task(bot.run())
+        try:
+            yield Surfaces(fake, daemon, bot, sessions, client)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await client.close()
+            for coro in spawned:
+                coro.close()
+
+
+@pytest.fixture
+def hook_reply():
+    """A datagram socket standing where a waiting hook listens for its decision."""
+    path = os.path.join(os.environ["AIPAGER_INSTANCE_DIR"], "reply-parity.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(0.3)
+    yield path, sock
+    sock.close()
+
+
+def _owners_task_asks(both: Surfaces, session: str, reply_path: str) -> None:
+    """The owner's task in ``session`` asks to run a command (a hook waits at
+    ``reply_path``)."""
+    both.feed(session, "UserPromptSubmit", prompt="deploy", prompt_id="p1")
+    both.feed(session, "PreToolUse", tool_name="Bash", tool_use_id="b1",
+              tool_input={"command": "make deploy"})
+    both.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="b1",
+              tool_input={"command": "make deploy"}, aipager_reply_addr=reply_path,
+              aipager_request_id="req-b1")
+
+
+async def test_a_member_may_not_answer_anothers_request_and_both_say_so_in_their_language(
+        both, hook_reply):
+    path, sock = hook_reply
+    session = both.start("jim")
+    _owners_task_asks(both, session, path)
+    message_id, buttons = await both.request_buttons()
+
+    chat = await both.toast(GUEST, message_id, buttons["✅ Allow"])
+    page = await both.page(GUEST, "/api/answer", {"session": session, "key": "p:b1:",
+                                                  "act": "allow"})
+    assert chat == page == "Only the task's author or an admin may answer this."
+    # in Portuguese for the member who reads it
+    chat_pt = await both.toast(GUESTA, message_id, buttons["✅ Allow"])
+    page_pt = await both.page(GUESTA, "/api/answer", {"session": session, "key": "p:b1:",
+                                                      "act": "allow"}, lang="pt-BR")
+    assert chat_pt == page_pt != chat, (chat_pt, page_pt)
+    # nothing reached the waiting hook
+    with pytest.raises(TimeoutError):
+        sock.recv(65536)
+
+
+async def test_a_request_answered_on_one_surface_reads_the_same_on_the_other(both, hook_reply):
+    path, sock = hook_reply
+    session = both.start("jim")
+    _owners_task_asks(both, session, path)
+    message_id, buttons = await both.request_buttons()
+    # the owner allows on the page; the hook takes it
+    said = await both.page(OWNER, "/api/answer", {"session": session, "key": "p:b1:",
+                                                  "act": "allow"})
+    assert said == "Allowed."
+    assert orjson.loads(await asyncio.to_thread(sock.recv, 65536))["decision"] == {
+        "behavior": "allow"}
+    # then a second answer, from either surface, is told the same thing
+    page = await both.page(OWNER, "/api/answer", {"session": session, "key": "p:b1:",
+                                                  "act": "deny"})
+    # (the chat's Deny, tapped on a phone that still showed the buttons)
+    chat = await both.toast(OWNER, message_id, buttons["❌ Deny"])
+    assert page == chat and page in ("Already answered.", "This request is no longer open."), (
+        page, chat)
+
+
+async def test_a_read_only_member_cannot_prompt_from_either_surface(both):
+    session = both.start("jim")
+    chat = await both.reply(READER, "/jim hello")
+    page = await both.page(READER, f"/api/sessions/{session}/prompt", {"text": "hello"})
+    assert "Your role may not send messages to Claude here." in chat
+    assert page == "Your role may not send messages to Claude here."
+    assert both.sessions.typed == []
+
+
+async def test_a_message_during_anothers_task_is_held_with_the_same_words(both):
+    session = both.start("jim")
+    both.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
+    chat = await both.reply(GUEST, "/jim from the chat")
+    page = await both.page(GUEST, f"/api/sessions/{session}/prompt", {"text": "from the page"})
+    assert chat == page == "⏳ queued after the terminal's task in jim"
+    assert both.sessions.typed == []
+
+
+async def test_stopping_a_session_that_works_on_nothing_reads_the_same(both):
+    session = both.start("jim")
+    chat = await both.reply(OWNER, "/stop jim")
+    page = await both.page(OWNER, f"/api/sessions/{session}/stop", {})
+    assert chat == page == "jim is not working on anything."
+    assert both.sessions.keys == []
+    # a task running: both press ⏹ (the second within the daemon's window presses nothing)
+    both.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
+    page = await both.page(OWNER, f"/api/sessions/{session}/stop", {})
+    assert page == "⏹ Stop sent to jim."
+    await eventually(lambda: both.sessions.keys == [(session, [ESCAPE])], what="⏹ pressed")
