@@ -45,4 +45,7 @@ export AIPAGER_TEST_CHROMIUM=/usr/bin/chromium
 
 # Absolute: AIPAGER_TEST_VENV may be given relative or absolute.
 export PATH="$(cd "$VENV" && pwd)/bin:$PATH"
-exec "$VENV/bin/pytest" "$@"
+# Several workers (pytest-xdist): most tests wait on real processes, sockets and Telegram's
+# pace rather than on the CPU, so even a 2-core machine runs four at once well.
+# AIPAGER_TEST_WORKERS=0 runs everything in this one process.
+exec "$VENV/bin/pytest" -n "${AIPAGER_TEST_WORKERS:-4}" "$@"
