@@ -56,6 +56,8 @@ class Actions:
         self.outbox = outbox
         self._default_folder = default_folder
         self.service = Service(port, default_folder)
+        #: work a handler left running (a first message waiting for its session to start)
+        self.background: set[asyncio.Task[None]] = set()
 
     # -- looking things up ---------------------------------------------------------
 

@@ -36,6 +36,10 @@ class SessionAct(StrEnum):
     COMPACT = "compact"
     #: start an ended session again with its conversation
     RESUME = "resume"
+    #: Claude Code's folder trust dialog: trust the folder
+    TRUST = "trust"
+    #: the same dialog's "No, exit": end the session
+    TRUST_NO = "trust_no"
 
 
 class SessionTap(CallbackData, prefix="s"):
@@ -43,6 +47,13 @@ class SessionTap(CallbackData, prefix="s"):
 
     h: int
     act: SessionAct
+
+
+class NewTap(CallbackData, prefix="n"):
+    """/new's folder offer: start the session offer ``h`` names in its folder ``i``."""
+
+    h: int
+    i: int
 
 
 class PickTap(CallbackData, prefix="p"):

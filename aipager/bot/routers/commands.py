@@ -24,7 +24,7 @@ from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager import dtach, locales
-from aipager.bot import view
+from aipager.bot import starting, view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import (ModelChoice, ModelTap, PickTap, SessionAct, SessionTap, Setting,
                                    SettingTap)
@@ -35,10 +35,10 @@ from aipager.bot.outbox import Post
 from aipager.bot.rights import like
 from aipager.clients.words import words
 from aipager.daemon.model import Session, State
-from aipager.port.commands import StartSession, StopTask
-from aipager.port.results import Declined, Started, Stopping
+from aipager.port.commands import StopTask
+from aipager.port.results import Declined, Stopping
 from aipager.port.rights import RIGHTS
-from aipager.proto.errors import AipagerError, InvalidSessionName
+from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
 
@@ -185,33 +185,11 @@ async def start_session(actions: Actions, message: Message, sender: Sender,
                     reply_to=message.message_id)
         actions.state.current[str(chat_id)] = existing.name
         return
-    try:
-        result = await actions.service.ask(StartSession(sender, name))
-    except InvalidSessionName:
-        actions.say(chat_id, _("Cannot start a session named {name}: a name is 1–64 letters "
-                               "a–z without accents, digits, - and _, not starting with - "
-                               "(for example: api-fix).").format(name=repr(name)[1:-1]),
-                    reply_to=message.message_id)
+    choices = starting.folders_to_offer(actions)
+    if choices is not None:
+        starting.offer(actions, chat_id, message.message_id, name, first, choices)
         return
-    except AipagerError as exc:
-        # the error names the session; a refused name shows escaped there, on one line
-        actions.say(chat_id, _("Cannot start the session: {error}").format(error=exc), reply_to=message.message_id)
-        return
-    if not isinstance(result, Started):
-        actions.say(chat_id, words(result, _), reply_to=message.message_id)
-        return
-    session = result.name
-    actions.state.current[str(chat_id)] = session
-    label = session.removeprefix("claude-")
-    actions.say(chat_id, _("🆕 {session} started in {folder}. Your messages go there now.").format(
-        session=label, folder=result.folder), reply_to=message.message_id, session=session)
-    if first:
-        if not await actions.wait_ready(session):
-            log.warning("session %s sent no SessionStart yet; typing the first message anyway",
-                        session)
-        sess = actions.registry.get(session)
-        if sess is not None:
-            await actions.deliver(sess, chat_id, message.message_id, first, sender)
+    await starting.start(actions, chat_id, message.message_id, sender, name, first)
 
 
 async def on_resume(message: Message, actions: Actions) -> None:

@@ -20,10 +20,10 @@ from aiogram.types import CallbackQuery
 from aiogram.utils.callback_answer import CallbackAnswer
 
 from aipager import locales
-from aipager.bot import i18n, view
+from aipager.bot import i18n, starting, view
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import N_, _
-from aipager.bot.callbacks import (SCOPES, ModelTap, PickTap, QuestionAct, QuestionTap, RequestAct,
+from aipager.bot.callbacks import (SCOPES, ModelTap, NewTap, PickTap, QuestionAct, QuestionTap, RequestAct,
                                    RequestTap, SessionAct, SessionTap, Setting, SettingTap)
 from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Live
@@ -34,7 +34,7 @@ from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_
 from aipager.daemon.model import Session
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import words
-from aipager.port.commands import AnswerKind, AnswerRequest, KillSession, StopTask
+from aipager.port.commands import AnswerKind, AnswerRequest, KillSession, StopTask, TrustFolder
 from aipager.port.results import Ended, Failed, Stopping
 from aipager.proto.errors import AipagerError
 
@@ -395,6 +395,47 @@ async def on_resume(query: CallbackQuery, callback_data: SessionTap, actions: Ac
         session=sess.label, folder=sess.cwd or actions.default_folder), session=sess.name)
 
 
+async def on_new_folder(query: CallbackQuery, callback_data: NewTap, actions: Actions,
+                        sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """/new's folder offer: the session starts in the folder tapped (once: the offer goes)."""
+    chat_id = query.message.chat.id if query.message is not None else 0
+    offer = starting.Offer.load(actions.state.resolve("new", callback_data.h))
+    if offer is None or not chat_id or not 0 <= callback_data.i < len(offer.folders):
+        callback_answer.text = _(EXPIRED)
+        return
+    actions.state.handles.pop(str(callback_data.h), None)  # a second tap starts nothing
+    folder = offer.folders[callback_data.i]
+    callback_answer.text = _("Starting {name}…").format(name=offer.name)
+    actions.outbox.put(Live(chat_id, _("📁 {name}: {folder}").format(
+        name=offer.name, folder=folder), key=starting.offer_key(callback_data.h)))
+    await starting.start(actions, chat_id, offer.msg_id, sender, offer.name, offer.first,
+                         folder)
+
+
+async def _trust(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                 sender: Sender, callback_answer: CallbackAnswer, yes: bool) -> None:
+    """Claude Code's folder trust dialog, answered from the chat (``TrustFolder``)."""
+    found = _tapped(query, callback_data.h, actions, callback_answer)
+    if found is None:
+        return
+    sess, chat_id = found
+    result = await actions.service.ask(TrustFolder(sender, sess.name, yes))
+    said = words(result, _)
+    callback_answer.text = said
+    if words_ok(result):  # the question goes; its answer stays in its place
+        actions.outbox.put(Live(chat_id, said, key=starting.trust_key(sess.name)))
+
+
+async def on_trust(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                   sender: Sender, callback_answer: CallbackAnswer) -> None:
+    await _trust(query, callback_data, actions, sender, callback_answer, True)
+
+
+async def on_trust_no(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                      sender: Sender, callback_answer: CallbackAnswer) -> None:
+    await _trust(query, callback_data, actions, sender, callback_answer, False)
+
+
 async def on_pick_session(query: CallbackQuery, callback_data: PickTap, actions: Actions,
                           picks: dict, callback_answer: CallbackAnswer) -> None:
     """A picker's session: the message waiting for it goes there (and the next ones)."""
@@ -534,6 +575,10 @@ def make_router() -> Router:
     tap(on_compact, SessionTap.filter(F.act == SessionAct.COMPACT), flags=like("compact"))
     tap(on_resume, SessionTap.filter(F.act == SessionAct.RESUME), flags=like("resume"))
     tap(on_pick_session, PickTap.filter(), flags=like("session"))
+    # where /new starts a session, and the folder trust dialog of one it started
+    tap(on_new_folder, NewTap.filter(), flags=like("new"))
+    tap(on_trust, SessionTap.filter(F.act == SessionAct.TRUST), flags=like("new"))
+    tap(on_trust_no, SessionTap.filter(F.act == SessionAct.TRUST_NO), flags=like("new"))
     tap(on_model_tap, ModelTap.filter(), flags=like("model"))
     tap(on_language, SettingTap.filter(F.name == Setting.LANGUAGE), flags=need(OPEN))  # one's own
     for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),

@@ -1,0 +1,177 @@
+"""/new from the phone: the folder a session starts in, and Claude Code's folder trust dialog.
+
+A session started in a folder Claude Code has never trusted stops at its trust dialog
+("Do you trust the files in this folder?") before any hook runs; nothing reached the
+phone, and the session looked dead.  So ``/new NAME`` offers the folders Claude Code
+already trusts first (then the default one) when the default is not among them, and a
+session started in an untrusted folder gets the dialog's question in the chat, answered
+with a tap (``Service.ask(TrustFolder)``, as the page does).  A first message waits for
+the session to start, in the background: the chat goes on meanwhile, and a message is
+never typed into the dialog (the service declines that too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+
+from aiogram.utils.keyboard import InlineKeyboardBuilder
+
+from aipager.bot import view
+from aipager.bot.actions import READY_TIMEOUT, Actions, Sender
+from aipager.bot.callbacks import NewTap, SessionAct, SessionTap
+from aipager.bot.i18n import _
+from aipager.bot.outbox import Live
+from aipager.clients.words import words
+from aipager.daemon import folders
+from aipager.daemon.model import Session
+from aipager.port.commands import StartSession
+from aipager.port.results import Started
+from aipager.proto.errors import AipagerError, InvalidSessionName
+
+log = logging.getLogger("aipager.bot")
+
+#: trusted folders offered at most (then the default one)
+FOLDERS_OFFERED = 5
+#: how long a first message waits for its session to start (its trust dialog answered)
+FIRST_WAIT = 600.0
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A /new waiting for its folder: the session's name, its first message, the folders
+    offered (the default last) and the /new message it answers."""
+
+    name: str
+    first: str
+    folders: tuple[str, ...]
+    msg_id: int
+
+    def dump(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def load(cls, raw: str | None) -> Offer | None:
+        try:
+            data = json.loads(raw or "")
+            return cls(str(data["name"]), str(data["first"]),
+                       tuple(str(f) for f in data["folders"]), int(data["msg_id"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def folders_to_offer(actions: Actions) -> tuple[str, ...] | None:
+    """The folders to offer, trusted ones first and the default last; None: start in the
+    default folder at once (Claude Code trusts it, or trusts nothing to choose from)."""
+    trusted = actions.service.trusted()
+    default = actions.default_folder
+    if not trusted or folders.is_trusted(default, trusted):
+        return None
+    return (*[f for f in trusted if f != default][:FOLDERS_OFFERED], default)
+
+
+def _short(folder: str, home: str) -> str:
+    return "~" + folder[len(home):] if home and folder.startswith(home + os.sep) else folder
+
+
+def offer(actions: Actions, chat_id: int, reply_to: int, name: str, first: str,
+          choices: tuple[str, ...]) -> None:
+    """Ask where ``name`` starts: one button per folder."""
+    handle = actions.state.handle("new", Offer(name, first, choices, reply_to).dump())
+    home = actions.env.get("HOME", "")
+    kb = InlineKeyboardBuilder()
+    for i, folder in enumerate(choices):
+        shown = _short(folder, home)
+        kb.button(text=f"📁 {shown}" if i < len(choices) - 1 else
+                  _("📁 {folder} · Claude Code will ask to trust it").format(folder=shown),
+                  callback_data=NewTap(h=handle, i=i))
+    kb.adjust(1)
+    # a live message: the tap replaces it with the folder chosen
+    actions.outbox.put(Live(chat_id, _("📁 Where should {name} start? First the folders "
+                                       "Claude Code already trusts.").format(name=name),
+                            key=offer_key(handle), markup=view.markup(kb), reply_to=reply_to))
+
+
+def offer_key(handle: int) -> str:
+    return f"new:{handle}"
+
+
+async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, name: str,
+                first: str, folder: str = "") -> bool:
+    """Start ``name`` in ``folder`` ("": the default one) and say so; in a folder Claude
+    Code does not trust, ask its trust question here.  Returns whether it started."""
+    try:
+        result = await actions.service.ask(StartSession(sender, name, folder))
+    except InvalidSessionName:
+        actions.say(chat_id, _("Cannot start a session named {name}: a name is 1–64 letters "
+                               "a–z without accents, digits, - and _, not starting with - "
+                               "(for example: api-fix).").format(name=repr(name)[1:-1]),
+                    reply_to=reply_to)
+        return False
+    except AipagerError as exc:
+        # the error names the session; a refused name shows escaped there, on one line
+        actions.say(chat_id, _("Cannot start the session: {error}").format(error=exc),
+                    reply_to=reply_to)
+        return False
+    if not isinstance(result, Started):
+        actions.say(chat_id, words(result, _), reply_to=reply_to)
+        return False
+    session = result.name
+    actions.state.current[str(chat_id)] = session
+    actions.say(chat_id, _("🆕 {session} started in {folder}. Your messages go there now.").format(
+        session=session.removeprefix("claude-"), folder=result.folder), reply_to=reply_to,
+        session=session)
+    sess = actions.registry.get(session)
+    if sess is not None and actions.service.at_trust_dialog(sess):
+        ask_trust(actions, chat_id, sess)
+        if first:  # typed once the dialog is answered and Claude Code started
+            task = asyncio.create_task(_first_when_ready(actions, chat_id, reply_to, sender,
+                                                         session, first))
+            actions.background.add(task)
+            task.add_done_callback(actions.background.discard)
+        return True
+    if first:
+        await _first(actions, chat_id, reply_to, sender, session, first)
+    return True
+
+
+async def _first(actions: Actions, chat_id: int, msg_id: int, sender: Sender, session: str,
+                 text: str, timeout: float = READY_TIMEOUT) -> None:
+    if not await actions.wait_ready(session, timeout):
+        log.warning("session %s sent no SessionStart yet; handing the first message over "
+                    "anyway", session)
+    sess = actions.registry.get(session)
+    if sess is not None:
+        await actions.deliver(sess, chat_id, msg_id, text, sender)
+
+
+async def _first_when_ready(actions: Actions, chat_id: int, msg_id: int, sender: Sender,
+                            session: str, text: str) -> None:
+    try:
+        await _first(actions, chat_id, msg_id, sender, session, text, FIRST_WAIT)
+    except Exception:  # noqa: BLE001 - a background task: logged, never lost silently
+        log.exception("the first message for %s was not handed over", session)
+
+
+def trust_key(session: str) -> str:
+    return f"trust:{session}"
+
+
+def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
+    """Claude Code's folder trust dialog, as a question with its two answers."""
+    handle = actions.state.handle("session", sess.name)
+    kb = InlineKeyboardBuilder()
+    kb.button(text=_("✅ Yes, trust it"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST))
+    kb.button(text=_("🚪 No, exit"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST_NO))
+    text = _("📁 Claude Code asks before {session} starts: do you trust the files in "
+             "{folder}? It may read, edit and run them.").format(session=sess.label,
+                                                                 folder=sess.cwd)
+    actions.outbox.put(Live(chat_id, text, key=trust_key(sess.name), markup=view.markup(kb),
+                            session=sess.name))
+
+
+__all__ = ["FIRST_WAIT", "Offer", "ask_trust", "folders_to_offer", "offer", "offer_key",
+           "start", "trust_key"]

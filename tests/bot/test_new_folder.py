@@ -1,0 +1,119 @@
+"""/new from the phone: the folder offered, and Claude Code's folder trust dialog answered
+with a tap (the real chat over HTTP, the real daemon, a stand-in ``claude`` in real dtach)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from bot.conftest import eventually
+
+from aipager import dtach
+
+
+@pytest.fixture
+def fake_claude(tmp_path, chat):
+    mark = tmp_path / "started"
+    script = tmp_path / "claude"
+    script.write_text(f'#!/bin/sh\necho "$PWD|$*" >> {mark}\nexec sleep 60\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    chat.daemon.env["AIPAGER_CLAUDE_BIN"] = str(script)
+    chat.bot.members.cfg.extra["new_session_folder"] = str(folder)
+    yield mark, folder
+    for info in dtach.list_sessions(chat.daemon.env):
+        dtach.kill(chat.daemon.env, info.name)
+
+
+def _trust(env: dict, *folders: str) -> None:
+    """Claude Code's own record of the folders it trusts (``~/.claude.json``)."""
+    path = os.path.join(env["HOME"], ".claude.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"projects": {f: {"hasTrustDialogAccepted": True} for f in folders}}, fh)
+
+
+def _buttons(message: dict) -> dict[str, str]:
+    return {b["text"]: b["callback_data"] for row in
+            (message.get("reply_markup") or {}).get("inline_keyboard", []) for b in row}
+
+
+async def _message_with(chat, start: str) -> dict:
+    await chat.fake.wait_for("sendMessage", lambda p: str(p["text"]).startswith(start))
+    return next(m for m in reversed(chat.fake.bot_messages(chat.chat_id))
+                if str(m.get("text", "")).startswith(start))
+
+
+async def _started_in(mark, timeout: float = 10.0) -> str:
+    await eventually(lambda: mark.exists() and mark.read_text().strip(), timeout,
+                     "the stand-in claude started")
+    return mark.read_text().split("|", 1)[0]
+
+
+async def test_new_offers_the_trusted_folders_first_and_starts_in_the_one_tapped(
+        chat, fake_claude, tmp_path):
+    mark, default = fake_claude
+    trusted = tmp_path / "work" / "api"
+    trusted.mkdir(parents=True)
+    _trust(chat.daemon.env, str(trusted))
+    await chat.fake.user_says("/new jim")
+    offer = await _message_with(chat, "📁 Where should jim start?")
+    shown = _buttons(offer)
+    # the trusted one first; the default last, saying Claude Code will ask about it
+    assert list(shown)[0] == f"📁 {trusted}"
+    assert list(shown)[-1] == f"📁 {default} · Claude Code will ask to trust it"
+    assert not mark.exists()  # nothing started before the tap
+
+    await chat.fake.user_taps(offer["message_id"], shown[f"📁 {trusted}"])
+    await chat.fake.wait_for("sendMessage", lambda p: "🆕 jim started in" in str(p["text"]))
+    assert await _started_in(mark) == str(trusted)
+    # a trusted folder: no trust question; the offer now names the folder, without buttons
+    assert not any("do you trust" in t for t in chat.bot_texts())
+    assert chat.fake.message(chat.chat_id, offer["message_id"])["text"] == f"📁 jim: {trusted}"
+    # a second tap on the old offer starts nothing more
+    query = await chat.fake.user_taps(offer["message_id"], shown[f"📁 {trusted}"])
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    assert toast["text"] == "This button has expired."
+
+
+async def test_a_folder_claude_code_does_not_trust_asks_here_and_the_first_message_waits(
+        chat, fake_claude):
+    mark, default = fake_claude
+    await chat.fake.user_says("/new jim hello there")
+    await chat.fake.wait_for("sendMessage", lambda p: "🆕 jim started in" in str(p["text"]))
+    assert await _started_in(mark) == str(default)
+    question = await _message_with(chat, "📁 Claude Code asks before jim starts")
+    assert str(default) in question["text"]
+    shown = _buttons(question)
+    assert set(shown) == {"✅ Yes, trust it", "🚪 No, exit"}
+    chat.sessions.live.add("claude-jim")
+    # the first message is not typed into the dialog (its keys would answer it)
+    assert chat.sessions.typed == []
+
+    await chat.fake.user_taps(question["message_id"], shown["✅ Yes, trust it"])
+    # Enter on the dialog's first choice ("Yes, I trust this folder")
+    await eventually(lambda: chat.sessions.typed == [("claude-jim", "", None)],
+                     what="the trust dialog answered")
+    await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]
+                     == f"📁 jim may use {default}.", what="the question answered in place")
+    # Claude Code starts (its SessionStart): the first message goes in, once
+    chat.feed("claude-jim", "SessionStart", source="startup", session_id="sid-jim",
+              cwd=str(default), transcript_path="/nonexistent/jim.jsonl")
+    await eventually(lambda: any(t[1] == "hello there" for t in chat.sessions.typed), 10,
+                     "the first message typed")
+    assert [t[1] for t in chat.sessions.typed].count("hello there") == 1
+
+
+async def test_no_exit_ends_the_session(chat, fake_claude):
+    mark, _default = fake_claude
+    await chat.fake.user_says("/new jim")
+    question = await _message_with(chat, "📁 Claude Code asks before jim starts")
+    await _started_in(mark)
+    await chat.fake.user_taps(question["message_id"], _buttons(question)["🚪 No, exit"])
+    await eventually(lambda: not any(i.name == "jim" for i in dtach.list_sessions(
+        chat.daemon.env)), 10, "the session ended")
+    await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]
+                     == "🗑 jim ended.", what="the question answered in place")
