@@ -164,8 +164,8 @@ def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
     """Claude Code's folder trust dialog, as a question with its two answers."""
     handle = actions.state.handle("session", sess.name)
     kb = InlineKeyboardBuilder()
-    kb.button(text=_("✅ Yes, trust it"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST))
-    kb.button(text=_("🚪 No, exit"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST_NO))
+    kb.button(text=_("✅ Yes, I trust this folder"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST))
+    kb.button(text=_("🗑 No, end the session"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST_NO))
     text = _("📁 Claude Code asks before {session} starts: do you trust the files in "
              "{folder}? It may read, edit and run them.").format(session=sess.label,
                                                                  folder=sess.cwd)

@@ -88,12 +88,12 @@ async def test_a_folder_claude_code_does_not_trust_asks_here_and_the_first_messa
     question = await _message_with(chat, "📁 Claude Code asks before jim starts")
     assert str(default) in question["text"]
     shown = _buttons(question)
-    assert set(shown) == {"✅ Yes, trust it", "🚪 No, exit"}
+    assert set(shown) == {"✅ Yes, I trust this folder", "🗑 No, end the session"}
     chat.sessions.live.add("claude-jim")
     # the first message is not typed into the dialog (its keys would answer it)
     assert chat.sessions.typed == []
 
-    await chat.fake.user_taps(question["message_id"], shown["✅ Yes, trust it"])
+    await chat.fake.user_taps(question["message_id"], shown["✅ Yes, I trust this folder"])
     # Enter on the dialog's first choice ("Yes, I trust this folder")
     await eventually(lambda: chat.sessions.typed == [("claude-jim", "", None)],
                      what="the trust dialog answered")
@@ -112,7 +112,7 @@ async def test_no_exit_ends_the_session(chat, fake_claude):
     await chat.fake.user_says("/new jim")
     question = await _message_with(chat, "📁 Claude Code asks before jim starts")
     await _started_in(mark)
-    await chat.fake.user_taps(question["message_id"], _buttons(question)["🚪 No, exit"])
+    await chat.fake.user_taps(question["message_id"], _buttons(question)["🗑 No, end the session"])
     await eventually(lambda: not any(i.name == "jim" for i in dtach.list_sessions(
         chat.daemon.env)), 10, "the session ended")
     await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]

@@ -62,15 +62,18 @@ class Surfaces:
         assert response.status in (200, 403, 409), (response.status, result)
         return str(result["message"])
 
-    async def request_buttons(self) -> tuple[int, dict[str, str]]:
-        """The chat's permission request message (once it is sent) and its buttons."""
-        sent = await self.fake.wait_for("sendMessage", lambda p: "✅ Allow" in str(
-            p.get("reply_markup")))
-        message = next(m for m in reversed(self.fake.bot_messages(GROUP))
-                       if m.get("text") == sent["text"])
-        return message["message_id"], {
-            b["text"]: b.get("callback_data") for row in
-            message["reply_markup"]["inline_keyboard"] for b in row}
+    async def request_buttons(self, needle: str = "") -> tuple[int, dict[str, str]]:
+        """The chat's open permission request message (with ``needle`` in it) and its
+        buttons, once it is sent."""
+        def buttons(m: dict) -> dict[str, str]:
+            return {b["text"]: b.get("callback_data") for row in
+                    (m.get("reply_markup") or {}).get("inline_keyboard", []) for b in row}
+
+        def found() -> dict | None:
+            return next((m for m in reversed(self.fake.bot_messages(GROUP))
+                         if needle in str(m.get("text")) and "✅ Allow" in buttons(m)), None)
+        message = await eventually(found, what=f"the request {needle}")
+        return message["message_id"], buttons(message)
 
     async def toast(self, user: dict, message_id: int, data: str) -> str:
         """What the chat's toast says to ``user`` after tapping the button of ``data``."""
@@ -230,3 +233,38 @@ async def test_stopping_a_session_that_works_on_nothing_reads_the_same(both):
     page = await both.page(OWNER, f"/api/sessions/{session}/stop", {})
     assert page == "⏹ Stop sent to jim."
     await eventually(lambda: both.sessions.keys == [(session, [ESCAPE])], what="⏹ pressed")
+
+
+async def test_allow_folder_for_this_session_remembers_the_same_from_either_surface(
+        both, hook_reply):
+    """"📁 Allow folder · this session" hands Claude Code the same one suggestion from the
+    chat and from the page (the page once allowed every suggestion, so it asked again)."""
+    path, sock = hook_reply
+    sock.settimeout(5)
+    session = both.start("jim")
+    folder = {"type": "addDirectories", "directories": ["/srv/data"], "destination": "session"}
+    mode = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    decisions = []
+    for n, answer_on in enumerate(("chat", "page")):
+        both.feed(session, "PermissionRequest", tool_name="Read", tool_use_id=f"t{n}",
+                  tool_input={"file_path": f"/srv/data/{n}.csv"}, aipager_reply_addr=path,
+                  aipager_request_id=f"req-t{n}", permission_suggestions=[folder, mode])
+        message_id, buttons = await both.request_buttons(f"/srv/data/{n}.csv")
+        scoped = "📁 Allow /srv/data · this session"
+        assert scoped in buttons, buttons
+        if answer_on == "chat":
+            said = await both.toast(OWNER, message_id, buttons[scoped])
+        else:
+            state = await (await both.client.get("/api/state", headers={
+                "Host": "127.0.0.1:7180",
+                "Authorization": f"tma {init_data(OWNER, TOKEN)}"})).json()
+            need = next((r for r in state["needs"] if r.get("key") == f"p:t{n}:"), None)
+            assert need is not None, state["needs"]
+            acts = {a["label"]: a["act"] for a in need["answers"]}
+            assert scoped in acts, acts
+            act = acts[scoped]
+            said = await both.page(OWNER, "/api/answer", {"session": session,
+                                                          "key": f"p:t{n}:", "act": act})
+        assert said in ("Always allowed", "Always allowed."), said
+        decisions.append(orjson.loads(await asyncio.to_thread(sock.recv, 65536))["decision"])
+    assert decisions[0] == decisions[1] == {"behavior": "allow", "updatedPermissions": [folder]}
