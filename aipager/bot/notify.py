@@ -475,7 +475,7 @@ class ChatNotifier:
     async def _take(self, out: Files, chat_id: int, entry: dict[str, Any]) -> None:
         import asyncio
 
-        from aipager.bot import files
+        from aipager.clients import files
 
         try:
             copies, refused = await asyncio.to_thread(

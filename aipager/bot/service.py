@@ -308,7 +308,7 @@ class ChatBot:
             self.save()
 
     async def _sweep_files(self) -> None:
-        from aipager.bot import files
+        from aipager.clients import files
 
         removed = await asyncio.to_thread(files.sweep, self.env)
         if removed:

@@ -42,7 +42,8 @@ from aiogram.types import CallbackQuery, Message
 from aiogram.utils.callback_answer import CallbackAnswer
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot import files, order, speech, view
+from aipager.bot import order, speech, view
+from aipager.clients import files
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import VoiceAct, VoiceTap
 from aipager.bot.chatstate import msg_key

@@ -10,20 +10,22 @@ result as one sentence (``clients.words``) in the page user's language (the requ
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import os
+import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Coroutine, Sequence
 
-from aipager.clients import prompts
+from aipager.clients import files, prompts
 from aipager.clients.people import Sender
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import words
 from aipager.daemon.model import Session
-from aipager.daemon.notifier import Release
+from aipager.daemon.notifier import Files, Release
 from aipager.daemon.port import DaemonPort
 from aipager.daemon.service import Service
 from aipager.locales import N_
@@ -48,6 +50,8 @@ _DONE = {"allow": N_("Allowed."), "always": N_("Always allowed."), "deny": N_("D
 
 #: message keys remembered for a repeated Send (``WebActions.prompt``)
 SENT_KEPT = 512
+#: downloads of files Claude sent kept (their copies are swept after a day: files.MAX_AGE)
+DOWNLOADS_KEPT = 256
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,9 @@ class WebActions:
         # message ids the page makes: past any Telegram message id, unique in a run
         self._ids = itertools.count(int(time.time() * 1000))
         live.on_release = self._released
+        live.on_files = self._files
+        #: the page's copies of the files Claude sent: id → (path, file name)
+        self.downloads: OrderedDict[str, tuple[str, str]] = OrderedDict()
 
     def find(self, name: str) -> Session | None:
         """A session by internal name (``claude-jim``) or label (``jim``)."""
@@ -158,6 +165,38 @@ class WebActions:
                                                        WEB_CHAT, queued=True))
             self._shown(result, said, None, msg_id)
         self._spawn(typed())
+
+    # -- files Claude sends ------------------------------------------------------------
+
+    def _files(self, out: Files, entry: dict[str, Any]) -> None:
+        """Check each file as the chat does before it uploads one (the floor, secret-shaped
+        names, the task's rules) and copy it at once, so a later change cannot swap what is
+        downloaded; the conversation entry lists the downloads and the refusals."""
+        async def take() -> None:
+            try:
+                copies, refused = await asyncio.to_thread(
+                    files.take_for_sending, self.env, out.session, list(out.files), out.cwd)
+            except Exception:  # noqa: BLE001 - a bad folder: said on the entry, logged
+                log.exception("copying the files Claude sent in %s failed", out.session)
+                copies, refused = [], [{"path": p, "code": "unreadable",
+                                        "reason": "could not be copied"} for p in out.files]
+            for copy in copies:
+                key = secrets.token_urlsafe(16)
+                self.downloads[key] = (copy.path, copy.filename)
+                entry["sent"].append({"id": key, "name": copy.filename})
+            while len(self.downloads) > DOWNLOADS_KEPT:
+                self.downloads.popitem(last=False)
+            entry["refused"] = [{"name": os.path.basename(r["path"]), "reason": r["reason"]}
+                                for r in refused]
+            entry["checking"] = False
+            self.live.seq += 1
+            self.live.publish({"kind": "files", "session": out.session, "seq": self.live.seq})
+        self._spawn(take())
+
+    def download(self, key: str) -> tuple[str, str] | None:
+        """The copy of a file Claude sent (its path and name), while it is kept."""
+        found = self.downloads.get(key)
+        return found if found is not None and os.path.isfile(found[0]) else None
 
     # -- requests ----------------------------------------------------------------------
 

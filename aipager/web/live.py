@@ -55,6 +55,8 @@ class WebNotifier:
         self._last_task: dict[str, int] = {}
         #: the web's held messages may go in now (``actions.WebActions.release``)
         self.on_release: Callable[[Release], None] | None = None
+        #: a file Claude sent is checked and copied for download (``WebActions.files``)
+        self.on_files: Callable[[Files, dict[str, Any]], None] | None = None
         self.seq = 0
 
     # -- the Notifier ------------------------------------------------------------------
@@ -84,9 +86,13 @@ class WebNotifier:
                 self.asked[(out.session, out.key)] = out
             case Files():
                 # what Claude sent with SendUserFile waits here (in private mode the chat
-                # only says there is a file)
-                self.say(out.session, "file", "\n".join(out.files), task=out.task,
-                         files=list(out.files), caption=out.text)
+                # only says there is a file); ``on_files`` checks and copies each one, and
+                # fills the entry's ``sent`` (downloads) and ``refused``
+                entry = self.say(out.session, "file", "\n".join(out.files), task=out.task,
+                                 files=list(out.files), caption=out.text, sent=[],
+                                 refused=[], checking=True)
+                if self.on_files is not None:
+                    self.on_files(out, entry)
             case RequestClosed() | RequestAnswered():
                 self.asked.pop((out.session, out.key), None)
             case Release() if out.chat_id == str(WEB_CHAT) and self.on_release is not None:

@@ -18,6 +18,7 @@
 ``POST /api/answer``                   ``{"session","key","act"[,"reason"]}``: a permission
 ``POST /api/question``                 ``{"session","key","answers"|null}``: a question
 ``GET /api/audit``                     the audit log's last records (admins)
+``GET /api/files/{key}``               a file Claude sent, as a download
 ``GET /api/events``                    the live stream (server-sent events)
 ``POST /api/signout``                  forget this browser
 =====================================  ==========================================
@@ -31,6 +32,7 @@ import logging
 import time
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -160,6 +162,17 @@ async def get_audit(request: web.Request) -> web.Response:
     env = request.app[ACTIONS].env
     records = await asyncio.to_thread(audit.tail, paths.audit_log(env), limit)
     return web.json_response(records)
+
+
+async def get_file(request: web.Request) -> web.StreamResponse:
+    """A file Claude sent, as a download (never shown inline: it is not the page's own)."""
+    found = request.app[ACTIONS].download(request.match_info["key"])
+    if found is None:
+        raise web.HTTPNotFound(text="no such file (kept a day, and until aipager restarts)")
+    path, name = found
+    return web.FileResponse(path, headers={
+        "Content-Type": "application/octet-stream",
+        "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}"})
 
 
 async def events(request: web.Request) -> web.StreamResponse:
@@ -295,6 +308,7 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     r.add_post("/api/answer", post_answer)
     r.add_post("/api/question", post_question)
     r.add_get("/api/audit", get_audit)
+    r.add_get("/api/files/{key}", get_file)
     r.add_get("/api/events", events)
     r.add_post("/api/signout", post_signout)
     return app

@@ -78,6 +78,7 @@ PAGE = (
     N_("not taken"),
     N_("not delivered"),
     N_("a file from Claude"),
+    N_("Checking…"),
     N_("🔒 private"),
 )
 

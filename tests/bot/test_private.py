@@ -36,10 +36,17 @@ CANARIES = ("CANARYANSWER", "CANARYCMD", "CANARYDESC", "CANARYWRITE", "CANARYDIF
 class Private:
     """The chat and the page of one daemon, private mode on."""
 
-    def __init__(self, fake, daemon, bot, sessions, client, env) -> None:
+    def __init__(self, fake, daemon, bot, sessions, client, env, spawned) -> None:
         self.fake, self.daemon, self.bot, self.sessions = fake, daemon, bot, sessions
         self.client, self.env = client, env
+        #: what the page handed to the daemon's loop (run by ``settle``)
+        self.spawned = spawned
         self.auth = {"Host": "127.0.0.1:7180", "Authorization": f"tma {init_data(OWNER, TOKEN)}"}
+
+    async def settle(self) -> None:
+        """Run what the page handed to the daemon's loop (a file's check and copy)."""
+        while self.spawned:
+            await self.spawned.pop(0)
 
     def feed(self, session: str, event: str, **fields) -> None:
         doc = {"hook_event_name": event, "session": session, **fields}
@@ -101,7 +108,7 @@ async def private(public_url):
         await client.start_server()
         task = asyncio.create_task(bot.run())
         try:
-            yield Private(fake, daemon, bot, sessions, client, env)
+            yield Private(fake, daemon, bot, sessions, client, env, spawned)
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -268,3 +275,48 @@ async def test_without_a_public_address_the_bell_points_at_the_computer(private)
     assert "aipager page" in asks["text"]
     assert not any("web_app" in b or "url" in b for b in _buttons(asks).values())
     assert _leaks(private.fake) == []
+
+
+async def test_a_file_claude_sends_is_downloaded_from_the_page_and_a_secret_one_is_refused(
+        private, tmp_path):
+    """In private mode Telegram hears "📎 jim has a file for you": the file itself is a
+    download on the page, checked as the chat checks an upload (the floor keeps aipager's
+    config, which holds the bot token, from everyone)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    report = project / "report.html"
+    report.write_bytes(b"<script>alert(1)</script> CANARYFILEBODY\n")
+    session = "claude-jim"
+    private.sessions.live.add(session)
+    private.feed(session, "SessionStart", source="startup", session_id="sid-jim",
+                 cwd=str(project), transcript_path="/nonexistent/jim.jsonl")
+    private.feed(session, "UserPromptSubmit", prompt="send the report", prompt_id="p1",
+                 cwd=str(project))
+    from aipager.proto import paths
+
+    secret = paths.config_file(private.env)
+    files_input = {"files": [str(report), secret]}
+    private.feed(session, "PreToolUse", tool_name="SendUserFile", tool_use_id="f1",
+                 tool_input=files_input)
+    private.feed(session, "PostToolUse", tool_name="SendUserFile", tool_use_id="f1",
+                 tool_input=files_input, tool_response={}, cwd=str(project))
+    await _bell(private.fake, "📎 jim has a file for you")
+    await private.settle()
+    page = await private.get(f"/api/sessions/{session}")
+    (entry,) = [e for e in page["conversation"] if e["kind"] == "file"]
+    assert entry["checking"] is False
+    assert [f["name"] for f in entry["sent"]] == ["report.html"]
+    assert [r["name"] for r in entry["refused"]] == [os.path.basename(secret)]
+    response = await private.client.get(f"/api/files/{entry['sent'][0]['id']}",
+                                        headers=private.auth)
+    assert response.status == 200
+    # a download, never rendered on the page's own origin
+    assert response.headers["Content-Type"] == "application/octet-stream"
+    assert response.headers["Content-Disposition"].startswith("attachment;")
+    assert await response.read() == report.read_bytes()
+    # a made-up key, or no sign-in: nothing
+    assert (await private.client.get("/api/files/nope", headers=private.auth)).status == 404
+    stranger = {"Host": "127.0.0.1:7180"}
+    assert (await private.client.get(f"/api/files/{entry['sent'][0]['id']}",
+                                     headers=stranger)).status in (401, 403)
+    assert "CANARYFILEBODY" not in private.fake.everything_received()

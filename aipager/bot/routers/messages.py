@@ -24,7 +24,8 @@ from aiogram.dispatcher.event.bases import SkipHandler
 from aiogram.fsm.context import FSMContext
 from aiogram.types import Document, Message, PhotoSize
 
-from aipager.bot import files, view
+from aipager.bot import view
+from aipager.clients import files
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _, number
 from aipager.bot.routers.commands import (NextMessage, name_and_first, offer_picker,

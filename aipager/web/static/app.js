@@ -193,7 +193,16 @@ function entry(e) {
   const who = { prompt: `🗣 ${by}`, sent: `🗣 ${by || t("you")} · ${status}`, answer: "🤖 Claude", notice: "ℹ️", file: `📎 ${t("a file from Claude")}` }[e.kind] || e.kind;
   const when = new Date(e.at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   return h("li", { class: `entry ${e.kind}` }, h("div", { class: "who" }, `${who} · ${when}`),
-    e.kind === "answer" ? markdown(e.text) : h("div", { class: "text" }, e.text));
+    e.kind === "answer" ? markdown(e.text) : e.kind === "file" ? sentFiles(e) : h("div", { class: "text" }, e.text));
+}
+
+// What Claude sent (SendUserFile): a download of each checked copy, and why one was not kept.
+function sentFiles(e) {
+  return h("div", { class: "files" },
+    e.caption ? h("div", { class: "text" }, e.caption) : null,
+    (e.sent || []).map((f) => h("div", {}, h("a", { href: `/api/files/${encodeURIComponent(f.id)}`, download: f.name }, `📎 ${f.name}`))),
+    (e.refused || []).map((r) => h("div", { class: "bad" }, `🚫 ${r.name}: ${r.reason}`)),
+    e.checking ? h("div", { class: "muted" }, t("Checking…")) : null);
 }
 
 async function conversation(label) {

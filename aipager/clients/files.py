@@ -9,7 +9,8 @@ refused, never used; files are created with ``O_EXCL | O_NOFOLLOW`` relative
 to the folder's descriptor, so nothing is written through a planted link or
 outside its folder.  Files older than ``MAX_AGE`` are removed by ``sweep``.
 
-Blocking functions: the bot runs them in a thread.
+Blocking functions: the chat and the page run them in a thread (the page serves its copies
+of what Claude sends to its own signed-in people: private mode keeps files off Telegram).
 """
 
 from __future__ import annotations
