@@ -48,4 +48,6 @@ export PATH="$(cd "$VENV" && pwd)/bin:$PATH"
 # Several workers (pytest-xdist): most tests wait on real processes, sockets and Telegram's
 # pace rather than on the CPU, so even a 2-core machine runs four at once well.
 # AIPAGER_TEST_WORKERS=0 runs everything in this one process.
-exec "$VENV/bin/pytest" -n "${AIPAGER_TEST_WORKERS:-4}" "$@"
+# worksteal: an idle worker takes tests queued on a busy one (a few end-to-end tests take
+# minutes).
+exec "$VENV/bin/pytest" -n "${AIPAGER_TEST_WORKERS:-4}" --dist worksteal "$@"

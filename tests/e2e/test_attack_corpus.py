@@ -56,8 +56,14 @@ def _everything_sent(fake_anthropic) -> str:
     return "\n".join(json.dumps(r.body, ensure_ascii=False) for r in fake_anthropic.requests)
 
 
+#: the corpus runs in this many parts, each on its own session (the parts run side by side
+#: on the suite's workers; each ends with the owner's prompt, which must arrive alone)
+SHARDS = 3
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
 def test_the_corpus_is_inert_on_the_real_claude_code(
-        team, dtach_session, fake_anthropic, fake_telegram, claude_home):  # noqa: F811 - fixture
+        shard, team, dtach_session, fake_anthropic, fake_telegram, claude_home):  # noqa: F811 - fixture
     phone = Phone(fake_telegram, GROUP)
     home = claude_home.home
     os.makedirs(os.path.join(home, ".ssh"), exist_ok=True)
@@ -80,7 +86,7 @@ def test_the_corpus_is_inert_on_the_real_claude_code(
 
     attacks = _attacks({"SSH": ssh, "CONFIG": config, "SHADOW": "/etc/shadow",
                         "ENVIRON": "/proc/self/environ", "MADE": made, "IMAGE": image,
-                        "PROJECT": claude_home.project})
+                        "PROJECT": claude_home.project})[shard::SHARDS]
     outcomes = []
     for attack in attacks:
         sent = fake_telegram.say("/e2e " + attack["text"], user=GUEST, chat_id=GROUP)
@@ -123,7 +129,8 @@ def test_the_corpus_is_inert_on_the_real_claude_code(
             assert prompts, attack
     records = claude_home.audit()
     typed = [r for r in records if r.get("action") == "chat_prompt"]
-    assert {r["who_id"] for r in typed} == {USER_ID, OWNER["id"]}
+    taken = any(outcome == "taken" for _attack, outcome in outcomes)
+    assert {r["who_id"] for r in typed} == ({USER_ID, OWNER["id"]} if taken else {OWNER["id"]})
     for record in records:
         if record.get("action") == "prompt_blocked":
             assert [s["user_id"] for s in record["senders"]] in ([USER_ID], [])
