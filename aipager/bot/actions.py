@@ -17,6 +17,7 @@ from aipager import dtach
 from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Outbox, Post, React
+from aipager.bot.private import OFF, Mode
 from aipager.bot.i18n import _
 from aipager.clients.words import words
 from aipager.daemon.service import Service
@@ -49,13 +50,16 @@ class Actions:
     """
 
     def __init__(self, port: DaemonPort, state: ChatState, outbox: Outbox,
-                 default_folder: Callable[[], str]) -> None:
+                 default_folder: Callable[[], str],
+                 privacy: Callable[[], Mode] = lambda: OFF) -> None:
         self.port = port
         self.env = port.env
         self.state = state
         self.outbox = outbox
         self._default_folder = default_folder
         self.service = Service(port, default_folder)
+        #: private mode now (``bot.private``): what the chat's own replies may say
+        self.privacy = privacy
         #: work a handler left running (a first message waiting for its session to start)
         self.background: set[asyncio.Task[None]] = set()
 

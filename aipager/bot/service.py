@@ -221,7 +221,8 @@ class ChatBot:
         if self.port is None:
             msg = "attach the chat to the daemon's port before running it"
             raise RuntimeError(msg)
-        actions = Actions(self.port, self.state, self.outbox, self._default_folder)
+        actions = Actions(self.port, self.state, self.outbox, self._default_folder,
+                          privacy=self.privacy.mode)
         self.notifier.release = actions.release
         dp = self.dispatcher(actions)
         self.outbox.start()

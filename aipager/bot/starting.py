@@ -66,6 +66,8 @@ class Offer:
 def folders_to_offer(actions: Actions) -> tuple[str, ...] | None:
     """The folders to offer, trusted ones first and the default last; None: start in the
     default folder at once (Claude Code trusts it, or trusts nothing to choose from)."""
+    if actions.privacy().on:
+        return None  # folder names are content: private mode chooses on the page
     trusted = actions.service.trusted()
     default = actions.default_folder
     if not trusted or folders.is_trusted(default, trusted):
@@ -121,9 +123,11 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
         return False
     session = result.name
     actions.state.current[str(chat_id)] = session
-    actions.say(chat_id, _("🆕 {session} started in {folder}. Your messages go there now.").format(
-        session=session.removeprefix("claude-"), folder=result.folder), reply_to=reply_to,
-        session=session)
+    label = session.removeprefix("claude-")
+    actions.say(chat_id, _("🆕 {session} started. Your messages go there now.").format(
+        session=label) if actions.privacy().on else
+        _("🆕 {session} started in {folder}. Your messages go there now.").format(
+            session=label, folder=result.folder), reply_to=reply_to, session=session)
     sess = actions.registry.get(session)
     if sess is not None and actions.service.at_trust_dialog(sess):
         ask_trust(actions, chat_id, sess)
@@ -166,9 +170,13 @@ def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
     kb = InlineKeyboardBuilder()
     kb.button(text=_("✅ Yes, I trust this folder"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST))
     kb.button(text=_("🗑 No, end the session"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST_NO))
-    text = _("📁 Claude Code asks before {session} starts: do you trust the files in "
-             "{folder}? It may read, edit and run them.").format(session=sess.label,
-                                                                 folder=sess.cwd)
+    if actions.privacy().on:  # the folder's name is content: the page shows it
+        text = _("📁 Claude Code asks before {session} starts: do you trust the files in its "
+                 "folder? It may read, edit and run them.").format(session=sess.label)
+    else:
+        text = _("📁 Claude Code asks before {session} starts: do you trust the files in "
+                 "{folder}? It may read, edit and run them.").format(session=sess.label,
+                                                                     folder=sess.cwd)
     actions.outbox.put(Live(chat_id, text, key=trust_key(sess.name), markup=view.markup(kb),
                             session=sess.name))
 

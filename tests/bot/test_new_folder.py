@@ -117,3 +117,27 @@ async def test_no_exit_ends_the_session(chat, fake_claude):
         chat.daemon.env)), 10, "the session ended")
     await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]
                      == "🗑 jim ended.", what="the question answered in place")
+
+
+async def test_in_private_mode_new_names_no_folder_in_telegram(chat, fake_claude, tmp_path):
+    """Folder names are content: in private mode /new starts in the default folder (the page
+    offers the others) and its replies, the trust question and its answer name none."""
+    mark, _default = fake_claude
+    canary = tmp_path / "CANARYFOLDER"
+    canary.mkdir()
+    chat.bot.members.cfg.extra["new_session_folder"] = str(canary)
+    chat.bot.members.cfg.extra["private"] = True
+    trusted = tmp_path / "CANARYTRUSTED"
+    trusted.mkdir()
+    _trust(chat.daemon.env, str(trusted))
+    await chat.fake.user_says("/new jim")
+    await chat.fake.wait_for("sendMessage", lambda p: "🆕 jim started." in str(p["text"]))
+    assert await _started_in(mark) == str(canary)
+    question = await _message_with(chat, "📁 Claude Code asks before jim starts")
+    assert "its folder" in question["text"]
+    chat.sessions.live.add("claude-jim")
+    await chat.fake.user_taps(question["message_id"],
+                              _buttons(question)["✅ Yes, I trust this folder"])
+    await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]
+                     == "📁 jim may use its folder.", what="the question answered in place")
+    assert "CANARY" not in chat.fake.everything_received()

@@ -35,7 +35,7 @@ from aipager.daemon.model import Session
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import words
 from aipager.port.commands import AnswerKind, AnswerRequest, KillSession, StopTask, TrustFolder
-from aipager.port.results import Ended, Failed, Stopping
+from aipager.port.results import Ended, Failed, Stopping, Trusted
 from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
@@ -421,6 +421,8 @@ async def _trust(query: CallbackQuery, callback_data: SessionTap, actions: Actio
     sess, chat_id = found
     result = await actions.service.ask(TrustFolder(sender, sess.name, yes))
     said = words(result, _)
+    if isinstance(result, Trusted) and actions.privacy().on:  # the folder's name is content
+        said = _("📁 {session} may use its folder.").format(session=sess.label)
     callback_answer.text = said
     if words_ok(result):  # the question goes; its answer stays in its place
         actions.outbox.put(Live(chat_id, said, key=starting.trust_key(sess.name)))
