@@ -46,8 +46,9 @@ export AIPAGER_TEST_CHROMIUM=/usr/bin/chromium
 # Absolute: AIPAGER_TEST_VENV may be given relative or absolute.
 export PATH="$(cd "$VENV" && pwd)/bin:$PATH"
 # Several workers (pytest-xdist): most tests wait on real processes, sockets and Telegram's
-# pace rather than on the CPU, so even a 2-core machine runs four at once well.
+# pace rather than on the CPU, so even a 2-core machine runs three at once well (four made
+# the real Claude Code sessions of the end-to-end tests slow to draw).
 # AIPAGER_TEST_WORKERS=0 runs everything in this one process.
 # worksteal: an idle worker takes tests queued on a busy one (a few end-to-end tests take
 # minutes).
-exec "$VENV/bin/pytest" -n "${AIPAGER_TEST_WORKERS:-4}" --dist worksteal "$@"
+exec "$VENV/bin/pytest" -n "${AIPAGER_TEST_WORKERS:-3}" --dist worksteal "$@"

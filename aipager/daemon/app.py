@@ -49,14 +49,15 @@ log = logging.getLogger("aipager.daemon")
 #: GIL switch interval while receiving on the fallback thread: the thread needs
 #: the GIL for each recv, and the default 5 ms is 100 datagrams at 20,000/s
 SWITCH_INTERVAL = 0.0005
-#: seconds between dtach socket scans
-DISCOVERY_SECONDS = 3.0
-#: seconds between spool scans when no datagram arrives
-SPOOL_SECONDS = 0.25
+#: seconds between dtach socket scans (a session's hooks name it at once; the scan finds
+#: the ones that ended without a word, and who is attached)
+DISCOVERY_SECONDS = 5.0
 #: a received batch triggers a spool scan at most this often
 SPOOL_MIN_GAP = 0.02
-#: seconds between sweeps / card flushes
-TICK_SECONDS = 0.5
+#: seconds between sweeps and time-based rules (a card changed by an event is flushed with
+#: its batch; the tick redraws what only time changes: the elapsed seconds) and spool scans
+#: (every received batch scans too: the tick catches what was spooled while nothing arrived)
+TICK_SECONDS = 1.0
 #: the state is written at most this often (immediately after a delivered answer)
 SAVE_SECONDS = 1.0
 #: a dialog reads keys this long after it is drawn (measured on 2.1.328: tui_keys.json)
@@ -499,6 +500,10 @@ class Daemon:
         if reg.flush_now:
             reg.flush_now = False
             self.core.flush_cards()
+        elif reg.dirty:
+            # a card already shown changes with its batch: the chat's outbox (which coalesces
+            # the edits) and the page see it at once, not at the next tick
+            self.core.flush_cards(shown_only=True)
         if reg.save_now or self.journal.due:
             self.save(force=self.journal.due)
 
@@ -556,11 +561,15 @@ class Daemon:
             log.exception("daemon service %s failed", getattr(service, "__name__", service))
 
     async def discover(self) -> None:
-        live = await asyncio.to_thread(self.session_io.discover)
+        def look() -> tuple[dict[str, str], dict[str, bool]]:
+            # one trip to a thread for both (each trip wakes two threads: it matters idle)
+            live = self.session_io.discover()
+            return live, self.session_io.attached(live)
+
+        live, attached_now = await asyncio.to_thread(look)
         ctx = self.core.ctx
         reg = self.core.registry
         mark_discovered(reg, live, lambda sess, why: end_session(ctx, sess, why))
-        attached_now = await asyncio.to_thread(self.session_io.attached, live)
         for name in live:
             sess = reg.get(name)
             attached = attached_now.get(name, False)
@@ -583,6 +592,7 @@ class Daemon:
                                  chat_id=mark.get("chat_id"), msg_id=msg_id)
 
     def tick(self) -> None:
+        self.replay_spool()
         for name in tasks.catch_interrupts(self.core.ctx, transcript.interrupted_at,
                                            self._transcript_changed):
             log.info("task of %s interrupted (seen in its transcript)", name)
@@ -685,7 +695,6 @@ class Daemon:
             self.save(force=True)
             log.info("aipager daemon %s listening on %s", __version__, self.socket_path)
             stop = self._spawn(self.stop_event.wait())
-            self._spawn(self._every(SPOOL_SECONDS, self.replay_spool))
             self._spawn(self._every(TICK_SECONDS, self.tick))
             self._spawn(self._every(DISCOVERY_SECONDS, self.discover))
             # Before the services: the chat types again what a kill cut off before its Enter,

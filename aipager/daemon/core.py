@@ -152,8 +152,13 @@ class DaemonCore:
         self._current.add(key)
         return False
 
-    def flush_cards(self) -> int:
+    def flush_cards(self, shown_only: bool = False) -> int:
         """Emit a ``card`` output for every changed session whose card text changed.
+
+        Args:
+            shown_only: only cards already shown for their task (an event's batch: a task's
+                first card waits for the tick, so a task that ends within it shows its
+                answer alone, and a card shown changes at once).
 
         Returns:
             How many cards were emitted.
@@ -161,19 +166,25 @@ class DaemonCore:
         reg = self.registry
         now = reg.clock()
         sent = 0
+        left: set[str] = set()
         for name in sorted(reg.dirty):
             sess = reg.get(name)
             if sess is None or sess.task is None:
                 continue
+            shown = self._cards.get(name)
+            if shown_only and (shown is None or shown[0] != sess.task.seq):
+                left.add(name)
+                continue
             text = render.card(sess, now)
             key = (sess.task.seq, text)
-            if self._cards.get(name) == key:
+            if shown == key:
                 continue
             self._cards[name] = key
             final = sess.task.ended_at is not None and not sess.work_open()
             self.outputs.emit(Card(name, text, task=sess.task.seq, final=final))
             sent += 1
         reg.dirty.clear()
+        reg.dirty.update(left)
         return sent
 
     def tick(self) -> None:
