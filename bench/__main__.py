@@ -20,7 +20,7 @@ import sys
 
 #: benchmark modules, in the order they run
 MODULES = ("bench.hook", "bench.policy", "bench.ingest", "bench.bot", "bench.permission",
-           "bench.crash", "bench.hub", "bench.voice", "bench.light")
+           "bench.crash", "bench.hub", "bench.voice", "bench.light", "bench.page")
 
 COLUMNS = (
     ("case", "{}", 34),

@@ -169,7 +169,9 @@ class Rig:
         chat_id: the owner's private chat (== the owner's user id).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+        #: knobs added to the daemon's environment (``AIPAGER_WEB_PORT``…)
+        self.extra_env = dict(extra_env or {})
         self.tg = telegram_fake()
         self.fake = self.tg.FakeBotAPI()
         self.chat_id = self.fake.add_private_chat(self.tg.OWNER)
@@ -216,6 +218,7 @@ class Rig:
             "AIPAGER_INSTANCE_DIR": inst,
             "AIPAGER_TELEGRAM_API_BASE": self.base,
             "LANG": "C.UTF-8",
+            **self.extra_env,
         }
         owner = self.tg.OWNER["id"]
         config.save(self.env, config.Config(bot_token=self.tg.TOKEN, chat_id=self.chat_id,

@@ -18,7 +18,7 @@ from collections import deque
 from typing import Any, Callable, Iterator
 
 from aipager.daemon.notifier import (Answer, Card, Files, Notice, Output, Permission,
-                                     Question, Reaction, Release, RequestAnswered,
+                                     Prompted, Question, Reaction, Release, RequestAnswered,
                                      RequestClosed)
 from aipager.daemon.port import SessionsView
 
@@ -73,9 +73,10 @@ class WebNotifier:
         match out:
             case Card():
                 self.cards[out.session] = out
-                if self._last_task.get(out.session) != out.task:
-                    self._last_task[out.session] = out.task
-                    self._prompt_of(out.session, out.task)
+                self._task_seen(out.session, out.task)
+            case Prompted():
+                # the task's prompt at once (its first card waits for the daemon's tick)
+                self._task_seen(out.session, out.task)
             case Answer():
                 self.say(out.session, "answer", out.text, task=out.task)
             case Notice():
@@ -97,8 +98,20 @@ class WebNotifier:
                 self.asked.pop((out.session, out.key), None)
             case Release() if out.chat_id == str(WEB_CHAT) and self.on_release is not None:
                 self.on_release(out)
-            case Reaction() if out.chat_id == str(WEB_CHAT):
-                self._react(out.session, out.msg_id, out.emoji)
+            case Reaction():
+                if out.chat_id == str(WEB_CHAT):
+                    self._react(out.session, out.msg_id, out.emoji)
+                if out.emoji == "👍":  # a message taken: its task began, its prompt shows now
+                    view = self._sessions()
+                    sess = view.get(out.session) if view is not None else None
+                    if sess is not None and sess.task is not None:
+                        self._task_seen(out.session, sess.task.seq)
+
+    def _task_seen(self, session: str, seq: int) -> None:
+        """A task's first output here adds its prompt to the conversation (once)."""
+        if self._last_task.get(session) != seq:
+            self._last_task[session] = seq
+            self._prompt_of(session, seq)
 
     def _prompt_of(self, session: str, seq: int) -> None:
         view = self._sessions()

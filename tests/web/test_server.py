@@ -8,7 +8,8 @@ import json
 import time
 
 from aipager.daemon.model import State, Task
-from aipager.daemon.notifier import Card, Notice, NoticeName, Permission, Release
+from aipager.daemon.notifier import (Card, Notice, NoticeName, Permission, Prompted, Reaction,
+                                     Release)
 from aipager.daemon.port import ByHook, Who
 
 from .conftest import COOKIE, GUEST_ID, OWNER_ID, READER_ID, init_data
@@ -119,6 +120,27 @@ async def test_every_response_has_a_strict_content_security_policy(web):
 
 
 # -- what the page shows -------------------------------------------------------------------
+
+
+async def test_a_new_prompt_is_in_the_conversation_before_its_first_card(web):
+    """A task's first card waits for the daemon's tick (the chat's calm); the page shows the
+    prompt as soon as the task begins: typed at the computer, or a chat message taken."""
+    await web.sign_in()
+    web.port.add_session(S, State.WORKING)
+    sess = web.port.sessions.get(S)
+    sess.task = Task(seq=1, started_at=sess.registered_at, prompt="typed here")
+    web.live.emit(Prompted(session=S, text="⌨️ jim · typed at the computer:\ntyped here", task=1))
+    talk = (await (await web.get(f"/api/sessions/{S}")).json())["conversation"]
+    assert [(e["kind"], e["text"]) for e in talk] == [("prompt", "typed here")]
+    sess.task = Task(seq=2, started_at=sess.registered_at, prompt="from the chat",
+                     authors=[{"user_id": 4242, "label": "owner", "msg_id": 7}])
+    web.live.emit(Reaction(session=S, chat_id="4242", msg_id="7", emoji="👍"))
+    talk = (await (await web.get(f"/api/sessions/{S}")).json())["conversation"]
+    assert [(e["kind"], e["text"]) for e in talk][-1] == ("prompt", "from the chat")
+    # its card later adds nothing more
+    web.live.emit(Card(session=S, text="⏳ jim · working", task=2))
+    talk = (await (await web.get(f"/api/sessions/{S}")).json())["conversation"]
+    assert [e["text"] for e in talk].count("from the chat") == 1
 
 
 async def test_sessions_show_state_and_their_live_card(web):
