@@ -17,6 +17,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("resume", N_("Resume an ended session")),
     ("kill", N_("End a session: /kill NAME")),
     ("compact", N_("Compact the conversation: /compact [name]")),
+    ("diff", N_("What a session changed in its folder: /diff [name]")),
     ("model", N_("Switch model: /model NAME")),
     ("settings", N_("Reply style, diff previews, card detail, language")),
     ("help", N_("Where messages go, and the commands")),

@@ -34,6 +34,8 @@ class SessionAct(StrEnum):
     KILL_NO = "kill_no"
     #: type /compact
     COMPACT = "compact"
+    #: show what the session changed in its folder (/diff's picker)
+    DIFF = "diff"
     #: start an ended session again with its conversation
     RESUME = "resume"
     #: Claude Code's folder trust dialog: trust the folder
@@ -132,6 +134,8 @@ class Setting(StrEnum):
     VOICE_NOW = "voice_now"
     #: a person's own language (``aipager.locales``; "auto": their Telegram app's)
     LANGUAGE = "language"
+    #: the permission mode /new starts sessions in (``port.commands.Mode``; "claude": its own)
+    MODE = "mode"
 
 
 class ModelChoice(StrEnum):

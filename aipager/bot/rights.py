@@ -33,6 +33,9 @@ COMMANDS: Mapping[str, str] = MappingProxyType({
     "kill": MANAGE,
     "model": MANAGE,
     "compact": PROMPT,
+    # what a session changed: whoever may prompt it may ask Claude the same (the service
+    # shows only the files their own task could read)
+    "diff": PROMPT,
     # ``/<session>`` makes a session current or sends it text: /status's buttons and the
     # picker of a message with no session do the same
     "session": PROMPT,

@@ -25,10 +25,10 @@ from aipager.bot.actions import READY_TIMEOUT, Actions, Sender
 from aipager.bot.callbacks import NewTap, SessionAct, SessionTap
 from aipager.bot.i18n import _
 from aipager.bot.outbox import Live
-from aipager.clients.words import words
+from aipager.clients.words import MODE_NAMES, words
 from aipager.daemon import folders
 from aipager.daemon.model import Session
-from aipager.port.commands import StartSession
+from aipager.port.commands import Mode, StartSession
 from aipager.port.results import Started
 from aipager.proto.errors import AipagerError, InvalidSessionName
 
@@ -105,8 +105,9 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
                 first: str, folder: str = "") -> bool:
     """Start ``name`` in ``folder`` ("": the default one) and say so; in a folder Claude
     Code does not trust, ask its trust question here.  Returns whether it started."""
+    mode = new_mode(actions, chat_id)
     try:
-        result = await actions.service.ask(StartSession(sender, name, folder))
+        result = await actions.service.ask(StartSession(sender, name, folder, mode=mode))
     except InvalidSessionName:
         actions.say(chat_id, _("Cannot start a session named {name}: a name is 1–64 letters "
                                "a–z without accents, digits, - and _, not starting with - "
@@ -124,10 +125,13 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
     session = result.name
     actions.state.current[str(chat_id)] = session
     label = session.removeprefix("claude-")
-    actions.say(chat_id, _("🆕 {session} started. Your messages go there now.").format(
-        session=label) if actions.privacy().on else
+    said = _("🆕 {session} started. Your messages go there now.").format(
+        session=label) if actions.privacy().on else \
         _("🆕 {session} started in {folder}. Your messages go there now.").format(
-            session=label, folder=result.folder), reply_to=reply_to, session=session)
+            session=label, folder=result.folder)
+    if mode:  # not Claude Code's own: say which (/settings chose it)
+        said += "\n" + _(MODE_NAMES[mode])
+    actions.say(chat_id, said, reply_to=reply_to, session=session)
     sess = actions.registry.get(session)
     if sess is not None and actions.service.at_trust_dialog(sess):
         ask_trust(actions, chat_id, sess)
@@ -160,6 +164,14 @@ async def _first_when_ready(actions: Actions, chat_id: int, msg_id: int, sender:
         log.exception("the first message for %s was not handed over", session)
 
 
+def new_mode(actions: Actions, chat_id: int) -> Mode:
+    """The permission mode this chat's /settings chose for new sessions."""
+    try:
+        return Mode(actions.state.prefs_of(chat_id).get("mode") or "")
+    except ValueError:  # a mode an older version offered
+        return Mode.CLAUDE
+
+
 def trust_key(session: str) -> str:
     return f"trust:{session}"
 
@@ -181,5 +193,5 @@ def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
                             session=sess.name))
 
 
-__all__ = ["FIRST_WAIT", "Offer", "ask_trust", "folders_to_offer", "offer", "offer_key",
-           "start", "trust_key"]
+__all__ = ["FIRST_WAIT", "Offer", "ask_trust", "folders_to_offer", "new_mode", "offer",
+           "offer_key", "start", "trust_key"]

@@ -201,7 +201,8 @@ def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None,
 
 _PICKER = {"use": N_("Which session should get your messages?"),
            "stop": N_("Stop which session?"), "kill": N_("End which session?"),
-           "resume": N_("Resume which session?"), "send": N_("Which session is this message for?")}
+           "resume": N_("Resume which session?"), "send": N_("Which session is this message for?"),
+           "diff": N_("The changes of which session?")}
 
 
 def picker_text(action: str) -> str:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Callable
 
 from aipager.locales import N_
-from aipager.port.results import (Already, ByHook, ByKeys, Declined, Ended, Failed, Gone, Held,
-                                  InTerminal, KeysFailed, Refused, Result, Started, Stopping,
-                                  Trusted, Typed)
+from aipager.port.results import (Already, ByHook, ByKeys, Changes, Declined, Ended, Failed,
+                                  Gone, Held, InTerminal, KeysFailed, Refused, Result, Started,
+                                  Stopping, Trusted, Typed)
+from aipager.port.commands import Mode
 from aipager.port.rights import Reason
 
 Tr = Callable[[str], str]
@@ -36,6 +37,15 @@ REASONS: dict[Reason, str] = {
     Reason.RESERVED_NAME: N_("{name} is the name of a command; pick another name"),
     Reason.ALREADY_RUNNING: N_("{name} is already running."),
     Reason.NOT_OPEN: N_("This request is no longer open."),
+    Reason.NO_MODE: N_("There is no permission mode {name}."),
+}
+
+#: the permission modes a session may start in, as the chat and the page offer them
+MODE_NAMES: dict[Mode, str] = {
+    Mode.CLAUDE: N_("🤖 Auto: ordinary commands run, risky ones ask (Claude Code's own)"),
+    Mode.ASK: N_("✋ Ask: every edit and command waits for a yes"),
+    Mode.EDITS: N_("📝 Edits go through, commands ask"),
+    Mode.PLAN: N_("🗺 Plan: Claude reads and plans, changes nothing"),
 }
 
 _FAILED = {
@@ -44,6 +54,7 @@ _FAILED = {
     "stop": N_("Cannot stop {session}: {error}"),
     "end": N_("Cannot end {session}: {error}"),
     "answer": N_("Could not answer: {reason}"),
+    "diff": N_("Cannot read the changes of {session}: {error}"),
 }
 
 
@@ -102,20 +113,44 @@ def words(result: Result, tr: Tr = N_, done: str = "", *, question: bool = False
             return tr(N_("🗑 {session} ended.")).format(session=_label(session))
         case Ended(session=session):
             return tr(N_("{session} was not running.")).format(session=_label(session))
+        case Changes():
+            return changes_head(result, tr)
         case Trusted(session=session, folder=folder):
             return tr(N_("📁 {session} may use {folder}.")).format(session=_label(session),
                                                                  folder=folder)
     return tr(N_("Nothing was done."))
 
 
+def changes_head(result: Changes, tr: Tr = N_) -> str:
+    """What ``/diff`` says above the diff itself: how much changed, what is not shown."""
+    session = _label(result.session)
+    if not result.repo:
+        return tr(N_("📝 {session}'s folder is not in a git repository: there is nothing to "
+                     "compare its files with.")).format(session=session)
+    if not result.files:
+        head = tr(N_("📝 {session}: nothing changed since the last commit.")).format(
+            session=session)
+    else:
+        head = tr(N_("📝 {session}: changed since the last commit (files: {count})")).format(
+            session=session, count=len(result.files))
+    lines = [head]
+    if result.hidden:
+        lines.append(tr(N_("Not shown, as your role may not read them (files: {count})")).format(
+            count=result.hidden))
+    if result.cut:
+        lines.append(tr(N_("The diff is long: only its beginning is here.")))
+    return "\n".join(lines)
+
+
 def ok(result: Result) -> bool:
     """Whether the person's wish was done (or is on its way)."""
     match result:
-        case ByHook() | ByKeys() | Typed() | Held() | Started() | Stopping() | Trusted():
+        case (ByHook() | ByKeys() | Typed() | Held() | Started() | Stopping() | Trusted()
+              | Changes()):
             return True
         case Ended(ended=ended):
             return ended
     return False
 
 
-__all__ = ["REASONS", "ok", "reason", "words"]
+__all__ = ["MODE_NAMES", "REASONS", "changes_head", "ok", "reason", "words"]

@@ -27,7 +27,7 @@ from aipager.proto import fsio, paths, trust
 from aipager.install import claude_code
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (axstore, deepq, dialogkeys, edits, journal, lock, ordered, persist, render,
-                            replies, requests, spool, tasks, transcript)
+                            replies, requests, spool, tasks, transcript, worktree)
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events.session import end_session
@@ -41,7 +41,7 @@ from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, Host
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
 from aipager.daemon.terminal import ESCAPE, DtachIO, SessionIO, mark_discovered
-from aipager.proto.errors import AipagerError, SettingsError
+from aipager.proto.errors import AipagerError, SessionNotFound, SettingsError
 from aipager.policy import marker
 
 log = logging.getLogger("aipager.daemon")
@@ -332,7 +332,8 @@ class Daemon:
             if left > 0:
                 await asyncio.sleep(min(left, DIALOG_SETTLE))
 
-    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "") -> str:
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
+                            mode: str = "") -> str:
         """Start session ``label`` in dtach in ``cwd`` (the same code as ``aipager session
         --detached``); returns its internal name.
 
@@ -340,7 +341,8 @@ class Daemon:
             InvalidSessionName, SessionError: as ``dtach.create``.
         """
         bare = dtach.check_name(label)
-        args = ("--resume", resume_id) if resume_id else ()
+        args = (("--resume", resume_id) if resume_id else ()) + (
+            ("--permission-mode", mode) if mode else ())
         await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=cwd or None)
         session = dtach.session_name(bare)
         reg = self.core.registry
@@ -364,6 +366,16 @@ class Daemon:
 
     async def kill_session(self, label: str) -> bool:
         return await asyncio.to_thread(dtach.kill, self.env, label)
+
+    async def session_changes(self, session: str, *, role: str,
+                              user_id: int | None) -> worktree.Diff:
+        sess = self.core.registry.get(session)
+        if sess is None or not sess.cwd:
+            raise SessionNotFound(f"session {session.removeprefix('claude-')} has no folder")
+        from aipager.daemon import encode  # the policy's modules: loaded on first use
+
+        allowed = encode.reads(self.env, role, user_id, cwd=sess.cwd)
+        return await asyncio.to_thread(worktree.changes, sess.cwd, allowed)
 
     async def switch_model(self, session: str, model: str) -> None:
         """``/model NAME`` for this session alone: announced with aipager's marker (no

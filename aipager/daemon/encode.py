@@ -10,7 +10,7 @@ cannot be read leaves every ``@`` inert (fails closed).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from aipager.policy import chatprompt
 from aipager.proto import paths
@@ -41,3 +41,19 @@ def encode(env: Mapping[str, str], text: str, note: Mapping[str, Any], *,
         mention_ok = None  # nothing can be decided: every @ inert
     return chatprompt.encode(text, label=str(note.get("author_label") or ""), role=role,
                              mention_ok=mention_ok)
+
+
+def reads(env: Mapping[str, str], role: str, user_id: int | None, *,
+          cwd: str) -> Callable[[str], bool]:
+    """What a task of ``role`` (``user_id``'s) may read, decided with this machine's
+    policy as a mention is (``chatprompt.may_read``); a policy that cannot be read allows
+    nothing."""
+    from aipager.policy import model
+
+    try:
+        policy = model.current_policy(env)
+        snap = None if policy.role(role).exempt else model.task_snapshot(
+            policy, role, env, user_id)
+    except (AipagerError, ValueError, OSError):
+        return lambda _path: False
+    return chatprompt.may_read(snap, cwd, paths.home(env))

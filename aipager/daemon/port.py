@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from aipager.daemon.model import Session
+from aipager.daemon.worktree import Diff
 # The records a client reads back live in ``aipager.port`` (below the daemon and every
 # client); they are named here too for the clients still calling the daemon directly.
 from aipager.port.commands import AnswerKind, QuestionAnswer
@@ -86,13 +87,20 @@ class DaemonPort(Protocol):
 
     # -- sessions ----------------------------------------------------------------------
 
-    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "") -> str: ...
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
+                            mode: str = "") -> str: ...
 
     async def stop_session(self, session: str) -> bool: ...
 
     async def kill_session(self, label: str) -> bool: ...
 
     async def switch_model(self, session: str, model: str) -> None: ...
+
+    async def session_changes(self, session: str, *, role: str,
+                              user_id: int | None) -> Diff:
+        """What ``session`` changed in its folder's git work tree, as far as a task of
+        ``role`` (``user_id``'s) may read it, decided by the session's own machine."""
+        ...
 
     # -- typing ------------------------------------------------------------------------
 

@@ -25,10 +25,11 @@ from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort
 from aipager.locales import N_
 from aipager.policy import chatprompt
-from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, KillSession,
-                                   SendPrompt, StartSession, StopTask, TrustFolder)
-from aipager.port.results import (Declined, Ended, Failed, Gone, Held, Result, Started,
-                                  Stopping, Trusted, Typed)
+from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, KillSession, Mode,
+                                   SendPrompt, ShowChanges, StartSession, StopTask,
+                                   TrustFolder)
+from aipager.port.results import (Changes, Declined, Ended, Failed, Gone, Held, Result,
+                                  Started, Stopping, Trusted, Typed)
 from aipager.port.rights import Reason, check
 from aipager.port.who import Person
 from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
@@ -93,6 +94,8 @@ class Service:
                 return await self._kill(command)
             case TrustFolder():
                 return await self._trust(command)
+            case ShowChanges():
+                return await self._changes(command)
 
     def find(self, name: str) -> Session | None:
         """A session by internal name (``claude-jim``) or label (``jim``)."""
@@ -219,11 +222,17 @@ class Service:
             return Declined(Reason.ALREADY_RUNNING, existing.label)
         folder = os.path.normpath(folder) if folder else self.default_folder()
         try:
+            mode = Mode(cmd.mode)  # a page's form sends text: a mode no one offers is refused
+        except ValueError:
+            return Declined(Reason.NO_MODE, str(cmd.mode))
+        try:
             session = await self.port.start_session(bare + at + host, resume_id=cmd.resume_id,
-                                                    cwd=folder)
+                                                    cwd=folder, **({"mode": mode.value}
+                                                                   if mode else {}))
         except AipagerError as exc:
             return Failed(str(exc), doing="start")
-        self.port.audit_action("session_new", cmd.who.audited, session=session)
+        self.port.audit_action("session_new", cmd.who.audited, session=session,
+                               **({"mode": mode.value} if mode else {}))
         return Started(session, folder)
 
     async def _stop(self, cmd: StopTask) -> Result:
@@ -274,6 +283,26 @@ class Service:
         self.port.audit_action("folder_trusted", cmd.who.audited, session=sess.name,
                                folder=sess.cwd)
         return Trusted(sess.name, sess.cwd)
+
+    async def _changes(self, cmd: ShowChanges) -> Result:
+        """``/diff``: anyone who may prompt the session may see what it changed, as far as
+        their own task could read it (their role and the floor, on the session's machine)."""
+        why = check(cmd.who, "prompt")
+        if why is not None:
+            return Declined(why)
+        sess = self.find(cmd.session)
+        if sess is None:
+            return Declined(Reason.NOT_RUNNING, cmd.session)
+        if not sess.cwd:
+            return Declined(Reason.NO_FOLDER, sess.label)
+        try:
+            diff = await self.port.session_changes(sess.name, role=cmd.who.role,
+                                                   user_id=cmd.who.user_id)
+        except AipagerError as exc:
+            return Failed(str(exc), sess.name, "diff")
+        self.port.audit_action("diff_shown", cmd.who.audited, session=sess.name,
+                               files=len(diff.files), hidden=diff.hidden)
+        return Changes(sess.name, diff.diff, diff.files, diff.hidden, diff.cut, diff.repo)
 
 
 def _failed(exc: BaseException, session: str) -> Failed:

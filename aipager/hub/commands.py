@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Mapping, get_args
 from aipager.proto import errors
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.port import AnswerKind, DaemonPort, Outcome, Who
+from aipager.daemon.worktree import Diff
 from aipager.hub import shape, transfer
 from aipager.hub.codec import CodecError
 
@@ -108,10 +109,15 @@ class StartSession(Command):
     label: str
     resume_id: str = ""
     cwd: str = ""
+    #: the permission mode (``port.commands.Mode``'s value; "": Claude Code's own)
+    mode: str = ""
 
     async def run(self, port: DaemonPort) -> str:
         # the hub's folder may not exist here: then this host's home
         cwd = self.cwd if self.cwd and os.path.isdir(self.cwd) else port.env.get("HOME", "")
+        if self.mode:
+            return await port.start_session(self.label, resume_id=self.resume_id, cwd=cwd,
+                                            mode=self.mode)
         return await port.start_session(self.label, resume_id=self.resume_id, cwd=cwd)
 
 
@@ -141,6 +147,19 @@ class SwitchModel(Command):
 
     async def run(self, port: DaemonPort) -> None:
         await port.switch_model(self.session, self.model)
+
+
+@dataclass(frozen=True)
+class SessionChanges(Command):
+    """``/diff``: the host decides what the asker's role may read, with its own policy."""
+
+    name: ClassVar[str] = "session_changes"
+    session: str
+    role: str
+    user_id: int | None = None
+
+    async def run(self, port: DaemonPort) -> Diff:
+        return await port.session_changes(self.session, role=self.role, user_id=self.user_id)
 
 
 @dataclass(frozen=True)
@@ -189,7 +208,7 @@ class PutFile(Command):
 #: every command by name
 COMMANDS: dict[str, type[Command]] = {cls.name: cls for cls in (
     QueueChatMessage, DropChatMessage, AnswerRequest, AnswerQuestion, StartSession,
-    StopSession, KillSession, SwitchModel, TypePrompt, TypeText, PutFile)}
+    StopSession, KillSession, SwitchModel, SessionChanges, TypePrompt, TypeText, PutFile)}
 
 #: commands the hub sends without waiting for their result (the port's sync calls, and a
 #: file's pieces: the prompt after them waits for its own answer)
@@ -233,8 +252,9 @@ def command_from_json(doc: Any) -> Command:
 
 # -- results --------------------------------------------------------------------------
 
-#: every outcome the port names (one list: ``port.Outcome``)
-_OUTCOMES: dict[str, type] = {cls.__name__: cls for cls in get_args(Outcome)}
+#: every outcome the port names (one list: ``port.Outcome``), and the other records a
+#: command answers with
+_OUTCOMES: dict[str, type] = {cls.__name__: cls for cls in (*get_args(Outcome), Diff)}
 #: errors a host's answer may name that the hub raises as themselves
 _ERRORS: dict[str, type[Exception]] = {cls.__name__: cls for cls in (
     errors.SessionError, errors.SessionNotFound, errors.InvalidSessionName,
@@ -291,7 +311,9 @@ def read_answer(doc: Any) -> tuple[Any, Exception | None]:
     if isinstance(value, dict) and value.get("outcome") in _OUTCOMES:
         cls = _OUTCOMES[value["outcome"]]
         try:
-            outcome = cls(**{k: v for k, v in value.items() if k != "outcome"})
+            # JSON has no tuples: a tuple field comes back as the list it travelled as
+            outcome = cls(**{k: tuple(v) if isinstance(v, list) else v
+                             for k, v in value.items() if k != "outcome"})
             shape.check(outcome)
         except (TypeError, shape.ShapeError) as exc:
             msg = f"a {cls.__name__} answer that does not fit: {exc}"

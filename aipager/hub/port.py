@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
+from aipager.daemon.worktree import Diff
 from aipager.hub import commands, names, transfer
 from aipager.hub.link import HubLink
 
@@ -199,11 +200,13 @@ class HubPort:
 
     # -- sessions ----------------------------------------------------------------------
 
-    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "") -> str:
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
+                            mode: str = "") -> str:
         bare, host = names.split(label)
         if host is None or host == self.link.local_name:
-            return await self.local.start_session(bare, resume_id=resume_id, cwd=cwd)
-        name = await self.link.call(host, commands.StartSession(bare, resume_id, cwd))
+            return await self.local.start_session(bare, resume_id=resume_id, cwd=cwd,
+                                                  mode=mode)
+        name = await self.link.call(host, commands.StartSession(bare, resume_id, cwd, mode))
         return names.qualify(str(name), host)
 
     async def stop_session(self, session: str) -> bool:
@@ -217,6 +220,16 @@ class HubPort:
         if host is None or host == self.link.local_name:
             return await self.local.kill_session(bare)
         return bool(await self.link.call(host, commands.KillSession(bare)))
+
+    async def session_changes(self, session: str, *, role: str,
+                              user_id: int | None) -> Diff:
+        bare, host = names.split(session)
+        if host is None:
+            return await self.local.session_changes(session, role=role, user_id=user_id)
+        got = await self.link.call(host, commands.SessionChanges(bare, role, user_id))
+        if not isinstance(got, Diff):
+            raise commands.HostFailed(f"{host} answered /diff with {type(got).__name__}")
+        return got
 
     async def switch_model(self, session: str, model: str) -> None:
         bare, host = names.split(session)

@@ -200,32 +200,48 @@ def sender_of(prompt: str) -> str:
     return head[len(PREFIX):].rsplit(" (", 1)[0]
 
 
-def read_check(snap: dict | None, cwd: str, home: str) -> Callable[[str], str | None]:
-    """A ``mention_ok`` that decides each mentioned path as a Read of it would be decided
-    for the task (``snap``: the sender's rules with the floor), so a mention reaches no
-    further than the tools do.  ``snap`` None: the owner (every existing file)."""
+def may_read(snap: dict | None, cwd: str, home: str) -> Callable[[str], bool]:
+    """Whether a Read of a path (an LS of a folder) would be allowed for the task
+    (``snap``: the person's rules with the floor; None: the owner, who may read anything),
+    where the path is and where it leads.  Undecidable: no."""
     from aipager.policy import _match_py
 
-    def check(path: str) -> str | None:
+    def check(path: str) -> bool:
+        if snap is None:
+            return True
         try:
             full = os.path.normpath(_match_py.expand(path, cwd, home))
-            if not os.path.exists(full):
-                return None  # nothing to attach: written inert
-            if snap is None:
-                return full
             tool = "LS" if os.path.isdir(full) else "Read"
             key = "path" if tool == "LS" else "file_path"
             # a link is decided where it leads too: Claude Code reads the target
             for target in dict.fromkeys((full, os.path.realpath(full))):
                 decision, _reason = _match_py.decide(snap, tool, {key: target}, cwd, home)
                 if decision == _match_py.DENY:
-                    return None
+                    return False
         except (_match_py.BadInput, OSError, ValueError):
-            return None  # undecidable: inert
-        return full
+            return False
+        return True
+
+    return check
+
+
+def read_check(snap: dict | None, cwd: str, home: str) -> Callable[[str], str | None]:
+    """A ``mention_ok`` that decides each mentioned path as a Read of it would be decided
+    for the task (``may_read``), so a mention reaches no further than the tools do; a
+    path that names nothing is written inert."""
+    from aipager.policy import _match_py
+
+    allowed = may_read(snap, cwd, home)
+
+    def check(path: str) -> str | None:
+        try:
+            full = os.path.normpath(_match_py.expand(path, cwd, home))
+        except (_match_py.BadInput, ValueError):
+            return None
+        return full if os.path.exists(full) and allowed(full) else None
 
     return check
 
 
 __all__ = ["INERT_AT", "PREFIX", "Encoded", "clean", "encode", "header", "is_encoded",
-           "label_of", "read_check", "sender_of", "words"]
+           "label_of", "may_read", "read_check", "sender_of", "words"]

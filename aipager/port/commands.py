@@ -7,9 +7,27 @@ builds one, hands it to the service's ``ask`` and renders the result it gets bac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from aipager.port.who import Person
+
+class Mode(StrEnum):
+    """The permission mode a session starts in (Claude Code's ``--permission-mode``).
+
+    Claude Code's own default needs no flag; skipping every permission is not offered
+    from the phone (a member's task would answer no dialog at all)."""
+
+    #: Claude Code's own (``auto`` in 2.1: ordinary commands run without asking)
+    CLAUDE = ""
+    AUTO = "auto"
+    #: every tool call that needs a permission asks
+    ASK = "default"
+    #: file edits go through without asking, commands ask
+    EDITS = "acceptEdits"
+    #: Claude plans and changes nothing until the plan is accepted
+    PLAN = "plan"
+
 
 #: the answers a permission request takes
 AnswerKind = Literal["allow", "allow_always", "deny", "stop"]
@@ -74,6 +92,7 @@ class StartSession:
     name: str
     folder: str = ""
     resume_id: str = ""
+    mode: Mode = Mode.CLAUDE
 
 
 @dataclass(frozen=True)
@@ -101,8 +120,18 @@ class TrustFolder:
     yes: bool = True
 
 
+@dataclass(frozen=True)
+class ShowChanges:
+    """``/diff``: what the session changed in its folder (its git work tree), as far as
+    the asker's task could read it."""
+
+    who: Person
+    session: str
+
+
 Command = (SendPrompt | AnswerRequest | AnswerQuestion | StartSession | StopTask | KillSession
-           | TrustFolder)
+           | TrustFolder | ShowChanges)
 
 __all__ = ["AnswerKind", "AnswerQuestion", "AnswerRequest", "Command", "KillSession",
-           "QuestionAnswer", "SendPrompt", "StartSession", "StopTask", "TrustFolder"]
+           "Mode", "QuestionAnswer", "SendPrompt", "ShowChanges", "StartSession", "StopTask",
+           "TrustFolder"]

@@ -95,7 +95,7 @@ class Failed:
     error: str
     session: str = ""
     #: what did not work
-    doing: Literal["deliver", "start", "stop", "end", "answer"] = "deliver"
+    doing: Literal["deliver", "start", "stop", "end", "answer", "diff"] = "deliver"
     #: ``error`` is a session error's own words; ``not_running``: the session was gone;
     #: ``other``: an unexpected error (worded as such)
     cause: Literal["session", "not_running", "other"] = "session"
@@ -129,8 +129,24 @@ class Trusted:
     folder: str
 
 
-Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted)
+@dataclass(frozen=True)
+class Changes:
+    """What the session changed in its folder's git work tree, as the asker may see it
+    (``/diff``): files their task could not read are counted in ``hidden``, never shown."""
 
-__all__ = ["Already", "ByHook", "ByKeys", "Declined", "Ended", "Failed", "Gone", "Held",
+    session: str
+    diff: str
+    files: tuple[str, ...] = ()
+    hidden: int = 0
+    #: the diff was too long and was cut
+    cut: bool = False
+    #: the folder is in a git repository (else there is nothing to compare)
+    repo: bool = True
+
+
+Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
+          | Changes)
+
+__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Declined", "Ended", "Failed", "Gone", "Held",
            "InTerminal", "KeysFailed", "Outcome", "Refused", "Result", "Started", "Stopping",
            "Trusted", "Typed"]

@@ -35,6 +35,7 @@ class Reason(StrEnum):
     RESERVED_NAME = "reserved_name"
     ALREADY_RUNNING = "already_running"
     NOT_OPEN = "not_open"
+    NO_MODE = "no_mode"
 
 
 #: the reasons that are about the person's rights (a surface may mark them 🔒)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Coroutine, Sequence
 from aipager.clients import files, prompts
 from aipager.clients.people import Sender
 from aipager.clients.words import ok as words_ok
-from aipager.clients.words import words
+from aipager.clients.words import MODE_NAMES, changes_head, words
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import Files, Release
 from aipager.daemon.port import DaemonPort
@@ -31,9 +31,10 @@ from aipager.daemon.service import Service
 from aipager.locales import N_
 from aipager.locales import tr as _
 from aipager.port.commands import (AnswerKind, AnswerQuestion, AnswerRequest, KillSession,
-                                   QuestionAnswer, SendPrompt, StartSession, StopTask,
-                                   TrustFolder)
-from aipager.port.results import Failed, Held, Typed
+                                   Mode, QuestionAnswer, SendPrompt, ShowChanges, StartSession,
+                                   StopTask, TrustFolder)
+from aipager.port.results import Changes, Declined, Failed, Held, Typed
+from aipager.port.rights import Reason
 from aipager.port.results import Result as PortResult
 from aipager.port.who import Person
 from aipager.proto.errors import AipagerError
@@ -228,20 +229,36 @@ class WebActions:
 
     def folders(self) -> dict[str, Any]:
         """Where a new session may start: the trusted folders first, and the default."""
-        return {"trusted": self.service.trusted(), "default": self.service.default_folder()}
+        return {"trusted": self.service.trusted(), "default": self.service.default_folder(),
+                "modes": [{"value": mode.value, "label": _(label)}
+                          for mode, label in MODE_NAMES.items()]}
 
     async def trust(self, sess: Session, sender: Sender, yes: bool) -> Result:
         """Answer the folder trust dialog (``yes``), or end the session (its "No, exit")."""
         return self._said(await self.service.ask(TrustFolder(sender, sess.name, yes)))
 
-    async def start(self, name: str, sender: Sender, folder: str = "") -> Result:
+    async def start(self, name: str, sender: Sender, folder: str = "", mode: str = "") -> Result:
         """Start session ``name`` in ``folder`` (an absolute folder on this computer; ""
-        is the default one)."""
+        is the default one) in permission ``mode`` ("": Claude Code's own)."""
         try:
-            result = await self.service.ask(StartSession(sender, name, folder))
+            chosen = Mode(mode)
+        except ValueError:
+            return self._said(Declined(Reason.NO_MODE, mode))
+        try:
+            result = await self.service.ask(StartSession(sender, name, folder, mode=chosen))
         except AipagerError as exc:  # a name that is none
             return Result(False, _("Cannot start the session: {error}").format(error=exc))
         return self._said(result)
+
+    async def changes(self, sess: Session, sender: Sender) -> dict[str, Any]:
+        """What the session changed in its folder, as far as ``sender`` may read: the
+        words for it, and the diff (``ok`` false: refused, and why)."""
+        result = await self.service.ask(ShowChanges(sender, sess.name))
+        if not isinstance(result, Changes):
+            return {"ok": False, "message": words(result, _)}
+        return {"ok": True, "message": changes_head(result, _), "diff": result.diff,
+                "files": list(result.files), "hidden": result.hidden, "cut": result.cut,
+                "repo": result.repo}
 
     async def stop(self, sess: Session, sender: Sender) -> Result:
         return self._said(await self.service.ask(StopTask(sender, sess.name)))

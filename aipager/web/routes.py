@@ -10,7 +10,8 @@
 ``GET /api/sessions``                  every session: state, model, context, cost, card
 ``GET /api/sessions/{name}``           one session and its conversation
 ``GET /api/folders``                   where a session may start: trusted folders first
-``POST /api/sessions``                 ``{"name"[,"folder"]}``: start a session
+``GET /api/sessions/{name}/changes``    what it changed in its folder (``git diff``)
+``POST /api/sessions``                 ``{"name"[,"folder","mode"]}``: start a session
 ``POST /api/sessions/{name}/prompt``   ``{"text"[,"once"]}``: send a prompt (once per key)
 ``POST /api/sessions/{name}/stop``     stop the running task
 ``POST /api/sessions/{name}/kill``     end the session
@@ -152,6 +153,13 @@ async def get_session(request: web.Request) -> web.Response:
     })
 
 
+async def get_changes(request: web.Request) -> web.Response:
+    """What the session changed in its folder (the service decides what this person may
+    see); a refusal is a 200 with ``ok`` false and the words, as the acting calls answer."""
+    actions = request.app[ACTIONS]
+    return web.json_response(await actions.changes(_session(request), _sender(request)))
+
+
 async def get_audit(request: web.Request) -> web.Response:
     if not _sender(request).may_manage:
         raise web.HTTPForbidden(text="only an admin may read the audit log")
@@ -206,7 +214,8 @@ async def events(request: web.Request) -> web.StreamResponse:
 async def post_session(request: web.Request) -> web.Response:
     body = await _body(request)
     return _reply(await request.app[ACTIONS].start(str(body.get("name") or ""), _sender(request),
-                                                   str(body.get("folder") or "").strip()))
+                                                   str(body.get("folder") or "").strip(),
+                                                   str(body.get("mode") or "")))
 
 
 async def get_folders(request: web.Request) -> web.Response:
@@ -300,6 +309,7 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     r.add_get("/api/sessions", get_sessions)
     r.add_post("/api/sessions", post_session)
     r.add_get("/api/sessions/{name}", get_session)
+    r.add_get("/api/sessions/{name}/changes", get_changes)
     r.add_post("/api/sessions/{name}/prompt", post_prompt)
     r.add_post("/api/sessions/{name}/stop", post_stop)
     r.add_post("/api/sessions/{name}/kill", post_kill)

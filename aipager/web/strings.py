@@ -80,6 +80,12 @@ PAGE = (
     N_("a file from Claude"),
     N_("Checking…"),
     N_("🔒 private"),
+    N_("Mode"),
+    N_("permission mode"),
+    N_("📝 Changes"),
+    N_("Changes"),
+    N_("← {session}"),
+    N_("↻ Read again"),
 )
 
 

@@ -141,3 +141,28 @@ async def test_in_private_mode_new_names_no_folder_in_telegram(chat, fake_claude
     await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]
                      == "📁 jim may use its folder.", what="the question answered in place")
     assert "CANARY" not in chat.fake.everything_received()
+
+
+async def test_new_starts_in_the_permission_mode_settings_chose(chat, fake_claude):
+    mark, default = fake_claude
+    _trust(chat.daemon.env, str(default))
+    await chat.fake.user_says("/settings")
+    shown = await _message_with(chat, "⚙️ Settings for this chat")
+    assert "/new starts sessions in: 🤖 Auto" in shown["text"]
+    await chat.fake.user_taps(shown["message_id"], _buttons(shown)["🛡 Mode of new sessions ›"])
+    await eventually(lambda: "✋ Ask" in chat.fake.message(chat.chat_id,
+                                                          shown["message_id"])["text"],
+                     what="the settings saying the new mode")
+    await chat.fake.user_says("/new jim")
+    said = await _message_with(chat, "🆕 jim started in")
+    assert said["text"].endswith("✋ Ask: every edit and command waits for a yes")
+    await _started_in(mark)
+    assert mark.read_text().strip().endswith("|--permission-mode default")
+    # a forged mode in the settings' button is refused, and changes nothing
+    query = await chat.fake.user_taps(shown["message_id"], "set:mode:bypassPermissions")
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == query)
+    assert toast["text"] == "This button has expired."
+    await chat.fake.user_says("/settings")
+    await chat.fake.wait_for("sendMessage", lambda p: "⚙️ Settings" in str(p["text"])
+                             and "/new starts sessions in: ✋ Ask" in str(p["text"]))

@@ -45,12 +45,19 @@ class Surfaces:
                                             **fields})])
         self.daemon.core.flush_cards()
 
-    def start(self, label: str) -> str:
+    def start(self, label: str, cwd: str = "/tmp") -> str:
         session = f"claude-{label}"
         self.sessions.live.add(session)
         self.feed(session, "SessionStart", source="startup", session_id=f"sid-{label}",
-                  cwd="/tmp", transcript_path=f"/nonexistent/{label}.jsonl")
+                  cwd=cwd, transcript_path=f"/nonexistent/{label}.jsonl")
         return session
+
+    async def page_get(self, user: dict, path: str) -> dict:
+        """What the page reads for ``user`` at ``path``."""
+        response = await self.client.get(path, headers={
+            "Host": "127.0.0.1:7180", "Authorization": f"tma {init_data(user, TOKEN)}"})
+        assert response.status == 200, response.status
+        return await response.json()
 
     async def page(self, user: dict, path: str, body: dict, lang: str = "en") -> str:
         """What the page says to ``user`` after posting ``body`` to ``path``."""
@@ -268,3 +275,51 @@ async def test_allow_folder_for_this_session_remembers_the_same_from_either_surf
         assert said in ("Always allowed", "Always allowed."), said
         decisions.append(orjson.loads(await asyncio.to_thread(sock.recv, 65536))["decision"])
     assert decisions[0] == decisions[1] == {"behavior": "allow", "updatedPermissions": [folder]}
+
+
+def _project_with_changes() -> str:
+    """A git project whose work tree changed a file, added one, and added a link to the
+    home's SSH key (which no member's task may read)."""
+    import subprocess
+
+    home = os.environ["HOME"]
+    os.makedirs(os.path.join(home, ".ssh"), exist_ok=True)
+    with open(os.path.join(home, ".ssh", "id_rsa"), "w") as f:
+        f.write("PRIVATE KEY\n")
+    proj = os.path.join(home, "proj")
+    os.makedirs(proj)
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=proj, check=True)
+    with open(os.path.join(proj, "app.py"), "w") as f:
+        f.write("print('one')\n")
+    subprocess.run([*git, "add", "."], cwd=proj, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], cwd=proj, check=True)
+    with open(os.path.join(proj, "app.py"), "w") as f:
+        f.write("print('two')\n")
+    with open(os.path.join(proj, "notes.md"), "w") as f:
+        f.write("new notes\n")
+    os.symlink(os.path.join(home, ".ssh", "id_rsa"), os.path.join(proj, "key.txt"))
+    return proj
+
+
+async def test_diff_shows_the_same_changes_on_both_surfaces_as_far_as_each_may_read(both):
+    session = both.start("jim", cwd=_project_with_changes())
+    # a member: the two files, not the link to the key (counted, never named)
+    chat = await both.reply(GUEST, "/diff jim")
+    page = await both.page_get(GUEST, f"/api/sessions/{session}/changes")
+    head = ("📝 jim: changed since the last commit (files: 2)\n"
+            "Not shown, as your role may not read them (files: 1)")
+    assert page["ok"] and page["message"] == head
+    assert chat.startswith(head + "\n")
+    for shown in (chat, page["diff"]):
+        assert "-print('one')" in shown and "+print('two')" in shown and "+new notes" in shown
+        assert "key.txt" not in shown and "id_rsa" not in shown
+    assert page["files"] == ["app.py", "notes.md"]
+    # the owner sees the link too
+    owner = await both.page_get(OWNER, f"/api/sessions/{session}/changes")
+    assert owner["files"] == ["app.py", "key.txt", "notes.md"] and owner["hidden"] == 0
+    # a reader may not prompt, so may not read the changes either: the same words
+    chat = await both.reply(READER, "/diff jim")
+    page = await both.page_get(READER, f"/api/sessions/{session}/changes")
+    assert not page["ok"] and page["message"] == "Your role may not send messages to Claude here."
+    assert page["message"] in chat

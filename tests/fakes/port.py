@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 from aipager.daemon.model import State
 from aipager.daemon.port import AnswerKind, Gone, HostView, Outcome, Who
 from aipager.daemon.registry import Registry
+from aipager.daemon.worktree import Diff
 
 Handler = Callable[[str, tuple, dict], Any]
 
@@ -69,9 +70,16 @@ class FakePort:
         got = self._ask("answer_question", session, key, who, answers)
         return Gone() if got is None else got
 
-    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "") -> str:
-        got = self._ask("start_session", label, resume_id=resume_id, cwd=cwd)
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
+                            mode: str = "") -> str:
+        got = self._ask("start_session", label, resume_id=resume_id, cwd=cwd,
+                        **({"mode": mode} if mode else {}))
         return got or f"claude-{label}"
+
+    async def session_changes(self, session: str, *, role: str,
+                              user_id: int | None) -> Diff:
+        got = self._ask("session_changes", session, role=role, user_id=user_id)
+        return Diff() if got is None else got
 
     async def stop_session(self, session: str) -> bool:
         return bool(self._ask("stop_session", session))

@@ -15,6 +15,7 @@ from aipager.daemon.port import (Already, ByHook, ByKeys, Gone, InTerminal, Keys
                                  Refused, Who)
 from aipager.proto.errors import InvalidSessionName, SessionError, SessionNotFound
 from aipager.hub import codec, commands
+from aipager.daemon.worktree import Diff
 
 SAMPLES = [
     notifier.Card("claude-a", "card text", 3, task=2, final=True),
@@ -95,6 +96,8 @@ COMMANDS = [
     commands.AnswerQuestion("claude-a", "q1", WHO, (Answer([0, 2], "other"), Answer([], "x"))),
     commands.AnswerQuestion("claude-a", "q1", WHO, None),
     commands.StartSession("new", "resume-id", "/work"),
+    commands.StartSession("new", "", "/work", "plan"),
+    commands.SessionChanges("claude-a", "user", 7),
     commands.StopSession("claude-a"),
     commands.KillSession("a"),
     commands.SwitchModel("claude-a", "opus"),
@@ -125,7 +128,9 @@ def test_a_command_this_version_does_not_know_is_refused():
 
 
 RESULTS = [None, True, False, "claude-new", ByHook(), ByKeys(), Already(), Gone(),
-           InTerminal(), KeysFailed("not running"), Refused("the floor")]
+           InTerminal(), KeysFailed("not running"), Refused("the floor"),
+           Diff("@@ -1 +1 @@\n-a\n+b\n", ("a.txt", "b c.txt"), hidden=2, cut=True),
+           Diff(repo=False)]
 
 
 def test_every_outcome_the_port_names_has_a_sample():
@@ -164,10 +169,19 @@ async def test_a_new_session_in_a_folder_the_host_lacks_starts_in_its_home(tmp_p
     class Port:
         env = {"HOME": str(tmp_path)}
 
-        async def start_session(self, label, *, resume_id="", cwd=""):
-            return (label, resume_id, cwd)
+        async def start_session(self, label, *, resume_id="", cwd="", mode=""):
+            return (label, resume_id, cwd) + ((mode,) if mode else ())
 
     got = await commands.StartSession("web", "", "/no/such/folder/on/this/host").run(Port())
     assert got == ("web", "", str(tmp_path))
     got = await commands.StartSession("web", "r1", str(tmp_path)).run(Port())
     assert got == ("web", "r1", str(tmp_path))
+    got = await commands.StartSession("web", "", str(tmp_path), "plan").run(Port())
+    assert got == ("web", "", str(tmp_path), "plan")
+
+
+def test_a_diff_answer_that_does_not_fit_is_refused():
+    doc = commands.result_to_json(Diff("x", ("a",)))
+    doc["ok"]["files"] = "a"  # a string where the names go
+    with pytest.raises(codec.CodecError):
+        commands.result_from_json(doc)

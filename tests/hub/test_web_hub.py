@@ -108,6 +108,10 @@ def test_compose_hub_gives_the_chat_and_the_page_every_output(tmp_path):
         link = next(s.__self__ for s in daemon._services if getattr(s, "__name__", "") == "run"
                     and type(getattr(s, "__self__", None)).__name__ == "HubLink")
         assert [type(t).__name__ for t in link.notifier._targets] == kinds
+        # the first hub's server stopped before the second listens on its port (while it
+        # ran, the second server's start raced its failing bind)
+        while cleanup:
+            cleanup.pop()()
         off = main.compose_hub(env, config.load(env), cleanup, web=False)
         assert [type(t).__name__ for t in _targets(off)] == ["ChatNotifier"]
     finally:

@@ -161,7 +161,8 @@ async def test_starting_asks_for_a_folder_and_the_trust_dialog_is_answered_on_th
         {"projects": {str(app): {"hasTrustDialogAccepted": True}}}))
     browser_page.port.env["CLAUDE_CONFIG_DIR"] = str(tmp_path)
     page = await browser_page.open("/")
-    options = await page.eval_on_selector_all("form.new select option", "o => o.map(x => x.value)")
+    options = await page.eval_on_selector_all("form.new select[name=folder] option",
+                                              "o => o.map(x => x.value)")
     assert options[0] == str(app)  # the trusted folder first
     await page.fill("form.new input[name=name]", "fresh")
     await page.fill("form.new input[name=other]", str(fresh))
@@ -179,3 +180,43 @@ async def test_starting_asks_for_a_folder_and_the_trust_dialog_is_answered_on_th
     await page.click("article.trust button[data-act=yes]")
     await page.wait_for_selector("#flash.ok")
     assert browser_page.port.calls("type_text") == [(("claude-fresh", ""), {})]
+
+
+async def test_a_session_starts_in_the_mode_picked_and_its_changes_read_on_the_phone(
+        browser_page):
+    from aipager.daemon.worktree import Diff
+
+    page = await browser_page.open("/")
+    await page.fill("form.new input[name=name]", "planner")
+    await page.select_option("form.new select[name=mode]", "plan")
+    await page.click("form.new button[type=submit]")
+    await page.wait_for_selector("#flash.ok")
+    ((name,), kw), = browser_page.port.calls("start_session")
+    assert (name, kw["mode"]) == ("planner", "plan")
+
+    diff = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print('one')\n+print('two')\n"
+    browser_page.port.handler = lambda call, args, kw: (
+        Diff(diff, ("app.py",), hidden=1) if call == "session_changes" else None)
+    browser_page.port.add_session(S, State.READY)
+    browser_page.port.sessions.get(S).cwd = "/srv/app"
+    browser_page.live.emit(Card(session=S, text="✅ jim", task=1))
+    await page.click(f"article[data-session='{S}'] a.button[href$='/changes']")
+    await page.wait_for_selector("#changes pre.diff")
+    text = await page.inner_text("#changes")
+    assert "📝 jim: changed since the last commit (files: 1)" in text
+    assert "Not shown, as your role may not read them (files: 1)" in text
+    assert await page.inner_text("#changes pre.diff span.add") == "+print('two')\n"
+    assert await page.inner_text("#changes pre.diff span.del") == "-print('one')\n"
+    asked = len(browser_page.port.calls("session_changes"))
+    # a live event does not run git again; ↻ does
+    browser_page.live.emit(Card(session=S, text="⏳ jim", task=2))
+    await asyncio.sleep(0.5)
+    assert len(browser_page.port.calls("session_changes")) == asked
+    await page.click("#changes button")
+    for _ in range(50):
+        if len(browser_page.port.calls("session_changes")) > asked:
+            break
+        await asyncio.sleep(0.05)
+    assert len(browser_page.port.calls("session_changes")) == asked + 1
+    await _shot(page, "changes-phone")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]

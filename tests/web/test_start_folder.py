@@ -94,3 +94,25 @@ async def test_a_session_in_a_trusted_folder_is_not_asked_about(web, tmp_path):
     assert (await (await web.get("/api/state")).json())["needs"] == []
     no = await web.post(f"/api/sessions/{S}/trust", {"act": "yes"})
     assert no.status == 409 and web.port.calls("type_text") == []
+
+
+async def test_the_page_starts_a_session_in_the_permission_mode_chosen(web, tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    _claude_trusts(web, tmp_path, str(app))
+    await web.sign_in()
+    found = await (await web.get("/api/folders")).json()
+    assert [m["value"] for m in found["modes"]] == ["", "default", "acceptEdits", "plan"]
+    assert found["modes"][3]["label"].startswith("🗺 Plan")
+    started = await (await web.post("/api/sessions", {"name": "p1", "folder": str(app),
+                                                      "mode": "plan"})).json()
+    assert started["ok"]
+    plain = await (await web.post("/api/sessions", {"name": "p2", "folder": str(app)})).json()
+    assert plain["ok"]
+    (first, second) = web.port.calls("start_session")
+    assert first[1]["mode"] == "plan" and "mode" not in second[1]
+    # a mode the page does not offer is refused, and nothing starts
+    bypass = await web.post("/api/sessions", {"name": "p3", "mode": "bypassPermissions"})
+    assert bypass.status == 409
+    assert (await bypass.json())["message"] == "There is no permission mode bypassPermissions."
+    assert len(web.port.calls("start_session")) == 2

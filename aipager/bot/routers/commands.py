@@ -1,5 +1,5 @@
-"""Slash commands: /start, /help, /status, /new, /resume, /stop, /kill, /compact, /model,
-/settings, and ``/<session> [text]`` for each session.
+"""Slash commands: /start, /help, /status, /new, /resume, /stop, /kill, /compact, /diff,
+/model, /settings, and ``/<session> [text]`` for each session.
 
 What a role may do is each handler's ``rights`` flag, checked before it runs
 (``access.Access.rights``), from ``rights.COMMANDS``, which the buttons these commands show
@@ -24,7 +24,7 @@ from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager import dtach, locales
-from aipager.bot import starting, view
+from aipager.bot import changes, starting, view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import (ModelChoice, ModelTap, PickTap, SessionAct, SessionTap, Setting,
                                    SettingTap)
@@ -33,7 +33,7 @@ from aipager.bot.i18n import N_, _
 from aipager.bot.notify import KILL_ASK, kill_key
 from aipager.bot.outbox import Post
 from aipager.bot.rights import like
-from aipager.clients.words import words
+from aipager.clients.words import MODE_NAMES, words
 from aipager.daemon.model import Session, State
 from aipager.port.commands import StopTask
 from aipager.port.results import Declined, Stopping
@@ -258,6 +258,13 @@ async def on_compact(message: Message, command: CommandObject, actions: Actions)
         await compact(actions, message.chat.id, sess)
 
 
+async def on_diff(message: Message, command: CommandObject, actions: Actions,
+                  sender: Sender) -> None:
+    sess = pick_or_run(actions, message, command.args, SessionAct.DIFF, actions.live_sessions())
+    if sess is not None:
+        await changes.show(actions, message.chat.id, message.message_id, sender, sess)
+
+
 async def compact(actions: Actions, chat_id: int, sess: Session) -> None:
     await _tell(actions, chat_id, sess, actions.type_command(sess, "/compact"),
                 _("📦 /compact sent to {session}.").format(session=sess.label),
@@ -356,6 +363,9 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
     detail = prefs.get("detail", "full")
     quiet = bool(prefs.get("quiet"))
     voice_now = bool(prefs.get("voice_now"))
+    mode = starting.new_mode(actions, chat_id)
+    modes = list(MODE_NAMES)
+    next_mode = modes[(modes.index(mode) + 1) % len(modes)]
     other_detail = "compact" if detail == "full" else "full"
     lines = [
         _("⚙️ Settings for this chat"),
@@ -368,6 +378,7 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         else _("Quiet while you are at the computer: off"),
         _("Voice notes: sent at once") if voice_now
         else _("Voice notes: shown to you before they are sent"),
+        _("/new starts sessions in: {mode}").format(mode=_(MODE_NAMES[mode])),
         # the mode the chat was last told of (``privacywatch``: it follows the config)
         _("🔒 Private mode: on (`aipager config private off` on the computer)")
         if prefs.get("private") is True
@@ -391,7 +402,9 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
               else _("🎙 Voice notes: send at once"),
               callback_data=SettingTap(name=Setting.VOICE_NOW,
                                        value="off" if voice_now else "on"))
-    rows = [1, 1, 1, 1, 1]
+    kb.button(text=_("🛡 Mode of new sessions ›"),
+              callback_data=SettingTap(name=Setting.MODE, value=next_mode.value or "claude"))
+    rows = [1, 1, 1, 1, 1, 1]
     if user_id is not None:
         # a person's own language (not the chat's): Auto, then each in its own words
         for value, name in [("auto", _("🌐 Auto"))] + [(loc, locales.NAMES[loc])
@@ -524,6 +537,7 @@ def make_router() -> Router:
     router.message.register(on_stop, Command("stop"), flags=like("stop"))
     router.message.register(on_kill, Command("kill"), flags=like("kill"))
     router.message.register(on_compact, Command("compact"), flags=like("compact"))
+    router.message.register(on_diff, Command("diff"), flags=like("diff"))
     router.message.register(on_model, Command("model"), flags=like("model"))
     router.message.register(on_settings, Command("settings"))
     router.message.register(on_session_command, F.text.startswith("/"), running_session,

@@ -20,7 +20,7 @@ from aiogram.types import CallbackQuery
 from aiogram.utils.callback_answer import CallbackAnswer
 
 from aipager import locales
-from aipager.bot import i18n, starting, view
+from aipager.bot import changes, i18n, starting, view
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import N_, _
 from aipager.bot.callbacks import (SCOPES, ModelTap, NewTap, PickTap, QuestionAct, QuestionTap, RequestAct,
@@ -33,7 +33,7 @@ from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_
                                           settings_view)
 from aipager.daemon.model import Session
 from aipager.clients.words import ok as words_ok
-from aipager.clients.words import words
+from aipager.clients.words import MODE_NAMES, words
 from aipager.port.commands import AnswerKind, AnswerRequest, KillSession, StopTask, TrustFolder
 from aipager.port.results import Ended, Failed, Stopping, Trusted
 from aipager.proto.errors import AipagerError
@@ -373,6 +373,14 @@ async def on_compact(query: CallbackQuery, callback_data: SessionTap, actions: A
         await compact(actions, found[1], found[0])
 
 
+async def on_diff(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
+                  sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """/diff's picker."""
+    found = _running(query, callback_data.h, actions, callback_answer)
+    if found is not None:
+        await changes.show(actions, found[1], None, sender, found[0])
+
+
 async def on_resume(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
                     sender: Sender, callback_answer: CallbackAnswer) -> None:
     """/resume's picker: the ended session starts again with its conversation."""
@@ -472,6 +480,16 @@ async def _save_setting(query: CallbackQuery, actions: Actions, name: str, value
     key = f"settings:{chat_id}:{query.message.message_id}"
     actions.state.set_live(key, chat_id, query.message.message_id)
     actions.outbox.put(Live(chat_id, text, key=key, markup=markup))
+
+
+async def on_mode(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                  callback_answer: CallbackAnswer) -> None:
+    """The mode /new starts sessions in."""
+    value = "" if callback_data.value == "claude" else callback_data.value
+    if value not in {m.value for m in MODE_NAMES}:
+        callback_answer.text = _(EXPIRED)
+        return
+    await _save_setting(query, actions, "mode", value, callback_answer)
 
 
 async def on_style(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
@@ -575,6 +593,7 @@ def make_router() -> Router:
     tap(on_kill_yes, SessionTap.filter(F.act == SessionAct.KILL_YES), flags=like("kill"))
     tap(on_kill_no, SessionTap.filter(F.act == SessionAct.KILL_NO), flags=like("kill"))
     tap(on_compact, SessionTap.filter(F.act == SessionAct.COMPACT), flags=like("compact"))
+    tap(on_diff, SessionTap.filter(F.act == SessionAct.DIFF), flags=like("diff"))
     tap(on_resume, SessionTap.filter(F.act == SessionAct.RESUME), flags=like("resume"))
     tap(on_pick_session, PickTap.filter(), flags=like("session"))
     # where /new starts a session, and the folder trust dialog of one it started
@@ -585,7 +604,7 @@ def make_router() -> Router:
     tap(on_language, SettingTap.filter(F.name == Setting.LANGUAGE), flags=need(OPEN))  # one's own
     for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),
                              (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET),
-                             (on_switch, Setting.VOICE_NOW)):
+                             (on_switch, Setting.VOICE_NOW), (on_mode, Setting.MODE)):
         # a group's settings are the admins' to change; a private chat's, its person's
         tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0,
             flags=need(MANAGE))

@@ -54,9 +54,11 @@ function headline(s) {
 }
 
 // What the call would change: the chat's diff (clients/asking.py), each line marked - or +.
+// A diff of several files (/diff) has each file's header: named, not marked - or +.
+const FILE_LINE = /^(diff --git |index |--- |\+\+\+ |new file mode|deleted file mode)/;
 function diffLines(text) {
   return h("pre", { class: "diff" }, text.split("\n").map((line) => h("span", {
-    class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : null,
+    class: FILE_LINE.test(line) ? "file" : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : null,
   }, `${line}\n`)));
 }
 
@@ -129,6 +131,7 @@ function question(req) {
 function sessionCard(s, { open = true } = {}) {
   const buttons = [];
   if (open) buttons.push(h("a", { class: "button", href: `#/s/${encodeURIComponent(s.label)}` }, t("💬 Open")));
+  if (me && me.may.prompt) buttons.push(h("a", { class: "button", href: `#/s/${encodeURIComponent(s.label)}/changes` }, t("📝 Changes")));
   if (s.live && (s.state === "working" || s.state === "waiting")) {
     buttons.push(h("button", { type: "button", onclick: () => act(`/api/sessions/${encodeURIComponent(s.name)}/stop`) }, t("⏹ Stop")));
   }
@@ -158,16 +161,20 @@ async function startForm(name) {
   const folder = h("select", { name: "folder", "aria-label": t("folder") },
     choices.map((f) => h("option", { value: f }, found.trusted.includes(f) ? `📁 ${f}` : `📁 ${f} · ${t("Claude Code will ask to trust it")}`)));
   const other = h("input", { type: "text", name: "other", placeholder: t("or another folder (a full path)"), "aria-label": t("another folder") });
+  // the permission mode it starts in (the server names them in the person's language)
+  const mode = h("select", { name: "mode", "aria-label": t("permission mode") },
+    (found.modes || []).map((m) => h("option", { value: m.value }, m.label)));
   const submit = (e) => {
     e.preventDefault();
     const where = other.value.trim() || folder.value;
-    act("/api/sessions", { name: name.value, folder: where }).then((r) => {
+    act("/api/sessions", { name: name.value, folder: where, mode: mode.value }).then((r) => {
       if (r && r.ok) { clear("form.new input[name=name]"); clear("form.new input[name=other]"); }
     });
   };
   return h("form", { class: "new", onsubmit: submit },
     h("div", { class: "row" }, name, h("button", { type: "submit" }, t("🆕 Start a session"))),
-    h("label", { class: "folder" }, t("Folder"), folder), other);
+    h("label", { class: "folder" }, t("Folder"), folder), other,
+    (found.modes || []).length ? h("label", { class: "folder" }, t("Mode"), mode) : null);
 }
 
 async function home() {
@@ -257,6 +264,22 @@ async function conversation(label) {
   ];
 }
 
+// What the session changed in its folder (git diff), as far as this person may read: read
+// when the view opens or on ↻, not on every live event (each read runs git).
+async function changes(label) {
+  const sessions = await get("/api/sessions");
+  const found = sessions.find((s) => s.label === label || s.name === label);
+  if (!found) return [h("p", {}, t("No session called {name}.", { name: label }))];
+  const data = await get(`/api/sessions/${encodeURIComponent(found.name)}/changes`);
+  return [
+    h("p", {}, h("a", { href: `#/s/${encodeURIComponent(found.label)}` }, t("← {session}", { session: found.label }))),
+    h("section", { id: "changes" }, h("h2", {}, t("Changes")),
+      data.message.split("\n").map((line) => h("p", { class: data.ok ? "head" : "bad" }, line)),
+      data.ok && data.diff ? diffLines(data.diff.replace(/\n$/, "")) : null,
+      h("div", { class: "buttons" }, h("button", { type: "button", onclick: () => render() }, t("↻ Read again")))),
+  ];
+}
+
 async function auditLog() {
   const records = await get("/api/audit?limit=200");
   const rows = records.map((r) => {
@@ -276,6 +299,11 @@ async function auditLog() {
 
 function route() {
   const hash = location.hash.replace(/^#\/?/, "");
+  if (hash.startsWith("s/") && hash.endsWith("/changes")) {
+    const view = () => changes(decodeURIComponent(hash.slice(2, -"/changes".length)));
+    view.still = true;  // live events do not read it again
+    return view;
+  }
   if (hash.startsWith("s/")) return () => conversation(decodeURIComponent(hash.slice(2)));
   if (hash === "audit") return auditLog;
   return home;
@@ -364,6 +392,7 @@ async function render() {
 
 let timer = null;
 function refresh() {
+  if (route().still) return;
   clearTimeout(timer);
   timer = setTimeout(render, 120);
 }
