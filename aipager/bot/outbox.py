@@ -49,6 +49,7 @@ import base64
 import contextlib
 import logging
 import os
+import signal
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, fields, replace
@@ -660,6 +661,8 @@ class Outbox:
                 self._spend(lane)
                 await self.bot.set_message_reaction(chat_id, msg_id,
                                                     reaction=[ReactionTypeEmoji(emoji=emoji)])
+                if emoji == "👀" and os.environ.get("AIPAGER_TEST_CRASH_AT") == "chat.eyes":
+                    os.kill(os.getpid(), signal.SIGKILL)  # tests only: between 👀 and 👍
             case Live() if self._is_edit(op):
                 if self._showing.get(op.key) == (op.chat_id, op.text, op.markup):
                     self.counters["unchanged"] += 1

@@ -225,3 +225,40 @@ def test_text_of_several_lines_left_in_the_box_is_never_glued_on(daemon, dtach_s
     prompt = fa.message_text(fake_anthropic.requests_with("E2E-ALONE")[0].last_user())
     assert "E2E-LEFT" not in prompt and prompt.count("Via aipager") == 1
     assert "👍" in phone.reactions(msg["message_id"])
+
+
+@pytest.mark.parametrize("point", ["typing.entered", "chat.eyes"])
+def test_a_message_whose_daemon_died_after_its_enter_is_answered_as_its_own_reply(
+        daemon, dtach_session, fake_anthropic, fake_telegram, point):
+    """The daemon is killed right after a phone message's Enter, or right after its 👀
+    (Claude Code takes it while no daemon runs: its hooks spool).  The next start gives that
+    message its 👍 and its answer as a reply to it, not to the message before, and it does
+    not keep 👀."""
+    phone = Phone(fake_telegram)
+    fake_anthropic.script("E2E-BEFORE", fa.text("Before answered."))
+    fake_anthropic.script("E2E-KILLED", fa.text("Killed answered."))
+    tui = dtach_session(*TUI_ARGS)
+    _ready(daemon)
+    before = phone.say("E2E-BEFORE first")
+    phone.wait(lambda snap: phone.replies_to(before["message_id"], snap), 60, "the first answer")
+    daemon.proc.terminate()
+    daemon.proc.wait(20)
+    daemon.extra_env["AIPAGER_TEST_CRASH_AT"] = point
+    daemon.start()
+    _ready(daemon)
+    killed = phone.say("E2E-KILLED entered when the daemon died")
+    assert daemon.proc.wait(30) == -9  # SIGKILL, at the crash point
+    if point == "chat.eyes":
+        assert phone.reactions(killed["message_id"]) == ["👀"]
+    tui.wait_shown("Killed answered.")  # Claude Code went on without a daemon
+    del daemon.extra_env["AIPAGER_TEST_CRASH_AT"]
+    daemon.start()
+    replies = phone.wait(lambda snap: [p for p in phone.replies_to(killed["message_id"], snap)
+                                       if "Killed answered." in str(p["text"])], 60,
+                         "the answer as a reply to the killed message")
+    assert len(replies) == 1
+    assert not [p for p in phone.replies_to(before["message_id"])
+                if "Killed answered." in str(p["text"])]
+    phone.wait(lambda snap: phone.reactions(killed["message_id"], snap)[-1:] == ["👍"], 20,
+               "👍 on the killed message")
+    assert sum("Killed answered." in t for t in phone.sent_texts()) == 1
