@@ -168,3 +168,26 @@ async def test_new_name_at_host_starts_the_session_there_and_kill_ends_it(machin
     finally:
         for info in dtach.list_sessions(box.env):
             dtach.kill(box.env, info.name)
+
+
+async def test_diff_of_a_hosts_session_is_read_on_that_host(machines, tmp_path):
+    import subprocess
+
+    proj = tmp_path / "box-proj"
+    proj.mkdir()
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=proj, check=True)
+    (proj / "main.go").write_text("package one\n")
+    subprocess.run([*git, "add", "."], cwd=proj, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], cwd=proj, check=True)
+    (proj / "main.go").write_text("package two\n")
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    box.sessions.live.add("claude-jim")
+    box.feed("claude-jim", "SessionStart", source="startup", session_id="sid-jim",
+             cwd=str(proj), transcript_path="/nonexistent/jim.jsonl")
+    await hub_sees(hub, "claude-jim@box")
+    await machines.fake.user_says("/diff jim")
+    said = await machines.fake.wait_for("sendMessage", lambda p: "📝 jim" in str(p["text"]))
+    assert said["text"].startswith("📝 jim@box: changed since the last commit (files: 1)")
+    assert "-package one\n+package two" in said["text"]
