@@ -249,7 +249,8 @@ def rss_floors() -> dict:
 
 def more_sessions(rig: chatrig.Rig, total: int) -> int:
     have = len(rig.status()["state"].get("sessions", []))
-    names = [f"claude-s{j:02d}" for j in range(max(0, total - have))]
+    # new names after the ones already there (a second call must not reuse them)
+    names = [f"claude-s{j:03d}" for j in range(have, total)]
     for name in names:
         sess = chatrig.Session(rig, name)
         sess.start()
@@ -265,7 +266,7 @@ def more_sessions(rig: chatrig.Rig, total: int) -> int:
         live = st["state"].get("sessions", [])
         return len(live) >= total and all(s["task"] and s["task"]["ended_at"] for s in live)
 
-    status = rig.wait_status(settled, 30, f"{total} sessions with finished tasks")
+    status = rig.wait_status(settled, 60, f"{total} sessions with finished tasks")
     time.sleep(1.5)
     return len(status["state"]["sessions"])
 

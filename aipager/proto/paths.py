@@ -203,6 +203,8 @@ chat_state_file = file_in(state_dir, "chat-state.json")
 updates_journal_file = file_in(state_dir, "chat-updates.jsonl")
 #: sign-in links to the page that ``aipager page`` made (owner-only: ``web.links``)
 page_links_dir = file_in(state_dir, "page-links")
+#: what the page keeps across a restart: its signed-in browsers (hashes) and conversations
+page_state_file = file_in(state_dir, "page-state.json")
 audit_log = file_in(state_dir, "audit.jsonl")
 log_file = file_in(state_dir, "daemon.log")
 

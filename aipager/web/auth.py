@@ -130,6 +130,8 @@ class Logins:
         self._tokens: dict[str, float] = {}
         #: sha256 of a session cookie → when it stops working
         self._sessions: dict[str, float] = {}
+        #: called when a browser signs in or out (``keep``: saved across a restart)
+        self.on_change: Callable[[], None] = lambda: None
 
     def issue(self) -> str:
         """A new one-time login token."""
@@ -149,6 +151,7 @@ class Logins:
         cookie = secrets.token_urlsafe(32)
         self._sessions[digest(cookie)] = now + SESSION_TTL
         self._expire(now)
+        self.on_change()
         return cookie
 
     def signed_in(self, cookie: str | None) -> bool:
@@ -160,6 +163,23 @@ class Logins:
     def sign_out(self, cookie: str | None) -> None:
         if cookie:
             self._sessions.pop(digest(cookie), None)
+            self.on_change()
+
+    def signed_in_browsers(self) -> dict[str, float]:
+        """The sessions' cookie hashes and until when each works (what ``keep`` saves: a
+        hash opens nothing by itself)."""
+        now = self._clock()
+        return {k: until for k, until in self._sessions.items() if until >= now}
+
+    def keep_browsers(self, saved: Any) -> None:
+        """Sign in again the browsers a previous run had signed in (unexpired ones)."""
+        if not isinstance(saved, dict):
+            return
+        now = self._clock()
+        for hashed, until in saved.items():
+            if isinstance(hashed, str) and len(hashed) == 64 and \
+                    isinstance(until, (int, float)) and now <= until <= now + SESSION_TTL:
+                self._sessions[hashed] = float(until)
 
     def _expire(self, now: float) -> None:
         for table in (self._tokens, self._sessions):

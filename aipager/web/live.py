@@ -57,6 +57,8 @@ class WebNotifier:
         self.on_release: Callable[[Release], None] | None = None
         #: a file Claude sent is checked and copied for download (``WebActions.files``)
         self.on_files: Callable[[Files, dict[str, Any]], None] | None = None
+        #: called when the conversations changed (``keep``: saved across a restart)
+        self.on_change: Callable[[], None] = lambda: None
         self.seq = 0
 
     # -- the Notifier ------------------------------------------------------------------
@@ -68,6 +70,7 @@ class WebNotifier:
             log.exception("remembering a %s output for the page failed", out.kind)
         self.seq += 1
         self.publish({"kind": out.kind, "session": out.session, "seq": self.seq})
+        self.on_change()
 
     def _remember(self, out: Output) -> None:
         match out:
@@ -143,6 +146,7 @@ class WebNotifier:
         self.seq += 1
         entry = {"id": self.seq, "kind": kind, "text": text, "at": self._clock(), **extra}
         entries.append(entry)
+        self.on_change()
         return entry
 
     def unsay(self, entry: dict[str, Any]) -> None:
@@ -154,6 +158,21 @@ class WebNotifier:
 
     def conversation(self, session: str) -> list[dict[str, Any]]:
         return list(self.talk.get(session, ()))
+
+    def restore(self, talk: Any) -> None:
+        """The conversations a previous run kept (``keep``), before this run says anything:
+        entries that are not a conversation's are left out."""
+        if not isinstance(talk, dict):
+            return
+        for session, entries in talk.items():
+            if not isinstance(session, str) or not isinstance(entries, list):
+                continue
+            kept = [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), int)
+                    and isinstance(e.get("kind"), str) and isinstance(e.get("text"), str)
+                    and isinstance(e.get("at"), (int, float))]
+            if kept:
+                self.talk[session] = deque(kept[-TALK_KEPT:], maxlen=TALK_KEPT)
+                self.seq = max(self.seq, *(e["id"] for e in kept))
 
     # -- streams -----------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from aipager.web.actions import WebActions, default_folder
 from aipager.proto import paths
 from aipager.web import links
 from aipager.web.auth import INIT_DATA_MAX_AGE, Logins, origin_of
+from aipager.web.keep import Keeper
 from aipager.web.live import WebNotifier
 from aipager.web.routes import make_app
 from aipager.web.who import People
@@ -152,6 +153,9 @@ class WebPage:
         self.logins = Logins(made_elsewhere=lambda hashed, now: links.take(folder, hashed, now))
         self.port: DaemonPort | None = None
         self.notifier = WebNotifier(self._sessions)
+        # what the last run's page kept (signed-in browsers, conversations), before any output
+        self.keeper = Keeper(self.env, self.logins, self.notifier)
+        self.keeper.load()
         self.actions: WebActions | None = None
         self.url = ""
         self.problem = ""
@@ -208,6 +212,7 @@ class WebPage:
             self._announce(f"{self.url}?token={self.logins.issue()}")
             await asyncio.Event().wait()
         finally:
+            self.keeper.save()
             self.notifier.close()
             for task in list(self._tasks):
                 task.cancel()

@@ -231,3 +231,44 @@ def test_the_mini_app_acts_with_the_members_role(daemon, browser, dtach_session)
     # a forged signature reads as a sign-in Telegram no longer vouches for
     expect(forged.locator("#view")).to_contain_text("sign-in for this page has run out",
                                                     timeout=WAIT_MS)
+
+
+def test_a_restart_keeps_the_page_signed_in_with_its_conversation_and_draft(
+        web_daemon, browser, dtach_session, fake_anthropic):
+    """The daemon restarted (an update, a crash): the phone's page reloads signed in, with the
+    conversation it showed and the words it had not sent yet."""
+    import socket
+
+    from playwright.sync_api import expect
+
+    fake_anthropic.script("E2E-KEEP", fa.text("Kept **answer**."))
+    with socket.socket() as s:  # the same address after the restart, as a real page has
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    web_daemon.stop()
+    web_daemon.extra_env["AIPAGER_WEB_PORT"] = str(port)
+    web_daemon.start()
+    dtach_session()
+    web_daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 30,
+                            "the session ready")
+    page = browser.new_page(viewport=PHONE)
+    page.goto(sign_in_link(web_daemon))
+    page.locator(f"article.session[data-session='{SESSION}']").get_by_role(
+        "link", name="💬 Open").click()
+    page.get_by_label("prompt").fill("E2E-KEEP say it")
+    page.get_by_role("button", name="➤ Send").click()
+    talk = page.locator("ol.talk")
+    expect(talk.locator("li.answer strong")).to_have_text("answer", timeout=WAIT_MS)
+    page.get_by_label("prompt").fill("a draft not sent yet")
+
+    web_daemon.stop()
+    web_daemon.start()
+    page.reload()
+    expect(talk.locator("li.sent")).to_contain_text("E2E-KEEP say it", timeout=WAIT_MS)
+    expect(talk.locator("li.answer strong")).to_have_text("answer")
+    expect(page.get_by_label("prompt")).to_have_value("a draft not sent yet")
+    assert "Not signed in" not in page.inner_text("body")
+    shot(page, "after-restart")
+    saved = paths.page_state_file(web_daemon.env)
+    assert os.stat(saved).st_mode & 0o777 == 0o600
+    assert "token" not in open(saved, encoding="utf-8").read()
