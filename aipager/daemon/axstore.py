@@ -17,7 +17,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import sqlite3
 from typing import Mapping
 
 #: how long to wait for AX Code's writer (it commits each part at once)
@@ -56,6 +55,8 @@ def _mtime(path: str) -> float:
 
 def answer_in(database: str, session_id: str) -> str | None:
     """The text of the session's last assistant message that has text, or None."""
+    import sqlite3  # ~1 MB of the daemon's memory: only once an AX Code session answers
+
     try:
         conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=BUSY_TIMEOUT)
     except sqlite3.Error:
