@@ -38,6 +38,7 @@ REASONS: dict[Reason, str] = {
     Reason.ALREADY_RUNNING: N_("{name} is already running."),
     Reason.NOT_OPEN: N_("This request is no longer open."),
     Reason.NO_MODE: N_("There is no permission mode {name}."),
+    Reason.FOLDER_UNKNOWN: N_("aipager does not know {session}'s folder yet."),
 }
 
 #: the permission modes a session may start in, as the chat and the page offer them

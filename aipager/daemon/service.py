@@ -294,7 +294,7 @@ class Service:
         if sess is None:
             return Declined(Reason.NOT_RUNNING, cmd.session)
         if not sess.cwd:
-            return Declined(Reason.NO_FOLDER, sess.label)
+            return Declined(Reason.FOLDER_UNKNOWN, sess.name)
         try:
             diff = await self.port.session_changes(sess.name, role=cmd.who.role,
                                                    user_id=cmd.who.user_id)

@@ -36,6 +36,7 @@ class Reason(StrEnum):
     ALREADY_RUNNING = "already_running"
     NOT_OPEN = "not_open"
     NO_MODE = "no_mode"
+    FOLDER_UNKNOWN = "folder_unknown"
 
 
 #: the reasons that are about the person's rights (a surface may mark them 🔒)

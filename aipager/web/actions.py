@@ -34,7 +34,7 @@ from aipager.port.commands import (AnswerKind, AnswerQuestion, AnswerRequest, Ki
                                    Mode, QuestionAnswer, SendPrompt, ShowChanges, StartSession,
                                    StopTask, TrustFolder)
 from aipager.port.results import Changes, Declined, Failed, Held, Typed
-from aipager.port.rights import Reason
+from aipager.port.rights import Reason, check
 from aipager.port.results import Result as PortResult
 from aipager.port.who import Person
 from aipager.proto.errors import AipagerError
@@ -249,6 +249,29 @@ class WebActions:
         except AipagerError as exc:  # a name that is none
             return Result(False, _("Cannot start the session: {error}").format(error=exc))
         return self._said(result)
+
+    async def upload(self, sess: Session, sender: Sender,
+                     got: Sequence[tuple[str, bytes]]) -> tuple[Result, list[str]]:
+        """Keep files the page sent for a prompt to ``sess`` in the sender's own folder (the
+        floor lets only their tasks and the owner's read it), as the chat keeps a document;
+        the prompt that names their paths goes through the service as any other."""
+        why = check(sender, "prompt")
+        if why is not None:
+            return self._said(Declined(why)), []
+        if not got:
+            return Result(False, _("No file came with it.")), []
+        kept: list[str] = []
+        for name, data in got:
+            try:
+                kept.append(await asyncio.to_thread(files.save_download, self.env,
+                                                    sender.user_id or 0, name, data))
+            except (files.FileRefused, AipagerError, OSError) as exc:
+                return Result(False, _("📎 {name} was not saved: {reason}").format(
+                    name=name, reason=exc)), kept
+        self.port.audit_action("page_upload", sender.audited, session=sess.name,
+                               files=len(kept))
+        return Result(True, _("📎 Kept for your message: {names}").format(
+            names=", ".join(os.path.basename(p) for p in kept))), kept
 
     async def changes(self, sess: Session, sender: Sender) -> dict[str, Any]:
         """What the session changed in its folder, as far as ``sender`` may read: the

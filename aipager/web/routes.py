@@ -3,7 +3,8 @@
 =====================================  ==========================================
 ``GET /`` (``?token=…``)               the page; a login link's token becomes the
                                        session cookie, then a redirect drops it
-``GET /static/…``                      the page's modules and style (from the package)
+``GET /static/…``                      the page's modules, style and icons (from the package)
+``GET /manifest.webmanifest``           the page as an installable app
 ``GET /strings`` (``?lang=…``)         the page's words in the person's language
 ``GET /api/me``                        who the page acts as, and their rights
 ``GET /api/state``                     sessions, what needs you, who you are
@@ -13,6 +14,7 @@
 ``GET /api/sessions/{name}/changes``    what it changed in its folder (``git diff``)
 ``POST /api/sessions``                 ``{"name"[,"folder","mode"]}``: start a session
 ``POST /api/sessions/{name}/prompt``   ``{"text"[,"once"]}``: send a prompt (once per key)
+``POST /api/sessions/{name}/files``    files for a prompt (multipart): their paths
 ``POST /api/sessions/{name}/stop``     stop the running task
 ``POST /api/sessions/{name}/kill``     end the session
 ``POST /api/sessions/{name}/trust``    ``{"act":"yes"|"no"}``: its folder trust dialog
@@ -35,7 +37,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import quote
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from aipager import locales
 from aipager.locales import tr as _
@@ -106,6 +108,12 @@ async def index(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def manifest(request: web.Request) -> web.Response:
+    """The page as an installable app (a phone's "Add to Home screen"): its name and icons."""
+    return web.Response(body=(STATIC / "manifest.webmanifest").read_bytes(),
+                        content_type="application/manifest+json", charset="utf-8")
+
+
 # -- reading ----------------------------------------------------------------------------
 
 
@@ -115,7 +123,10 @@ def _cards(live: WebNotifier) -> dict[str, str]:
 
 async def get_strings(request: web.Request) -> web.Response:
     locale = strings.pick(request.query.get("lang"), request.headers.get("Accept-Language", ""))
-    return web.json_response({"locale": locale, "strings": strings.strings(locale)})
+    return web.json_response({"locale": locale, "strings": strings.strings(locale),
+                              # the page's language menu: each in its own words
+                              "languages": [{"code": code, "name": locales.NAMES[code]}
+                                            for code in locales.LOCALES]})
 
 
 async def get_me(request: web.Request) -> web.Response:
@@ -240,6 +251,41 @@ async def post_prompt(request: web.Request) -> web.Response:
                                                     once if isinstance(once, str) else ""))
 
 
+#: files one upload may carry
+UPLOAD_FILES = 10
+
+
+async def post_files(request: web.Request) -> web.Response:
+    """Files from the page for a prompt (multipart ``file`` parts): kept in the person's own
+    folder as the chat keeps a photo or a document; the answer names their paths, which the
+    page puts in the prompt."""
+    from aipager.clients import files
+
+    sess = _session(request)
+    try:
+        reader = await request.multipart()
+    except (AssertionError, ValueError, KeyError):
+        raise web.HTTPBadRequest(text="expected multipart/form-data") from None
+    got: list[tuple[str, bytes]] = []
+    while len(got) < UPLOAD_FILES:
+        part = await reader.next()
+        if part is None:
+            break
+        if not isinstance(part, BodyPartReader) or part.name != "file":
+            continue
+        data = bytearray()
+        while chunk := await part.read_chunk(1 << 16):
+            data += chunk
+            if len(data) > files.DOWNLOAD_MAX:
+                return _reply(Result(False, _("📎 {name} is larger than {limit} MB: put it on "
+                                              "the computer another way.").format(
+                    name=part.filename or "file", limit=files.DOWNLOAD_MAX >> 20)))
+        got.append((part.filename or "file", bytes(data)))
+    result, kept = await request.app[ACTIONS].upload(sess, _sender(request), got)
+    return web.json_response({**result.to_json(), "paths": kept},
+                             status=200 if result.ok else 409)
+
+
 async def post_stop(request: web.Request) -> web.Response:
     return _reply(await request.app[ACTIONS].stop(_session(request), _sender(request)))
 
@@ -302,6 +348,7 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     app.on_response_prepare.append(add_headers(frame_ancestors))
     r = app.router
     r.add_get("/", index)
+    r.add_get("/manifest.webmanifest", manifest)
     r.add_static("/static", str(STATIC), show_index=False, follow_symlinks=False)
     r.add_get("/strings", get_strings)
     r.add_get("/api/me", get_me)
@@ -311,6 +358,7 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     r.add_get("/api/sessions/{name}", get_session)
     r.add_get("/api/sessions/{name}/changes", get_changes)
     r.add_post("/api/sessions/{name}/prompt", post_prompt)
+    r.add_post("/api/sessions/{name}/files", post_files)
     r.add_post("/api/sessions/{name}/stop", post_stop)
     r.add_post("/api/sessions/{name}/kill", post_kill)
     r.add_post("/api/sessions/{name}/trust", post_trust)

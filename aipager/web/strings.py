@@ -86,6 +86,9 @@ PAGE = (
     N_("Changes"),
     N_("← {session}"),
     N_("↻ Read again"),
+    N_("🌐 Auto"),
+    N_("language"),
+    N_("attach files"),
 )
 
 

@@ -46,6 +46,7 @@ LONG = {
     "host": "build-server-eu", "count": "1.000", "example": "api_build-server-eu",
     "commands": "/api_build-server-eu, /api_vm",
     "mb": "1,530", "unheard": "4 minutes", "speech": "5 minutes",
+    "names": "a1b2c3-screenshot-2026-12-06.png, d4e5f6-notes.txt",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {

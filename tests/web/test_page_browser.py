@@ -220,3 +220,82 @@ async def test_a_session_starts_in_the_mode_picked_and_its_changes_read_on_the_p
     assert len(browser_page.port.calls("session_changes")) == asked + 1
     await _shot(page, "changes-phone")
     assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+async def test_in_telegram_the_page_takes_its_colours_and_its_back_button(browser_page):
+    import json
+    from urllib.parse import quote
+
+    browser_page.port.add_session(S, State.READY)
+    theme = {"bg_color": "#17212b", "text_color": "#f5f5f5", "hint_color": "#708499",
+             "secondary_bg_color": "#232e3c", "link_color": "#6ab3f3", "button_color": "#5288c1"}
+    context = await browser_page.browser.new_context(viewport=PHONE)
+    page = await context.new_page()
+    # Telegram's mobile apps hand events over through this object (its script's postEvent)
+    await page.add_init_script("""window.posted = [];
+        window.TelegramWebviewProxy = {postEvent: (type, data) => window.posted.push([type, JSON.parse(data)])};""")
+    await page.goto(f"{browser_page.base}/?token={browser_page.logins.issue()}")
+    await page.wait_for_selector("#sessions")
+    # a fresh load, as Telegram opens a Mini App (a change of the fragment alone loads nothing)
+    await page.goto(f"{browser_page.base}/?launch=1#tgWebAppThemeParams={quote(json.dumps(theme))}"
+                    "&tgWebAppPlatform=android")
+    await page.wait_for_selector("#sessions")
+    assert await page.evaluate("location.hash") == "#/"  # the launch parameters tidied away
+    colour = await page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert colour == "rgb(23, 33, 43)"
+    assert await page.evaluate("getComputedStyle(document.body).color") == "rgb(245, 245, 245)"
+    assert await page.evaluate("window.posted.at(-1)") == [
+        "web_app_setup_back_button", {"is_visible": False}]
+    await page.click(f"article[data-session='{S}'] a.button[href$='/changes']")
+    await page.wait_for_selector("#changes")
+    assert await page.evaluate("window.posted.at(-1)") == [
+        "web_app_setup_back_button", {"is_visible": True}]
+    await _shot(page, "telegram-theme")
+    # Telegram's back button: from a session's changes to the session, then to the start
+    await page.evaluate("window.Telegram.WebView.receiveEvent('back_button_pressed')")
+    await page.wait_for_selector("#conversation")
+    await page.evaluate("window.Telegram.WebView.receiveEvent('back_button_pressed')")
+    await page.wait_for_selector("#sessions")
+    assert await page.evaluate("window.posted.at(-1)") == [
+        "web_app_setup_back_button", {"is_visible": False}]
+
+
+async def test_the_language_menu_switches_the_page_and_stays_chosen(browser_page):
+    browser_page.port.add_session(S, State.READY)
+    page = await browser_page.open("/")
+    assert await page.inner_text("header nav a") == "Now"
+    await page.select_option("#lang", "pt_BR")
+    await _until(page, "document.documentElement.lang === 'pt-BR'")
+    await _until(page, "document.querySelector('#sessions h2').textContent === 'Sessões'")
+    await page.reload()
+    await _until(page, "document.querySelector('#sessions h2')?.textContent === 'Sessões'")
+    assert await page.eval_on_selector("#lang", "m => m.value") == "pt_BR"
+    await page.select_option("#lang", "")  # Auto: the browser's language again
+    await _until(page, "document.documentElement.lang === 'en'")
+
+
+async def _until(page, expression: str, timeout: float = 10.0) -> None:
+    """``expression`` true in the page (the page's CSP forbids wait_for_function's eval)."""
+    for _ in range(int(timeout / 0.05)):
+        if await page.evaluate(expression):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never true: {expression}")
+
+
+async def test_a_file_picked_on_the_phone_joins_the_message_as_its_path(browser_page, tmp_path):
+    from aipager.clients import files
+
+    browser_page.port.add_session(S, State.READY)
+    page = await browser_page.open("#/s/jim")
+    picked = tmp_path / "screenshot.png"
+    picked.write_bytes(b"\x89PNG not really")
+    await page.fill("form.prompt textarea", "what is wrong here?")
+    await page.set_input_files("form.prompt input[name=attach]", str(picked))
+    await page.wait_for_selector("#flash.ok")
+    text = await page.eval_on_selector("form.prompt textarea", "t => t.value")
+    said, path = text.rsplit(" ", 1)
+    assert said == "what is wrong here?"
+    assert os.path.dirname(path) == files.inbox_dir(browser_page.port.env, 0)
+    assert open(path, "rb").read() == b"\x89PNG not really"
+    await _shot(page, "attached")

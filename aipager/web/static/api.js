@@ -8,15 +8,29 @@
 import { language } from "./strings.js";
 
 const KEY = "aipager.tma";
+const THEME = "aipager.tma.theme";
 
+// Telegram's launch parameters ride in the fragment: initData, and the theme of the app that
+// opened the page (tg.js paints with it).  Both are kept for this tab and the fragment tidied.
 function takeInitData() {
   const hash = location.hash.startsWith("#") ? location.hash.slice(1) : "";
-  const found = new URLSearchParams(hash).get("tgWebAppData");
-  if (found) {
-    sessionStorage.setItem(KEY, found);
-    history.replaceState(null, "", location.pathname + "#/");
-  }
+  const params = new URLSearchParams(hash);
+  const found = params.get("tgWebAppData");
+  const theme = params.get("tgWebAppThemeParams");
+  if (found) sessionStorage.setItem(KEY, found);
+  if (theme) sessionStorage.setItem(THEME, theme);
+  if (found || theme) history.replaceState(null, "", location.pathname + "#/");
   return sessionStorage.getItem(KEY);
+}
+
+// Telegram's theme colours ({bg_color, text_color, …}), or null outside Telegram.
+export function telegramTheme() {
+  try {
+    const theme = JSON.parse(sessionStorage.getItem(THEME) || "null");
+    return theme && typeof theme === "object" ? theme : null;
+  } catch (err) {
+    return null;
+  }
 }
 
 // A chat message opens the page at a session or one of its requests
@@ -63,6 +77,13 @@ export async function post(path, body = {}) {
     headers: headers({ "Content-Type": "application/json" }),
     body: JSON.stringify(body),
   }));
+}
+
+// Files for a prompt (multipart: the browser writes the boundary).
+export async function upload(path, files) {
+  const form = new FormData();
+  for (const file of files) form.append("file", file, file.name);
+  return read(await fetch(path, { method: "POST", headers: headers(), body: form }));
 }
 
 // The live stream: server-sent events read from a fetch (EventSource cannot carry the

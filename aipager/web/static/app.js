@@ -2,10 +2,11 @@
 // conversation, the audit log.  Everything is read from the API again when the live
 // stream says the daemon showed something.
 
-import { ApiError, door, get, inTelegram, listen, post } from "./api.js";
+import { ApiError, door, get, inTelegram, listen, post, upload } from "./api.js";
 import { h } from "./dom.js";
 import { markdown } from "./md.js";
-import { loadStrings, t } from "./strings.js";
+import { choose, loadStrings, offered, t } from "./strings.js";
+import { backButton, paint } from "./tg.js";
 
 const view = document.getElementById("view");
 const flash = document.getElementById("flash");
@@ -246,7 +247,25 @@ async function conversation(label) {
   };
   if (sending.has(found.name)) button.disabled = true;
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(e); });
-  const form = h("form", { class: "prompt", onsubmit: send }, text, button);
+  // files for the message: kept on the computer in your own folder; their paths join the text
+  const picker = h("input", { type: "file", name: "attach", class: "attach", multiple: true, "aria-label": t("attach files") });
+  picker.addEventListener("change", async () => {
+    if (!picker.files.length) return;
+    try {
+      const result = await upload(`/api/sessions/${encodeURIComponent(found.name)}/files`, picker.files);
+      say(result.message || "", result.ok !== false);
+      if (result.ok) {
+        const now = view.querySelector("form.prompt textarea") || text;
+        now.value = `${now.value.trimEnd()}${now.value.trim() ? " " : ""}${result.paths.join(" ")}`;
+        localStorage.setItem(draftKey, now.value);
+      }
+    } catch (err) {
+      say(err.message, false);
+    }
+    picker.value = "";
+  });
+  const attach = h("button", { type: "button", class: "attach-button", title: t("attach files"), onclick: () => picker.click() }, "📎");
+  const form = h("form", { class: "prompt", onsubmit: send }, attach, picker, text, button);
   const needs = (data.needs || []).map((r) => {
     const node = need(r);
     // the request a chat message opened the page at
@@ -325,6 +344,7 @@ function keepFields() {
     kept.set("focus", focusKey(focused));
   }
   for (const el of view.querySelectorAll("input, textarea, select")) {
+    if (el.type === "file") continue;  // a file picker's value cannot be put back
     kept.set(fieldKey(el), { value: el.value, checked: el.checked, focused: el === document.activeElement,
       start: el.selectionStart, end: el.selectionEnd });
   }
@@ -344,6 +364,7 @@ function putFields(kept) {
     if (again) again.focus();
   }
   for (const el of view.querySelectorAll("input, textarea, select")) {
+    if (el.type === "file") continue;
     const was = kept.get(fieldKey(el));
     if (!was) continue;
     if (el.type === "radio" || el.type === "checkbox") el.checked = was.checked;
@@ -397,8 +418,39 @@ function refresh() {
   timer = setTimeout(render, 120);
 }
 
+// Where Telegram's back button leads from the view shown: a session's changes → the session,
+// anything else → the first view.
+function parentView() {
+  const hash = location.hash.replace(/^#\/?/, "");
+  return hash.endsWith("/changes") ? `#/${hash.slice(0, -"/changes".length)}` : "#/";
+}
+
+// The page's language: Auto (Telegram's or the browser's) or one chosen here.
+function languageMenu() {
+  const menu = document.getElementById("lang");
+  const { languages, chosen } = offered();
+  if (!languages.length) return;
+  menu.replaceChildren(h("option", { value: "" }, t("🌐 Auto")),
+    ...languages.map((l) => h("option", { value: l.code }, l.name)));
+  menu.value = chosen;
+  menu.setAttribute("aria-label", t("language"));
+  menu.hidden = false;
+  menu.onchange = async () => {
+    choose(menu.value);
+    await loadStrings();
+    languageMenu();
+    render();
+  };
+}
+
 async function start() {
+  if (paint() || inTelegram) {
+    const showBack = backButton(() => !location.hash.replace(/^#\/?/, ""), () => { location.hash = parentView(); });
+    showBack();
+    window.addEventListener("hashchange", showBack);
+  }
   await loadStrings();
+  languageMenu();
   if (door.session) history.replaceState(null, "", `${location.pathname}#/s/${encodeURIComponent(door.session)}`);
   try {
     me = await get("/api/me");
