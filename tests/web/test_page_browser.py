@@ -299,3 +299,19 @@ async def test_a_file_picked_on_the_phone_joins_the_message_as_its_path(browser_
     assert os.path.dirname(path) == files.inbox_dir(browser_page.port.env, 0)
     assert open(path, "rb").read() == b"\x89PNG not really"
     await _shot(page, "attached")
+
+
+async def test_the_keyboard_reaches_the_message_box_and_leaves_it(browser_page):
+    browser_page.port.add_session(S, State.READY)
+    page = await browser_page.open("#/s/jim", DESK)
+    await page.keyboard.press("/")
+    assert await page.evaluate("document.activeElement.getAttribute('aria-label')") == "prompt"
+    await page.keyboard.type("hello")
+    assert await page.eval_on_selector("form.prompt textarea", "t => t.value") == "hello"
+    await page.keyboard.press("Escape")
+    assert await page.evaluate("document.activeElement === document.body")
+    # on the first view "/" starts naming a new session
+    await page.goto(f"{browser_page.base}/#/")
+    await page.wait_for_selector("#sessions")
+    await page.keyboard.press("/")
+    assert await page.evaluate("document.activeElement.name") == "name"

@@ -443,7 +443,21 @@ function languageMenu() {
   };
 }
 
+// The keyboard beyond Ctrl+Enter: "/" goes to the message box (or the new session's name),
+// Escape leaves a box and clears the last word shown; Tab and Enter reach every button.
+function keys(e) {
+  const typing = e.target.matches && e.target.matches("input, textarea, select");
+  if (e.key === "/" && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    const box = view.querySelector("form.prompt textarea, form.new input[name=name]");
+    if (box) { e.preventDefault(); box.focus(); }
+  } else if (e.key === "Escape") {
+    if (typing) e.target.blur();
+    say("");
+  }
+}
+
 async function start() {
+  document.addEventListener("keydown", keys);
   if (paint() || inTelegram) {
     const showBack = backButton(() => !location.hash.replace(/^#\/?/, ""), () => { location.hash = parentView(); });
     showBack();
