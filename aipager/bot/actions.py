@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Any, Callable
 
-from aipager import dtach
 from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState, msg_key
 from aipager.bot.outbox import Outbox, Post, React
@@ -204,29 +202,6 @@ class Actions:
                                     queued=True, submitting=self._acting(chat_id, msg_id)))
 
     # -- session control -----------------------------------------------------------
-
-    async def type_command(self, sess: Session, command: str) -> None:
-        """Type one of Claude Code's own slash commands (``/compact``)."""
-        await self.port.type_text(sess.name, command)
-
-    async def switch_model(self, sess: Session, model: str) -> None:
-        await self.port.switch_model(sess.name, model)
-
-    async def resume_session(self, sess: Session) -> str:
-        """Start an ended session again with its conversation, in its folder (when it is
-        still there), else in the default folder.
-
-        Returns:
-            The internal session name.
-
-        Raises:
-            InvalidSessionName, SessionError: as ``dtach.create``.
-        """
-        name, at, host = sess.label.partition("@")  # NAME@host: on that host of a hub
-        bare = dtach.check_name(name)
-        folder = sess.cwd if sess.cwd and os.path.isdir(sess.cwd) else self.default_folder
-        return await self.port.start_session(bare + at + host, resume_id=sess.claude_session_id,
-                                             cwd=folder)
 
     async def wait_ready(self, session: str, timeout: float = READY_TIMEOUT) -> bool:
         """Wait until a new session's Claude Code has started (its SessionStart arrived)."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Callable
 
 from aipager.locales import N_
-from aipager.port.results import (Already, ByHook, ByKeys, Changes, Declined, Ended, Failed,
-                                  Gone, Held, InTerminal, KeysFailed, Refused, Result, Started,
-                                  Stopping, Trusted, Typed)
+from aipager.port.results import (Already, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
+                                  Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
+                                  Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.commands import Mode
 from aipager.port.rights import Reason
 
@@ -39,6 +39,8 @@ REASONS: dict[Reason, str] = {
     Reason.NOT_OPEN: N_("This request is no longer open."),
     Reason.NO_MODE: N_("There is no permission mode {name}."),
     Reason.FOLDER_UNKNOWN: N_("aipager does not know {session}'s folder yet."),
+    Reason.NO_MODEL: N_("Which model? For example: /model opus, /model sonnet."),
+    Reason.NOT_ENDED: N_("{session} has no ended conversation to resume."),
 }
 
 #: the permission modes a session may start in, as the chat and the page offer them
@@ -56,6 +58,9 @@ _FAILED = {
     "end": N_("Cannot end {session}: {error}"),
     "answer": N_("Could not answer: {reason}"),
     "diff": N_("Cannot read the changes of {session}: {error}"),
+    "compact": N_("Cannot compact {session}: {error}"),
+    "model": N_("Cannot switch {session}: {error}"),
+    "resume": N_("Cannot resume {session}: {error}"),
 }
 
 
@@ -116,6 +121,14 @@ def words(result: Result, tr: Tr = N_, done: str = "", *, question: bool = False
             return tr(N_("{session} was not running.")).format(session=_label(session))
         case Changes():
             return changes_head(result, tr)
+        case Compacting(session=session):
+            return tr(N_("📦 /compact sent to {session}.")).format(session=_label(session))
+        case Switching(session=session, model=model):
+            return tr(N_("🧠 {session}: switching to {model}.")).format(session=_label(session),
+                                                                       model=model)
+        case Resumed(session=session, folder=folder):
+            return tr(N_("↩️ {session} resumed in {folder}.")).format(session=_label(session),
+                                                                     folder=folder)
         case Trusted(session=session, folder=folder):
             return tr(N_("📁 {session} may use {folder}.")).format(session=_label(session),
                                                                  folder=folder)
@@ -147,7 +160,7 @@ def ok(result: Result) -> bool:
     """Whether the person's wish was done (or is on its way)."""
     match result:
         case (ByHook() | ByKeys() | Typed() | Held() | Started() | Stopping() | Trusted()
-              | Changes()):
+              | Changes() | Compacting() | Switching() | Resumed()):
             return True
         case Ended(ended=ended):
             return ended

@@ -16,6 +16,7 @@ with its permission note (``policy.notes``: sender, role, the exact encoding) an
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Callable, Mapping
 
 from aipager import dtach
@@ -25,15 +26,17 @@ from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort
 from aipager.locales import N_
 from aipager.policy import chatprompt
-from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, KillSession, Mode,
-                                   SendPrompt, ShowChanges, StartSession, StopTask,
-                                   TrustFolder)
-from aipager.port.results import (Changes, Declined, Ended, Failed, Gone, Held, Result,
-                                  Started, Stopping, Trusted, Typed)
+from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
+                                   KillSession, Mode, ResumeSession, SendPrompt, ShowChanges,
+                                   StartSession, StopTask, SwitchModel, TrustFolder)
+from aipager.port.results import (Changes, Compacting, Declined, Ended, Failed, Gone, Held,
+                                  Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check
 from aipager.port.who import Person
 from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
 
+#: a model Claude Code's /model takes: an alias (``opus``) or an id (``claude-sonnet-4-5``)
+MODEL_NAME = re.compile(r"[A-Za-z0-9._\[\]-]{1,64}")
 #: what a session's task author is called when the task was typed at the computer
 AT_THE_COMPUTER = N_("the terminal")
 
@@ -96,6 +99,12 @@ class Service:
                 return await self._trust(command)
             case ShowChanges():
                 return await self._changes(command)
+            case CompactSession():
+                return await self._compact(command)
+            case SwitchModel():
+                return await self._model(command)
+            case ResumeSession():
+                return await self._resume(command)
 
     def find(self, name: str) -> Session | None:
         """A session by internal name (``claude-jim``) or label (``jim``)."""
@@ -303,6 +312,63 @@ class Service:
         self.port.audit_action("diff_shown", cmd.who.audited, session=sess.name,
                                files=len(diff.files), hidden=diff.hidden)
         return Changes(sess.name, diff.diff, diff.files, diff.hidden, diff.cut, diff.repo)
+
+    def _running(self, name: str) -> Session | Declined:
+        sess = self.find(name)
+        if sess is None or sess.state == State.GONE:
+            return Declined(Reason.NOT_RUNNING, sess.name if sess else name)
+        return sess
+
+    async def _compact(self, cmd: CompactSession) -> Result:
+        why = check(cmd.who, "prompt")
+        if why is not None:
+            return Declined(why)
+        sess = self._running(cmd.session)
+        if isinstance(sess, Declined):
+            return sess
+        try:
+            await self.port.type_text(sess.name, "/compact")
+        except AipagerError as exc:
+            return Failed(str(exc), sess.name, "compact")
+        return Compacting(sess.name)
+
+    async def _model(self, cmd: SwitchModel) -> Result:
+        why = check(cmd.who, "manage")
+        if why is not None:
+            return Declined(why)
+        if not MODEL_NAME.fullmatch(cmd.model):
+            return Declined(Reason.NO_MODEL, cmd.model[:64])
+        sess = self._running(cmd.session)
+        if isinstance(sess, Declined):
+            return sess
+        try:
+            await self.port.switch_model(sess.name, cmd.model)
+        except (AipagerError, ValueError, OSError) as exc:
+            return Failed(str(exc), sess.name, "model")
+        self.port.audit_action("model_switch", cmd.who.audited, session=sess.name,
+                               model=cmd.model)
+        return Switching(sess.name, cmd.model)
+
+    async def _resume(self, cmd: ResumeSession) -> Result:
+        """In its own folder when it is still there, else the default one."""
+        why = check(cmd.who, "manage")
+        if why is not None:
+            return Declined(why)
+        sess = self.find(cmd.session)
+        if sess is None or not sess.claude_session_id:
+            return Declined(Reason.NOT_ENDED, sess.name if sess else cmd.session)
+        if sess.state != State.GONE and sess.socket_seen:
+            return Declined(Reason.ALREADY_RUNNING, sess.label)
+        name, at, host = sess.label.partition("@")  # NAME@host: on that host of a hub
+        folder = sess.cwd if sess.cwd and os.path.isdir(sess.cwd) else self.default_folder()
+        try:
+            session = await self.port.start_session(dtach.check_name(name) + at + host,
+                                                    resume_id=sess.claude_session_id,
+                                                    cwd=folder)
+        except AipagerError as exc:
+            return Failed(str(exc), sess.name, "resume")
+        self.port.audit_action("session_resume", cmd.who.audited, session=session)
+        return Resumed(session, folder)
 
 
 def _failed(exc: BaseException, session: str) -> Failed:

@@ -10,17 +10,18 @@ inside the service: no surface decides a right by itself.
 This package imports nothing of aipager's: it sits below the daemon and every client.
 """
 
-from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, KillSession, Mode,
-                                   SendPrompt, ShowChanges, StartSession, StopTask,
-                                   TrustFolder)
-from aipager.port.results import (Already, ByHook, ByKeys, Changes, Declined, Ended, Failed,
-                                  Gone, Held, InTerminal, KeysFailed, Outcome, Refused, Result,
-                                  Started, Stopping, Trusted, Typed)
+from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
+                                   KillSession, Mode, ResumeSession, SendPrompt, ShowChanges,
+                                   StartSession, StopTask, SwitchModel, TrustFolder)
+from aipager.port.results import (Already, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
+                                  Failed, Gone, Held, InTerminal, KeysFailed, Outcome, Refused,
+                                  Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check
 from aipager.port.who import Person
 
 __all__ = [
     "Already", "AnswerQuestion", "AnswerRequest", "ByHook", "ByKeys", "Changes", "Command",
+    "CompactSession", "Compacting", "ResumeSession", "Resumed", "SwitchModel", "Switching",
     "Declined", "Ended", "Failed", "Gone", "Held", "InTerminal", "KeysFailed", "KillSession",
     "Mode", "Outcome", "Person", "Reason", "Refused", "Result", "SendPrompt", "ShowChanges",
     "StartSession", "Started", "StopTask", "Stopping", "Trusted", "TrustFolder", "Typed",

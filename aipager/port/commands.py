@@ -121,6 +121,31 @@ class TrustFolder:
 
 
 @dataclass(frozen=True)
+class CompactSession:
+    """Claude Code's own ``/compact`` for the session's conversation."""
+
+    who: Person
+    session: str
+
+
+@dataclass(frozen=True)
+class SwitchModel:
+    """The session (alone) goes on with ``model`` (an alias such as ``opus`` or a model id)."""
+
+    who: Person
+    session: str
+    model: str
+
+
+@dataclass(frozen=True)
+class ResumeSession:
+    """Start an ended session again with its conversation, in its folder."""
+
+    who: Person
+    session: str
+
+
+@dataclass(frozen=True)
 class ShowChanges:
     """``/diff``: what the session changed in its folder (its git work tree), as far as
     the asker's task could read it."""
@@ -130,8 +155,8 @@ class ShowChanges:
 
 
 Command = (SendPrompt | AnswerRequest | AnswerQuestion | StartSession | StopTask | KillSession
-           | TrustFolder | ShowChanges)
+           | TrustFolder | ShowChanges | CompactSession | SwitchModel | ResumeSession)
 
-__all__ = ["AnswerKind", "AnswerQuestion", "AnswerRequest", "Command", "KillSession",
-           "Mode", "QuestionAnswer", "SendPrompt", "ShowChanges", "StartSession", "StopTask",
-           "TrustFolder"]
+__all__ = ["AnswerKind", "AnswerQuestion", "AnswerRequest", "Command", "CompactSession",
+           "KillSession", "Mode", "QuestionAnswer", "ResumeSession", "SendPrompt", "ShowChanges",
+           "StartSession", "StopTask", "SwitchModel", "TrustFolder"]

@@ -95,7 +95,8 @@ class Failed:
     error: str
     session: str = ""
     #: what did not work
-    doing: Literal["deliver", "start", "stop", "end", "answer", "diff"] = "deliver"
+    doing: Literal["deliver", "start", "stop", "end", "answer", "diff", "compact", "model",
+                   "resume"] = "deliver"
     #: ``error`` is a session error's own words; ``not_running``: the session was gone;
     #: ``other``: an unexpected error (worded as such)
     cause: Literal["session", "not_running", "other"] = "session"
@@ -144,9 +145,33 @@ class Changes:
     repo: bool = True
 
 
-Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
-          | Changes)
+@dataclass(frozen=True)
+class Compacting:
+    """``/compact`` was typed: Claude Code compacts the conversation (a notice follows)."""
 
-__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Declined", "Ended", "Failed", "Gone", "Held",
+    session: str
+
+
+@dataclass(frozen=True)
+class Switching:
+    """The session switches to ``model`` (its status line shows it once done)."""
+
+    session: str
+    model: str
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """The ended session runs again with its conversation, in ``folder``."""
+
+    session: str
+    folder: str
+
+
+Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
+          | Changes | Compacting | Switching | Resumed)
+
+__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Resumed",
+           "Switching", "Ended", "Failed", "Gone", "Held",
            "InTerminal", "KeysFailed", "Outcome", "Refused", "Result", "Started", "Stopping",
            "Trusted", "Typed"]

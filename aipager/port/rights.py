@@ -37,6 +37,8 @@ class Reason(StrEnum):
     NOT_OPEN = "not_open"
     NO_MODE = "no_mode"
     FOLDER_UNKNOWN = "folder_unknown"
+    NO_MODEL = "no_model"
+    NOT_ENDED = "not_ended"
 
 
 #: the reasons that are about the person's rights (a surface may mark them 🔒)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Awaitable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
@@ -34,9 +34,10 @@ from aipager.bot.notify import KILL_ASK, kill_key
 from aipager.bot.outbox import Post
 from aipager.bot.rights import like
 from aipager.clients.words import MODE_NAMES, words
+from aipager.clients.words import ok as words_ok
 from aipager.daemon.model import Session, State
-from aipager.port.commands import StopTask
-from aipager.port.results import Declined, Stopping
+from aipager.port.commands import CompactSession, StopTask, SwitchModel
+from aipager.port.results import Declined, Result, Stopping
 from aipager.port.rights import RIGHTS
 from aipager.proto.errors import AipagerError
 
@@ -219,17 +220,6 @@ async def on_stop(message: Message, command: CommandObject, actions: Actions,
             actions.say(message.chat.id, words(result, _), reply_to=message.message_id)
 
 
-async def _tell(actions: Actions, chat_id: int, sess: Session, work: Awaitable[Any],
-                done: str, failed: str) -> None:
-    """Run ``work`` on a session and say how it went."""
-    try:
-        await work
-    except AipagerError as exc:
-        actions.say(chat_id, failed.format(session=sess.label, error=exc))
-        return
-    actions.say(chat_id, done, session=sess.name)
-
-
 async def on_kill(message: Message, command: CommandObject, actions: Actions) -> None:
     sess = pick_or_run(actions, message, command.args, SessionAct.KILL, actions.live_sessions())
     if sess is not None:
@@ -251,11 +241,12 @@ def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
     actions.outbox.put(Post(chat_id, text, markup=markup, key=key))
 
 
-async def on_compact(message: Message, command: CommandObject, actions: Actions) -> None:
+async def on_compact(message: Message, command: CommandObject, actions: Actions,
+                     sender: Sender) -> None:
     sess = pick_or_run(actions, message, command.args, SessionAct.COMPACT,
                        actions.live_sessions())
     if sess is not None:
-        await compact(actions, message.chat.id, sess)
+        await compact(actions, message.chat.id, sess, sender)
 
 
 async def on_diff(message: Message, command: CommandObject, actions: Actions,
@@ -265,13 +256,21 @@ async def on_diff(message: Message, command: CommandObject, actions: Actions,
         await changes.show(actions, message.chat.id, message.message_id, sender, sess)
 
 
-async def compact(actions: Actions, chat_id: int, sess: Session) -> None:
-    await _tell(actions, chat_id, sess, actions.type_command(sess, "/compact"),
-                _("📦 /compact sent to {session}.").format(session=sess.label),
-                _("Cannot compact {session}: {error}"))
+async def compact(actions: Actions, chat_id: int, sess: Session, sender: Sender) -> None:
+    result = await actions.service.ask(CompactSession(sender, sess.name))
+    said(actions, chat_id, result, session=sess.name)
 
 
-async def on_model(message: Message, command: CommandObject, actions: Actions) -> None:
+def said(actions: Actions, chat_id: int, result: Result, *, session: str = "",
+         reply_to: int | None = None) -> None:
+    """A command's result in the chat: 🔒 before a refusal about rights."""
+    lock = "🔒 " if isinstance(result, Declined) and result.reason in RIGHTS else ""
+    actions.say(chat_id, lock + words(result, _), reply_to=reply_to,
+                session=session if words_ok(result) else "")
+
+
+async def on_model(message: Message, command: CommandObject, actions: Actions,
+                   sender: Sender) -> None:
     model = (command.args or "").strip()
     if not model:
         model_picker(actions, message)
@@ -283,14 +282,8 @@ async def on_model(message: Message, command: CommandObject, actions: Actions) -
     sess = pick_or_run(actions, message, None, SessionAct.USE, actions.live_sessions())
     if sess is None:
         return
-    try:
-        await actions.switch_model(sess, model)
-    except (AipagerError, ValueError, OSError) as exc:
-        actions.say(message.chat.id, _("Cannot switch {session} to {model}: {error}").format(
-            session=sess.label, model=model, error=exc))
-        return
-    actions.say(message.chat.id, _("🧠 {session}: switching to {model}.").format(
-        session=sess.label, model=model), session=sess.name)
+    said(actions, message.chat.id,
+         await actions.service.ask(SwitchModel(sender, sess.name, model)), session=sess.name)
 
 
 def model_picker(actions: Actions, message: Message) -> None:

@@ -29,14 +29,14 @@ from aipager.bot.chatstate import STYLES
 from aipager.bot.outbox import Live
 from aipager.bot.rights import APPROVE, MANAGE, OPEN, PROMPT, like, need
 from aipager.bot.notify import KILL_ASK, KILL_BY_CHAT, kill_key
-from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_key,
+from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_key, said,
                                           settings_view)
 from aipager.daemon.model import Session
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import MODE_NAMES, words
-from aipager.port.commands import AnswerKind, AnswerRequest, KillSession, StopTask, TrustFolder
-from aipager.port.results import Ended, Failed, Stopping, Trusted
-from aipager.proto.errors import AipagerError
+from aipager.port.commands import (AnswerKind, AnswerRequest, KillSession, ResumeSession,
+                                   StopTask, SwitchModel, TrustFolder)
+from aipager.port.results import Ended, Failed, Resumed, Stopping, Switching, Trusted
 
 log = logging.getLogger("aipager.bot")
 
@@ -366,11 +366,11 @@ async def on_kill_no(query: CallbackQuery, callback_data: SessionTap, actions: A
 
 
 async def on_compact(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
-                     callback_answer: CallbackAnswer) -> None:
+                     sender: Sender, callback_answer: CallbackAnswer) -> None:
     """A context warning's "Compact now"."""
     found = _running(query, callback_data.h, actions, callback_answer)
     if found is not None:
-        await compact(actions, found[1], found[0])
+        await compact(actions, found[1], found[0], sender)
 
 
 async def on_diff(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -388,19 +388,10 @@ async def on_resume(query: CallbackQuery, callback_data: SessionTap, actions: Ac
     if found is None:
         return
     sess, chat_id = found
-    if view.is_live(sess) and sess.socket_seen:
-        actions.say(chat_id, _("{session} is running already.").format(session=sess.label))
-        return
-    try:
-        await actions.resume_session(sess)
-    except AipagerError as exc:
-        actions.say(chat_id, _("Cannot resume {session}: {error}").format(session=sess.label,
-                                                                         error=exc))
-        return
-    actions.state.current[str(chat_id)] = sess.name
-    actions.audit("session_resume", sender, session=sess.name)
-    actions.say(chat_id, _("↩️ {session} resumed in {folder}.").format(
-        session=sess.label, folder=sess.cwd or actions.default_folder), session=sess.name)
+    result = await actions.service.ask(ResumeSession(sender, sess.name))
+    if isinstance(result, Resumed):
+        actions.state.current[str(chat_id)] = result.session
+    said(actions, chat_id, result, session=sess.name)
 
 
 async def on_new_folder(query: CallbackQuery, callback_data: NewTap, actions: Actions,
@@ -543,18 +534,16 @@ async def on_language(query: CallbackQuery, callback_data: SettingTap, actions: 
 
 
 async def on_model_tap(query: CallbackQuery, callback_data: ModelTap, actions: Actions,
-                       callback_answer: CallbackAnswer) -> None:
+                       sender: Sender, callback_answer: CallbackAnswer) -> None:
     name = actions.state.resolve("session", callback_data.h)
     sess = actions.registry.get(name) if name else None
     if sess is None or not view.is_live(sess):
         callback_answer.text = _(EXPIRED)
         return
     model = str(callback_data.model)
-    try:
-        await actions.switch_model(sess, model)
-    except (AipagerError, ValueError, OSError) as exc:
-        callback_answer.text = _("Cannot switch {session}: {error}").format(session=sess.label,
-                                                                           error=exc)
+    result = await actions.service.ask(SwitchModel(sender, sess.name, model))
+    if not isinstance(result, Switching):
+        callback_answer.text = words(result, _)
         return
     callback_answer.text = _("{session}: switching to {model}").format(session=sess.label,
                                                                        model=model)

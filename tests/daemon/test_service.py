@@ -1,0 +1,90 @@
+"""The service's use cases over the port double (``fakes.port.FakePort``): each decides the
+right once and answers with a typed result, whichever surface asks."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fakes.port import FakePort
+
+from aipager.clients.words import words
+from aipager.daemon.model import State
+from aipager.daemon.service import Service
+from aipager.port.commands import CompactSession, ResumeSession, SwitchModel
+from aipager.port.results import Compacting, Declined, Failed, Resumed, Switching
+from aipager.port.rights import Reason
+from aipager.port.who import Person
+from aipager.proto.errors import SessionError
+
+OWNER = Person(1, "owner", "owner", exempt=True)
+MEMBER = Person(2, "ana", "user", may_manage=False, may_approve=False)
+READER = Person(3, "rita", "read_only", may_prompt=False, may_approve=False, may_manage=False)
+
+
+@pytest.fixture
+def port(tmp_path):
+    port = FakePort(dict(os.environ))
+    port.add_session("claude-jim", State.READY)
+    return port
+
+
+def _service(port) -> Service:
+    return Service(port, lambda: os.environ["HOME"])
+
+
+async def test_compact_needs_the_right_to_prompt_and_a_running_session(port):
+    service = _service(port)
+    assert await service.ask(CompactSession(MEMBER, "jim")) == Compacting("claude-jim")
+    assert port.calls("type_text") == [(("claude-jim", "/compact"), {})]
+    refused = await service.ask(CompactSession(READER, "jim"))
+    assert refused == Declined(Reason.MAY_NOT_PROMPT)
+    port.add_session("claude-old", State.GONE)
+    assert await service.ask(CompactSession(OWNER, "old")) == Declined(Reason.NOT_RUNNING,
+                                                                        "claude-old")
+    assert len(port.calls("type_text")) == 1
+    assert words(Compacting("claude-jim")) == "📦 /compact sent to jim."
+
+
+async def test_switching_the_model_is_an_admins_and_takes_a_model_name(port):
+    service = _service(port)
+    assert await service.ask(SwitchModel(MEMBER, "jim", "opus")) == Declined(Reason.ADMIN_ONLY)
+    odd = await service.ask(SwitchModel(OWNER, "jim", "opus; rm -rf ~"))
+    assert odd == Declined(Reason.NO_MODEL, "opus; rm -rf ~")
+    assert port.calls("switch_model") == []
+    assert await service.ask(SwitchModel(OWNER, "jim", "opus")) == Switching("claude-jim", "opus")
+    assert port.calls("switch_model") == [(("claude-jim", "opus"), {})]
+    (audited,) = [c for c in port.calls("audit_action") if c[0][0] == "model_switch"]
+    assert audited[1] == {"session": "claude-jim", "model": "opus"}
+
+
+async def test_resume_starts_an_ended_conversation_in_its_folder(port, tmp_path):
+    service = _service(port)
+    port.add_session("claude-old", State.GONE)
+    old = port.sessions.get("claude-old")
+    assert await service.ask(ResumeSession(OWNER, "old")) == Declined(Reason.NOT_ENDED,
+                                                                       "claude-old")
+    old.claude_session_id, old.cwd = "sid-old", str(tmp_path)
+    assert await service.ask(ResumeSession(MEMBER, "old")) == Declined(Reason.ADMIN_ONLY)
+    assert await service.ask(ResumeSession(OWNER, "old")) == Resumed("claude-old", str(tmp_path))
+    ((label,), kw), = port.calls("start_session")
+    assert (label, kw["resume_id"], kw["cwd"]) == ("old", "sid-old", str(tmp_path))
+    # its folder gone: the default one
+    old.cwd = str(tmp_path / "gone")
+    again = await service.ask(ResumeSession(OWNER, "old"))
+    assert again == Resumed("claude-old", os.environ["HOME"])
+    # a running one is not resumed over
+    live = port.sessions.get("claude-jim")
+    live.claude_session_id, live.socket_seen = "sid-jim", True
+    assert await service.ask(ResumeSession(OWNER, "jim")) == Declined(Reason.ALREADY_RUNNING,
+                                                                       "jim")
+
+
+async def test_a_failure_of_the_daemon_is_said_with_the_session(port):
+    def fail(name, args, kwargs):
+        if name == "switch_model":
+            raise SessionError("dtach exited with status 1")
+    port.handler = fail
+    result = await _service(port).ask(SwitchModel(OWNER, "jim", "sonnet"))
+    assert result == Failed("dtach exited with status 1", "claude-jim", "model")
+    assert words(result) == "Cannot switch jim: dtach exited with status 1"
