@@ -103,6 +103,12 @@ cdef extern from "<errno.h>" nogil:
     enum:
         ESRCH
 
+cdef extern from "<sys/socket.h>" nogil:
+    enum:
+        SHUT_RD
+    int shutdown(int fd, int how)
+    ssize_t recv(int fd, void* buf, size_t n, int flags)
+
 cdef extern from "<pthread.h>" nogil:
     ctypedef unsigned long pthread_t
     ctypedef struct pthread_attr_t:
@@ -117,10 +123,12 @@ cdef extern from "<pthread.h>" nogil:
 
 cdef enum:
     READ_CHUNK = 1 << 20  # bytes read back from the pipe per read()
+    DOOR_READS_MAX = 1 << 16  # datagrams taken after the socket stopped reading, at most
 
 
 cdef struct Salvage:
     int pipe            # a read end of our stdout pipe
+    int sock            # the control socket (the loop's)
     const char* spool_dir
     const char* sock_path
     int pid             # the daemon
@@ -250,7 +258,47 @@ cdef void* salvage_watch(void* arg) noexcept nogil:
         dl_poll(&p, 1, 50)
         hold_pipe(s)
         if done:
+            close_door(s)
             return NULL
+
+
+cdef void close_door(Salvage* s) noexcept nogil:
+    """Nothing sent from now on is accepted and then lost (Salvage._close_door)."""
+    cdef char* buf
+    cdef char* grown
+    cdef ssize_t n
+    cdef size_t want
+    cdef int reads = 0
+    if s.sock < 0 or shutdown(s.sock, SHUT_RD) < 0:
+        return
+    buf = <char*>malloc(WIRE_RECV_MAX)
+    if buf == NULL:
+        s.held_failed = 1
+        return
+    while reads < DOOR_READS_MAX:
+        reads += 1
+        n = recv(s.sock, buf, WIRE_RECV_MAX, MSG_DONTWAIT)
+        if n < 0:
+            if errno == EINTR:
+                continue
+            break  # EAGAIN: the queue is empty and stays so
+        if s.held_cap - s.held_len < <size_t>n + 4:
+            want = s.held_cap * 2 if s.held_cap else <size_t>READ_CHUNK
+            while want - s.held_len < <size_t>n + 4:
+                want *= 2
+            grown = <char*>realloc(s.held, want)
+            if grown == NULL:
+                s.held_failed = 1
+                break
+            s.held = grown
+            s.held_cap = want
+        s.held[s.held_len] = <char>(n & 0xff)
+        s.held[s.held_len + 1] = <char>((n >> 8) & 0xff)
+        s.held[s.held_len + 2] = <char>((n >> 16) & 0xff)
+        s.held[s.held_len + 3] = <char>((n >> 24) & 0xff)
+        memcpy(s.held + s.held_len + 4, buf, <size_t>n)
+        s.held_len += <size_t>n + 4
+    free(buf)
 
 
 cdef size_t spool_held(Salvage* s) noexcept nogil:
@@ -305,11 +353,13 @@ cdef int drain_main(int argc, char** argv) noexcept nogil:
             say("MAX_BACKLOG is not a number: ", argv[2])
             return 1
     memset(&s, 0, sizeof(s))
+    s.sock = -1
     if argc == 7:
         if parse_int(argv[3], &pipe_fd) < 0 or parse_int(argv[6], &pid) < 0 or pipe_fd < 0 or pid <= 0:
             say("PIPE and PID must be numbers", NULL)
             return 1
         s.pipe = <int>pipe_fd
+        s.sock = <int>fd
         s.spool_dir = argv[4]
         s.sock_path = argv[5]
         s.pid = <int>pid

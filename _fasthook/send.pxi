@@ -21,7 +21,8 @@
 #   EAGAIN/EWOULDBLOCK/ENOBUFS   the daemon's queue is full (Linux holds
 #                                net.unix.max_dgram_qlen, ~10): write the
 #                                datagram to the spool so nothing is lost
-#   ENOENT/ECONNREFUSED          nobody listens (the daemon is down): spool
+#   ENOENT/ECONNREFUSED/EPIPE    nobody listens (the daemon is down; EPIPE: its drain
+#                                stopped reading the socket as it salvaged): spool
 #                                too, the daemon replays it when it starts
 #   anything else (EMSGSIZE..)   drop (debug line)
 # The spool (paths.spool_dir) is used only if it exists, is a directory owned
@@ -131,7 +132,7 @@ cdef int sender_send(Sender* s, const char* buf, size_t n) noexcept nogil:
     # EWOULDBLOCK is EAGAIN on Linux
     if errno == EAGAIN or errno == ENOBUFS:
         return SEND_SPOOLED if spool_write(s, buf, n) == 0 else SEND_DROPPED
-    if errno == ENOENT or errno == ECONNREFUSED:
+    if errno == ENOENT or errno == ECONNREFUSED or errno == EPIPE:
         dbg(s.debug, s.who, "daemon not reachable, spooling:", s.addr.sun_path)
         return SEND_SPOOLED if spool_write(s, buf, n) == 0 else SEND_DROPPED
     dbg(s.debug, s.who, "send failed, dropped:", s.addr.sun_path)

@@ -4,7 +4,7 @@
 # defined by pyconfig.h (pulled in first by the generated C), which is what
 # exposes memfd_create and O_TMPFILE.
 
-from libc.errno cimport errno, EINTR, EAGAIN, ENOBUFS, EEXIST, ENOMEM, ENAMETOOLONG, EPERM
+from libc.errno cimport errno, EINTR, EAGAIN, ENOBUFS, EEXIST, ENOMEM, ENAMETOOLONG, EPERM, EPIPE
 from libc.stdio cimport snprintf
 from libc.stdlib cimport malloc, realloc, free, getenv
 from libc.string cimport memcmp, memcpy, memchr, strlen, strcmp, memmove

@@ -75,6 +75,8 @@ def _load_sibling(name: str):
 
 #: the largest datagram read (aipager.proto.wire.RECV_MAX; _drain_c gets it from the same place)
 MAX_DATAGRAM = _load_sibling("wire").RECV_MAX
+#: datagrams taken after the socket stopped reading, at most (``Salvage._close_door``)
+DOOR_READS_MAX = 1 << 16
 #: bytes kept in memory while the daemon does not read; beyond it the socket waits
 MAX_BACKLOG = 512 * 1024 * 1024
 #: Linux F_SETPIPE_SZ: ask for a 1 MiB pipe (the unprivileged maximum by default)
@@ -250,8 +252,30 @@ class Salvage:
         """After the loop stopped for a dead daemon: spool what was held; how many."""
         self._loop_done.set()
         self._thread.join()
-        datagrams = FrameReader().feed(bytes(self._held))
+        datagrams = FrameReader().feed(bytes(self._held)) + self._close_door()
         return spool_all(self.spool_dir, datagrams, self._before - len(datagrams))
+
+    def _close_door(self) -> list:
+        """Once the loop took the kernel queue, nothing sent later may be accepted and then
+        lost with the socket.  Cutting the name stops new senders, but one that connected
+        before the cut (a hook handing its socket to its Python twin) could still write into
+        the queue until we exit: the socket stops reading (``shutdown``: such a write fails
+        with EPIPE, and the hook spools it), and what got in before is taken here."""
+        late: list = []
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM, fileno=os.dup(self.fd))
+        except OSError:
+            return late
+        try:
+            sock.shutdown(socket.SHUT_RD)
+            sock.setblocking(False)
+            for _ in range(DOOR_READS_MAX):
+                late.append(sock.recv(MAX_DATAGRAM))
+        except OSError:
+            pass  # BlockingIOError: empty, and it stays so
+        finally:
+            sock.close()
+        return late
 
 
 def spool_all(spool_dir: str, datagrams: list, first_ns: int) -> int:

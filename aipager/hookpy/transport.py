@@ -27,7 +27,8 @@ SEND_SPOOLED = 1
 SEND_DROPPED = -1
 
 _FULL = (errno.EAGAIN, errno.ENOBUFS)
-_DOWN = (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTCONN)
+#: nobody listens (EPIPE: a dead daemon's drain stopped reading its socket: ``drain``)
+_DOWN = (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTCONN, errno.EPIPE)
 #: a larger datagram needs SO_SNDBUF raised, which takes the _socket extension
 _FD_MAX = 65536
 #: sizeof(sockaddr_un.sun_path): a path must fit with its NUL

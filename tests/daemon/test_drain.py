@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import errno
 import os
 import re
 import signal
@@ -314,6 +315,49 @@ def test_a_killed_daemon_s_unread_datagrams_are_spooled_in_order(salvaging, engi
     assert before - len(sent) <= stamps[0] and stamps[-1] < after
     assert {int(pattern.match(name).group(2)) for name, _data in got} == {s.proc.pid}
     assert {os.stat(s.spool / name).st_mode & 0o777 for name, _data in got} == {0o600}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sender_connected_before_the_death_loses_nothing_it_was_told_went_in(
+        salvaging, engine):
+    """A hook that connected to the socket before the drain cut its name (the native hook
+    hands such a socket to its Python twin) keeps writing through the salvage: every write
+    the kernel accepted is spooled, and once the drain stops reading the writes fail
+    (EPIPE, or ECONNREFUSED once it exited), which makes a hook spool them itself."""
+    s = salvaging(engine)
+    s.sender.connect(s.path)
+    s.sender.setblocking(False)
+    accepted: list[bytes] = []
+    refused: list[int] = []
+    stop = threading.Event()
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            data = b"w%d" % i
+            try:
+                s.sender.send(data)
+                accepted.append(data)
+            except BlockingIOError:
+                time.sleep(0.0005)  # the queue is full for a moment: try the same again
+                continue
+            except OSError as exc:
+                refused.append(exc.errno)
+                if len(refused) > 50:
+                    return
+            i += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    time.sleep(0.3)
+    code, err = s.kill_daemon()
+    time.sleep(0.2)
+    stop.set()
+    writer.join()
+    assert code == 0, err
+    assert refused and set(refused) <= {errno.EPIPE, errno.ECONNREFUSED}
+    spooled = [data for _name, data in s.spooled()]
+    assert spooled == accepted  # all of them, in order: none accepted and then lost
 
 
 @pytest.mark.parametrize("engine", ENGINES)

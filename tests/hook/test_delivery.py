@@ -124,6 +124,22 @@ def test_daemon_down_spools_for_its_next_start(kind: str) -> None:
     assert [(m["tool_use_id"], m["session"]) for m in spooled] == [("a", "claude-jim"), ("b", "claude-jim")]
 
 
+def test_a_socket_that_stopped_reading_spools(kind: str) -> None:
+    """A dead daemon's drain shuts the socket for reading while it salvages (EPIPE)."""
+    env = hookrun.hook_env()
+    os.mkdir(paths.spool_dir(env), 0o700)
+    salvaging = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    salvaging.bind(paths.socket_path(env))
+    salvaging.shutdown(socket.SHUT_RD)
+    try:
+        done = hookrun.run(hookrun.contender_cmd(kind, "hook"),
+                           event_bytes("PostToolUse", tool_use_id="c"), env, timeout=20)
+    finally:
+        salvaging.close()
+    assert (done.exit, done.stdout, done.stderr) == (0, b"", b"")
+    assert [m["tool_use_id"] for m in _spooled(env)] == ["c"]
+
+
 def test_daemon_down_without_a_spool_folder_drops_and_exits_zero(kind: str) -> None:
     # No spool folder: aipager's daemon never ran here (or it was uninstalled).
     env = hookrun.hook_env()

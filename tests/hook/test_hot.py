@@ -136,6 +136,27 @@ def test_passed_socket_whose_daemon_went_away_spools(tmp_path) -> None:
         assert json.loads(fh.read())["hook_event_name"] == "Stop"
 
 
+def test_passed_socket_whose_drain_stopped_reading_spools(tmp_path) -> None:
+    """A dead daemon's drain shuts its socket for reading while it salvages: a write on a
+    socket connected before that fails (EPIPE), so the twin spools instead of losing it."""
+    env = hookrun.hook_env()
+    spool = paths.spool_dir(env)
+    os.makedirs(spool, mode=0o700, exist_ok=True)
+    salvaging = hookrun.Receiver(str(tmp_path / "salvaging.sock"))
+    sock = _connected_to(salvaging.path)
+    salvaging.sock.shutdown(socket.SHUT_RD)
+    try:
+        cmd = hookrun.twin_cmd("hook") + ["--capped", f"--sock={sock.fileno()}"]
+        done = subprocess.run(cmd, input=STOP, env=env, capture_output=True, timeout=60,
+                              pass_fds=(sock.fileno(),))
+    finally:
+        sock.close()
+        salvaging.close()
+    assert done.returncode == 0, done.stderr
+    spooled = [name for name in os.listdir(spool) if name.endswith(".json")]
+    assert len(spooled) == 1
+
+
 def test_native_stage2_passes_a_connected_socket(native_bins: dict, receiver) -> None:
     """A prompt the compiled side declines (it starts with a no-break space,
     which Python's lstrip drops) is stage 2's to send: through the socket the
