@@ -19,6 +19,15 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task]) -> None:
             await task
 
 
+def stop_if_cancelled() -> None:
+    """Raise CancelledError when this task was asked to stop: a library that turns the
+    cancellation into its own error (nats-py's fetch makes it a TimeoutError) would
+    otherwise leave a retry loop running for ever, and whoever waits for it stuck."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 async def every(seconds: float, fn: Callable[[], Any], log: logging.Logger) -> None:
     """Call ``fn`` (sync, or returning a coroutine) every ``seconds`` until cancelled; a
     failing call is logged and the loop goes on."""

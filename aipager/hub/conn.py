@@ -37,6 +37,12 @@ PING_SECONDS = 5
 MAX_PINGS_OUT = 2
 #: seconds between two looks at whether the client closed itself
 CLOSED_CHECK = 0.5
+#: seconds a client's close may take before the link goes on without it
+CLOSE_SECONDS = 5.0
+#: seconds a lost connection waits before a fresh one asks the broker whether it still
+#: takes this credential (nats-py's own reconnects may go silent after the broker dropped a
+#: revoked client: the link would wait for ever, "reconnecting")
+PROBE_SECONDS = 5.0
 
 
 async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
@@ -64,6 +70,7 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
     refused: list[ssl.SSLError] = []
     denied: list[Exception] = []
     attempt: asyncio.Task | None = None
+    probes: list[asyncio.Future] = []
 
     async def on_error(exc: Exception) -> None:
         if isinstance(exc, ssl.SSLError) and not client and attempt is not None:
@@ -78,10 +85,33 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
             return
         if client and is_refusal(exc) and not client[0].is_closed:
             # a reconnect refused: the client would ask again every second for ever; closed,
-            # ``serve`` ends the link with ``HubRefused``
-            asyncio.ensure_future(client[0].close())
+            # ``serve`` ends the link with ``HubRefused`` (remembered here: nats-py's own
+            # last error may be the close's by the time the link looks)
+            client[0].aipager_refused = exc
+            asyncio.ensure_future(close_quietly(client[0]))
             return
         log.warning("broker %s: %s", url, exc)
+
+    async def probe(nc: Any) -> None:
+        """While the client is lost, a fresh connection asks whether the credential is
+        still taken; refused: the client is closed as refused (``_until_closed``)."""
+        while not nc.is_closed:
+            await asyncio.sleep(PROBE_SECONDS)
+            if nc.is_closed or nc.is_connected:
+                return
+            fresh = nats.NATS()
+            try:
+                await fresh.connect(servers=[url], allow_reconnect=False, connect_timeout=2,
+                                    max_reconnect_attempts=0, name=f"{name} (probe)",
+                                    error_cb=_quiet, **options)
+            except Exception as exc:  # noqa: BLE001 - only a refusal matters here
+                if is_refusal(exc):
+                    nc.aipager_refused = exc
+                    await close_quietly(nc)
+                    return
+            finally:
+                with contextlib.suppress(Exception):
+                    await fresh.close()
 
     async def on_disconnect() -> None:
         if client and client[0].is_closed:
@@ -89,6 +119,9 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
         log.warning("lost the broker at %s; reconnecting", url)
         if on_link is not None:
             on_link(False)
+        if client and (not probes or probes[-1].done()):
+            probes.append(asyncio.ensure_future(probe(client[0])))
+            del probes[:-1]
 
     async def on_reconnect() -> None:
         log.info("reconnected to the broker at %s", url)
@@ -125,6 +158,10 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
                 log.warning("cannot reach the broker at %s (%s); trying again", url, exc)
                 told = True
             await asyncio.sleep(RETRY_SECONDS)
+
+
+async def _quiet(_exc: Exception) -> None:
+    """A probe's errors are its answer, not news for the log."""
 
 
 def is_refusal(exc: BaseException | None) -> bool:
@@ -181,8 +218,15 @@ async def serve(nc: Any, tasks: set[asyncio.Task], loops: Iterable[Coroutine[Any
     finally:
         await cancel_and_wait(tasks)
         tasks.clear()
-        with contextlib.suppress(Exception):
-            await nc.close()
+        await close_quietly(nc)
+
+
+async def close_quietly(nc: Any) -> None:
+    """Close the client, giving up after ``CLOSE_SECONDS``: nats-py's close can wait for ever
+    on a reconnect it is in the middle of (seen when the broker refused this credential), and
+    the link must go on to say so and try again later."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(nc.close(), CLOSE_SECONDS)
 
 
 
@@ -192,7 +236,7 @@ async def _until_closed(nc: Any) -> None:
     closed client, and ``connected`` would never change."""
     while not nc.is_closed:
         await asyncio.sleep(CLOSED_CHECK)
-    exc = nc.last_error
+    exc = getattr(nc, "aipager_refused", None) or nc.last_error
     if is_refusal(exc):
         raise refusal(str(nc.options.get("name") or "aipager"))
     msg = f"the broker closed the connection ({exc or 'no reason given'})"

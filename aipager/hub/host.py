@@ -32,6 +32,7 @@ import logging
 import time
 from typing import Any, Callable, Mapping
 
+from aipager.aio import stop_if_cancelled
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
 from aipager.proto.errors import ConfigError, HubRefused
@@ -245,8 +246,10 @@ class HostLink:
             except asyncio.CancelledError:
                 raise
             except nats.errors.TimeoutError:
+                stop_if_cancelled()
                 continue
             except Exception as exc:  # noqa: BLE001 - no consumer yet, broker away
+                stop_if_cancelled()
                 log.debug("fetching commands failed: %s", exc)
                 await asyncio.sleep(1.0)
                 continue

@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping
 
 import orjson
 
-from aipager.aio import cancel_and_wait
+from aipager.aio import cancel_and_wait, stop_if_cancelled
 from aipager.daemon import render
 from aipager.daemon.model import State
 from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
@@ -270,8 +270,10 @@ class HubLink:
             except asyncio.CancelledError:
                 raise
             except nats.errors.TimeoutError:
+                stop_if_cancelled()
                 continue
             except Exception as exc:  # noqa: BLE001 - broker away, consumer lost
+                stop_if_cancelled()
                 log.debug("fetching from %s failed: %s", consumer, exc)
                 if remake is not None:
                     sub = None
