@@ -191,3 +191,33 @@ async def test_diff_of_a_hosts_session_is_read_on_that_host(machines, tmp_path):
     said = await machines.fake.wait_for("sendMessage", lambda p: "📝 jim" in str(p["text"]))
     assert said["text"].startswith("📝 jim@box: changed since the last commit (files: 1)")
     assert "-package one\n+package two" in said["text"]
+
+
+async def test_in_private_mode_a_hosts_content_never_reaches_telegram(machines):
+    """Private mode on the hub: a host's answer, command, path and typed prompt travel to the
+    hub over the broker, and the hub's chat carries only names, states and buttons."""
+    from aipager import config
+
+    cfg = config.load(machines.hub_env)
+    config.save(machines.hub_env, config.Config(bot_token=cfg.bot_token, chat_id=cfg.chat_id,
+                                                extra={**cfg.extra, "private": True}))
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    box.sessions.live.add("claude-jim")
+    box.feed("claude-jim", "SessionStart", source="startup", session_id="sid-jim",
+             cwd="/srv/CANARYPATH", transcript_path="/nonexistent/jim.jsonl")
+    await hub_sees(hub, "claude-jim@box")
+    box.feed("claude-jim", "UserPromptSubmit", prompt="CANARYPROMPT typed at the computer",
+             prompt_id="p1")
+    box.feed("claude-jim", "PreToolUse", tool_name="Bash", tool_use_id="t1",
+             tool_input={"command": "echo CANARYCOMMAND"})
+    box.feed("claude-jim", "PostToolUse", tool_name="Bash", tool_use_id="t1",
+             tool_input={"command": "echo CANARYCOMMAND"}, tool_response={"stdout": "CANARYOUT"})
+    box.feed("claude-jim", "Stop", prompt_id="p1", last_assistant_message="CANARYANSWER done.")
+    # the chat hears the task ended (a bell naming the session), and nothing of its content
+    await machines.fake.wait_for("sendMessage", lambda p: "jim" in str(p.get("text"))
+                                 and "✅" in str(p.get("text")), timeout=15)
+    await eventually(lambda: hub.bot.outbox.idle(), 10, "outbox idle")
+    assert "CANARY" not in machines.fake.everything_received()
+    # the hub's own view holds the answer: the page would show it
+    assert hub.port.sessions.get("claude-jim@box").task is not None
