@@ -98,8 +98,10 @@ def test_a_message_on_the_hub_runs_on_the_host_and_its_answer_comes_back_once(
 
         phone = Phone(fake_telegram)
         msg = phone.say("E2E-HUB run the step")
+        # the answer's own message (the working card may quote Claude's words as it writes them)
         (answer,) = phone.wait(lambda snap: [p for p in phone.replies_to(msg["message_id"], snap)
-                                             if "Answered on the host." in p["text"]],
+                                             if "Answered on the host." in p["text"]
+                                             and p["text"].startswith("e2e\n")],
                                60, "the answer from the host")
         assert answer["text"] == "e2e\nAnswered on the host."
         (first, *_rest) = fake_anthropic.requests_with("E2E-HUB")

@@ -98,7 +98,7 @@ class Watch:
             fh.seek(mark)
             return _clean(fh.read())
 
-    def wait_text(self, text: str, mark: int, timeout: float = 20.0) -> None:
+    def wait_text(self, text: str, mark: int, timeout: float = 40.0) -> None:
         """Wait until ``text`` is drawn after log position ``mark``."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -108,7 +108,7 @@ class Watch:
         tail = self.since(mark)[-2500:]
         raise AssertionError(f"{text!r} not drawn within {timeout} s; screen since mark:\n{tail}")
 
-    def dialog(self, call: int, *texts: str, timeout: float = 20.0) -> str:
+    def dialog(self, call: int, *texts: str, timeout: float = 40.0) -> str:
         """Wait for the dialog of tool call number ``call`` (1-based) showing ``texts``."""
         deadline = time.monotonic() + timeout
         while len(self.call_marks) < call:
