@@ -123,9 +123,9 @@ class Service:
     # -- prompts -----------------------------------------------------------------------
 
     async def _prompt(self, cmd: SendPrompt) -> Result:
-        sess = self.find(cmd.session)
-        if sess is None or sess.state == State.GONE:
-            return Declined(Reason.NOT_RUNNING, sess.name if sess else cmd.session)
+        sess = self._running(cmd.session)
+        if isinstance(sess, Declined):
+            return sess
         if not cmd.queued:  # a released message was allowed when it was sent
             why = check(cmd.who, "prompt")
             if why is not None:
