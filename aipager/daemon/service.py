@@ -196,7 +196,8 @@ class Service:
         try:
             return await self.port.answer_request(
                 sess.name, cmd.key, cmd.kind, cmd.who.who,
-                reason=cmd.reason if cmd.kind == "deny" else "", suggestion=cmd.suggestion)
+                reason=cmd.reason if cmd.kind == "deny" else "", suggestion=cmd.suggestion,
+                edit=cmd.edit if cmd.kind == "allow" else None)
         except ValueError:
             return Gone()
 

@@ -64,7 +64,10 @@ class SendPrompt:
 @dataclass(frozen=True)
 class AnswerRequest:
     """Allow, always allow (every suggestion, or the one numbered ``suggestion``), deny
-    (``reason`` goes to Claude) or deny and stop a permission request."""
+    (``reason`` goes to Claude) or deny and stop a permission request.
+
+    ``edit``: allow the call with this corrected command, path or URL instead, once the
+    session's own safety policy allows it (the same check as the hook's)."""
 
     who: Person
     session: str
@@ -72,6 +75,7 @@ class AnswerRequest:
     kind: AnswerKind
     reason: str = ""
     suggestion: int | None = None
+    edit: str | None = None
 
 
 @dataclass(frozen=True)

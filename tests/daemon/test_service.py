@@ -88,3 +88,20 @@ async def test_a_failure_of_the_daemon_is_said_with_the_session(port):
     result = await _service(port).ask(SwitchModel(OWNER, "jim", "sonnet"))
     assert result == Failed("dtach exited with status 1", "claude-jim", "model")
     assert words(result) == "Cannot switch jim: dtach exited with status 1"
+
+
+async def test_an_edited_call_goes_to_the_port_only_with_an_allow_and_the_right(port):
+    from aipager.port.commands import AnswerRequest
+
+    service = _service(port)
+    await service.ask(AnswerRequest(OWNER, "claude-jim", "p:t1:", "allow", edit="make test"))
+    await service.ask(AnswerRequest(OWNER, "claude-jim", "p:t1:", "deny", reason="no",
+                                    edit="rm -rf /"))
+    [(allow_args, allow_kw), (deny_args, deny_kw)] = port.calls("answer_request")
+    assert allow_args[2] == "allow" and allow_kw["edit"] == "make test"
+    assert deny_args[2] == "deny" and "edit" not in deny_kw and deny_kw["reason"] == "no"
+
+    # a reader's edit (a message after a ✏️ tapped before their role changed) asks nothing
+    got = await service.ask(AnswerRequest(READER, "claude-jim", "p:t1:", "allow", edit="ls"))
+    assert got == Declined(Reason.MAY_NOT_ANSWER)
+    assert len(port.calls("answer_request")) == 2

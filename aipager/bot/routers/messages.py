@@ -32,7 +32,10 @@ from aipager.bot.routers.commands import (NextMessage, name_and_first, offer_pic
                                           start_session)
 from aipager.chatcommands import RESERVED
 from aipager.bot.rights import APPROVE, PROMPT, need
-from aipager.daemon.port import Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Refused
+from aipager.clients.words import reason as words_reason
+from aipager.port.commands import AnswerRequest
+from aipager.port.results import (Already, ByHook, ByKeys, Declined, Gone, InTerminal,
+                                  KeysFailed, Refused)
 
 log = logging.getLogger("aipager.bot")
 
@@ -129,13 +132,8 @@ async def deny_with_reason(message: Message, actions: Actions, sender: Sender, t
     """A reply to an open permission request denies it with the reply as the reason, which
     Claude reads (a plain ❌ Deny stays one tap)."""
     chat_id = message.chat.id
-    text = text.strip()
-    # the task's author or an admin (the role's right: the handler's flag)
-    why = refusal(sender, "approve", actions.registry.get(session))
-    if why:
-        actions.say(chat_id, f"🔒 {why}", reply_to=message.message_id)
-        return
-    outcome = await actions.port.answer_request(session, key, "deny", sender.who, reason=text)
+    outcome = await actions.service.ask(AnswerRequest(sender, session, key, "deny",
+                                                      reason=text.strip()))
     reply_to = message.message_id
     match outcome:
         case ByHook():
@@ -153,6 +151,8 @@ async def deny_with_reason(message: Message, actions: Actions, sender: Sender, t
         case KeysFailed(reason=reason) | Refused(reason=reason):
             actions.say(chat_id, _("🤷 Could not answer: {reason}").format(reason=reason),
                         reply_to=reply_to, buzz=True)
+        case Declined():
+            actions.say(chat_id, f"🔒 {words_reason(outcome, _)}", reply_to=reply_to)
 
 
 async def on_edit_text(message: Message, actions: Actions, sender: Sender, text: str,
@@ -165,7 +165,7 @@ async def on_edit_text(message: Message, actions: Actions, sender: Sender, text:
     if not isinstance(session, str) or not isinstance(key, str):
         raise SkipHandler
     chat_id, reply_to = message.chat.id, message.message_id
-    outcome = await actions.port.answer_request(session, key, "allow", sender.who, edit=text)
+    outcome = await actions.service.ask(AnswerRequest(sender, session, key, "allow", edit=text))
     match outcome:
         case ByHook() | ByKeys():
             actions.react(chat_id, reply_to, "👌")
@@ -177,6 +177,8 @@ async def on_edit_text(message: Message, actions: Actions, sender: Sender, text:
         case Gone() | InTerminal() | KeysFailed():
             actions.say(chat_id, _("This request is no longer open; nothing was run."),
                         reply_to=reply_to)
+        case Declined():
+            actions.say(chat_id, f"🔒 {words_reason(outcome, _)}", reply_to=reply_to)
 
 
 async def _answer_in_words(actions: Actions, rkey: str, ask: dict, sender: Sender,
