@@ -201,6 +201,11 @@ class Daemon:
     def sessions(self) -> Registry:
         return self.core.registry
 
+    @property
+    def remote(self) -> None:
+        """Every session is this machine's own (a hub's port has hosts)."""
+        return None
+
     async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
                              reason: str = "", suggestion: int | None = None,
                              edit: str | None = None) -> Outcome:

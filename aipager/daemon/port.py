@@ -21,9 +21,9 @@ from aipager.daemon.model import Session
 from aipager.daemon.worktree import Diff
 # The records a client reads back live in ``aipager.port`` (below the daemon and every
 # client); they are named here too for the clients still calling the daemon directly.
-from aipager.port.commands import AnswerKind, QuestionAnswer
+from aipager.port.commands import AnswerKind, Command, QuestionAnswer
 from aipager.port.results import (Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
-                                  Outcome, Refused)
+                                  Outcome, Refused, Result)
 from aipager.port.who import Who
 
 
@@ -37,6 +37,24 @@ class HostView:
     online: bool = True
     #: when it was last heard from (0: never)
     last_seen: float = 0.0
+
+
+class Remote(Protocol):
+    """Other machines' sessions (a hub's hosts): a use case for one of them is decided and
+    done by that machine's own service, with its own sessions and policy."""
+
+    def route(self, command: Command) -> tuple[str, Command] | None:
+        """The machine ``command`` is for and the command as that machine names its
+        session; None: a session of this machine."""
+        ...
+
+    async def ask(self, machine: str, command: Command) -> Result:
+        """``command`` decided and done on ``machine``, its result naming sessions as this
+        port does (``claude-jim@box``).
+
+        Raises:
+            InvalidSessionName: a new session's name is none (as the local service)."""
+        ...
 
 
 class SessionsView(Protocol):
@@ -67,6 +85,12 @@ class DaemonPort(Protocol):
 
     @property
     def sessions(self) -> SessionsView: ...
+
+    @property
+    def remote(self) -> Remote | None:
+        """Where the use cases for other machines' sessions go (None: every session is
+        this daemon's own)."""
+        ...
 
     # -- chat messages -----------------------------------------------------------------
 

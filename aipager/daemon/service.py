@@ -81,7 +81,15 @@ class Service:
         self.trusted: Callable[[], list[str]] = lambda: folders.read(port.env)
 
     async def ask(self, command: Command) -> Result:
-        """Do what ``command`` asks, if its person may; what it came to."""
+        """Do what ``command`` asks, if its person may; what it came to.
+
+        A command for another machine's session (a hub's host) is that machine's to
+        decide: it goes there whole (``port.remote``)."""
+        remote = self.port.remote
+        if remote is not None:
+            routed = remote.route(command)
+            if routed is not None:
+                return await remote.ask(*routed)
         match command:
             case SendPrompt():
                 return await self._prompt(command)

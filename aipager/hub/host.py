@@ -260,12 +260,17 @@ class HostLink:
         """One command: refused when malformed or too old, skipped when started before,
         else started (in arrival order) and acknowledged when its answer is kept."""
         meta = msg.metadata
+        cmd_id = None
         try:
             doc = codec.loads(msg.data)
             cmd_id = str(doc["id"])
             cmd = commands.command_from_json(doc["cmd"])
         except (codec.CodecError, KeyError, TypeError) as exc:
             log.warning("a command from the hub that cannot be read (%s); dropped", exc)
+            if cmd_id is not None:  # the hub hears why at once, not after its timeout
+                self._answer(cmd_id, commands.error_to_json(commands.HostFailed(
+                    f"{self.host} could not read the command ({str(exc)[:300]}): is it "
+                    "the hub's version of aipager?")))
             await _ack(msg)
             return
         if not self.log.start_command(meta.sequence.stream):

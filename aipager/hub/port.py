@@ -1,12 +1,13 @@
-"""``HubPort``: the chat's ``DaemonPort`` on the hub, over the local daemon and the hosts.
+"""``HubPort``: the clients' ``DaemonPort`` on the hub, over the local daemon and the hosts.
 
-A session without ``@`` is the hub machine's own and goes to its daemon as
-before; ``claude-jim@box`` is host ``box``'s ``claude-jim``, and a call for it
-becomes a command (``commands``) the host runs on its own daemon, answered
-within the link's timeout or failing with ``HostUnreachable`` (a
-``SessionError``: the chat says "not delivered to jim@box: box is offline since
-12:03").  Calls that take a label (``start_session``, ``kill_session``) take
-``jim@box`` too.
+A session without ``@`` is the hub machine's own: the hub's service decides for it and
+its daemon does it.  ``claude-jim@box`` is host ``box``'s ``claude-jim`` (and ``jim@box``,
+or ``jim`` when no other session is called so, its label): the hub's service hands a use
+case for it whole to this port (``remote``), which sends it to the host as an
+``Ask`` (``commands``); the host's own service decides it with its own sessions and
+policy, and its result comes back within the link's timeout, or the host is
+unreachable and the result says so ("not delivered to jim@box: box is offline since
+12:03").
 
 ``sessions`` merges both: the local registry's sessions as they are, then every
 host's, labelled ``jim`` when no other session is called so, else ``jim@box``.
@@ -14,17 +15,25 @@ host's, labelled ``jim`` when no other session is called so, else ``jim@box``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence
+import typing
+from typing import Any, Callable, Iterator, Mapping, Sequence, get_args
 
-from aipager.daemon.dialogkeys import Answer as QuestionAnswer
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
 from aipager.daemon.worktree import Diff
 from aipager.hub import commands, names, transfer
 from aipager.hub.link import HubLink
+from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
+                                   KillSession, QuestionAnswer, ResumeSession, SendPrompt,
+                                   ShowChanges, StartSession, StopTask, SwitchModel,
+                                   TrustFolder)
+from aipager.port.results import Declined, Failed, Result
+from aipager.port.rights import Reason
+from aipager.proto import errors
 
 log = logging.getLogger("aipager.hub")
 
@@ -120,23 +129,44 @@ class HubPort:
             return bare_name.removeprefix(PREFIX), host
         return label, None
 
-    # -- chat messages -----------------------------------------------------------------
+    # -- a host's sessions: decided there (``daemon.port.Remote``) ------------------------
 
-    def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
-                           chat_id: int | str = "", sender: str = "", held: bool = False,
-                           held_for: str = "task") -> None:
-        bare, host = names.split(session)
-        if host is None:
-            self.local.queue_chat_message(session, msg_id, text, chat_id=chat_id, sender=sender,
-                                          held=held, held_for=held_for)
-            return
+    @property
+    def remote(self) -> HubPort:
+        return self
+
+    def route(self, command: Command) -> tuple[str, Command] | None:
+        """The host ``command``'s session is on and the command naming it as the host does
+        (``claude-jim``, or ``jim`` for a new one); None: this machine's."""
+        if isinstance(command, StartSession):
+            bare, host = names.split(command.name)
+            if host is None or host == self.link.local_name:
+                return None
+            return host, dataclasses.replace(command, name=bare)
+        bare, host = self._label_host(command.session)
+        if host is None or host == self.link.local_name:
+            return None
+        return host, dataclasses.replace(command, session=bare)
+
+    async def ask(self, machine: str, command: Command) -> Result:
+        """``command`` decided and done by ``machine``'s own service; a host that cannot
+        be reached, or fails, is the result's ``Failed`` (nothing was done there)."""
+        files: dict[str, str] = {}
+        timeout = None
         try:
-            files, timeout = self._ship(host, text)
-        except (commands.HostUnreachable, ValueError) as exc:
-            log.warning("the files a message names were not sent to %s: %s", host, exc)
-            files, timeout = {}, None  # (offline: the message itself is not sent either)
-        self.link.send(host, commands.QueueChatMessage(bare, msg_id, text, chat_id, sender,
-                                                       held, held_for, files), timeout=timeout)
+            if isinstance(command, SendPrompt):
+                files, timeout = self._ship(machine, command.text)
+                if command.submitting is not None:
+                    command.submitting()  # the host types it: its Enter is not seen here
+            got = await self.link.call(machine, commands.Ask(command, files), timeout=timeout)
+        except errors.InvalidSessionName:
+            raise  # a name that is none: each surface words it with examples
+        except (errors.AipagerError, ValueError) as exc:
+            return Failed(str(exc), _subject(command, machine), _DOING[type(command)])
+        if not isinstance(got, _RESULTS):
+            return Failed(f"{machine} answered with {type(got).__name__}",
+                          _subject(command, machine), _DOING[type(command)], cause="other")
+        return qualified(got, machine)
 
     def _ship(self, host: str, text: str) -> tuple[dict[str, str], float | None]:
         """Send ``host`` the files from the phone that ``text`` names (once each), ahead of
@@ -171,96 +201,57 @@ class HubPort:
         late = arrived - time.monotonic()
         return files, self.link.timeout + late if late > 0 else None
 
-    def drop_chat_message(self, session: str, msg_id: int | str) -> None:
-        bare, host = names.split(session)
-        if host is None:
-            self.local.drop_chat_message(session, msg_id)
-            return
-        self.link.send(host, commands.DropChatMessage(bare, msg_id))
+    # -- this machine's sessions (the service routes a host's away first) --------------
 
-    # -- requests ----------------------------------------------------------------------
+    def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
+                           chat_id: int | str = "", sender: str = "", held: bool = False,
+                           held_for: str = "task") -> None:
+        self.local.queue_chat_message(session, msg_id, text, chat_id=chat_id, sender=sender,
+                                      held=held, held_for=held_for)
+
+    def drop_chat_message(self, session: str, msg_id: int | str) -> None:
+        self.local.drop_chat_message(session, msg_id)
 
     async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
                              reason: str = "", suggestion: int | None = None,
                              edit: str | None = None) -> Outcome:
-        bare, host = names.split(session)
-        if host is None:
-            return await self.local.answer_request(session, key, kind, who, reason=reason,
-                                                   suggestion=suggestion, edit=edit)
-        return await self.link.call(host, commands.AnswerRequest(bare, key, kind, who, reason,
-                                                                 suggestion, edit))
+        return await self.local.answer_request(session, key, kind, who, reason=reason,
+                                               suggestion=suggestion, edit=edit)
 
     async def answer_question(self, session: str, key: str, who: Who,
                               answers: Sequence[QuestionAnswer] | None) -> Outcome:
-        bare, host = names.split(session)
-        if host is None:
-            return await self.local.answer_question(session, key, who, answers)
-        return await self.link.call(host, commands.AnswerQuestion(
-            bare, key, who, None if answers is None else tuple(answers)))
-
-    # -- sessions ----------------------------------------------------------------------
+        return await self.local.answer_question(session, key, who, answers)
 
     async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
                             mode: str = "") -> str:
-        bare, host = names.split(label)
-        if host is None or host == self.link.local_name:
-            return await self.local.start_session(bare, resume_id=resume_id, cwd=cwd,
-                                                  mode=mode)
-        name = await self.link.call(host, commands.StartSession(bare, resume_id, cwd, mode))
-        return names.qualify(str(name), host)
+        bare, _host = names.split(label)  # (``NAME@<this hub>``: the route left it here)
+        return await self.local.start_session(bare, resume_id=resume_id, cwd=cwd, mode=mode)
 
     async def stop_session(self, session: str) -> bool:
-        bare, host = names.split(session)
-        if host is None:
-            return await self.local.stop_session(session)
-        return bool(await self.link.call(host, commands.StopSession(bare)))
+        return await self.local.stop_session(session)
 
     async def kill_session(self, label: str) -> bool:
-        bare, host = self._label_host(label)
-        if host is None or host == self.link.local_name:
-            return await self.local.kill_session(bare)
-        return bool(await self.link.call(host, commands.KillSession(bare)))
+        return await self.local.kill_session(names.split(label)[0])
 
     async def session_changes(self, session: str, *, role: str,
                               user_id: int | None) -> Diff:
-        bare, host = names.split(session)
-        if host is None:
-            return await self.local.session_changes(session, role=role, user_id=user_id)
-        got = await self.link.call(host, commands.SessionChanges(bare, role, user_id))
-        if not isinstance(got, Diff):
-            raise commands.HostFailed(f"{host} answered /diff with {type(got).__name__}")
-        return got
+        return await self.local.session_changes(session, role=role, user_id=user_id)
 
     async def switch_model(self, session: str, model: str) -> None:
-        bare, host = names.split(session)
-        if host is None:
-            return await self.local.switch_model(session, model)
-        await self.link.call(host, commands.SwitchModel(bare, model))
-
-    # -- typing ------------------------------------------------------------------------
+        await self.local.switch_model(session, model)
 
     async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
                           submitting: Callable[[], None] | None = None) -> None:
-        bare, host = names.split(session)
-        if host is None:
-            return await self.local.type_prompt(session, text, note=note, submitting=submitting)
-        files, timeout = self._ship(host, text)
-        if submitting is not None:
-            submitting()  # the host types it: its Enter is not seen from here
-        await self.link.call(host, commands.TypePrompt(bare, text, dict(note), files),
-                             timeout=timeout)
+        await self.local.type_prompt(session, text, note=note, submitting=submitting)
 
     async def type_text(self, session: str, text: str) -> None:
-        bare, host = names.split(session)
-        if host is None:
-            return await self.local.type_text(session, text)
-        await self.link.call(host, commands.TypeText(bare, text))
+        await self.local.type_text(session, text)
 
     # -- the rest ----------------------------------------------------------------------
 
     def audit_action(self, action: str, who: Who, **fields: Any) -> None:
-        """Audited where the person acted: the hub's audit log (the session named with
-        its host)."""
+        """Audited where the person acted: the hub's audit log (a host's own service audits
+        what it did in the host's)."""
         self.local.audit_action(action, who, **fields)
 
     def set_previews(self, on: bool) -> None:
@@ -275,6 +266,42 @@ class HubPort:
         local = HostView(self.link.local_name or "this machine", local=True)
         return [local, *(HostView(name, online=h.online(), last_seen=h.last_seen)
                          for name, h in sorted(self.link.view.hosts.items()))]
+
+
+#: what a command did not do, when its host could not be asked (``Failed.doing``)
+_DOING: dict[type, Any] = {
+    SendPrompt: "deliver", AnswerRequest: "answer", AnswerQuestion: "answer",
+    StartSession: "start", StopTask: "stop", KillSession: "end", TrustFolder: "answer",
+    ShowChanges: "diff", CompactSession: "compact", SwitchModel: "model",
+    ResumeSession: "resume"}
+#: the service's results (``port.results``)
+_RESULTS = tuple(get_args(Result))
+#: reasons whose subject names a session (a host's: named with its host on the hub)
+_SESSION_SUBJECTS = frozenset({
+    Reason.NOT_RUNNING, Reason.NOT_WORKING, Reason.TRUST_FIRST, Reason.NO_TRUST_DIALOG,
+    Reason.FOLDER_UNKNOWN, Reason.ALREADY_RUNNING, Reason.NOT_ENDED})
+
+
+def _subject(command: Command, host: str) -> str:
+    """The session ``command`` is for, as the hub names it."""
+    name = command.name if isinstance(command, StartSession) else command.session
+    return names.qualify(name, host)
+
+
+def qualified(result: Result, host: str) -> Result:
+    """``result`` of ``host``'s service with its sessions named as the hub names them
+    (``claude-jim`` → ``claude-jim@box``)."""
+    if isinstance(result, Declined):
+        if result.reason in _SESSION_SUBJECTS and result.subject:
+            return dataclasses.replace(result, subject=names.qualify(result.subject, host))
+        return result
+    record: Any = result  # (each arm of the union has one of the two)
+    for name in ("session", "name"):
+        value = getattr(record, name, None)
+        if isinstance(value, str) and value:
+            return typing.cast(Result, dataclasses.replace(record, **{name: names.qualify(
+                value, host)}))
+    return result
 
 
 def offline_since(link: HubLink, host: str) -> str:

@@ -19,12 +19,15 @@ import functools
 import math
 import types
 import typing
-from collections import deque
+from collections import abc, deque
 from typing import Any
 
 #: the largest number a host's session or output may hold: every timestamp before the
 #: year 5000 and every count aipager keeps fit under it
 MAX_NUMBER = 1e11
+#: the largest whole number: what JSON keeps exact (a page's message ids are milliseconds
+#: since 1970, past ``MAX_NUMBER``; a time is never an ``int`` field)
+MAX_INT = 2**53
 
 
 class ShapeError(ValueError):
@@ -68,6 +71,15 @@ def _check(value: Any, hint: Any, where: str) -> None:
         return
     if origin is typing.ClassVar:
         return
+    if origin is typing.Literal:
+        if not any(value == arg and type(value) is type(arg) for arg in args):
+            msg = f"{where}: {value!r} is none of {', '.join(map(repr, args))}"
+            raise ShapeError(msg)
+        return
+    if origin is abc.Sequence:  # (a service's record: any list or tuple, not text)
+        origin = list if isinstance(value, list) else tuple
+    if origin is abc.Mapping:
+        origin = dict
     if origin in (list, deque, tuple) or hint in (list, deque, tuple):
         container = origin or hint
         if not isinstance(value, (list, deque, tuple)) or \
@@ -110,7 +122,9 @@ def _check_type(value: Any, hint: type, where: str) -> None:
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
             _fail(value, hint, where)
-        _bounded(value, where)
+        if abs(value) > MAX_INT:
+            msg = f"{where}: {value!r} is out of range"
+            raise ShapeError(msg)
         return
     if hint is str and value is None:
         return  # the daemon itself leaves an absent id None (``Permission.agent_id``)

@@ -1,11 +1,15 @@
-"""The chat and the page are two renderings of one service: each use case, done from both on
-one daemon, does the same thing and says the same words, in the person's language.
+"""The chat and the page are two renderings of one service: each use case, done from both,
+does the same thing and says the same words, in the person's language, whether the
+session runs on the chat's own machine or on a host joined to it as a hub.
 
 One real ``Daemon`` (its sessions' terminals faked by ``FakeSessions``, fed hook datagrams)
 stands under the real chat (aiogram over HTTP against the fake Bot API, a team group) and
 the real page application (behind its Mini App door, each person signed in with their own
 Telegram initData).  Every case asks the same thing of both and compares what the person
-reads: a tap's toast or the chat's reply against the page's message.
+reads: a tap's toast or the chat's reply against the page's message.  Each case runs twice
+(``both``'s parameter): ``here``, the session is that daemon's own; ``host``, that daemon is
+a hub and the session is on host ``box``, joined through a real nats-server, whose own
+service decides (its sessions, its tasks' authors, its policy and its home's floor).
 """
 
 from __future__ import annotations
@@ -34,15 +38,33 @@ ESCAPE = b"\x1b"
 
 
 class Surfaces:
-    """The chat and the page of one daemon."""
+    """The chat and the page of one daemon, and the machine its sessions run on (``daemon``
+    itself, or the hub's host ``box``: then ``host`` is ``"box"``)."""
 
-    def __init__(self, fake, daemon, bot, sessions, client) -> None:
+    def __init__(self, fake, daemon, bot, sessions, client, port=None, host: str = "") -> None:
         self.fake, self.daemon, self.bot, self.sessions, self.client = (fake, daemon, bot,
                                                                          sessions, client)
+        #: what the chat and the page stand on (the daemon, or the hub's port)
+        self.port = port or daemon
+        self.host = host
+
+    @property
+    def env(self) -> dict:
+        """The environment of the machine the sessions run on."""
+        return self.daemon.env
+
+    def said(self, label: str) -> str:
+        """How a result's words name session ``label`` (a host's with its host: the words
+        are the same on every surface, which may show the bare label elsewhere)."""
+        return f"{label}@{self.host}" if self.host else label
+
+    def terminal(self, session: str) -> str:
+        """``session`` as the machine it runs on names it."""
+        return session.removesuffix(f"@{self.host}") if self.host else session
 
     def feed(self, session: str, event: str, **fields) -> None:
-        self.daemon.deliver([orjson.dumps({"hook_event_name": event, "session": session,
-                                            **fields})])
+        self.daemon.deliver([orjson.dumps({"hook_event_name": event,
+                                            "session": self.terminal(session), **fields})])
         self.daemon.core.flush_cards()
 
     def start(self, label: str, cwd: str = "/tmp") -> str:
@@ -50,6 +72,13 @@ class Surfaces:
         self.sessions.live.add(session)
         self.feed(session, "SessionStart", source="startup", session_id=f"sid-{label}",
                   cwd=cwd, transcript_path=f"/nonexistent/{label}.jsonl")
+        return f"{session}@{self.host}" if self.host else session
+
+    async def started(self, label: str, cwd: str = "/tmp") -> str:
+        """``start``, once the chat and the page see the session."""
+        session = self.start(label, cwd)
+        await eventually(lambda: self.port.sessions.get(session) is not None,
+                         what=f"the chat to see {session}")
         return session
 
     async def page_get(self, user: dict, path: str) -> dict:
@@ -98,8 +127,8 @@ class Surfaces:
         return str(said["text"])
 
 
-@pytest.fixture
-async def both():
+@pytest.fixture(params=["here", "host"])
+async def both(request, tmp_path_factory):
     from aipager.bot.service import ChatBot
     from aipager.clients.members import Members
     from aipager.daemon.app import Daemon
@@ -118,7 +147,8 @@ async def both():
                config.Member(GUEST["id"], "user", "guest"),
                config.Member(GUESTA["id"], "user", "ana"),
                config.Member(READER["id"], "read_only", "reader"))
-    async with fake.running() as base:
+    async with contextlib.AsyncExitStack() as stack:
+        base = await stack.enter_async_context(fake.running())
         env = dict(os.environ, AIPAGER_TELEGRAM_API_BASE=base)
         cfg = config.Config(bot_token=TOKEN, chat_id=GROUP, members=members)
         config.save(env, cfg)
@@ -126,32 +156,70 @@ async def both():
         sessions = FakeSessions()
         holder: list = []
         live = WebNotifier(lambda: holder[0].sessions if holder else None)
-        daemon = Daemon(env, notifier=FanoutNotifier([bot.notifier, live]), session_io=sessions)
-        holder.append(daemon)
-        bot.attach(daemon)
+        notifier = FanoutNotifier([bot.notifier, live])
+        daemon = Daemon(env, notifier=notifier, session_io=sessions)
+        port, tasks, surfaces_of = daemon, [], (daemon, sessions, "")
+        if request.param == "host":
+            port, tasks, surfaces_of = await _hub_with_host(stack, tmp_path_factory, env,
+                                                            daemon, notifier, bot)
+        holder.append(port)
+        bot.attach(port)
         spawned: list = []
-        actions = WebActions(daemon, live, default_folder(env, lambda: None), spawned.append)
+        actions = WebActions(port, live, default_folder(env, lambda: None), spawned.append)
         app = make_app(actions, live, Logins(), People(env, Members(env, cfg)),
                        allowed_hosts=Settings().hosts(7180),
                        allowed_origins=Settings().origins(7180))
         client = TestClient(TestServer(app))
         await client.start_server()
-        task = asyncio.create_task(bot.run())
+        tasks.append(asyncio.create_task(bot.run()))
         try:
-            yield Surfaces(fake, daemon, bot, sessions, client)
+            machine, its_sessions, host = surfaces_of
+            yield Surfaces(fake, machine, bot, its_sessions, client, port, host)
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in reversed(tasks):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await client.close()
             for coro in spawned:
                 coro.close()
 
 
+async def _hub_with_host(stack, tmp_path_factory, env, daemon, notifier, bot):
+    """``daemon`` as a hub (wired as ``main.compose_hub`` wires it) and host ``box`` joined
+    to it through a real nats-server: (the hub's port, the link's tasks, (box's daemon, its
+    terminals, "box"))."""
+    from hub.conftest import HUB_PW, PASSWORDS, Broker, instance
+
+    from aipager.daemon.app import Daemon
+    from aipager.hub.creds import Creds
+    from aipager.hub.host import HostLink
+    from aipager.hub.link import HubLink
+    from aipager.hub.port import HubPort
+
+    root = tmp_path_factory.mktemp("parity-hub")
+    broker = Broker(root)
+    broker.start()
+    stack.callback(broker.kill)
+    link = HubLink(env, broker.url, Creds("hub", HUB_PW), notifier, timeout=5.0,
+                   hosts=lambda: ["box"], before_ack=bot.save, local_name="laptop")
+    port = HubPort(daemon, link)
+    box_env = instance(root, "box")
+    box_link = HostLink(box_env, broker.url, Creds("box", PASSWORDS["box"]))
+    box_sessions = FakeSessions()
+    box = Daemon(box_env, notifier=box_link, session_io=box_sessions)
+    box_link.attach(box)
+    tasks = [asyncio.create_task(link.run()), asyncio.create_task(box_link.run())]
+    await eventually(lambda: "box" in link.view.hosts and link.view.hosts["box"].online(), 15,
+                     "box online")
+    return port, tasks, (box, box_sessions, "box")
+
+
 @pytest.fixture
-def hook_reply():
-    """A datagram socket standing where a waiting hook listens for its decision."""
-    path = os.path.join(os.environ["AIPAGER_INSTANCE_DIR"], "reply-parity.sock")
+def hook_reply(both):
+    """A datagram socket standing where a waiting hook listens for its decision (on the
+    machine the session runs on)."""
+    path = os.path.join(both.env["AIPAGER_INSTANCE_DIR"], "reply-parity.sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(path)
     sock.settimeout(0.3)
@@ -173,7 +241,7 @@ def _owners_task_asks(both: Surfaces, session: str, reply_path: str) -> None:
 async def test_a_member_may_not_answer_anothers_request_and_both_say_so_in_their_language(
         both, hook_reply):
     path, sock = hook_reply
-    session = both.start("jim")
+    session = await both.started("jim")
     _owners_task_asks(both, session, path)
     message_id, buttons = await both.request_buttons()
 
@@ -193,7 +261,7 @@ async def test_a_member_may_not_answer_anothers_request_and_both_say_so_in_their
 
 async def test_a_request_answered_on_one_surface_reads_the_same_on_the_other(both, hook_reply):
     path, sock = hook_reply
-    session = both.start("jim")
+    session = await both.started("jim")
     _owners_task_asks(both, session, path)
     message_id, buttons = await both.request_buttons()
     # the owner allows on the page; the hook takes it
@@ -212,7 +280,7 @@ async def test_a_request_answered_on_one_surface_reads_the_same_on_the_other(bot
 
 
 async def test_a_read_only_member_cannot_prompt_from_either_surface(both):
-    session = both.start("jim")
+    session = await both.started("jim")
     chat = await both.reply(READER, "/jim hello")
     page = await both.page(READER, f"/api/sessions/{session}/prompt", {"text": "hello"})
     assert "Your role may not send messages to Claude here." in chat
@@ -221,25 +289,26 @@ async def test_a_read_only_member_cannot_prompt_from_either_surface(both):
 
 
 async def test_a_message_during_anothers_task_is_held_with_the_same_words(both):
-    session = both.start("jim")
+    session = await both.started("jim")
     both.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
     chat = await both.reply(GUEST, "/jim from the chat")
     page = await both.page(GUEST, f"/api/sessions/{session}/prompt", {"text": "from the page"})
-    assert chat == page == "⏳ queued after the terminal's task in jim"
+    assert chat == page == f"⏳ queued after the terminal's task in {both.said('jim')}"
     assert both.sessions.typed == []
 
 
 async def test_stopping_a_session_that_works_on_nothing_reads_the_same(both):
-    session = both.start("jim")
+    session = await both.started("jim")
     chat = await both.reply(OWNER, "/stop jim")
     page = await both.page(OWNER, f"/api/sessions/{session}/stop", {})
-    assert chat == page == "jim is not working on anything."
+    assert chat == page == f"{both.said('jim')} is not working on anything."
     assert both.sessions.keys == []
     # a task running: both press ⏹ (the second within the daemon's window presses nothing)
     both.feed(session, "UserPromptSubmit", prompt="long job", prompt_id="p1")
     page = await both.page(OWNER, f"/api/sessions/{session}/stop", {})
-    assert page == "⏹ Stop sent to jim."
-    await eventually(lambda: both.sessions.keys == [(session, [ESCAPE])], what="⏹ pressed")
+    assert page == f"⏹ Stop sent to {both.said('jim')}."
+    await eventually(lambda: both.sessions.keys == [(both.terminal(session), [ESCAPE])],
+                     what="⏹ pressed")
 
 
 async def test_allow_folder_for_this_session_remembers_the_same_from_either_surface(
@@ -248,7 +317,7 @@ async def test_allow_folder_for_this_session_remembers_the_same_from_either_surf
     chat and from the page (the page once allowed every suggestion, so it asked again)."""
     path, sock = hook_reply
     sock.settimeout(5)
-    session = both.start("jim")
+    session = await both.started("jim")
     folder = {"type": "addDirectories", "directories": ["/srv/data"], "destination": "session"}
     mode = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
     decisions = []
@@ -277,12 +346,11 @@ async def test_allow_folder_for_this_session_remembers_the_same_from_either_surf
     assert decisions[0] == decisions[1] == {"behavior": "allow", "updatedPermissions": [folder]}
 
 
-def _project_with_changes() -> str:
+def _project_with_changes(home: str) -> str:
     """A git project whose work tree changed a file, added one, and added a link to the
-    home's SSH key (which no member's task may read)."""
+    ``home``'s SSH key (which no member's task may read there)."""
     import subprocess
 
-    home = os.environ["HOME"]
     os.makedirs(os.path.join(home, ".ssh"), exist_ok=True)
     with open(os.path.join(home, ".ssh", "id_rsa"), "w") as f:
         f.write("PRIVATE KEY\n")
@@ -303,11 +371,11 @@ def _project_with_changes() -> str:
 
 
 async def test_diff_shows_the_same_changes_on_both_surfaces_as_far_as_each_may_read(both):
-    session = both.start("jim", cwd=_project_with_changes())
+    session = await both.started("jim", cwd=_project_with_changes(both.env["HOME"]))
     # a member: the two files, not the link to the key (counted, never named)
     chat = await both.reply(GUEST, "/diff jim")
     page = await both.page_get(GUEST, f"/api/sessions/{session}/changes")
-    head = ("📝 jim: changed since the last commit (files: 2)\n"
+    head = (f"📝 {both.said('jim')}: changed since the last commit (files: 2)\n"
             "Not shown, as your role may not read them (files: 1)")
     assert page["ok"] and page["message"] == head
     assert chat.startswith(head + "\n")
@@ -323,3 +391,23 @@ async def test_diff_shows_the_same_changes_on_both_surfaces_as_far_as_each_may_r
     page = await both.page_get(READER, f"/api/sessions/{session}/changes")
     assert not page["ok"] and page["message"] == "Your role may not send messages to Claude here."
     assert page["message"] in chat
+
+
+async def test_a_session_at_its_folder_trust_dialog_is_not_typed_into_from_either_surface(
+        both, tmp_path):
+    """Started in a folder Claude Code does not trust, a session waits at the trust dialog
+    (no hook runs before it): a message would answer the dialog, so both surfaces decline
+    it with the same words.  On a hub the host sees this for itself (its folders, its
+    session that has not started)."""
+    folder = tmp_path / "untrusted"
+    folder.mkdir()
+    reg = both.daemon.core.registry
+    sess = reg.ensure("claude-fresh")
+    sess.socket_seen, sess.cwd = True, str(folder)
+    reg.touch(sess)
+    session = f"claude-fresh@{both.host}" if both.host else "claude-fresh"
+    await eventually(lambda: both.port.sessions.get(session) is not None, what="seen")
+    chat = await both.reply(OWNER, "/fresh hello")
+    page = await both.page(OWNER, f"/api/sessions/{session}/prompt", {"text": "hello"})
+    assert chat == page == f"{both.said('fresh')} waits for you to trust its folder first."
+    assert both.sessions.typed == []

@@ -49,6 +49,9 @@ class FakePort:
     def sessions(self) -> Registry:
         return self.registry
 
+    #: a hub's hosts (``daemon.port.Remote``), when a test sets one
+    remote: Any = None
+
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
                            chat_id: int | str = "", sender: str = "", held: bool = False,
                            held_for: str = "task") -> None:

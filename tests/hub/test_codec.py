@@ -8,14 +8,23 @@ import dataclasses
 import orjson
 import pytest
 
+from typing import get_args
+
+from fakes.port import FakePort
+
 from aipager.daemon import notifier
-from aipager.daemon.dialogkeys import Answer
 from aipager.daemon.model import QueuedMessage, Request, Session, State, Task
-from aipager.daemon.port import (Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed, Outcome,
-                                 Refused, Who)
-from aipager.proto.errors import InvalidSessionName, SessionError, SessionNotFound
 from aipager.hub import codec, commands
-from aipager.daemon.worktree import Diff
+from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
+                                   KillSession, Mode, QuestionAnswer, ResumeSession, SendPrompt,
+                                   ShowChanges, StartSession, StopTask, SwitchModel,
+                                   TrustFolder)
+from aipager.port.results import (Already, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
+                                  Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
+                                  Resumed, Started, Stopping, Switching, Trusted, Typed)
+from aipager.port.rights import Reason
+from aipager.port.who import Person
+from aipager.proto.errors import InvalidSessionName, SessionError, SessionNotFound
 
 SAMPLES = [
     notifier.Card("claude-a", "card text", 3, task=2, final=True),
@@ -60,8 +69,8 @@ def test_outputs_round_trip_through_json_bytes(out):
     assert back == out and type(back) is type(out)
 
 
-@pytest.mark.parametrize("doc", [None, [], {"kind": "nope", "session": "s"},
-                                 {"kind": "card"}, {"kind": "notice", "session": "s",
+@pytest.mark.parametrize("doc", [None, [], {"record": "nope", "session": "s"},
+                                 {"record": "card"}, {"record": "notice", "session": "s",
                                                     "notice": "no_such_notice"}])
 def test_a_record_this_version_cannot_read_is_refused(doc):
     with pytest.raises(codec.CodecError):
@@ -87,54 +96,92 @@ def test_a_session_crosses_without_what_only_its_card_needs():
     assert "rows" not in orjson.loads(wire)
 
 
-WHO = Who("@alice", 7, "admin")
+ANA = Person(7, "ana", "admin", may_manage=False, username="ana_b")
 COMMANDS = [
-    commands.QueueChatMessage("claude-a", 5, "hi", 42, "alice", True, "dialog"),
-    commands.DropChatMessage("claude-a", "5"),
-    commands.AnswerRequest("claude-a", "k1", "allow_always", WHO, "because", 1),
-    commands.AnswerRequest("claude-a", "k1", "allow", WHO, edit="make test -k fast"),
-    commands.AnswerQuestion("claude-a", "q1", WHO, (Answer([0, 2], "other"), Answer([], "x"))),
-    commands.AnswerQuestion("claude-a", "q1", WHO, None),
-    commands.StartSession("new", "resume-id", "/work"),
-    commands.StartSession("new", "", "/work", "plan"),
-    commands.SessionChanges("claude-a", "user", 7),
-    commands.StopSession("claude-a"),
-    commands.KillSession("a"),
-    commands.SwitchModel("claude-a", "opus"),
-    commands.TypePrompt("claude-a", "fix it", {"msg_id": 5, "role": "user", "reply_to": None}),
-    commands.TypeText("claude-a", "/compact"),
-    commands.TypePrompt("claude-a", "check /h/in/chat-1/a.jpg", {"msg_id": 6},
-                        {"/h/in/chat-1/a.jpg": "0123456789abcdef0123"}),
-    commands.QueueChatMessage("claude-a", 7, "see /h/x", files={"/h/x": "89abcdef"}),
+    commands.Ask(SendPrompt(ANA, "claude-a", "fix it", 5, 42, style="brief",
+                            reply_to={"text": "before", "sent_at": 1.5})),
+    commands.Ask(SendPrompt(ANA, "claude-a", "check /h/in/chat-1/a.jpg", 6, "p:1", queued=True),
+                 {"/h/in/chat-1/a.jpg": "0123456789abcdef0123"}),
+    commands.Ask(AnswerRequest(ANA, "claude-a", "k1", "allow_always", "because", 1)),
+    commands.Ask(AnswerRequest(ANA, "claude-a", "k1", "allow", edit="make test -k fast")),
+    commands.Ask(AnswerQuestion(ANA, "claude-a", "q1", [QuestionAnswer([0, 2], "other"),
+                                                        QuestionAnswer([], "x")])),
+    commands.Ask(AnswerQuestion(ANA, "claude-a", "q1", None)),
+    commands.Ask(StartSession(ANA, "new", "/work", "resume-id", Mode.PLAN)),
+    commands.Ask(StopTask(ANA, "claude-a")),
+    commands.Ask(KillSession(ANA, "a")),
+    commands.Ask(TrustFolder(ANA, "claude-a", yes=False)),
+    commands.Ask(ShowChanges(ANA, "claude-a")),
+    commands.Ask(CompactSession(ANA, "claude-a")),
+    commands.Ask(SwitchModel(ANA, "claude-a", "opus")),
+    commands.Ask(ResumeSession(ANA, "claude-a")),
     commands.PutFile("0123456789abcdef0123", "a photo.jpg", 1, 3, "aGVsbG8="),
 ]
 
 
 def test_every_command_has_a_sample():
     assert {c.name for c in COMMANDS} == set(commands.COMMANDS)
+    assert {type(c.command) for c in COMMANDS if isinstance(c, commands.Ask)} == \
+        set(get_args(Command))
 
 
-@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: c.name)
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: type(getattr(c, "command", c)).__name__)
 def test_commands_round_trip(cmd):
     wire = orjson.dumps(commands.command_to_json(cmd))
-    assert commands.command_from_json(orjson.loads(wire)) == cmd
+    back = commands.command_from_json(orjson.loads(wire))
+    assert back == cmd
+    if isinstance(cmd, commands.Ask):  # (records compare equal across list and tuple)
+        assert type(back.command.who) is Person
+
+
+def test_a_prompts_callback_stays_on_the_hub():
+    cmd = commands.Ask(SendPrompt(ANA, "claude-a", "go", 5, 42, submitting=print))
+    doc = orjson.loads(orjson.dumps(commands.command_to_json(cmd)))
+    assert "submitting" not in doc["command"]
+    assert commands.command_from_json(doc).command.submitting is None
 
 
 def test_a_command_this_version_does_not_know_is_refused():
     with pytest.raises(codec.CodecError):
         commands.command_from_json({"name": "rm_rf"})
     with pytest.raises(codec.CodecError):
-        commands.command_from_json({"name": "type_text", "bogus": 1})
+        commands.command_from_json({"name": "type_text", "session": "claude-a", "text": "x"})
+    with pytest.raises(codec.CodecError):
+        commands.command_from_json({"name": "put_file", "bogus": 1})
+
+
+@pytest.mark.parametrize("bad", [
+    {"record": "RmRf", "session": "claude-a"},
+    {"record": "AnswerRequest", "who": {"user_id": 7, "label": "a", "role": "user"},
+     "session": "claude-a", "key": "k", "kind": "sudo"},  # no such answer
+    {"record": "SwitchModel", "who": "owner", "session": "claude-a", "model": "opus"},
+    {"record": "StartSession", "who": {"user_id": 7, "label": "a", "role": "user"},
+     "name": "x", "mode": "bypassPermissions"},
+    {"record": "StopTask", "who": {"user_id": "7", "label": "a", "role": "user"},
+     "session": "claude-a"},
+    {"record": "SendPrompt", "who": {"user_id": 7, "label": "a", "role": "user",
+                                   "may_prompt": "yes"},
+     "session": "claude-a", "text": "x", "msg_id": 1, "chat_id": 2},
+])
+def test_a_use_case_that_does_not_fit_is_refused_where_it_is_read(bad):
+    with pytest.raises(codec.CodecError):
+        commands.command_from_json({"name": "ask", "command": bad})
 
 
 RESULTS = [None, True, False, "claude-new", ByHook(), ByKeys(), Already(), Gone(),
            InTerminal(), KeysFailed("not running"), Refused("the floor"),
-           Diff("@@ -1 +1 @@\n-a\n+b\n", ("a.txt", "b c.txt"), hidden=2, cut=True),
-           Diff(repo=False)]
+           Declined(Reason.NOT_RUNNING, "claude-a"), Declined(Reason.MAY_NOT_PROMPT),
+           Typed("claude-a"), Held("claude-a", "task", "ana"), Held("claude-a", "dialog"),
+           Failed("gone", "claude-a", "diff", "not_running"), Started("claude-b", "/w"),
+           Stopping("claude-a", True), Ended("claude-a", False), Trusted("claude-a", "/w"),
+           Changes("claude-a", "@@ -1 +1 @@\n-a\n+b\n", ("a.txt", "b c.txt"), 2, True),
+           Changes("claude-a", "", repo=False), Compacting("claude-a"),
+           Switching("claude-a", "opus"), Resumed("claude-a", "/w")]
 
 
-def test_every_outcome_the_port_names_has_a_sample():
-    assert {type(v) for v in RESULTS if type(v) in Outcome.__args__} == set(Outcome.__args__)
+def test_every_result_the_service_names_has_a_sample():
+    assert {type(v) for v in RESULTS if v is not None and not isinstance(v, (bool, str))} == \
+        set(get_args(Result))
 
 
 @pytest.mark.parametrize("value", RESULTS, ids=repr)
@@ -142,6 +189,8 @@ def test_results_round_trip(value):
     wire = orjson.dumps(commands.result_to_json(value))
     back = commands.result_from_json(orjson.loads(wire))
     assert back == value and type(back) is type(value)
+    if isinstance(value, Changes):
+        assert isinstance(back.files, tuple)
 
 
 @pytest.mark.parametrize("exc", [SessionNotFound("session jim is not running"),
@@ -161,27 +210,52 @@ def test_any_other_error_is_host_failed():
         commands.result_from_json(orjson.loads(wire))
 
 
-def test_outcomes_are_frozen_dataclasses():
-    assert all(dataclasses.is_dataclass(v) for v in RESULTS[4:])
+def test_results_are_frozen_dataclasses():
+    assert all(dataclasses.is_dataclass(v) and v.__dataclass_params__.frozen
+               for v in RESULTS[4:])
 
 
-async def test_a_new_session_in_a_folder_the_host_lacks_starts_in_its_home(tmp_path):
-    class Port:
-        env = {"HOME": str(tmp_path)}
+async def test_a_new_session_in_a_folder_the_host_lacks_starts_in_its_default(tmp_path):
+    port = FakePort({"HOME": str(tmp_path), "AIPAGER_HOME": str(tmp_path / "state")})
+    owner = Person(1, "owner", "owner", exempt=True)
+    got = await commands.Ask(StartSession(owner, "web", "/no/such/folder/on/this/host")).run(
+        port)
+    assert got == Started("claude-web", str(tmp_path))
+    here = tmp_path / "here"
+    here.mkdir()
+    got = await commands.Ask(StartSession(owner, "web2", str(here), mode=Mode.PLAN)).run(port)
+    assert got == Started("claude-web2", str(here))
+    [_, (args, kwargs)] = port.calls("start_session")
+    assert args == ("web2",) and kwargs == {"resume_id": "", "cwd": str(here), "mode": "plan"}
 
-        async def start_session(self, label, *, resume_id="", cwd="", mode=""):
-            return (label, resume_id, cwd) + ((mode,) if mode else ())
 
-    got = await commands.StartSession("web", "", "/no/such/folder/on/this/host").run(Port())
-    assert got == ("web", "", str(tmp_path))
-    got = await commands.StartSession("web", "r1", str(tmp_path)).run(Port())
-    assert got == ("web", "r1", str(tmp_path))
-    got = await commands.StartSession("web", "", str(tmp_path), "plan").run(Port())
-    assert got == ("web", "", str(tmp_path), "plan")
+async def test_the_host_decides_with_its_own_service(tmp_path):
+    """A reader's prompt is declined by the host's own rights check, and an owner's is
+    typed there with its note (sender, role): the hub sent the person, not a decision."""
+    port = FakePort({"HOME": str(tmp_path), "AIPAGER_HOME": str(tmp_path / "state")})
+    port.add_session("claude-a", State.READY)
+    reader = Person(3, "rita", "read_only", may_prompt=False, may_approve=False,
+                    may_manage=False)
+    got = await commands.Ask(SendPrompt(reader, "claude-a", "cat ~/.ssh/id_rsa", 5, 42)).run(port)
+    assert got == Declined(Reason.MAY_NOT_PROMPT)
+    assert not port.calls("type_prompt")
+    got = await commands.Ask(SendPrompt(ANA, "claude-a", "run the tests", 6, 42)).run(port)
+    assert got == Typed("claude-a")
+    [(args, kwargs)] = port.calls("type_prompt")
+    assert args == ("claude-a", "run the tests")
+    assert kwargs["note"]["author_label"] == "ana" and kwargs["note"]["role"] == "admin"
 
 
-def test_a_diff_answer_that_does_not_fit_is_refused():
-    doc = commands.result_to_json(Diff("x", ("a",)))
-    doc["ok"]["files"] = "a"  # a string where the names go
+def test_a_result_that_does_not_fit_is_refused():
+    doc = commands.result_to_json(Changes("claude-a", "x", ("a",)))
+    doc["ok"]["result"]["files"] = "a"  # a string where the names go
+    with pytest.raises(codec.CodecError):
+        commands.result_from_json(doc)
+    doc = commands.result_to_json(Declined(Reason.EMPTY))
+    doc["ok"]["result"]["reason"] = "because_i_say_so"
+    with pytest.raises(codec.CodecError):
+        commands.result_from_json(doc)
+    doc = commands.result_to_json(Held("claude-a", "task"))
+    doc["ok"]["result"]["until"] = "forever"
     with pytest.raises(codec.CodecError):
         commands.result_from_json(doc)

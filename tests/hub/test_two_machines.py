@@ -148,9 +148,9 @@ async def test_new_name_at_host_starts_the_session_there_and_kill_ends_it(machin
         await machines.fake.wait_for("sendMessage",
                                      lambda p: "web@box started" in str(p.get("text")))
         await eventually(lambda: mark.exists() and mark.read_text(), 10, "claude started on box")
-        # (started in the hub's default folder: here both machines share one file system;
-        # a folder box lacks means box's home: test_codec.py)
-        assert mark.read_text().strip() == f"{machines.hub_env['HOME']}|"
+        # (no folder named: box's own default, decided on box; a folder box lacks means
+        # box's default too: test_codec.py)
+        assert mark.read_text().strip() == f"{box.env['HOME']}|"
         assert dtach.is_live(paths.dtach_socket(box.env, "web"))
         assert not dtach.list_sessions(machines.hub_env)
         box.feed("claude-web", "SessionStart", source="startup", session_id="sid-web",

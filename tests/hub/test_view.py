@@ -15,6 +15,12 @@ from aipager.hub import codec
 from aipager.hub.creds import Creds
 from aipager.hub.link import HubLink, as_hub_output
 from aipager.hub.port import HubPort
+from aipager.port.commands import KillSession, SendPrompt, StartSession, StopTask
+from aipager.port.results import Declined, Failed, Gone, Started, Typed
+from aipager.port.rights import Reason
+from aipager.port.who import Person
+
+OWNER = Person(1, "owner", "owner", exempt=True)
 
 
 def doc(name, state=State.READY, **kw):
@@ -56,28 +62,25 @@ def test_labels_take_the_host_only_when_a_name_is_ambiguous(hub):
                       "claude-web@box": "web", "claude-api@vm": "api@vm"}
 
 
-async def test_kill_by_label_goes_where_the_label_points(hub, monkeypatch):
+def test_a_use_case_goes_where_its_session_or_label_points(hub):
     local, link, port = hub
     link.view.note_snapshot("box", [doc("web")], (1, 1), time.time())
-    calls = []
+    local.core.registry.ensure("claude-mine").state = State.READY
 
-    async def call(host, cmd):
-        calls.append((host, cmd))
-        return True
+    def routed(command):
+        got = port.route(command)
+        return None if got is None else (got[0], getattr(got[1], "session", None)
+                                         or got[1].name)
 
-    async def local_kill(label):
-        calls.append(("local", label))
-        return True
-
-    monkeypatch.setattr(link, "call", call)
-    monkeypatch.setattr(local, "kill_session", local_kill)
-    await port.kill_session("web")
-    await port.kill_session("web@box")
-    await port.kill_session("nobody")
-    await port.kill_session("api@laptop")
-    assert [(h, getattr(c, "label", c)) for h, c in calls] == [
-        ("box", "web"), ("box", "web"), ("local", "nobody"),
-        ("local", "api")]
+    assert routed(KillSession(OWNER, "web")) == ("box", "web")  # the label a host's alone has
+    assert routed(KillSession(OWNER, "web@box")) == ("box", "web")
+    assert routed(StopTask(OWNER, "claude-web@box")) == ("box", "claude-web")
+    assert routed(KillSession(OWNER, "nobody")) is None
+    assert routed(SendPrompt(OWNER, "claude-mine", "hi", 1, 2)) is None
+    assert routed(KillSession(OWNER, "api@laptop")) is None  # the hub's own name
+    assert routed(StartSession(OWNER, "new@box")) == ("box", "new")
+    assert routed(StartSession(OWNER, "new@laptop")) is None
+    assert routed(StartSession(OWNER, "new")) is None
 
 
 def test_status_groups_sessions_by_host_and_says_who_is_offline(hub):
@@ -98,17 +101,33 @@ def test_status_groups_sessions_by_host_and_says_who_is_offline(hub):
     assert " · working" in lines[2] and " · ready" in lines[4]
 
 
-async def test_a_command_for_an_offline_or_unknown_host_fails_at_once(hub):
-    from aipager.hub.commands import HostUnreachable
+async def test_a_use_case_for_an_offline_or_unknown_host_fails_at_once(hub):
+    from aipager.daemon.service import Service
 
     _, link, port = hub
     link.view.note_snapshot("vm", [doc("web")], (1, 1), time.time() - 600)
-    with pytest.raises(HostUnreachable, match="vm is offline since"):
-        await port.type_text("claude-web@vm", "hi")
-    with pytest.raises(HostUnreachable, match="late has not joined yet"):
-        await port.stop_session("claude-x@late")
-    with pytest.raises(HostUnreachable, match="nope is not a host of this hub"):
-        await port.stop_session("claude-x@nope")
+    service = Service(port, lambda: os.environ["HOME"])
+    got = await service.ask(SendPrompt(OWNER, "claude-web@vm", "hi", 1, 2))
+    assert isinstance(got, Failed) and got.session == "claude-web@vm"
+    assert "vm is offline since" in got.error and got.doing == "deliver"
+    got = await service.ask(StopTask(OWNER, "claude-x@late"))
+    assert isinstance(got, Failed) and "late has not joined yet" in got.error
+    assert got.doing == "stop"
+    got = await service.ask(StartSession(OWNER, "x@nope"))
+    assert isinstance(got, Failed) and "nope is not a host of this hub" in got.error
+    assert (got.session, got.doing) == ("x@nope", "start")
+
+
+def test_a_hosts_result_names_its_sessions_as_the_hub_does():
+    from aipager.hub.port import qualified
+
+    assert qualified(Typed("claude-a"), "box") == Typed("claude-a@box")
+    assert qualified(Started("claude-a", "/w"), "box") == Started("claude-a@box", "/w")
+    assert qualified(Declined(Reason.NOT_RUNNING, "claude-a"), "box") == \
+        Declined(Reason.NOT_RUNNING, "claude-a@box")
+    assert qualified(Declined(Reason.NO_FOLDER, "/w"), "box") == Declined(Reason.NO_FOLDER, "/w")
+    assert qualified(Declined(Reason.MAY_NOT_PROMPT), "box") == Declined(Reason.MAY_NOT_PROMPT)
+    assert qualified(Gone(), "box") == Gone()
 
 
 def test_files_stay_on_their_host_and_the_chat_is_told():

@@ -1,0 +1,127 @@
+"""The service's commands and results as JSON: what travels when the hub asks a host.
+
+A use case for a host's session is that host's own to decide (``remote``): the hub sends
+the command record of ``aipager.port.commands`` whole, as the person asked it, and gets
+back the result record of ``aipager.port.results``.  Both travel as ``{"record": <class>,
+<field>: …}``; what is read back is rebuilt from the records' own annotations and
+checked against them (``shape``), so a host's answer that does not fit is refused where
+it is read, never far away in a renderer.  A command's callback (``SendPrompt.submitting``)
+stays behind: the hub calls it before the command leaves.
+
+``command_from_json(command_to_json(c)) == c`` and the same for results, for every kind
+(``tests/hub/test_codec.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, get_args
+
+from aipager.hub import shape
+from aipager.hub.codec import CodecError
+from aipager.port import commands, results
+
+#: every command a hub may send, by class name
+COMMANDS: dict[str, type] = {cls.__name__: cls for cls in get_args(commands.Command)}
+#: every result a host may answer with, by class name
+RESULTS: dict[str, type] = {cls.__name__: cls for cls in get_args(results.Result)}
+
+
+def command_to_json(command: commands.Command) -> dict[str, Any]:
+    return _to_json(command)
+
+
+def result_to_json(result: results.Result) -> dict[str, Any]:
+    return _to_json(result)
+
+
+def command_from_json(doc: Any) -> commands.Command:
+    """Raises:
+        CodecError: not a command this version knows, or fields that do not fit."""
+    return typing.cast(commands.Command, _from_json(doc, COMMANDS, "command"))
+
+
+def result_from_json(doc: Any) -> results.Result:
+    """Raises:
+        CodecError: not a result this version knows, or fields that do not fit."""
+    return typing.cast(results.Result, _from_json(doc, RESULTS, "result"))
+
+
+def _to_json(record: Any) -> dict[str, Any]:
+    return {"record": type(record).__name__, **_plain(record)}
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not callable(getattr(value, f.name))}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _from_json(doc: Any, table: dict[str, type], what: str) -> Any:
+    if not isinstance(doc, dict) or doc.get("record") not in table:
+        kind = doc.get("record") if isinstance(doc, dict) else type(doc).__name__
+        msg = f"not a {what} this version knows: {kind!r}"
+        raise CodecError(msg)
+    cls = table[doc["record"]]
+    try:
+        value = _build(cls, doc)
+        shape.check(value)
+    except (TypeError, ValueError) as exc:  # (ShapeError is a ValueError)
+        msg = f"a {cls.__name__} {what} that does not fit: {exc}"
+        raise CodecError(msg) from exc
+    return value
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _build(cls: type, doc: Any) -> Any:
+    if not isinstance(doc, dict):
+        msg = f"{cls.__name__} must be an object, not {type(doc).__name__}"
+        raise TypeError(msg)
+    hints = _hints(cls)
+    return cls(**{f.name: _value(doc[f.name], hints[f.name])
+                  for f in dataclasses.fields(cls) if f.init and f.name in doc})
+
+
+def _value(value: Any, hint: Any) -> Any:
+    """``value`` as JSON gave it, made what ``hint`` names where JSON cannot say it (a
+    record, an enum member, a tuple); the rest is left to ``shape.check``."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        for arm in get_args(hint):
+            if arm is not type(None):
+                try:
+                    return _value(value, arm)
+                except (TypeError, ValueError):
+                    continue
+        return value
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _build(hint, value)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)
+    if origin in (tuple, Sequence, list) and isinstance(value, list):
+        item = get_args(hint)[0] if get_args(hint) else Any
+        items = [_value(v, item) for v in value]
+        return tuple(items) if origin is tuple else items
+    return value
+
+
+__all__ = ["COMMANDS", "RESULTS", "command_from_json", "command_to_json", "result_from_json",
+           "result_to_json"]
