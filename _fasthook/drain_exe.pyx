@@ -205,22 +205,31 @@ cdef void cut_socket(Salvage* s) noexcept nogil:
         unlink(s.sock_path)
 
 
-cdef void hold_pipe(Salvage* s) noexcept nogil:
-    """Read everything the pipe has now into ``s.held``."""
+cdef int hold_room(Salvage* s, size_t need) noexcept nogil:
+    """Room for ``need`` more bytes in ``s.held`` (doubled as it grows); 0 when memory
+    ran out (``held_failed`` says so: what is held still spools)."""
     cdef char* grown
     cdef size_t want
+    if s.held_cap - s.held_len >= need:
+        return 1
+    want = s.held_cap * 2 if s.held_cap else <size_t>READ_CHUNK * 2
+    while want - s.held_len < need:
+        want *= 2
+    grown = <char*>realloc(s.held, want)
+    if grown == NULL:
+        s.held_failed = 1
+        return 0
+    s.held = grown
+    s.held_cap = want
+    return 1
+
+
+cdef void hold_pipe(Salvage* s) noexcept nogil:
+    """Read everything the pipe has now into ``s.held``."""
     cdef ssize_t n
     while True:
-        if s.held_cap - s.held_len < READ_CHUNK:
-            want = s.held_cap * 2 if s.held_cap else <size_t>READ_CHUNK * 2
-            while want - s.held_len < READ_CHUNK:
-                want *= 2
-            grown = <char*>realloc(s.held, want)
-            if grown == NULL:
-                s.held_failed = 1
-                return
-            s.held = grown
-            s.held_cap = want
+        if not hold_room(s, READ_CHUNK):
+            return
         n = read(s.pipe, s.held + s.held_len, READ_CHUNK)
         if n < 0:
             if errno == EINTR:
@@ -265,9 +274,7 @@ cdef void* salvage_watch(void* arg) noexcept nogil:
 cdef void close_door(Salvage* s) noexcept nogil:
     """Nothing sent from now on is accepted and then lost (Salvage._close_door)."""
     cdef char* buf
-    cdef char* grown
     cdef ssize_t n
-    cdef size_t want
     cdef int reads = 0
     if s.sock < 0 or shutdown(s.sock, SHUT_RD) < 0:
         return
@@ -282,16 +289,8 @@ cdef void close_door(Salvage* s) noexcept nogil:
             if errno == EINTR:
                 continue
             break  # EAGAIN: the queue is empty and stays so
-        if s.held_cap - s.held_len < <size_t>n + 4:
-            want = s.held_cap * 2 if s.held_cap else <size_t>READ_CHUNK
-            while want - s.held_len < <size_t>n + 4:
-                want *= 2
-            grown = <char*>realloc(s.held, want)
-            if grown == NULL:
-                s.held_failed = 1
-                break
-            s.held = grown
-            s.held_cap = want
+        if not hold_room(s, <size_t>n + 4):
+            break
         s.held[s.held_len] = <char>(n & 0xff)
         s.held[s.held_len + 1] = <char>((n >> 8) & 0xff)
         s.held[s.held_len + 2] = <char>((n >> 16) & 0xff)

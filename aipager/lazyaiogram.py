@@ -15,7 +15,7 @@ anything about this does not hold (another aiogram or pydantic), the eager
 build runs after all, logged, and the bot works as it would have (heavier).
 
 Call ``import_aiogram()`` before anything imports aiogram (``aipager.bot``'s
-``__init__`` does, and ``telegram_check.build_bot``).
+``__init__`` does, and ``botapi.build_bot``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Mapping
 
 import orjson
@@ -52,6 +53,26 @@ def msg_key(chat_id: int | str, message_id: int | str) -> str:
     return f"{chat_id}:{message_id}"
 
 
+@dataclass(frozen=True)
+class RequestRef:
+    """What a request's or a question's buttons stand for: its session and its key."""
+
+    session: str
+    key: str
+
+
+class KillStage(StrEnum):
+    """Where the chat's "End session?" question of a session is."""
+
+    #: asked: its buttons answer it
+    ASKED = "asked"
+    #: a tap took it (a second tap, even one racing the first, finds it answered)
+    TAKEN = "taken"
+    #: ended (or being ended) from the chat, and the question says so: the session's end
+    #: notice that follows would say it a second time
+    BY_CHAT = "by_chat"
+
+
 @dataclass
 class ChatState:
     """The chat side's memory (see the module docstring)."""
@@ -62,7 +83,8 @@ class ChatState:
     routes: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: chat id (str) → the session plain messages go to
     current: dict[str, str] = field(default_factory=dict)
-    #: button handle → what it stands for (``session``/``request`` + value)
+    #: button handle → what it stands for: [kind, value] (``session``, ``new``, ``voice``)
+    #: or [kind, session, key] (``request``, ``ask``: a ``RequestRef``)
     handles: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
     next_handle: int = 1
     #: chat id (str) → settings (see DEFAULT_PREFS)
@@ -75,8 +97,11 @@ class ChatState:
     authors: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the outbox's unsent work (``outbox.Op.to_json``), oldest first
     pending: list[dict[str, Any]] = field(default_factory=list)
-    #: live message key → the text it shows (a restart re-emits cards: same text, no edit)
-    shown: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    #: live message key → [the text it shows, its buttons' name ("" none, "stop")] (a restart
+    #: re-emits cards: the same text and buttons, no edit)
+    shown: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
+    #: session name → where the chat's "End session?" question of it is
+    kills: dict[str, KillStage] = field(default_factory=dict)
     #: questions being answered from the chat: request key → questions, step, answers
     asks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: one-time invitation codes → {"role", "by", "expires"}
@@ -111,14 +136,20 @@ class ChatState:
         self.live.move_to_end(key)
         _trim(self.live, LIVE_KEPT)
 
-    def show(self, key: str, text: str) -> bool:
-        """Record that live message ``key`` shows ``text``; False when it already did."""
-        if self.shown.get(key) == text:
+    def show(self, key: str, text: str, buttons: str = "") -> bool:
+        """Record that live message ``key`` shows ``text`` with ``buttons`` (a name: "stop");
+        False when it already did."""
+        if self.shown.get(key) == [text, buttons]:
             return False
-        self.shown[key] = text
+        self.shown[key] = [text, buttons]
         self.shown.move_to_end(key)
         _trim(self.shown, LIVE_KEPT)
         return True
+
+    def shown_text(self, key: str) -> str | None:
+        """The text live message ``key`` shows (None: none is recorded)."""
+        pair = self.shown.get(key)
+        return pair[0] if pair else None
 
     def forget_live(self, key: str) -> None:
         self.live.pop(key, None)
@@ -136,21 +167,31 @@ class ChatState:
 
     # -- button handles --------------------------------------------------------
 
-    def handle(self, kind: str, value: str) -> int:
+    def handle(self, kind: str, value: str | RequestRef) -> int:
         """A short number standing for ``(kind, value)`` in callback data (≤ 64 bytes)."""
-        for key, pair in reversed(self.handles.items()):
-            if pair == [kind, value]:
+        entry = [kind, value.session, value.key] if isinstance(value, RequestRef) \
+            else [kind, value]
+        for key, known in reversed(self.handles.items()):
+            if known == entry:
                 return int(key)
         number = self.next_handle
         self.next_handle += 1
-        self.handles[str(number)] = [kind, value]
+        self.handles[str(number)] = entry
         _trim(self.handles, HANDLES_KEPT)
         return number
 
     def resolve(self, kind: str, number: int) -> str | None:
         """What handle ``number`` stands for, if it is of ``kind`` and still known."""
-        pair = self.handles.get(str(number))
-        return pair[1] if pair and pair[0] == kind else None
+        entry = self.handles.get(str(number))
+        return entry[1] if entry and len(entry) == 2 and entry[0] == kind else None
+
+    def resolve_request(self, kind: str, number: int) -> RequestRef | None:
+        """The request (``kind`` ``request``) or question (``ask``) handle ``number`` stands
+        for, if still known."""
+        entry = self.handles.get(str(number))
+        if not entry or len(entry) != 3 or entry[0] != kind:
+            return None
+        return RequestRef(entry[1], entry[2])
 
     # -- reactions -------------------------------------------------------------
 
@@ -181,7 +222,7 @@ class ChatState:
             "current": self.current, "handles": self.handles, "next_handle": self.next_handle,
             "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
             "authors": self.authors, "pending": self.pending, "menu": self.menu,
-            "shown": self.shown, "invites": self.invites,
+            "shown": self.shown, "kills": self.kills, "invites": self.invites,
             "asks": self.asks, "taken": self.taken, "handled": self.handled,
             "langs": self.langs, "chat_langs": self.chat_langs,
         }
@@ -192,10 +233,18 @@ class ChatState:
         state = cls()
         if not isinstance(doc, dict):
             return state
-        for name in ("live", "routes", "handles", "reactions", "shown"):
+        for name in ("live", "routes", "reactions"):
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, OrderedDict(value))
+        if isinstance(doc.get("handles"), dict):
+            state.handles = OrderedDict((k, _handle_entry(v)) for k, v in doc["handles"].items()
+                                        if isinstance(v, list) and v)
+        if isinstance(doc.get("shown"), dict):
+            state.shown = OrderedDict((k, _shown_entry(v)) for k, v in doc["shown"].items())
+        if isinstance(doc.get("kills"), dict):
+            state.kills = {str(k): KillStage(v) for k, v in doc["kills"].items()
+                           if v in KillStage.__members__.values()}
         for name in ("current", "prefs", "strangers", "authors", "invites", "asks"):
             value = doc.get(name)
             if isinstance(value, dict):
@@ -213,6 +262,22 @@ class ChatState:
             if isinstance(doc.get(name), int) and not isinstance(doc.get(name), bool):
                 setattr(state, name, doc[name])
         return state
+
+
+def _handle_entry(entry: list[Any]) -> list[str]:
+    """A saved handle; one of an older version names a request as ``session\\0key``."""
+    if len(entry) == 2 and isinstance(entry[1], str) and "\0" in entry[1]:
+        return [str(entry[0]), *entry[1].split("\0", 1)]
+    return [str(v) for v in entry]
+
+
+def _shown_entry(value: Any) -> list[str]:
+    """A saved shown text; an older version kept the buttons (``\\0stop``) and the kill
+    question's stage (an invisible first character) inside the text itself."""
+    if isinstance(value, list) and len(value) == 2:
+        return [str(value[0]), str(value[1])]
+    text, _, buttons = str(value).partition("\0")
+    return [text.lstrip("\u2060\u2063"), buttons]
 
 
 def _trim(od: OrderedDict, cap: int) -> None:

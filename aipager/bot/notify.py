@@ -37,7 +37,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 from aipager import locales
 from aipager.bot import i18n, private, view
 from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
-from aipager.bot.chatstate import ChatState
+from aipager.bot.chatstate import ChatState, KillStage, RequestRef
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
@@ -67,12 +67,6 @@ def kill_key(session: str) -> str:
     """The live message asking whether to end ``session``: its outcome replaces it."""
     return f"kill:{session}"
 
-
-#: the open kill question (``shown`` starts with it); once answered it shows the outcome
-KILL_ASK = "\u2060"
-#: a kill from the chat is under way or done, and its question says so (``shown`` starts
-#: with it): the session's end notice that follows would say it a second time
-KILL_BY_CHAT = "\u2063"
 
 
 def _entities(chunk: Any) -> tuple[dict[str, Any], ...]:
@@ -206,7 +200,7 @@ class ChatNotifier:
         markup = view.markup(kb)
         reply_to = _prompt_msg(sess, task, self.state, chat_id) if bell.reply_prompt else None
         if bell.live:
-            if not self.state.show(bell.key, text + ("\0stop" if bell.stop else "")):
+            if not self.state.show(bell.key, text, "stop" if bell.stop else ""):
                 return
             self.outbox.put(Live(chat_id, text, key=bell.key, markup=markup,
                                  session=out.session, reply_to=reply_to, final=bell.final))
@@ -253,7 +247,7 @@ class ChatNotifier:
             markup = _one_button(_("⏹ Stop"), SessionTap(h=handle, act=SessionAct.STOP))
         if final:
             self._release_files(out.session, out.task, chat_id)
-        if not self.state.show(key, text + ("" if final else "\0stop")):
+        if not self.state.show(key, text, "" if final else "stop"):
             return
         self.outbox.put(Live(chat_id, text, key=key, markup=markup, session=out.session,
                              reply_to=_prompt_msg(sess, out.task, self.state, chat_id),
@@ -334,11 +328,9 @@ class ChatNotifier:
     def _ended_from_chat(self, session: str) -> bool:
         """Whether the chat's own kill question says this session ended (and by whom);
         taken once, so a later end of a session of the same name is said as usual."""
-        key = kill_key(session)
-        shown = self.state.shown.get(key, "")
-        if not shown.startswith(KILL_BY_CHAT):
+        if self.state.kills.get(session) != KillStage.BY_CHAT:
             return False
-        self.state.shown[key] = shown[len(KILL_BY_CHAT):]
+        del self.state.kills[session]
         return True
 
     def _on_permission(self, out: Permission, sess: Session | None, chat_id: int) -> None:
@@ -384,7 +376,7 @@ class ChatNotifier:
     def _request_markup(self, out: Permission, offered: list[asking.Answer]) -> dict | None:
         """A request's keyboard from its answers (``clients.asking``): Allow and Deny on one
         row, each scoped button on its own (long labels), the rest on the last."""
-        handle = self.state.handle("request", f"{out.session}\0{out.key}")
+        handle = self.state.handle("request", RequestRef(out.session, out.key))
         kb = InlineKeyboardBuilder()
         for answer in offered:
             kb.button(text=answer.label, callback_data=RequestTap(h=handle, act=RequestAct(answer.act)))
@@ -399,7 +391,7 @@ class ChatNotifier:
         edited call needs the waiting hook; a tap now types the dialog's keys)."""
         key = request_key(out.session, out.key)
         markup = self._after_hook.get(key)
-        shown = self.state.shown.get(key)
+        shown = self.state.shown_text(key)
         if out.reply_addr or markup is None or shown is None:
             return
         self.outbox.put(Live(chat_id, shown, key=key, markup=markup, session=out.session))
@@ -410,7 +402,7 @@ class ChatNotifier:
             questions = [{"question": out.text, "header": "", "options": out.options,
                           "multi": out.multi_select}]
         key = request_key(out.session, out.key)
-        handle = self.state.handle("ask", f"{out.session}\0{out.key}")
+        handle = self.state.handle("ask", RequestRef(out.session, out.key))
         ask = {"questions": questions, "step": 0, "answers": [], "toggled": [], "chat": chat_id,
                "session": out.session, "key": out.key}
         self.state.asks[key] = ask
@@ -435,7 +427,8 @@ class ChatNotifier:
         the other adds nothing."""
         key = request_key(out.session, out.key)
         ask = self.state.asks.pop(key, None)
-        shown = self.state.shown.pop(key, None)
+        shown = self.state.shown_text(key)
+        self.state.shown.pop(key, None)
         self._after_hook.pop(key, None)
         if shown is None:
             return

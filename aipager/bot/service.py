@@ -23,7 +23,7 @@ from typing import Any, Coroutine, Mapping
 from aipager import config, locales
 from aipager.clients import members as members_mod
 from aipager.proto import paths
-from aipager.install import telegram_check
+from aipager import botapi
 from aipager.aio import cancel_and_wait, every, spawn
 from aipager.bot import chatstate, i18n, inbox, order, polling, view
 from aipager.bot.access import Access, Members, TapAnswer
@@ -77,7 +77,7 @@ class ChatBot:
         self.unclean = unclean
         self.state = chatstate.load(self.env)
         base = cfg.extra.get("api_base") if isinstance(cfg.extra.get("api_base"), str) else None
-        self.bot = telegram_check.build_bot(cfg.bot_token, telegram_check.api_base(self.env) or base)
+        self.bot = botapi.build_bot(cfg.bot_token, botapi.api_base(self.env) or base)
         self.outbox = Outbox(self.bot, self.state, on_change=self._changed,
                              locale_for=self.chat_locale)
         #: updates kept on disk from receipt until handled and saved

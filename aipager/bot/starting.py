@@ -18,7 +18,10 @@ import logging
 import os
 from dataclasses import asdict, dataclass
 
+from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
+
+from aipager import dtach
 
 from aipager.bot import view
 from aipager.bot.actions import READY_TIMEOUT, Actions, Sender
@@ -195,3 +198,71 @@ def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
 
 __all__ = ["FIRST_WAIT", "Offer", "ask_trust", "folders_to_offer", "new_mode", "offer",
            "offer_key", "start", "trust_key"]
+
+
+#: quotes a name may be written in (``/new "My Project"``), opening → closing
+_QUOTES = {'"': '"', "'": "'", "“": "”", "„": "“", "«": "»", "‘": "’"}
+
+
+@dataclass(frozen=True, slots=True)
+class NewSession:
+    """What ``/new`` was given: the session's name and its first message, if any."""
+
+    name: str
+    first: str = ""
+    #: the name was written in quotes: where it ends is certain (``/new "My Project" hi``)
+    quoted: bool = False
+
+
+def name_and_first(text: str) -> NewSession:
+    """``NAME [first message]``: the name ends at the first space, newline or tab.
+
+    Any whitespace ends it: a newline kept in a name once started a session
+    that could be neither listed nor ended.  A quoted name may hold spaces: they
+    become ``-`` (``"My Project"`` → ``My-Project``), as a name is one word.
+    """
+    text = text.strip()
+    close = _QUOTES.get(text[:1])
+    if close and close in text[1:]:
+        quoted, _close, rest = text[1:].partition(close)
+        return NewSession("-".join(quoted.split()), rest.strip(), quoted=True)
+    parts = text.split(maxsplit=1) + ["", ""]
+    return NewSession(parts[0], parts[1].strip())
+
+
+def looks_like_a_longer_name(name: str, first: str) -> bool:
+    """``/new My Project``: after a valid name, a first "message" of one short word is far
+    more likely the rest of the name than a prompt."""
+    if not first or len(first) > 24 or not first.replace("-", "").isalnum():
+        return False
+    try:
+        dtach.check_name(f"{name}-{first}")
+    except AipagerError:
+        return False  # not a name either way: the name's own refusal says why
+    return True
+
+
+async def start_session(actions: Actions, message: Message, sender: Sender,
+                        new: NewSession) -> None:
+    chat_id = message.chat.id
+    name, first = new.name, new.first
+    # a quoted name ended where its quote closed: what follows is the first message
+    if not new.quoted and looks_like_a_longer_name(name, first):
+        actions.say(chat_id, _("A session name is one word: letters a–z without accents, "
+                               "digits, - and _. For a session named {name}-{first}: /new {name}-{first} (or /new "
+                               "\"{name} {first}\"). To start {name} with the message “{first}”, "
+                               "start it first, then send the message.").format(
+                                   name=name, first=first), reply_to=message.message_id)
+        return
+    existing = actions.find(name)
+    if existing is not None and view.is_live(existing) and existing.socket_seen:
+        actions.say(chat_id, _("{session} is already running; your messages go there now.").format(
+            session=existing.label),
+                    reply_to=message.message_id)
+        actions.state.current[str(chat_id)] = existing.name
+        return
+    choices = folders_to_offer(actions)
+    if choices is not None:
+        offer(actions, chat_id, message.message_id, name, first, choices)
+        return
+    await start(actions, chat_id, message.message_id, sender, name, first)

@@ -50,8 +50,7 @@ from aipager.bot.chatstate import msg_key
 from aipager.bot.i18n import N_, _, duration, language_name, ngettext, number
 from aipager.bot.markdown import u16_len
 from aipager.bot.outbox import Live, Post
-from aipager.bot.routers.messages import send_text
-from aipager.bot.routers.taps import EXPIRED
+from aipager.bot.flows import EXPIRED, send_text
 from aipager.bot.speech import ENV_MODEL, ModelUnavailable, NotInstalled, VoiceError, WrongLanguage
 
 log = logging.getLogger("aipager.bot")

@@ -12,6 +12,7 @@ import typer
 
 from aipager import config, dtach
 from aipager.proto import paths, trust
+from aipager import claudefiles
 from aipager.install import claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
@@ -97,7 +98,7 @@ def _hooks(env: dict[str, str]) -> list[Check]:
         return [Check("hook binaries", False, str(exc), "reinstall aipager")]
     checks = []
     for path in (bins.hook, bins.statusline):
-        if claude_code.is_native(path):
+        if claudefiles.is_native(path):
             checks.append(Check("hook binaries", True, f"{path} (native)"))
         else:
             what = (f"{path} is not the native build "

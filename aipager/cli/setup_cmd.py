@@ -15,7 +15,7 @@ from typing import Mapping, Optional
 
 import typer
 
-from aipager import config
+from aipager import claudefiles, config
 from aipager.proto import paths
 from aipager.install import claude_code
 from aipager.cli._common import env as _env
@@ -95,7 +95,7 @@ def run_setup(
 
     # Fail before anything is written if Claude Code cannot be wired: an
     # unreadable settings.json or a missing hook program.
-    claude_code.read_settings(paths.claude_settings(env))
+    claudefiles.read_settings(paths.claude_settings(env))
     claude_code.find_binaries(env)
 
     base = tg.api_base(env)

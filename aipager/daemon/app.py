@@ -24,7 +24,7 @@ import orjson
 
 from aipager import __version__, dtach
 from aipager.proto import fsio, paths, trust
-from aipager.install import claude_code
+from aipager import claudefiles
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (axstore, deepq, dialogkeys, edits, journal, lock, ordered, persist, render,
                             replies, requests, spool, tasks, transcript, worktree)
@@ -385,12 +385,12 @@ class Daemon:
     async def switch_model(self, session: str, model: str) -> None:
         """``/model NAME`` for this session alone: announced with aipager's marker (no
         "Switch model?" question), and Claude Code's user setting, which the switch
-        rewrites, put back afterwards (``claude_code.put_back_model``)."""
+        rewrites, put back afterwards (``claudefiles.put_back_model``)."""
         sess = self.core.registry.get(session)
         if sess is not None and sess.claude_session_id:
             marker.write_modelswitch_marker(self.env, session, model, sess.claude_session_id)
         try:
-            before = await asyncio.to_thread(claude_code.model_setting, self.env)
+            before = await asyncio.to_thread(claudefiles.model_setting, self.env)
         except SettingsError as exc:
             before = None
             log.warning("the model switch of %s may stay for later sessions: %s", session, exc)
@@ -404,7 +404,7 @@ class Daemon:
         while loop.time() < deadline:
             await asyncio.sleep(0.2)
             try:
-                if await asyncio.to_thread(claude_code.put_back_model, self.env, before, model):
+                if await asyncio.to_thread(claudefiles.put_back_model, self.env, before, model):
                     log.info("the model %s stays with its session: Claude Code's setting "
                              "put back", model)
                     return

@@ -365,7 +365,7 @@ def native_drain_exe() -> str | None:
     scripts folder, then the folder of ``sys.executable`` (a venv's ``bin``).
     Never on ``PATH``: another installation's drain is not ours.
     """
-    from aipager.install.claude_code import is_native
+    from aipager.claudefiles import is_native
 
     if native.disabled():
         return None

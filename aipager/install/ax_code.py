@@ -39,6 +39,7 @@ import subprocess
 from typing import Any, Mapping
 
 from aipager.proto import paths
+from aipager import claudefiles
 from aipager.install import claude_code
 from aipager.proto.errors import SettingsError
 
@@ -303,11 +304,11 @@ def install(project: str, env: Mapping[str, str], hook_path: str | None = None,
     form, said = resolve_form(env, form, program)
     hook_path = hook_path or claude_code.find_binaries(env).hook
     path = paths.ax_code_hooks(project)
-    current = claude_code.read_settings(path)
+    current = claudefiles.read_settings(path)
     wanted = plan_install(current, hook_path, path, form)
     result = claude_code.Result(path=path, changed=wanted != current)
     if result.changed:
-        result.backup = claude_code.write_json(path, wanted)
+        result.backup = claudefiles.write_json(path, wanted)
     result.notes += [said, TRUST_REMINDER]
     return result
 
@@ -317,11 +318,11 @@ def uninstall(project: str) -> claude_code.Result:
     path = paths.ax_code_hooks(project)
     if not os.path.exists(path):
         return claude_code.Result(path=path, changed=False)
-    current = claude_code.read_settings(path)
+    current = claudefiles.read_settings(path)
     wanted = plan_uninstall(current, path)
     result = claude_code.Result(path=path, changed=wanted != current)
     if result.changed:
-        result.backup = claude_code.write_json(path, wanted)
+        result.backup = claudefiles.write_json(path, wanted)
     return result
 
 
@@ -335,7 +336,7 @@ def check(project: str, env: Mapping[str, str], hook_path: str | None = None,
     """
     path = paths.ax_code_hooks(project)
     try:
-        doc = claude_code.read_settings(path)
+        doc = claudefiles.read_settings(path)
     except SettingsError as exc:
         return [claude_code.Problem(str(exc), f"fix {path} by hand, then run `aipager ax-code install`")]
     found: list[claude_code.Problem] = []

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from aipager.proto.errors import ChatUnreachable, TelegramError, TelegramUnreachable, TokenRejected
 
-DEFAULT_TIMEOUT = 15.0
+from aipager.botapi import DEFAULT_TIMEOUT, build_bot
+from aipager.botapi import api_base as api_base  # (the CLI reads the base here too)
+
 TEST_MESSAGE = "✅ aipager is connected. Claude Code sessions will report here."
 
 
@@ -33,24 +35,6 @@ class ChatInfo:
     id: int
     title: str  # a person's name or a group's title
     kind: str  # private, group, supergroup, channel
-
-
-def api_base(env: Mapping[str, str]) -> str | None:
-    """The Bot API base URL from the environment; None means Telegram's."""
-    return env.get("AIPAGER_TELEGRAM_API_BASE") or None
-
-
-def build_bot(token: str, base: str | None, timeout: float = DEFAULT_TIMEOUT) -> Any:
-    """An aiogram ``Bot`` talking to ``base`` (Telegram's when None)."""
-    from aipager import lazyaiogram
-
-    lazyaiogram.import_aiogram()  # its models built on use
-    from aiogram import Bot
-    from aiogram.client.session.aiohttp import AiohttpSession
-    from aiogram.client.telegram import PRODUCTION, TelegramAPIServer
-
-    server = TelegramAPIServer.from_base(base) if base else PRODUCTION
-    return Bot(token=token, session=AiohttpSession(api=server, timeout=timeout))
 
 
 async def check_token(token: str, base: str | None, timeout: float = DEFAULT_TIMEOUT) -> BotInfo:

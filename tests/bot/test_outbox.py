@@ -10,7 +10,7 @@ import pytest
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
-from aipager.install import telegram_check
+from aipager import botapi
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REPEAT_MARK,
                                  SEND_RESERVE, Action, Live, Outbox, Post, React,
@@ -25,7 +25,7 @@ async def box():
     fake.add_private_chat(OWNER)
     fake.add_private_chat(OTHER)
     async with fake.running() as base:
-        bot = telegram_check.build_bot(TOKEN, base)
+        bot = botapi.build_bot(TOKEN, base)
         outbox = Outbox(bot, ChatState())
         outbox.start()
         try:
@@ -319,7 +319,7 @@ async def test_a_refused_notice_of_a_refusal_is_not_told_again_whatever_its_lang
     fake = FakeBotAPI()
     fake.add_private_chat(OWNER)
     async with fake.running() as base:
-        bot = telegram_check.build_bot(TOKEN, base)
+        bot = botapi.build_bot(TOKEN, base)
         outbox = Outbox(bot, ChatState(), locale_for=lambda chat_id: "es")
         outbox.start()
         try:

@@ -9,12 +9,12 @@ import logging
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
-from aipager.install import telegram_check
+from aipager import botapi
 from aipager.bot import polling
 
 
 async def _poll(fake, base, seen):
-    bot = telegram_check.build_bot(TOKEN, base)
+    bot = botapi.build_bot(TOKEN, base)
 
     async def handle(update):
         seen.append(update)

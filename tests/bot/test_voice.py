@@ -18,7 +18,7 @@ from support.voice import base_model, speech, tiny_model, user_sends_voice
 from aipager import config
 from aipager.bot import i18n, voice
 from aipager.bot import speech as stt
-from aipager.bot.routers.taps import EXPIRED
+from aipager.bot.flows import EXPIRED
 
 GROUP = -100555
 PEOPLE = {

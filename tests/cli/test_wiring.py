@@ -11,6 +11,7 @@ import pytest
 from support import jsonfile
 
 from aipager.proto import paths, wire
+from aipager import claudefiles
 from aipager.install import claude_code
 from aipager.proto.errors import SettingsError
 
@@ -220,7 +221,7 @@ def test_find_binaries_reports_a_missing_install(env, monkeypatch):
 def test_is_native(tmp_path, bins):
     script = tmp_path / "s"
     script.write_text("#!/usr/bin/env python3\n")
-    assert claude_code.is_native(bins.hook) and not claude_code.is_native(str(script))
+    assert claudefiles.is_native(bins.hook) and not claudefiles.is_native(str(script))
 
 
 def test_a_model_switch_from_the_chat_puts_claude_codes_setting_back(env):
@@ -229,12 +230,12 @@ def test_a_model_switch_from_the_chat_puts_claude_codes_setting_back(env):
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"theme": "dark"}, fh)
     os.chmod(path, 0o640)
-    before = claude_code.model_setting(env)
-    assert before == claude_code.NO_MODEL
-    assert claude_code.put_back_model(env, before, "sonnet") is False  # not written yet: nothing
+    before = claudefiles.model_setting(env)
+    assert before == claudefiles.NO_MODEL
+    assert claudefiles.put_back_model(env, before, "sonnet") is False  # not written yet: nothing
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"theme": "dark", "model": "sonnet"}, fh)  # what Claude Code's /model does
-    assert claude_code.put_back_model(env, before, "sonnet") is True
+    assert claudefiles.put_back_model(env, before, "sonnet") is True
     with open(path, encoding="utf-8") as fh:
         assert json.load(fh) == {"theme": "dark"}
     assert os.stat(path).st_mode & 0o777 == 0o640
@@ -242,7 +243,7 @@ def test_a_model_switch_from_the_chat_puts_claude_codes_setting_back(env):
     # a model chosen before comes back; a file changed by someone else since is left alone
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"model": "haiku"}, fh)
-    assert claude_code.put_back_model(env, "opus", "haiku") is True
-    assert claude_code.model_setting(env) == "opus"
-    assert claude_code.put_back_model(env, "haiku", "sonnet") is False
-    assert claude_code.model_setting(env) == "opus"
+    assert claudefiles.put_back_model(env, "opus", "haiku") is True
+    assert claudefiles.model_setting(env) == "opus"
+    assert claudefiles.put_back_model(env, "haiku", "sonnet") is False
+    assert claudefiles.model_setting(env) == "opus"

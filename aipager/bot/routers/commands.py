@@ -12,50 +12,32 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
 
 from aiogram import F, Router
 from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.fsm.context import FSMContext
-from aiogram.fsm.state import State as FSMState
-from aiogram.fsm.state import StatesGroup
 from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager import dtach, locales
-from aipager.bot import changes, starting, view
+from aipager.bot import changes, view
 from aipager.bot.actions import Actions, Sender
-from aipager.bot.callbacks import (ModelChoice, ModelTap, PickTap, SessionAct, SessionTap, Setting,
-                                   SettingTap)
-from aipager.bot.chatstate import STYLES
-from aipager.bot.i18n import N_, _
-from aipager.bot.notify import KILL_ASK, kill_key
+from aipager.bot.callbacks import (ModelChoice, ModelTap, SessionAct, SessionTap)
+from aipager.bot.i18n import _
+from aipager.bot.flows import NextMessage, ask_kill, compact, model_key, offer_picker, said
 from aipager.bot.outbox import Post
+from aipager.bot.settingsview import settings_view
+from aipager.bot.starting import name_and_first, start_session
 from aipager.bot.rights import like
-from aipager.clients.words import MODE_NAMES, words
-from aipager.clients.words import ok as words_ok
+from aipager.clients.words import words
 from aipager.daemon.model import Session, State
-from aipager.port.commands import CompactSession, StopTask, SwitchModel
-from aipager.port.results import Declined, Result, Stopping
+from aipager.port.commands import StopTask, SwitchModel
+from aipager.port.results import Declined, Stopping
 from aipager.port.rights import RIGHTS
-from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
 
 #: a Telegram command name (what ``/<session>`` needs to be)
 COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
-
-
-class NextMessage(StatesGroup):
-    """What a person's next message in the chat is, once the chat asked for it."""
-
-    #: the name of the session ``/new`` starts (``routers.messages.on_session_name``)
-    session_name = FSMState()
-    #: the answer, in words, to a question (its "Other…" button: ``routers.taps.on_other``)
-    answer = FSMState()
-    #: the corrected command or path of a request (its ✏️ button: ``routers.taps.on_edit``)
-    edit = FSMState()
 
 
 def session_buttons(actions: Actions, sessions: list[Session], act: SessionAct) -> dict | None:
@@ -125,74 +107,6 @@ async def on_new(message: Message, command: CommandObject, actions: Actions, sen
     await start_session(actions, message, sender, name_and_first(args))
 
 
-#: quotes a name may be written in (``/new "My Project"``), opening → closing
-_QUOTES = {'"': '"', "'": "'", "“": "”", "„": "“", "«": "»", "‘": "’"}
-
-
-@dataclass(frozen=True, slots=True)
-class NewSession:
-    """What ``/new`` was given: the session's name and its first message, if any."""
-
-    name: str
-    first: str = ""
-    #: the name was written in quotes: where it ends is certain (``/new "My Project" hi``)
-    quoted: bool = False
-
-
-def name_and_first(text: str) -> NewSession:
-    """``NAME [first message]``: the name ends at the first space, newline or tab.
-
-    Any whitespace ends it: a newline kept in a name once started a session
-    that could be neither listed nor ended.  A quoted name may hold spaces: they
-    become ``-`` (``"My Project"`` → ``My-Project``), as a name is one word.
-    """
-    text = text.strip()
-    close = _QUOTES.get(text[:1])
-    if close and close in text[1:]:
-        quoted, _close, rest = text[1:].partition(close)
-        return NewSession("-".join(quoted.split()), rest.strip(), quoted=True)
-    parts = text.split(maxsplit=1) + ["", ""]
-    return NewSession(parts[0], parts[1].strip())
-
-
-def looks_like_a_longer_name(name: str, first: str) -> bool:
-    """``/new My Project``: after a valid name, a first "message" of one short word is far
-    more likely the rest of the name than a prompt."""
-    if not first or len(first) > 24 or not first.replace("-", "").isalnum():
-        return False
-    try:
-        dtach.check_name(f"{name}-{first}")
-    except AipagerError:
-        return False  # not a name either way: the name's own refusal says why
-    return True
-
-
-async def start_session(actions: Actions, message: Message, sender: Sender,
-                        new: NewSession) -> None:
-    chat_id = message.chat.id
-    name, first = new.name, new.first
-    # a quoted name ended where its quote closed: what follows is the first message
-    if not new.quoted and looks_like_a_longer_name(name, first):
-        actions.say(chat_id, _("A session name is one word: letters a–z without accents, "
-                               "digits, - and _. For a session named {name}-{first}: /new {name}-{first} (or /new "
-                               "\"{name} {first}\"). To start {name} with the message “{first}”, "
-                               "start it first, then send the message.").format(
-                                   name=name, first=first), reply_to=message.message_id)
-        return
-    existing = actions.find(name)
-    if existing is not None and view.is_live(existing) and existing.socket_seen:
-        actions.say(chat_id, _("{session} is already running; your messages go there now.").format(
-            session=existing.label),
-                    reply_to=message.message_id)
-        actions.state.current[str(chat_id)] = existing.name
-        return
-    choices = starting.folders_to_offer(actions)
-    if choices is not None:
-        starting.offer(actions, chat_id, message.message_id, name, first, choices)
-        return
-    await starting.start(actions, chat_id, message.message_id, sender, name, first)
-
-
 async def on_resume(message: Message, actions: Actions) -> None:
     ended = [s for s in actions.sessions() if s.state == State.GONE and s.claude_session_id]
     if not ended:
@@ -226,21 +140,6 @@ async def on_kill(message: Message, command: CommandObject, actions: Actions) ->
         ask_kill(actions, message.chat.id, sess)
 
 
-def ask_kill(actions: Actions, chat_id: int, sess: Session) -> None:
-    handle = actions.state.handle("session", sess.name)
-    kb = InlineKeyboardBuilder()
-    kb.button(text=_("🗑 Yes, end it"),
-              callback_data=SessionTap(h=handle, act=SessionAct.KILL_YES))
-    kb.button(text=_("Cancel"), callback_data=SessionTap(h=handle, act=SessionAct.KILL_NO))
-    markup = view.markup(kb)
-    text = _("End session {session}? Claude Code and what it started stop.").format(
-        session=sess.label)
-    key = kill_key(sess.name)
-    actions.state.forget_live(key)  # an older question's buttons no longer answer
-    actions.state.show(key, KILL_ASK + text)
-    actions.outbox.put(Post(chat_id, text, markup=markup, key=key))
-
-
 async def on_compact(message: Message, command: CommandObject, actions: Actions,
                      sender: Sender) -> None:
     sess = pick_or_run(actions, message, command.args, SessionAct.COMPACT,
@@ -254,19 +153,6 @@ async def on_diff(message: Message, command: CommandObject, actions: Actions,
     sess = pick_or_run(actions, message, command.args, SessionAct.DIFF, actions.live_sessions())
     if sess is not None:
         await changes.show(actions, message.chat.id, message.message_id, sender, sess)
-
-
-async def compact(actions: Actions, chat_id: int, sess: Session, sender: Sender) -> None:
-    result = await actions.service.ask(CompactSession(sender, sess.name))
-    said(actions, chat_id, result, session=sess.name)
-
-
-def said(actions: Actions, chat_id: int, result: Result, *, session: str = "",
-         reply_to: int | None = None) -> None:
-    """A command's result in the chat: 🔒 before a refusal about rights."""
-    lock = "🔒 " if isinstance(result, Declined) and result.reason in RIGHTS else ""
-    actions.say(chat_id, lock + words(result, _), reply_to=reply_to,
-                session=session if words_ok(result) else "")
 
 
 async def on_model(message: Message, command: CommandObject, actions: Actions,
@@ -306,107 +192,6 @@ def model_picker(actions: Actions, message: Message) -> None:
     actions.state.forget_live(key)  # an older picker is left as it is
     actions.outbox.put(Post(chat_id, text, markup=view.markup(kb.adjust(3)),
                             reply_to=message.message_id, key=key, session=sess.name))
-
-
-def model_key(session: str) -> str:
-    """The live message of ``/model``'s picker: a tap puts the switch in its place (its
-    buttons gone; it said the old model and offered the same buttons again)."""
-    return f"model:{session}"
-
-
-#: the reply styles as /settings shows them, in the person's language (``STYLES`` holds
-#: what Claude is told, in English)
-STYLE_NAMES = {"": N_("Claude’s own"), "brief": N_("Reply briefly, in a few sentences."),
-               "detailed": N_("Reply in detail, with the reasoning.")}
-#: a card's detail, as /settings names it
-DETAIL_NAMES = {"full": N_("full"), "compact": N_("compact")}
-
-
-def voice_model_line(env: Mapping[str, str]) -> str:
-    """What /settings says of the voice model: the first note may have to fetch it, which
-    a newcomer must know before sending one (found without importing faster-whisper)."""
-    import importlib.util
-
-    from aipager import config
-    from aipager.bot import speech
-
-    if importlib.util.find_spec("faster_whisper") is None:
-        return _("🎙 Voice model: none (aipager's voice extra is not installed, about 450 MB)")
-    try:
-        cfg: config.Config | None = config.load(env)
-    except Exception:  # noqa: BLE001 - a config the daemon runs without: the default
-        cfg = None
-    spec = speech.model_spec(env, cfg)
-    if speech.is_folder(spec):
-        return _("🎙 Voice model: {name} (a folder on this computer)").format(name=spec)
-    return _("🎙 Voice model: {name}, fetched from the Hugging Face hub at the first voice note "
-             "unless already here (`aipager voice model` on the computer sets one "
-             "ahead)").format(name=spec)
-
-
-def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
-                  language: str = "") -> tuple[str, dict | None]:
-    """The chat's settings, and the language of ``user_id`` (``language``: their choice,
-    "" for their Telegram app's)."""
-    prefs = actions.state.prefs_of(chat_id)
-    styles = list(STYLES)
-    style = prefs.get("style") or ""
-    next_style = styles[(styles.index(style) + 1) % len(styles)] if style in styles else ""
-    diffs = bool(prefs.get("diffs"))
-    detail = prefs.get("detail", "full")
-    quiet = bool(prefs.get("quiet"))
-    voice_now = bool(prefs.get("voice_now"))
-    mode = starting.new_mode(actions, chat_id)
-    modes = list(MODE_NAMES)
-    next_mode = modes[(modes.index(mode) + 1) % len(modes)]
-    other_detail = "compact" if detail == "full" else "full"
-    lines = [
-        _("⚙️ Settings for this chat"),
-        _("Reply style: {style}").format(style=_(STYLE_NAMES.get(style, N_("Claude’s own")))),
-        # each setting's state in a sentence of its own: "on"/"off" agree with the noun in
-        # Portuguese and Spanish (a feminine "prévia", a masculine "silêncio")
-        _("Diff previews: on") if diffs else _("Diff previews: off"),
-        _("Card detail: {detail}").format(detail=_(DETAIL_NAMES.get(detail, detail))),
-        _("Quiet while you are at the computer: on") if quiet
-        else _("Quiet while you are at the computer: off"),
-        _("Voice notes: sent at once") if voice_now
-        else _("Voice notes: shown to you before they are sent"),
-        _("/new starts sessions in: {mode}").format(mode=_(MODE_NAMES[mode])),
-        # the mode the chat was last told of (``privacywatch``: it follows the config)
-        _("🔒 Private mode: on (`aipager config private off` on the computer)")
-        if prefs.get("private") is True
-        else _("Private mode: off (`aipager config private on` on the computer)"),
-        voice_model_line(actions.env),
-    ]
-    if user_id is not None:
-        chosen = locales.NAMES.get(language) if language else _("Auto (your Telegram app’s)")
-        lines.append(_("Your language: {language}").format(language=chosen))
-    kb = InlineKeyboardBuilder()
-    kb.button(text=_("💬 Reply style ›"),
-              callback_data=SettingTap(name=Setting.STYLE, value=next_style or "own"))
-    kb.button(text=_("📝 Diff previews: turn off") if diffs else _("📝 Diff previews: turn on"),
-              callback_data=SettingTap(name=Setting.DIFFS, value="off" if diffs else "on"))
-    kb.button(text=_("🗂 Card detail: {detail}").format(detail=_(DETAIL_NAMES[other_detail])),
-              callback_data=SettingTap(name=Setting.DETAIL, value=other_detail))
-    kb.button(text=_("🔕 Quiet at the computer: turn off") if quiet
-              else _("🔕 Quiet at the computer: turn on"),
-              callback_data=SettingTap(name=Setting.QUIET, value="off" if quiet else "on"))
-    kb.button(text=_("🎙 Voice notes: show them first") if voice_now
-              else _("🎙 Voice notes: send at once"),
-              callback_data=SettingTap(name=Setting.VOICE_NOW,
-                                       value="off" if voice_now else "on"))
-    kb.button(text=_("🛡 Mode of new sessions ›"),
-              callback_data=SettingTap(name=Setting.MODE, value=next_mode.value or "claude"))
-    rows = [1, 1, 1, 1, 1, 1]
-    if user_id is not None:
-        # a person's own language (not the chat's): Auto, then each in its own words
-        for value, name in [("auto", _("🌐 Auto"))] + [(loc, locales.NAMES[loc])
-                                                      for loc in locales.LOCALES]:
-            mark = "✓ " if value == (language or "auto") else ""
-            kb.button(text=mark + name, callback_data=SettingTap(name=Setting.LANGUAGE,
-                                                                 value=value))
-        rows += [1 + len(locales.LOCALES) - 2, 2]
-    return "\n".join(lines), view.markup(kb.adjust(*rows))
 
 
 async def on_settings(message: Message, actions: Actions) -> None:
@@ -477,26 +262,6 @@ async def on_namesakes(message: Message, actions: Actions, sender: Sender, picks
     actions.say(message.chat.id, _("{session} runs on several machines: {commands}").format(
         session=bare, commands=", ".join(command_form(s.label) for s in namesakes)),
         reply_to=message.message_id)
-
-
-#: picker choices waiting for a tap: number → (chat, message id, text, sender, quoted)
-PICKS_KEPT = 50
-
-
-def offer_picker(actions: Actions, message: Message, text: str, sender: Sender, picks: dict,
-                 candidates: Sequence[Session], quoted: Any = None) -> None:
-    """Keep ``text`` until a tap on one of ``candidates`` says where it goes."""
-    chat_id = message.chat.id
-    number = max(picks, default=0) + 1
-    picks[number] = (chat_id, message.message_id, text, sender, quoted)
-    while len(picks) > PICKS_KEPT:
-        picks.pop(next(iter(picks)))
-    kb = InlineKeyboardBuilder()
-    for s in candidates:
-        kb.button(text=s.label, callback_data=PickTap(h=actions.state.handle("session", s.name),
-                                                      n=number))
-    actions.say(chat_id, view.picker_text("send"), markup=view.markup(kb.adjust(1)),
-                reply_to=message.message_id)
 
 
 async def on_unknown_command(message: Message, actions: Actions,

@@ -24,12 +24,12 @@ from aiogram.dispatcher.event.bases import SkipHandler
 from aiogram.fsm.context import FSMContext
 from aiogram.types import Document, Message, PhotoSize
 
-from aipager.bot import view
 from aipager.clients import files
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _, number
-from aipager.bot.routers.commands import (NextMessage, name_and_first, offer_picker,
-                                          start_session)
+from aipager.bot import voice
+from aipager.bot.flows import NextMessage, record_answer, send_text
+from aipager.bot.starting import name_and_first, start_session
 from aipager.chatcommands import RESERVED
 from aipager.bot.rights import APPROVE, PROMPT, need
 from aipager.clients.words import reason as words_reason
@@ -52,38 +52,6 @@ def _addressed(message: Message, bot_id: int, bot_username: str | None) -> bool:
         return True
     text = message.text or message.caption or ""
     return bool(bot_username) and f"@{bot_username}".lower() in text.lower()
-
-
-def _quoted(message: Message) -> tuple[str, float] | None:
-    reply = message.reply_to_message
-    if reply is not None and (reply.text or reply.caption):
-        return (reply.text or reply.caption or ""), float(reply.date.timestamp())
-    return None
-
-
-async def send_text(actions: Actions, message: Message, sender: Sender, text: str,
-                    picks: dict) -> None:
-    """Route ``text`` (for the message ``message``) and hand it to its session."""
-    chat_id = message.chat.id
-    head, _sep, rest = text.partition(" ")
-    if head.startswith("/") and rest.strip():
-        # (``/jim@box``: a host's jim; ``/jim@ourbot``: jim, the bot addressed in a group)
-        named = actions.find(head[1:]) or actions.find(head[1:].split("@", 1)[0])
-        if named is not None and view.is_live(named):  # a caption "/jim look at this"
-            await actions.deliver(named, chat_id, message.message_id, rest.strip(), sender,
-                                  _quoted(message))
-            return
-    reply = message.reply_to_message
-    sess = actions.target(chat_id, reply.message_id if reply is not None else None)
-    if sess is not None:
-        await actions.deliver(sess, chat_id, message.message_id, text, sender, _quoted(message))
-        return
-    live = actions.live_sessions()
-    if not live:
-        actions.say(chat_id, _("No session is running. Start one with /new NAME."),
-                    reply_to=message.message_id)
-        return
-    offer_picker(actions, message, text, sender, picks, live, _quoted(message))
 
 
 def addressed(message: Message, bot_identity: tuple[int, str | None]) -> bool | dict[str, str]:
@@ -183,8 +151,6 @@ async def on_edit_text(message: Message, actions: Actions, sender: Sender, text:
 
 async def _answer_in_words(actions: Actions, rkey: str, ask: dict, sender: Sender,
                            text: str) -> None:
-    from aipager.bot.routers.taps import record_answer
-
     multi = ask["questions"][ask["step"]].get("multi")
     picks = list(ask.get("toggled") or []) if multi else []
     await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": text.strip()})
@@ -330,8 +296,6 @@ async def on_other(message: Message, actions: Actions) -> None:
 
 def make_router() -> Router:
     """The message handlers on a fresh router (a router joins one dispatcher only)."""
-    from aipager.bot import voice  # it sends through send_text, above
-
     router = Router(name="messages")
     router.message.filter(addressed)
     # In this order: what a message is, is decided once (as a reply to a request, the
@@ -363,8 +327,6 @@ def make_answers_router() -> Router:
     question's "Other…", a voice note's corrected text) on a router included before the
     commands: aiogram's FSM state wins over command parsing, but for the chat's own
     commands (/stop still stops)."""
-    from aipager.bot import voice
-
     router = Router(name="answers")
     router.message.filter(addressed, F.text, not_a_command)
     router.message.register(on_answer_in_words, NextMessage.answer)

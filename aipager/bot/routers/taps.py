@@ -20,17 +20,19 @@ from aiogram.types import CallbackQuery
 from aiogram.utils.callback_answer import CallbackAnswer
 
 from aipager import locales
-from aipager.bot import changes, i18n, starting, view
+from aipager.bot import changes, i18n, starting, view, voice
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import N_, _
 from aipager.bot.callbacks import (SCOPES, ModelTap, NewTap, PickTap, QuestionAct, QuestionTap, RequestAct,
-                                   RequestTap, SessionAct, SessionTap, Setting, SettingTap)
-from aipager.bot.chatstate import STYLES
+                                   RequestTap, SessionAct, SessionTap, Setting, SettingTap,
+                                   VoiceAct, VoiceTap)
+from aipager.bot.chatstate import STYLES, KillStage
 from aipager.bot.outbox import Live
 from aipager.bot.rights import APPROVE, MANAGE, OPEN, PROMPT, like, need
-from aipager.bot.notify import KILL_ASK, KILL_BY_CHAT, kill_key
-from aipager.bot.routers.commands import (NextMessage, ask_kill, compact, model_key, said,
-                                          settings_view)
+from aipager.bot.notify import kill_key
+from aipager.bot.flows import (EXPIRED, NextMessage, ask_kill, compact, model_key,
+                               record_answer, said, show_question)
+from aipager.bot.settingsview import settings_view
 from aipager.daemon.model import Session
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import MODE_NAMES, words
@@ -40,8 +42,6 @@ from aipager.port.results import Ended, Failed, Resumed, Stopping, Switching, Tr
 
 log = logging.getLogger("aipager.bot")
 
-EXPIRED = N_("This button has expired.")
-
 # -- permission requests -----------------------------------------------------------
 
 
@@ -50,11 +50,11 @@ async def _request_tap(query: CallbackQuery, callback_data: RequestTap, actions:
                        done: str) -> None:
     """Answer the request ``callback_data`` names with ``kind`` through the daemon's port
     (the waiting hook, else the dialog's keys; ⏹ also stops the task); ``done``: the toast."""
-    value = actions.state.resolve("request", callback_data.h)
-    if value is None or "\0" not in value:
+    ref = actions.state.resolve_request("request", callback_data.h)
+    if ref is None:
         callback_answer.text = _(EXPIRED)
         return
-    session, key = value.split("\0", 1)
+    session, key = ref.session, ref.key
     act = callback_data.act
     result = await actions.service.ask(AnswerRequest(
         sender, session, key, kind, suggestion=int(act[1:]) if act in SCOPES else None))
@@ -111,11 +111,11 @@ async def on_edit(query: CallbackQuery, callback_data: RequestTap, actions: Acti
                   sender: Sender, callback_answer: CallbackAnswer, state: FSMContext) -> None:
     """Edit then allow: the tapper's next message in this chat is the corrected command or
     path (``routers.messages.on_edit_text``), allowed once the policy allows it."""
-    value = actions.state.resolve("request", callback_data.h)
-    if value is None or "\0" not in value or query.message is None:
+    ref = actions.state.resolve_request("request", callback_data.h)
+    if ref is None or query.message is None:
         callback_answer.text = _(EXPIRED)
         return
-    session, key = value.split("\0", 1)
+    session, key = ref.session, ref.key
     sess = actions.registry.get(session)
     why = refusal(sender, "approve", sess)
     if why:
@@ -138,11 +138,11 @@ def _open_question(callback_data: QuestionTap, actions: Actions, sender: Sender,
                    callback_answer: CallbackAnswer) -> tuple[str, dict] | None:
     """The open question a button belongs to, as (request key, ask), if ``sender`` may
     answer it; else None (``callback_answer`` says why)."""
-    value = actions.state.resolve("ask", callback_data.h)
-    if value is None or "\0" not in value:
+    ref = actions.state.resolve_request("ask", callback_data.h)
+    if ref is None:
         callback_answer.text = _(EXPIRED)
         return None
-    session, key = value.split("\0", 1)
+    session, key = ref.session, ref.key
     rkey = f"req:{session}:{key}"
     ask = actions.state.asks.get(rkey)
     if ask is None:
@@ -222,27 +222,6 @@ async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: 
     callback_answer.text = words(result, _, _("Declined."), question=True)
 
 
-async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
-                        answer: dict) -> None:
-    """One question answered: the next one is shown, or after the last the keys go in."""
-    ask["answers"].append(answer)
-    ask["step"] += 1
-    ask["toggled"] = []
-    if ask["step"] < len(ask["questions"]):
-        show_question(actions, rkey, ask)
-        return
-    result = await actions.answer_questions(ask, sender)
-    if not words_ok(result):
-        actions.say(ask["chat"], words(result, _, question=True) + " " + _("Nothing was typed."))
-
-
-def show_question(actions: Actions, rkey: str, ask: dict) -> None:
-    session = ask["session"]
-    handle = actions.state.handle("ask", f"{session}\0{ask['key']}")
-    text, markup = view.question_view(session.removeprefix("claude-"), ask, handle)
-    actions.state.show(rkey, text)
-    actions.outbox.put(Live(ask["chat"], text, key=rkey, markup=markup, session=session))
-
 # -- session buttons -------------------------------------------------------------------
 
 
@@ -320,18 +299,16 @@ async def _kill_answer(query: CallbackQuery, handle: int, actions: Actions,
     key = kill_key(sess.name)
     msg_id = query.message.message_id if query.message is not None else None
     if (actions.state.live_id(key, chat_id) != msg_id
-            or not actions.state.shown.get(key, "").startswith(KILL_ASK)):
+            or actions.state.kills.get(sess.name) != KillStage.ASKED):
         callback_answer.text = _("Already answered.")
         return None
-    actions.state.show(key, "…")
+    actions.state.kills[sess.name] = KillStage.TAKEN
     return sess, chat_id, key
 
 
-def _kill_outcome(actions: Actions, chat_id: int, key: str, outcome: str,
-                  mark: str = "") -> None:
-    """The answer replaces the question (and its buttons); ``mark``: what ``shown`` keeps
-    in front of it (``KILL_BY_CHAT``)."""
-    actions.state.show(key, mark + outcome)
+def _kill_outcome(actions: Actions, chat_id: int, key: str, outcome: str) -> None:
+    """The answer replaces the question (and its buttons)."""
+    actions.state.show(key, outcome)
     actions.outbox.put(Live(chat_id, outcome, key=key))
 
 
@@ -343,15 +320,15 @@ async def on_kill_yes(query: CallbackQuery, callback_data: SessionTap, actions: 
     sess, chat_id, key = found
     callback_answer.text = _("Ending {session}…").format(session=sess.label)
     # The session's end notice (Claude Code's SessionEnd, or its socket gone) would say
-    # "Session ended" under "ended by @who": the mark tells ``notify`` the question says it.
-    actions.state.show(key, KILL_BY_CHAT + "…")
+    # "Session ended" under "ended by @who": the stage tells ``notify`` the question says it.
+    actions.state.kills[sess.name] = KillStage.BY_CHAT
     result = await actions.service.ask(KillSession(sender, sess.name))
     ended = isinstance(result, Ended) and result.ended
     # still marked: the notice has not come yet, and the outcome keeps the mark for it
-    waiting = actions.state.shown.get(key, "").startswith(KILL_BY_CHAT)
+    if not ended and actions.state.kills.get(sess.name) == KillStage.BY_CHAT:
+        del actions.state.kills[sess.name]
     _kill_outcome(actions, chat_id, key, _("🗑 {session} ended by {who}.").format(
-        session=sess.label, who=sender.tag) if ended else words(result, _),
-        KILL_BY_CHAT if ended and waiting else "")
+        session=sess.label, who=sender.tag) if ended else words(result, _))
 
 
 async def on_kill_no(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
@@ -360,6 +337,7 @@ async def on_kill_no(query: CallbackQuery, callback_data: SessionTap, actions: A
     if found is None:
         return
     sess, chat_id, key = found
+    actions.state.kills.pop(sess.name, None)
     callback_answer.text = _("Kept running.")
     _kill_outcome(actions, chat_id, key, _("{session} kept running (cancelled by {who}).").format(
         session=sess.label, who=sender.tag))
@@ -598,9 +576,6 @@ def make_router() -> Router:
         tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0,
             flags=need(MANAGE))
         tap(handler, SettingTap.filter(F.name == setting), flags=need(OPEN))
-    from aipager.bot import voice  # a transcribed voice note's buttons
-    from aipager.bot.callbacks import VoiceAct, VoiceTap
-
     # a voice note is a prompt (the handlers check the tapper is its speaker)
     tap(voice.on_send, VoiceTap.filter(F.act == VoiceAct.SEND), flags=need(PROMPT))
     tap(voice.on_edit, VoiceTap.filter(F.act == VoiceAct.EDIT), flags=need(PROMPT))

@@ -1,0 +1,55 @@
+"""The chat state's records: buttons stand for typed references, a live message remembers
+its text and its buttons apart, a kill question its stage; a file an older version saved
+(those flags inside the strings) loads into the same records."""
+
+from __future__ import annotations
+
+import orjson
+
+from aipager.bot.chatstate import ChatState, KillStage, RequestRef
+
+
+def test_a_request_handle_stands_for_its_session_and_key_whatever_they_hold():
+    state = ChatState()
+    ref = RequestRef("claude-jim@box", "p:t1:")
+    number = state.handle("request", ref)
+    assert state.handle("request", ref) == number  # the same button, the same handle
+    assert state.resolve_request("request", number) == ref
+    assert state.resolve_request("ask", number) is None  # another kind: expired
+    assert state.resolve("request", number) is None
+    session = state.handle("session", "claude-jim")
+    assert state.resolve("session", session) == "claude-jim"
+    assert state.resolve_request("session", session) is None
+
+
+def test_text_and_buttons_are_recorded_apart():
+    state = ChatState()
+    assert state.show("card", "working", "stop")
+    assert not state.show("card", "working", "stop")
+    assert state.show("card", "working")  # the same text without its ⏹: edited
+    assert state.shown_text("card") == "working"
+    assert state.shown_text("other") is None
+
+
+def test_the_state_round_trips_through_json():
+    state = ChatState()
+    state.handle("ask", RequestRef("claude-a", "q:1:"))
+    state.show("card", "text", "stop")
+    state.kills["claude-a"] = KillStage.BY_CHAT
+    back = ChatState.from_json(orjson.loads(orjson.dumps(state.to_json())))
+    assert back.handles == state.handles and back.shown == state.shown
+    assert back.kills == {"claude-a": KillStage.BY_CHAT}
+
+
+def test_an_older_versions_file_loads_into_the_records():
+    old = {"handles": {"1": ["request", "claude-a\0p:t1:"], "2": ["session", "claude-a"]},
+           "shown": {"card": "working\0stop", "kill:claude-a": "\u2063🗑 a ended by @me.",
+                     "req": "🔐 a · Bash"},
+           "kills": {"claude-b": "asked", "claude-c": "sudo"}}
+    state = ChatState.from_json(old)
+    assert state.resolve_request("request", 1) == RequestRef("claude-a", "p:t1:")
+    assert state.resolve("session", 2) == "claude-a"
+    assert state.shown["card"] == ["working", "stop"]
+    assert state.shown_text("kill:claude-a") == "🗑 a ended by @me."
+    assert state.shown["req"] == ["🔐 a · Bash", ""]
+    assert state.kills == {"claude-b": KillStage.ASKED}  # a stage no version wrote is left out
