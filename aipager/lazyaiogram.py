@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("aipager.bot")
 
 #: what the deferred import captured: the types namespace and the models it skipped
-_state: dict[str, Any] = {"namespace": None, "skipped": [], "lazy": False}
+_state: dict[str, Any] = {"namespace": None, "skipped": [], "lazy": False,
+                          # (class, T) → Response[T], each made once (``_keep_responses``)
+                          "responses": {}}
 
 
 def import_aiogram() -> bool:
@@ -62,6 +64,7 @@ def import_aiogram() -> bool:
         import aiogram.types  # noqa: F401
     finally:
         BaseModel.model_rebuild = original  # type: ignore[method-assign]
+    _keep_responses()
     if not skipped:
         return False  # this aiogram builds nothing at import: nothing to defer
     namespace = {"List": list, "Optional": Optional, "Union": Union, **skipped[0][1]}
@@ -75,6 +78,40 @@ def import_aiogram() -> bool:
         eager()
         return False
     return True
+
+
+def _keep_responses() -> None:
+    """Keep every ``Response[T]`` once made: pydantic caches a generic model's
+    parametrisations by weak reference only, and aiogram makes ``Response[T]`` afresh for
+    each answer, so a model of an answer was built again, megabytes and 100 ms at a time,
+    whenever the last one had been collected.  (A handful of T in a run.)"""
+    from aiogram.methods.base import Response
+
+    make = Response.__class_getitem__.__func__  # type: ignore[attr-defined]  # (a classmethod)
+    kept = _state["responses"]
+
+    def keep(cls: Any, params: Any) -> Any:
+        try:
+            return kept[(cls, params)]
+        except KeyError:
+            kept[(cls, params)] = made = make(cls, params)
+            return made
+        except TypeError:  # (unhashable parameters: as pydantic would)
+            return make(cls, params)
+
+    Response.__class_getitem__ = classmethod(keep)  # type: ignore[method-assign,assignment]
+
+
+def answers_built() -> list[Any]:
+    """Every ``T`` a ``Response[T]`` model was made for in this process."""
+    return [params for _cls, params in _state["responses"]]
+
+
+def adopt(cls: type[BaseModel]) -> None:
+    """A model of aipager's own made from an aiogram one (``bot.rawmethods``) resolves
+    its forward references as aiogram's deferred ones do."""
+    if _state["namespace"] is not None:
+        cls.__pydantic_parent_namespace__ = _state["namespace"]
 
 
 def _models() -> list[type[BaseModel]]:
@@ -102,7 +139,7 @@ def check() -> None:
     """Raise unless a sample update and a sample response validate."""
     from aiogram.methods import SendMessage
     from aiogram.methods.base import Response
-    from aiogram.types import Message, Update
+    from aiogram.types import Update, User
 
     sample = {"message_id": 1, "date": 0, "chat": {"id": 1, "type": "private"},
               "from": {"id": 1, "is_bot": False, "first_name": "a"}, "text": "hi",
@@ -110,7 +147,9 @@ def check() -> None:
               "reply_to_message": {"message_id": 0, "date": 0,
                                    "chat": {"id": 1, "type": "private"}}}
     Update.model_validate({"update_id": 1, "message": sample})
-    Response[Message].model_validate({"ok": True, "result": sample})  # SendMessage's answer
+    # (getMe's answer: the outbox's answers stay dicts, ``bot.rawmethods``, and a Message's
+    # would cost megabytes to build here)
+    Response[User].model_validate({"ok": True, "result": sample["from"]})
     SendMessage(chat_id=1, text="x").model_dump()
 
 

@@ -209,8 +209,13 @@ def run(env: Mapping[str, str], *, verbose: bool = False, cfg: config.Config | N
 
 def daemon_argv(*, verbose: bool = False, hub: bool = False, web: bool = True,
                 join: str | None = None, creds: str | None = None) -> list[str]:
-    """The command line ``exec_daemon`` runs: this module with ``run``'s options."""
-    argv = [sys.executable, "-m", "aipager.main"]
+    """The command line ``exec_daemon`` runs: this module with ``run``'s options.
+
+    ``-OO``: without docstrings (aiogram's end up in the schemas pydantic builds) the
+    daemon takes about 3 MB less; nothing it runs reads a docstring or relies on an
+    ``assert`` (those narrow types for mypy).  Its compiled modules are cached apart from
+    the CLI's (``.opt-2.pyc``), so the first start compiles them once."""
+    argv = [sys.executable, "-OO", "-m", "aipager.main"]
     argv += ["--verbose"] * verbose + ["--hub"] * hub + ["--no-web"] * (not web)
     if creds is not None:
         argv += ["--join", join or "", "--creds", creds]

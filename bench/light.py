@@ -107,6 +107,12 @@ class _Bot:
 
         return call
 
+    async def __call__(self, method):
+        """A method object (the outbox's ``rawmethods``: a post or an edit)."""
+        self._writes.append((self._clock(), getattr(method, "text", "") or ""))
+        self._id += 1
+        return {"message_id": self._id}
+
 
 async def _pace() -> list[dict]:
     from aipager.bot.chatstate import ChatState

@@ -63,6 +63,7 @@ from aipager.bot import i18n
 from aipager.bot.chatstate import LIVE_KEPT, ChatState
 from aipager.bot.i18n import _
 from aipager.bot.markdown import u16_len
+from aipager.bot.rawmethods import EditMessageTextRaw, SendMessageRaw
 
 log = logging.getLogger("aipager.bot")
 
@@ -679,11 +680,12 @@ class Outbox:
         lane.spend_edit(self._clock(), EDIT_GAP_GROUP if op.chat_id < 0 else EDIT_GAP)
         self._spend(lane)
         try:
-            await self.bot.edit_message_text(
+            edit: dict[str, Any] = dict(  # (aiogram's types make every field required for mypy)
                 text=op.text, chat_id=op.chat_id,
                 message_id=self.state.live_id(op.key, op.chat_id),
                 reply_markup=InlineKeyboardMarkup.model_validate(op.markup) if op.markup else None,
                 link_preview_options=LinkPreviewOptions(is_disabled=True))
+            await self.bot(EditMessageTextRaw(**edit))
         finally:
             lane.edit_answered(self._clock())
         self.counters["edited"] += 1
@@ -709,23 +711,26 @@ class Outbox:
 
         self._spend(lane)
         entities = op.entities if isinstance(op, Post) else ()
-        sent = await self.bot.send_message(
-            op.chat_id, op.text, entities=[MessageEntity(**e) for e in entities] or None,
+        post: dict[str, Any] = dict(  # (aiogram's types make every field required for mypy)
+            chat_id=op.chat_id, text=op.text,
+            entities=[MessageEntity(**e) for e in entities] or None,
             reply_markup=InlineKeyboardMarkup.model_validate(op.markup) if op.markup else None,
             reply_parameters=_reply(op.reply_to),
             link_preview_options=LinkPreviewOptions(is_disabled=True),
             disable_notification=not (isinstance(op, Post) and op.buzz))
+        sent: Any = await self.bot(SendMessageRaw(**post))  # (the answer's JSON object)
+        message_id = int(sent["message_id"])
         self.counters["sent"] += 1
         if op.session:
-            self.state.route(op.chat_id, sent.message_id, op.session)
+            self.state.route(op.chat_id, message_id, op.session)
         if op.key:
-            self.state.set_live(op.key, op.chat_id, sent.message_id)
+            self.state.set_live(op.key, op.chat_id, message_id)
             if isinstance(op, Live):
                 self._shows(op)
         if isinstance(op, Live) and op.pin:
             # not counted: once per chat, with the status line's first send
             try:
-                await self.bot.pin_chat_message(op.chat_id, sent.message_id,
+                await self.bot.pin_chat_message(op.chat_id, message_id,
                                                 disable_notification=True)
             except Exception as exc:  # noqa: BLE001 - no right to pin: the line still works
                 log.warning("cannot pin the status line in chat %s: %s", op.chat_id, _short(exc))

@@ -484,6 +484,13 @@ class _Timed:
 
         return timed
 
+    async def __call__(self, method):
+        """A method object (the outbox's ``rawmethods``), named as the ``Bot`` method."""
+        name = {"sendMessage": "send_message", "editMessageText": "edit_message_text"}.get(
+            method.__api_method__, method.__api_method__)
+        self.writes.append((self._clock(), name, getattr(method, "text", "") or ""))
+        return await self._bot(method)
+
 
 async def test_a_hundred_sessions_keep_the_chat_within_its_limits_and_answers_first(box):
     """A session starts every 2.4 s for four minutes (the issue's run): each has a card
@@ -527,3 +534,31 @@ async def test_a_hundred_sessions_keep_the_chat_within_its_limits_and_answers_fi
     assert len(answers) == 16
     assert other.counters["coalesced"] > 10_000  # superseded card texts never went
     await other.close(0.5)
+
+
+async def test_sending_and_editing_build_no_message_model_and_make_each_answer_model_once(box):
+    """A sent message's id is all the outbox reads: its answers stay dicts
+    (``bot.rawmethods``), so aiogram's ``Response[Message]`` (megabytes, built again each
+    time pydantic's weak cache let it go) is never built by a post or an edit; each
+    answer model is made once however many writes there are."""
+    import gc
+
+    from aiogram.methods.base import Response
+    from aiogram.types import Message
+
+    from aipager import lazyaiogram
+
+    fake, outbox = box
+    before = len(lazyaiogram.answers_built())  # (other tests of this process made theirs)
+    for i in range(3):
+        outbox.put(Live(OWNER["id"], f"card {i}", key="card"))
+        await eventually(lambda i=i: f"card {i}" in (_texts(fake, "sendMessage")
+                                                     + _texts(fake, "editMessageText")))
+        gc.collect()
+    assert _texts(fake, "sendMessage") == ["card 0"]
+    assert _texts(fake, "editMessageText") == ["card 1", "card 2"]
+    everything = lazyaiogram.answers_built()
+    assert len(everything) == len(set(map(repr, everything)))  # each made once
+    built = everything[before:]
+    assert Message not in built and not any(Message in getattr(t, "__args__", ()) for t in built)
+    assert Response[everything[0]] is Response[everything[0]]

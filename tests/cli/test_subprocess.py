@@ -173,7 +173,8 @@ def test_a_daemon_without_a_bot_never_imports_aiogram_or_pydantic(tmp_path, mode
                                 creds.Creds("box", "pw", "nats://127.0.0.1:9", ""))
         args = ("--join", "nats://127.0.0.1:9", "--creds", who)
     cmdline, imported, pydantic_mapped = _daemon_modules(tmp_path, *args)
-    assert cmdline[1:3] == [b"-m", b"aipager.main"]  # the program became the daemon
+    # the program became the daemon, without docstrings (``main.daemon_argv``)
+    assert cmdline[1:4] == [b"-OO", b"-m", b"aipager.main"]
     assert "aipager.daemon.app" in imported  # the log is the daemon's own imports
     heavy = {m for m in imported if m.split(".")[0] in ("aiogram", "pydantic", "typer", "click")}
     assert heavy == set() and not pydantic_mapped

@@ -207,9 +207,12 @@ def test_the_walk_at_a_session_with_tools(daemon, dtach_session, fake_anthropic,
                30, "the compacted line")
     walk.step("/compact")
     sent = phone.sent_texts()
-    assert [t for t in sent if "compact" in t.lower()][-3:] == [
-        "📦 /compact sent to e2e.", "🔄 e2e · Compacting the conversation",
-        "📦 e2e · Conversation compacted"], walk
+    said = [t for t in sent if "compact" in t.lower()][-3:]
+    # (the reply to /compact and Claude Code's own "compacting" race: the reply goes once
+    # the keys are typed, and on a loaded machine the hook's notice can come first)
+    assert sorted(said[:2]) == ["📦 /compact sent to e2e.",
+                                "🔄 e2e · Compacting the conversation"], walk
+    assert said[2] == "📦 e2e · Conversation compacted", walk
     assert not [p for p in phone.calls("editMessageText") if "Compacting" in str(p["text"])], walk
     walk.step("the end")
     assert not _refused(phone), walk
