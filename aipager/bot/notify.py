@@ -139,7 +139,6 @@ class ChatNotifier:
             # live outputs set it (not max): numbers start over when the state was lost
             self.state.taken = out.origin
         try:
-            handler = getattr(self, f"_on_{out.kind}", None)
             sess = self._registry().get(out.session)
             mode = self._privacy()
             for chat_id in self._chats_for(out.session):
@@ -147,11 +146,41 @@ class ChatNotifier:
                 with i18n.use(self._locale_for(chat_id)):
                     if mode.on:
                         self._private(out, sess, chat_id, mode)
-                    elif handler is not None:
-                        handler(out, sess, chat_id)
+                    else:
+                        self._show(out, sess, chat_id)
                     self._status_line(chat_id)
         except Exception:  # noqa: BLE001 - a rendering bug must not break event handling
             log.exception("showing a %s output in the chat failed", out.kind)
+
+    def _show(self, out: Output, sess: Session | None, chat_id: int) -> None:
+        """One output in one chat, by its kind."""
+        match out:
+            case Card():
+                self._on_card(out, sess, chat_id)
+            case Prompted():
+                self._on_prompted(out, sess, chat_id)
+            case Answer():
+                self._on_answer(out, sess, chat_id)
+            case Notice():
+                self._on_notice(out, sess, chat_id)
+            case Permission():
+                self._on_permission(out, sess, chat_id)
+            case RequestUpdate():
+                self._on_request_update(out, sess, chat_id)
+            case Question():
+                self._on_question(out, sess, chat_id)
+            case RequestClosed():
+                self._on_request_closed(out, sess, chat_id)
+            case RequestAnswered():
+                self._on_request_answered(out, sess, chat_id)
+            case Reaction():
+                self._on_reaction(out, sess, chat_id)
+            case Release():
+                self._on_release(out, sess, chat_id)
+            case Diff():
+                self._on_diff(out, sess, chat_id)
+            case Files():
+                self._on_files(out, sess, chat_id)
 
     # -- private mode ----------------------------------------------------------------
 
@@ -163,9 +192,7 @@ class ChatNotifier:
         clock = getattr(self._registry(), "clock", time.time)
         match private.view(out, label, sess, clock()):
             case private.Show(out=shown):
-                handler = getattr(self, f"_on_{shown.kind}", None)
-                if handler is not None:
-                    handler(shown, sess, chat_id)
+                self._show(shown, sess, chat_id)
             case private.Bell() as bell:
                 self._ring(bell, out, sess, chat_id, mode.public_url)
             case private.Quiet():
