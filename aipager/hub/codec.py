@@ -90,6 +90,8 @@ class Snapshot:
     sessions: tuple[Session, ...]
     stamp: tuple[int, int]
     heartbeat: float | None
+    #: the host's aipager version ("": older than the hubs that read it)
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -180,8 +182,12 @@ def _read_state(doc: Any) -> StateRecord:
             heartbeat, (int, float)) or not 0.1 <= heartbeat <= 3600):
         msg = "a snapshot's heartbeat must be seconds"
         raise CodecError(msg)
+    version = doc.get("version", "")
+    if not isinstance(version, str) or len(version) > 40:
+        msg = "a snapshot's version must be a short text"
+        raise CodecError(msg)
     return Snapshot(tuple(session_from_json(d) for d in docs), _stamp(doc.get("stamp")),
-                    float(heartbeat) if heartbeat is not None else None)
+                    float(heartbeat) if heartbeat is not None else None, version)
 
 
 def _stamp(stamp: Any) -> tuple[int, int]:

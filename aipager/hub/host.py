@@ -32,6 +32,7 @@ import logging
 import time
 from typing import Any, Callable, Mapping
 
+from aipager import __version__
 from aipager.aio import stop_if_cancelled
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
@@ -223,7 +224,8 @@ class HostLink:
             if version == self._state_version and now - self._state_sent < HEARTBEAT:
                 continue
             doc = {"sessions": [codec.session_to_json(s) for s in port.sessions],
-                   "stamp": _stamp(), "sent_at": time.time(), "heartbeat": HEARTBEAT}
+                   "stamp": _stamp(), "sent_at": time.time(), "heartbeat": HEARTBEAT,
+                   "version": __version__}
             try:
                 await js.publish(subject, codec.dumps(doc))
             except asyncio.CancelledError:

@@ -409,7 +409,8 @@ class HubLink:
     def _take_snapshot(self, host: str, rec: Snapshot, seen_at: float) -> None:
         h = self.view.host(host)
         was_online, had = h.online(), self._live_names(host)
-        self.view.note_snapshot(host, rec.sessions, rec.stamp, seen_at, rec.heartbeat)
+        self.view.note_snapshot(host, rec.sessions, rec.stamp, seen_at, rec.heartbeat,
+                                rec.version)
         now = self._live_names(host)
         if h.online() and not was_online:
             log.info("host %s is online: sessions %s", host, ", ".join(now) or "none")

@@ -22,6 +22,7 @@ import time
 import typing
 from typing import Any, Callable, Iterator, Mapping, Sequence, get_args
 
+from aipager import __version__
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
 from aipager.daemon.worktree import Diff
@@ -153,6 +154,9 @@ class HubPort:
         be reached, or fails, is the result's ``Failed`` (nothing was done there)."""
         files: dict[str, str] = {}
         timeout = None
+        other = self._other_version(machine)
+        if other:  # (its service would not know the command: it would never answer)
+            return Failed(other, _subject(command, machine), _DOING[type(command)])
         try:
             if isinstance(command, SendPrompt):
                 files, timeout = self._ship(machine, command.text)
@@ -167,6 +171,16 @@ class HubPort:
             return Failed(f"{machine} answered with {type(got).__name__}",
                           _subject(command, machine), _DOING[type(command)], cause="other")
         return qualified(got, machine)
+
+    def _other_version(self, host: str) -> str:
+        """Why ``host`` cannot be asked: it runs another aipager than this hub ("": the
+        same, or not heard from yet)."""
+        h = self.link.view.hosts.get(host)
+        if h is None or not h.online() or h.version == __version__:
+            return ""  # (offline, unknown: the link says so in its own words)
+        theirs = f"aipager {h.version}" if h.version else "an older aipager"
+        return (f"{host} runs {theirs} and this hub aipager {__version__}: upgrade them "
+                "together")
 
     def _ship(self, host: str, text: str) -> tuple[dict[str, str], float | None]:
         """Send ``host`` the files from the phone that ``text`` names (once each), ahead of

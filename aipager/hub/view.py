@@ -30,6 +30,8 @@ class Host:
     #: internal name (``claude-jim``) → (stamp, session as the hub shows it)
     sessions: dict[str, tuple[tuple[int, int], Session]] = field(default_factory=dict)
     snapshot_stamp: tuple[int, int] = (0, 0)
+    #: the aipager version its last snapshot named ("": one too old to name it)
+    version: str = ""
 
     def online(self, now: float | None = None) -> bool:
         now = time.time() if now is None else now
@@ -56,11 +58,14 @@ class HostsView:
         return self.host(host).sessions[name][1]
 
     def note_snapshot(self, host: str, sessions: Iterable[Session], st: tuple[int, int],
-                      seen_at: float, heartbeat: float | None = None) -> None:
+                      seen_at: float, heartbeat: float | None = None,
+                      version: str | None = None) -> None:
         """All of a host's sessions (they become the hub's copies); ones it no longer has
-        are forgotten."""
+        are forgotten.  ``version``: the aipager the host runs (None: not said here)."""
         h = self.host(host)
         h.last_seen = max(h.last_seen, seen_at)
+        if version is not None:
+            h.version = version
         if heartbeat:
             h.heartbeat = float(heartbeat)
         if st <= h.snapshot_stamp:

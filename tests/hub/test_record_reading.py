@@ -33,6 +33,12 @@ def test_a_good_output_and_answer_read_as_typed_records():
     snap = codec.read_state(orjson.dumps({"sessions": [out_record()["sess"]], "stamp": [5, 2],
                                           "heartbeat": 5}))
     assert isinstance(snap, Snapshot) and snap.sessions[0].name == "claude-jim"
+    assert snap.version == ""  # (a host too old to name its version)
+    snap = codec.read_state(orjson.dumps({"sessions": [], "version": "1.2.3"}))
+    assert isinstance(snap, Snapshot) and snap.version == "1.2.3"
+    for bad in (5, "x" * 41, None):
+        assert isinstance(codec.read_state(orjson.dumps({"sessions": [], "version": bad})),
+                          BadRecord), bad
 
 
 def test_whatever_a_host_sends_is_a_record_or_a_bad_one_never_an_exception():

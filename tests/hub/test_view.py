@@ -181,3 +181,33 @@ async def test_an_answer_counts_only_from_the_host_the_command_went_to(hub):
     assert not future.done() and bad == "an answer to a command sent to box"  # set aside
     link._take_one(Msg("aipager.box.out", record("reply", 1, id="hub:x:1", ok=True)))
     assert future.result().value is True
+
+
+async def test_a_host_of_another_version_is_not_asked_and_the_words_say_why(hub):
+    """A host names its aipager in each snapshot; one that runs another (or too old to
+    name it) would not know the hub's commands and never answer: nothing is sent, and the
+    person reads why at once instead of a timeout."""
+    from aipager import __version__
+    from aipager.daemon.service import Service
+
+    _, link, port = hub
+    sent = []
+    link.send = lambda *a, **k: sent.append(a)  # (nothing may reach the broker)
+
+    async def call(*a, **k):
+        sent.append(a)
+
+    link.call = call
+    service = Service(port, lambda: os.environ["HOME"])
+    link.view.note_snapshot("box", [doc("web")], (1, 1), time.time(), version="0.0.9")
+    got = await service.ask(SendPrompt(OWNER, "claude-web@box", "hi", 1, 2))
+    assert isinstance(got, Failed) and got.session == "claude-web@box"
+    assert got.error == f"box runs aipager 0.0.9 and this hub aipager {__version__}: " \
+                        "upgrade them together"
+    link.view.note_snapshot("box", [doc("web")], (1, 2), time.time(), version="")
+    got = await service.ask(StopTask(OWNER, "claude-web@box"))
+    assert isinstance(got, Failed) and "box runs an older aipager" in got.error
+    assert sent == []
+    link.view.note_snapshot("box", [doc("web")], (1, 3), time.time(), version=__version__)
+    await service.ask(StopTask(OWNER, "claude-web@box"))
+    assert len(sent) == 1  # the same version: asked
