@@ -174,7 +174,8 @@ class HubLink:
         now = time.time()
         return {"hub": {"url": self.url, "connected": self.connected, **self.counters,
                         "hosts": {h.name: {"online": h.online(now), "last_seen": h.last_seen,
-                                           "sessions": len(h.sessions)}
+                                           "sessions": len(h.sessions),
+                                           "version": h.version}
                                   for h in self.view.hosts.values()}}}
 
     # -- the service -------------------------------------------------------------------

@@ -19,7 +19,10 @@ def test_every_output_kind_has_a_sample():
 @pytest.mark.parametrize("out", SAMPLES, ids=lambda o: o.kind)
 def test_each_output_goes_to_its_own_handler(out):
     called: list[str] = []
-    handlers = {name: (lambda name: lambda *args: called.append(name))(name)
-                for name in dir(ChatNotifier) if name.startswith("_on_")}
+
+    def recorder(name: str):
+        return lambda *args: called.append(name)
+
+    handlers = {name: recorder(name) for name in dir(ChatNotifier) if name.startswith("_on_")}
     ChatNotifier._show(types.SimpleNamespace(**handlers), out, None, 1)
     assert called == [f"_on_{out.kind}"]

@@ -28,6 +28,8 @@ async def test_a_prompt_runs_on_the_named_host_and_its_answer_comes_back_once(ma
     session = box.start("jim")
     sess = await hub_sees(hub, "claude-jim@box")
     assert sess.label == "jim"  # alone: no host needed
+    from aipager import __version__  # (the host names its version: the hub asks it)
+    assert hub.link.facts()["hub"]["hosts"]["box"]["version"] == __version__
 
     msg = await machines.fake.user_says("/jim fix the failing test")
     typed = await eventually(lambda: box.sessions.typed, 10, "the prompt typed on box")
