@@ -19,6 +19,7 @@ from aipager.bot.i18n import N_, _, ngettext
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import HostView
+from aipager.clients import asking
 from aipager.daemon import render
 from aipager.daemon.render import elapsed
 
@@ -177,26 +178,9 @@ def help_text(sessions: Sequence[Session], current: str | None) -> str:
 
 def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None,
             scope: dict | None = None) -> str:
-    """The line that replaces a request's buttons once it is answered (a question's: its
-    answers above who gave them, from the chat's ``ask``; a scoped button's: the rule,
-    folder or mode it remembered, and where)."""
-    if via in ("", "terminal"):
-        return _("⌨️ answered in the terminal")
-    if answer == "question_answer":
-        answers = answers_text(ask) if ask else ""
-        return (answers + "\n" + _("✅ Answered by {who} · {time}").format(
-            who=who, time=time.strftime('%H:%M', time.localtime(at)))).strip()
-    if answer == "question_decline":
-        return _("⏹ Declined by {who}").format(who=who)
-    if answer == "allow_always" and isinstance(scope, dict) and scope:
-        return _("{scope} · chosen by {who} · {time}").format(
-            scope=render.suggestion_label(scope), who=who,
-            time=time.strftime('%H:%M', time.localtime(at)))
-    words = {"allow": N_("✅ Allowed by {who} · {time}"),
-             "allow_always": N_("🟢 Always allowed by {who} · {time}"),
-             "deny": N_("❌ Denied by {who} · {time}"),
-             "stop": N_("⏹ Stopped by {who} · {time}")}.get(answer, N_("✅ Answered by {who} · {time}"))
-    return _(words).format(who=who, time=time.strftime('%H:%M', time.localtime(at)))
+    """The line that replaces a request's buttons once it is answered (``asking.verdict``,
+    the page's too; a question's answers above it, from the chat's ``ask``)."""
+    return asking.verdict(via, answer, who, at, answers_text(ask) if ask else "", scope)
 
 
 _PICKER = {"use": N_("Which session should get your messages?"),

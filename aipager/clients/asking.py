@@ -11,12 +11,15 @@ Words come from ``locales.tr``: the chat and the page each set the catalog they 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Any
 
 from aipager import locales
 from aipager.daemon import render
 from aipager.daemon.model import Request, Session
 from aipager.daemon.notifier import Permission
+from aipager.locales import N_
 from aipager.locales import tr as _
 
 #: characters of an edit's diff shown with its request (past it: its head, and the whole
@@ -152,3 +155,28 @@ def always_rule(sess: Session | None, key: str) -> str:
 
 __all__ = ["Answer", "Change", "DEFAULT_BUTTONS", "DIFF_SHOWN", "always_rule", "answers",
            "change", "diff_body", "head", "own_request", "scope_labels", "words"]
+
+
+def verdict(via: str, answer: str, who: str, at: float, answers: str = "",
+            scope: dict[str, Any] | None = None) -> str:
+    """Who answered a request, how and when: the line under it once it is answered, in the
+    chat (in place of its buttons) and in the page's conversation.  ``via``: ``hook`` or
+    ``keys`` ("" or ``terminal``: at the computer); ``answers``: a question's answers,
+    shown above; ``scope``: what a scoped "always" remembered."""
+    when = time.strftime("%H:%M", time.localtime(at))
+    if via in ("", "terminal"):
+        return _("⌨️ answered in the terminal")
+    if answer == "question_answer":
+        return (answers + "\n" + _("✅ Answered by {who} · {time}").format(
+            who=who, time=when)).strip()
+    if answer == "question_decline":
+        return _("⏹ Declined by {who}").format(who=who)
+    if answer == "allow_always" and isinstance(scope, dict) and scope:
+        return _("{scope} · chosen by {who} · {time}").format(
+            scope=render.suggestion_label(scope), who=who, time=when)
+    words = {"allow": N_("✅ Allowed by {who} · {time}"),
+             "allow_always": N_("🟢 Always allowed by {who} · {time}"),
+             "deny": N_("❌ Denied by {who} · {time}"),
+             "stop": N_("⏹ Stopped by {who} · {time}")}.get(answer,
+                                                             N_("✅ Answered by {who} · {time}"))
+    return _(words).format(who=who, time=when)

@@ -98,7 +98,13 @@ class WebNotifier:
                 if self.on_files is not None:
                     self.on_files(out, entry)
             case RequestClosed() | RequestAnswered():
-                self.asked.pop((out.session, out.key), None)
+                asked = self.asked.pop((out.session, out.key), None)
+                if asked is not None:  # who answered it, in the conversation as in the chat
+                    # (its first line without the 🔐: the entry's header shows that)
+                    self.say(out.session, "verdict",
+                             asked.text.split("\n", 1)[0].removeprefix("🔐").strip(),
+                             verdict={"via": out.via, "answer": out.answer, "who": out.who,
+                                      "scope": dict(out.scope)})
             case Release() if out.chat_id == str(WEB_CHAT) and self.on_release is not None:
                 self.on_release(out)
             case Reaction():

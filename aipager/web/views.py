@@ -66,10 +66,16 @@ def conversation(sess: Session, entries: Iterable[dict[str, Any]]) -> list[dict[
     facts stay on the server: they were kept only to say it again)."""
     out = []
     for entry in entries:
-        public = {k: v for k, v in entry.items() if k not in ("notice", "facts")}
+        public = {k: v for k, v in entry.items() if k not in ("notice", "facts", "verdict")}
         if entry.get("notice") and _again(sess):
             public["text"] = render.notice(entry["notice"], sess.label,
                                            entry.get("facts") or {}) or entry["text"]
+        said = entry.get("verdict")
+        if isinstance(said, dict):  # (in the page's language, as the chat says it)
+            public["text"] = entry["text"] + "\n" + asking.verdict(
+                str(said.get("via") or ""), str(said.get("answer") or ""),
+                str(said.get("who") or ""), float(entry.get("at") or 0),
+                scope=said.get("scope") if isinstance(said.get("scope"), dict) else None)
         out.append(public)
     return out
 

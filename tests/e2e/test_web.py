@@ -109,6 +109,8 @@ def test_the_page_without_telegram_runs_a_prompt_approves_and_answers(
     talk = page.locator("ol.talk")
     expect(talk.locator("li.sent")).to_contain_text("E2E-WEB1 make the file")
     expect(talk.locator("li.answer strong")).to_have_text("it", timeout=WAIT_MS)
+    # who allowed the request stays in the conversation, as the chat's verdict line
+    expect(talk.locator("li.verdict")).to_contain_text("✅ Allowed by @web")
     shot(page, "conversation")
 
     # Claude asks a question: answered from the page

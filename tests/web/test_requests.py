@@ -68,3 +68,29 @@ async def test_the_page_offers_the_chats_answers_and_says_what_always_remembers(
     (need,) = (await (await web.get("/api/state")).json())["needs"]
     assert [a["act"] for a in need["answers"]] == ["allow", "deny", "s0", "always", "stop"]
     assert need["text"].endswith("🟢 Always allow remembers: Bash(make:*)")
+
+
+async def test_who_answered_a_request_stays_in_the_conversation_in_the_readers_language(web):
+    """Answered, a request leaves the page's list of what waits, and the conversation keeps
+    the chat's verdict line (``asking.verdict``): who, how and when, in each reader's
+    language; a key answered twice (its keys, then its tool ran) is said once."""
+    import time
+
+    from aipager.daemon.notifier import RequestAnswered, RequestClosed
+
+    await web.sign_in()
+    web.port.add_session(S, State.WAITING)
+    web.live.emit(Permission(session=S, text="🔐 jim · Bash\nmake deploy", key=KEY, tool="Bash",
+                             detail="make deploy", buttons=["allow", "deny", "stop"]))
+    web.live.emit(RequestAnswered(session=S, key=KEY, via="keys", answer="allow", who="@ana"))
+    web.live.emit(RequestClosed(session=S, key=KEY, via="keys", answer="allow", who="@ana"))
+    when = time.strftime("%H:%M")
+    english = (await (await web.get(f"/api/sessions/{S}")).json())["conversation"]
+    said = [e for e in english if e["kind"] == "verdict"]
+    assert [e["text"] for e in said] == [f"jim · Bash\n✅ Allowed by @ana · {when}"]
+    assert "verdict" not in said[0]  # (what it is made of stays on the server)
+    portuguese = (await (await web.get(f"/api/sessions/{S}", **{"X-Aipager-Lang": "pt-BR"}))
+                  .json())["conversation"]
+    assert [e["text"] for e in portuguese if e["kind"] == "verdict"] == [
+        f"jim · Bash\n✅ Permitido por @ana · {when}"]
+    assert (await (await web.get("/api/state")).json())["needs"] == []

@@ -198,7 +198,7 @@ async function home() {
 function entry(e) {
   const by = e.who === "the terminal" ? t("the terminal") : e.who || "";
   const status = STATUS[e.status] ? t(STATUS[e.status]) : e.status;
-  const who = { prompt: `🗣 ${by}`, sent: `🗣 ${by || t("you")} · ${status}`, answer: "🤖 Claude", notice: "ℹ️", file: `📎 ${t("a file from Claude")}` }[e.kind] || e.kind;
+  const who = { prompt: `🗣 ${by}`, sent: `🗣 ${by || t("you")} · ${status}`, answer: "🤖 Claude", notice: "ℹ️", verdict: "🔐", file: `📎 ${t("a file from Claude")}` }[e.kind] || e.kind;
   const when = new Date(e.at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   return h("li", { class: `entry ${e.kind}` }, h("div", { class: "who" }, `${who} · ${when}`),
     e.kind === "answer" ? markdown(e.text) : e.kind === "file" ? sentFiles(e) : h("div", { class: "text" }, e.text));
