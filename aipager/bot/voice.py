@@ -8,7 +8,7 @@ model is being fetched, when it is; then the share done), and becomes the transc
 "🎙 heard: …" with ✅ Send / ✏️ Edit / ❌ Cancel (``callbacks.VoiceTap``), in the speaker's
 language unless the model is near certain of another (``speech.pick_language``), with a
 warning when much of the speech gave no text.  ✅ sends it as the speaker's message, through
-the path a typed message takes (``routers.messages.send_text`` → ``Actions.deliver``: the
+the path a typed message takes (``flows.send_text`` → ``Actions.deliver``: the
 routing, the prompt rule, holds, the permission note); ✏️ makes the speaker's next message
 (aiogram's FSM, ``NextVoice.text``) replace it; ❌ drops it.  Only the speaker's taps act on
 it.  Waiting transcripts live in memory with the dispatcher, as the pickers' messages do: a
