@@ -12,7 +12,7 @@ import pytest
 from fakes.sessionio import FakeSessions
 
 from aipager import dtach
-from aipager.daemon import app
+from aipager.daemon import calls
 from aipager.daemon.app import Daemon
 from aipager.daemon.notifier import Notice, NoticeName, RecordingNotifier
 from aipager.policy import notes
@@ -37,7 +37,7 @@ class NotingSessions(FakeSessions):
 
 @pytest.fixture
 def rig(monkeypatch):
-    monkeypatch.setattr(app, "DECLINE_SECONDS", 0.05)
+    monkeypatch.setattr(calls, "DECLINE_SECONDS", 0.05)
     env = dict(os.environ)
     notifier = RecordingNotifier()
     sessions = NotingSessions(env)

@@ -1,0 +1,374 @@
+"""What the daemon does when a client asks: the port's calls (``daemon.port.DaemonPort``).
+
+Answering a request (the waiting hook, else the dialog's keys) or a question, starting,
+stopping and ending sessions, typing a prompt in its one encoded form, switching a model,
+reading a work tree's changes, the chat's held messages and the audit.  ``app.Daemon`` is
+the process (lock, socket, ingest, journal, timers) and brings what these calls work on:
+the core, the terminals, the journal, the audit log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from typing import Coroutine, Any, Callable, Mapping, Sequence
+
+
+from aipager import dtach
+from aipager.proto import fsio
+from aipager import claudefiles
+from aipager.daemon import (dialogkeys, edits, render,
+                            replies, requests, worktree)
+from aipager.daemon.audit import AuditFile
+from aipager.daemon.core import DaemonCore
+from aipager.daemon.notifier import (FanoutNotifier, NoticeName)
+from aipager.daemon.model import Request, Session, State
+from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
+                                 KeysFailed, Outcome, Refused, Who)
+from aipager.daemon.registry import Registry
+from aipager.daemon.terminal import ESCAPE, SessionIO
+from aipager.proto.errors import AipagerError, SessionNotFound, SettingsError
+from aipager.policy import marker
+
+log = logging.getLogger("aipager.daemon")
+
+#: a dialog reads keys this long after it is drawn (measured on 2.1.328: tui_keys.json)
+DIALOG_SETTLE = 1.0
+#: how long a question's answer waits for the dialog to be drawn
+DIALOG_WAIT = 10.0
+#: stops of one session this close together press Escape once
+STOP_DEBOUNCE = 2.0
+#: how long a model switch is watched for Claude Code saving it in its settings
+MODEL_SAVE_WAIT = 10.0
+#: a message typed into an idle session and not taken this long after its Enter was declined
+#: by Claude Code (it submits at once; generous for a loaded machine)
+DECLINE_SECONDS = 20.0
+
+
+class PortCalls:
+    """The port's calls, on what ``app.Daemon`` sets up."""
+
+    env: dict[str, str]
+    core: DaemonCore
+    session_io: SessionIO
+    audit: AuditFile
+    notifier: FanoutNotifier
+    facts: list[Callable[[], dict[str, Any]]]
+    _stopped: dict[str, float]
+
+    # (the process's own: ``app.Daemon``)
+    def save(self, *, force: bool = False, stopped: bool = False) -> None:
+        raise NotImplementedError
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        raise NotImplementedError
+
+    # -- the port (``aipager.daemon.port``): what clients may ask -------------------------
+
+    @property
+    def sessions(self) -> Registry:
+        return self.core.registry
+
+    @property
+    def remote(self) -> None:
+        """Every session is this machine's own (a hub's port has hosts)."""
+        return None
+
+    async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
+                             reason: str = "", suggestion: int | None = None,
+                             edit: str | None = None) -> Outcome:
+        """Answer permission request ``key`` of ``session`` (``replies.answer``): to the
+        hook that waits, else with the terminal dialog's keys.
+
+        Args:
+            kind: ``allow``, ``allow_always``, ``deny`` or ``stop`` (deny and end the task).
+            who: who answers (named by a deny's message, the verdict and the audit).
+            reason: a deny's reason, handed to Claude (a reply to the request).
+            suggestion: for ``allow_always``, which one of Claude Code's suggestions.
+            edit: for ``allow``, the corrected command (Bash) or path: the call is
+                allowed as edited, once the policy allows it (``edits``); else ``Refused``.
+
+        Raises:
+            ValueError: an unknown kind, or an edit with another kind than allow.
+        """
+        found = replies.find(self.core.ctx, session, key)
+        sess, req = found if found is not None else (None, None)
+        if req is not None and not req.answered and (
+                (req.tool == "ExitPlanMode" and not req.reply_addr)
+                or (req.terminal_only and kind != "stop")):
+            # The plan dialog's keys differ with and without a plan file ("1" is auto mode
+            # in one, "2" is No in the other), and auto mode's dialog has choices of its
+            # own: only the waiting hook, or the terminal, answers those safely.
+            return InTerminal()
+        edited_input = None
+        if edit is not None:
+            if kind != "allow":
+                msg = "only an allow takes an edit"
+                raise ValueError(msg)
+            if sess is None or req is None:
+                return Gone()
+            if req.answered:
+                return Already()
+            refused = self._refuse_edit(sess, req, who, edit)
+            if isinstance(refused, Refused):
+                return refused
+            edited_input = refused
+        try:
+            result = replies.answer_found(self.core.ctx, found, kind, who.label,
+                                          who_id=who.user_id, role=who.role, reason=reason,
+                                          suggestion=suggestion, edited_input=edited_input)
+        except ValueError as exc:
+            if edited_input is None:
+                raise
+            return Refused(str(exc))
+        self.save(force=True)
+        if result == replies.NO_HOOK:
+            return Refused("Claude Code no longer waits for this answer: an edited call "
+                           "needs the waiting hook (answer it in the terminal)")
+        if result == replies.ALREADY:
+            return Already()
+        if result == replies.GONE or sess is None or req is None:
+            return Gone()
+        if result == replies.VIA_KEYS:
+            try:
+                await self.session_io.press(session, dialogkeys.permission(kind))
+            except AipagerError as exc:
+                requests.unclaim(self.core.ctx, sess, req)
+                return KeysFailed(str(exc))
+            requests.keys_pressed(self.core.ctx, sess, req)
+        if kind == "stop":
+            try:
+                await self.stop_session(session)
+            except AipagerError as exc:
+                log.warning("stop after deny failed: %s", exc)
+        return ByHook() if result == replies.VIA_HOOK else ByKeys()
+
+    def _refuse_edit(self, sess: Session, req: Request, who: Who, edit: str) -> dict | Refused:
+        """The edited tool input, or why it may not run (audited as ``edit_refused``)."""
+        if not req.reply_addr:
+            return Refused("Claude Code no longer waits for this answer: an edited call "
+                           "needs the waiting hook (answer it in the terminal)")
+        try:
+            edited_input = edits.edited(req.tool, req.tool_input, edit)
+        except ValueError as exc:
+            return Refused(str(exc))
+        why = edits.refusal(self.env, sess.name, who.role, req.tool, edited_input,
+                            req.cwd or sess.cwd or "")
+        if why is None:
+            return edited_input
+        self.audit_action("edit_refused", who, session=sess.name, tool=req.tool,
+                          edited_input=edited_input, reason=why)
+        return Refused(f"the safety policy refuses the edited call: {why}")
+
+    async def answer_question(self, session: str, key: str, who: Who,
+                              answers: Sequence[dialogkeys.Answer] | None) -> Outcome:
+        """Answer question ``key`` of ``session`` with ``answers`` (one per question), or
+        decline it (None): its dialog's keys are pressed once it reads them."""
+        sess = self.core.registry.get(session)
+        req = next((r for r in sess.requests if r.key == key and r.kind == "question"),
+                   None) if sess is not None else None
+        if sess is None or req is None:
+            return Gone()
+        if req.answered:
+            return Already()
+        action = "question_decline" if answers is None else "question_answer"
+        if answers is None:
+            keys = dialogkeys.decline()
+        else:
+            asked = req.questions or [{"question": req.description, "options": req.options}]
+            try:
+                keys = dialogkeys.question_keys(asked, list(answers))
+            except (ValueError, IndexError) as exc:
+                msg = f"the answers do not fit the question: {exc}"
+                raise ValueError(msg) from exc
+        # claimed first: a second tap presses nothing, even while these keys go in
+        requests.claim_for_keys(self.core.ctx, sess, req, action, who.label)
+        await self._dialog_ready(req)
+        try:
+            await self.session_io.press(session, keys)
+        except AipagerError as exc:
+            requests.unclaim(self.core.ctx, sess, req)
+            return KeysFailed(str(exc))
+        requests.keys_pressed(self.core.ctx, sess, req)
+        self.audit_action(action, who, session=session, tool="AskUserQuestion")
+        return ByKeys()
+
+    async def _dialog_ready(self, req: Request) -> None:
+        """Wait until Claude Code shows the dialog and reads keys (``DIALOG_SETTLE`` after its
+        PermissionRequest; at most ``DIALOG_WAIT`` when that event never comes)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DIALOG_WAIT
+        while not req.dialog_at and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if req.dialog_at:
+            left = req.dialog_at + DIALOG_SETTLE - self.core.registry.clock()
+            if left > 0:
+                await asyncio.sleep(min(left, DIALOG_SETTLE))
+
+    async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
+                            mode: str = "") -> str:
+        """Start session ``label`` in dtach in ``cwd`` (the same code as ``aipager session
+        --detached``); returns its internal name.
+
+        Raises:
+            InvalidSessionName, SessionError: as ``dtach.create``.
+        """
+        bare = dtach.check_name(label)
+        args = (("--resume", resume_id) if resume_id else ()) + (
+            ("--permission-mode", mode) if mode else ())
+        await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=cwd or None)
+        session = dtach.session_name(bare)
+        reg = self.core.registry
+        sess = reg.ensure(session)
+        reg.revive(sess)  # a new process: whatever the registry knew of the name is over
+        sess.socket_seen = True
+        sess.cwd = sess.cwd or cwd
+        reg.touch(sess)
+        return session
+
+    async def stop_session(self, session: str) -> bool:
+        """Interrupt the running task: Escape, as Claude Code's TUI expects.  Stops within
+        ``STOP_DEBOUNCE`` seconds press nothing (a burst of taps on ⏹ must not become a
+        burst of keys); returns whether Escape was pressed."""
+        now = time.monotonic()
+        if now - self._stopped.get(session, -STOP_DEBOUNCE) < STOP_DEBOUNCE:
+            return False
+        self._stopped[session] = now
+        await self.session_io.press(session, [ESCAPE])
+        return True
+
+    async def kill_session(self, label: str) -> bool:
+        return await asyncio.to_thread(dtach.kill, self.env, label)
+
+    async def session_changes(self, session: str, *, role: str,
+                              user_id: int | None) -> worktree.Diff:
+        sess = self.core.registry.get(session)
+        if sess is None or not sess.cwd:
+            raise SessionNotFound(f"session {session.removeprefix('claude-')} has no folder")
+        from aipager.daemon import encode  # the policy's modules: loaded on first use
+
+        allowed = encode.reads(self.env, role, user_id, cwd=sess.cwd)
+        return await asyncio.to_thread(worktree.changes, sess.cwd, allowed)
+
+    async def switch_model(self, session: str, model: str) -> None:
+        """``/model NAME`` for this session alone: announced with aipager's marker (no
+        "Switch model?" question), and Claude Code's user setting, which the switch
+        rewrites, put back afterwards (``claudefiles.put_back_model``)."""
+        sess = self.core.registry.get(session)
+        if sess is not None and sess.claude_session_id:
+            marker.write_modelswitch_marker(self.env, session, model, sess.claude_session_id)
+        try:
+            before = await asyncio.to_thread(claudefiles.model_setting, self.env)
+        except SettingsError as exc:
+            before = None
+            log.warning("the model switch of %s may stay for later sessions: %s", session, exc)
+        await self.session_io.type_text(session, f"/model {model}")
+        if before is not None:
+            self._spawn(self._put_back_model(before, model))
+
+    async def _put_back_model(self, before: Any, model: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MODEL_SAVE_WAIT
+        while loop.time() < deadline:
+            await asyncio.sleep(0.2)
+            try:
+                if await asyncio.to_thread(claudefiles.put_back_model, self.env, before, model):
+                    log.info("the model %s stays with its session: Claude Code's setting "
+                             "put back", model)
+                    return
+            except SettingsError as exc:
+                log.warning("cannot put Claude Code's model setting back: %s", exc)
+                return
+
+    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+                          submitting: Callable[[], None] | None = None) -> None:
+        """Type a person's message as a prompt with its permission note.
+
+        The words cross into Claude Code in one encoded form (``policy.chatprompt``):
+        a first line naming the sender, every ``@`` inert but the mentions this
+        sender's rights allow as Reads (decided here, with this machine's policy and
+        the session's folder).  ``DtachIO.type_prompt`` types nothing else;
+        ``submitting`` runs right before its Enter.
+
+        Raises:
+            ValueError: nothing to send.
+        """
+        from aipager.daemon import encode
+
+        sess = self.core.registry.get(session)
+        encoded = encode.encode(self.env, text, note, cwd=sess.cwd if sess else "")
+        await self.session_io.type_prompt(session, encoded.text,
+                                          note={**note, "text": encoded.text},
+                                          submitting=submitting)
+        if sess is not None and sess.state == State.READY:
+            # Claude was idle: Claude Code submits at once, or declined the text
+            self._spawn(self._check_taken(session, note))
+
+    async def _check_taken(self, session: str, note: Mapping[str, Any]) -> None:
+        """A message typed into an idle session that Claude Code still has not taken after
+        ``DECLINE_SECONDS`` was declined (it sits in the input box): the box is emptied, its
+        note deleted (a late submission is then blocked by the hook as no message) and its
+        author told on the message.  A busy session queues messages: not checked."""
+        from aipager.policy import notes
+
+        await asyncio.sleep(DECLINE_SECONDS)
+        sess = self.core.registry.get(session)
+        waiting = [n for n in notes.list_notes(self.env, session)
+                   if isinstance(n.doc, dict) and n.doc.get("msg_id") == note.get("msg_id")
+                   and n.doc.get("chat_id") == note.get("chat_id")]
+        if not waiting or sess is None or sess.state != State.READY:
+            return
+        log.warning("Claude Code did not take a chat message in %s: cleared", session)
+        for found in waiting:
+            fsio.unlink_quiet(found.path)
+        with contextlib.suppress(AipagerError, OSError):
+            await self.session_io.press(session, [dtach.CLEAR_INPUT])
+        self.drop_chat_message(session, note.get("msg_id", ""))
+        self.core.ctx.notice(sess, NoticeName.NOT_TAKEN, render.not_taken(sess.label),
+                             chat_id=note.get("chat_id"), msg_id=note.get("msg_id"))
+
+    async def type_text(self, session: str, text: str) -> None:
+        await self.session_io.type_text(session, text)
+
+    def audit_action(self, action: str, who: Who, **fields: Any) -> None:
+        """One audit record for something a client did, naming who (id, label, role)."""
+        self.audit_chat(action, who=who.label, who_id=who.user_id, role=who.role, **fields)
+
+    def set_previews(self, on: bool) -> None:
+        """Make diff previews (a chat shows them only where they are turned on)."""
+        reg = self.core.registry
+        reg.knobs = dataclasses.replace(reg.knobs, diff_previews=on)
+
+    def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
+        """More facts for the saved state (``aipager status``): a client's health."""
+        self.facts.append(facts)
+
+    def hosts(self) -> Sequence[HostView]:
+        return ()  # one machine: its sessions need no host
+
+    def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
+                           chat_id: int | str = "", sender: str = "", held: bool = False,
+                           held_for: str = "task") -> None:
+        """A chat message for ``session``: typed now (👀 until Claude takes it) or, with
+        ``held``, waiting for the task to end or (``held_for="dialog"``) for the open dialog
+        to close (a ``release`` output says when)."""
+        self.core.registry.queue_message(session, str(msg_id), text, chat_id=str(chat_id),
+                                         sender=sender, held=held, held_for=held_for)
+        self.save(force=True)
+
+    def audit_chat(self, action: str, **fields: Any) -> None:
+        """One audit record for something done from the chat (prompts, management)."""
+        from aipager.daemon.audit import iso_seconds
+
+        self.audit.write({"ts": iso_seconds(time.time()), "action": action, **fields})
+
+    def drop_chat_message(self, session: str, msg_id: int | str) -> None:
+        """Forget a queued chat message that could not be typed after all."""
+        sess = self.core.registry.get(session)
+        if sess is not None:
+            sess.queue[:] = [m for m in sess.queue if m.msg_id != str(msg_id)]
+            self.core.registry.touch(sess)
+
