@@ -16,6 +16,30 @@ from aipager import lazyaiogram
 
 lazyaiogram.import_aiogram()
 
+#: the suite's longest tests (measured: `scripts/test.sh --durations=60`), started first: the
+#: workers share the rest out as they go (``--dist worksteal`` takes from the end of a
+#: worker's queue), so none of these starts in the last minute and stretches the run
+SLOW_FIRST = (
+    "tests/e2e/test_attack_corpus.py",
+    "tests/cli/test_install_script.py::test_real_install_then_upgrade",
+    "tests/e2e/test_walk.py",
+    "tests/e2e/test_approve.py::test_late_taps_answer_the_terminal_dialog_with_keys",
+    "tests/hook/test_fallback_install.py",
+    "tests/e2e/test_chat.py::test_telegram_down_mid_task_the_chat_converges",
+    "tests/hub/test_per_host_order.py",
+    "tests/e2e/test_daemon.py::test_daemon_restarted_mid_task_loses_nothing",
+    "tests/e2e/test_hub.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)),
+                    len(SLOW_FIRST))
+
+    items.sort(key=rank)  # (stable: the rest keep their order)
+
+
 _ISOLATED = (
     "HOME",
     "XDG_CONFIG_HOME",
