@@ -197,6 +197,16 @@ def private(cfg: Config | None) -> bool:
     return cfg is not None and cfg.extra.get("private") is True
 
 
+def new_session_folder(env: Mapping[str, str], cfg: Config | None) -> str:
+    """Where a session starts when no folder is named: the config's ``new_session_folder``
+    when it is a folder on this machine, else HOME (the chat, the page and a hub's host
+    alike)."""
+    folder = cfg.extra.get("new_session_folder") if cfg is not None else None
+    if isinstance(folder, str) and os.path.isdir(folder):
+        return folder
+    return env.get("HOME") or os.path.expanduser("~")
+
+
 def exists(env: Mapping[str, str]) -> bool:
     """Whether a config file is present (it may still be invalid)."""
     return os.path.isfile(paths.config_file(env))

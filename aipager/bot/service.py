@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 import time
 from typing import Any, Coroutine, Mapping
@@ -150,11 +149,7 @@ class ChatBot:
         spawn(self._tasks, coro, log, "a chat action")
 
     def _default_folder(self) -> str:
-        cfg = self.members.current()
-        folder = cfg.extra.get("new_session_folder")
-        if isinstance(folder, str) and os.path.isdir(folder):
-            return folder
-        return self.env.get("HOME") or os.path.expanduser("~")
+        return config.new_session_folder(self.env, self.members.current())
 
     # -- state saving ---------------------------------------------------------------
 

@@ -153,10 +153,6 @@ def always_rule(sess: Session | None, key: str) -> str:
     return ", ".join(rules[:4])
 
 
-__all__ = ["Answer", "Change", "DEFAULT_BUTTONS", "DIFF_SHOWN", "always_rule", "answers",
-           "change", "diff_body", "head", "own_request", "scope_labels", "words"]
-
-
 def verdict(via: str, answer: str, who: str, at: float, answers: str = "",
             scope: dict[str, Any] | None = None) -> str:
     """Who answered a request, how and when: the line under it once it is answered, in the
@@ -180,3 +176,8 @@ def verdict(via: str, answer: str, who: str, at: float, answers: str = "",
              "stop": N_("⏹ Stopped by {who} · {time}")}.get(answer,
                                                              N_("✅ Answered by {who} · {time}"))
     return _(words).format(who=who, time=when)
+
+
+__all__ = ["Answer", "Change", "DEFAULT_BUTTONS", "DIFF_SHOWN", "always_rule", "answers",
+           "change", "diff_body", "head", "own_request", "scope_labels", "verdict",
+           "words"]

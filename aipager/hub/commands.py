@@ -76,12 +76,10 @@ def host_folder(env: Mapping[str, str]) -> str:
     """Where a host starts a session no folder was named for: its config's
     ``new_session_folder`` when it has one, else its HOME."""
     try:
-        folder = config.load(env).extra.get("new_session_folder")
+        cfg: config.Config | None = config.load(env)
     except errors.AipagerError:
-        folder = None
-    if isinstance(folder, str) and os.path.isdir(folder):
-        return folder
-    return env.get("HOME") or os.path.expanduser("~")
+        cfg = None  # (a host needs no config: its HOME)
+    return config.new_session_folder(env, cfg)
 
 
 @dataclass(frozen=True)
@@ -152,12 +150,10 @@ _ERRORS: dict[str, type[Exception]] = {cls.__name__: cls for cls in (
     errors.SessionError, errors.SessionNotFound, errors.InvalidSessionName,
     errors.DaemonError, errors.PolicyError, errors.UnsafePath, ValueError,
     HostFailed, HostUnreachable)}
-#: the service's results (``port.results``)
-_RESULTS = tuple(usecases.RESULTS.values())
 
 
 def result_to_json(value: Any) -> dict[str, Any]:
-    if isinstance(value, _RESULTS):
+    if isinstance(value, usecases.RESULT_TYPES):
         return {"ok": {"result": usecases.result_to_json(typing.cast(Result, value))}}
     if value is None or isinstance(value, (bool, int, str)):
         return {"ok": value}

@@ -110,8 +110,7 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
                     await close_quietly(nc)
                     return
             finally:
-                with contextlib.suppress(Exception):
-                    await fresh.close()
+                await close_quietly(fresh)
 
     async def on_disconnect() -> None:
         if client and client[0].is_closed:

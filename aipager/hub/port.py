@@ -20,13 +20,13 @@ import logging
 import os
 import time
 import typing
-from typing import Any, Callable, Iterator, Mapping, Sequence, get_args
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from aipager import __version__
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
 from aipager.daemon.worktree import Diff
-from aipager.hub import commands, names, transfer
+from aipager.hub import commands, names, transfer, usecases
 from aipager.hub.link import HubLink
 from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
                                    KillSession, QuestionAnswer, ResumeSession, SendPrompt,
@@ -156,7 +156,7 @@ class HubPort:
         timeout = None
         other = self._other_version(machine)
         if other:  # (its service would not know the command: it would never answer)
-            return Failed(other, _subject(command, machine), _DOING[type(command)])
+            return _failed(command, machine, other)
         try:
             if isinstance(command, SendPrompt):
                 files, timeout = self._ship(machine, command.text)
@@ -166,11 +166,11 @@ class HubPort:
         except errors.InvalidSessionName:
             raise  # a name that is none: each surface words it with examples
         except (errors.AipagerError, ValueError) as exc:
-            return Failed(str(exc), _subject(command, machine), _DOING[type(command)])
-        if not isinstance(got, _RESULTS):
-            return Failed(f"{machine} answered with {type(got).__name__}",
-                          _subject(command, machine), _DOING[type(command)], cause="other")
-        return qualified(got, machine)
+            return _failed(command, machine, str(exc))
+        if not isinstance(got, usecases.RESULT_TYPES):
+            return _failed(command, machine, f"{machine} answered with {type(got).__name__}",
+                           cause="other")
+        return qualified(typing.cast(Result, got), machine)
 
     def _other_version(self, host: str) -> str:
         """Why ``host`` cannot be asked: it runs another aipager than this hub ("": the
@@ -288,18 +288,17 @@ _DOING: dict[type, Any] = {
     StartSession: "start", StopTask: "stop", KillSession: "end", TrustFolder: "answer",
     ShowChanges: "diff", CompactSession: "compact", SwitchModel: "model",
     ResumeSession: "resume"}
-#: the service's results (``port.results``)
-_RESULTS = tuple(get_args(Result))
 #: reasons whose subject names a session (a host's: named with its host on the hub)
 _SESSION_SUBJECTS = frozenset({
     Reason.NOT_RUNNING, Reason.NOT_WORKING, Reason.TRUST_FIRST, Reason.NO_TRUST_DIALOG,
     Reason.FOLDER_UNKNOWN, Reason.ALREADY_RUNNING, Reason.NOT_ENDED})
 
 
-def _subject(command: Command, host: str) -> str:
-    """The session ``command`` is for, as the hub names it."""
+def _failed(command: Command, host: str, error: str, cause: Any = "session") -> Failed:
+    """``command`` not done on ``host``, for ``error``: named by its session as the hub
+    names it."""
     name = command.name if isinstance(command, StartSession) else command.session
-    return names.qualify(name, host)
+    return Failed(error, names.qualify(name, host), _DOING[type(command)], cause)
 
 
 def qualified(result: Result, host: str) -> Result:

@@ -30,6 +30,8 @@ from aipager.port import commands, results
 COMMANDS: dict[str, type] = {cls.__name__: cls for cls in get_args(commands.Command)}
 #: every result a host may answer with, by class name
 RESULTS: dict[str, type] = {cls.__name__: cls for cls in get_args(results.Result)}
+#: the same, for ``isinstance``
+RESULT_TYPES = tuple(RESULTS.values())
 
 
 def command_to_json(command: commands.Command) -> dict[str, Any]:
@@ -123,5 +125,5 @@ def _value(value: Any, hint: Any) -> Any:
     return value
 
 
-__all__ = ["COMMANDS", "RESULTS", "command_from_json", "command_to_json", "result_from_json",
+__all__ = ["COMMANDS", "RESULTS", "RESULT_TYPES", "command_from_json", "command_to_json", "result_from_json",
            "result_to_json"]

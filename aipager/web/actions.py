@@ -20,6 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Coroutine, Sequence
 
+from aipager import config
 from aipager.clients import files, prompts
 from aipager.clients.people import Sender
 from aipager.clients.words import ok as words_ok
@@ -294,14 +295,11 @@ class WebActions:
         return Result(words_ok(result), words(result, _))
 
 
-def default_folder(env: dict[str, str], cfg_folder: Callable[[], Any]) -> Callable[[], str]:
-    """Where new sessions start: the config's ``new_session_folder``, else HOME."""
-    def folder() -> str:
-        chosen = cfg_folder()
-        if isinstance(chosen, str) and os.path.isdir(chosen):
-            return chosen
-        return env.get("HOME") or os.path.expanduser("~")
-    return folder
+def default_folder(env: dict[str, str],
+                   current: Callable[[], config.Config | None]) -> Callable[[], str]:
+    """Where new sessions start, asked each time (the config can change):
+    ``config.new_session_folder`` of the ``current`` config."""
+    return lambda: config.new_session_folder(env, current())
 
 
 #: the author of a held message an older run kept (unknown): the floor applies

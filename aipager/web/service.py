@@ -165,13 +165,13 @@ class WebPage:
     def _sessions(self) -> SessionsView | None:
         return self.port.sessions if self.port is not None else None
 
-    def _folder(self) -> Any:
-        return self.members.current().extra.get("new_session_folder") if self.members else None
+    def _config(self) -> config.Config | None:
+        return self.members.current() if self.members else None
 
     def attach(self, port: DaemonPort) -> None:
         """Bind to the daemon whose sessions the page shows (before it serves)."""
         self.port = port
-        self.actions = WebActions(port, self.notifier, default_folder(self.env, self._folder),
+        self.actions = WebActions(port, self.notifier, default_folder(self.env, self._config),
                                   self._spawn)
         port.add_facts(self.facts)
 

@@ -115,3 +115,16 @@ def test_member_roles_come_from_the_policy_file(env):
     assert config.check_role("reviewer", env) == "reviewer"
     doc = {"bot_token": TOKEN, "chat_id": 1, "members": [{"id": 3, "role": "reviewer"}]}
     assert config.from_json(doc).members[0].role == "reviewer"
+
+
+def test_a_new_sessions_folder_is_the_configs_when_it_is_one_here_else_home(tmp_path):
+    """One rule for the chat, the page and a hub's host (``config.new_session_folder``)."""
+    env = {"HOME": str(tmp_path / "home")}
+    work = tmp_path / "work"
+    work.mkdir()
+    chosen = config.Config(bot_token="1:x", chat_id=1, extra={"new_session_folder": str(work)})
+    gone = config.Config(bot_token="1:x", chat_id=1,
+                         extra={"new_session_folder": str(tmp_path / "gone")})
+    assert config.new_session_folder(env, chosen) == str(work)
+    assert config.new_session_folder(env, gone) == env["HOME"]
+    assert config.new_session_folder(env, None) == env["HOME"]

@@ -116,13 +116,10 @@ def test_twin_sends_through_the_passed_socket(tmp_path) -> None:
         other.close()
 
 
-def test_passed_socket_whose_daemon_went_away_spools(tmp_path) -> None:
-    env = hookrun.hook_env()
+def _twin_on_passed_socket(env: dict, sock: socket.socket) -> list[str]:
+    """Run the twin hook with a Stop on ``sock`` passed as the native hook passes it (then
+    closed); the spool's files after it, by path."""
     spool = paths.spool_dir(env)
-    os.makedirs(spool, mode=0o700, exist_ok=True)
-    gone = hookrun.Receiver(str(tmp_path / "gone.sock"))
-    sock = _connected_to(gone.path)
-    gone.close()  # the daemon stopped after the native hook connected
     try:
         cmd = hookrun.twin_cmd("hook") + ["--capped", f"--sock={sock.fileno()}"]
         done = subprocess.run(cmd, input=STOP, env=env, capture_output=True, timeout=60,
@@ -130,9 +127,18 @@ def test_passed_socket_whose_daemon_went_away_spools(tmp_path) -> None:
     finally:
         sock.close()
     assert done.returncode == 0, done.stderr
-    spooled = [name for name in os.listdir(spool) if name.endswith(".json")]
+    return [os.path.join(spool, name) for name in os.listdir(spool) if name.endswith(".json")]
+
+
+def test_passed_socket_whose_daemon_went_away_spools(tmp_path) -> None:
+    env = hookrun.hook_env()
+    os.makedirs(paths.spool_dir(env), mode=0o700, exist_ok=True)
+    gone = hookrun.Receiver(str(tmp_path / "gone.sock"))
+    sock = _connected_to(gone.path)
+    gone.close()  # the daemon stopped after the native hook connected
+    spooled = _twin_on_passed_socket(env, sock)
     assert len(spooled) == 1
-    with open(os.path.join(spool, spooled[0]), "rb") as fh:
+    with open(spooled[0], "rb") as fh:
         assert json.loads(fh.read())["hook_event_name"] == "Stop"
 
 
@@ -140,20 +146,14 @@ def test_passed_socket_whose_drain_stopped_reading_spools(tmp_path) -> None:
     """A dead daemon's drain shuts its socket for reading while it salvages: a write on a
     socket connected before that fails (EPIPE), so the twin spools instead of losing it."""
     env = hookrun.hook_env()
-    spool = paths.spool_dir(env)
-    os.makedirs(spool, mode=0o700, exist_ok=True)
+    os.makedirs(paths.spool_dir(env), mode=0o700, exist_ok=True)
     salvaging = hookrun.Receiver(str(tmp_path / "salvaging.sock"))
     sock = _connected_to(salvaging.path)
     salvaging.sock.shutdown(socket.SHUT_RD)
     try:
-        cmd = hookrun.twin_cmd("hook") + ["--capped", f"--sock={sock.fileno()}"]
-        done = subprocess.run(cmd, input=STOP, env=env, capture_output=True, timeout=60,
-                              pass_fds=(sock.fileno(),))
+        spooled = _twin_on_passed_socket(env, sock)
     finally:
-        sock.close()
         salvaging.close()
-    assert done.returncode == 0, done.stderr
-    spooled = [name for name in os.listdir(spool) if name.endswith(".json")]
     assert len(spooled) == 1
 
 
