@@ -41,10 +41,16 @@ def _waited(hook_socket, request: dict) -> None:
 def _dialog_closed(tui, answer: str) -> None:
     """No dialog waits: Claude Code draws its own dialog while the hook still waits for the
     reply (on a loaded machine the reply can come after it), so what holds is that the
-    hook's answer closed it: Claude's answer was drawn after the dialog's last drawing."""
-    screen = "".join(tui.screen().split())
-    last = screen.rfind("".join(DIALOG.split()))
-    assert last == -1 or screen.rfind("".join(answer.split())) > last, screen[last:][:400]
+    hook's answer closed it: Claude's answer gets drawn after the dialog's last drawing.
+    Drawing lags the Stop hook on a loaded machine, hence the wait."""
+    dialog, said = "".join(DIALOG.split()), "".join(answer.split())
+
+    def closed(screen: str) -> bool:
+        flat = "".join(screen.split())
+        last = flat.rfind(dialog)
+        return last == -1 or flat.rfind(said) > last
+
+    tui.wait_screen(closed, 20.0, f"{answer!r} drawn after the last dialog")
 
 
 def test_allow_from_the_reply_socket_runs_the_command(dtach_session, fake_anthropic, hook_socket,
