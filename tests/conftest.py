@@ -64,4 +64,7 @@ def isolated_env(tmp_path_factory, monkeypatch):
         monkeypatch.setenv(var, str(path))
     # a daemon a test starts serves its web page on a free port, never the real one
     monkeypatch.setenv("AIPAGER_WEB_PORT", "0")
+    # a stopping daemon keeps its unsent chat messages for the next start instead of waiting
+    # up to 3 s for Telegram's pace at every test's end (tests of that wait set their own)
+    monkeypatch.setenv("AIPAGER_STOP_GRACE", "0")
     return root

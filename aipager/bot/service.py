@@ -53,12 +53,22 @@ MENU_LONGEST = 60.0
 POLICY_SECONDS = 3.0
 #: seconds between removals of day-old files
 FILES_SWEEP_SECONDS = 3600.0
-#: how long shutdown waits for the outbox to empty
+#: how long shutdown waits for the outbox to empty (``$AIPAGER_STOP_GRACE`` seconds); what
+#: is still unsent then is saved and sent by the next start
 CLOSE_GRACE = 3.0
 #: a Telegram command name
 _COMMAND = re.compile(r"^[a-z0-9_]{1,32}$")
 
 RESTARTED = N_("🔄 aipager is running again after an unclean stop; sessions carried on.")
+
+
+def close_grace(env: Mapping[str, str]) -> float:
+    """``$AIPAGER_STOP_GRACE`` seconds (0 or more), else :data:`CLOSE_GRACE`."""
+    try:
+        value = float(env.get("AIPAGER_STOP_GRACE", ""))
+    except ValueError:
+        return CLOSE_GRACE
+    return value if 0 <= value <= 60 else CLOSE_GRACE
 
 
 class ChatBot:
@@ -248,7 +258,7 @@ class ChatBot:
             await polling.poll(self.bot, handle, on_health=health, inbox=self.inbox)
         finally:
             await cancel_and_wait(self._tasks)
-            await self.outbox.close(CLOSE_GRACE)
+            await self.outbox.close(close_grace(self.env))
             self._closed = True
             self.save()
             self.inbox.close()

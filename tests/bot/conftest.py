@@ -43,6 +43,15 @@ class Chat:
         self.bot = bot
         self.sessions = sessions
         self.chat_id = chat_id
+        #: the running ``bot.run()`` (the fixture stops it; a test may stop it first)
+        self.task: asyncio.Task[None] | None = None
+
+    async def stop(self) -> None:
+        """Stop the chat as the daemon's shutdown does."""
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
 
     def feed(self, session: str, event: str, **fields: Any) -> None:
         """One hook datagram for ``session`` (through the daemon's delivery path), then a
@@ -107,8 +116,10 @@ async def chat(members, group, saved_chat_state) -> Any:
         daemon = Daemon(env, notifier=bot.notifier, session_io=sessions)
         bot.attach(daemon)
         task = asyncio.create_task(bot.run())
+        running = Chat(fake, daemon, bot, sessions, chat_id)
+        running.task = task
         try:
-            yield Chat(fake, daemon, bot, sessions, chat_id)
+            yield running
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -132,6 +132,9 @@ class ClaudeHome:
             "XDG_RUNTIME_DIR": self.instance,
             "AIPAGER_INSTANCE_DIR": self.instance,
             "LANG": "C.UTF-8",
+            # a stopped daemon saves its unsent chat messages for the next start at once
+            # rather than wait for Telegram's pace (up to 3 s at the end of every test)
+            "AIPAGER_STOP_GRACE": "0",
         }
         env.update(self.extra_env)
         return env
