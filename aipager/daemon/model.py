@@ -227,6 +227,9 @@ class Session:
     queue: list[QueuedMessage] = field(default_factory=list)
     #: authors of the chat messages the hook just picked up; the next prompt's task takes them
     pickup_authors: list[dict] = field(default_factory=list)
+    #: when the hook last blocked a prompt (``prompt_blocked``, sent just before that
+    #: prompt's UserPromptSubmit): Claude Code runs nothing for it and no Stop follows
+    prompt_blocked_at: float | None = None
     delivered: deque[str] = field(default_factory=deque)
     #: the latest notices shown for the session (``name``, ``text``, ``at``), newest last,
     #: at most NOTICES_KEPT: what the chat showed, readable through ``aipager status``

@@ -69,8 +69,10 @@ def on_queue_pickup(ev: dict, sess: Session, ctx: Ctx) -> None:
 @router.on(wire.PROMPT_BLOCKED)
 def on_prompt_blocked(ev: dict, sess: Session, ctx: Ctx) -> None:
     """The hook blocked a prompt (``hookside._unmatched``): the chat messages it gave up
-    were never run; each author is told on their message, and the block is audited."""
+    were never run; each author is told on their message, and the block is audited.
+    The blocked prompt's own UserPromptSubmit follows: it opens no task (``prompts``)."""
     _audit(ev, sess, ctx)
+    sess.prompt_blocked_at = ctx.now()
     for key in ("given_up", "expired"):
         for note in _notes(ev, key):
             msg_id = str(note.get("msg_id", ""))

@@ -16,6 +16,9 @@ from aipager.daemon.tasks import deliver_answer, finish_task
 router = EventRouter("prompts")
 
 TASK_NOTIFICATION = "<task-notification>"
+#: a UserPromptSubmit this soon after ``prompt_blocked`` is the blocked prompt's own (the hook
+#: sends the two back to back); later, the block was not followed by its event and is old
+BLOCKED_PROMPT_SECONDS = 5.0
 _TASK_ID = re.compile(r"<task-id>\s*([^<\s]+)\s*</task-id>")
 _STATUS = re.compile(r"<status>\s*([^<\s]+)\s*</status>")
 
@@ -101,6 +104,12 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     task = sess.task
     if task is not None and prompt_id and task.prompt_id == prompt_id:
         # A repeated datagram for the task already open: nothing new.
+        return
+    blocked_at, sess.prompt_blocked_at = sess.prompt_blocked_at, None
+    if blocked_at is not None and 0 <= ctx.now() - blocked_at <= BLOCKED_PROMPT_SECONDS:
+        # The hook blocked this prompt: nothing runs and no Stop comes, so it is no task
+        # (and no "typed at the computer" echo of text a member sent).
+        reg.touch(sess)
         return
     # A new prompt means the main loop's open dialogs were dismissed.
     requests.close(ctx, sess, [r for r in sess.requests if r.agent is None], after=False)
