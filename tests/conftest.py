@@ -20,7 +20,6 @@ lazyaiogram.import_aiogram()
 #: workers share the rest out as they go (``--dist worksteal`` takes from the end of a
 #: worker's queue), so none of these starts in the last minute and stretches the run
 SLOW_FIRST = (
-    "tests/e2e/test_attack_corpus.py",
     "tests/cli/test_install_script.py::test_real_install_then_upgrade",
     "tests/e2e/test_walk.py",
     "tests/e2e/test_approve.py::test_late_taps_answer_the_terminal_dialog_with_keys",
