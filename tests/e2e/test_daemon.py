@@ -170,7 +170,7 @@ def test_session_made_by_the_cli_is_followed_until_killed(daemon, dtach_session,
     assert "Started session e2e" in tui.cli_output
     status = daemon.wait_state(
         lambda st: any(t["session"] == SESSION and t["live"] for t in st["dtach_sessions"]),
-        10, "the dtach session listed")
+        10, "the dtach session listed", cli=True)
     daemon.wait_session(lambda s: s["claude_session_id"], 20, "SessionStart seen")
 
     tui.type("E2E-CLI hello")
