@@ -119,6 +119,14 @@ class Watch:
             self.wait_text(text, self.call_marks[call - 1], timeout)
         return self.since(self.call_marks[call - 1])
 
+    def dialog_again(self, call: int, title: str, *texts: str, timeout: float = 40.0) -> str:
+        """The dialog of tool call ``call`` (1-based) that shows again the dialog of the call
+        before it: ``texts`` drawn since this call, and ``title`` since the call before (the
+        terminal may leave the unchanged title row as it was instead of drawing it again)."""
+        shown = self.dialog(call, *texts, timeout=timeout)
+        assert _squash(title) in _squash(self.since(self.call_marks[call - 2])), title
+        return shown
+
     def results(self) -> list[str]:
         """Every tool_result the model was sent so far, in order, as text."""
         seen: dict[str, str] = {}
@@ -455,7 +463,7 @@ def test_plan_feedback_then_approve(dtach_session, fake_anthropic, hook_socket, 
     press(tui, actions["keep_planning_with_feedback"], feedback="add a test step")
     assert actions["keep_planning_with_feedback"]["result"].format(feedback="add a test step") \
         in w.result(2)
-    w.dialog(3, PLAN["shown"], PLAN["question"])
+    w.dialog_again(3, PLAN["shown"], PLAN["question"])
     press(tui, actions["approve_manual"])
     approved = w.result(3)
     assert actions["approve_manual"]["result"] in approved and "Paint the button." in approved
