@@ -104,3 +104,96 @@ def test_odd_file_names_are_those_files(repo):
     got = worktree.changes(str(repo), lambda p: os.path.basename(p) != "a.txt")
     assert set(got.files) == {"-p", ":(glob)*", "spaced name.txt"}
     assert got.diff.count("+y\n") == 3
+
+
+def _plant(repo, tmp_path):
+    """Every way a repository's own files can name a program git would run while
+    diffing: a clean filter (runs when git hashes a work-tree file), a textconv and a
+    diff driver, an external diff, fsmonitor, a hooks folder, a pager.  Each would write
+    a file and print a secret."""
+    ran = tmp_path / "ran"
+    secret = tmp_path / "id_secret"
+    secret.write_text("SECRET-KEY-CANARY\n")
+    tool = tmp_path / "tool.sh"
+    tool.write_text(f"#!/bin/sh\necho $0 $@ >> {ran}\ncat {secret}\n")
+    tool.chmod(0o755)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for hook in ("post-index-change", "reference-transaction", "fsmonitor-watchman"):
+        (hooks / hook).write_text(f"#!/bin/sh\necho {hook} >> {ran}\n")
+        (hooks / hook).chmod(0o755)
+    with open(repo / ".git" / "config", "a") as f:
+        f.write(f'[filter "evil"]\n\tclean = {tool}\n\tsmudge = {tool}\n\tprocess = {tool}\n'
+                f'\trequired = true\n'
+                f'[diff "evil"]\n\ttextconv = {tool}\n\tcommand = {tool}\n'
+                f"[diff]\n\texternal = {tool}\n"
+                f"[core]\n\tfsmonitor = {tool}\n\thooksPath = {hooks}\n\tpager = {tool}\n"
+                f"\tuntrackedCache = true\n"
+                f"[include]\n\tpath = {tmp_path / 'more.config'}\n")
+    (tmp_path / "more.config").write_text(f"[core]\n\tfsmonitor = {tool}\n")
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    return ran
+
+
+def test_a_planted_clean_filter_textconv_fsmonitor_and_hooks_never_run(repo, tmp_path):
+    """The attack of a member who had the model write .git/config and .gitattributes:
+    /diff runs none of it, shows no secret, and still shows the real change."""
+    ran = _plant(repo, tmp_path)
+    (repo / "a.txt").write_text("one\nchanged\n")
+    (repo / "b.txt").write_text("new\n")
+    got = worktree.changes(str(repo), everything)
+    assert "+changed\n" in got.diff and "+new\n" in got.diff
+    assert "SECRET-KEY-CANARY" not in got.diff
+    assert not ran.exists()
+    assert {"a.txt", "b.txt", ".gitattributes"} <= set(got.files)
+
+
+def test_a_planted_filter_in_a_repository_the_task_made(tmp_path):
+    """No repository at first: the task's writes made .git/ themselves (init by hand)."""
+    root = tmp_path / "made"
+    root.mkdir()
+    git(root, "init", "-q")
+    ran = _plant(root, tmp_path)
+    (root / "x.txt").write_text("hello\n")
+    got = worktree.changes(str(root), everything)
+    assert "+hello\n" in got.diff and "SECRET-KEY-CANARY" not in got.diff
+    assert not ran.exists()
+
+
+def test_a_git_file_and_a_linked_worktree_are_read_as_git_reads_them(repo, tmp_path):
+    git(repo, "branch", "side")
+    other = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(other), "side")
+    git(repo, "pack-refs", "--all")  # the branch now lives in packed-refs only
+    (other / "a.txt").write_text("one\nfrom the worktree\n")
+    got = worktree.changes(str(other), everything)
+    assert got.files == ("a.txt",) and "+from the worktree\n" in got.diff
+
+
+def test_symlinks_show_their_target_name_never_its_content(repo, tmp_path):
+    secret = tmp_path / "outside"
+    secret.write_text("OUTSIDE-CANARY\n")
+    os.symlink(secret, repo / "link")
+    got = worktree.changes(str(repo), everything)
+    assert got.files == ("link",) and str(secret) in got.diff
+    assert "OUTSIDE-CANARY" not in got.diff
+
+
+def test_mode_binary_and_missing_newline_as_git_shows_them(repo):
+    (repo / "a.txt").chmod(0o755)
+    (repo / "bin.dat").write_bytes(b"\0\1\2")
+    (repo / "gone.txt").write_text("bye")  # the newline taken away
+    got = worktree.changes(str(repo), everything)
+    assert "old mode 100644\nnew mode 100755\n" in got.diff
+    assert "Binary files /dev/null and b/bin.dat differ" in got.diff
+    assert "+bye\n\\ No newline at end of file\n" in got.diff
+
+
+def test_the_same_diff_as_git_itself_for_plain_changes(repo):
+    """Against the real git (no config planted), the lines added and removed agree."""
+    (repo / "a.txt").write_text("zero\none\nTWO\nthree\n")
+    ours = worktree.changes(str(repo), everything).diff
+    theirs = subprocess.run(["git", "diff", "HEAD", "--", "a.txt"], cwd=repo, check=True,
+                            capture_output=True, text=True).stdout
+    pick = lambda text: [ln for ln in text.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]  # noqa: E731
+    assert pick(ours) == pick(theirs)
