@@ -212,6 +212,7 @@ def policy_literals_h() -> str:
         "POL_FLOOR_NEEDLES": json.dumps([floor.KNOWN_NEEDLES[(p, False)] for p in floor.FLOOR_COMMANDS],
                                         separators=(",", ":")),
         "POL_FLOOR_SECRETS": json.dumps(list(floor.SECRET_GLOBS), separators=(",", ":")),
+        "POL_FLOOR_NO_WRITE": json.dumps(list(floor.PROJECT_NO_WRITE), separators=(",", ":")),
         # floor.own_uploads: the files folder's command pattern and a person's folder
         "POL_FILES_COMMAND": floor.FILES_COMMAND,
         "POL_UPLOADS_PREFIX": floor.paths.UPLOADS_PREFIX,

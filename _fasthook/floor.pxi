@@ -267,8 +267,12 @@ cdef int pol_builtin_floor(const HookCtx* ctx, const char* home, PolList* lists)
     while pol_next_str(&secrets, &pos, item, POL_PAT_CAP) == 1:
         if pol_glob_add(&lists[2], item, home) < 0:
             return -1
-    if pol_glob_add(&lists[3], "*/.claude/**", home) < 0 or pol_glob_add(&lists[3], "*/.mcp.json", home) < 0:
+    pos = 0
+    if js_parse(POL_FLOOR_NO_WRITE, strlen(POL_FLOOR_NO_WRITE), &secrets) < 0:
         return -1
+    while pol_next_str(&secrets, &pos, item, POL_PAT_CAP) == 1:
+        if pol_glob_add(&lists[3], item, home) < 0:
+            return -1
     return 0
 
 

@@ -82,6 +82,7 @@ cdef extern from "policy_literals.h":
     const char POL_FLOOR_COMMANDS[]
     const char POL_FLOOR_NEEDLES[]
     const char POL_FLOOR_SECRETS[]
+    const char POL_FLOOR_NO_WRITE[]
     const char POL_FILES_COMMAND[]
     const char POL_UPLOADS_PREFIX[]
 

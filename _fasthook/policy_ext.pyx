@@ -101,9 +101,10 @@ def regex_compiles(bytes pattern, bint icase=False):
 
 
 def floor_literals() -> tuple:
-    """(commands JSON, needles JSON, secret globs JSON) compiled into floor.pxi,
-    for the test that keeps them equal to aipager.policy.floor."""
-    return POL_FLOOR_COMMANDS.decode(), POL_FLOOR_NEEDLES.decode(), POL_FLOOR_SECRETS.decode()
+    """(commands JSON, needles JSON, secret globs JSON, project no-write globs JSON) compiled
+    into floor.pxi, for the test that keeps them equal to aipager.policy.floor."""
+    return (POL_FLOOR_COMMANDS.decode(), POL_FLOOR_NEEDLES.decode(), POL_FLOOR_SECRETS.decode(),
+            POL_FLOOR_NO_WRITE.decode())
 
 
 def sendfile_literals() -> tuple:

@@ -103,6 +103,14 @@ class PortCalls:
             # in one, "2" is No in the other), and auto mode's dialog has choices of its
             # own: only the waiting hook, or the terminal, answers those safely.
             return InTerminal()
+        if req is not None and sess is not None and not req.answered \
+                and kind in ("allow", "allow_always") and req.kind == "permission":
+            why = edits.approver_refusal(self.env, who.role, req.tool, req.subject,
+                                         req.cwd or sess.cwd or "")
+            if why is not None:
+                self.audit_action("approval_refused", who, session=sess.name, tool=req.tool,
+                                  subject=req.subject, reason=why)
+                return Refused(f"the safety policy would refuse this call to your role: {why}")
         edited_input = None
         if edit is not None:
             if kind != "allow":

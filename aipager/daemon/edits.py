@@ -42,6 +42,38 @@ def keep(tool: str, tool_input: object) -> dict:
     return dict(tool_input) if size <= KEPT_MAX else {}
 
 
+#: the fields the policy judges a call by (a path, a command, a URL)
+SUBJECT_FIELDS = ("file_path", "notebook_path", "path", "command", "url")
+
+
+def subject(tool_input: object) -> dict:
+    """What the policy reads of a call, kept on its request whatever its size, so that an
+    approver's own rights can be checked on it (``approver_refusal``)."""
+    if not isinstance(tool_input, dict):
+        return {}
+    return {k: v for k in SUBJECT_FIELDS if isinstance(v := tool_input.get(k), str)
+            and len(v) <= TEXT_MAX}
+
+
+def approver_refusal(env: Mapping[str, str], role: str, tool: str, call: dict,
+                     cwd: str) -> str | None:
+    """Why a person of ``role`` may not allow this call, or None: the call as their own
+    task would have been judged (their role's rules and, unless the role is exempt, the
+    floor).  A ``user`` never lets through what the floor refuses to a ``user``; a policy
+    that cannot be read allows nothing (fail closed)."""
+    from aipager.policy import _match_py, model
+
+    try:
+        policy = model.current_policy(env)
+        if policy.role(role or "user").exempt:
+            return None
+        snap = model.task_snapshot(policy, role or "user", env)
+        decision, reason = _match_py.decide(snap, tool, call, cwd, paths.home(env))
+    except (AipagerError, OSError, ValueError, _match_py.BadInput) as exc:
+        return f"the policy cannot be read ({exc})"
+    return reason if decision == _match_py.DENY else None
+
+
 def edited(tool: str, tool_input: Mapping[str, object], text: str) -> dict:
     """``tool_input`` with its editable field replaced by ``text``.
 

@@ -124,6 +124,9 @@ class Request:
     questions: list = field(default_factory=list)
     #: the tool input, kept when a person may correct it before allowing (``edits.keep``)
     tool_input: dict = field(default_factory=dict)
+    #: what the policy reads of the call (its path, command or URL; ``edits.subject``):
+    #: an approver's own rights are checked on it before their ✅ is taken
+    subject: dict = field(default_factory=dict)
     #: a dialog whose choices only the terminal shows (auto mode's "needs your input"):
     #: the chat offers only ⏹ Stop, and says so
     terminal_only: bool = False

@@ -75,6 +75,21 @@ SECRET_GLOBS = (
     + tuple(home + cred[1:] for home in HOMES for cred in CREDENTIAL_PATHS)
 )
 
+#: what no task but the owner's writes in any project: files that make a program run as
+#: whoever works there next.  Claude Code's project settings and MCP servers add hooks
+#: and commands; git's own folder and attributes name filters, hooks and drivers that git
+#: runs (``.git`` is also a file in a linked worktree, pointing git elsewhere); AX Code's
+#: project folder holds its hooks.  (Dialect globs: '*' also matches '/'.)
+PROJECT_NO_WRITE = (
+    "*/.claude/**",
+    "*/.mcp.json",
+    "*/.git",
+    "*/.git/**",
+    "*/.gitattributes",
+    "*/.gitmodules",
+    "*/.ax-code/**",
+)
+
 #: tools a restricted role may not use: they run code or reach other sessions
 RESTRICTED_TOOLS = (
     "bash",
@@ -175,9 +190,7 @@ def floor_globs(env) -> tuple[list[str], list[str]]:
         no_access += [f"{folder}/claude-{kind}-*" for kind in _SESSION_FILES]
     no_access.append(paths.control_dir(env) + "/aipager*")
     no_access += SECRET_GLOBS
-    # project-level Claude Code settings can add hooks: writing them escalates
-    no_write = ["*/.claude/**", "*/.mcp.json"]
-    return _unique(no_access), no_write
+    return _unique(no_access), list(PROJECT_NO_WRITE)
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -165,3 +165,26 @@ async def test_already_answered_by_keys(daemon, hook):
     key = _ask(daemon, "")
     daemon.core.registry.get(S).requests[0].answered = "allow"
     assert await daemon.answer_request(S, key, "allow", OWNER, edit="ls") == Already()
+
+
+async def test_a_user_cannot_allow_what_the_floor_would_refuse_them(daemon, hook):
+    """The member's own task asks to write the project's git config (a file the floor keeps
+    from every task but the owner's): their ✅ is refused and audited; the owner's goes."""
+    key = _ask(daemon, hook.path, "Write", {"file_path": "/srv/app/.git/config",
+                                            "content": "[filter \"x\"]\n\tclean = sh\n"})
+    got = await daemon.answer_request(S, key, "allow", USER)
+    assert isinstance(got, Refused) and "no write" in got.reason
+    assert hook.received() == []
+    assert [r["action"] for r in _audit(daemon)] == ["approval_refused"]
+    assert await daemon.answer_request(S, key, "allow", OWNER) == ByHook()
+
+
+async def test_a_large_write_is_still_judged_by_its_path(daemon, hook):
+    """Too large to keep for an edit, the call keeps its path: an admin's ✅ on the
+    owner's task writing .gitattributes is refused all the same."""
+    key = _ask(daemon, hook.path, "Write", {"file_path": "/srv/app/.gitattributes",
+                                            "content": "x" * (edits.KEPT_MAX + 10)})
+    req = daemon.core.registry.get(S).requests[0]
+    assert req.tool_input == {} and req.subject == {"file_path": "/srv/app/.gitattributes"}
+    got = await daemon.answer_request(S, key, "allow", ADMIN)
+    assert isinstance(got, Refused) and hook.received() == []

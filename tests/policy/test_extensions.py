@@ -124,8 +124,9 @@ def test_compiled_floor_commands_match_python():
     from aipager import _policy_c
     from aipager.policy import floor
 
-    commands, needles, secrets = (json.loads(text) for text in _policy_c.floor_literals())
+    commands, needles, secrets, no_write = (json.loads(t) for t in _policy_c.floor_literals())
     assert secrets == list(floor.SECRET_GLOBS)
+    assert no_write == list(floor.PROJECT_NO_WRITE)
     assert commands == list(floor.FLOOR_COMMANDS)
     assert needles == [floor.KNOWN_NEEDLES[(p, False)] for p in floor.FLOOR_COMMANDS]
 

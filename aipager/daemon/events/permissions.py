@@ -156,7 +156,8 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
                   always_available=always, request_id=request_id, reply_addr=reply_addr,
                   suggestions=suggestions if isinstance(suggestions, list) else [],
                   cwd=_str(ev, "cwd") if tool == "Bash" else "",
-                  tool_input=edits.keep(tool, tool_input))
+                  tool_input=edits.keep(tool, tool_input),
+                  subject=edits.subject(tool_input))
     requests.open_request(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
