@@ -29,6 +29,7 @@ from aipager.daemon.model import Request, Session, State
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
+from aipager.daemon import screen
 from aipager.daemon.terminal import ESCAPE, SessionIO
 from aipager.proto.errors import AipagerError, SessionNotFound, SettingsError
 from aipager.policy import marker
@@ -41,6 +42,10 @@ DIALOG_SETTLE = 1.0
 DIALOG_WAIT = 10.0
 #: stops of one session this close together press Escape once
 STOP_DEBOUNCE = 2.0
+#: moves of a dialog's selection tried before giving up (each waits for the redraw)
+DIALOG_STEPS = 6
+#: how long one move waits for the screen to show it
+DIALOG_REDRAW = 1.0
 #: how long a model switch is watched for Claude Code saving it in its settings
 MODEL_SAVE_WAIT = 10.0
 #: a message typed into an idle session and not taken this long after its Enter was declined
@@ -340,6 +345,29 @@ class PortCalls:
 
     async def type_text(self, session: str, text: str) -> None:
         await self.session_io.type_text(session, text)
+
+    async def screen(self, session: str) -> screen.Seen:
+        """What the session's terminal shows now: a dialog, the input line, or None."""
+        rows = await self.session_io.screen(session)
+        return screen.read(rows) if rows else None
+
+    async def answer_dialog(self, session: str, kind: screen.Kind,
+                            pick: Callable[[screen.Dialog], int]) -> bool:
+        """Choose, on the dialog of ``kind`` the screen shows, the choice ``pick`` finds
+        in it: the arrows move the selection there, and Enter is pressed only once the
+        screen shows that choice selected.  False (nothing more pressed) as soon as the
+        screen shows no such dialog."""
+        for _ in range(DIALOG_STEPS):
+            seen = await self.screen(session)
+            if not isinstance(seen, screen.Dialog) or seen.kind != kind:
+                return False
+            target = pick(seen)
+            if seen.selected == target:
+                await self.session_io.press(session, [screen.ENTER])
+                return True
+            await self.session_io.press(session, screen.choose(seen, target))
+            await self.session_io.screen_changed(session, DIALOG_REDRAW)
+        return False
 
     def audit_action(self, action: str, who: Who, **fields: Any) -> None:
         """One audit record for something a client did, naming who (id, label, role)."""

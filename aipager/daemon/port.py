@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from aipager.daemon.model import Session
+from aipager.daemon.screen import Dialog, Kind, Seen
 from aipager.daemon.worktree import Diff
 # The records a client reads back live in ``aipager.port`` (below the daemon and every
 # client); they are named here too for the clients still calling the daemon directly.
@@ -132,6 +133,17 @@ class DaemonPort(Protocol):
                           submitting: Callable[[], None] | None = None) -> None: ...
 
     async def type_text(self, session: str, text: str) -> None: ...
+
+    async def screen(self, session: str) -> Seen:
+        """What the session's terminal shows now (``daemon.screen``): a dialog, the input
+        line, or None when it cannot be read."""
+        ...
+
+    async def answer_dialog(self, session: str, kind: Kind,
+                            pick: Callable[[Dialog], int]) -> bool:
+        """Choose ``pick(dialog)`` on the dialog of ``kind`` on screen; False when the
+        screen shows no such dialog."""
+        ...
 
     # -- the rest ----------------------------------------------------------------------
 

@@ -8,9 +8,11 @@ reads (sessions, their tasks' authors, the folders Claude Code trusts) is read a
 every command.
 
 A prompt goes in one way whichever surface sent it: the empty one is declined, a session
-stopped at its folder trust dialog is never typed into (the keys would answer the dialog),
-another person's running task or an open dialog holds it in the daemon, else it is typed
-with its permission note (``policy.notes``: sender, role, the exact encoding) and audited.
+whose screen shows its folder trust dialog is never typed into (the keys would answer the
+dialog), another person's running task or a dialog open on the screen holds it in the
+daemon, else it is typed with its permission note (``policy.notes``: sender, role, the
+exact encoding) and audited.  What is up is read off the session's real screen
+(``daemon.screen``), never guessed from state.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from aipager.chatcommands import RESERVED
 from aipager.daemon import folders
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort
+from aipager.daemon.screen import Dialog, Kind, trust_choice
 from aipager.locales import N_
 from aipager.policy import chatprompt
 from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
@@ -122,9 +125,10 @@ class Service:
         return next((s for s in self.port.sessions if name in (s.name, s.label)), None)
 
     def at_trust_dialog(self, sess: Session) -> bool:
-        """Whether ``sess`` is likely stopped at Claude Code's folder trust dialog: this
+        """Whether ``sess`` will likely stop at Claude Code's folder trust dialog: this
         machine's session, started in a folder Claude Code does not trust, that has not
-        started (no hook runs before the dialog is answered)."""
+        started (no hook runs before the dialog is answered).  A forecast, for asking
+        the question early; keys and prompts go by the screen (``_trust``, ``_prompt``)."""
         return (sess.state == State.UNKNOWN and not sess.claude_session_id and bool(sess.cwd)
                 and "@" not in sess.name and not folders.is_trusted(sess.cwd, self.trusted()))
 
@@ -143,13 +147,17 @@ class Service:
         text = chatprompt.clean(cmd.text).strip()
         if not text:
             return Declined(Reason.EMPTY)
-        if self.at_trust_dialog(sess):
+        seen = await self.port.screen(sess.name) if "@" not in sess.name else None
+        if isinstance(seen, Dialog) and seen.kind == Kind.TRUST:
             return Declined(Reason.TRUST_FIRST, sess.name)
         author: dict[str, Any] = cmd.who.author()
         if cmd.reply_to:
             author["reply_to"] = dict(cmd.reply_to)
+        if isinstance(seen, Dialog) and cmd.queued:
+            # released while another dialog came up: it waits again, never typed into it
+            return Held(sess.name, "dialog")
         if not cmd.queued:
-            held = self._held(sess, cmd.who)
+            held = self._held(sess, cmd.who, on_screen=isinstance(seen, Dialog))
             if held is not None:
                 # The daemon saves it at once; a ``release`` output says when it may go.
                 self.port.queue_chat_message(sess.name, cmd.msg_id, text, chat_id=cmd.chat_id,
@@ -169,13 +177,14 @@ class Service:
                                msg_id=cmd.msg_id, chat_id=cmd.chat_id)
         return Typed(sess.name)
 
-    def _held(self, sess: Session, who: Person) -> Held | None:
+    def _held(self, sess: Session, who: Person, *, on_screen: bool = False) -> Held | None:
         """Each task keeps the rights of one author: another person's message waits for the
-        task to end; text typed while Claude shows a dialog would answer it."""
+        task to end; text typed while a dialog is up would answer it (``on_screen``: the
+        screen shows one, a teammate's or one no hook announced)."""
         if (sess.state in (State.WORKING, State.WAITING) and who.role != "owner"
                 and who.user_id not in task_authors(sess)):
             return Held(sess.name, "task", author_label(sess))
-        if sess.state == State.WAITING:
+        if sess.state == State.WAITING or on_screen:
             return Held(sess.name, "dialog")
         return None
 
@@ -283,21 +292,24 @@ class Service:
         return Ended(sess.name, ended)
 
     async def _trust(self, cmd: TrustFolder) -> Result:
-        """Enter on the dialog's first choice ("Yes, I trust this folder"; an Enter that
-        comes late lands in an empty input box and does nothing), or end the session (its
-        "No, exit")."""
+        """Choose on the folder trust dialog the screen shows: "Yes, I trust this folder"
+        (found by its words; the dialog opens on "No, exit"), or end the session.  Nothing
+        is pressed unless the screen shows that dialog."""
         if not cmd.yes:
             return await self._kill(KillSession(cmd.who, cmd.session))
         why = check(cmd.who, "manage")
         if why is not None:
             return Declined(why)
         sess = self.find(cmd.session)
-        if sess is None or not self.at_trust_dialog(sess):
+        if sess is None or sess.state == State.GONE:
             return Declined(Reason.NO_TRUST_DIALOG, sess.name if sess else cmd.session)
         try:
-            await self.port.type_text(sess.name, "")
-        except AipagerError as exc:
+            chosen = await self.port.answer_dialog(
+                sess.name, Kind.TRUST, lambda dialog: trust_choice(dialog, yes=True))
+        except (AipagerError, ValueError) as exc:
             return Failed(str(exc), sess.name, "answer")
+        if not chosen:
+            return Declined(Reason.NO_TRUST_DIALOG, sess.name)
         self.port.audit_action("folder_trusted", cmd.who.audited, session=sess.name,
                                folder=sess.cwd)
         return Trusted(sess.name, sess.cwd)

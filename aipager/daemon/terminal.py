@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 from aipager import dtach
 from aipager.proto import paths
 from aipager.daemon.model import Session, State
+from aipager.daemon.screenwatch import ScreenWatch
 from aipager.daemon.registry import Registry
 from aipager.proto.errors import SessionError, SessionNotFound, UnsafePath
 from aipager.proto import fsio
@@ -36,6 +37,8 @@ DOWN = b"\x1b[B"
 KEY_GAP = 0.15
 #: seconds between the two reads of who is connected to a session (``DtachIO.attached``)
 PROBE_GAP = 0.1
+#: how long a new screen watcher waits for the session to draw itself whole
+FIRST_DRAW = 2.0
 
 
 class SessionIO(Protocol):
@@ -66,6 +69,13 @@ class SessionIO(Protocol):
         """Whether a terminal is attached to each live session (``discover``'s map):
         somebody at the computer (blocking; run in a thread)."""
 
+    async def screen(self, session: str) -> list[str] | None:
+        """The session's screen as it is now, one string a row (``screenwatch``); None
+        when it cannot be read (no such session, nothing drawn yet)."""
+
+    async def screen_changed(self, session: str, timeout: float) -> bool:
+        """Wait until the session's screen changes (or ``timeout``); whether it did."""
+
 
 class DtachIO:
     """The real ``SessionIO``: dtach sockets in the session folder, ``dtach -p`` to type.
@@ -82,6 +92,8 @@ class DtachIO:
         #: like an attached terminal, and a chat message's answer counted as typed at the
         #: computer (silent) when discovery ran while the message was being typed
         self._pushing: collections.Counter[str] = collections.Counter()
+        #: each session's screen, read by a watcher attached once and kept (``screen``)
+        self._screens: dict[str, ScreenWatch] = {}
 
     def discover(self) -> dict[str, str]:
         found = dtach.list_sessions(self._env)
@@ -108,10 +120,53 @@ class DtachIO:
             second = dtach.attached_clients(live.values())
             counts = {sock: min(first.get(sock, 0), second.get(sock, 0)) for sock in first}
         attached = {}
+        watching = {w.socket_path for w in list(self._screens.values()) if not w.closed}
         for name, sock in live.items():
-            own = max(before.get(sock, 0), self._pushing[sock])
+            own = max(before.get(sock, 0), self._pushing[sock]) + (sock in watching)
             attached[name] = counts.get(sock, 0) - own > 0
         return attached
+
+    async def _watch(self, session: str) -> ScreenWatch | None:
+        found = self._screens.get(session)
+        if found is not None and not found.closed:
+            return found
+        info = await asyncio.to_thread(self._live_info, session)
+        if info is None:
+            return None
+        watch = ScreenWatch(info.socket)
+        try:
+            await watch.start()
+        except OSError as exc:
+            log.warning("cannot read the screen of %s: %s", session, exc)
+            return None
+        self._screens[session] = watch
+        # the whole first drawing: the watcher asked for it as it attached
+        deadline = asyncio.get_running_loop().time() + FIRST_DRAW
+        while watch.version == 0 and asyncio.get_running_loop().time() < deadline:
+            await watch.changed(0.1)
+        await watch.changed(0.15)  # and what follows it at once
+        return watch
+
+    def _live_info(self, session: str) -> dtach.SessionInfo | None:
+        info = next((i for i in dtach.list_sessions(self._env) if i.session == session), None)
+        return info if info is not None and info.live and not info.problem else None
+
+    async def screen(self, session: str) -> list[str] | None:
+        watch = await self._watch(session)
+        return watch.rows() if watch is not None and watch.version else None
+
+    async def screen_changed(self, session: str, timeout: float) -> bool:
+        watch = await self._watch(session)
+        if watch is None:
+            await asyncio.sleep(timeout)
+            return False
+        return await watch.changed(timeout)
+
+    async def close_screens(self) -> None:
+        """Detach every screen watcher (the daemon stops)."""
+        for watch in list(self._screens.values()):
+            await watch.close()
+        self._screens.clear()
 
     async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
                           submitting: Callable[[], None] | None = None) -> None:

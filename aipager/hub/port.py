@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from aipager import __version__
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
+from aipager.daemon.screen import Dialog, Kind, Seen
 from aipager.daemon.worktree import Diff
 from aipager.hub import commands, names, transfer, usecases
 from aipager.hub.link import HubLink
@@ -260,6 +261,13 @@ class HubPort:
 
     async def type_text(self, session: str, text: str) -> None:
         await self.local.type_text(session, text)
+
+    async def screen(self, session: str) -> Seen:
+        return await self.local.screen(session)
+
+    async def answer_dialog(self, session: str, kind: Kind,
+                            pick: Callable[[Dialog], int]) -> bool:
+        return await self.local.answer_dialog(session, kind, pick)
 
     # -- the rest ----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import os
 import stat
 
 import pytest
+from support.screens import DOWN, ENTER, at_trust_dialog
 from bot.conftest import eventually
 
 from aipager import dtach
@@ -90,13 +91,16 @@ async def test_a_folder_claude_code_does_not_trust_asks_here_and_the_first_messa
     shown = _buttons(question)
     assert set(shown) == {"✅ Yes, I trust this folder", "🗑 No, end the session"}
     chat.sessions.live.add("claude-jim")
+    at_trust_dialog(chat.sessions, "claude-jim")  # as the real screen opens: on "No, exit"
     # the first message is not typed into the dialog (its keys would answer it)
     assert chat.sessions.typed == []
 
     await chat.fake.user_taps(question["message_id"], shown["✅ Yes, I trust this folder"])
-    # Enter on the dialog's first choice ("Yes, I trust this folder")
-    await eventually(lambda: chat.sessions.typed == [("claude-jim", "", None)],
-                     what="the trust dialog answered")
+    # the selection moved onto "Yes, I trust this folder" first, then Enter: read off the
+    # screen, never pressed blind on the choice it opens on
+    await eventually(lambda: [k for _, ks in chat.sessions.keys for k in ks]
+                     == [DOWN, ENTER], what="the trust dialog answered")
+    assert chat.sessions.typed == [] and chat.sessions.live == {"claude-jim"}
     await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]
                      == f"📁 jim may use {default}.", what="the question answered in place")
     # Claude Code starts (its SessionStart): the first message goes in, once
@@ -136,6 +140,7 @@ async def test_in_private_mode_new_names_no_folder_in_telegram(chat, fake_claude
     question = await _message_with(chat, "📁 Claude Code asks before jim starts")
     assert "its folder" in question["text"]
     chat.sessions.live.add("claude-jim")
+    at_trust_dialog(chat.sessions, "claude-jim")
     await chat.fake.user_taps(question["message_id"],
                               _buttons(question)["✅ Yes, I trust this folder"])
     await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]

@@ -284,12 +284,14 @@ def test_the_language_is_the_models_guess_when_sure_else_the_speakers(multilingu
     assert stt.transcribe(portuguese, multilingual).language != "pt"
     heard = stt.transcribe(portuguese, multilingual, stt.hint_of("pt-BR"))
     assert heard.language == "pt" and "escreva a documentação" in _words(heard.text)
-    spanish = stt.transcribe(speech("Buenos días. Abre el archivo de configuración.", "es"),
+    spanish = stt.transcribe(speech("Buenos días. Por favor, abre el archivo de configuración y revisa los cambios.", "es"),
                                multilingual, stt.hint_of("pt-BR"))
     assert spanish.language == "es" and "buenos días" in _words(spanish.text)
+    # (a sentence Whisper base is sure of: 0.90; the shorter "Buenos días. Abre el archivo
+    # de configuración." sat at 0.78–0.8 and flipped with the runtime's version)
     # English from a person whose Telegram is in Portuguese: the model is sure, it is English
     english = stt.transcribe(speech(SAID), multilingual, stt.hint_of("pt-BR"))
-    assert english.language == "en" and "unit test" in _words(english.text)
+    assert english.language == "en" and "test and tell me what failed" in _words(english.text)
     assert [stt.hint_of(c) for c in ("pt-br", "vi", "zh_Hans", "", None)] == [
         "pt", "vi", "zh", None, None]
 

@@ -21,6 +21,7 @@ import socket
 
 import orjson
 import pytest
+from support.screens import at_trust_dialog
 from aiohttp.test_utils import TestClient, TestServer
 from bot.conftest import eventually
 from fakes.sessionio import FakeSessions
@@ -397,13 +398,15 @@ async def test_a_session_at_its_folder_trust_dialog_is_not_typed_into_from_eithe
         both, tmp_path):
     """Started in a folder Claude Code does not trust, a session waits at the trust dialog
     (no hook runs before it): a message would answer the dialog, so both surfaces decline
-    it with the same words.  On a hub the host sees this for itself (its folders, its
-    session that has not started)."""
+    it with the same words, as its screen shows the dialog.  On a hub the host reads its
+    own session's screen."""
     folder = tmp_path / "untrusted"
     folder.mkdir()
     reg = both.daemon.core.registry
     sess = reg.ensure("claude-fresh")
     sess.socket_seen, sess.cwd = True, str(folder)
+    both.sessions.live.add("claude-fresh")
+    at_trust_dialog(both.sessions, "claude-fresh")
     reg.touch(sess)
     session = f"claude-fresh@{both.host}" if both.host else "claude-fresh"
     await eventually(lambda: both.port.sessions.get(session) is not None, what="seen")

@@ -21,7 +21,7 @@ from aipager.daemon.port import (Already, ByKeys, DaemonPort, Gone, InTerminal, 
 from aipager.daemon.terminal import ESCAPE
 
 S = "claude-jim"
-ALICE = Who("@alice", 42, "member")
+ALICE = Who("@alice", 42, "admin")
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ async def test_no_hook_waits_so_the_daemon_presses_the_dialogs_keys(rig) -> None
     with open(daemon.audit.path, "rb") as fh:
         [record] = [orjson.loads(line) for line in fh]
     assert (record["via"], record["who"], record["who_id"], record["role"]) == \
-        ("keystroke_fallback", "@alice", 42, "member")
+        ("keystroke_fallback", "@alice", 42, "admin")
 
 
 async def test_keys_that_cannot_be_pressed_leave_the_request_open_to_another_tap(rig) -> None:

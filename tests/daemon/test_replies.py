@@ -210,9 +210,9 @@ async def test_daemon_answer_request(hook: HookSocket) -> None:
     daemon = Daemon(dict(os.environ))
     _ask(daemon.core, hook.path)
     key = daemon.core.registry.get(S).requests[0].key
-    assert await daemon.answer_request(S, key, "allow", Who("@alice")) == ByHook()
+    assert await daemon.answer_request(S, key, "allow", Who("@alice", 1, "owner")) == ByHook()
     assert orjson.loads(hook.received()[0])["decision"] == {"behavior": "allow"}
-    assert await daemon.answer_request(S, key, "allow", Who("@alice")) == Gone()
+    assert await daemon.answer_request(S, key, "allow", Who("@alice", 1, "owner")) == Gone()
     with open(daemon.audit.path, "rb") as fh:
         lines = [orjson.loads(line) for line in fh]
     assert [(r["action"], r["via"]) for r in lines] == [("permission_answer", "hook_decision")]

@@ -102,6 +102,13 @@ class FakePort:
     async def type_text(self, session: str, text: str) -> None:
         self._ask("type_text", session, text)
 
+    async def screen(self, session: str) -> Any:
+        """None (nothing readable) unless the handler says what the screen shows."""
+        return self._ask("screen", session)
+
+    async def answer_dialog(self, session: str, kind: Any, pick: Any) -> bool:
+        return bool(self._ask("answer_dialog", session, kind, pick))
+
     def audit_action(self, action: str, who: Who, **fields: Any) -> None:
         self._ask("audit_action", action, who, **fields)
 

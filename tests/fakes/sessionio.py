@@ -18,6 +18,10 @@ class FakeSessions:
         self.pasted: list[tuple[str, str]] = []
         #: what ``recover_typing`` reports once: messages a crash cut off mid-paste
         self.cut: list[dict[str, Any]] = []
+        #: each session's screen rows (``screen``); none: nothing readable
+        self.screens: dict[str, list[str]] = {}
+        #: ``(session, key) -> rows``: what a pressed key draws next (a dialog's answer)
+        self.on_key: Any = None
 
     def discover(self) -> dict[str, str]:
         return {name: f"/nonexistent/{name}.sock" for name in self.live}
@@ -55,3 +59,14 @@ class FakeSessions:
             msg = f"session {session} is not running"
             raise SessionNotFound(msg)
         self.keys.append((session, list(keys)))
+        if self.on_key is not None:
+            for key in keys:
+                rows = self.on_key(session, key)
+                if rows is not None:
+                    self.screens[session] = rows
+
+    async def screen(self, session: str) -> list[str] | None:
+        return self.screens.get(session)
+
+    async def screen_changed(self, session: str, timeout: float) -> bool:
+        return False

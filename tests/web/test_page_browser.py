@@ -11,7 +11,9 @@ import pytest
 from aiohttp.test_utils import TestServer
 from fakes.port import FakePort
 from playwright.async_api import async_playwright
+from support.screens import rows
 
+from aipager.daemon import screen
 from aipager.daemon.model import State
 from aipager.daemon.notifier import Answer, Card
 from aipager.web.actions import WebActions, default_folder
@@ -177,9 +179,13 @@ async def test_starting_asks_for_a_folder_and_the_trust_dialog_is_answered_on_th
     await page.wait_for_selector("article.trust button[data-act=yes]")
     await _shot(page, "trust-dialog-phone")
     assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    browser_page.port.handler = lambda call, args, kw: (
+        screen.read(rows("trust")) if call == "screen" else
+        True if call == "answer_dialog" else None)
     await page.click("article.trust button[data-act=yes]")
     await page.wait_for_selector("#flash.ok")
-    assert browser_page.port.calls("type_text") == [(("claude-fresh", ""), {})]
+    ((session, kind, _pick), _), = browser_page.port.calls("answer_dialog")
+    assert (session, kind) == ("claude-fresh", screen.Kind.TRUST)
 
 
 async def test_a_session_starts_in_the_mode_picked_and_its_changes_read_on_the_phone(

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 
+from support.screens import rows
+
+from aipager.daemon import screen
 from aipager.daemon.model import State
 from aipager.daemon import folders
 
@@ -59,6 +62,9 @@ async def test_the_trust_dialog_needs_the_person_and_holds_off_prompts(web, tmp_
     await web.sign_in()
     web.port.add_session(S, State.UNKNOWN)  # started, no hook yet: at the dialog
     web.port.sessions.get(S).cwd = str(fresh)
+    on_screen = {"seen": screen.read(rows("trust"))}  # what its terminal shows
+    web.port.handler = lambda call, args, kw: (
+        on_screen["seen"] if call == "screen" else True if call == "answer_dialog" else None)
     (need,) = (await (await web.get("/api/state")).json())["needs"]
     assert (need["kind"], need["session"], need["cwd"]) == ("trust", S, str(fresh))
     assert [a["act"] for a in need["answers"]] == ["yes", "no"]
@@ -71,12 +77,16 @@ async def test_the_trust_dialog_needs_the_person_and_holds_off_prompts(web, tmp_
     assert web.port.calls("type_prompt") == [] and web.port.calls("type_text") == []
 
     ok = await (await web.post(f"/api/sessions/{S}/trust", {"act": "yes"})).json()
-    assert ok["ok"]
-    assert web.port.calls("type_text") == [((S, ""), {})]  # Enter: its first choice, "Yes"
+    assert ok["ok"] and web.port.calls("type_text") == []
+    # the choice is found on the dialog the screen shows, by its words ("No, exit" is first)
+    ((session, kind, pick), _), = web.port.calls("answer_dialog")
+    assert (session, kind) == (S, screen.Kind.TRUST)
+    assert pick(screen.read(rows("trust"))) == 1
     (audited,) = [c for c in web.port.calls("audit_action") if c[0][0] == "folder_trusted"]
     assert audited[1]["folder"] == str(fresh)
 
     # once it started (its first hook), nothing asks and prompts go in
+    on_screen["seen"] = screen.read(rows("idle"))
     web.port.sessions.get(S).claude_session_id = "abc"
     web.port.add_session(S, State.READY)
     assert (await (await web.get("/api/state")).json())["needs"] == []

@@ -1,0 +1,147 @@
+"""What a session's terminal shows, read from its screen: a dialog and its choices, or the
+input line.  Pure: a screen is its rows of text (``screenwatch`` keeps them current).
+
+Claude Code draws a dialog as a block under a rule of ``─``: a title, its text, the
+choices one a row (``❯`` marks the one Enter would take, with or without ``1.`` numbers),
+and a footer that says how to leave it ("Enter to confirm · Esc to cancel", "Esc to
+cancel · Tab to amend").  The input line is a row starting with ``❯`` between two rules,
+with no such footer.  These shapes were read off the real 2.1.328
+(``tests/fixtures/screens/*.json``, recorded by ``tests/e2e/test_screen_dialogs.py``);
+anything else is ``None``: not known, so no key is pressed on it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Sequence
+
+UP = b"\x1b[A"
+DOWN = b"\x1b[B"
+ENTER = b"\r"
+
+#: a dialog's last row: how to leave it
+_FOOTER = re.compile(r"^\s*(Enter to confirm|Esc to cancel|Esc to go back|Press Enter)")
+#: a choice: "❯ 1. Yes" (the selected one) or "  2. No"; a marker column, then the label
+_CHOICE = re.compile(r"^ {0,2}(❯|›|>| ) (?:(\d{1,2})\. )?(\S.*)$")
+#: the rest of a long choice on the row below it
+_MORE = re.compile(r"^ {5,}\S")
+_RULE = re.compile(r"^\s*[─━]{8,}\s*$")
+_INPUT = re.compile(r"^[❯>] ?(.*)$")
+
+
+class Kind(StrEnum):
+    """Which dialog a screen shows (what the daemon may answer on it)."""
+
+    #: "Accessing workspace: … Yes, I trust this folder"
+    TRUST = "trust"
+    #: a tool's permission dialog ("Do you want to proceed?")
+    PERMISSION = "permission"
+    #: any other dialog: shown to people, never answered by the daemon
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Dialog:
+    """A dialog on screen."""
+
+    kind: Kind
+    #: the first row under the dialog's rule ("Accessing workspace:", "Bash command")
+    title: str
+    #: the choices' labels, top to bottom, without their numbers
+    options: tuple[str, ...]
+    #: the choice Enter would take now
+    selected: int
+    #: every row of the dialog, from its rule to its footer, as drawn
+    text: str
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """No dialog: the input line, and what is typed in it."""
+
+    typed: str
+
+
+Seen = Dialog | Prompt | None
+
+
+def read(rows: Sequence[str]) -> Seen:
+    """The dialog or input line ``rows`` show, or None when neither is recognised."""
+    rows = [r.rstrip() for r in rows]
+    footer = next((i for i in range(len(rows) - 1, -1, -1) if _FOOTER.match(rows[i])), None)
+    if footer is not None:
+        found = _dialog(rows, footer)
+        if found is not None:
+            return found
+    return _prompt(rows)
+
+
+def _dialog(rows: list[str], footer: int) -> Dialog | None:
+    end = footer - 1
+    while end >= 0 and not rows[end].strip():
+        end -= 1
+    start = end
+    while start - 1 >= 0 and (_CHOICE.match(rows[start - 1]) or _MORE.match(rows[start - 1])):
+        start -= 1
+    while start <= end and (_MORE.match(rows[start]) or not _CHOICE.match(rows[start])):
+        start += 1  # a choice's wrapped row cannot begin the list
+    labels: list[str] = []
+    marked: list[int] = []
+    for i in range(start, end + 1):
+        m = None if _MORE.match(rows[i]) else _CHOICE.match(rows[i])
+        if m is None:  # the rest of a long choice, wrapped onto its own row
+            labels[-1] += " " + rows[i].strip()
+            continue
+        if m.group(1) != " ":
+            marked.append(len(labels))
+        labels.append(m.group(3).strip())
+    if len(labels) < 2 or len(marked) != 1:
+        return None
+    options = tuple(labels)
+    top = next((i for i in range(start - 1, -1, -1) if _RULE.match(rows[i])), -1)
+    body = [r.strip() for r in rows[top + 1:start] if r.strip() and not set(r.strip()) <= {"╌"}]
+    title = body[0] if body else ""
+    text = "\n".join(rows[top + 1:footer + 1])
+    if any(o.startswith("Yes, I trust this folder") for o in options) \
+            and "Accessing workspace" in text:
+        kind = Kind.TRUST
+    elif "Do you want to proceed?" in text or "Do you want to make this edit" in text \
+            or "Do you want to create" in text:
+        kind = Kind.PERMISSION
+    else:
+        kind = Kind.OTHER
+    return Dialog(kind, title, options, marked[0], text)
+
+
+def _prompt(rows: list[str]) -> Prompt | None:
+    for i in range(len(rows) - 2, 0, -1):
+        m = _INPUT.match(rows[i])
+        if m and _RULE.match(rows[i - 1]) and any(_RULE.match(r) for r in rows[i + 1:i + 8]):
+            return Prompt(m.group(1).strip())
+    return None
+
+
+def choose(dialog: Dialog, index: int) -> list[bytes]:
+    """The arrow keys that move the dialog's selection onto choice ``index`` (one write
+    each); Enter is pressed apart, once the screen shows that choice selected."""
+    if not 0 <= index < len(dialog.options):
+        msg = f"the dialog has no choice {index + 1}"
+        raise ValueError(msg)
+    step = index - dialog.selected
+    return [DOWN] * step if step > 0 else [UP] * -step
+
+
+def trust_choice(dialog: Dialog, yes: bool) -> int:
+    """The trust dialog's choice for yes ("Yes, I trust this folder") or no ("No, exit"),
+    found by its words, wherever the dialog puts it."""
+    want = "Yes, I trust" if yes else "No"
+    for i, label in enumerate(dialog.options):
+        if label.startswith(want):
+            return i
+    msg = f"the trust dialog shows no {want!r} choice"
+    raise ValueError(msg)
+
+
+__all__ = ["Dialog", "Kind", "Prompt", "Seen", "choose", "read", "trust_choice"]

@@ -1,0 +1,126 @@
+"""Reading what a session's terminal shows (``daemon.screen``) on screens recorded from the
+real Claude Code 2.1.328, and answering a dialog by what the screen shows
+(``Daemon.answer_dialog``, the service's trust answer and its held prompts)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fakes.sessionio import FakeSessions
+from support.screens import DOWN, ENTER, UP, at_trust_dialog, rows
+
+from aipager.daemon import screen
+from aipager.daemon.app import Daemon
+from aipager.daemon.service import Service
+from aipager.port.commands import SendPrompt, TrustFolder
+from aipager.port.results import Declined, Held, Trusted, Typed
+from aipager.port.rights import Reason
+from aipager.port.who import Person
+
+S = "claude-jim"
+OWNER = Person(1, "@owner", "owner")
+MEMBER = Person(43, "@bob", "user", may_approve=False, may_manage=False)
+
+
+def test_the_trust_dialog_opens_on_no_exit():
+    seen = screen.read(rows("trust"))
+    assert isinstance(seen, screen.Dialog) and seen.kind == screen.Kind.TRUST
+    assert seen.options == ("No, exit", "Yes, I trust this folder") and seen.selected == 0
+    assert screen.trust_choice(seen, yes=True) == 1 and screen.trust_choice(seen, yes=False) == 0
+    assert screen.choose(seen, 1) == [DOWN]
+    moved = screen.read(rows("trust_yes_selected"))
+    assert isinstance(moved, screen.Dialog) and moved.selected == 1
+    assert screen.choose(moved, 0) == [UP] and screen.choose(moved, 1) == []
+
+
+def test_a_permission_dialog_its_choices_and_the_input_line():
+    seen = screen.read(rows("permission_bash"))
+    assert isinstance(seen, screen.Dialog) and seen.kind == screen.Kind.PERMISSION
+    assert seen.title == "Bash command" and seen.selected == 0
+    assert seen.options[0] == "Yes" and seen.options[-1] == "No" and len(seen.options) == 4
+    assert "echo hi > out.txt" in seen.text
+    assert screen.read(rows("idle")) == screen.Prompt("")
+    assert screen.read(rows("after_esc")) == screen.Prompt("")
+    # the input line as typed: what the terminal echoed
+    typed = screen.read(rows("typed"))
+    assert isinstance(typed, screen.Prompt) and typed.typed.endswith(" go")
+
+
+def test_what_is_not_recognised_is_none_and_never_a_dialog():
+    assert screen.read([]) is None
+    assert screen.read(["loading…", "", ""]) is None
+    # a footer without a marked choice (a list, not a dialog) is no dialog
+    assert screen.read([" ─" * 20, "   1. a", "   2. b", " Esc to cancel"]) is None
+    with pytest.raises(ValueError):
+        screen.choose(screen.read(rows("trust")), 5)  # type: ignore[arg-type]
+
+
+def test_a_wrapped_long_choice_is_one_choice():
+    drawn = [" " + "─" * 40, " Bash command", " Do you want to proceed?", " ❯ 1. Yes",
+             "   2. Yes, and always allow access to /a/very/long/folder/name",
+             "      from this project", "   3. No", "", " Esc to cancel · Tab to amend"]
+    seen = screen.read(drawn)
+    assert isinstance(seen, screen.Dialog) and len(seen.options) == 3
+    assert seen.options[1].endswith("name from this project")
+
+
+@pytest.fixture
+def rig():
+    sessions = FakeSessions()
+    sessions.live.add(S)
+    daemon = Daemon(dict(os.environ), session_io=sessions)
+    sess = daemon.core.registry.ensure(S)
+    sess.socket_seen, sess.cwd = True, "/srv/app"
+    yield daemon, sessions, Service(daemon, lambda: "/srv")
+    daemon.journal.close()
+
+
+async def test_yes_moves_onto_yes_then_presses_enter(rig):
+    daemon, sessions, service = rig
+    at_trust_dialog(sessions, S)
+    assert await service.ask(TrustFolder(OWNER, S, yes=True)) == Trusted(S, "/srv/app")
+    assert [k for _, ks in sessions.keys for k in ks] == [DOWN, ENTER]
+    assert S in sessions.live and sessions.screens[S] == rows("idle")
+
+
+async def test_yes_when_yes_is_already_selected_is_just_enter(rig):
+    daemon, sessions, service = rig
+    at_trust_dialog(sessions, S)
+    sessions.screens[S] = rows("trust_yes_selected")
+    assert await service.ask(TrustFolder(OWNER, S, yes=True)) == Trusted(S, "/srv/app")
+    assert [k for _, ks in sessions.keys for k in ks] == [ENTER]
+
+
+async def test_no_key_goes_where_the_screen_shows_no_trust_dialog(rig):
+    daemon, sessions, service = rig
+    for shown in (rows("idle"), rows("permission_bash"), None):
+        if shown is None:
+            sessions.screens.pop(S, None)
+        else:
+            sessions.screens[S] = shown
+        got = await service.ask(TrustFolder(OWNER, S, yes=True))
+        assert got == Declined(Reason.NO_TRUST_DIALOG, S)
+    assert sessions.keys == []
+
+
+async def test_a_message_at_the_trust_dialog_is_never_typed_and_its_author_told(rig):
+    daemon, sessions, service = rig
+    at_trust_dialog(sessions, S)
+    for who in (MEMBER, OWNER):
+        got = await service.ask(SendPrompt(who, S, "hello", msg_id=7, chat_id=1))
+        assert got == Declined(Reason.TRUST_FIRST, S)
+    assert sessions.typed == [] and sessions.keys == [] and S in sessions.live
+
+
+async def test_a_dialog_no_hook_announced_holds_a_message_until_it_closes(rig):
+    """A teammate's dialog in the lead's terminal: the state says ready, the screen says a
+    dialog is up; the message waits rather than answering it."""
+    daemon, sessions, service = rig
+    sessions.screens[S] = rows("permission_bash")
+    got = await service.ask(SendPrompt(OWNER, S, "hello", msg_id=8, chat_id=1))
+    assert isinstance(got, Held) and got.until == "dialog"
+    assert sessions.typed == []
+    sessions.screens[S] = rows("idle")
+    assert isinstance(await service.ask(SendPrompt(OWNER, S, "again", msg_id=9, chat_id=1)),
+                      Typed)
