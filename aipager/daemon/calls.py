@@ -46,6 +46,8 @@ STOP_DEBOUNCE = 2.0
 DIALOG_STEPS = 6
 #: how long one move waits for the screen to show it
 DIALOG_REDRAW = 1.0
+#: how often a message held for a dialog on screen looks again whether it closed
+SCREEN_POLL = 1.0
 #: how long a model switch is watched for Claude Code saving it in its settings
 MODEL_SAVE_WAIT = 10.0
 #: a message typed into an idle session and not taken this long after its Enter was declined
@@ -346,10 +348,18 @@ class PortCalls:
     async def type_text(self, session: str, text: str) -> None:
         await self.session_io.type_text(session, text)
 
-    async def screen(self, session: str) -> screen.Seen:
-        """What the session's terminal shows now: a dialog, the input line, or None."""
-        rows = await self.session_io.screen(session)
-        return screen.read(rows) if rows else None
+    async def screen(self, session: str, wait: float = 0.0) -> screen.Seen:
+        """What the session's terminal shows now: a dialog, the input line, or None; with
+        ``wait``, up to that long for it to show either (a program still starting)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            rows = await self.session_io.screen(session)
+            seen = screen.read(rows) if rows else None
+            left = deadline - loop.time()
+            if seen is not None or left <= 0:
+                return seen
+            await self.session_io.screen_changed(session, min(left, SCREEN_POLL))
 
     async def answer_dialog(self, session: str, kind: screen.Kind,
                             pick: Callable[[screen.Dialog], int]) -> bool:
@@ -394,6 +404,25 @@ class PortCalls:
         self.core.registry.queue_message(session, str(msg_id), text, chat_id=str(chat_id),
                                          sender=sender, held=held, held_for=held_for)
         self.save(force=True)
+        sess = self.core.registry.get(session)
+        if held and held_for == "dialog" and sess is not None and sess.state != State.WAITING:
+            # a dialog no hook announced (a teammate's, one a newer Claude Code adds): no
+            # request will close it, so its closing is read off the screen
+            self._spawn(self._release_when_no_dialog(session))
+
+    async def _release_when_no_dialog(self, session: str) -> None:
+        while True:
+            seen = await self.screen(session)
+            sess = self.core.registry.get(session)
+            if sess is None or sess.state == State.GONE:
+                return
+            if sess.state == State.WAITING:
+                return  # a request is open now: its close releases the message
+            if seen is None or not isinstance(seen, screen.Dialog):
+                requests.release_held(self.core.ctx, sess, only="dialog")
+                self.save(force=True)
+                return
+            await self.session_io.screen_changed(session, SCREEN_POLL)
 
     def audit_chat(self, action: str, **fields: Any) -> None:
         """One audit record for something done from the chat (prompts, management)."""

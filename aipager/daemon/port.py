@@ -134,9 +134,10 @@ class DaemonPort(Protocol):
 
     async def type_text(self, session: str, text: str) -> None: ...
 
-    async def screen(self, session: str) -> Seen:
+    async def screen(self, session: str, wait: float = 0.0) -> Seen:
         """What the session's terminal shows now (``daemon.screen``): a dialog, the input
-        line, or None when it cannot be read."""
+        line, or None when it cannot be read; with ``wait``, up to that long for it to show
+        either."""
         ...
 
     async def answer_dialog(self, session: str, kind: Kind,

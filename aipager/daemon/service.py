@@ -40,6 +40,9 @@ from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
 
 #: a model Claude Code's /model takes: an alias (``opus``) or an id (``claude-sonnet-4-5``)
 MODEL_NAME = re.compile(r"[A-Za-z0-9._\[\]-]{1,64}")
+#: how long a message for a session that has not started waits for its screen to show
+#: its input line or a dialog
+STARTING_WAIT = 15.0
 #: what a session's task author is called when the task was typed at the computer
 AT_THE_COMPUTER = N_("the terminal")
 
@@ -147,7 +150,11 @@ class Service:
         text = chatprompt.clean(cmd.text).strip()
         if not text:
             return Declined(Reason.EMPTY)
-        seen = await self.port.screen(sess.name) if "@" not in sess.name else None
+        # a session still starting may draw its trust dialog any moment: its screen is
+        # awaited (a message typed then would answer the dialog, on "No, exit")
+        starting = not sess.claude_session_id and sess.state == State.UNKNOWN
+        seen = await self.port.screen(sess.name, STARTING_WAIT if starting else 0.0) \
+            if "@" not in sess.name else None
         if isinstance(seen, Dialog) and seen.kind == Kind.TRUST:
             return Declined(Reason.TRUST_FIRST, sess.name)
         author: dict[str, Any] = cmd.who.author()

@@ -262,8 +262,8 @@ class HubPort:
     async def type_text(self, session: str, text: str) -> None:
         await self.local.type_text(session, text)
 
-    async def screen(self, session: str) -> Seen:
-        return await self.local.screen(session)
+    async def screen(self, session: str, wait: float = 0.0) -> Seen:
+        return await self.local.screen(session, wait)
 
     async def answer_dialog(self, session: str, kind: Kind,
                             pick: Callable[[Dialog], int]) -> bool:

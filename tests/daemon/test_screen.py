@@ -4,6 +4,7 @@ real Claude Code 2.1.328, and answering a dialog by what the screen shows
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
@@ -124,3 +125,18 @@ async def test_a_dialog_no_hook_announced_holds_a_message_until_it_closes(rig):
     sessions.screens[S] = rows("idle")
     assert isinstance(await service.ask(SendPrompt(OWNER, S, "again", msg_id=9, chat_id=1)),
                       Typed)
+
+
+async def test_the_held_message_is_released_once_the_screen_shows_no_dialog(rig):
+    daemon, sessions, service = rig
+    sessions.screens[S] = rows("permission_bash")
+    assert isinstance(await service.ask(SendPrompt(OWNER, S, "later", msg_id=10, chat_id=1)),
+                      Held)
+    sess = daemon.core.registry.get(S)
+    assert [m.status for m in sess.queue] == ["held"]
+    sessions.screens[S] = rows("idle")
+    for _ in range(40):
+        if sess.queue and sess.queue[0].status != "held":
+            break
+        await asyncio.sleep(0.05)
+    assert [m.status for m in sess.queue] == ["typed"]  # released: the chat types it now

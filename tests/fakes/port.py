@@ -102,7 +102,7 @@ class FakePort:
     async def type_text(self, session: str, text: str) -> None:
         self._ask("type_text", session, text)
 
-    async def screen(self, session: str) -> Any:
+    async def screen(self, session: str, wait: float = 0.0) -> Any:
         """None (nothing readable) unless the handler says what the screen shows."""
         return self._ask("screen", session)
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aipager.proto.errors import SessionNotFound
+
+
+#: Claude Code 2.1.328 idle (tests/fixtures/screens/idle.json, abridged): its input line
+IDLE = [" ▐▛███▛█   Claude Code v2.1.328", "", "─" * 80, "❯ ", "─" * 80,
+        "  ⏸ manual mode on · ? for shortcuts"]
 
 
 class FakeSessions:
@@ -66,7 +72,11 @@ class FakeSessions:
                     self.screens[session] = rows
 
     async def screen(self, session: str) -> list[str] | None:
-        return self.screens.get(session)
+        if session in self.screens:
+            return self.screens[session]
+        # a running Claude Code, as the real one draws itself idle: its input line
+        return IDLE if session in self.live else None
 
     async def screen_changed(self, session: str, timeout: float) -> bool:
+        await asyncio.sleep(min(timeout, 0.01))  # a test changes ``screens`` meanwhile
         return False
