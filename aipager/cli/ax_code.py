@@ -30,6 +30,9 @@ def _known_form(value: str) -> str:
 _FORM = typer.Option("auto", "--form", callback=_known_form,
                      help="The hook form: legacy (AX Code before 7.24.4), protocol (7.24.4 and "
                           "later), or auto: ask `ax-code --version` (legacy when none answers).")
+_FORCE = typer.Option(False, "--force",
+                      help="Write --form even when the installed AX Code does not read it "
+                           "(every hook then stays off until AX Code is upgraded).")
 _AX_CODE = typer.Option(None, "--ax-code", help="The AX Code program to ask (default: ax-code on PATH).",
                         dir_okay=False)
 
@@ -52,11 +55,17 @@ def _report(result: claude_code.Result, changed: str, unchanged: str) -> None:
 
 @app.command("install")
 @handles_errors
-def install(project: Path = _PROJECT, form: str = _FORM, ax_code_program: Path | None = _AX_CODE) -> None:
-    """Add aipager-hook for every AX Code event (idempotent; your hooks stay)."""
-    result = ax_code.install(str(project), _env(), form=_form(form), program=_program(ax_code_program))
+def install(project: Path = _PROJECT, form: str = _FORM, ax_code_program: Path | None = _AX_CODE,
+            force: bool = _FORCE) -> None:
+    """Add aipager-hook for every AX Code event (idempotent; your hooks stay), in the form
+    the installed AX Code reads; then check the wiring as `check` does."""
+    result = ax_code.install(str(project), _env(), form=_form(form),
+                             program=_program(ax_code_program), force=force)
     _report(result, f"Wired aipager into {result.path}.",
             f"{result.path} already wires aipager; nothing written.")
+    # what the installed AX Code will make of it (a forced form it cannot read, say so)
+    for problem in ax_code.check(str(project), _env(), program=_program(ax_code_program)):
+        typer.echo(f"- {problem.what} -> {problem.fix}")
 
 
 @app.command("uninstall")

@@ -251,19 +251,40 @@ def problems(doc: dict[str, Any], hook_path: str | None, path: str = "hooks.json
 # ---------------------------------------------------------------- the file
 
 
+#: what a hook file in a form AX Code cannot read turns off (it ignores the whole file)
+STOPS_WORKING = ("every aipager hook in this project: the safety floor and the policy "
+                 "(PreToolUse), the chat's prompts and answers")
+
+
 def resolve_form(env: Mapping[str, str], form: str | None = None,
-                 program: str | None = None) -> tuple[str, str]:
+                 program: str | None = None, force: bool = False) -> tuple[str, str]:
     """``(form, note)``: ``form`` when given, else the one the installed AX Code reads.
 
+    A form the installed AX Code cannot read is refused: AX Code would ignore the whole
+    file, every hook silently off (the safety floor included).  ``force`` writes it all
+    the same, and the note says what stops working.
+
     Raises:
-        SettingsError: ``form`` is not one of ``FORMS``.
+        SettingsError: ``form`` is not one of ``FORMS``, or the installed AX Code does not
+            read it (without ``force``).
     """
-    if form is not None:
-        if form not in FORMS:
-            msg = f"unknown AX Code hook form {form!r}: use one of {', '.join(FORMS)}"
-            raise SettingsError(msg)
-        return form, f"AX Code hook form: {form} (as asked)."
+    if form is not None and form not in FORMS:
+        msg = f"unknown AX Code hook form {form!r}: use one of {', '.join(FORMS)}"
+        raise SettingsError(msg)
     version = detect_version(env, program)
+    if form is not None:
+        # every 7.x reads the legacy form; the protocol form only from PROTOCOL_SINCE
+        if form == LEGACY or version is None or version >= PROTOCOL_SINCE:
+            return form, f"AX Code hook form: {form} (as asked)."
+        reads = form_for(version)
+        spelled = ".".join(str(n) for n in version)
+        if not force:
+            msg = (f"AX Code {spelled} does not read the {form} hook form (it reads {reads}): it "
+                   f"would ignore .ax-code/hooks.json and with it {STOPS_WORKING}.  Leave out "
+                   f"--form (it asks AX Code), or --force to write it anyway.")
+            raise SettingsError(msg)
+        return form, (f"Warning: AX Code {spelled} does not read the {form} hook form; until it "
+                      f"is upgraded, {STOPS_WORKING} stop working.")
     form = form_for(version)
     if version is None:
         return form, ("No AX Code answered `ax-code --version`: wrote the legacy form, which every "
@@ -281,7 +302,8 @@ def _form_in_file(doc: dict[str, Any]) -> str:
 
 
 def install(project: str, env: Mapping[str, str], hook_path: str | None = None,
-            form: str | None = None, program: str | None = None) -> claude_code.Result:
+            form: str | None = None, program: str | None = None,
+            force: bool = False) -> claude_code.Result:
     """Wire aipager into the AX Code hooks of ``project`` (idempotent).
 
     Args:
@@ -291,6 +313,7 @@ def install(project: str, env: Mapping[str, str], hook_path: str | None = None,
         hook_path: the program to wire; the installed ``aipager-hook`` when None.
         form: ``LEGACY`` or ``PROTOCOL_FORM``; None asks AX Code (``resolve_form``).
         program: the AX Code to ask; ``ax-code`` on PATH when None.
+        force: write a ``form`` the installed AX Code does not read (``resolve_form``).
 
     Returns:
         What happened; ``changed`` is False (nothing written) when the file
@@ -299,9 +322,9 @@ def install(project: str, env: Mapping[str, str], hook_path: str | None = None,
     Raises:
         SettingsError: the file is not valid JSON (left untouched), cannot be
             written, would be too long for AX Code, aipager-hook is missing,
-            or ``form`` is unknown.
+            ``form`` is unknown, or the installed AX Code does not read it.
     """
-    form, said = resolve_form(env, form, program)
+    form, said = resolve_form(env, form, program, force)
     hook_path = hook_path or claude_code.find_binaries(env).hook
     path = paths.ax_code_hooks(project)
     current = claudefiles.read_settings(path)

@@ -382,9 +382,23 @@ def test_cli_form_and_program(runner, bins, env, project, tmp_path):
     bad = runner.invoke(app, ["ax-code", "check", "--project", project])
     assert bad.exit_code == 1 and '"protocol" should be "claude-code"' in bad.output
 
+    # a form the installed AX Code cannot read turns every hook off (the floor too): refused
+    before = read(project)
+    refused = runner.invoke(app, ["ax-code", "install", "--project", project, "--form", "protocol",
+                                  "--ax-code", legacy])
+    assert refused.exit_code != 0 and "AX Code 7.7.8 does not read the protocol hook form" \
+        in refused.output and "--force" in refused.output and "Traceback" not in refused.output
+    assert read(project) == before
     forced = runner.invoke(app, ["ax-code", "install", "--project", project, "--form", "protocol",
-                                 "--ax-code", legacy])
-    assert forced.exit_code == 0 and "AX Code hook form: protocol (as asked)." in forced.output
+                                 "--ax-code", legacy, "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert "Warning: AX Code 7.7.8 does not read the protocol hook form" in forced.output
+    assert "safety floor" in forced.output
+    # and the check that follows the install says the same
+    assert '"protocol" should' in forced.output or "blockOnFailure" in forced.output
     assert_fully_wired(read(project), bins)
+    upgraded = runner.invoke(app, ["ax-code", "install", "--project", project, "--form",
+                                   "protocol"])  # the 7.24.4 on PATH reads it
+    assert upgraded.exit_code == 0 and "AX Code hook form: protocol (as asked)." in upgraded.output
     wrong = runner.invoke(app, ["ax-code", "install", "--project", project, "--form", "claude"])
     assert wrong.exit_code == 2 and "Traceback" not in wrong.output
