@@ -19,7 +19,7 @@ import platform
 import sys
 
 #: benchmark modules, in the order they run
-MODULES = ("bench.hook", "bench.policy", "bench.ingest", "bench.bot", "bench.permission",
+MODULES = ("bench.hook", "bench.policy", "bench.ingest", "bench.bot", "bench.permission", "bench.typing",
            "bench.crash", "bench.hub", "bench.voice", "bench.light", "bench.page")
 
 COLUMNS = (
@@ -31,6 +31,7 @@ COLUMNS = (
     ("x_python", "{:.2f}", 9),
     ("rss_kb", "{:.0f}", 8),
     ("delivered", "{:.2f}", 10),
+    ("x_clock", "{:.2f}", 8),
 )
 
 

@@ -29,7 +29,7 @@ from aipager.daemon.model import Request, Session, State
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
-from aipager.daemon import screen
+from aipager.daemon import screen as screens
 from aipager.daemon.terminal import ESCAPE, SessionIO
 from aipager.proto.errors import AipagerError, SessionNotFound, SettingsError
 from aipager.policy import marker
@@ -348,34 +348,34 @@ class PortCalls:
     async def type_text(self, session: str, text: str) -> None:
         await self.session_io.type_text(session, text)
 
-    async def screen(self, session: str, wait: float = 0.0) -> screen.Seen:
+    async def screen(self, session: str, wait: float = 0.0) -> screens.Seen:
         """What the session's terminal shows now: a dialog, the input line, or None; with
         ``wait``, up to that long for it to show either (a program still starting)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
             rows = await self.session_io.screen(session)
-            seen = screen.read(rows) if rows else None
+            seen = screens.read(rows) if rows else None
             left = deadline - loop.time()
             if seen is not None or left <= 0:
                 return seen
             await self.session_io.screen_changed(session, min(left, SCREEN_POLL))
 
-    async def answer_dialog(self, session: str, kind: screen.Kind,
-                            pick: Callable[[screen.Dialog], int]) -> bool:
+    async def answer_dialog(self, session: str, kind: screens.Kind,
+                            pick: Callable[[screens.Dialog], int]) -> bool:
         """Choose, on the dialog of ``kind`` the screen shows, the choice ``pick`` finds
         in it: the arrows move the selection there, and Enter is pressed only once the
         screen shows that choice selected.  False (nothing more pressed) as soon as the
         screen shows no such dialog."""
         for _ in range(DIALOG_STEPS):
             seen = await self.screen(session)
-            if not isinstance(seen, screen.Dialog) or seen.kind != kind:
+            if not isinstance(seen, screens.Dialog) or seen.kind != kind:
                 return False
             target = pick(seen)
             if seen.selected == target:
-                await self.session_io.press(session, [screen.ENTER])
+                await self.session_io.press(session, [screens.ENTER])
                 return True
-            await self.session_io.press(session, screen.choose(seen, target))
+            await self.session_io.press(session, screens.choose(seen, target))
             await self.session_io.screen_changed(session, DIALOG_REDRAW)
         return False
 
@@ -418,7 +418,7 @@ class PortCalls:
                 return
             if sess.state == State.WAITING:
                 return  # a request is open now: its close releases the message
-            if seen is None or not isinstance(seen, screen.Dialog):
+            if seen is None or not isinstance(seen, screens.Dialog):
                 requests.release_held(self.core.ctx, sess, only="dialog")
                 self.save(force=True)
                 return

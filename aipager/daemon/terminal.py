@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import time
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 from aipager import dtach
 from aipager.proto import paths
@@ -39,6 +39,12 @@ KEY_GAP = 0.15
 PROBE_GAP = 0.1
 #: how long a new screen watcher waits for the session to draw itself whole
 FIRST_DRAW = 2.0
+#: how long typing waits for the input line to show a step (then it goes on as the screen
+#: allows: a busy terminal draws late, and the old measured pauses were under a second)
+ECHO_WAIT = 3.0
+
+#: after a write: seconds to pause, or a wait that returns whether to go on
+Pause = float | Callable[[], Awaitable[bool]]
 
 
 class SessionIO(Protocol):
@@ -187,8 +193,68 @@ class DtachIO:
             raise ValueError(msg)
         # The box is made empty first: a leftover (a person's draft, text Claude Code
         # declined) would otherwise be glued onto this message and submitted with it.
-        writes = [(dtach.CLEAR_INPUT, KEY_GAP), *dtach.paste_writes(text)]
+        # Each step waits for the terminal to show it took the last one (the box emptied,
+        # the paste echoed), not for a clock; a screen that cannot be read falls back to
+        # the measured pauses.
+        (paste, gap), (enter, _) = dtach.paste_writes(text)
+        before = await self._typed(session)
+        empty: list[str | None] = [before]  # what the box shows once emptied
+
+        def emptied_now(typed: str) -> bool:
+            empty[0] = typed
+            return typed == ""
+
+        # an empty box is left as it is drawn: nothing to wait for; a box showing anything
+        # else (a draft; a placeholder the screen cannot tell from one) gets a short while
+        emptied = self._echo(session, emptied_now, KEY_GAP, already=before == "",
+                             most=2 * KEY_GAP)
+        # the paste echoed: the box shows something else than it did emptied
+        echoed = self._echo(session, lambda typed: typed not in ("", empty[0]), gap,
+                            dialog_aborts=True)
+        writes: list[tuple[bytes, Pause]] = [(dtach.CLEAR_INPUT, emptied), (paste, echoed),
+                                              (enter, 0.0)]
         await self._push(session, writes, note=note, submitting=submitting)
+
+    async def _typed(self, session: str) -> str | None:
+        """What the input line shows now; None when the screen shows no input line."""
+        from aipager.daemon import screen
+
+        rows = await self.screen(session)
+        seen = screen.read(rows) if rows else None
+        return seen.typed if isinstance(seen, screen.Prompt) else None
+
+    def _echo(self, session: str, shown: Callable[[str], bool], fallback: float, *,
+              already: bool = False, dialog_aborts: bool = False,
+              most: float = 0.0) -> Pause:
+        """A pause that lasts until the input line shows what ``shown`` wants (at most
+        ``most``, else ``ECHO_WAIT``), or ``fallback`` seconds when the screen cannot be
+        read.  With
+        ``dialog_aborts``, a dialog drawn meanwhile stops the typing (False): the next key
+        would answer it."""
+        from aipager.daemon import screen
+
+        async def wait() -> bool:
+            if already:
+                return True
+            watch = await self._watch(session)
+            if watch is None or screen.read(watch.rows()) is None:
+                # no input line to watch (a program that is not Claude Code's TUI, a screen
+                # not drawn yet): the measured pause
+                await asyncio.sleep(fallback)
+                return True
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + (most or ECHO_WAIT)
+            while True:
+                seen = screen.read(watch.rows())
+                if isinstance(seen, screen.Prompt) and shown(seen.typed):
+                    return True
+                if dialog_aborts and isinstance(seen, screen.Dialog):
+                    return False
+                left = deadline - loop.time()
+                if left <= 0 or watch.closed:
+                    return seen is None or isinstance(seen, screen.Prompt)
+                await watch.changed(min(left, 0.25))
+        return wait
 
     async def type_text(self, session: str, text: str) -> None:
         """Type into ``session`` as keys (raises as ``type_prompt``)."""
@@ -228,7 +294,7 @@ class DtachIO:
         """
         await self._push(session, [(key, KEY_GAP) for key in keys])
 
-    async def _push(self, session: str, writes: Sequence[tuple[bytes, float]], *,
+    async def _push(self, session: str, writes: Sequence[tuple[bytes, Pause]], *,
                     note: Mapping[str, Any] | None = None,
                     submitting: Callable[[], None] | None = None) -> None:
         """Write ``writes`` into ``session``.  With a ``note``, a paste: the typing mark is
@@ -260,7 +326,7 @@ class DtachIO:
                 if self._pushing[info.socket] <= 0:
                     del self._pushing[info.socket]
 
-    async def _write(self, session: str, socket: str, writes: Sequence[tuple[bytes, float]],
+    async def _write(self, session: str, socket: str, writes: Sequence[tuple[bytes, Pause]],
                      mark: str, submitting: Callable[[], None] | None) -> None:
         """``_push``'s ``dtach -p`` run: ``writes`` in, the mark removed with the Enter."""
         argv = dtach.push_argv(dtach.dtach_binary(self._env), socket)
@@ -288,10 +354,21 @@ class DtachIO:
                     fsio.unlink_quiet(mark)
                     mark = ""
                     self._crash_point("entered")
-                if pause:
+                if callable(pause):
+                    if not await pause():
+                        raise _DialogUp(session)
+                elif pause:
                     await asyncio.sleep(pause)
             proc.stdin.close()
             _, err = await asyncio.wait_for(proc.communicate(), dtach.PUSH_TIMEOUT)
+        except _DialogUp as exc:
+            proc.kill()
+            await proc.wait()
+            if mark:  # never submitted; no key to clear the box goes into the dialog
+                doc = fsio.read_json_own(mark)
+                if isinstance(doc, dict) and isinstance(doc.get("note"), str):
+                    fsio.unlink_quiet(doc["note"])
+            raise SessionError(str(exc)) from exc
         except (OSError, asyncio.TimeoutError) as exc:
             proc.kill()
             await proc.wait()
@@ -336,6 +413,14 @@ class DtachIO:
         fsio.write_json_atomic(mark, {"note": path, "chat_id": note.get("chat_id"),
                                        "msg_id": note.get("msg_id")})
         return mark
+
+
+class _DialogUp(Exception):
+    """A dialog came up while a message was typed: the Enter would have answered it."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__(f"a dialog came up in {session} while the message was typed: "
+                         "it was not submitted")
 
 
 def mark_discovered(registry: Registry, live: Mapping[str, str],

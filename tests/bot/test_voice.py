@@ -284,7 +284,8 @@ def test_the_language_is_the_models_guess_when_sure_else_the_speakers(multilingu
     assert stt.transcribe(portuguese, multilingual).language != "pt"
     heard = stt.transcribe(portuguese, multilingual, stt.hint_of("pt-BR"))
     assert heard.language == "pt" and "escreva a documentação" in _words(heard.text)
-    spanish = stt.transcribe(speech("Buenos días. Por favor, abre el archivo de configuración y revisa los cambios.", "es"),
+    spanish = stt.transcribe(speech("Buenos días. Por favor, abre el archivo de configuración "
+                                    "y revisa los cambios.", "es"),
                                multilingual, stt.hint_of("pt-BR"))
     assert spanish.language == "es" and "buenos días" in _words(spanish.text)
     # (a sentence Whisper base is sure of: 0.90; the shorter "Buenos días. Abre el archivo
