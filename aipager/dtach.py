@@ -373,7 +373,7 @@ def create(
 
     notes.clear_all(env, session_name(name))
     fsio.unlink_quiet(paths.typing_mark(env, session_name(name)))
-    command = list(program) if program is not None else [claude_binary(env), *args]
+    command = list(program) if program is not None else [claude_binary(env), *claude_args(args)]
     argv = create_argv(dtach_binary(env), sock, command)
     proc = subprocess.run(
         argv, env=session_env(env, name), cwd=cwd or os.getcwd(),
@@ -389,6 +389,18 @@ def create(
             raise SessionError(msg)
         time.sleep(0.02)
     return sock
+
+
+#: agent-team teammates run inside the session's own Claude Code: their permission requests
+#: then reach the lead's hooks (answered from the phone); in tmux panes they fire none
+TEAMMATES_IN_PROCESS = ("--teammate-mode", "in-process")
+
+
+def claude_args(args: Sequence[str]) -> list[str]:
+    """Claude Code's arguments for a session: the person's, and teammates in process unless
+    they chose a mode themselves (Claude Code 2.1.328: ``--teammate-mode``)."""
+    chosen = any(a == "--teammate-mode" or a.startswith("--teammate-mode=") for a in args)
+    return [*args] if chosen else [*args, *TEAMMATES_IN_PROCESS]
 
 
 def attach(env: Mapping[str, str], name: str) -> int:

@@ -85,7 +85,8 @@ def _one_button(text: str, tap: SessionTap) -> dict | None:
 BUZZING_NOTICES = frozenset({NoticeName.API_ERROR,
                              NoticeName.LATE_TAP, NoticeName.TYPING_CUT,
                              NoticeName.NOT_TAKEN, NoticeName.STILL_WAITING,
-                             NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK})
+                             NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK,
+                             NoticeName.AT_COMPUTER})
 
 
 class ChatNotifier:

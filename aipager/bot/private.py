@@ -121,6 +121,7 @@ _NOTICE_WORDS = {
     NoticeName.TYPING_CUT: N_("✂️ {session} · this message was cut off by a restart; send "
                               "it again"),
     NoticeName.NOT_TAKEN: N_("🤷 {session} · this message was not taken; send it again"),
+    NoticeName.AT_COMPUTER: N_("🖥 {session} · a teammate waits for an answer at the computer"),
     NoticeName.HUB_BAD_RECORD: N_("⚠️ a host sent a record the hub cannot read"),
     NoticeName.HUB_LINK: N_("🔌 the hub's link to its hosts changed"),
 }

@@ -100,6 +100,9 @@ class Request:
     opened_at: float
     tool_use_id: str = ""
     agent: str | None = None
+    #: who asks when it is not the lead: an agent-team teammate's name (``agent_type`` of its
+    #: PermissionRequest), shown on the request; "" for the lead
+    agent_name: str = ""
     input_digest: str = ""
     description: str = ""
     detail: str = ""

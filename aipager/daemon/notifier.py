@@ -39,6 +39,8 @@ class NoticeName(StrEnum):
     TYPING_CUT = "typing_cut"
     #: a message Claude Code did not take as it was typed: given up, its author told
     NOT_TAKEN = "not_taken"
+    #: a dialog only the computer can answer (a teammate in its own tmux pane asks)
+    AT_COMPUTER = "at_computer"
     #: a hub's own: a host sent a record the hub cannot read (``extra``: host, reason)
     HUB_BAD_RECORD = "hub_bad_record"
     #: a hub's own: its link to the hosts failed or is back (``extra``: state, reason)

@@ -110,6 +110,14 @@ def question(label: str, text: str) -> str:
     return f"❓ {label} · {text}"
 
 
+def at_computer(label: str, message: str) -> str:
+    """A dialog no button can answer: a teammate in its own terminal pane asks (Claude Code's
+    words, ``message``, say who and for what)."""
+    return _("🖥 {session} · {message}: answer it at the computer (a teammate in its own "
+             "terminal pane asks; nothing sent from here can answer it)").format(
+        session=label, message=message.rstrip(".") or _("a teammate needs permission"))
+
+
 def still_waiting(label: str) -> str:
     return _("⬆️ {session} · still waiting for your answer above").format(session=label)
 
@@ -184,6 +192,8 @@ def request(label: str, req: Request) -> str:
     said = req.description
     if said in (NEEDS_INPUT, NEEDS_PERMISSION):
         said = _(said)
+    if req.agent_name:  # a teammate's (or a background agent's) request: whose it is
+        label = f"{label} · {req.agent_name}"
     text = permission(label, req.tool, shorten(said, 200) if said else "", req.detail, req.cwd)
     # a dialog known only from a Notification names its call as its card row does
     command = req.detail if req.tool == "Bash" else (

@@ -75,9 +75,11 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
     if task is not None and error:
         task.error = error
     close_rows(sess, now)
-    requests.close_all(ctx, sess)
+    # The lead's dialogs end with its turn; a teammate's (an agent team's, a background
+    # agent's) outlives it and stays open, answerable, until its own tool runs.
+    requests.close(ctx, sess, [r for r in sess.requests if r.agent is None], after=False)
     if sess.state != State.GONE:
-        reg.set_state(sess, State.READY)
+        reg.set_state(sess, State.WAITING if sess.requests else State.READY)
     reg.touch(sess)
     if task is not None and answer and task.commentary.strip() \
             and answer.strip().endswith(task.commentary.strip()):
@@ -85,7 +87,8 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
         # otherwise quote them just above it.
         task.commentary = ""
     deliver_answer(ctx, sess, answer, ev.get("prompt_id") or (task.prompt_id if task else ""))
-    requests.release_held(ctx, sess)
+    # a message held for a dialog still open stays held: typed, it would answer it
+    requests.release_held(ctx, sess, only="task" if sess.requests else "")
     # The final card follows its answer at once instead of at the next tick.
     reg.flush_now = True
 

@@ -78,7 +78,7 @@ async def test_new_starts_a_dtach_session_in_the_default_folder_and_types_the_fi
     await chat.fake.user_says("/new demo write the readme")
     await _said(chat, "demo started")
     await eventually(lambda: mark.exists() and mark.read_text(), what="the program started")
-    assert mark.read_text().strip() == f"{folder}|"
+    assert mark.read_text().strip() == f"{folder}|--teammate-mode in-process"
     assert dtach.is_live(paths.dtach_socket(chat.daemon.env, "demo"))
     # The first message waits for Claude Code's SessionStart.
     assert chat.sessions.typed == []
@@ -363,7 +363,7 @@ async def test_resume_restarts_an_ended_session_with_its_conversation(chat, fake
     await chat.fake.user_taps(message["message_id"], _data(message, "old"))
     await _said(chat, "old resumed")
     await eventually(lambda: mark.exists() and mark.read_text())
-    assert mark.read_text().strip() == f"{folder}|--resume sid-old"
+    assert mark.read_text().strip() == f"{folder}|--resume sid-old --teammate-mode in-process"
     assert picker
 
 
@@ -382,7 +382,7 @@ async def test_text_for_an_ended_session_says_it_ended_and_offers_to_resume_it(
     await chat.fake.user_taps(message["message_id"], _data(message, "pg"))
     await _said(chat, "pg resumed")
     await eventually(lambda: mark.exists() and mark.read_text())
-    assert mark.read_text().strip() == f"{folder}|--resume sid-pg"
+    assert mark.read_text().strip() == f"{folder}|--resume sid-pg --teammate-mode in-process"
 
 
 def test_every_command_a_router_answers_is_a_name_no_session_may_take():

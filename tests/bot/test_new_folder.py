@@ -162,7 +162,7 @@ async def test_new_starts_in_the_permission_mode_settings_chose(chat, fake_claud
     said = await _message_with(chat, "🆕 jim started in")
     assert said["text"].endswith("✋ Ask: every edit and command waits for a yes")
     await _started_in(mark)
-    assert mark.read_text().strip().endswith("|--permission-mode default")
+    assert mark.read_text().strip().endswith("|--permission-mode default --teammate-mode in-process")
     # a forged mode in the settings' button is refused, and changes nothing
     query = await chat.fake.user_taps(shown["message_id"], "set:mode:bypassPermissions")
     toast = await chat.fake.wait_for("answerCallbackQuery",

@@ -395,7 +395,7 @@ def test_session_create_send_list_kill(runner, fake_claude, env):
     assert sent.exit_code == 0, sent.output
     started, typed = wait_for(fake_claude, "line:fix the tests").splitlines()
     assert started.startswith("start session=claude-w1 ")
-    assert started.endswith(" nested=no args=--model opus")
+    assert started.endswith(" nested=no args=--model opus --teammate-mode in-process")
     assert typed == "line:fix the tests"
     piped = runner.invoke(app, ["send", "w1", "-"], input="from stdin\n")
     assert piped.exit_code == 0

@@ -34,7 +34,7 @@ def test_create_type_list_kill_end_to_end(fake_claude, tmp_path):
     dtach.type_text(env, "claude-t1", "second prompt")
     lines = wait_for_lines(fake_claude, 3)
     assert lines == [
-        f"start session=claude-t1 cwd={work} nested=no args=--model x y",
+        f"start session=claude-t1 cwd={work} nested=no args=--model x y --teammate-mode in-process",
         "line:hello world",
         "line:second prompt",
     ]

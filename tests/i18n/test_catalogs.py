@@ -31,6 +31,7 @@ LONG = {
     "question": "Which database should the new service use for its event log?"[:80],
     "minutes": "12", "seconds": "59", "limit": "5 minutes", "variable": "AIPAGER_VOICE_MODEL",
     "key": "voice_model", "tool": "mcp__github__create_pull_request",
+    "message": "backend-worker-2 needs permission for mcp__github__create_pull_request",
     "scope": "📁 Allow /home/someone/projects/a-rather-…/services/api · this project, for you",
     "problem": "the chat state was damaged (not valid JSON (line 1)); kept "
     "as /home/someone/.local/state/aipager/chat.json.damaged-20261204T194500Z; starting with a "

@@ -16,7 +16,7 @@ from aipager.daemon import diffs, edits, render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.model import Request, Session, State
 from aipager.daemon.notifier import NoticeName, Permission, Question, RequestUpdate
-from aipager.daemon.summaries import request_detail
+from aipager.daemon.summaries import request_detail, shorten
 from aipager.daemon.tasks import finish_task
 
 router = EventRouter("permissions")
@@ -157,7 +157,8 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
                   suggestions=suggestions if isinstance(suggestions, list) else [],
                   cwd=_str(ev, "cwd") if tool == "Bash" else "",
                   tool_input=edits.keep(tool, tool_input),
-                  subject=edits.subject(tool_input))
+                  subject=edits.subject(tool_input),
+                  agent_name=_str(ev, "agent_type")[:64] if agent_id else "")
     requests.open_request(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
@@ -242,6 +243,16 @@ def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
                   detail=waiting.summary if waiting is not None else "")
     requests.open_request(ctx, sess, req)
     _emit_permission(ctx, sess, req)
+
+
+# worker_permission_prompt: Claude Code 2.1.328 sends it in the lead's session when a teammate
+# running in its own tmux pane asks ("worker2 needs permission for Bash"); no hook of the lead
+# can answer it (the lead's answers are signed), so the phone says where it can be answered
+# and offers no button.
+@router.on("worker_permission_prompt")
+def on_worker_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
+    ctx.notice(sess, NoticeName.AT_COMPUTER,
+               render.at_computer(sess.label, shorten(_str(ev, "message"), 200)))
 
 
 @router.on("idle_prompt")
