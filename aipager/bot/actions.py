@@ -203,8 +203,10 @@ class Actions:
 
     # -- session control -----------------------------------------------------------
 
-    async def wait_ready(self, session: str, timeout: float = READY_TIMEOUT) -> bool:
-        """Wait until a new session's Claude Code has started (its SessionStart arrived)."""
+    async def wait_ready(self, session: str, timeout: float = READY_TIMEOUT) -> bool | None:
+        """Wait until a new session's Claude Code has started (its SessionStart arrived):
+        True; False when ``timeout`` passed first; None when the session ended first (its
+        first message must not go to a later session of the same name)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while loop.time() < deadline:
@@ -212,6 +214,8 @@ class Actions:
             if sess is not None and sess.state == State.READY:
                 await asyncio.sleep(READY_SETTLE)
                 return True
+            if sess is not None and sess.state == State.GONE:
+                return None
             await asyncio.sleep(0.1)
         return False
 

@@ -151,7 +151,13 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
 
 async def _first(actions: Actions, chat_id: int, msg_id: int, sender: Sender, session: str,
                  text: str, timeout: float = READY_TIMEOUT) -> None:
-    if not await actions.wait_ready(session, timeout):
+    ready = await actions.wait_ready(session, timeout)
+    if ready is None:
+        # its session ended before it could be typed: never delivered, and never typed into
+        # a later session that takes the same name
+        actions.react(chat_id, msg_id, "🤷")
+        return
+    if not ready:
         log.warning("session %s sent no SessionStart yet; handing the first message over "
                     "anyway", session)
     sess = actions.registry.get(session)

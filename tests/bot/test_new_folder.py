@@ -3,6 +3,7 @@ with a tap (the real chat over HTTP, the real daemon, a stand-in ``claude`` in r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -171,3 +172,30 @@ async def test_new_starts_in_the_permission_mode_settings_chose(chat, fake_claud
     await chat.fake.user_says("/settings")
     await chat.fake.wait_for("sendMessage", lambda p: "⚙️ Settings" in str(p["text"])
                              and "/new starts sessions in: ✋ Ask" in str(p["text"]))
+
+
+async def test_a_first_message_whose_session_ended_first_is_never_delivered(chat, fake_claude):
+    """/new jim with a first message, ended at its trust question: the message gets 🤷 and
+    is dropped; a later jim (another folder, another start) never receives it."""
+    mark, _default = fake_claude
+    first = await chat.fake.user_says("/new jim say the first message")
+    question = await _message_with(chat, "📁 Claude Code asks before jim starts")
+    await _started_in(mark)
+    chat.sessions.live.add("claude-jim")
+    await chat.daemon.discover()
+    await chat.fake.user_taps(question["message_id"], _buttons(question)["🗑 No, end the session"])
+    await eventually(lambda: not any(i.name == "jim" for i in dtach.list_sessions(
+        chat.daemon.env)), 10, "the session ended")
+    chat.sessions.live.discard("claude-jim")  # its socket is gone: discovery ends it
+    await chat.daemon.discover()
+    await eventually(lambda: "🤷" in str(chat.fake.calls_of("setMessageReaction")), 15,
+                     "🤷 on the first message")
+    reacted = [c for c in chat.fake.calls_of("setMessageReaction")
+               if str(c["message_id"]) == str(first["message_id"])]
+    assert reacted and "🤷" in str(reacted[-1]["reaction"])
+    # a new jim starts and comes up: the old message is not typed into it
+    chat.sessions.live.add("claude-jim")
+    chat.feed("claude-jim", "SessionStart", source="startup", session_id="sid-jim2",
+              cwd="/tmp", transcript_path="/nonexistent/jim2.jsonl")
+    await asyncio.sleep(1.5)
+    assert not any("the first message" in str(t[1]) for t in chat.sessions.typed)
