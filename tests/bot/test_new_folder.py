@@ -117,11 +117,18 @@ async def test_no_exit_ends_the_session(chat, fake_claude):
     await chat.fake.user_says("/new jim")
     question = await _message_with(chat, "📁 Claude Code asks before jim starts")
     await _started_in(mark)
+    chat.sessions.live.add("claude-jim")
+    await chat.daemon.discover()
     await chat.fake.user_taps(question["message_id"], _buttons(question)["🗑 No, end the session"])
     await eventually(lambda: not any(i.name == "jim" for i in dtach.list_sessions(
         chat.daemon.env)), 10, "the session ended")
     await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]
                      == "🗑 jim ended.", what="the question answered in place")
+    # its end is said once, there: no "🔴 Session gone" after it
+    chat.sessions.live.discard("claude-jim")
+    await chat.daemon.discover()
+    await asyncio.sleep(1.0)
+    assert not [t for t in chat.bot_texts() if "Session gone" in t or "🔴" in t], chat.bot_texts()
 
 
 async def test_in_private_mode_new_names_no_folder_in_telegram(chat, fake_claude, tmp_path):

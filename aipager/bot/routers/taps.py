@@ -396,7 +396,12 @@ async def _trust(query: CallbackQuery, callback_data: SessionTap, actions: Actio
     if found is None:
         return
     sess, chat_id = found
+    if not yes:  # "No" ends the session: the question says so, not a second notice too
+        actions.state.kills[sess.name] = KillStage.BY_CHAT
     result = await actions.service.ask(TrustFolder(sender, sess.name, yes))
+    if not yes and not (isinstance(result, Ended) and result.ended) \
+            and actions.state.kills.get(sess.name) == KillStage.BY_CHAT:
+        del actions.state.kills[sess.name]
     said = words(result, _)
     if isinstance(result, Trusted) and actions.privacy().on:  # the folder's name is content
         said = _("📁 {session} may use its folder.").format(session=sess.label)
