@@ -102,6 +102,9 @@ class ChatState:
     shown: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
     #: session name → where the chat's "End session?" question of it is
     kills: dict[str, KillStage] = field(default_factory=dict)
+    #: session name → the key of its open folder-trust question: one question per start of
+    #: the session (an older one, of an earlier session of that name, answers nothing)
+    trusting: dict[str, str] = field(default_factory=dict)
     #: questions being answered from the chat: request key → questions, step, answers
     asks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: one-time invitation codes → {"role", "by", "expires"}
@@ -224,7 +227,7 @@ class ChatState:
             "authors": self.authors, "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "kills": self.kills, "invites": self.invites,
             "asks": self.asks, "taken": self.taken, "handled": self.handled,
-            "langs": self.langs, "chat_langs": self.chat_langs,
+            "langs": self.langs, "chat_langs": self.chat_langs, "trusting": self.trusting,
         }
 
     @classmethod
@@ -245,6 +248,9 @@ class ChatState:
         if isinstance(doc.get("kills"), dict):
             state.kills = {str(k): KillStage(v) for k, v in doc["kills"].items()
                            if v in KillStage.__members__.values()}
+        if isinstance(doc.get("trusting"), dict):
+            state.trusting = {str(k): v for k, v in doc["trusting"].items()
+                              if isinstance(v, str)}
         for name in ("current", "prefs", "strangers", "authors", "invites", "asks"):
             value = doc.get(name)
             if isinstance(value, dict):

@@ -181,13 +181,28 @@ def new_mode(actions: Actions, chat_id: int) -> Mode:
         return Mode.CLAUDE
 
 
-def trust_key(session: str) -> str:
-    return f"trust:{session}"
+def trust_key(session: str, start: int) -> str:
+    """The live key of the trust question of one start of ``session``."""
+    return f"trust:{session}:{start}"
+
+
+def trust_session(key: str) -> str:
+    """The session a trust question's key names."""
+    return key.split(":", 2)[1] if key.count(":") >= 2 else ""
 
 
 def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
-    """Claude Code's folder trust dialog, as a question with its two answers."""
-    handle = actions.state.handle("session", sess.name)
+    """Claude Code's folder trust dialog, as a question with its two answers.  Each start of
+    a session gets its own question: one asked before, for an earlier session of the same
+    name, is closed and answers nothing."""
+    state = actions.state
+    earlier = state.trusting.get(sess.name)
+    if earlier:
+        actions.outbox.put(Live(chat_id, _("📁 This question was for an earlier {session}.")
+                                .format(session=sess.label), key=earlier))
+    key = trust_key(sess.name, state.next_handle)
+    state.trusting[sess.name] = key
+    handle = state.handle("trust", key)
     kb = InlineKeyboardBuilder()
     kb.button(text=_("✅ Yes, I trust this folder"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST))
     kb.button(text=_("🗑 No, end the session"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST_NO))
@@ -198,12 +213,12 @@ def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
         text = _("📁 Claude Code asks before {session} starts: do you trust the files in "
                  "{folder}? It may read, edit and run them.").format(session=sess.label,
                                                                      folder=sess.cwd)
-    actions.outbox.put(Live(chat_id, text, key=trust_key(sess.name), markup=view.markup(kb),
+    actions.outbox.put(Live(chat_id, text, key=key, markup=view.markup(kb),
                             session=sess.name))
 
 
 __all__ = ["FIRST_WAIT", "Offer", "ask_trust", "folders_to_offer", "new_mode", "offer",
-           "offer_key", "start", "trust_key"]
+           "offer_key", "start", "trust_key", "trust_session"]
 
 
 #: quotes a name may be written in (``/new "My Project"``), opening → closing

@@ -299,11 +299,10 @@ class Service:
         return Ended(sess.name, ended)
 
     async def _trust(self, cmd: TrustFolder) -> Result:
-        """Choose on the folder trust dialog the screen shows: "Yes, I trust this folder"
-        (found by its words; the dialog opens on "No, exit"), or end the session.  Nothing
-        is pressed unless the screen shows that dialog."""
-        if not cmd.yes:
-            return await self._kill(KillSession(cmd.who, cmd.session))
+        """Choose on the folder trust dialog the screen shows "Yes, I trust this folder" or
+        "No, exit" (found by their words; the dialog opens on "No, exit").  Nothing is
+        pressed, and nothing ended, unless the screen shows that dialog: a question left
+        from an earlier session of the name ends no running one."""
         why = check(cmd.who, "manage")
         if why is not None:
             return Declined(why)
@@ -312,11 +311,14 @@ class Service:
             return Declined(Reason.NO_TRUST_DIALOG, sess.name if sess else cmd.session)
         try:
             chosen = await self.port.answer_dialog(
-                sess.name, Kind.TRUST, lambda dialog: trust_choice(dialog, yes=True))
+                sess.name, Kind.TRUST, lambda dialog: trust_choice(dialog, yes=cmd.yes))
         except (AipagerError, ValueError) as exc:
             return Failed(str(exc), sess.name, "answer")
         if not chosen:
             return Declined(Reason.NO_TRUST_DIALOG, sess.name)
+        if not cmd.yes:
+            # Claude Code exits on "No, exit"; its dtach session goes with it (made sure of)
+            return await self._kill(KillSession(cmd.who, cmd.session))
         self.port.audit_action("folder_trusted", cmd.who.audited, session=sess.name,
                                folder=sess.cwd)
         return Trusted(sess.name, sess.cwd)

@@ -118,10 +118,12 @@ async def test_no_exit_ends_the_session(chat, fake_claude):
     question = await _message_with(chat, "📁 Claude Code asks before jim starts")
     await _started_in(mark)
     chat.sessions.live.add("claude-jim")
+    at_trust_dialog(chat.sessions, "claude-jim")
     await chat.daemon.discover()
     await chat.fake.user_taps(question["message_id"], _buttons(question)["🗑 No, end the session"])
     await eventually(lambda: not any(i.name == "jim" for i in dtach.list_sessions(
         chat.daemon.env)), 10, "the session ended")
+    assert [k for _, ks in chat.sessions.keys for k in ks] == [ENTER]  # on "No, exit"
     await eventually(lambda: chat.fake.message(chat.chat_id, question["message_id"])["text"]
                      == "🗑 jim ended.", what="the question answered in place")
     # its end is said once, there: no "🔴 Session gone" after it
@@ -189,6 +191,7 @@ async def test_a_first_message_whose_session_ended_first_is_never_delivered(chat
     question = await _message_with(chat, "📁 Claude Code asks before jim starts")
     await _started_in(mark)
     chat.sessions.live.add("claude-jim")
+    at_trust_dialog(chat.sessions, "claude-jim")
     await chat.daemon.discover()
     await chat.fake.user_taps(question["message_id"], _buttons(question)["🗑 No, end the session"])
     await eventually(lambda: not any(i.name == "jim" for i in dtach.list_sessions(
@@ -206,3 +209,38 @@ async def test_a_first_message_whose_session_ended_first_is_never_delivered(chat
               cwd="/tmp", transcript_path="/nonexistent/jim2.jsonl")
     await asyncio.sleep(1.5)
     assert not any("the first message" in str(t[1]) for t in chat.sessions.typed)
+
+
+async def test_a_question_of_an_earlier_session_of_the_name_answers_nothing(chat, fake_claude):
+    """The first jim's trust question, tapped after a second jim started: it says so and
+    neither trusts nor ends the new one; the new jim's own question works."""
+    mark, _default = fake_claude
+    await chat.fake.user_says("/new jim")
+    old = await _message_with(chat, "📁 Claude Code asks before jim starts")
+    await _started_in(mark)
+    chat.sessions.live.add("claude-jim")
+    await chat.daemon.discover()
+    assert dtach.kill(chat.daemon.env, "jim")  # it died at its trust dialog
+    chat.sessions.live.discard("claude-jim")
+    await chat.daemon.discover()
+    mark.unlink()
+    await chat.fake.user_says("/new jim")
+    await _started_in(mark)
+    await eventually(lambda: chat.fake.message(chat.chat_id, old["message_id"])["text"]
+                     == "📁 This question was for an earlier jim.", what="the old one closed")
+    def asked_again() -> list[dict]:
+        return [m for m in chat.fake.bot_messages(chat.chat_id)
+                if str(m.get("text", "")).startswith("📁 Claude Code asks before jim starts")
+                and m["message_id"] != old["message_id"]]
+
+    await eventually(asked_again, what="the new jim's own question")
+    (new,) = asked_again()
+    chat.sessions.live.add("claude-jim")
+    at_trust_dialog(chat.sessions, "claude-jim")
+    await chat.fake.user_taps(old["message_id"], _buttons(old)["🗑 No, end the session"])
+    await asyncio.sleep(0.5)
+    assert chat.sessions.keys == []
+    assert any(i.name == "jim" for i in dtach.list_sessions(chat.daemon.env))
+    await chat.fake.user_taps(new["message_id"], _buttons(new)["✅ Yes, I trust this folder"])
+    await eventually(lambda: [k for _, ks in chat.sessions.keys for k in ks] == [DOWN, ENTER],
+                     what="the new question answered on the new dialog")

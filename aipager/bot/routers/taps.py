@@ -391,11 +391,21 @@ async def on_new_folder(query: CallbackQuery, callback_data: NewTap, actions: Ac
 
 async def _trust(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
                  sender: Sender, callback_answer: CallbackAnswer, yes: bool) -> None:
-    """Claude Code's folder trust dialog, answered from the chat (``TrustFolder``)."""
-    found = _tapped(query, callback_data.h, actions, callback_answer)
-    if found is None:
+    """Claude Code's folder trust dialog, answered from the chat (``TrustFolder``): only by
+    the question of the session's current start (an older one answers nothing)."""
+    key = actions.state.resolve("trust", callback_data.h)
+    name = starting.trust_session(key) if key else ""
+    sess = actions.registry.get(name) if name else None
+    chat_id = query.message.chat.id if query.message is not None else 0
+    if key is None or sess is None or not chat_id:
+        callback_answer.text = _(EXPIRED)
         return
-    sess, chat_id = found
+    if actions.state.trusting.get(name) != key:
+        callback_answer.text = _("This question was for an earlier {session}.").format(
+            session=sess.label)
+        actions.outbox.put(Live(chat_id, _("📁 This question was for an earlier {session}.")
+                                .format(session=sess.label), key=key))
+        return
     if not yes:  # "No" ends the session: the question says so, not a second notice too
         actions.state.kills[sess.name] = KillStage.BY_CHAT
     result = await actions.service.ask(TrustFolder(sender, sess.name, yes))
@@ -407,7 +417,8 @@ async def _trust(query: CallbackQuery, callback_data: SessionTap, actions: Actio
         said = _("📁 {session} may use its folder.").format(session=sess.label)
     callback_answer.text = said
     if words_ok(result):  # the question goes; its answer stays in its place
-        actions.outbox.put(Live(chat_id, said, key=starting.trust_key(sess.name)))
+        actions.state.trusting.pop(name, None)
+        actions.outbox.put(Live(chat_id, said, key=key))
 
 
 async def on_trust(query: CallbackQuery, callback_data: SessionTap, actions: Actions,
