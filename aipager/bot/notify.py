@@ -351,7 +351,8 @@ class ChatNotifier:
                 self.outbox.put(React(chat_id, reply_to, "🤷"))
         self.outbox.put(Post(chat_id, self._notice_words(out, sess), markup=markup,
                              session=out.session, reply_to=reply_to,
-                             buzz=out.notice in BUZZING_NOTICES), urgent=True)
+                             buzz=out.notice in BUZZING_NOTICES
+                             or bool(out.extra.get("midtask"))), urgent=True)
 
     def _ended_from_chat(self, session: str) -> bool:
         """Whether the chat's own kill question says this session ended (and by whom);

@@ -25,8 +25,6 @@ import struct
 import termios
 from typing import Callable
 
-import pyte
-
 from aipager import dtach
 
 log = logging.getLogger("aipager.daemon")
@@ -87,6 +85,8 @@ class ScreenWatch:
     def __init__(self, socket_path: str,
                  tty_of: Callable[[str], str | None] = session_tty,
                  size_of: Callable[[str], tuple[int, int] | None] = tty_size) -> None:
+        import pyte  # ~9 MB: loaded when a first screen is read, not when the daemon starts
+
         self.socket_path = socket_path
         self._tty_of = tty_of
         self._size_of = size_of

@@ -236,3 +236,23 @@ async def test_a_safety_refusal_says_claude_may_go_on_and_the_prompt_buzzes_once
     await fake.wait_for("sendMessage", lambda p: "I could not delete it." in str(p["text"]))
     loud = [str(p["text"]) for p in fake.calls_of("sendMessage", ok=True) if _buzzes(p)]
     assert len(loud) == 1 and "I could not delete it." in loud[0], loud
+
+
+async def test_a_session_that_dies_mid_task_says_so_out_loud(chat):
+    """Claude Code killed while a task the phone asked for runs: its end buzzes (the person
+    waits for an answer that will not come); an idle session's end stays silent."""
+    fake = chat.fake
+    busy = chat.start("jim")
+    idle = chat.start("ann")
+    await fake.user_says("/jim fix it")
+    await eventually(lambda: chat.sessions.typed, what="typed")
+    chat.feed(busy, "UserPromptSubmit", prompt="fix it", prompt_id="p1")
+    await chat.daemon.discover()  # both seen with their sockets
+    chat.sessions.live.discard(busy)
+    chat.sessions.live.discard(idle)
+    await chat.daemon.discover()
+    ended = await fake.wait_for("sendMessage", lambda p: "jim" in str(p.get("text"))
+                                and "🔴" in str(p.get("text")), 20)
+    quiet = await fake.wait_for("sendMessage", lambda p: "ann" in str(p.get("text"))
+                                and "🔴" in str(p.get("text")), 20)
+    assert _buzzes(ended) and not _buzzes(quiet)

@@ -67,6 +67,9 @@ def end_session(ctx: Ctx, sess: Session, reason: str) -> None:
     now = ctx.now()
     sess.gone_at = now
     sess.end_reason = reason
+    # a task cut off by the end: whoever asked for it waits for its answer and is told
+    # out loud (``midtask``: the chat buzzes)
+    midtask = sess.task is not None and sess.task.ended_at is None
     if sess.task is not None and sess.task.ended_at is None:
         sess.task.ended_at = now
     for cmd in sess.bg.values():
@@ -83,5 +86,6 @@ def end_session(ctx: Ctx, sess: Session, reason: str) -> None:
         ctx.emit(Reaction, sess, msg_id=msg.msg_id, chat_id=msg.chat_id, emoji="🤷")
     sess.queue.clear()
     ctx.registry.set_state(sess, State.GONE)
-    ctx.notice(sess, NoticeName.SESSION_END, render.session_ended(sess.label, reason), reason=reason)
+    ctx.notice(sess, NoticeName.SESSION_END, render.session_ended(sess.label, reason), reason=reason,
+               **({"midtask": True} if midtask else {}))
     ctx.registry.touch(sess)
