@@ -221,7 +221,7 @@ class ChatNotifier:
             else:
                 kb.button(text=_("📟 Open on the page"), url=url)
         elif bell.door is not None and not bell.live:
-            text += "\n" + private.page_note(public)
+            text += "\n" + private.page_note(public, asks=isinstance(out, (Permission, Question)))
         if bell.stop:
             handle = self.state.handle("session", out.session)
             kb.button(text=_("⏹ Stop"), callback_data=SessionTap(h=handle, act=SessionAct.STOP))

@@ -213,12 +213,15 @@ def verdict_line(via: str, answer: str, who: str) -> str:
     return _(words).format(who=who)
 
 
-def page_note(public: str) -> str:
-    """What a message without a button to the page says instead ("" when it has one)."""
+def page_note(public: str, asks: bool = False) -> str:
+    """What a message without a button to the page says instead ("" when it has one):
+    ``asks``, something there waits for an answer; else only something to read."""
     if public:
         return ""
-    return _("Read and answer it on the page on your computer (`aipager page` prints a "
-             "link).")
+    if asks:
+        return _("Read and answer it on the page on your computer (`aipager page` prints a "
+                 "link).")
+    return _("Read it on the page on your computer (`aipager page` prints a link).")
 
 
 def _took(sess: Session | None, seq: Any, now: float) -> str:

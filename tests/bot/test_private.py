@@ -272,8 +272,17 @@ async def test_without_a_public_address_the_bell_points_at_the_computer(private)
     private.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="b9",
                  tool_input={"command": "echo CANARYCMD"})
     asks = await _bell(private.fake, "🔐 bo needs you")
-    assert "aipager page" in asks["text"]
+    assert "aipager page" in asks["text"] and "answer it on the page" in asks["text"]
     assert not any("web_app" in b or "url" in b for b in _buttons(asks).values())
+    # an answer waits for nobody: read it there, nothing to answer
+    private.feed(session, "UserPromptSubmit", prompt="CANARYPROMPT", prompt_id="p2")
+    private.feed(session, "Stop", prompt_id="p2", last_assistant_message="CANARYANSWER")
+    await private.fake.wait_for("sendMessage", lambda p: "✅ bo · done" in str(p.get("text"))
+                                and "on the page" in str(p.get("text")))
+    (done,) = [m for m in private.fake.bot_messages(OWNER["id"])
+               if m.get("text", "").startswith("✅ bo · done") and "on the page" in m["text"]]
+    assert "Read it on the page on your computer" in done["text"]
+    assert "answer it" not in done["text"]
     assert _leaks(private.fake) == []
 
 
