@@ -86,11 +86,14 @@ def run_setup(
     if owner_id is not None:
         config.check_user_id(owner_id)
     previous = _previous(env)
+    # only the chat changes (``--chat-id`` with no token file): the bot's token stays
+    chat_only = previous is not None and chat_id is not None and token_file is None
     if previous is not None and not yes:
+        what = "chat" if chat_only else "token and chat"
         if not ask:
-            msg = "aipager is already set up; pass --yes to replace the token and chat"
+            msg = f"aipager is already set up; pass --yes to replace the {what}"
             raise ConfigError(msg)
-        if not typer.confirm("aipager is already set up. Replace the token and chat?"):
+        if not typer.confirm(f"aipager is already set up. Replace the {what}?"):
             raise typer.Exit(0)
 
     # Fail before anything is written if Claude Code cannot be wired: an
@@ -99,8 +102,12 @@ def run_setup(
     claude_code.find_binaries(env)
 
     base = tg.api_base(env)
-    # Even with --yes a terminal gets a hidden prompt, never an echoed read.
-    token = read_token(token_file, ask or interactive())
+    if chat_only and previous is not None:
+        token = previous.bot_token
+        typer.echo("Keeping the bot token of the current setup.")
+    else:
+        # Even with --yes a terminal gets a hidden prompt, never an echoed read.
+        token = read_token(token_file, ask or interactive())
     bot = tg.run(tg.check_token(token, base))
     typer.echo(f"Bot: @{bot.username} ({bot.name})")
 

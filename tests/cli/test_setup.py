@@ -147,6 +147,20 @@ def test_existing_setup_needs_yes(runner, fake_api, bins, token_file, env):
     assert "--yes" in result.stderr
 
 
+def test_moving_to_another_chat_keeps_the_token_without_asking_for_it(runner, fake_api, bins,
+                                                                      token_file, env):
+    fake_api.add_private_chat()
+    first = runner.invoke(app, ["setup", "--token-file", str(token_file), "--chat-id",
+                                str(OWNER["id"]), "--yes"])
+    assert first.exit_code == 0, first.output
+    # only the chat changes: no token file, stdin empty — the saved token is used
+    again = runner.invoke(app, ["setup", "--chat-id", str(OWNER["id"]), "--yes"], input="")
+    assert again.exit_code == 0, again.output
+    assert "Keeping the bot token of the current setup." in again.output
+    assert "Bot token" not in again.output
+    assert config.load(env).bot_token == TOKEN
+
+
 def test_invalid_settings_json_stops_setup_and_is_kept(runner, fake_api, bins, token_file, env):
     fake_api.add_private_chat()
     os.makedirs(os.path.dirname(paths.claude_settings(env)))
