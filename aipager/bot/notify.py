@@ -86,7 +86,7 @@ BUZZING_NOTICES = frozenset({NoticeName.API_ERROR,
                              NoticeName.LATE_TAP, NoticeName.TYPING_CUT,
                              NoticeName.NOT_TAKEN, NoticeName.STILL_WAITING,
                              NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK,
-                             NoticeName.AT_COMPUTER})
+                             NoticeName.AT_COMPUTER, NoticeName.HOST_STATE})
 
 
 class ChatNotifier:

@@ -124,6 +124,7 @@ _NOTICE_WORDS = {
     NoticeName.AT_COMPUTER: N_("🖥 {session} · a teammate waits for an answer at the computer"),
     NoticeName.HUB_BAD_RECORD: N_("⚠️ a host sent a record the hub cannot read"),
     NoticeName.HUB_LINK: N_("🔌 the hub's link to its hosts changed"),
+    NoticeName.HOST_STATE: N_("🖥 a host went offline or came back"),
 }
 
 _STATE_WORDS = {State.WORKING: N_("⏳ {session} · working"),

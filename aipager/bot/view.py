@@ -116,6 +116,11 @@ def status_screen(sessions: Sequence[Session], current: str | None, now: float,
         if host.local and not mine:
             continue
         lines.append(head)
+        if not host.local and host.last_seen and not host.online:
+            # as the host last said them, but nothing reaches them now
+            lines += [f"  ❔ {s.label} · " + _("unreachable") for s in mine] \
+                or ["  " + _("(no sessions)")]
+            continue
         lines += [f"  {session_line(s, now, s.name == current)}" for s in mine] \
             or ["  " + _("(no sessions)")]
     return "\n".join(lines)

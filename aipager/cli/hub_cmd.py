@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import typer
 
@@ -70,19 +71,48 @@ def invite(
 @app.command("hosts")
 @handles_errors
 def hosts(as_json: bool = typer.Option(False, "--json", help="Machine-readable.")) -> None:
-    """The hosts invited to this hub (whether they are online: `aipager status --json`)."""
+    """The hosts invited to this hub: online or since when not, and their aipager version
+    (as the running hub last saved them; "hub not running" when it is not)."""
+    from aipager.cli import status_cmd
+    from aipager.cli._daemon import daemon_pids
     from aipager.hub import creds
 
     env = _env()
     doc = creds.load_hosts(env)["hosts"]
-    listed = {name: {"invited_at": entry.get("created_at")} for name, entry in sorted(doc.items())}
+    state, _problem = status_cmd.load_state(env)
+    running = bool(daemon_pids(env))
+    facts = state.get("daemon") if isinstance(state, dict) else None
+    hub = facts.get("hub") if isinstance(facts, dict) else None
+    seen = hub.get("hosts") if isinstance(hub, dict) else {}
+    listed = {}
+    for name, entry in sorted(doc.items()):
+        fact = seen.get(name) if isinstance(seen, dict) else None
+        fact = fact if isinstance(fact, dict) else {}
+        listed[name] = {"invited_at": entry.get("created_at"),
+                        "online": bool(fact.get("online")) and running,
+                        "last_seen": fact.get("last_seen") or None,
+                        "version": fact.get("version") or None}
     if as_json:
         print_json(listed)
         return
     if not listed:
         typer.echo("No host invited yet: aipager hub invite NAME")
-    for name in listed:
-        typer.echo(name)
+    for name, row in listed.items():
+        typer.echo(f"{name}  {_host_state(row, running)}")
+
+
+def _host_state(row: dict, running: bool) -> str:
+    """``online · aipager 0.1.0``, ``offline since 12:03``, ``never joined``."""
+    if not running:
+        state = "hub not running"
+    elif row["online"]:
+        state = "online"
+    elif row["last_seen"]:
+        state = "offline since " + time.strftime("%Y-%m-%d %H:%M",
+                                                 time.localtime(float(row["last_seen"])))
+    else:
+        state = "never joined"
+    return state + (f" · aipager {row['version']}" if row["version"] else "")
 
 
 @app.command("revoke")

@@ -45,6 +45,8 @@ class NoticeName(StrEnum):
     HUB_BAD_RECORD = "hub_bad_record"
     #: a hub's own: its link to the hosts failed or is back (``extra``: state, reason)
     HUB_LINK = "hub_link"
+    #: a hub's own: a host went offline or is back (``extra``: host, state, since)
+    HOST_STATE = "host_state"
 
 
 @dataclass(frozen=True)

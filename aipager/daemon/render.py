@@ -56,8 +56,31 @@ def context_warning(label: str, pct: float) -> str:
         session=label, percent=f"{pct:.0f}")
 
 
+#: known API failures (a StopFailure's error type) in plain words: the daemon says them in
+#: English, the chat and the page again in their language (``notice``, from the key the
+#: notice carries); events/prompts matches an error to its key
+API_ERRORS = {
+    "overloaded": N_("Anthropic's servers are overloaded right now; try again in a moment"),
+    "rate_limit": N_("Rate limit reached; wait a little before the next message"),
+    "authentication_failed": N_("Claude Code is not logged in (authentication failed)"),
+    "billing_error": N_("The account has a billing problem"),
+    "invalid_request": N_("Claude Code sent a request the API refused"),
+    "server_error": N_("The API had an internal error; try again"),
+    "max_output_tokens": N_("The answer hit the output length limit"),
+    "prompt_too_long": N_("The conversation is too long for the model; compact or clear it"),
+}
+_API_ERROR_WORDS = frozenset(API_ERRORS.values())
+
+
+def api_error_words(words: str) -> str:
+    """A failed turn's error in the caller's language when it is one of ``API_ERRORS``; any
+    other (the API's own text) as it came."""
+    return _(words) if words in _API_ERROR_WORDS else words
+
+
 def api_error(label: str, words: str) -> str:
-    return f"⚠️ {label} · {words}"
+    """A failed turn's notice (``api_error_words``)."""
+    return f"⚠️ {label} · {api_error_words(words)}"
 
 
 def files_refused(label: str, files: list[dict]) -> str:
@@ -104,6 +127,15 @@ def hub_link_lost(reason: str) -> str:
 
 def hub_link_back() -> str:
     return _("🔌 The hub's link to its hosts is back")
+
+
+def host_offline(host: str, since: str) -> str:
+    return _("📴 {host} is offline (last heard from at {time}): its sessions cannot be reached "
+             "until it is back").format(host=host, time=since)
+
+
+def host_back(host: str) -> str:
+    return _("🖥 {host} is back online").format(host=host)
 
 
 def question(label: str, text: str) -> str:
@@ -293,7 +325,7 @@ def session_ended(label: str, reason: str) -> str:
 def notice(name: str, label: str, extra: dict) -> str | None:
     """A notice rendered again from what its output carries (``Notice.notice``, ``extra``), in
     the caller's language; None when it carries too little, or its words are not aipager's
-    (an API error is Claude Code's own): the text the daemon rendered stands."""
+    (an API error aipager has no words for): the text the daemon rendered stands."""
     match name:
         case NoticeName.COMPACTING:
             return compacting(label)
@@ -303,6 +335,9 @@ def notice(name: str, label: str, extra: dict) -> str | None:
             return compacted_plain(label)
         case NoticeName.CONTEXT_WARNING if isinstance(extra.get("pct"), (int, float)):
             return context_warning(label, extra["pct"])
+        case NoticeName.API_ERROR if isinstance(extra.get("error"), str) \
+                and extra["error"] in API_ERRORS:
+            return api_error(label, API_ERRORS[extra["error"]])
         case NoticeName.STILL_WAITING:
             return still_waiting(label)
         case NoticeName.TYPING_CUT:
@@ -326,6 +361,10 @@ def notice(name: str, label: str, extra: dict) -> str | None:
             return hub_link_lost(str(extra.get("reason", "")))
         case NoticeName.HUB_LINK if extra.get("state") == "back":
             return hub_link_back()
+        case NoticeName.HOST_STATE if extra.get("state") == "offline":
+            return host_offline(str(extra.get("host", "")), str(extra.get("since", "")))
+        case NoticeName.HOST_STATE if extra.get("state") == "back":
+            return host_back(str(extra.get("host", "")))
     return None
 
 
@@ -410,7 +449,7 @@ def _header(sess: Session, now: float) -> str:
     if task and task.error == INTERRUPTED:
         return _("⏹ {session} · interrupted · {took}").format(session=sess.label, took=took)
     if task and task.error:
-        return f"⚠️ {sess.label} · {task.error} · {took}"
+        return f"⚠️ {sess.label} · {api_error_words(task.error)} · {took}"
     if task and task.blocked:
         return done_after_refusal(sess.label, task.blocked, took)
     return _("✅ {session} · done · {took}").format(session=sess.label, took=took)

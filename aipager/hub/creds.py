@@ -10,14 +10,15 @@ The hub keeps ``hub.json`` (0600)::
 credential file (0600), which is all the host needs::
 
     {"user": "box", "seed": "SU…", "url": "nats://hub.example:4222",
-     "ca": "-----BEGIN CERTIFICATE-----…"}
+     "ca": "-----BEGIN CERTIFICATE-----…", "hub_key": "OC…"}
 
 An NKey (the default) is an Ed25519 key pair: the hub keeps only its public
 half, the host signs the server's challenge with the seed, and nothing secret
 crosses the network or sits on the hub.  ``--password`` makes a user and
 password instead (for a server that takes only those).  ``ca`` is the hub's
 certificate authority (``tls``) when the hub uses TLS: the host trusts that
-and nothing else.
+and nothing else.  ``hub_key`` is the hub's public signing key: the host runs only
+commands the hub signed, once, while fresh (``signing``).
 
 The server grants each user only its own subjects (``server.render_config``):
 a credential is good for one host, never for another's sessions.
@@ -50,6 +51,9 @@ class Creds:
     ca: str = ""
     #: the NKey seed (``SU…``) this host signs the server's challenge with
     seed: str = ""
+    #: the hub's public signing key (``signing``): the host runs only commands it signed
+    #: ("" in a credential from before commands were signed)
+    hub_key: str = ""
 
     def __repr__(self) -> str:
         secret = "seed='***'" if self.seed else "password='***'"
@@ -60,7 +64,7 @@ class Creds:
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"user": self.user, "url": self.url}
         doc.update({k: v for k, v in (("password", self.password), ("seed", self.seed),
-                                      ("ca", self.ca)) if v})
+                                      ("ca", self.ca), ("hub_key", self.hub_key)) if v})
         return doc
 
 
@@ -173,13 +177,16 @@ def invite(env: Mapping[str, str], host: str, url: str, *, nkey: bool = True,
     names.check_host(host)
     doc = load_hosts(env)
     entry: dict[str, Any] = {"created_at": int(time.time())}
+    from aipager.hub import signing
+
+    hub_key = signing.public_key(signing.hub_seed(env))
     if nkey:
         seed, public = new_nkey()
         entry["nkey"] = public
-        who = Creds(host, url=url, ca=ca, seed=seed)
+        who = Creds(host, url=url, ca=ca, seed=seed, hub_key=hub_key)
     else:
         entry["password"] = _secret()
-        who = Creds(host, entry["password"], url, ca)
+        who = Creds(host, entry["password"], url, ca, hub_key=hub_key)
     doc["hosts"][host] = entry
     _write_private(layout.hosts_file(env), doc)
     return who
@@ -232,7 +239,8 @@ def read_creds(path: str) -> Creds:
         raise ConfigError(msg) from None
     if (not isinstance(doc, dict) or not isinstance(doc.get("user"), str)
             or not any(isinstance(doc.get(k), str) and doc[k] for k in ("password", "seed"))
-            or not all(isinstance(doc.get(k, ""), str) for k in ("password", "seed", "ca", "url"))):
+            or not all(isinstance(doc.get(k, ""), str)
+                       for k in ("password", "seed", "ca", "url", "hub_key"))):
         msg = (f"{path} is not a credential file from `aipager hub invite` "
                "(user, and password or seed)")
         raise ConfigError(msg)
@@ -241,4 +249,5 @@ def read_creds(path: str) -> Creds:
     if ca and "BEGIN CERTIFICATE" not in ca:
         msg = f"{path}: its hub certificate (ca) is not a PEM certificate"
         raise ConfigError(msg)
-    return Creds(doc["user"], doc.get("password") or "", str(doc.get("url") or ""), ca, seed)
+    return Creds(doc["user"], doc.get("password") or "", str(doc.get("url") or ""), ca, seed,
+                 str(doc.get("hub_key") or ""))

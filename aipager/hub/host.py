@@ -37,7 +37,7 @@ from aipager.aio import stop_if_cancelled
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
 from aipager.proto.errors import ConfigError, HubRefused
-from aipager.hub import codec, commands, layout, names, supervise
+from aipager.hub import codec, commands, layout, names, signing, supervise
 from aipager.hub.conn import connect, serve
 from aipager.hub.creds import Creds
 from aipager.hub.outlog import OutLog
@@ -78,7 +78,10 @@ class HostLink:
         self.revoked = False
         #: why the link cannot join the hub ("" while nothing stands in its way)
         self.problem = ""
-        self.counters = {"published": 0, "commands": 0, "commands_refused": 0}
+        self.counters = {"published": 0, "commands": 0, "commands_refused": 0,
+                         "commands_replayed": 0}
+        #: ids of the signed commands run (``signing.Replays``)
+        self._replays = signing.Replays()
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
         self._state_version: Any = None
@@ -281,6 +284,19 @@ class HostLink:
                 commands.HostFailed("the host restarted while doing it")))
             await _ack(msg)
             return
+        if self.creds.hub_key:
+            why = signing.why_refused(self.creds.hub_key, self.host, doc, time.time(),
+                                      self._replays)
+            if why:
+                # not what the hub made, or not now: counted where the owner sees it
+                key = "commands_replayed" if why == "replayed" else "commands_refused"
+                self.counters[key] = self.counters.get(key, 0) + 1
+                log.warning("a command from the hub was refused: %s (%s)", why, cmd.name)
+                if why != "replayed":  # a replay's id was answered when it first ran
+                    self._answer(cmd_id, commands.error_to_json(commands.HostFailed(
+                        f"{self.host} refused the command: {why}")))
+                await _ack(msg)
+                return
         age = time.time() - meta.timestamp.timestamp()
         ttl = float(doc.get("ttl") or 0)
         if ttl and age > ttl:

@@ -43,7 +43,9 @@ from aipager.aio import cancel_and_wait, stop_if_cancelled
 from aipager.daemon import render
 from aipager.daemon.model import State
 from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
-from aipager.hub import codec, commands, deadletter, layout, names, ration, streams, supervise
+from aipager.proto.errors import ConfigError
+from aipager.hub import (codec, commands, deadletter, layout, names, ration, signing, streams,
+                         supervise)
 from aipager.hub.codec import BadRecord, OutputRecord, ReplyRecord, Snapshot
 from aipager.hub.commands import Command, HostUnreachable
 from aipager.hub.conn import connect, serve
@@ -88,6 +90,10 @@ class HubLink:
         self.local_name = local_name
         #: called when what ``facts`` says changed (the composition root saves the state)
         self.on_change: Callable[[], Any] | None = None
+        #: each host's online state as the owner was last told it (``_watch_online``)
+        self._online: dict[str, bool] = {}
+        #: the hub's signing seed (``signing.hub_seed``), read at the first command
+        self._seed: str | None = None
         #: the chat's label of a host's session (``HubPort`` sets it): ``h1@box`` when
         #: another machine runs an ``h1`` (a host's texts are made again with it)
         self.label_of: Callable[[str], str | None] | None = None
@@ -165,7 +171,17 @@ class HubLink:
 
     def _send(self, host: str, cmd: Command, timeout: float) -> str:
         cmd_id = f"hub:{self._epoch}:{next(self._ids)}"
-        doc = {"id": cmd_id, "ttl": timeout, "cmd": commands.command_to_json(cmd)}
+        doc = {"id": cmd_id, "ttl": timeout, "made": time.time(),
+               "cmd": commands.command_to_json(cmd)}
+        if self._seed is None:
+            try:
+                self._seed = signing.hub_seed(self.env)
+            except (OSError, ConfigError) as exc:
+                log.warning("commands go unsigned: the hub's signing key: %s", exc)
+                self._seed = ""
+        if self._seed:
+            # the host runs it only as the hub made it, once, while fresh (``signing``)
+            doc = signing.sign(self._seed, host, doc)
         self._queue.put_nowait((host, doc, cmd_id, time.monotonic() + timeout))
         self.counters["commands"] += 1
         return cmd_id
@@ -242,9 +258,30 @@ class HubLink:
                 log.warning("setting up the hub's streams failed (%s); trying again", exc)
                 await asyncio.sleep(1.0)
 
+    def _watch_online(self, now: float | None = None) -> None:
+        """Tell the owner, once per change, that a host went quiet or is back (going
+        offline is the absence of snapshots: only a clock can see it)."""
+        for h in list(self.view.hosts.values()):
+            if not h.last_seen:
+                continue  # never joined: nothing was reachable
+            online = h.online(now)
+            known = self._online.get(h.name)
+            self._online[h.name] = online
+            if known is None or known == online:
+                continue
+            if online:
+                self._say(render.host_back(h.name), NoticeName.HOST_STATE,
+                          {"host": h.name, "state": "back"})
+            else:
+                since = time.strftime("%H:%M", time.localtime(h.last_seen))
+                self._say(render.host_offline(h.name, since), NoticeName.HOST_STATE,
+                          {"host": h.name, "state": "offline", "since": since})
+            self._changed()
+
     async def _watch_hosts(self, js: Any) -> None:
         while True:
             await asyncio.sleep(HOSTS_SECONDS)
+            self._watch_online()
             for host in set(self._hosts()) - self._consumers:
                 try:
                     await streams.ensure_host_consumer(js, host)
@@ -415,6 +452,7 @@ class HubLink:
         now = self._live_names(host)
         if h.online() and not was_online:
             log.info("host %s is online: sessions %s", host, ", ".join(now) or "none")
+            self._watch_online()  # back: said at once, not at the next look
         elif now != had:
             log.info("host %s: sessions %s", host, ", ".join(now) or "none")
         if now != had or h.online() != was_online:

@@ -96,6 +96,8 @@ def base_events() -> list[dict]:
         {"hook_event_name": "PostToolUseFailure", **tool, "error": "boom"},
         {"hook_event_name": "Notification", "notification_type": "permission_prompt", "message": "m"},
         {"hook_event_name": "Notification", "notification_type": "agent_needs_input"},
+        {"hook_event_name": "Notification", "notification_type": "worker_permission_prompt",
+         "message": "worker2 needs permission for Bash"},
         {"hook_event_name": "Notification", "notification_type": "idle_prompt"},
         {"hook_event_name": "Stop", "last_assistant_message": "done", "prompt_id": "p1"},
         {"hook_event_name": "Stop", "prompt_id": "p0"},

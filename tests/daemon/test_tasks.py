@@ -77,6 +77,25 @@ def test_stop_failure_reports_known_api_error_in_plain_words(core, notifier):
     assert notifier.notices("api_error") == ["⚠️ jim · Rate limit reached; wait a little before the next message"]
 
 
+def test_a_known_api_error_reads_in_the_chats_language(core, notifier):
+    """The notice carries the error's key, so a Portuguese chat says it in Portuguese (as
+    ``ChatNotifier._notice_words`` renders it again); an unknown error keeps its own text."""
+    from aipager import locales
+
+    core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
+    core.feed(ev("StopFailure", prompt_id="p1", error="rate_limit"))
+    [out] = [o for o in notifier.of("notice") if o.notice == "api_error"]
+    assert out.extra == {"error": "rate_limit"}
+    sess = core.registry.get(S)
+    with locales.rendering(locales.translations("pt_BR")):
+        assert render.notice(out.notice, "jim", out.extra) == \
+            "⚠️ jim · Limite de uso atingido; espere um pouco antes da próxima mensagem"
+        assert render.card(sess, 0.0).startswith("⚠️ jim · Limite de uso atingido;")
+        assert render.notice(out.notice, "jim", {}) is None
+        assert render.api_error("jim", "The API returned an error: teapot") == \
+            "⚠️ jim · The API returned an error: teapot"
+
+
 def test_stop_releases_held_messages(core, notifier):
     core.feed(ev("UserPromptSubmit", prompt="x", prompt_id="p1"))
     sess = core.registry.get(S)

@@ -55,7 +55,7 @@ def test_invite_writes_a_private_credential_and_prints_the_one_command(hub_confi
     assert stat.S_IMODE(os.stat(layout.hosts_file(env)).st_mode) == 0o600
 
     listed = CliRunner().invoke(app, ["hub", "hosts"])
-    assert listed.output.split() == ["box", "vm"]
+    assert listed.output.splitlines() == ["box  hub not running", "vm  hub not running"]
 
 
 @pytest.mark.parametrize("bad", ["Box", "hub", "a.b", "-x", "x" * 33, "a>b"])

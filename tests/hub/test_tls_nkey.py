@@ -75,7 +75,8 @@ async def test_a_host_joins_over_tls_with_an_nkey_and_a_prompt_round_trips(tls_h
     out = str(tmp_path / "box.json")
     box_creds = invite("box", out)
     doc = json.loads(open(out).read())
-    assert set(doc) == {"user", "url", "seed", "ca"}  # no password: an NKey
+    assert set(doc) == {"user", "url", "seed", "ca", "hub_key"}  # no password: an NKey
+    assert doc["hub_key"].startswith("O")  # the hub's public signing key (hub.signing)
     assert doc["url"] == url and doc["seed"].startswith("SU")
     assert "BEGIN CERTIFICATE" in doc["ca"]
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER
 from hub.conftest import hub_sees
@@ -129,6 +131,29 @@ async def test_a_host_offline_is_said_at_once(machines):
     assert int(reply["reply_parameters"]["message_id"]) == msg["message_id"]
 
 
+async def test_the_owner_is_told_once_when_a_host_goes_offline_and_when_it_is_back(machines):
+    hub = machines.start_hub()
+    box = machines.start_host("box")
+    box.start("jim")
+    await hub_sees(hub, "claude-jim@box")
+    await box.stop()
+    hub.link.view.hosts["box"].last_seen -= 60  # its heartbeats stopped a minute ago
+    gone = await machines.fake.wait_for(
+        "sendMessage", lambda p: "📴 box is offline" in str(p.get("text")), 15)
+    assert "its sessions cannot be reached" in gone["text"]
+    assert str(gone.get("disable_notification", "")).lower() not in ("true", "1")  # it buzzes
+    await machines.fake.user_says("/status")
+    shown = await machines.fake.wait_for("sendMessage",
+                                         lambda p: "Sessions:" in str(p.get("text")), 10)
+    assert "❔ jim · unreachable" in shown["text"]
+    await asyncio.sleep(2 * 2.5)  # the hub looks again: said once, not at every look
+    assert len([t for t in hub.sent_texts() if "📴 box is offline" in t]) == 1
+
+    box = machines.start_host("box")  # it comes back
+    await machines.fake.wait_for("sendMessage",
+                                 lambda p: "🖥 box is back online" in str(p.get("text")), 20)
+
+
 async def test_new_name_at_host_starts_the_session_there_and_kill_ends_it(machines, tmp_path):
     import stat
 
@@ -152,7 +177,7 @@ async def test_new_name_at_host_starts_the_session_there_and_kill_ends_it(machin
         await eventually(lambda: mark.exists() and mark.read_text(), 10, "claude started on box")
         # (no folder named: box's own default, decided on box; a folder box lacks means
         # box's default too: test_codec.py)
-        assert mark.read_text().strip() == f"{box.env['HOME']}|"
+        assert mark.read_text().strip() == f"{box.env['HOME']}|--teammate-mode in-process"
         assert dtach.is_live(paths.dtach_socket(box.env, "web"))
         assert not dtach.list_sessions(machines.hub_env)
         box.feed("claude-web", "SessionStart", source="startup", session_id="sid-web",
@@ -223,3 +248,48 @@ async def test_in_private_mode_a_hosts_content_never_reaches_telegram(machines):
     assert "CANARY" not in machines.fake.everything_received()
     # the hub's own view holds the answer: the page would show it
     assert hub.port.sessions.get("claude-jim@box").task is not None
+
+
+async def test_a_replayed_or_old_command_is_refused_by_a_host_that_knows_the_hubs_key(machines):
+    """Commands the hub signs (``hub.signing``): a host holding the hub's public key runs one
+    once, while fresh; the same command sent again under a new broker message id, or one
+    made twenty minutes ago, is refused and counted."""
+    import time
+
+    from aipager.hub import commands, signing
+    from aipager.hub.creds import Creds
+    from aipager.port.commands import SendPrompt
+    from aipager.port.who import Person
+    from hub.conftest import PASSWORDS, Host
+
+    hub = machines.start_hub()
+    key = signing.public_key(signing.hub_seed(machines.hub_env))
+    box = Host(machines.host_envs["box"], machines.broker.url, "box",
+               creds=Creds("box", PASSWORDS["box"], hub_key=key))
+    machines.hosts["box"] = box
+    session = box.start("jim")
+    await hub_sees(hub, "claude-jim@box")
+    # a command as the hub makes it, the way the hub's own sender publishes it
+    owner = Person(OWNER["id"], "@owner", "owner")
+    cmd = commands.Ask(SendPrompt(owner, "claude-jim", "replay me", msg_id=77,
+                                  chat_id=OWNER["id"]))
+    cmd_id = hub.link._send("box", cmd, 10.0)  # the real path: signed with the hub's key
+    await eventually(lambda: [t for t in box.sessions.typed if t[1] == "replay me"], 10,
+                     "typed once")
+    # the same signed command again, as a replay with a new message id
+    seed = signing.hub_seed(machines.hub_env)
+    first = signing.sign(seed, "box", {"id": cmd_id, "ttl": 10.0, "made": time.time(),
+                                        "cmd": commands.command_to_json(cmd)})
+    hub.link._queue.put_nowait(("box", first, cmd_id + "-again", time.monotonic() + 10))
+    hub.link._queue.put_nowait(("box", first, cmd_id + "-again2", time.monotonic() + 10))
+    old = signing.sign(seed, "box", {"id": "hub:old:1", "ttl": 10.0,
+                                      "made": time.time() - 1200,
+                                      "cmd": commands.command_to_json(cmd)})
+    hub.link._queue.put_nowait(("box", old, "hub:old:1", time.monotonic() + 10))
+    forged = {**first, "id": "hub:forged:1"}  # its signature no longer matches
+    hub.link._queue.put_nowait(("box", forged, "hub:forged:1", time.monotonic() + 10))
+    await eventually(lambda: box.link.counters["commands_replayed"] >= 1
+                     and box.link.counters["commands_refused"] >= 2, 10, "refused")
+    await asyncio.sleep(0.5)
+    assert len([t for t in box.sessions.typed if t[1] == "replay me"]) == 1
+    assert session == "claude-jim"

@@ -96,8 +96,9 @@ def test_status_groups_sessions_by_host_and_says_who_is_offline(hub):
     assert [line.split(" · ")[0] for line in lines] == [
         "Sessions:", "🖥 laptop (this machine)", "  ⏳ mine",
         "🖥 box", "  ✅ api",
-        "🖥 vm", "  🔐 web"], lines
+        "🖥 vm", "  ❔ web"], lines
     assert lines[5] == f"🖥 vm · offline since {vm_since}"
+    assert lines[6] == "  ❔ web · unreachable"  # not "🔐 waiting": nothing reaches it now
     assert " · working" in lines[2] and " · ready" in lines[4]
 
 

@@ -22,17 +22,9 @@ BLOCKED_PROMPT_SECONDS = 5.0
 _TASK_ID = re.compile(r"<task-id>\s*([^<\s]+)\s*</task-id>")
 _STATUS = re.compile(r"<status>\s*([^<\s]+)\s*</status>")
 
-#: known API failures (StopFailure) in plain words
-API_ERRORS = {
-    "overloaded": "Anthropic's servers are overloaded right now; try again in a moment",
-    "rate_limit": "Rate limit reached; wait a little before the next message",
-    "authentication_failed": "Claude Code is not logged in (authentication failed)",
-    "billing_error": "The account has a billing problem",
-    "invalid_request": "Claude Code sent a request the API refused",
-    "server_error": "The API had an internal error; try again",
-    "max_output_tokens": "The answer hit the output length limit",
-    "prompt_too_long": "The conversation is too long for the model; compact or clear it",
-}
+#: known API failures (StopFailure) in plain words, by error type; marked for translation in
+#: ``render`` (where the catalogs are extracted from), which says them in the chat's language
+API_ERRORS = render.API_ERRORS
 
 
 def origin_of(prompt: str) -> str:
@@ -168,8 +160,8 @@ def on_stop(ev: dict, sess: Session, ctx: Ctx) -> None:
     finish_task(ctx, sess, ev, answer)
 
 
-def api_error_words(ev: dict) -> str:
-    """A StopFailure's error in plain words (unknown ones keep their own text)."""
+def _api_error(ev: dict) -> tuple[str, str]:
+    """A StopFailure's error: (its type, its message)."""
     raw = ev.get("error")
     kind = ""
     detail = ""
@@ -180,9 +172,24 @@ def api_error_words(ev: dict) -> str:
         kind = raw
     kind = str(ev.get("error_type") or kind)
     detail = detail or str(ev.get("error_details") or ev.get("message") or "")
-    for key, words in API_ERRORS.items():
+    return kind, detail
+
+
+def api_error_key(ev: dict) -> str:
+    """The ``API_ERRORS`` key of a StopFailure's error; "" for one aipager has no words for."""
+    kind, detail = _api_error(ev)
+    for key in API_ERRORS:
         if key in kind.lower() or key in detail.lower().replace(" ", "_"):
-            return words
+            return key
+    return ""
+
+
+def api_error_words(ev: dict) -> str:
+    """A StopFailure's error in plain words (unknown ones keep their own text)."""
+    key = api_error_key(ev)
+    if key:
+        return API_ERRORS[key]
+    kind, detail = _api_error(ev)
     return f"The API returned an error: {detail or kind or 'unknown'}"
 
 
@@ -205,4 +212,7 @@ def on_interrupt(ev: dict, sess: Session, ctx: Ctx) -> None:
 def on_stop_failure(ev: dict, sess: Session, ctx: Ctx) -> None:
     words = api_error_words(ev)
     finish_task(ctx, sess, ev, _answer_from(ev, sess, ctx), error=words)
-    ctx.notice(sess, NoticeName.API_ERROR, render.api_error(sess.label, words))
+    # a known error's key lets the chat and the page say it in their language (render.notice)
+    key = api_error_key(ev)
+    ctx.notice(sess, NoticeName.API_ERROR, render.api_error(sess.label, words),
+               **({"error": key} if key else {}))
