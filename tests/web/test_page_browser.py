@@ -14,8 +14,8 @@ from playwright.async_api import async_playwright
 from support.screens import rows
 
 from aipager.daemon import screen
-from aipager.daemon.model import State
-from aipager.daemon.notifier import Answer, Card
+from aipager.daemon.model import Request, State
+from aipager.daemon.notifier import Answer, Card, Permission
 from aipager.web.actions import WebActions, default_folder
 from aipager.web.auth import Logins
 from aipager.web.live import WebNotifier
@@ -92,6 +92,32 @@ async def test_one_long_word_does_not_widen_the_phone_page(browser_page):
         wide = await page.evaluate("document.documentElement.scrollWidth")
         await _shot(page, f"long-word-{'session' if 's/' in path else 'home'}")
         assert wide <= PHONE["width"], f"{path} is {wide} px wide"
+
+
+async def test_a_long_scoped_answer_wraps_on_a_phone_and_the_name_field_is_valid(browser_page):
+    """A request's "📁 Allow FOLDER · this session" button with a real, long folder wraps
+    inside a 390 px phone (it was 417 px wide); the new session form's name pattern
+    compiles under the browser's v-flag rules (a console error at every load)."""
+    folder = "/home/someone/projects/a-rather-long-project-name/services/api-gateway"
+    browser_page.port.add_session(S, State.WAITING)
+    browser_page.port.sessions.get(S).requests.append(
+        Request(key="p:t1:", kind="permission", tool="Bash", opened_at=1.0, detail="ls"))
+    browser_page.live.emit(Permission(
+        session=S, text="🔐 jim · Bash\nls", key="p:t1:", tool="Bash",
+        buttons=["allow", "deny", "s0", "stop"],
+        scopes=[f"📁 Allow {folder} · this session"]))
+    errors: list[str] = []
+    page = await browser_page.open("/")
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    await page.reload()
+    await page.wait_for_selector("article button[data-act=s0]")
+    await _shot(page, "long-scope-phone")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    assert not [e for e in errors if "pattern" in e], errors
+    valid = await page.evaluate(
+        "(() => { const i = document.querySelector('form.new input[name=name]');"
+        " i.value = 'api-fix_2'; return i.checkValidity(); })()")
+    assert valid
 
 
 async def test_an_ended_session_shows_no_stray_null(browser_page):

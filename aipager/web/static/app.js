@@ -183,7 +183,7 @@ async function home() {
   const needs = state.needs.map(need);
   const live = state.sessions.filter((s) => s.live);
   const ended = state.sessions.filter((s) => !s.live);
-  const name = h("input", { type: "text", name: "name", placeholder: t("name"), pattern: "[A-Za-z0-9_][A-Za-z0-9_-]{0,63}", required: true, "aria-label": "session name" });
+  const name = h("input", { type: "text", name: "name", placeholder: t("name"), pattern: "[A-Za-z0-9_][A-Za-z0-9_\\-]{0,63}", required: true, "aria-label": "session name" });
   const start = me.may.manage ? await startForm(name) : null;
   return [
     h("section", { id: "needs" }, h("h2", {}, t("Needs you")),
