@@ -120,6 +120,13 @@ async def test_a_long_scoped_answer_wraps_on_a_phone_and_the_name_field_is_valid
     assert valid
 
 
+async def test_the_empty_page_shows_its_command_as_code_not_backticks(browser_page):
+    page = await browser_page.open("/")
+    await page.wait_for_selector("p.muted code")
+    assert await page.inner_text("p.muted code") == "aipager session NAME"
+    assert "`" not in await page.inner_text("main")
+
+
 async def test_an_ended_session_shows_no_stray_null(browser_page):
     browser_page.port.add_session(S, State.GONE)
     page = await browser_page.open("#/s/jim")

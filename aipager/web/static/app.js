@@ -3,7 +3,7 @@
 // stream says the daemon showed something.
 
 import { ApiError, door, get, inTelegram, listen, post, upload } from "./api.js";
-import { h } from "./dom.js";
+import { h, withCode } from "./dom.js";
 import { markdown } from "./md.js";
 import { choose, loadStrings, offered, t } from "./strings.js";
 import { backButton, paint } from "./tg.js";
@@ -189,7 +189,7 @@ async function home() {
     h("section", { id: "needs" }, h("h2", {}, t("Needs you")),
       needs.length ? needs : h("p", { class: "muted" }, t("Nothing waits for you."))),
     h("section", { id: "sessions" }, h("h2", {}, t("Sessions")),
-      live.length ? live.map((s) => sessionCard(s)) : h("p", { class: "muted" }, t("No session runs. Start one here or with `aipager session NAME`.")),
+      live.length ? live.map((s) => sessionCard(s)) : h("p", { class: "muted" }, withCode(t("No session runs. Start one here or with `aipager session NAME`."))),
       start,
       ended.length ? h("details", {}, h("summary", {}, t("Ended ({n})", { n: ended.length })), ended.map((s) => sessionCard(s))) : null),
   ];
@@ -400,7 +400,7 @@ async function render() {
         if (err instanceof ApiError && err.status === 401 && inTelegram) {
           view.replaceChildren(h("p", {}, t("Telegram's sign-in for this page has run out. Close aipager and open it again from the bot.")));
         } else if (err instanceof ApiError && err.status === 401) {
-          view.replaceChildren(h("p", {}, t("Not signed in. Open the link `aipager start` printed on this computer, or open aipager from its Telegram bot.")));
+          view.replaceChildren(h("p", {}, withCode(t("Not signed in. Open the link `aipager start` printed on this computer, or open aipager from its Telegram bot."))));
         } else {
           view.replaceChildren(h("p", { class: "bad" }, t("Could not load: {error}", { error: err.message })));
         }

@@ -12,3 +12,9 @@ export function h(tag, attrs = {}, ...children) {
   }
   return el;
 }
+
+// A sentence whose `commands` are written between backticks (the catalogs' way): text, with
+// each command as <code> (built as elements: no markup is ever parsed from the words).
+export function withCode(sentence) {
+  return String(sentence).split("`").map((part, i) => (i % 2 ? h("code", {}, part) : part));
+}
