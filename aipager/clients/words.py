@@ -110,7 +110,7 @@ def words(result: Result, tr: Tr = N_, done: str = "", *, question: bool = False
                 error = tr(N_("could not type it ({error})")).format(error=error)
             return tr(_FAILED[doing]).format(session=_label(session), reason=error, error=error)
         case Started(name=name, folder=folder):
-            return tr(N_("🆕 {name} started in {folder}.")).format(name=name, folder=folder)
+            return tr(N_("🆕 {name} started in {folder}.")).format(name=_label(name), folder=folder)
         case Stopping(session=session, pressed=True):
             return tr(N_("⏹ Stop sent to {session}.")).format(session=_label(session))
         case Stopping():

@@ -46,6 +46,8 @@ STOP_DEBOUNCE = 2.0
 DIALOG_STEPS = 6
 #: how long one move waits for the screen to show it
 DIALOG_REDRAW = 1.0
+#: how long answering a dialog waits for a session that is still starting to draw anything
+DIALOG_FIRST_LOOK = 15.0
 #: how often a message held for a dialog on screen looks again whether it closed
 SCREEN_POLL = 1.0
 #: how long a model switch is watched for Claude Code saving it in its settings
@@ -367,8 +369,9 @@ class PortCalls:
         in it: the arrows move the selection there, and Enter is pressed only once the
         screen shows that choice selected.  False (nothing more pressed) as soon as the
         screen shows no such dialog."""
-        for _ in range(DIALOG_STEPS):
-            seen = await self.screen(session)
+        for step in range(DIALOG_STEPS):
+            # the first look may come before a starting program drew anything: it waits
+            seen = await self.screen(session, DIALOG_FIRST_LOOK if step == 0 else 0.0)
             if not isinstance(seen, screens.Dialog) or seen.kind != kind:
                 return False
             target = pick(seen)

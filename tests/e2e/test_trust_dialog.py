@@ -13,6 +13,7 @@ import os
 import pytest
 
 from e2e.kit.chat import Phone, buttons, text_of
+from e2e.test_web import browser, web_daemon  # noqa: F401 - fixtures
 from fakes import anthropic as fa
 from support.screens import rows
 
@@ -103,3 +104,36 @@ def test_the_recorded_screens_read_as_the_live_ones(dtach_session, claude_home):
     assert isinstance(recorded, screen.Dialog)
     assert (seen.options, seen.selected, seen.title) == (
         recorded.options, recorded.selected, recorded.title)
+
+
+def test_yes_on_the_page_starts_the_session_and_it_answers(
+        web_daemon, browser, fake_anthropic, claude_home):  # noqa: F811 - fixtures
+    """The same on the page (chromium at phone size, the real daemon and Claude Code): a
+    session started there in a folder Claude Code does not trust shows the question under
+    "Needs you"; ✅ chooses "Yes, I trust this folder" on the real screen, and a prompt from
+    the page is answered."""
+    from playwright.sync_api import expect
+
+    from e2e.kit.browser import shot, sign_in_link
+
+    _untrust(claude_home)
+    fake_anthropic.script("E2E-PAGE-TRUST", fa.text("hello from the page"))
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(sign_in_link(web_daemon))
+    page.fill("form.new input[name=name]", "pg")
+    page.fill("form.new input[name=other]", claude_home.project)
+    page.click("form.new button[type=submit]")
+    ask = page.locator("article.trust")
+    expect(ask).to_be_visible(timeout=40_000)
+    # the flash names the session as people do, not by its internal name
+    expect(page.locator("#flash")).to_contain_text("🆕 pg started in")
+    shot(page, "trust-real-claude")
+    ask.locator("button[data-act=yes]").click()
+    web_daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 60,
+                            "pg started", name="claude-pg")
+    page.goto(page.url.split("#")[0] + "#/s/claude-pg")
+    page.get_by_label("prompt").fill("E2E-PAGE-TRUST say hello")
+    page.get_by_role("button", name="➤ Send").click()
+    expect(page.locator("ol.talk li.answer")).to_contain_text("hello from the page",
+                                                              timeout=60_000)
+    page.close()
