@@ -136,6 +136,9 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
         try:
             await attempt
             client.append(nc)
+            if on_link is not None:
+                # kept on the client: it ends when the client closes
+                nc.aipager_watch = asyncio.ensure_future(watch(nc, on_link))
             return nc
         except asyncio.CancelledError:
             if refused or denied:
@@ -176,6 +179,30 @@ def refusal(user: str) -> HubRefused:
     return HubRefused(f"revoked: the hub refused this host's credential ({user}), revoked "
                       "or invited again since. Ask for a new invite (aipager hub invite "
                       "NAME on the hub) and join with the new file")
+
+
+async def watch(nc: Any, on_link: Callable[[bool], Any]) -> None:
+    """The link's truth from the broker itself: a round trip (``flush``) every
+    ``PING_SECONDS``; ``MAX_PINGS_OUT`` failing in a row make the link lost, one answering
+    makes it up again.  nats-py's own pings notice a frozen broker or a partition only when
+    its reconnect logic gets round to it (measured: 45 s, or never in a 30 s partition)."""
+    failed = 0
+    while not nc.is_closed:
+        await asyncio.sleep(PING_SECONDS)
+        if nc.is_closed:
+            return
+        try:
+            await nc.flush(timeout=PING_SECONDS)
+        except Exception:  # noqa: BLE001 - no answer, whatever the reason, is no link
+            failed += 1
+            if failed == MAX_PINGS_OUT:
+                log.warning("the broker did not answer %d pings; the link counts as lost",
+                            failed)
+                on_link(False)
+            continue
+        if failed >= MAX_PINGS_OUT and nc.is_connected:
+            on_link(True)
+        failed = 0
 
 
 def check_transport(url: str, creds: Creds) -> None:
@@ -224,6 +251,9 @@ async def close_quietly(nc: Any) -> None:
     """Close the client, giving up after ``CLOSE_SECONDS``: nats-py's close can wait for ever
     on a reconnect it is in the middle of (seen when the broker refused this credential), and
     the link must go on to say so and try again later."""
+    watching = getattr(nc, "aipager_watch", None)
+    if watching is not None:
+        watching.cancel()
     with contextlib.suppress(Exception):
         await asyncio.wait_for(nc.close(), CLOSE_SECONDS)
 
