@@ -39,6 +39,10 @@ KEY_GAP = 0.15
 PROBE_GAP = 0.1
 #: how long a new screen watcher waits for the session to draw itself whole
 FIRST_DRAW = 2.0
+#: a step the screen needs not show (an empty box emptied) still gets this pause
+KEY_FLOOR = 0.02
+#: how long the screen must stay still after a paste shows before its Enter
+SETTLE = 0.08
 #: how long typing waits for the input line to show a step (then it goes on as the screen
 #: allows: a busy terminal draws late, and the old measured pauses were under a second)
 ECHO_WAIT = 3.0
@@ -210,7 +214,7 @@ class DtachIO:
                              most=2 * KEY_GAP)
         # the paste echoed: the box shows something else than it did emptied
         echoed = self._echo(session, lambda typed: typed not in ("", empty[0]), gap,
-                            dialog_aborts=True)
+                            dialog_aborts=True, settle=True)
         writes: list[tuple[bytes, Pause]] = [(dtach.CLEAR_INPUT, emptied), (paste, echoed),
                                               (enter, 0.0)]
         await self._push(session, writes, note=note, submitting=submitting)
@@ -225,7 +229,7 @@ class DtachIO:
 
     def _echo(self, session: str, shown: Callable[[str], bool], fallback: float, *,
               already: bool = False, dialog_aborts: bool = False,
-              most: float = 0.0) -> Pause:
+              most: float = 0.0, settle: bool = False) -> Pause:
         """A pause that lasts until the input line shows what ``shown`` wants (at most
         ``most``, else ``ECHO_WAIT``), or ``fallback`` seconds when the screen cannot be
         read.  With
@@ -235,6 +239,7 @@ class DtachIO:
 
         async def wait() -> bool:
             if already:
+                await asyncio.sleep(KEY_FLOOR)  # the keys before read apart from the next
                 return True
             watch = await self._watch(session)
             if watch is None or screen.read(watch.rows()) is None:
@@ -247,7 +252,14 @@ class DtachIO:
             while True:
                 seen = screen.read(watch.rows())
                 if isinstance(seen, screen.Prompt) and shown(seen.typed):
-                    return True
+                    if not settle:
+                        return True
+                    # a paste reaches the terminal in dtach's 8-byte packets and may be
+                    # drawn while it still streams in: its Enter waits until the screen
+                    # has been still for a moment (an Enter inside a paste splits it)
+                    if not await watch.changed(min(SETTLE, max(0.0, deadline - loop.time()))):
+                        return True
+                    continue
                 if dialog_aborts and isinstance(seen, screen.Dialog):
                     return False
                 left = deadline - loop.time()
