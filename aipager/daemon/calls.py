@@ -150,6 +150,12 @@ class PortCalls:
         if result == replies.GONE or sess is None or req is None:
             return Gone()
         if result == replies.VIA_KEYS:
+            if kind != "stop" and isinstance(await self.screen(session), screens.Prompt):
+                # the screen shows the input line, no dialog: "1" would be typed as text and
+                # Esc would interrupt the running task (answered at the computer meanwhile)
+                requests.unclaim(self.core.ctx, sess, req)
+                return KeysFailed("its dialog is not on the screen any more (answered at the "
+                                  "computer?): no key was pressed")
             try:
                 await self.session_io.press(session, dialogkeys.permission(kind))
             except AipagerError as exc:

@@ -144,12 +144,14 @@ class DtachIO:
         if info is None:
             return None
         watch = ScreenWatch(info.socket)
+        # known before it connects: ``attached`` must never count it as a person
+        self._screens[session] = watch
         try:
             await watch.start()
         except OSError as exc:
             log.warning("cannot read the screen of %s: %s", session, exc)
+            self._screens.pop(session, None)
             return None
-        self._screens[session] = watch
         # the whole first drawing: the watcher asked for it as it attached
         deadline = asyncio.get_running_loop().time() + FIRST_DRAW
         while watch.version == 0 and asyncio.get_running_loop().time() < deadline:

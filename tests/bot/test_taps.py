@@ -9,6 +9,7 @@ import os
 import socket
 
 import pytest
+from support.screens import rows
 from bot.conftest import STRANGER, eventually
 from fakes.telegram_api import OWNER
 
@@ -112,6 +113,7 @@ async def test_after_the_hook_gave_up_a_tap_answers_the_dialog_with_keys(chat):
     session = chat.start("jim")
     chat.feed(session, "UserPromptSubmit", prompt="run the tests", prompt_id="p1")
     _ask(chat, session)  # no reply address: the hook is not waiting
+    chat.sessions.screens[session] = rows("permission_bash")  # its dialog, as drawn
     message = await _request_message(chat)
     await chat.fake.user_taps(message["message_id"], _buttons(message)["✅ Allow"])
     await eventually(lambda: chat.sessions.keys, what="keys pressed")

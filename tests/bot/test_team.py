@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from support.screens import rows
 from bot.conftest import eventually
 
 from aipager import config
@@ -83,6 +84,7 @@ TAP = {"owner": "allowed", "admin": "allowed", "user": "task's author", "read_on
 @pytest.mark.parametrize("who", list(PEOPLE))
 async def test_tap_allow_on_someone_elses_task(chat, who):
     session = _owner_task(chat)
+    chat.sessions.screens[session] = rows("permission_bash")  # its dialog is up, no hook waits
     await chat.fake.wait_for("sendMessage", lambda p: "make deploy" in p["text"])
     request = next(m for m in chat.fake.bot_messages(GROUP) if "make deploy" in m["text"]
                    and m.get("reply_markup"))

@@ -12,6 +12,7 @@ import os
 import orjson
 import pytest
 from fakes.sessionio import FakeSessions
+from support.screens import rows
 
 from aipager.daemon import dialogkeys, port
 from aipager.daemon.app import Daemon
@@ -39,6 +40,7 @@ def _permission(daemon: Daemon, tool: str = "Bash", tool_input: dict | None = No
     """A PermissionRequest whose hook no longer waits (no reply address): keys answer it."""
     daemon.core.feed({"hook_event_name": "PermissionRequest", "session": S, "tool_name": tool,
                       "tool_use_id": "toolu_1", "tool_input": tool_input or {"command": "ls"}})
+    daemon.session_io.screens[S] = rows("permission_bash")  # its dialog, as drawn
     return daemon.core.registry.get(S).requests[0].key
 
 
@@ -88,6 +90,19 @@ async def test_no_hook_waits_so_the_daemon_presses_the_dialogs_keys(rig) -> None
         [record] = [orjson.loads(line) for line in fh]
     assert (record["via"], record["who"], record["who_id"], record["role"]) == \
         ("keystroke_fallback", "@alice", 42, "admin")
+
+
+async def test_no_key_is_pressed_when_the_screen_shows_no_dialog(rig) -> None:
+    """Answered at the computer meanwhile: the input line is back.  "1" would be typed as
+    text and Esc would interrupt the running task: nothing is pressed, the tap is told."""
+    daemon, notifier, sessions = rig
+    key = _permission(daemon)
+    sessions.screens[S] = rows("idle")
+    for kind in ("allow", "deny"):
+        outcome = await daemon.answer_request(S, key, kind, ALICE)
+        assert isinstance(outcome, KeysFailed) and "not on the screen" in outcome.reason
+    assert sessions.keys == []
+    assert not daemon.core.registry.get(S).requests[0].answered  # still open to a tap
 
 
 async def test_keys_that_cannot_be_pressed_leave_the_request_open_to_another_tap(rig) -> None:
