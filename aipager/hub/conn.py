@@ -138,7 +138,8 @@ async def connect(url: str, creds: Creds, *, inbox_prefix: str = "_INBOX",
             client.append(nc)
             if on_link is not None:
                 # kept on the client: it ends when the client closes
-                nc.aipager_watch = asyncio.ensure_future(watch(nc, on_link))
+                held: Any = nc
+                held.aipager_watch = asyncio.ensure_future(watch(nc, on_link))
             return nc
         except asyncio.CancelledError:
             if refused or denied:
