@@ -22,7 +22,8 @@ DOWN = b"\x1b[B"
 ENTER = b"\r"
 
 #: a dialog's last row: how to leave it
-_FOOTER = re.compile(r"^\s*(Enter to confirm|Esc to cancel|Esc to go back|Press Enter)")
+_FOOTER = re.compile(r"^\s*(Enter to confirm|Enter to select|Esc to cancel|Esc to go back|"
+                     r"Press Enter)")
 #: a choice: "❯ 1. Yes" (the selected one) or "  2. No"; a marker column, then the label
 _CHOICE = re.compile(r"^ {0,2}(❯|›|>| ) (?:(\d{1,2})\. )?(\S.*)$")
 #: the rest of a long choice on the row below it
@@ -83,13 +84,19 @@ def _dialog(rows: list[str], footer: int) -> Dialog | None:
     while end >= 0 and not rows[end].strip():
         end -= 1
     start = end
-    while start - 1 >= 0 and (_CHOICE.match(rows[start - 1]) or _MORE.match(rows[start - 1])):
+    while start - 1 >= 0 and (_CHOICE.match(rows[start - 1]) or _MORE.match(rows[start - 1])
+                              or (_RULE.match(rows[start - 1]) and start - 2 >= 0
+                                  and bool(_CHOICE.match(rows[start - 2])
+                                           or _MORE.match(rows[start - 2])))):
+        # (a question's picker draws a rule between its answers and "Chat about this")
         start -= 1
     while start <= end and (_MORE.match(rows[start]) or not _CHOICE.match(rows[start])):
         start += 1  # a choice's wrapped row cannot begin the list
     labels: list[str] = []
     marked: list[int] = []
     for i in range(start, end + 1):
+        if _RULE.match(rows[i]):
+            continue
         m = None if _MORE.match(rows[i]) else _CHOICE.match(rows[i])
         if m is None:  # the rest of a long choice, wrapped onto its own row
             labels[-1] += " " + rows[i].strip()

@@ -140,3 +140,18 @@ async def test_the_held_message_is_released_once_the_screen_shows_no_dialog(rig)
             break
         await asyncio.sleep(0.05)
     assert [m.status for m in sess.queue] == ["typed"]  # released: the chat types it now
+
+
+def test_write_edit_and_question_dialogs_as_recorded():
+    """Recorded from the real 2.1.328 by tests/e2e/test_screen_dialogs.py."""
+    for name, title in (("permission_write", "Create file"), ("permission_edit", "Edit file")):
+        seen = screen.read(rows(name))
+        assert isinstance(seen, screen.Dialog) and seen.kind == screen.Kind.PERMISSION
+        assert seen.title == title and seen.selected == 0
+        assert seen.options[0] == "Yes" and seen.options[-1] == "No" and len(seen.options) == 3
+    asked = screen.read(rows("question"))
+    assert isinstance(asked, screen.Dialog) and asked.kind == screen.Kind.OTHER
+    # a description wraps onto its answer; the rule before "Chat about this" is no end
+    assert asked.options == ("Green calm", "Red loud", "Blue cool", "Type something.",
+                             "Chat about this")
+    assert asked.selected == 0 and "Which colour should the button be?" in asked.text
