@@ -7,6 +7,7 @@ import asyncio
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER
 from hub.conftest import hub_sees
+from support.screens import rows
 
 from aipager.daemon.model import State
 
@@ -99,6 +100,7 @@ async def test_a_tap_answers_the_hosts_own_hook(machines):
     # no hook waits (no reply address): the host's daemon answers the dialog with keys
     box.feed(session, "PermissionRequest", tool_name="Bash", tool_use_id="t9",
              tool_input={"command": "make deploy"})
+    box.sessions.screens[session] = rows("permission_bash")  # its dialog, on box's screen
     req = await machines.fake.wait_for("sendMessage", lambda p: "make deploy" in str(p.get("text")))
     buttons = [b for row in req["reply_markup"]["inline_keyboard"] for b in row]
     allow = next(b for b in buttons if "Allow" in b["text"])
