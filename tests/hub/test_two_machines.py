@@ -138,6 +138,9 @@ async def test_the_owner_is_told_once_when_a_host_goes_offline_and_when_it_is_ba
     box = machines.start_host("box")
     box.start("jim")
     await hub_sees(hub, "claude-jim@box")
+    # the hub has had a snapshot of box and knows it online (a session can reach the hub
+    # with an output before any snapshot does)
+    await eventually(lambda: hub.link._online.get("box") is True, 20, "box known online")
     await box.stop()
     hub.link.view.hosts["box"].last_seen -= 60  # its heartbeats stopped a minute ago
     gone = await machines.fake.wait_for(
