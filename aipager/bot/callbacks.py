@@ -119,6 +119,33 @@ class QuestionTap(CallbackData, prefix="q"):
     i: int = 0
 
 
+class FormAct(StrEnum):
+    """What a form's button does (an MCP server's elicitation, filled in step by step)."""
+
+    #: the field shown now takes option ``i`` (a choice; yes is 1 and no 0)
+    PICK = "p"
+    #: the field shown now stays empty (optional: the server's default applies)
+    SKIP = "k"
+    #: the field shown now is typed: the tapper's next message is its value
+    TYPE = "t"
+    #: send the values
+    SEND = "s"
+    #: fill it in again from the first field
+    RESTART = "r"
+    #: decline the form
+    DECLINE = "x"
+    #: cancel it
+    CANCEL = "c"
+
+
+class FormTap(CallbackData, prefix="f"):
+    """A form's button (``i``: the option, for PICK)."""
+
+    h: int
+    act: FormAct
+    i: int = 0
+
+
 class Setting(StrEnum):
     """A /settings button's setting."""
 

@@ -23,7 +23,9 @@ from aipager.bot.outbox import Live, Post
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import words
 from aipager.daemon.model import Session
-from aipager.port.commands import CompactSession
+from aipager.port import forms
+from aipager.port.commands import AnswerForm, CompactSession
+from aipager.port.forms import FormAction
 from aipager.port.results import Declined, Result
 from aipager.port.rights import RIGHTS
 
@@ -142,6 +144,52 @@ async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
     result = await actions.answer_questions(ask, sender)
     if not words_ok(result):
         actions.say(ask["chat"], words(result, _, question=True) + " " + _("Nothing was typed."))
+
+
+def show_form(actions: Actions, rkey: str, ask: dict) -> None:
+    """The form's message as it is now (the field asked, or the whole form to send)."""
+    session = ask["session"]
+    handle = actions.state.handle("ask", RequestRef(session, ask["key"]))
+    text, markup = view.form_view(session.removeprefix("claude-"), ask, handle)
+    actions.state.show(rkey, text)
+    actions.outbox.put(Live(ask["chat"], text, key=rkey, markup=markup, session=session))
+
+
+def form_value(actions: Actions, rkey: str, ask: dict, value: Any) -> None:
+    """The field asked now takes ``value`` (None: left empty); the next one is asked, or
+    after the last the whole form is shown with ✅ Send."""
+    field = ask["fields"][ask["step"]]
+    if value is None:
+        ask["values"].pop(field["name"], None)
+    else:
+        ask["values"][field["name"]] = value
+    ask["step"] += 1
+    show_form(actions, rkey, ask)
+
+
+def form_typed(actions: Actions, rkey: str, ask: dict, text: str, reply_to: int) -> None:
+    """A typed value for the field asked now: taken, or why not said (the field is asked
+    again)."""
+    if ask["step"] >= len(ask["fields"]):
+        actions.say(ask["chat"], _("Every field is filled in: tap ✅ Send or ↩️ Start over."),
+                    reply_to=reply_to)
+        return
+    field = forms.Field.from_json(ask["fields"][ask["step"]])
+    try:
+        value = forms.parse(field, text)
+    except forms.FormError as exc:
+        actions.say(ask["chat"], "🤷 " + str(exc), reply_to=reply_to)
+        return
+    form_value(actions, rkey, ask, value)
+
+
+async def answer_form(actions: Actions, ask: dict, sender: Sender,
+                      action: FormAction) -> Result:
+    """Send the form's values (accept), or decline or cancel it, through the service (which
+    checks the values against the form); the verdict line follows its close."""
+    return await actions.service.ask(AnswerForm(sender, ask["session"], ask["key"], action,
+                                                dict(ask["values"]) if action == "accept"
+                                                else {}))
 
 
 def show_question(actions: Actions, rkey: str, ask: dict) -> None:

@@ -44,7 +44,7 @@ from aipager.bot.outbox import Live, Outbox, Post, React, Upload
 from aipager.clients import asking
 from aipager.daemon import render
 from aipager.daemon.model import Session, Task
-from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
+from aipager.daemon.notifier import (Answer, Card, Diff, Files, Form, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed, RequestUpdate)
 
@@ -170,6 +170,8 @@ class ChatNotifier:
                 self._on_request_update(out, sess, chat_id)
             case Question():
                 self._on_question(out, sess, chat_id)
+            case Form():
+                self._on_form(out, sess, chat_id)
             case RequestClosed():
                 self._on_request_closed(out, sess, chat_id)
             case RequestAnswered():
@@ -221,7 +223,7 @@ class ChatNotifier:
             else:
                 kb.button(text=_("📟 Open on the page"), url=url)
         elif bell.door is not None and not bell.live:
-            text += "\n" + private.page_note(public, asks=isinstance(out, (Permission, Question)))
+            text += "\n" + private.page_note(public, asks=isinstance(out, (Permission, Question, Form)))
         if bell.stop:
             handle = self.state.handle("session", out.session)
             kb.button(text=_("⏹ Stop"), callback_data=SessionTap(h=handle, act=SessionAct.STOP))
@@ -437,6 +439,33 @@ class ChatNotifier:
         self.state.asks[key] = ask
         label = sess.label if sess is not None else out.session
         text, markup = view.question_view(label, ask, handle)
+        self.state.forget_live(key)
+        self.state.show(key, text)
+        self.outbox.put(Post(chat_id, text, markup=markup, key=key, session=out.session,
+                             buzz=True), urgent=True)
+
+    def _on_form(self, out: Form, sess: Session | None, chat_id: int) -> None:
+        """An MCP server's form: filled in here step by step (``view.form_view``) while the
+        hook waits; once it no longer does, the message says it is in the terminal and its
+        buttons go."""
+        key = request_key(out.session, out.key)
+        label = sess.label if sess is not None else out.session
+        if not out.fields or not out.reply_addr:
+            self.state.asks.pop(key, None)
+            if self.state.shown_text(key) is not None:
+                self.state.show(key, out.text)
+                self.outbox.put(Live(chat_id, out.text, key=key, session=out.session))
+                return
+            self.state.show(key, out.text)
+            self.outbox.put(Post(chat_id, out.text, key=key, session=out.session, buzz=True),
+                            urgent=True)
+            return
+        handle = self.state.handle("ask", RequestRef(out.session, out.key))
+        ask = {"form": True, "server": out.server, "message": out.message,
+               "fields": list(out.fields), "step": 0, "values": {}, "chat": chat_id,
+               "session": out.session, "key": out.key}
+        self.state.asks[key] = ask
+        text, markup = view.form_view(label, ask, handle)
         self.state.forget_live(key)
         self.state.show(key, text)
         self.outbox.put(Post(chat_id, text, markup=markup, key=key, session=out.session,

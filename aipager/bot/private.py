@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 from aipager.bot.i18n import N_, _, ngettext
 from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
-                                     Permission, Prompted, Question, Reaction, Release,
+                                     Form, Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed, RequestUpdate)
 from aipager.daemon.render import PLAN_TOOL, elapsed
 
@@ -158,6 +158,8 @@ def view(out: Output, label: str, sess: Session | None, now: float) -> Private:
             return _asks(_("🔐 {session} needs you").format(session=label), out)
         case Question():
             return _asks(_("❓ {session} asks").format(session=label), out)
+        case Form():
+            return _asks(_("📋 {session} asks you to fill in a form").format(session=label), out)
         case RequestClosed() | RequestAnswered():
             # its own words only: the message it edits may hold a request shown before
             # private mode was on, and an edit sends the whole text again
@@ -178,7 +180,7 @@ def view(out: Output, label: str, sess: Session | None, now: float) -> Private:
     return Bell(f"• {label} · {out.kind}", door)
 
 
-def _asks(text: str, out: Permission | Question) -> Bell:
+def _asks(text: str, out: Permission | Question | Form) -> Bell:
     return Bell(text, Door(out.session, out.key), buzz=True,
                 key=f"req:{out.session}:{out.key}", stop=True)
 

@@ -20,6 +20,7 @@ from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import HostView
 from aipager.clients import asking
+from aipager.port import forms
 from aipager.daemon import render
 from aipager.daemon.render import elapsed
 
@@ -232,9 +233,84 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
     return "\n".join(lines), markup(kb)
 
 
+def _form_value(field: forms.Field, value: object) -> str:
+    if value is None:
+        return "—"
+    if field.kind == "boolean":
+        return _("yes") if value else _("no")
+    return field.label_of(value)
+
+
+def form_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
+    """A form the chat fills in one field at a time (``ask``: ``{"form": True, "server",
+    "message", "fields", "step", "values"}``), then shows whole with ✅ Send; Decline
+    and Cancel on every step.  Buttons carry ``FormTap`` data."""
+    from aipager.bot.callbacks import FormAct, FormTap
+
+    fields = [forms.Field.from_json(f) for f in ask["fields"]]
+    step = ask.get("step", 0)
+    values = ask.get("values") or {}
+    lines = [_("📋 {session} · {server} asks").format(session=label, server=ask["server"]),
+             ask["message"]]
+    kb = InlineKeyboardBuilder()
+    rows: list[int] = []
+
+    def tap(text: str, act: FormAct, i: int = 0) -> None:
+        kb.button(text=text[:60], callback_data=FormTap(h=handle, act=act, i=i))
+
+    if step < len(fields):
+        field = fields[step]
+        head = f"{step + 1}/{len(fields)} · {field.title}" + (" *" if field.required else "")
+        lines += ["", head]
+        if field.description:
+            lines.append(field.description)
+        if field.kind == "enum":
+            for i, option in enumerate(field.labels):
+                tap(option, FormAct.PICK, i)
+            rows += [1] * len(field.labels)
+        elif field.kind == "boolean":
+            tap(_("Yes"), FormAct.PICK, 1)
+            tap(_("No"), FormAct.PICK, 0)
+            rows.append(2)
+        else:
+            hint = {"integer": _("a whole number"), "number": _("a number")}.get(field.kind, "")
+            if field.minimum is not None or field.maximum is not None:
+                lo = "…" if field.minimum is None else f"{field.minimum:g}"
+                hi = "…" if field.maximum is None else f"{field.maximum:g}"
+                hint = f"{hint} {lo}–{hi}".strip()
+            if field.format:
+                hint = f"{hint} ({field.format})".strip()
+            lines.append(_("✍️ Reply to this message with it") + (f": {hint}" if hint else "."))
+            tap(_("✍️ Type it"), FormAct.TYPE)
+            rows.append(1)
+        if not field.required:
+            default = "" if field.default is None else _form_value(field, field.default)
+            tap(_("⏭ Skip (default: {value})").format(value=default) if default
+                else _("⏭ Skip"), FormAct.SKIP)
+            rows.append(1)
+    else:
+        lines.append("")
+        lines += [f"{f.title}: {_form_value(f, values.get(f.name))}" for f in fields]
+        lines += ["", _("Send this to {server}?").format(server=ask["server"])]
+        tap(_("✅ Send"), FormAct.SEND)
+        tap(_("↩️ Start over"), FormAct.RESTART)
+        rows.append(2)
+    tap(_("❌ Decline"), FormAct.DECLINE)
+    tap(_("✖️ Cancel"), FormAct.CANCEL)
+    rows.append(2)
+    kb.adjust(*rows)
+    return "\n".join(lines), markup(kb)
+
+
 def answers_text(ask: dict) -> str:
     """``question → answer`` lines for the chat once a question is answered; ``→ answer``
-    alone for a lone question, which the message shows just above (it read twice)."""
+    alone for a lone question, which the message shows just above (it read twice); a
+    form's ``field: value`` lines."""
+    if ask.get("form"):
+        fields = [forms.Field.from_json(f) for f in ask["fields"]]
+        values = ask.get("values") or {}
+        return "\n".join(f"{f.title}: {_form_value(f, values.get(f.name))}" for f in fields
+                         if f.name in values)
     out = []
     questions = ask["questions"]
     for q, a in zip(questions, ask.get("answers") or [], strict=False):

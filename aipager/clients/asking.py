@@ -167,6 +167,13 @@ def verdict(via: str, answer: str, who: str, at: float, answers: str = "",
             who=who, time=when)).strip()
     if answer == "question_decline":
         return _("⏹ Declined by {who}").format(who=who)
+    if answer == "form_accept":
+        return (answers + "\n" + _("✅ Sent by {who} · {time}").format(
+            who=who, time=when)).strip()
+    if answer == "form_decline":
+        return _("❌ Declined by {who} · {time}").format(who=who, time=when)
+    if answer == "form_cancel":
+        return _("✖️ Cancelled by {who} · {time}").format(who=who, time=when)
     if answer == "allow_always" and isinstance(scope, dict) and scope:
         return _("{scope} · chosen by {who} · {time}").format(
             scope=render.suggestion_label(scope), who=who, time=when)

@@ -29,6 +29,8 @@ from aipager.daemon.model import Request, Session, State
 from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
+from aipager.port import forms
+from aipager.port.forms import FormAction
 from aipager.daemon import screen as screens
 from aipager.daemon.terminal import ESCAPE, SessionIO
 from aipager.proto.errors import AipagerError, SessionNotFound, SettingsError
@@ -218,6 +220,42 @@ class PortCalls:
         requests.keys_pressed(self.core.ctx, sess, req)
         self.audit_action(action, who, session=session, tool="AskUserQuestion")
         return ByKeys()
+
+    async def answer_form(self, session: str, key: str, who: Who, action: FormAction,
+                          content: Mapping[str, Any]) -> Outcome:
+        """Answer an MCP server's form (``key``) of ``session``: to the hook that waits.
+
+        ``content`` is checked against the form first (``forms.content``): a missing
+        required field or a value that does not fit is ``Refused`` with the reason, and
+        nothing is sent.  With no hook waiting the form is in the terminal: ``InTerminal``.
+        """
+        sess = self.core.registry.get(session)
+        req = next((r for r in sess.requests if r.key == key and r.kind == "form"),
+                   None) if sess is not None else None
+        if sess is None or req is None:
+            return Gone()
+        if req.answered:
+            return Already()
+        if action not in forms.ACTIONS:
+            return Refused(f"a form is answered with {', '.join(forms.ACTIONS)}")
+        checked = None
+        if action == "accept":
+            try:
+                checked = forms.content([forms.Field.from_json(f) for f in req.form],
+                                        dict(content))
+            except forms.FormError as exc:
+                return Refused(str(exc))
+        try:
+            result = replies.answer_form(self.core.ctx, sess, req, action, checked, who.label,
+                                         who_id=who.user_id, role=who.role)
+        except ValueError as exc:
+            return Refused(str(exc))
+        self.save(force=True)
+        if result == replies.ALREADY:
+            return Already()
+        if result == replies.NO_HOOK:
+            return InTerminal()
+        return ByHook()
 
     async def _dialog_ready(self, req: Request) -> None:
         """Wait until Claude Code shows the dialog and reads keys (``DIALOG_SETTLE`` after its

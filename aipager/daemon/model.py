@@ -91,10 +91,10 @@ class BgCommand:
 
 @dataclass(slots=True)
 class Request:
-    """An open permission request or question."""
+    """An open permission request, question or form (an MCP server's elicitation)."""
 
     key: str
-    #: permission | question
+    #: permission | question | form
     kind: str
     tool: str
     opened_at: float
@@ -133,6 +133,9 @@ class Request:
     #: a dialog whose choices only the terminal shows (auto mode's "needs your input"):
     #: the chat offers only ⏹ Stop, and says so
     terminal_only: bool = False
+    #: a form's fields (``port.forms.Field.as_json``); its message is ``description``, the
+    #: MCP server asking is ``detail``
+    form: list = field(default_factory=list)
 
 
 #: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch

@@ -155,6 +155,23 @@ class Question(Output):
 
 
 @dataclass(frozen=True)
+class Form(Output):
+    """An MCP server's form (an elicitation): its ``message`` and ``fields``
+    (``port.forms.Field.as_json``), answered through the hook while ``reply_addr`` is set;
+    without it (or with no fields the phone can ask) only the terminal answers it."""
+
+    kind: ClassVar[str] = "form"
+    key: str = ""
+    server: str = ""
+    message: str = ""
+    fields: list[dict[str, Any]] = field(default_factory=list)
+    request_id: str = ""
+    reply_addr: str = ""
+    agent_id: str = ""
+    separate: bool = False
+
+
+@dataclass(frozen=True)
 class _Verdict(Output):
     """What a request's verdict line is made of: ``via`` (``hook``, ``keys``; "" the
     terminal), ``answer`` (the tap, or ``question_answer`` / ``question_decline``), ``who``."""
@@ -237,7 +254,7 @@ class Files(Output):
 
 #: every kind, by name
 KINDS: dict[str, type[Output]] = {cls.kind: cls for cls in (
-    Card, Notice, Answer, Permission, Question, RequestClosed, RequestAnswered, RequestUpdate,
+    Card, Notice, Answer, Permission, Question, Form, RequestClosed, RequestAnswered, RequestUpdate,
     Reaction, Release, Diff, Files)}
 
 

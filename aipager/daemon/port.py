@@ -23,6 +23,7 @@ from aipager.daemon.worktree import Diff
 # The records a client reads back live in ``aipager.port`` (below the daemon and every
 # client); they are named here too for the clients still calling the daemon directly.
 from aipager.port.commands import AnswerKind, Command, QuestionAnswer
+from aipager.port.forms import FormAction
 from aipager.port.results import (Already, ByHook, ByKeys, Gone, InTerminal, KeysFailed,
                                   Outcome, Refused, Result)
 from aipager.port.who import Who
@@ -109,6 +110,9 @@ class DaemonPort(Protocol):
 
     async def answer_question(self, session: str, key: str, who: Who,
                               answers: Sequence[QuestionAnswer] | None) -> Outcome: ...
+
+    async def answer_form(self, session: str, key: str, who: Who, action: FormAction,
+                          content: Mapping[str, Any]) -> Outcome: ...
 
     # -- sessions ----------------------------------------------------------------------
 

@@ -142,6 +142,16 @@ def question(label: str, text: str) -> str:
     return f"❓ {label} · {text}"
 
 
+def form(label: str, server: str, message: str, answerable: bool) -> str:
+    """An MCP server's form: what it asks; when the phone cannot answer it (the hook no
+    longer waits, or the form asks for more than plain fields), where it can be."""
+    text = _("📋 {session} · {server} asks: {message}").format(
+        session=label, server=server or "MCP", message=message or _("(no message)"))
+    if not answerable:
+        text += "\n" + _("⌨️ Its form is in the terminal: answer it at the computer.")
+    return text
+
+
 def at_computer(label: str, message: str) -> str:
     """A dialog no button can answer: a teammate in its own terminal pane asks (Claude Code's
     words, ``message``, say who and for what)."""

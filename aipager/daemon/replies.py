@@ -28,6 +28,7 @@ from aipager.proto import wire
 from aipager.daemon import render, requests, tasks
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
+from aipager.daemon.events.forms import show_form
 from aipager.daemon.events.permissions import reopen
 from aipager.daemon.model import (HOOK_ANSWERED_KEPT, SCOPED_TYPES, Request, Session,
                                   always_permissions)
@@ -134,13 +135,7 @@ def send_reply(reply_addr: str, request_id: str, decision: dict) -> bool:
     """
     if not reply_addr or not request_id:
         return False
-    data = reply_datagram(request_id, decision)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-        try:
-            sock.sendto(data, socket.MSG_DONTWAIT, reply_addr)
-        except OSError:
-            return False
-    return True
+    return _send_raw(reply_addr, reply_datagram(request_id, decision))
 
 
 Sender = Callable[[str, str, dict], bool]
@@ -225,6 +220,59 @@ def answer_found(ctx: Ctx, found: tuple[Session, Request] | None, kind: str, who
     return via
 
 
+def form_datagram(request_id: str, action: str, content: dict | None) -> bytes:
+    """An elicitation's answer, as the waiting hook reads it (``hookpy.reply``): the
+    action, and the checked values only with accept."""
+    answer: dict = {"action": action}
+    if action == "accept" and content is not None:
+        answer["content"] = content
+    return orjson.dumps({"v": 1, "request_id": request_id, "elicitation": answer})
+
+
+def answer_form(ctx: Ctx, sess: Session, req: Request, action: str, content: dict | None,
+                who: str, *, who_id: int | None = None, role: str = "") -> str:
+    """Send a form's answer to the hook that waits for it (an MCP elicitation).
+
+    Returns:
+        ``VIA_HOOK`` (the request is closed), ``ALREADY``, or ``NO_HOOK``: nobody waits any
+        more, the form is in the terminal (keys cannot fill it in: nothing is done).
+
+    Raises:
+        ValueError: the answer does not fit one reply datagram.
+    """
+    if req.answered:
+        return ALREADY
+    data = form_datagram(req.request_id, action, content)
+    if len(data) > wire.REPLY_MAX or data.count(b"{") + data.count(b"[") > wire.MAX_BRACKETS:
+        msg = "the answer is too long to send to Claude Code"
+        raise ValueError(msg)
+    if not req.reply_addr or not _send_raw(req.reply_addr, data):
+        return NO_HOOK
+    req.answered = f"form_{action}"
+    sess.hook_answered.append(req)
+    del sess.hook_answered[:-HOOK_ANSWERED_KEPT]
+    requests.close(ctx, sess, [req], via=VIA_HOOK, answer=req.answered, who=who)
+    # the values stay out of the audit (a form may ask for anything): which fields were
+    # answered is enough to say who told the server what kind of thing
+    ctx.audit.write({"ts": iso_seconds(ctx.now()), "session": sess.name, "action": "form_answer",
+                     "label": sess.label, "server": req.detail, "answer": action,
+                     "fields": sorted(content or {}) if action == "accept" else [],
+                     "via": VIA_HOOK, "who": who,
+                     **({"who_id": who_id, "role": role} if who_id is not None else {}),
+                     "task": sess.task.seq if sess.task else None})
+    ctx.registry.touch(sess)
+    return VIA_HOOK
+
+
+def _send_raw(reply_addr: str, data: bytes) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+        try:
+            sock.sendto(data, socket.MSG_DONTWAIT, reply_addr)
+        except OSError:
+            return False
+    return True
+
+
 def late(ctx: Ctx, sess: Session, request_id: str) -> bool:
     """A ``permission_reply_timeout`` for a request ``answer`` closed: the hook never read the tap.
 
@@ -240,6 +288,12 @@ def late(ctx: Ctx, sess: Session, request_id: str) -> bool:
         return False
     sess.hook_answered.remove(req)
     lost, req.answered, req.reply_addr = req.answered, "", ""
+    if req.kind == "form":
+        # the form is in the terminal now: shown again, answerable there only
+        requests.open_request(ctx, sess, req)
+        show_form(ctx, sess, req)
+        ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost), lost=lost)
+        return True
     reopen(ctx, sess, req, late_answer=lost)
     ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost), lost=lost)
     return True

@@ -29,7 +29,7 @@ from aipager.daemon.port import DaemonPort
 from aipager.daemon.screen import Dialog, Kind, trust_choice
 from aipager.locales import N_
 from aipager.policy import chatprompt
-from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
+from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command, CompactSession,
                                    KillSession, Mode, ResumeSession, SendPrompt, ShowChanges,
                                    StartSession, StopTask, SwitchModel, TrustFolder)
 from aipager.port.results import (Changes, Compacting, Declined, Ended, Failed, Gone, Held,
@@ -103,6 +103,8 @@ class Service:
                 return await self._answer(command)
             case AnswerQuestion():
                 return await self._question(command)
+            case AnswerForm():
+                return await self._form(command)
             case StartSession():
                 return await self._start(command)
             case StopTask():
@@ -237,6 +239,18 @@ class Service:
                                                    cmd.answers)
         except ValueError as exc:
             return Failed(str(exc), sess.name, "answer")
+
+    async def _form(self, cmd: AnswerForm) -> Result:
+        """An MCP server's form: who may answer it is who may answer a permission request
+        (the same right, the task's author or an admin)."""
+        sess = self.find(cmd.session)
+        why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
+        if why is not None:
+            return Declined(why)
+        if sess is None:
+            return Gone()
+        return await self.port.answer_form(sess.name, cmd.key, cmd.who.who, cmd.action,
+                                           cmd.content)
 
     # -- sessions ----------------------------------------------------------------------
 

@@ -29,10 +29,11 @@ from aipager.daemon.screen import Dialog, Kind, Seen
 from aipager.daemon.worktree import Diff
 from aipager.hub import commands, names, transfer, usecases
 from aipager.hub.link import HubLink
-from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
-                                   KillSession, QuestionAnswer, ResumeSession, SendPrompt,
+from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command,
+                                   CompactSession, KillSession, QuestionAnswer, ResumeSession, SendPrompt,
                                    ShowChanges, StartSession, StopTask, SwitchModel,
                                    TrustFolder)
+from aipager.port.forms import FormAction
 from aipager.port.results import Declined, Failed, Result
 from aipager.port.rights import Reason
 from aipager.proto import errors
@@ -237,6 +238,10 @@ class HubPort:
                               answers: Sequence[QuestionAnswer] | None) -> Outcome:
         return await self.local.answer_question(session, key, who, answers)
 
+    async def answer_form(self, session: str, key: str, who: Who, action: FormAction,
+                          content: Mapping[str, Any]) -> Outcome:
+        return await self.local.answer_form(session, key, who, action, content)
+
     async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
                             mode: str = "") -> str:
         bare, _host = names.split(label)  # (``NAME@<this hub>``: the route left it here)
@@ -293,6 +298,7 @@ class HubPort:
 #: what a command did not do, when its host could not be asked (``Failed.doing``)
 _DOING: dict[type, Any] = {
     SendPrompt: "deliver", AnswerRequest: "answer", AnswerQuestion: "answer",
+    AnswerForm: "answer",
     StartSession: "start", StopTask: "stop", KillSession: "end", TrustFolder: "answer",
     ShowChanges: "diff", CompactSession: "compact", SwitchModel: "model",
     ResumeSession: "resume"}

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from aipager.port.forms import FormAction
 from aipager.port.who import Person
 
 class Mode(StrEnum):
@@ -39,6 +40,18 @@ class QuestionAnswer:
 
     picks: list[int] = field(default_factory=list)
     text: str = ""
+
+
+@dataclass(frozen=True)
+class AnswerForm:
+    """Answer an MCP server's form (an elicitation): ``accept`` with ``content`` (field →
+    value, checked against the form before it goes), or ``decline`` / ``cancel`` it."""
+
+    who: Person
+    session: str
+    key: str
+    action: FormAction
+    content: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -158,9 +171,9 @@ class ShowChanges:
     session: str
 
 
-Command = (SendPrompt | AnswerRequest | AnswerQuestion | StartSession | StopTask | KillSession
+Command = (SendPrompt | AnswerRequest | AnswerQuestion | AnswerForm | StartSession | StopTask | KillSession
            | TrustFolder | ShowChanges | CompactSession | SwitchModel | ResumeSession)
 
-__all__ = ["AnswerKind", "AnswerQuestion", "AnswerRequest", "Command", "CompactSession",
+__all__ = ["AnswerForm", "AnswerKind", "AnswerQuestion", "AnswerRequest", "Command", "CompactSession",
            "KillSession", "Mode", "QuestionAnswer", "ResumeSession", "SendPrompt", "ShowChanges",
            "StartSession", "StopTask", "SwitchModel", "TrustFolder"]

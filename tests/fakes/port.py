@@ -73,6 +73,11 @@ class FakePort:
         got = self._ask("answer_question", session, key, who, answers)
         return Gone() if got is None else got
 
+    async def answer_form(self, session: str, key: str, who: Who, action: str,
+                          content: Any) -> Outcome:
+        got = self._ask("answer_form", session, key, who, action, dict(content))
+        return Gone() if got is None else got
+
     async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
                             mode: str = "") -> str:
         got = self._ask("start_session", label, resume_id=resume_id, cwd=cwd,

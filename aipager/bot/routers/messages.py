@@ -28,7 +28,7 @@ from aipager.clients import files
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _, number
 from aipager.bot import voice
-from aipager.bot.flows import NextMessage, record_answer, send_text
+from aipager.bot.flows import NextMessage, form_typed, record_answer, send_text
 from aipager.bot.starting import name_and_first, start_session
 from aipager.chatcommands import RESERVED
 from aipager.bot.rights import APPROVE, PROMPT, need
@@ -90,8 +90,8 @@ def replied_request(message: Message, actions: Actions) -> bool | dict[str, str]
     session, key = found.split(":", 2)[1:]
     sess = actions.registry.get(session)
     req = next((r for r in sess.requests if r.key == key), None) if sess is not None else None
-    if req is not None and req.kind == "question":
-        return False  # a question's message: the reply answers it
+    if req is not None and req.kind in ("question", "form"):
+        return False  # a question's or a form's message: the reply answers it
     return {"session": session, "key": key}
 
 
@@ -150,7 +150,10 @@ async def on_edit_text(message: Message, actions: Actions, sender: Sender, text:
 
 
 async def _answer_in_words(actions: Actions, rkey: str, ask: dict, sender: Sender,
-                           text: str) -> None:
+                           text: str, reply_to: int = 0) -> None:
+    if ask.get("form"):  # an MCP server's form: the value of the field asked now
+        form_typed(actions, rkey, ask, text, reply_to)
+        return
     multi = ask["questions"][ask["step"]].get("multi")
     picks = list(ask.get("toggled") or []) if multi else []
     await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": text.strip()})
@@ -166,7 +169,7 @@ async def on_answer_in_words(message: Message, actions: Actions, sender: Sender,
     ask = actions.state.asks.get(rkey) if isinstance(rkey, str) else None
     if ask is None or not isinstance(rkey, str):
         raise SkipHandler
-    await _answer_in_words(actions, rkey, ask, sender, text)
+    await _answer_in_words(actions, rkey, ask, sender, text, message.message_id)
 
 
 def replied_question(message: Message, actions: Actions) -> bool | dict[str, object]:
@@ -190,7 +193,7 @@ async def on_question_reply(message: Message, actions: Actions, sender: Sender, 
     if why:
         actions.say(message.chat.id, f"🔒 {why}", reply_to=message.message_id)
         return
-    await _answer_in_words(actions, rkey, ask, sender, text)
+    await _answer_in_words(actions, rkey, ask, sender, text, message.message_id)
 
 
 async def on_session_name(message: Message, actions: Actions, sender: Sender, text: str,

@@ -23,22 +23,26 @@ from aipager import locales
 from aipager.bot import changes, i18n, starting, view, voice
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import N_, _
-from aipager.bot.callbacks import (SCOPES, ModelTap, NewTap, PickTap, QuestionAct, QuestionTap, RequestAct,
-                                   RequestTap, SessionAct, SessionTap, Setting, SettingTap,
-                                   VoiceAct, VoiceTap)
+from aipager.bot.callbacks import (SCOPES, FormAct, FormTap, ModelTap, NewTap, PickTap,
+                                   QuestionAct, QuestionTap, RequestAct, RequestTap,
+                                   SessionAct, SessionTap, Setting, SettingTap, VoiceAct,
+                                   VoiceTap)
 from aipager.bot.chatstate import STYLES, KillStage
 from aipager.bot.outbox import Live
 from aipager.bot.rights import APPROVE, MANAGE, OPEN, PROMPT, like, need
 from aipager.bot.notify import kill_key
-from aipager.bot.flows import (EXPIRED, NextMessage, ask_kill, compact, model_key,
-                               record_answer, said, show_question)
+from aipager.bot.flows import (EXPIRED, NextMessage, answer_form, ask_kill, compact,
+                               form_value, model_key, record_answer, said, show_form,
+                               show_question)
 from aipager.bot.settingsview import settings_view
 from aipager.daemon.model import Session
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import MODE_NAMES, words
 from aipager.port.commands import (AnswerKind, AnswerRequest, KillSession, ResumeSession,
                                    StopTask, SwitchModel, TrustFolder)
-from aipager.port.results import Ended, Failed, Resumed, Stopping, Switching, Trusted
+from aipager.port.forms import FormAction
+from aipager.port.results import (Ended, Failed, Refused, Resumed, Stopping, Switching,
+                                  Trusted)
 
 log = logging.getLogger("aipager.bot")
 
@@ -220,6 +224,126 @@ async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: 
         return
     result = await actions.answer_questions(found[1], sender, decline=True)
     callback_answer.text = words(result, _, _("Declined."), question=True)
+
+
+# -- forms (an MCP server's elicitation) ----------------------------------------------------
+
+
+def _open_form(callback_data: FormTap, actions: Actions, sender: Sender,
+               callback_answer: CallbackAnswer) -> tuple[str, dict] | None:
+    """The open form a button belongs to, as (its chat key, its state), if ``sender`` may
+    answer it; else None (``callback_answer`` says why)."""
+    ref = actions.state.resolve_request("ask", callback_data.h)
+    rkey = f"req:{ref.session}:{ref.key}" if ref is not None else ""
+    ask = actions.state.asks.get(rkey)
+    if ref is None or ask is None or not ask.get("form"):
+        callback_answer.text = _("This form is no longer open.")
+        return None
+    # the task's author or an admin, as for a permission request (checked again on send)
+    why = refusal(sender, "approve", actions.registry.get(ref.session))
+    if why:
+        callback_answer.text = why
+        return None
+    return rkey, ask
+
+
+async def on_form_pick(query: CallbackQuery, callback_data: FormTap, actions: Actions,
+                       sender: Sender, callback_answer: CallbackAnswer) -> None:
+    """A choice's option, or yes (1) / no (0), for the field asked now."""
+    found = _open_form(callback_data, actions, sender, callback_answer)
+    if found is None:
+        return
+    rkey, ask = found
+    step = ask["step"]
+    field = ask["fields"][step] if step < len(ask["fields"]) else None
+    if field is None or field["kind"] not in ("enum", "boolean"):
+        callback_answer.text = _(EXPIRED)
+        return
+    if field["kind"] == "boolean":
+        value: object = callback_data.i == 1
+    elif 0 <= callback_data.i < len(field.get("options") or ()):
+        value = field["options"][callback_data.i]
+    else:
+        callback_answer.text = _(EXPIRED)
+        return
+    form_value(actions, rkey, ask, value)
+
+
+async def on_form_skip(query: CallbackQuery, callback_data: FormTap, actions: Actions,
+                       sender: Sender, callback_answer: CallbackAnswer) -> None:
+    found = _open_form(callback_data, actions, sender, callback_answer)
+    if found is None:
+        return
+    rkey, ask = found
+    step = ask["step"]
+    if step >= len(ask["fields"]) or ask["fields"][step].get("required"):
+        callback_answer.text = _(EXPIRED)
+        return
+    form_value(actions, rkey, ask, None)
+
+
+async def on_form_type(query: CallbackQuery, callback_data: FormTap, actions: Actions,
+                       sender: Sender, callback_answer: CallbackAnswer,
+                       state: FSMContext) -> None:
+    """The tapper's next message in this chat is the value of the field asked now
+    (``routers.messages.on_answer_in_words``)."""
+    found = _open_form(callback_data, actions, sender, callback_answer)
+    if found is None:
+        return
+    rkey, ask = found
+    if ask["step"] >= len(ask["fields"]):
+        callback_answer.text = _(EXPIRED)
+        return
+    await state.set_state(NextMessage.answer)
+    await state.set_data({"rkey": rkey})
+    title = ask["fields"][ask["step"]].get("title", "")
+    actions.say(ask["chat"], _("✍️ Send “{field}” as your next message.").format(
+        field=title[:80]), session=ask["session"])
+
+
+async def on_form_restart(query: CallbackQuery, callback_data: FormTap, actions: Actions,
+                          sender: Sender, callback_answer: CallbackAnswer) -> None:
+    found = _open_form(callback_data, actions, sender, callback_answer)
+    if found is None:
+        return
+    rkey, ask = found
+    ask["step"], ask["values"] = 0, {}
+    show_form(actions, rkey, ask)
+
+
+async def _form_answer(callback_data: FormTap, actions: Actions, sender: Sender,
+                       callback_answer: CallbackAnswer, action: FormAction, done: str) -> None:
+    found = _open_form(callback_data, actions, sender, callback_answer)
+    if found is None:
+        return
+    rkey, ask = found
+    if action == "accept" and ask["step"] < len(ask["fields"]):
+        callback_answer.text = _(EXPIRED)
+        return
+    result = await answer_form(actions, ask, sender, action)
+    if isinstance(result, Refused):
+        # a value the form does not take after all: said, and asked again from the start
+        actions.say(ask["chat"], "🤷 " + result.reason, session=ask["session"])
+        ask["step"], ask["values"] = 0, {}
+        show_form(actions, rkey, ask)
+    callback_answer.text = words(result, _, done)
+
+
+async def on_form_send(query: CallbackQuery, callback_data: FormTap, actions: Actions,
+                       sender: Sender, callback_answer: CallbackAnswer) -> None:
+    await _form_answer(callback_data, actions, sender, callback_answer, "accept", _("Sent."))
+
+
+async def on_form_decline(query: CallbackQuery, callback_data: FormTap, actions: Actions,
+                          sender: Sender, callback_answer: CallbackAnswer) -> None:
+    await _form_answer(callback_data, actions, sender, callback_answer, "decline",
+                       _("Declined."))
+
+
+async def on_form_cancel(query: CallbackQuery, callback_data: FormTap, actions: Actions,
+                         sender: Sender, callback_answer: CallbackAnswer) -> None:
+    await _form_answer(callback_data, actions, sender, callback_answer, "cancel",
+                       _("Cancelled."))
 
 
 # -- session buttons -------------------------------------------------------------------
@@ -569,6 +693,14 @@ def make_router() -> Router:
     tap(on_submit, QuestionTap.filter(F.act == QuestionAct.SUBMIT), flags=need(APPROVE))
     tap(on_other, QuestionTap.filter(F.act == QuestionAct.OTHER), flags=need(APPROVE))
     tap(on_decline, QuestionTap.filter(F.act == QuestionAct.DECLINE), flags=need(APPROVE))
+    # an MCP server's form: the same right as a permission request
+    tap(on_form_pick, FormTap.filter(F.act == FormAct.PICK), flags=need(APPROVE))
+    tap(on_form_skip, FormTap.filter(F.act == FormAct.SKIP), flags=need(APPROVE))
+    tap(on_form_type, FormTap.filter(F.act == FormAct.TYPE), flags=need(APPROVE))
+    tap(on_form_restart, FormTap.filter(F.act == FormAct.RESTART), flags=need(APPROVE))
+    tap(on_form_send, FormTap.filter(F.act == FormAct.SEND), flags=need(APPROVE))
+    tap(on_form_decline, FormTap.filter(F.act == FormAct.DECLINE), flags=need(APPROVE))
+    tap(on_form_cancel, FormTap.filter(F.act == FormAct.CANCEL), flags=need(APPROVE))
     # a session's buttons do what a command does: they need what it needs
     tap(on_stop, SessionTap.filter(F.act == SessionAct.STOP), flags=like("stop"))
     tap(on_use, SessionTap.filter(F.act == SessionAct.USE), flags=like("session"))

@@ -8,6 +8,7 @@ import logging
 from aipager.proto import wire
 from aipager.daemon import audit, limits, render, replies
 from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.events import forms
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import NoticeName, Reaction, RequestUpdate
 
@@ -120,7 +121,12 @@ def on_reply_timeout(ev: dict, sess: Session, ctx: Ctx) -> None:
     for req in sess.requests:
         if request_id and req.request_id == request_id:
             req.reply_addr = ""
-            ctx.emit(RequestUpdate, sess, key=req.key, request_id=req.request_id, reply_addr="")
+            if req.kind == "form":
+                # keys cannot fill a form in: the phone now says it is in the terminal
+                forms.show_form(ctx, sess, req)
+            else:
+                ctx.emit(RequestUpdate, sess, key=req.key, request_id=req.request_id,
+                         reply_addr="")
             ctx.registry.touch(sess)
             return
     if isinstance(request_id, str) and request_id:
