@@ -48,6 +48,8 @@ LONG = {
     "commands": "/api_build-server-eu, /api_vm",
     "mb": "1,530", "unheard": "4 minutes", "speech": "5 minutes",
     "names": "a1b2c3-screenshot-2026-12-06.png, d4e5f6-notes.txt",
+    "server": "github-enterprise-releases", "field": "Release note for the changelog",
+    "value": "Nightly (every commit on main)",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {
