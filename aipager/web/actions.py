@@ -18,7 +18,7 @@ import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Coroutine, Sequence
+from typing import Any, Callable, Coroutine, Mapping, Sequence
 
 from aipager import config
 from aipager.clients import files, prompts
@@ -31,9 +31,10 @@ from aipager.daemon.port import DaemonPort
 from aipager.daemon.service import Service
 from aipager.locales import N_
 from aipager.locales import tr as _
-from aipager.port.commands import (AnswerKind, AnswerQuestion, AnswerRequest, KillSession,
-                                   Mode, QuestionAnswer, SendPrompt, ShowChanges, StartSession,
-                                   StopTask, TrustFolder)
+from aipager.port.commands import (AnswerForm, AnswerKind, AnswerQuestion, AnswerRequest,
+                                   KillSession, Mode, QuestionAnswer, SendPrompt, ShowChanges,
+                                   StartSession, StopTask, TrustFolder)
+from aipager.port.forms import FormAction
 from aipager.port.results import Changes, Declined, Failed, Held, Typed
 from aipager.port.rights import Reason, check
 from aipager.port.results import Result as PortResult
@@ -225,6 +226,17 @@ class WebActions:
         result = await self.service.ask(AnswerQuestion(sender, sess.name, key, picked))
         return Result(words_ok(result),
                       words(result, _, _("Declined.") if answers is None else _("Answered.")))
+
+    async def answer_form(self, sess: Session | None, key: str, sender: Sender,
+                          action: FormAction, content: Mapping[str, Any]) -> Result:
+        """Answer an MCP server's form: ``accept`` with ``content`` (field → value; the
+        daemon checks it against the form), or ``decline`` / ``cancel`` it."""
+        if sess is None:
+            return Result(False, _("This form is no longer open."))
+        result = await self.service.ask(AnswerForm(
+            sender, sess.name, key, action, dict(content) if action == "accept" else {}))
+        done = {"accept": _("Sent."), "decline": _("Declined."), "cancel": _("Cancelled.")}
+        return Result(words_ok(result), words(result, _, done[action]))
 
     # -- sessions ----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
-from aipager.daemon.notifier import (Answer, Card, Files, Notice, Output, Permission,
+from aipager.daemon.notifier import (Answer, Card, Files, Form, Notice, Output, Permission,
                                      Prompted, Question, Reaction, Release, RequestAnswered,
                                      RequestClosed)
 from aipager.daemon.port import SessionsView
@@ -48,7 +48,7 @@ class WebNotifier:
         #: session → its latest card
         self.cards: dict[str, Card] = {}
         #: (session, key) → the request as the daemon worded it
-        self.asked: dict[tuple[str, str], Permission | Question] = {}
+        self.asked: dict[tuple[str, str], Permission | Question | Form] = {}
         #: session → conversation entries, oldest first
         self.talk: dict[str, deque[dict[str, Any]]] = {}
         #: session → the task of its last card: a task's first card adds its prompt
@@ -86,7 +86,7 @@ class WebNotifier:
                 # what it says in facts too: each page renders it again in its language
                 self.say(out.session, "notice", out.text, notice=str(out.notice),
                          facts=dict(out.extra))
-            case Permission() | Question():
+            case Permission() | Question() | Form():
                 self.asked[(out.session, out.key)] = out
             case Files():
                 # what Claude sent with SendUserFile waits here (in private mode the chat

@@ -20,6 +20,8 @@
 ``POST /api/sessions/{name}/trust``    ``{"act":"yes"|"no"}``: its folder trust dialog
 ``POST /api/answer``                   ``{"session","key","act"[,"reason"]}``: a permission
 ``POST /api/question``                 ``{"session","key","answers"|null}``: a question
+``POST /api/form``                     ``{"session","key","action"[,"content"]}``: an MCP
+                                       server's form (accept with content, decline, cancel)
 ``GET /api/audit``                     the audit log's last records (admins)
 ``GET /api/files/{key}``               a file Claude sent, as a download
 ``GET /api/events``                    the live stream (server-sent events)
@@ -43,6 +45,7 @@ from aipager import locales
 from aipager.locales import tr as _
 from aipager.proto import paths
 from aipager.clients.people import Sender
+from aipager.port import forms
 from aipager.web import audit, strings, views
 from aipager.web.actions import Result, WebActions
 from aipager.web.auth import COOKIE, SESSION_TTL, Logins
@@ -320,6 +323,25 @@ async def post_question(request: web.Request) -> web.Response:
     return _reply(result)
 
 
+async def post_form(request: web.Request) -> web.Response:
+    """An MCP server's form: ``action`` accept (``content``: field → value, typed as the
+    form asks: numbers as numbers, yes/no as true/false), decline or cancel.  The daemon
+    checks the values: one that does not fit is refused with the reason, nothing sent."""
+    body = await _body(request)
+    actions = request.app[ACTIONS]
+    sess = actions.port.sessions.get(str(body.get("session") or ""))
+    action = body.get("action")
+    if action not in forms.ACTIONS:
+        raise web.HTTPBadRequest(text="action: one of accept, decline, cancel")
+    content = body.get("content")
+    if content is None:
+        content = {}
+    if not isinstance(content, dict):
+        raise web.HTTPBadRequest(text="content must be an object: field name → value")
+    return _reply(await actions.answer_form(sess, str(body.get("key") or ""), _sender(request),
+                                            action, content))
+
+
 async def post_signout(request: web.Request) -> web.Response:
     request.app[LOGINS].sign_out(request.cookies.get(COOKIE))
     response = web.json_response({"ok": True})
@@ -365,6 +387,7 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
     r.add_get("/api/folders", get_folders)
     r.add_post("/api/answer", post_answer)
     r.add_post("/api/question", post_question)
+    r.add_post("/api/form", post_form)
     r.add_get("/api/audit", get_audit)
     r.add_get("/api/files/{key}", get_file)
     r.add_get("/api/events", events)

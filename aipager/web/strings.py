@@ -89,6 +89,10 @@ PAGE = (
     N_("🌐 Auto"),
     N_("language"),
     N_("attach files"),
+    # an MCP server's form (the chat's buttons' words)
+    N_("✅ Send"),
+    N_("❌ Decline"),
+    N_("✖️ Cancel"),
 )
 
 

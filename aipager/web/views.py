@@ -15,7 +15,7 @@ from aipager.clients import asking
 from aipager.clients.people import Sender, refusal
 from aipager.daemon import render
 from aipager.daemon.model import Request, Session, State
-from aipager.daemon.notifier import Permission, Question
+from aipager.daemon.notifier import Form, Permission, Question
 from aipager.locales import tr as _
 
 #: the order the page lists sessions in: who waits for you first
@@ -80,7 +80,7 @@ def conversation(sess: Session, entries: Iterable[dict[str, Any]]) -> list[dict[
     return out
 
 
-def request(sess: Session, req: Request, shown: Permission | Question | None,
+def request(sess: Session, req: Request, shown: Permission | Question | Form | None,
             sender: Sender) -> dict[str, Any]:
     """An open request with the answers this sender may give (the chat's buttons)."""
     out: dict[str, Any] = {
@@ -99,6 +99,8 @@ def request(sess: Session, req: Request, shown: Permission | Question | None,
                              "options": list(q.get("options") or []),
                              "multi": bool(q.get("multi"))} for q in questions]
         return out
+    if req.kind == "form":
+        return {**out, **form(sess, req, shown)}
     if isinstance(shown, Permission):
         # the chat's view of it (``clients.asking``): the same words, answers and diff
         out["text"] = asking.words(shown, sess)
@@ -113,6 +115,22 @@ def request(sess: Session, req: Request, shown: Permission | Question | None,
         offered = asking.answers(Permission(session=sess.name, tool=req.tool), [])
     out["answers"] = [{"act": a.act, "label": a.label} for a in offered]
     return out
+
+
+def form(sess: Session, req: Request, shown: Permission | Question | Form | None
+         ) -> dict[str, Any]:
+    """An MCP server's form: its words, the server, its message, and its fields while the
+    page can answer it (the hook waits and the fields are plain ones); else only its words,
+    which say it is answered at the computer."""
+    answerable = bool(req.form and req.reply_addr and not req.terminal_only)
+    if isinstance(shown, Form) and not _again(sess) and \
+            bool(shown.fields and shown.reply_addr) == answerable:
+        text = shown.text  # the daemon's words, as the chat shows them
+    else:
+        text = render.form(sess.label, req.detail, req.description, answerable)
+    return {"text": text, "server": req.detail, "message": req.description,
+            "fields": [dict(f) for f in req.form] if answerable else [],
+            "answerable": answerable}
 
 
 def trust(sess: Session, sender: Sender) -> dict[str, Any]:
@@ -138,4 +156,4 @@ def needs(all_sessions: Iterable[Session], asked: dict[tuple[str, str], Any],
         request(sess, req, asked.get((sess.name, req.key)), sender) for _, sess, req in found]
 
 
-__all__ = ["conversation", "me", "needs", "request", "session", "sessions", "trust"]
+__all__ = ["conversation", "form", "me", "needs", "request", "session", "sessions", "trust"]

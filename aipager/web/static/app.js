@@ -46,7 +46,7 @@ function clear(selector) {
 // -- pieces ----------------------------------------------------------------------------
 
 function headline(s) {
-  const parts = [`${ICON[s.state] || "•"} ${s.label}`, s.waiting_for ? (s.waiting_for === "question" ? t("waiting for your answer") : t("waiting for your approval")) : t(WORDS[s.state] || "")];
+  const parts = [`${ICON[s.state] || "•"} ${s.label}`, s.waiting_for ? (s.waiting_for === "question" || s.waiting_for === "form" ? t("waiting for your answer") : t("waiting for your approval")) : t(WORDS[s.state] || "")];
   if (s.elapsed) parts.push(s.elapsed);
   if (s.model) parts.push(s.model);
   if (s.context_pct !== null) parts.push(`ctx ${Math.round(s.context_pct)}%`);
@@ -99,7 +99,94 @@ function trustDialog(req) {
 
 function need(r) {
   if (r.kind === "trust") return trustDialog(r);
+  if (r.kind === "form") return mcpForm(r);
   return r.kind === "question" ? question(r) : permission(r);
+}
+
+// What the server said when a form's answer was refused (a value it does not take): shown
+// next to the form until it is answered, through the refreshes the live stream makes.
+const formSaid = new Map();
+
+// An MCP server's form (an elicitation): one input per field, as the form's schema asks
+// for it; Send accepts with the values, Decline and Cancel send none.  A form the page
+// cannot answer (the hook no longer waits, or fields it cannot draw) shows its words only:
+// they say it is answered at the computer.
+const STRING_TYPES = { email: "email", uri: "url", url: "url", date: "date" };
+
+function formInput(f) {
+  const common = { name: f.name, "data-kind": f.kind, "aria-label": f.title || f.name };
+  if (f.kind === "enum") {
+    const picked = f.default !== undefined ? f.default : "";
+    // a blank choice first: an optional field may stay empty, a required one must be picked
+    const blank = f.default !== undefined && f.required ? null : h("option", { value: "" }, "—");
+    return h("select", { ...common, required: Boolean(f.required) }, blank,
+      (f.options || []).map((value, i) => h("option", { value, selected: value === picked }, (f.labels || [])[i] || value)));
+  }
+  if (f.kind === "boolean") {
+    // always sent (true or false): a checkbox has no "empty"
+    return h("input", { ...common, type: "checkbox", checked: f.default === true });
+  }
+  if (f.kind === "integer" || f.kind === "number") {
+    return h("input", { ...common, type: "number", inputmode: f.kind === "integer" ? "numeric" : "decimal",
+      step: f.kind === "integer" ? "1" : "any", min: f.minimum ?? null, max: f.maximum ?? null,
+      required: Boolean(f.required), value: f.default ?? null,
+      placeholder: f.minimum !== undefined || f.maximum !== undefined ? `${f.minimum ?? "…"}–${f.maximum ?? "…"}` : null });
+  }
+  return h("input", { ...common, type: STRING_TYPES[f.format] || "text", minlength: f.min_length ?? null,
+    maxlength: f.max_length ?? null, required: Boolean(f.required), value: f.default ?? null,
+    placeholder: f.format && !STRING_TYPES[f.format] ? f.format : null });
+}
+
+function formField(f) {
+  const input = formInput(f);
+  const title = `${f.title || f.name}${f.required ? " *" : ""}`;
+  const hint = f.description ? h("small", { class: "hint" }, f.description) : null;
+  if (f.kind === "boolean") {
+    return h("div", { class: "field" }, h("label", { class: "option" }, input, ` ${title}`), hint);
+  }
+  return h("div", { class: "field" }, h("label", {}, h("span", { class: "title" }, title), input), hint);
+}
+
+// The values to send: each field as the form types it; an empty optional field left out.
+function formValues(form, fields) {
+  const content = {};
+  for (const f of fields) {
+    const el = form.elements.namedItem(f.name);
+    if (!el) continue;
+    if (f.kind === "boolean") { content[f.name] = el.checked; continue; }
+    if (el.value === "") continue;
+    content[f.name] = f.kind === "integer" || f.kind === "number" ? Number(el.value) : el.value;
+  }
+  return content;
+}
+
+function mcpForm(req) {
+  if (!req.answerable) {
+    return h("article", { class: "request form", "data-key": req.key },
+      h("pre", { class: "ask" }, req.text),
+      req.refused ? h("p", { class: "muted" }, req.refused) : null);
+  }
+  const off = Boolean(req.refused || req.answered_by);
+  let form = null;
+  const send = async (action) => {
+    const body = { session: req.session, key: req.key, action };
+    if (action === "accept") body.content = formValues(form, req.fields);
+    const result = await act("/api/form", body);
+    if (result && result.ok === false) formSaid.set(req.key, result.message || "");
+    else if (result) formSaid.delete(req.key);
+  };
+  const said = formSaid.get(req.key);
+  form = h("form", { class: "request form", "data-key": req.key, onsubmit: (event) => { event.preventDefault(); send("accept"); } },
+    h("pre", { class: "ask" }, req.text),
+    h("fieldset", { disabled: off }, req.fields.map(formField)),
+    said ? h("p", { class: "bad said", role: "alert" }, said) : null,
+    req.answered_by ? h("p", { class: "muted" }, t("Answered by {who}…", { who: req.answered_by })) : null,
+    req.refused ? h("p", { class: "muted" }, req.refused) : null,
+    h("div", { class: "buttons" },
+      h("button", { type: "submit", "data-act": "accept", disabled: off }, t("✅ Send")),
+      h("button", { type: "button", "data-act": "decline", disabled: off, onclick: () => send("decline") }, t("❌ Decline")),
+      h("button", { type: "button", "data-act": "cancel", disabled: off, onclick: () => send("cancel") }, t("✖️ Cancel"))));
+  return form;
 }
 
 function question(req) {
