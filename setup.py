@@ -16,7 +16,8 @@ Metadata lives in pyproject.toml.  What this adds to a plain setuptools build:
   anything compiles (``write_generated``): ``policy_literals.h`` (the policy's
   patterns, lists and reasons) and ``wire_constants.h`` (``WIRE_CONSTANTS``:
   datagram and reply sizes, event and datagram names, socket and spool names,
-  limits, the drain's backlog cap and pipe size).  The C side never copies a Python value by hand.  They are build
+  limits, the reply waits' deadlines and their variables, the drain's backlog cap
+  and pipe size).  The C side never copies a Python value by hand.  They are build
   output, never committed; a build from an sdist writes them from its own
   Python files.
 - Without a working compiler (or with ``AIPAGER_NO_EXTENSIONS=1``) the hook
@@ -112,6 +113,10 @@ WIRE_CONSTANTS = {
     "REPLY_MIN_MS": "aipager.hookpy.reply:MIN_MS",
     "REPLY_MAX_MS": "aipager.hookpy.reply:MAX_MS",
     "REPLY_SUN_PATH_MAX": "aipager.hookpy.reply:SUN_PATH_MAX",
+    "REPLY_PERMISSION_VAR": "aipager.hookpy.reply:PERMISSION_VAR",
+    "REPLY_ELICITATION_VAR": "aipager.hookpy.reply:ELICITATION_VAR",
+    "REPLY_ELICITATION_DEFAULT_MS": "aipager.hookpy.reply:ELICITATION_DEFAULT_MS",
+    "REPLY_ELICITATION_MAX_MS": "aipager.hookpy.reply:ELICITATION_MAX_MS",
     "HOOK_STATUS_MAX": "aipager.hookpy.hook:STATUS_MAX",
     "COMMON_MEMORY_CAP": "aipager.hookpy.common:MEMORY_CAP",
     "SPOOLFILE_TRIES": "aipager.proto.spoolfile:TRIES",

@@ -17,7 +17,7 @@
 #     [,"hook_event_name":"<$HOOK_EVENT>"]}
 # (trailing whitespace dropped; keys appended last, so with duplicate keys the
 # daemon's json.loads keeps ours; the reply keys only on a PermissionRequest
-# that waits for the chat's decision, see reply.pxi).  Everything is decided
+# or an Elicitation that waits for the chat's answer, see reply.pxi).  Everything is decided
 # BEFORE any side effect, so a decline never repeats one: the reply socket is
 # bound after the last reason to decline.
 
@@ -275,8 +275,8 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
             control_dir, PATH_CAP, snd.spool) < 0:
         return decline(&snd, session, raw.p, raw.n, "hook", 0, debug, "path too long", name)
     # id and path only: the socket is bound after the last reason to decline
-    want_reply = (strcmp(name, WIRE_EVENT_PERMISSION_REQUEST) == 0 and reply_wanted(&top)
-                  and reply_prepare(&rep, control_dir, debug) == 1)
+    want_reply = (reply_wanted(name, &top) and reply_prepare(
+        &rep, control_dir, strcmp(name, WIRE_EVENT_ELICITATION) == 0, debug) == 1)
 
     # build the datagram first: every reason to decline comes before any effect
     dg.p = NULL
@@ -337,7 +337,7 @@ cdef int hook_run(int argc, char** argv, char** envp) noexcept nogil:
         sent = sender_send(&snd, dg.p, dg.n)
     if want_reply:
         # only a daemon that took the event can answer: spooled or dropped, no wait
-        if sent == SEND_OK and not reply_wait(&rep, reply_deadline_ms(), &out, debug):
+        if sent == SEND_OK and not reply_wait(&rep, &out, debug):
             tb.p = NULL
             tb.n = 0
             tb.cap = 0

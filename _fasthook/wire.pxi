@@ -16,11 +16,14 @@ cdef extern from "wire_constants.h" nogil:
         WIRE_RECV_MAX
         WIRE_REPLY_MAX
         WIRE_MAX_BRACKETS
-        # aipager.hookpy.reply: DEFAULT_MS, MIN_MS, MAX_MS, SUN_PATH_MAX
+        # aipager.hookpy.reply: DEFAULT_MS, MIN_MS, MAX_MS, SUN_PATH_MAX,
+        # ELICITATION_DEFAULT_MS, ELICITATION_MAX_MS
         REPLY_DEFAULT_MS
         REPLY_MIN_MS
         REPLY_MAX_MS
         REPLY_SUN_PATH_MAX
+        REPLY_ELICITATION_DEFAULT_MS
+        REPLY_ELICITATION_MAX_MS
         # aipager.hookpy.hook.STATUS_MAX: status files above it are ignored
         HOOK_STATUS_MAX
         # aipager.hookpy.common.MEMORY_CAP: the RLIMIT_AS soft limit
@@ -55,11 +58,16 @@ cdef extern from "wire_constants.h" nogil:
     const char WIRE_HOOK_MEMORY_CAP_HIT[]
     const char WIRE_REPORT_ERROR[]
 
+    # aipager.hookpy.reply: PERMISSION_VAR, ELICITATION_VAR (each event's deadline variable)
+    const char REPLY_PERMISSION_VAR[]
+    const char REPLY_ELICITATION_VAR[]
+
     # aipager.proto.wire.HOOK_EVENTS (those the C side names), NOT_FORWARDED[0], NO_SL_TOKENS[0]
     const char WIRE_EVENT_SESSION_START[]
     const char WIRE_EVENT_USER_PROMPT_SUBMIT[]
     const char WIRE_EVENT_PRE_TOOL_USE[]
     const char WIRE_EVENT_PERMISSION_REQUEST[]
+    const char WIRE_EVENT_ELICITATION[]
     const char WIRE_EVENT_STOP[]
     const char WIRE_EVENT_STOP_FAILURE[]
     const char WIRE_EVENT_PRE_MODEL_SWITCH[]

@@ -4,7 +4,7 @@ For an event of a session aipager started (``CLAUDE_DTACH_SESSION``)::
 
     outcome = hookside.before_forward(name, event, ctx)
     forward event + session + sl_tokens       (never PreModelSwitch)
-    PermissionRequest: wait for the chat's decision     (reply.py)
+    PermissionRequest, Elicitation: wait for the chat's answer   (reply.py)
     outcome = hookside.after_forward(name, event, ctx)   (last outcome wins)
 
 The datagram is Claude Code's own text with keys spliced in before the final
@@ -34,6 +34,9 @@ WHO = "aipager-hook"
 #: status files above this are ignored (no sl_tokens), in both twins
 STATUS_MAX = 1 << 20
 _STATUS_FLAGS = posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC
+#: the events that wait for the chat's answer (reply.py; spelled here so that the
+#: others skip importing it)
+REPLY_EVENTS = ("PermissionRequest", "Elicitation")
 
 
 
@@ -145,14 +148,14 @@ def _emit(outcome, env) -> int:
     return exit_code
 
 
-def _await_reply(rep: reply.Reply, sent: int, env, session: str,
+def _await_reply(rep: reply.Reply, sent: int, session: str,
                  sender: transport.Sender) -> hookside.Outcome | None:
-    """The chat's decision, if the daemon took the event and answered in time."""
+    """The chat's answer, if the daemon took the event and answered in time."""
     from aipager.hookpy import reply
 
     if sent != transport.SEND_OK:
         return None  # spooled or dropped: nobody can answer
-    out = rep.wait(reply.deadline_ms(env))
+    out = rep.wait()
     if out is None:
         sender.send(reply.timeout_message(session, rep.request_id))
         return None
@@ -207,10 +210,10 @@ def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, f
     outcome = None
     if not forwarded:
         rep = None
-        if name == "PermissionRequest":
-            from aipager.hookpy import reply  # only this event waits: the others skip its import
+        if name in REPLY_EVENTS:
+            from aipager.hookpy import reply  # only these events wait: the others skip its import
 
-            rep = reply.open_reply(env, debug) if reply.wanted(event) else None
+            rep = reply.open_reply(env, debug, name) if reply.wanted(name, event) else None
         try:
             datagram = None
             if name not in wire.NOT_FORWARDED:
@@ -218,7 +221,7 @@ def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, f
             outcome = hookside.before_forward(name, event, ctx)
             sent = sender.send(datagram) if datagram is not None else transport.SEND_DROPPED
             if rep is not None:
-                outcome = _await_reply(rep, sent, env, session, sender) or outcome
+                outcome = _await_reply(rep, sent, session, sender) or outcome
         finally:
             if rep is not None:
                 rep.close()

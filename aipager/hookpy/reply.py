@@ -1,38 +1,63 @@
-"""A PermissionRequest answered from the chat: the hook's reply wait (_fasthook/reply.pxi twin).
+"""A PermissionRequest or an Elicitation answered from the chat: the hook's reply wait
+(_fasthook/reply.pxi twin).
 
-For a PermissionRequest the hook binds a fresh datagram socket (0600)
+Two events wait (``open_reply``): a PermissionRequest (the chat's allow/deny)
+and an Elicitation (an MCP server's form, filled in on the phone).  For either
+the hook binds a fresh datagram socket (0600)
 ``<control folder>/aipager-reply-<32 hex>.sock``, splices
 ``"aipager_reply_addr"`` and ``"aipager_request_id"`` (the same 32 hex) into
 the forwarded event and, only when that forward was SENT (a daemon that is
-down cannot answer), waits for one valid reply up to 20 s
-(``$AIPAGER_PERMISSION_REPLY_DEADLINE`` seconds, ``deadline_ms``).  A valid
-reply becomes Claude Code's PermissionRequest decision on stdout; a timeout
-prints nothing (Claude Code shows its own dialog) and tells the daemon
-(``permission_reply_timeout``) so later taps type keys instead.  The socket
-file is always removed.
+down cannot answer), waits for one valid reply of that event's form up to its
+deadline (``wait_ms``):
+
+- PermissionRequest: 20 s, ``$AIPAGER_PERMISSION_REPLY_DEADLINE`` seconds, at
+  most 120 s;
+- Elicitation: 90 s (a form is typed on a phone, not tapped),
+  ``$AIPAGER_ELICITATION_REPLY_DEADLINE`` seconds, at most 600 s.
+
+Both variables read the same grammar (``deadline_ms``); 0 turns that event's
+wait off.  A valid reply becomes Claude Code's answer on stdout; a timeout
+prints nothing (Claude Code shows its own dialog or form) and tells the daemon
+(``permission_reply_timeout``, for both events: it finds the request by its
+id) so later taps type keys instead.  The socket file is always removed.
 
 No wait at all (the event is forwarded as before, nothing printed) for
 AskUserQuestion (``wanted``), when the deadline is 0, the control folder is not an absolute path of a folder we own,
 the socket path is not plain printable ASCII without ``"`` and ``\\`` (it is
 spliced into JSON verbatim) or does not fit ``sockaddr_un``, or bind fails.
 
-A reply (``decision_output``) counts only if it is at most ``REPLY_MAX``
-bytes, holds at most ``MAX_BRACKETS`` ``{``/``[`` bytes (keeps both twins'
-parsers far from their nesting limits), is strict JSON (no NaN/Infinity),
-and reads ``{"v":1,"request_id":<ours>,"decision":{...}}`` where the
-decision has ``behavior`` "allow"|"deny" and optionally ``updatedInput``
-(object: the tool input as the person edited it, which the daemon checked
-against the same policy first), ``updatedPermissions`` (list), ``message``
-(string), ``interrupt`` (bool), nothing else.  Duplicate
-keys: the last one counts, as for a dict.  Anything else is ignored and the
-wait goes on.
+A reply counts only if it is at most ``REPLY_MAX`` bytes, holds at most
+``MAX_BRACKETS`` ``{``/``[`` bytes (keeps both twins' parsers far from their
+nesting limits), is strict JSON (no NaN/Infinity), and is an object with
+``"v":1``, ``"request_id":<ours>`` and the member of the waiting event's form
+(other top-level members are ignored, so a reply of the other form, which
+lacks that member, is ignored and the wait goes on):
 
-Re-encoding, decided here so both twins print the same bytes: the decision
-is rebuilt in the fixed order behavior, updatedInput, updatedPermissions,
-message, interrupt; behavior and interrupt are written as literals, message
-is its raw JSON token as received, updatedInput and updatedPermissions are
-their raw JSON text with the whitespace outside strings removed.  Nothing is decoded and re-escaped, so
-the C side copies bytes and never needs Python's float or string encoder.
+- PermissionRequest (``decision_output``): ``"decision":{...}`` with
+  ``behavior`` "allow"|"deny" and optionally ``updatedInput`` (object: the
+  tool input as the person edited it, which the daemon checked against the
+  same policy first), ``updatedPermissions`` (list), ``message`` (string),
+  ``interrupt`` (bool), nothing else;
+- Elicitation (``elicitation_output``): ``"elicitation":{...}`` with
+  ``action`` "accept"|"decline"|"cancel" and, only with "accept", optionally
+  ``content`` (object: the form's values), nothing else.
+
+Duplicate keys: the last one counts, as for a dict.  Anything else is ignored
+and the wait goes on.
+
+Re-encoding, decided here so both twins print the same bytes:
+
+- ``{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{...}}}``
+  with the decision rebuilt in the fixed order behavior, updatedInput,
+  updatedPermissions, message, interrupt;
+- ``{"hookSpecificOutput":{"hookEventName":"Elicitation","action":"<action>"}}``,
+  with ``,"content":{...}`` after the action when the reply had content.
+
+behavior, action and interrupt are written as literals, message is its raw
+JSON token as received, updatedInput, updatedPermissions and content are their
+raw JSON text with the whitespace outside strings removed.  Nothing is decoded
+and re-escaped, so the C side copies bytes and never needs Python's float or
+string encoder.
 """
 
 from __future__ import annotations
@@ -44,11 +69,20 @@ import time
 from aipager.proto import jsonlite, paths, wire
 from aipager.hookpy.common import debug_line
 
-#: the wait when $AIPAGER_PERMISSION_REPLY_DEADLINE is unset or unreadable
-DEFAULT_MS = 20000
+#: the two events that wait (hook.py REPLY_EVENTS; the C side has wire_constants.h's names)
+PERMISSION_REQUEST = "PermissionRequest"
+ELICITATION = "Elicitation"
+#: each event's deadline: the variable read, the wait when it is unset or unreadable,
 #: what an override is clamped to (0 itself turns the wait off)
-MIN_MS = 10
+PERMISSION_VAR = "AIPAGER_PERMISSION_REPLY_DEADLINE"
+DEFAULT_MS = 20000
 MAX_MS = 120000
+#: a form is typed on a phone: longer than a tap
+ELICITATION_VAR = "AIPAGER_ELICITATION_REPLY_DEADLINE"
+ELICITATION_DEFAULT_MS = 90000
+ELICITATION_MAX_MS = 600000
+#: the shortest wait an override gives, for both events
+MIN_MS = 10
 #: the reply datagram's limits, shared with the daemon's side
 REPLY_MAX = wire.REPLY_MAX
 MAX_BRACKETS = wire.MAX_BRACKETS
@@ -57,37 +91,49 @@ SUN_PATH_MAX = 107
 _WS = " \t\n\r"
 _DIR_FLAGS = posix.O_RDONLY | posix.O_DIRECTORY | posix.O_NOFOLLOW | posix.O_CLOEXEC
 _PREFIX = (
-    '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"'
+    '{"hookSpecificOutput":{"hookEventName":"' + PERMISSION_REQUEST + '","decision":{"behavior":"'
 )
 _DECISION_KEYS = ("behavior", "updatedInput", "updatedPermissions", "message", "interrupt")
+_ELICITATION_PREFIX = '{"hookSpecificOutput":{"hookEventName":"' + ELICITATION + '","action":"'
+_ACTIONS = ("accept", "decline", "cancel")
 
 
-def deadline_ms(env) -> int:
-    """The wait in milliseconds: ``$AIPAGER_PERMISSION_REPLY_DEADLINE`` seconds, else 20 s.
+def deadline_ms(env, var: str, default: int, maximum: int) -> int:
+    """The wait in milliseconds: ``$var`` seconds, else ``default``.
 
     Only ``DIGITS[.DIGITS]`` is read (up to 9 integer digits; fractions
     beyond milliseconds are cut); anything else means the default.  0 turns
-    the reply wait off; other values are clamped to 0.01..120 s.
+    the reply wait off; other values are clamped to ``MIN_MS``..``maximum``.
     """
-    text = env.get("AIPAGER_PERMISSION_REPLY_DEADLINE", "")
+    text = env.get(var, "")
     whole, dot, frac = text.partition(".")
     if (not whole or len(whole) > 9 or not whole.isascii() or not whole.isdigit()
             or (dot and (not frac or not frac.isascii() or not frac.isdigit()))):
-        return DEFAULT_MS
+        return default
     ms = int(whole) * 1000 + int((frac + "000")[:3])
     if ms == 0:
         return 0
-    return min(max(ms, MIN_MS), MAX_MS)
+    return min(max(ms, MIN_MS), maximum)
 
 
-def wanted(event: dict) -> bool:
-    """Whether a PermissionRequest gets the reply wait: not for AskUserQuestion.
+def wait_ms(env, event: str) -> int:
+    """How long ``event`` (one of hook.py REPLY_EVENTS) waits for its reply; 0: no wait."""
+    if event == ELICITATION:
+        return deadline_ms(env, ELICITATION_VAR, ELICITATION_DEFAULT_MS, ELICITATION_MAX_MS)
+    return deadline_ms(env, PERMISSION_VAR, DEFAULT_MS, MAX_MS)
 
-    Claude Code runs the hook for that tool too, but its PreToolUse already
-    showed the question and no tap answers it through the hook: waiting would
-    only hold back the terminal's picker.
+
+def wanted(name: str, event: dict) -> bool:
+    """Whether the event ``name`` gets the reply wait: an Elicitation always, a
+    PermissionRequest but for AskUserQuestion, no other event.
+
+    Claude Code runs the hook for AskUserQuestion's PermissionRequest too, but
+    its PreToolUse already showed the question and no tap answers it through
+    the hook: waiting would only hold back the terminal's picker.
     """
-    return event.get("tool_name") != "AskUserQuestion"
+    if name == ELICITATION:
+        return True
+    return name == PERMISSION_REQUEST and event.get("tool_name") != "AskUserQuestion"
 
 
 def _no_constant(name: str) -> float:
@@ -186,8 +232,14 @@ def compact(text: str) -> str:
     return "".join(out)
 
 
-def decision_output(data: bytes, request_id: str) -> str | None:
-    """The hook's stdout for a valid reply to ``request_id``, else None (see the module doc)."""
+def _answer(data: bytes, request_id: str, key: str) -> tuple[str, dict] | None:
+    """The reply's text and the members of its object ``key`` (as ``_members``), if
+    ``data`` is a well-formed reply to ``request_id`` holding one; else None.
+
+    The checks both forms share: size, brackets, strict JSON, ``"v":1``, our
+    request id.  Other top-level members are not looked at (a reply of the other
+    form lacks ``key``, and so is ignored).
+    """
     if len(data) > REPLY_MAX or data.count(b"{") + data.count(b"[") > MAX_BRACKETS:
         return None
     try:
@@ -198,14 +250,23 @@ def decision_output(data: bytes, request_id: str) -> str | None:
             return None
         v = top.get("v")
         rid = top.get("request_id")
-        decision = top.get("decision")
+        body = top.get(key)
         if v is None or type(v[0]) is not int or v[0] != 1:
             return None
-        if rid is None or rid[0] != request_id or decision is None or type(decision[0]) is not dict:
+        if rid is None or rid[0] != request_id or body is None or type(body[0]) is not dict:
             return None
-        fields, _ = _members(text, decision[1])
+        fields, _ = _members(text, body[1])
     except (ValueError, RecursionError):
         return None
+    return text, fields
+
+
+def decision_output(data: bytes, request_id: str) -> str | None:
+    """A PermissionRequest's stdout for a valid reply to ``request_id``, else None (see the module doc)."""
+    found = _answer(data, request_id, "decision")
+    if found is None:
+        return None
+    text, fields = found
     if any(key not in _DECISION_KEYS for key in fields):
         return None
     behavior = fields.get("behavior")
@@ -233,34 +294,59 @@ def decision_output(data: bytes, request_id: str) -> str | None:
     return "".join(parts)
 
 
+def elicitation_output(data: bytes, request_id: str) -> str | None:
+    """An Elicitation's stdout for a valid reply to ``request_id``, else None (see the module doc)."""
+    found = _answer(data, request_id, "elicitation")
+    if found is None:
+        return None
+    text, fields = found
+    if any(key not in ("action", "content") for key in fields):
+        return None
+    action = fields.get("action")
+    if action is None or type(action[0]) is not str or action[0] not in _ACTIONS:
+        return None
+    content = fields.get("content")
+    if content is None:
+        return _ELICITATION_PREFIX + action[0] + '"}}'
+    # values only come with an accepted form: a declined one carrying them is malformed
+    if type(content[0]) is not dict or action[0] != "accept":
+        return None
+    return _ELICITATION_PREFIX + action[0] + '","content":' + compact(text[content[1]:content[2]]) + "}}"
+
+
 def _usable_path(path: str) -> bool:
     return (len(path) <= SUN_PATH_MAX and path.isascii() and path.isprintable()
             and '"' not in path and "\\" not in path)
 
 
 class Reply:
-    """One bound reply socket; ``close`` removes it."""
+    """One bound reply socket for the event ``name``, waiting ``ms``; ``close`` removes it."""
 
-    __slots__ = ("path", "request_id", "sock", "debug")
+    __slots__ = ("path", "request_id", "sock", "debug", "name", "ms")
 
-    def __init__(self, path: str, request_id: str, sock, debug: bool) -> None:
+    def __init__(self, path: str, request_id: str, sock, debug: bool, name: str, ms: int) -> None:
         self.path = path
         self.request_id = request_id
         self.sock = sock
         self.debug = debug
+        self.name = name
+        self.ms = ms
 
     def fields(self) -> bytes:
         """What the forwarded datagram gets spliced in (plain ASCII, see _usable_path)."""
         return (b',"aipager_reply_addr":"' + self.path.encode() + b'","aipager_request_id":"'
                 + self.request_id.encode() + b'"')
 
-    def wait(self, ms: int) -> str | None:
+    def wait(self) -> str | None:
         """The first valid reply's output within ``ms`` milliseconds, else None.
 
-        At the deadline, replies already queued are still read (without
-        waiting): a tap that arrived just in time is not lost to the clock.
+        Only a reply of this event's form counts (``decision_output`` or
+        ``elicitation_output``).  At the deadline, replies already queued are
+        still read (without waiting): a tap that arrived just in time is not
+        lost to the clock.
         """
-        end = time.monotonic() + ms / 1000
+        output = elicitation_output if self.name == ELICITATION else decision_output
+        end = time.monotonic() + self.ms / 1000
         while True:
             left = end - time.monotonic()
             if left <= 0:
@@ -273,7 +359,7 @@ class Reply:
                 continue  # the loop head reads what is queued, then gives up
             except OSError:  # BlockingIOError at the deadline: nothing queued
                 return None
-            out = decision_output(data, self.request_id)
+            out = output(data, self.request_id)
             if out is not None:
                 return out
             debug_line(self.debug, "aipager-hook", "reply ignored:", len(data), "bytes")
@@ -286,9 +372,11 @@ class Reply:
             pass
 
 
-def open_reply(env, debug: bool) -> Reply | None:
-    """Bind a fresh reply socket, or None when the wait cannot happen (see the module doc)."""
-    if deadline_ms(env) == 0:
+def open_reply(env, debug: bool, name: str) -> Reply | None:
+    """Bind a fresh reply socket for the event ``name``, or None when the wait cannot
+    happen (see the module doc)."""
+    ms = wait_ms(env, name)
+    if ms == 0:
         return None
     folder = paths.control_dir(env)
     if not folder.startswith("/"):
@@ -321,10 +409,11 @@ def open_reply(env, debug: bool) -> Reply | None:
         return None
     finally:
         posix.umask(old)
-    return Reply(path, request_id, sock, debug)
+    return Reply(path, request_id, sock, debug, name, ms)
 
 
 def timeout_message(session: str, request_id: str) -> bytes:
-    """permission_reply_timeout: the daemon clears the reply address (taps type keys)."""
+    """permission_reply_timeout, for either event: the daemon finds the request by its
+    id and clears the reply address (taps type keys)."""
     return (b'{"hook_event_name":"' + wire.PERMISSION_REPLY_TIMEOUT.encode() + b'","session":"'
             + session.encode() + b'","aipager_request_id":"' + request_id.encode() + b'"}')

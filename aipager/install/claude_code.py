@@ -2,7 +2,7 @@
 
 aipager owns exactly these entries and nothing else in the file:
 
-- for each of the 16 ``wire.HOOK_EVENTS``, one matcher group whose only hook is
+- for each of the 17 ``wire.HOOK_EVENTS``, one matcher group whose only hook is
   ``{"type": "command", "command": "<abs path>/aipager-hook"}``, with
   ``"matcher": "*"`` on ``wire.TOOL_EVENTS`` and a timeout on the events in
   ``TIMEOUTS``;
@@ -40,8 +40,9 @@ HOOK_NAME = "aipager-hook"
 STATUSLINE_NAME = "aipager-statusline"
 
 #: seconds Claude Code waits for the hook, where its default is wrong for us.
-#: PermissionRequest: the hook itself waits up to 20 s for a tap.
-TIMEOUTS = {"PreModelSwitch": 5, "PermissionRequest": 30}
+#: PermissionRequest: the hook itself waits up to 20 s for a tap; Elicitation: up to
+#: 90 s for a form filled in on the phone (hookpy/reply.py).
+TIMEOUTS = {"PreModelSwitch": 5, "PermissionRequest": 30, "Elicitation": 120}
 
 _SAVED_STATUSLINE = "statusline-before-aipager.json"
 

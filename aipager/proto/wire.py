@@ -19,13 +19,14 @@ that own a limit, such as ``hookpy/reply.py``) at build time, and
 
 from __future__ import annotations
 
-#: the 16 Claude Code hook events aipager wires into settings.json
+#: the 17 Claude Code hook events aipager wires into settings.json
 HOOK_EVENTS = (
     "SessionStart",
     "SessionEnd",
     "UserPromptSubmit",
     "PreToolUse",
     "PermissionRequest",
+    "Elicitation",
     "PostToolUse",
     "PostToolUseFailure",
     "Notification",

@@ -55,6 +55,8 @@ def assert_fully_wired(doc, bins):
     assert doc["hooks"]["PreModelSwitch"][0]["hooks"][0]["timeout"] == 5
     perm = [g for g in doc["hooks"]["PermissionRequest"] if g.get("matcher") == "*"]
     assert perm[0]["hooks"][0]["timeout"] == 30
+    form = [g for g in doc["hooks"]["Elicitation"] if any(claude_code.is_ours(h) for h in g["hooks"])]
+    assert form[0]["hooks"][0]["timeout"] == 120  # the hook itself waits up to 90 s for a form
     assert "timeout" not in doc["hooks"]["Stop"][-1]["hooks"][0]
     assert doc["statusLine"] == {"type": "command", "command": bins.statusline}
     assert claude_code.problems(doc, bins) == []

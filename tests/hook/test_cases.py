@@ -11,9 +11,11 @@ import errno
 import json
 import os
 import pathlib
+import shutil
+import tempfile
 
 import pytest
-from support import hookrun
+from support import hookrun, replyrun
 from support.policy_state import collect_policy_files, prepare_policy_files, write_private
 
 from aipager.proto import paths, wire
@@ -120,6 +122,10 @@ def expected_sent(case: dict, env: dict) -> list:
         event["sl_tokens"] = {key: _get(status, path) for key, path in SL_TOKENS.items()}
     if want == "event+env-name":
         event["hook_event_name"] = env["HOOK_EVENT"]
+    if "replies" in case:
+        # masked by _answered: the id is random and the path holds it
+        event["aipager_reply_addr"] = "<reply socket>"
+        event["aipager_request_id"] = "<id>"
     return [event]
 
 
@@ -128,10 +134,42 @@ def canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def _answered(cmd: list[str], case: dict, env: dict, receiver: hookrun.Receiver) -> hookrun.Result:
+    """Run a case whose daemon stand-in answers the reply wait with ``case["replies"]``.
+
+    The forwarded event's random request id reads ``<id>`` and its reply socket's path
+    ``<reply socket>`` in what was sent, so the two twins' runs compare byte for byte."""
+    def answer(event: dict) -> list[bytes]:
+        rid = event.get("aipager_request_id")
+        return [] if rid is None else [text.replace("@RID@", rid).encode() for text in case["replies"]]
+
+    done = replyrun.run_hook("", env, answer, receiver, stdin=case_stdin(case), cmd=cmd)
+    raw = [done.forwarded_raw, *done.after_raw]
+    rid = (done.forwarded or {}).get("aipager_request_id")
+    if rid is not None:
+        where = paths.reply_socket(env, rid).encode()
+        raw = [d.replace(where, b"<reply socket>").replace(rid.encode(), b"<id>") for d in raw]
+    return hookrun.Result(done.exit, done.stdout, done.stderr, [json.loads(d) for d in raw], raw)
+
+
 def run_case(case: dict, kind: str, debug: bool = False,
              cmd: list[str] | None = None) -> tuple[hookrun.Result, bytes | None, dict, dict]:
     """(result, status file left, env, policy files left); ``cmd`` overrides the contender."""
     env = hookrun.hook_env(**case.get("env", {}))
+    short = None
+    if "replies" in case:
+        # <folder>/aipager-reply-<32 hex>.sock must fit sun_path's 107 bytes (replyrun.short_instance_dir)
+        short = tempfile.mkdtemp(prefix="apc", dir="/tmp")
+        env["AIPAGER_INSTANCE_DIR"] = short
+    try:
+        return _run_case(case, kind, env, debug, cmd)
+    finally:
+        if short is not None:
+            shutil.rmtree(short, ignore_errors=True)
+
+
+def _run_case(case: dict, kind: str, env: dict, debug: bool,
+              cmd: list[str] | None) -> tuple[hookrun.Result, bytes | None, dict, dict]:
     if debug:
         env["AIPAGER_DEBUG"] = "1"
     session = env.get("CLAUDE_DTACH_SESSION", "")
@@ -146,7 +184,10 @@ def run_case(case: dict, kind: str, debug: bool = False,
     receiver = hookrun.receiver_for(env)
     try:
         cmd = cmd or hookrun.contender_cmd(kind, case["tool"])
-        result = hookrun.run(cmd, case_stdin(case), env, receiver)
+        if "replies" in case:
+            result = _answered(cmd, case, env, receiver)
+        else:
+            result = hookrun.run(cmd, case_stdin(case), env, receiver)
     finally:
         receiver.close()
     left = None
@@ -172,6 +213,11 @@ def test_case_meets_expectation(case_id: str, kind: str) -> None:
         # the policy steps; native and twin must still agree on them below
         sent = [m for m in sent if "type" not in m and m.get("hook_event_name") not in wire.OWN_DATAGRAMS]
     assert canonical(sent) == canonical(expected_sent(case, env))
+    if "replies" in case:
+        timeouts = [m for m in result.sent if m.get("hook_event_name") == wire.PERMISSION_REPLY_TIMEOUT]
+        gave_up = {"hook_event_name": wire.PERMISSION_REPLY_TIMEOUT, "session": env["CLAUDE_DTACH_SESSION"],
+                   "aipager_request_id": "<id>"}
+        assert timeouts == ([gave_up] if expect.get("reply_timeout") else [])
     assert result.exit == expect.get("exit", result.exit)
     if "stdout" in expect:
         assert result.stdout.decode("utf-8") == expect["stdout"]

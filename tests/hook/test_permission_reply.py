@@ -238,15 +238,29 @@ def test_bracket_limit_is_the_same_in_both(kind: str) -> None:
 
 # -- the twin's pure helpers (the C stage mirrors them; the runs above compare the two) ----
 
-@pytest.mark.parametrize(("text", "ms"), [
-    (None, 20000), ("", 20000), ("5", 5000), ("0.3", 300), ("0.25", 250), ("1.23456", 1234),
-    ("0", 0), ("0.0", 0), ("0.0004", 0), ("0.001", 10), ("999", 120000), ("123456789", 120000),
-    ("1234567890", 20000), ("1e3", 20000), (" 5", 20000), ("5 ", 20000), ("5.", 20000), (".5", 20000),
-    ("-1", 20000), ("٣", 20000), ("inf", 20000), ("0x10", 20000),
-])
-def test_deadline_ms(text: str | None, ms: int) -> None:
-    env = {} if text is None else {"AIPAGER_PERMISSION_REPLY_DEADLINE": text}
-    assert hook_reply.deadline_ms(env) == ms
+#: (text, a PermissionRequest's wait, an Elicitation's wait): one grammar, each event its
+#: own default (20 s / 90 s) and most (120 s / 600 s)
+DEADLINES = [
+    (None, 20000, 90000), ("", 20000, 90000), ("5", 5000, 5000), ("0.3", 300, 300), ("0.25", 250, 250),
+    ("1.23456", 1234, 1234), ("0", 0, 0), ("0.0", 0, 0), ("0.0004", 0, 0), ("0.001", 10, 10),
+    ("300", 120000, 300000), ("599.9999", 120000, 599999), ("600", 120000, 600000),
+    ("999", 120000, 600000), ("123456789", 120000, 600000),
+    ("1234567890", 20000, 90000), ("1e3", 20000, 90000), (" 5", 20000, 90000), ("5 ", 20000, 90000),
+    ("5.", 20000, 90000), (".5", 20000, 90000), ("-1", 20000, 90000), ("٣", 20000, 90000),
+    ("inf", 20000, 90000), ("0x10", 20000, 90000), ("5.٣", 20000, 90000),
+]
+
+
+@pytest.mark.parametrize(("text", "permission", "elicitation"), DEADLINES)
+def test_deadline_ms(text: str | None, permission: int, elicitation: int) -> None:
+    for var, event, ms in ((hook_reply.PERMISSION_VAR, "PermissionRequest", permission),
+                           (hook_reply.ELICITATION_VAR, "Elicitation", elicitation)):
+        env = {} if text is None else {var: text}
+        assert hook_reply.wait_ms(env, event) == ms
+    # each event reads its own variable only
+    if text is not None:
+        assert hook_reply.wait_ms({hook_reply.ELICITATION_VAR: text}, "PermissionRequest") == 20000
+        assert hook_reply.wait_ms({hook_reply.PERMISSION_VAR: text}, "Elicitation") == 90000
 
 
 @pytest.mark.parametrize(("text", "want"), [

@@ -1,4 +1,5 @@
-"""A fake daemon for the PermissionRequest reply wait (tests/hook/test_permission_reply*.py).
+"""A fake daemon for the reply wait of PermissionRequest and Elicitation
+(tests/hook/test_permission_reply*.py, test_elicitation_reply.py, test_cases.py).
 
 ``run_hook`` starts the hook (native or twin), reads the event it forwards to
 the ``Receiver`` and answers on the event's ``aipager_reply_addr``.
@@ -19,11 +20,14 @@ from typing import Callable
 import pytest
 from support import hookrun
 
+from aipager.hookpy import reply as hook_reply
 from aipager.proto import paths
 
 EVENTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "events")
 SESSION = "claude-jim"
 OUT = b'{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":'
+#: an Elicitation's stdout up to its action
+ELICIT_OUT = b'{"hookSpecificOutput":{"hookEventName":"Elicitation","action":'
 
 
 @pytest.fixture(autouse=True)
@@ -36,13 +40,24 @@ def short_instance_dir(monkeypatch):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def event_bytes() -> bytes:
-    with open(os.path.join(EVENTS, "PermissionRequest.json"), "rb") as fh:
+def event_bytes(name: str = "PermissionRequest") -> bytes:
+    """The recorded event ``name`` (tests/fixtures/events), as Claude Code sends it."""
+    with open(os.path.join(EVENTS, f"{name}.json"), "rb") as fh:
         return json.dumps(json.load(fh)).encode()
+
+
+def elicitation_bytes() -> bytes:
+    """The Elicitation the real Claude Code 2.1.328 sent for an MCP server's form."""
+    return event_bytes("Elicitation")
 
 
 def reply(rid: str, decision: dict, **extra) -> bytes:
     return json.dumps({"v": 1, "request_id": rid, "decision": decision, **extra}).encode()
+
+
+def elicit(rid: str, answer, **extra) -> bytes:
+    """An Elicitation's reply: ``answer`` is the "elicitation" object (anything, for bad forms)."""
+    return json.dumps({"v": 1, "request_id": rid, "elicitation": answer, **extra}).encode()
 
 
 @dataclass
@@ -53,14 +68,16 @@ class Run:
     forwarded: dict | None = None
     forwarded_raw: bytes = b""
     after: list = field(default_factory=list)
+    after_raw: list = field(default_factory=list)
 
 
 def run_hook(kind: str, env: dict, answer: Callable[[dict], list[bytes]] | None,
              receiver: hookrun.Receiver | None, timeout: float = 20, stdin: bytes | None = None,
-             prefix: tuple[str, ...] = ()) -> Run:
-    """Start the hook (after ``prefix``, e.g. setpriv), answer its forwarded event with
-    ``answer(event)``'s datagrams."""
-    proc = subprocess.Popen([*prefix, *hookrun.contender_cmd(kind, "hook")], stdin=subprocess.PIPE,
+             prefix: tuple[str, ...] = (), cmd: list[str] | None = None) -> Run:
+    """Start the hook (after ``prefix``, e.g. setpriv; ``cmd`` instead of ``kind``'s),
+    answer its forwarded event with ``answer(event)``'s datagrams."""
+    cmd = cmd or hookrun.contender_cmd(kind, "hook")
+    proc = subprocess.Popen([*prefix, *cmd], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         proc.stdin.write(event_bytes() if stdin is None else stdin)
@@ -90,21 +107,23 @@ def run_hook(kind: str, env: dict, answer: Callable[[dict], list[bytes]] | None,
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
-    after = receiver.drain() if receiver is not None else []
-    return Run(proc.returncode, stdout, stderr, forwarded, raw, after)
+    after_raw = receiver.drain_raw() if receiver is not None else []
+    return Run(proc.returncode, stdout, stderr, forwarded, raw, [json.loads(d) for d in after_raw], after_raw)
 
 
 def no_reply_sockets(env: dict) -> bool:
     return not glob.glob(os.path.join(paths.control_dir(env), paths.REPLY_PREFIX + "*"))
 
 
-def env_with(deadline: str = "5", **extra: str) -> dict:
-    return hookrun.hook_env(AIPAGER_PERMISSION_REPLY_DEADLINE=deadline, **extra)
+def env_with(deadline: str | None = "5", var: str = hook_reply.PERMISSION_VAR, **extra: str | None) -> dict:
+    """The hook's environment with ``$var`` (the deadline variable of the event under test;
+    None: unset)."""
+    return hookrun.hook_env(**{var: deadline}, **extra)
 
 
-def answered(kind: str, answer: Callable[[dict], list[bytes]], deadline: str = "5",
-             stdin: bytes | None = None, **extra_env: str) -> Run:
-    env = env_with(deadline, **extra_env)
+def answered(kind: str, answer: Callable[[dict], list[bytes]], deadline: str | None = "5",
+             stdin: bytes | None = None, var: str = hook_reply.PERMISSION_VAR, **extra_env: str | None) -> Run:
+    env = env_with(deadline, var, **extra_env)
     receiver = hookrun.receiver_for(env)
     try:
         done = run_hook(kind, env, answer, receiver, stdin=stdin)

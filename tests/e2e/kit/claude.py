@@ -76,7 +76,7 @@ def expected_settings(hook: str, statusline: str) -> dict[str, Any]:
     hooks: dict[str, Any] = {}
     for event in wire.HOOK_EVENTS:
         entry: dict[str, Any] = {"type": "command", "command": hook}
-        timeout = {"PreModelSwitch": 5, "PermissionRequest": 30}.get(event)
+        timeout = {"PreModelSwitch": 5, "PermissionRequest": 30, "Elicitation": 120}.get(event)
         if timeout:
             entry["timeout"] = timeout
         group: dict[str, Any] = {"hooks": [entry]}
