@@ -84,7 +84,7 @@ class Daemon:
         its web page on a free port (``aipager start`` prints which)."""
         return {**self.home.aipager_env(), "AIPAGER_WEB_PORT": "0", **self.extra_env}
 
-    def start(self, wait: float = 20.0) -> None:
+    def start(self, wait: float = 60.0) -> None:
         """Start ``aipager start`` and wait until its state says it is alive."""
         self.env = self.environment()
         with open(self.output, "ab") as out:
