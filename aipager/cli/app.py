@@ -12,6 +12,7 @@ import typer
 from aipager import __version__
 from aipager.cli import (
     ax_code,
+    codex_cmd,
     config_cmd,
     doctor_cmd,
     hub_cmd,
@@ -54,6 +55,7 @@ app.add_typer(session_cmd.app, name="session")
 app.command("send", cls=session_cmd.NameAfterDashes)(session_cmd.send)
 app.add_typer(policy.app, name="policy")
 app.add_typer(ax_code.app, name="ax-code")
+app.add_typer(codex_cmd.app, name="codex")
 app.add_typer(hub_cmd.app, name="hub")
 app.add_typer(voice_cmd.app, name="voice")
 
