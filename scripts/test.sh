@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: builds aipager as `pip install .`
-# does (native hook required), installs the real Claude Code from npm and
+# does (native hook required), installs the real Claude Code and Codex CLI from npm and
 # Debian's chromium and espeak-ng (for the page's and voice tests), runs pytest.  Extra
 # arguments go to pytest.
 set -euo pipefail
@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 VENV=${AIPAGER_TEST_VENV:-.venv}
 CLAUDE_VERSION=2.1.328
 CLAUDE_CACHE=${AIPAGER_CLAUDE_CACHE:-$HOME/.cache/aipager-test/claude-code-$CLAUDE_VERSION}
+CODEX_VERSION=0.169.0
+CODEX_CACHE=${AIPAGER_CODEX_CACHE:-$HOME/.cache/aipager-test/codex-$CODEX_VERSION}
 
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
@@ -24,6 +26,15 @@ if ! "$CLAUDE_BIN" --version 2>/dev/null | grep -q "^$CLAUDE_VERSION"; then
         "@anthropic-ai/claude-code@$CLAUDE_VERSION"
 fi
 export AIPAGER_TEST_CLAUDE="$CLAUDE_BIN"
+
+# The real Codex CLI, cached the same way (its package pulls in a native binary).
+CODEX_BIN="$CODEX_CACHE/node_modules/.bin/codex"
+if ! "$CODEX_BIN" --version 2>/dev/null | grep -q "^codex-cli $CODEX_VERSION\$"; then
+    mkdir -p "$CODEX_CACHE"
+    npm install --prefix "$CODEX_CACHE" --no-audit --no-fund --loglevel=error \
+        "@openai/codex@$CODEX_VERSION"
+fi
+export AIPAGER_TEST_CODEX="$CODEX_BIN"
 
 # Debian packages the tests drive (CI is a fresh machine, as root): chromium for the web
 # page's browser tests through Playwright (its own browser download is not used), an emoji
