@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from aipager.agents import CLAUDE, Agent
 from aipager.proto import paths, trust
 from aipager.proto.errors import AipagerError, InvalidSessionName, SessionError, SessionNotFound
 
@@ -333,15 +334,16 @@ def create(
     cwd: str | None = None,
     program: Sequence[str] | None = None,
     wait: float = 3.0,
+    agent: Agent = CLAUDE,
 ) -> str:
-    """Start session ``name`` detached, running Claude Code in ``cwd``.
+    """Start session ``name`` detached, running ``agent`` (Claude Code) in ``cwd``.
 
     Args:
         env: environment for paths and for the session itself.
         name: the session name (validated).
-        args: extra arguments for Claude Code.
+        args: extra arguments for the agent (``Agent.args`` adds what every session gets).
         cwd: working folder (default: the current one).
-        program: the command to run instead of ``[claude, *args]``.
+        program: the command to run instead of the agent's.
         wait: seconds to wait for the socket to answer.
 
     Returns:
@@ -373,7 +375,8 @@ def create(
 
     notes.clear_all(env, session_name(name))
     fsio.unlink_quiet(paths.typing_mark(env, session_name(name)))
-    command = list(program) if program is not None else [claude_binary(env), *claude_args(args)]
+    binary = claude_binary(env) if agent is CLAUDE else agent.binary(env)
+    command = list(program) if program is not None else [binary, *agent.args(args)]
     argv = create_argv(dtach_binary(env), sock, command)
     proc = subprocess.run(
         argv, env=session_env(env, name), cwd=cwd or os.getcwd(),
@@ -391,16 +394,22 @@ def create(
     return sock
 
 
-#: agent-team teammates run inside the session's own Claude Code: their permission requests
-#: then reach the lead's hooks (answered from the phone); in tmux panes they fire none
-TEAMMATES_IN_PROCESS = ("--teammate-mode", "in-process")
+def agent_of(socket_path: str) -> Agent | None:
+    """The agent running behind a session's socket, read from its processes (Linux /proc:
+    the dtach master's descendants' command lines), or None."""
+    from aipager.agents import of_command
 
-
-def claude_args(args: Sequence[str]) -> list[str]:
-    """Claude Code's arguments for a session: the person's, and teammates in process unless
-    they chose a mode themselves (Claude Code 2.1.328: ``--teammate-mode``)."""
-    chosen = any(a == "--teammate-mode" or a.startswith("--teammate-mode=") for a in args)
-    return [*args] if chosen else [*args, *TEAMMATES_IN_PROCESS]
+    for master in socket_holders(socket_path):
+        for pid in sorted(descendants({master}) - {master}):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    argv = fh.read().decode("utf-8", "replace").split("\0")
+            except OSError:
+                continue
+            found = of_command(argv)
+            if found is not None:
+                return found
+    return None
 
 
 def attach(env: Mapping[str, str], name: str) -> int:

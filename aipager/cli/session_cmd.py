@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from aipager import dtach
+from aipager import agents, dtach
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, interactive, print_json
 from aipager.proto.errors import SessionNotFound
@@ -65,9 +65,16 @@ def open_(
     claude_args: Optional[List[str]] = typer.Argument(
         None, help="Passed to Claude Code (after --)."),
     detached: bool = typer.Option(False, "--detached", "-d", help="Create without attaching."),
+    agent: str = typer.Option("claude", "--agent", help="The coding agent it runs: "
+                              + ", ".join(agents.AGENTS) + "."),
 ) -> None:
-    """Create session NAME running Claude Code here, or reattach (detach: Ctrl-\\)."""
+    """Create session NAME running Claude Code (or ``--agent``) here, or reattach (detach:
+    Ctrl-\\)."""
     env = _env()
+    try:
+        runs = agents.get(agent)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--agent") from None
     # an older session named "-rf" may still be attached to; create() refuses the name
     bare = dtach.existing_name(name)
     sock = dtach.paths.dtach_socket(env, bare)
@@ -79,7 +86,7 @@ def open_(
             typer.echo(f"Session {bare} is already running ({sock}).")
             return
     else:
-        dtach.create(env, bare, args=claude_args or ())
+        dtach.create(env, bare, args=claude_args or (), agent=runs)
         typer.echo(f"Started session {bare} in {os.getcwd()}"
                    + (f"; attach with `aipager session {bare}`." if detached else "."))
         if detached:

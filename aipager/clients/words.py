@@ -38,6 +38,7 @@ REASONS: dict[Reason, str] = {
     Reason.ALREADY_RUNNING: N_("{name} is already running."),
     Reason.NOT_OPEN: N_("This request is no longer open."),
     Reason.NO_MODE: N_("There is no permission mode {name}."),
+    Reason.NO_AGENT: N_("There is no coding agent {name} here."),
     Reason.FOLDER_UNKNOWN: N_("aipager does not know {session}'s folder yet."),
     Reason.NO_MODEL: N_("Which model? For example: /model opus, /model sonnet."),
     Reason.NOT_ENDED: N_("{session} has no ended conversation to resume."),

@@ -17,7 +17,7 @@ import time
 from typing import Coroutine, Any, Callable, Mapping, Sequence
 
 
-from aipager import dtach
+from aipager import agents, dtach
 from aipager.proto import fsio
 from aipager import claudefiles
 from aipager.daemon import (dialogkeys, edits, render,
@@ -33,7 +33,7 @@ from aipager.port import forms
 from aipager.port.forms import FormAction
 from aipager.daemon import screen as screens
 from aipager.daemon.terminal import ESCAPE, SessionIO
-from aipager.proto.errors import AipagerError, SessionNotFound, SettingsError
+from aipager.proto.errors import AipagerError, SessionError, SessionNotFound, SettingsError
 from aipager.policy import marker
 
 log = logging.getLogger("aipager.daemon")
@@ -152,6 +152,11 @@ class PortCalls:
         if result == replies.GONE or sess is None or req is None:
             return Gone()
         if result == replies.VIA_KEYS:
+            if not agents.get(sess.coding_agent).dialog_keys:
+                # an agent whose dialog aipager has not read on the real program: no key
+                # is guessed at it (the tap is given back; the terminal answers it)
+                requests.unclaim(self.core.ctx, sess, req)
+                return InTerminal()
             if kind != "stop" and isinstance(await self.screen(session), screens.Prompt):
                 # the screen shows the input line, no dialog: "1" would be typed as text and
                 # Esc would interrupt the running task (answered at the computer meanwhile)
@@ -270,21 +275,27 @@ class PortCalls:
                 await asyncio.sleep(min(left, DIALOG_SETTLE))
 
     async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
-                            mode: str = "") -> str:
-        """Start session ``label`` in dtach in ``cwd`` (the same code as ``aipager session
-        --detached``); returns its internal name.
+                            mode: str = "", agent: str = "") -> str:
+        """Start session ``label`` in dtach in ``cwd`` running ``agent`` (Claude Code; the
+        same code as ``aipager session --detached``); returns its internal name.
 
         Raises:
             InvalidSessionName, SessionError: as ``dtach.create``.
+            ValueError: an unknown agent, or a mode it has no equivalent of.
         """
         bare = dtach.check_name(label)
-        args = (("--resume", resume_id) if resume_id else ()) + (
-            ("--permission-mode", mode) if mode else ())
-        await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=cwd or None)
+        runs = agents.get(agent)
+        if resume_id and runs is not agents.CLAUDE:
+            msg = f"{runs.title} sessions are not resumed from here yet"
+            raise SessionError(msg)
+        args = (("--resume", resume_id) if resume_id else ()) + runs.mode_args(mode)
+        await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=cwd or None,
+                                agent=runs)
         session = dtach.session_name(bare)
         reg = self.core.registry
         sess = reg.ensure(session)
         reg.revive(sess)  # a new process: whatever the registry knew of the name is over
+        sess.coding_agent = runs.name
         sess.socket_seen = True
         sess.cwd = sess.cwd or cwd
         reg.touch(sess)
@@ -360,7 +371,8 @@ class PortCalls:
         from aipager.daemon import encode
 
         sess = self.core.registry.get(session)
-        encoded = encode.encode(self.env, text, note, cwd=sess.cwd if sess else "")
+        encoded = encode.encode(self.env, text, note, cwd=sess.cwd if sess else "",
+                                agent=agents.get(sess.coding_agent) if sess else agents.CLAUDE)
         await self.session_io.type_prompt(session, encoded.text,
                                           note={**note, "text": encoded.text},
                                           submitting=submitting)

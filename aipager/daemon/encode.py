@@ -12,15 +12,18 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from aipager.agents import CLAUDE, Agent
 from aipager.policy import chatprompt
 from aipager.proto import paths
 from aipager.proto.errors import AipagerError
 
 
 def encode(env: Mapping[str, str], text: str, note: Mapping[str, Any], *,
-           cwd: str) -> chatprompt.Encoded:
+           cwd: str, agent: Agent = CLAUDE) -> chatprompt.Encoded:
     """The encoding of ``text`` sent by the note's author (``note``: the permission
-    note's arguments: ``author_user_id``, ``author_label``, ``role``).
+    note's arguments: ``author_user_id``, ``author_label``, ``role``) for ``agent``'s
+    input line: an agent other than Claude Code attaches no mention (its ``@`` is a
+    picker whose choice no policy decided) and gets its own signs made inert.
 
     Raises:
         ValueError: nothing to send.
@@ -30,7 +33,7 @@ def encode(env: Mapping[str, str], text: str, note: Mapping[str, Any], *,
     role = str(note.get("role") or "user")
     mention_ok = None
     try:
-        if note.get("author_user_id") is not None:
+        if note.get("author_user_id") is not None and agent is CLAUDE:
             # a note with nobody named grants no role (``policy.notes``): nothing attached
             policy = model.current_policy(env)
             # the task will be the sender's: their own uploads are theirs to name
@@ -40,7 +43,7 @@ def encode(env: Mapping[str, str], text: str, note: Mapping[str, Any], *,
     except (AipagerError, ValueError, OSError):
         mention_ok = None  # nothing can be decided: every @ inert
     return chatprompt.encode(text, label=str(note.get("author_label") or ""), role=role,
-                             mention_ok=mention_ok)
+                             mention_ok=mention_ok, inert=agent.inert)
 
 
 def reads(env: Mapping[str, str], role: str, user_id: int | None, *,

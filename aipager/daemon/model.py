@@ -212,6 +212,9 @@ class Session:
     claude_session_id: str = ""
     transcript_path: str = ""
     cwd: str = ""
+    #: the coding agent it runs (``aipager.agents``: claude, codex), as started by aipager
+    #: or read from its process; "" not known yet (treated as Claude Code)
+    coding_agent: str = ""
     permission_mode: str = ""
     model: str = ""
     context_pct: float | None = None

@@ -22,6 +22,7 @@ import re
 from typing import Any, Callable, Mapping
 
 from aipager import dtach
+from aipager.agents import AGENTS
 from aipager.chatcommands import RESERVED
 from aipager.daemon import folders
 from aipager.daemon.model import Session, State
@@ -273,10 +274,14 @@ class Service:
             mode = Mode(cmd.mode)  # a page's form sends text: a mode no one offers is refused
         except ValueError:
             return Declined(Reason.NO_MODE, str(cmd.mode))
+        if cmd.agent and cmd.agent not in AGENTS:
+            return Declined(Reason.NO_AGENT, cmd.agent[:40])
         try:
             session = await self.port.start_session(bare + at + host, resume_id=cmd.resume_id,
                                                     cwd=folder, **({"mode": mode.value}
-                                                                   if mode else {}))
+                                                                   if mode else {}),
+                                                    **({"agent": cmd.agent} if cmd.agent
+                                                       else {}))
         except AipagerError as exc:
             return Failed(str(exc), doing="start")
         self.port.audit_action("session_new", cmd.who.audited, session=session,

@@ -18,6 +18,7 @@ import time
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 from aipager import dtach
+from aipager.agents import Agent
 from aipager.proto import paths
 from aipager.daemon.model import Session, State
 from aipager.daemon.screenwatch import ScreenWatch
@@ -438,12 +439,14 @@ class _DialogUp(Exception):
 
 
 def mark_discovered(registry: Registry, live: Mapping[str, str],
-                    end_session: Callable[[Session, str], None]) -> list[str]:
+                    end_session: Callable[[Session, str], None],
+                    agent_of: Callable[[str], Agent | None] = dtach.agent_of) -> list[str]:
     """Apply one discovery pass to the registry.
 
-    New sockets register their session; a session whose socket was seen before
-    and is gone now ends as GONE ("vanished").  Sessions never seen with a
-    socket are left alone (events alone do not prove a socket should exist).
+    New sockets register their session, with the agent its process runs (``agent_of``
+    its socket: a session started by hand is known by what runs in it); a session whose
+    socket was seen before and is gone now ends as GONE ("vanished").  Sessions never
+    seen with a socket are left alone (events alone do not prove a socket should exist).
 
     Returns:
         Names of sessions that vanished.
@@ -452,6 +455,9 @@ def mark_discovered(registry: Registry, live: Mapping[str, str],
         sess = registry.ensure(name)
         if not sess.socket_seen:
             sess.socket_seen = True
+            if not sess.coding_agent:
+                found = agent_of(live[name])
+                sess.coding_agent = found.name if found is not None else ""
             registry.touch(sess)
         if sess.state == State.GONE and sess.end_reason == "vanished":
             # The socket is back (a resumed session): known again, no event yet.

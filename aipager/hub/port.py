@@ -243,9 +243,10 @@ class HubPort:
         return await self.local.answer_form(session, key, who, action, content)
 
     async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
-                            mode: str = "") -> str:
+                            mode: str = "", agent: str = "") -> str:
         bare, _host = names.split(label)  # (``NAME@<this hub>``: the route left it here)
-        return await self.local.start_session(bare, resume_id=resume_id, cwd=cwd, mode=mode)
+        return await self.local.start_session(bare, resume_id=resume_id, cwd=cwd, mode=mode,
+                                              agent=agent)
 
     async def stop_session(self, session: str) -> bool:
         return await self.local.stop_session(session)

@@ -121,7 +121,7 @@ def header(label: str, role: str) -> str:
 
 
 def encode(text: str, *, label: str, role: str,
-           mention_ok: Callable[[str], str | None] | None = None) -> Encoded:
+           mention_ok: Callable[[str], str | None] | None = None, inert: str = "") -> Encoded:
     """The encoding of a message.
 
     Args:
@@ -131,6 +131,8 @@ def encode(text: str, *, label: str, role: str,
             mention: the path when this sender may have it attached (a Read the
             policy allows, of a file that exists), else None.  Without it every
             ``@`` is inert.
+        inert: more ASCII signs the agent's input line acts on (Codex: ``$``), each
+            written as its fullwidth form, which the model reads as the same sign.
 
     Raises:
         ValueError: nothing is left to send.
@@ -160,6 +162,8 @@ def encode(text: str, *, label: str, role: str,
 
     body = _COMMAND_WORD.sub(lambda m: m.group(0)[:5] + "\u2011" + m.group(0)[5:],
                              _IMAGE_PATH.sub(image, "".join(out)))
+    if inert:
+        body = body.translate({ord(c): ord(c) + 0xFEE0 for c in inert if "!" <= c <= "~"})
     if body.endswith("\\"):
         body += " "  # a backslash before the Enter would make it a line break: not sent
     return Encoded(header(label, role) + body, words, tuple(attached))

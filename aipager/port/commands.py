@@ -110,6 +110,8 @@ class StartSession:
     folder: str = ""
     resume_id: str = ""
     mode: Mode = Mode.CLAUDE
+    #: the coding agent it runs (``aipager.agents``: "claude", "codex"; "" Claude Code)
+    agent: str = ""
 
 
 @dataclass(frozen=True)

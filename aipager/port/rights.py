@@ -36,6 +36,7 @@ class Reason(StrEnum):
     ALREADY_RUNNING = "already_running"
     NOT_OPEN = "not_open"
     NO_MODE = "no_mode"
+    NO_AGENT = "no_agent"
     FOLDER_UNKNOWN = "folder_unknown"
     NO_MODEL = "no_model"
     NOT_ENDED = "not_ended"

@@ -110,6 +110,11 @@ def base_events() -> list[dict]:
         {"hook_event_name": "MessageDisplay", "message_id": "m1", "delta": "text"},
         {"hook_event_name": "MessageDisplay", "message_id": "m1", "delta": "text", "agent_id": "a1"},
         {"hook_event_name": "Interrupt"},
+        {"hook_event_name": "Elicitation", "mcp_server_name": "releaser", "message": "Where?",
+         "mode": "form", "aipager_request_id": "r2", "aipager_reply_addr": "/y.sock",
+         "requested_schema": {"type": "object", "properties": {
+             "channel": {"type": "string", "enum": ["a", "b"]}, "n": {"type": "integer"}},
+             "required": ["channel"]}},
         {"type": "statusline", "context_pct": 85, "cost_usd": 1.0, "model_name": "Opus",
          "total_input": 5, "session_id": "c1"},
         {"type": "statusline", "model": {"display_name": "Opus"},

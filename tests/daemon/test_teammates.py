@@ -12,6 +12,7 @@ import pytest
 from daemon.test_replies import RID, HookSocket
 from fakes.sessionio import FakeSessions
 
+from aipager.agents import CLAUDE
 from aipager.daemon.app import Daemon
 from aipager.daemon.model import State
 from aipager.daemon.notifier import Permission, RecordingNotifier, RequestClosed
@@ -71,14 +72,11 @@ async def test_teammates_requests_are_labelled_and_outlive_the_leads_stop(rig):
 
 
 def test_sessions_aipager_starts_keep_teammates_in_process():
-    from aipager import dtach
-
-    assert dtach.claude_args([]) == ["--teammate-mode", "in-process"]
-    assert dtach.claude_args(["--resume", "x"]) == ["--resume", "x", "--teammate-mode",
-                                                    "in-process"]
+    assert CLAUDE.args([]) == ["--teammate-mode", "in-process"]
+    assert CLAUDE.args(["--resume", "x"]) == ["--resume", "x", "--teammate-mode", "in-process"]
     # the person's own choice stands
-    assert dtach.claude_args(["--teammate-mode", "tmux"]) == ["--teammate-mode", "tmux"]
-    assert dtach.claude_args(["--teammate-mode=auto"]) == ["--teammate-mode=auto"]
+    assert CLAUDE.args(["--teammate-mode", "tmux"]) == ["--teammate-mode", "tmux"]
+    assert CLAUDE.args(["--teammate-mode=auto"]) == ["--teammate-mode=auto"]
 
 
 async def test_a_tmux_teammates_prompt_says_answer_it_at_the_computer_with_no_button(rig):

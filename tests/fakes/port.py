@@ -79,9 +79,9 @@ class FakePort:
         return Gone() if got is None else got
 
     async def start_session(self, label: str, *, resume_id: str = "", cwd: str = "",
-                            mode: str = "") -> str:
+                            mode: str = "", agent: str = "") -> str:
         got = self._ask("start_session", label, resume_id=resume_id, cwd=cwd,
-                        **({"mode": mode} if mode else {}))
+                        **({"mode": mode} if mode else {}), **({"agent": agent} if agent else {}))
         return got or f"claude-{label}"
 
     async def session_changes(self, session: str, *, role: str,

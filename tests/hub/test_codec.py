@@ -15,7 +15,7 @@ from fakes.port import FakePort
 from aipager.daemon import notifier
 from aipager.daemon.model import QueuedMessage, Request, Session, State, Task
 from aipager.hub import codec, commands
-from aipager.port.commands import (AnswerQuestion, AnswerRequest, Command, CompactSession,
+from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command, CompactSession,
                                    KillSession, Mode, QuestionAnswer, ResumeSession, SendPrompt,
                                    ShowChanges, StartSession, StopTask, SwitchModel,
                                    TrustFolder)
@@ -39,6 +39,10 @@ SAMPLES = [
     notifier.Question("claude-a", "Which?", key="q1", options=["a", "b"], multi_select=True,
                       questions=[{"question": "Which?", "header": "h", "options": ["a"],
                                   "multi": False}]),
+    notifier.Form("claude-a", "📋 a · releaser asks: Where?", key="f:r3", server="releaser",
+                  message="Where?", fields=[{"name": "channel", "kind": "enum", "title": "C",
+                                             "options": ["a", "b"], "required": True}],
+                  request_id="r3", reply_addr="/run/y.sock", agent_id="ag", separate=True),
     notifier.RequestClosed("claude-a", key="k1", request_id="r1", via="hook", answer="allow",
                            who="@me"),
     notifier.RequestAnswered("claude-a", key="k1", answer="deny", who="@me"),
@@ -107,7 +111,11 @@ COMMANDS = [
     commands.Ask(AnswerQuestion(ANA, "claude-a", "q1", [QuestionAnswer([0, 2], "other"),
                                                         QuestionAnswer([], "x")])),
     commands.Ask(AnswerQuestion(ANA, "claude-a", "q1", None)),
+    commands.Ask(AnswerForm(ANA, "claude-a", "f:r3", "accept",
+                            {"channel": "beta", "replicas": 3, "notify": False, "note": "“x”"})),
+    commands.Ask(AnswerForm(ANA, "claude-a", "f:r3", "decline")),
     commands.Ask(StartSession(ANA, "new", "/work", "resume-id", Mode.PLAN)),
+    commands.Ask(StartSession(ANA, "cx", agent="codex")),
     commands.Ask(StopTask(ANA, "claude-a")),
     commands.Ask(KillSession(ANA, "a")),
     commands.Ask(TrustFolder(ANA, "claude-a", yes=False)),

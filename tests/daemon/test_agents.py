@@ -1,0 +1,94 @@
+"""What differs per coding agent (``aipager.agents``), and that the rest does not know: a
+session's agent from its process, its arguments and modes, its prompt encoding, and no
+guessed key at a dialog aipager has not read on the real program."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from aipager import agents
+from aipager.daemon.app import Daemon
+from aipager.daemon.port import InTerminal, Who
+from aipager.daemon.terminal import mark_discovered
+from aipager.policy import chatprompt
+
+from daemon.test_replies import RID, S, HookSocket
+
+
+@pytest.mark.parametrize(("argv", "name"), [
+    (["/usr/local/bin/claude", "--teammate-mode", "in-process"], "claude"),
+    (["node", "/x/node_modules/@openai/codex/bin/codex.js", "--no-daemon"], "codex"),
+    (["/x/codex-linux-x64/codex", "--no-daemon"], "codex"),
+    (["/bin/sh", "-c", "claude"], None),
+    (["python3", "fake-claude.py"], None),
+    ([], None),
+])
+def test_the_agent_is_read_from_the_command_line(argv: list[str], name: str | None) -> None:
+    found = agents.of_command(argv)
+    assert (found.name if found else None) == name
+
+
+def test_each_agent_gets_its_own_arguments_unless_the_person_chose() -> None:
+    assert agents.CODEX.args(["-a", "on-request"]) == ["-a", "on-request", "--no-daemon"]
+    assert agents.CODEX.args(["--remote", "unix://"]) == ["--remote", "unix://"]
+    assert agents.CLAUDE.args([]) == ["--teammate-mode", "in-process"]
+
+
+def test_modes_map_onto_each_agents_flags() -> None:
+    assert agents.CLAUDE.mode_args("plan") == ("--permission-mode", "plan")
+    assert agents.CODEX.mode_args("default") == ("--ask-for-approval", "on-request",
+                                                  "--sandbox", "read-only")
+    assert agents.CODEX.mode_args("") == ()
+    with pytest.raises(ValueError, match="no 'bypassPermissions' mode"):
+        agents.CODEX.mode_args("bypassPermissions")
+    with pytest.raises(ValueError, match="unknown agent"):
+        agents.get("cursor")
+
+
+def test_a_codex_prompt_has_its_dollar_made_inert_and_no_mention() -> None:
+    enc = chatprompt.encode("run $deploy with @notes.md", label="ana", role="user",
+                            mention_ok=lambda p: "/x/notes.md", inert=agents.CODEX.inert)
+    assert "$" not in enc.text and "＄deploy" in enc.text
+    claude = chatprompt.encode("run $deploy", label="ana", role="user")
+    assert "$deploy" in claude.text  # Claude Code reads a $ as text: left as written
+
+
+def test_a_session_started_by_hand_is_known_by_what_runs_in_it(core) -> None:
+    reg = core.registry
+    mark_discovered(reg, {"claude-cx": "/run/cx.sock", "claude-jim": "/run/jim.sock"},
+                    lambda sess, why: None,
+                    agent_of=lambda sock: agents.CODEX if "cx" in sock else None)
+    assert reg.get("claude-cx").coding_agent == "codex"
+    assert reg.get("claude-jim").coding_agent == ""
+
+
+async def test_a_late_tap_on_a_codex_request_presses_no_key(hook: HookSocket) -> None:
+    daemon = Daemon(dict(os.environ))
+    core = daemon.core
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": S, "prompt": "go"})
+    core.feed({"hook_event_name": "PermissionRequest", "session": S, "tool_name": "Bash",
+               "tool_use_id": "call_1", "tool_input": {"command": "make"},
+               "aipager_request_id": RID, "aipager_reply_addr": hook.path})
+    sess = core.registry.get(S)
+    sess.coding_agent = "codex"
+    core.feed({"hook_event_name": "permission_reply_timeout", "session": S,
+               "aipager_request_id": RID})
+    key = sess.requests[0].key
+    pressed: list = []
+
+    async def press(session, keys):
+        pressed.append(keys)
+
+    daemon.session_io.press = press  # type: ignore[method-assign]
+    got = await daemon.answer_request(S, key, "allow", Who("@alice", 1, "owner"))
+    assert got == InTerminal() and pressed == [] and hook.received() == []
+    assert sess.requests[0].answered == ""  # the tap is given back
+
+
+@pytest.fixture
+def hook():
+    sock = HookSocket()
+    yield sock
+    sock.close()
