@@ -78,6 +78,11 @@ TIMEOUTS = {"PermissionRequest": 30}
 #: Codex's timeout for a handler that names none
 DEFAULT_TIMEOUT = 600
 
+#: events whose hooks Codex gives at most this many seconds, whatever they ask (they run
+#: as it exits or interrupts), and hashes with that timeout: read off the trust the real
+#: 0.169.0 TUI wrote when told "Trust all" (aipager's own hashes for them were "changed")
+_CAPPED = {"SessionEnd": 1, "Interrupt": 1}
+
 #: events whose matcher Codex ignores (drops before hashing)
 _NO_MATCHER = ("UserPromptSubmit", "Stop", "Interrupt")
 
@@ -124,10 +129,11 @@ def trust_hash(event: str, group: Mapping[str, Any], handler: Mapping[str, Any])
     ``event_name`` the snake_case label.  Then: keys sorted, compact JSON, sha-256.
     """
     timeout = handler.get("timeout")
+    seconds = max(int(timeout), 1) if isinstance(timeout, int) else DEFAULT_TIMEOUT
     norm: dict[str, Any] = {
         "type": "command",
         "command": handler.get("command"),
-        "timeout": max(int(timeout), 1) if isinstance(timeout, int) else DEFAULT_TIMEOUT,
+        "timeout": min(seconds, _CAPPED.get(event, seconds)),
         "async": bool(handler.get("async", False)),
     }
     if handler.get("statusMessage") is not None:

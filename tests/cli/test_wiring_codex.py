@@ -82,6 +82,21 @@ def test_the_hash_names_the_timeout_and_drops_a_matcher_the_event_ignores():
         '"type":"command"}]}')
 
 
+@pytest.mark.parametrize(("event", "digest"), [
+    # written by the real Codex 0.169.0 TUI when told "Trust all and continue" for this
+    # hooks.json (aipager's hook at /work/main/.venv/bin/aipager-hook): Codex gives these
+    # two events at most one second, and hashes them so
+    ("SessionEnd", "ecbf9b94615498e027cccc4199a1b0df52abdf0445b346a92e9bef6aabf04e97"),
+    ("Interrupt", "968382e2d2dfda01dbabf9ceac4b3b2972f703c79d6651ee8b714447809db646"),
+    # ones the TUI left as aipager wrote them (it found them unchanged)
+    ("SessionStart", "b39024786d99900325c6b94d2c38c8433ed191707f5dfc747efa0fe029323f39"),
+    ("PermissionRequest", "3033976150ff75a65edbe117db3c4d93d553e465aef8cb0dfefe5a90fe9b2486"),
+])
+def test_hashes_are_the_ones_the_real_tui_writes(event: str, digest: str):
+    group = codex.desired_group(event, "/work/main/.venv/bin/aipager-hook")
+    assert codex.trust_hash(event, group, group["hooks"][0]) == "sha256:" + digest
+
+
 def test_status_message_and_non_ascii_are_hashed_as_codex_serialises_them():
     handler = {"type": "command", "command": "/é", "statusMessage": "ça", "timeout": 0}
     assert codex.trust_hash("SessionStart", {"hooks": [handler]}, handler) == sha(
