@@ -10,6 +10,7 @@ through the PermissionRequest hook.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from typing import Iterator
@@ -61,12 +62,16 @@ def codex_daemon(claude_home: kit.ClaudeHome, fake_telegram, fake_anthropic,
     proc.stop()
 
 
-def _start(claude_home: kit.ClaudeHome, *codex_args: str) -> None:
+def _start(claude_home: kit.ClaudeHome, daemon: Daemon, *codex_args: str) -> dict:
+    """``aipager session cx --agent codex`` in the project; the daemon's view of it once
+    it knows the session (from its socket: Codex fires no hook before its first prompt)."""
     done = subprocess.run([kit.installed_program("aipager"), "session", "cx", "--agent",
                            "codex", "--detached", "--", *codex_args],
                           env=claude_home.aipager_env(), cwd=claude_home.project,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+    return daemon.wait_session(lambda s: s["coding_agent"] == "codex", 20,
+                               "the session known as Codex's", name="claude-cx")
 
 
 def _answer(phone: Phone, words: str, timeout: float = 60.0) -> dict:
@@ -77,9 +82,7 @@ def test_a_phone_prompt_to_codex_is_answered(codex_daemon, codex_api, fake_teleg
                                              claude_home):
     phone = Phone(fake_telegram)
     codex_api.script("E2E-CXHELLO", fr.text("Hello from Codex via the fake."))
-    _start(claude_home)
-    sess = codex_daemon.wait_session(lambda s: s["coding_agent"] == "codex", 20,
-                                     "the session known as Codex's", name="claude-cx")
+    sess = _start(claude_home, codex_daemon)
     assert sess["state"] == "unknown"  # Codex fires no hook before its first prompt
     phone.say("/cx E2E-CXHELLO say hi, costs $5")
     _answer(phone, "Hello from Codex via the fake.")
@@ -87,3 +90,52 @@ def test_a_phone_prompt_to_codex_is_answered(codex_daemon, codex_api, fake_teleg
     said = req.text()
     # typed encoded for Codex's input line: the sender named first, its $ inert
     assert "Via aipager, from" in said and "＄5" in said and "$5" not in said
+
+
+def _escalated(command: str) -> fr.Reply:
+    """Codex's shell call asking to run outside its sandbox: what makes it ask (approval
+    policy on-request)."""
+    return fr.call("exec_command", {"cmd": command, "sandbox_permissions": "require_escalated",
+                                    "justification": "make the file"})
+
+
+def _request(phone: Phone, detail: str) -> dict:
+    return phone.wait_message(lambda m: detail in text_of(m) and "✅ Allow" in buttons(m), 60,
+                              f"the permission request for {detail!r}")
+
+
+def test_a_codex_command_allowed_from_the_phone_runs(codex_daemon, codex_api, fake_telegram,
+                                                     claude_home):
+    phone = Phone(fake_telegram)
+    target = os.path.join(claude_home.project, "allowed")
+    codex_api.script("E2E-CXALLOW", _escalated(f"touch {target}"), fr.text("Made it."))
+    _start(claude_home, codex_daemon, "--ask-for-approval", "on-request", "--sandbox",
+           "read-only")
+    phone.say("/cx E2E-CXALLOW make the file")
+
+    request = _request(phone, f"touch {target}")
+    assert "cx" in text_of(request) and "Bash" in text_of(request)
+    assert not os.path.exists(target)
+    query = phone.tap(request, "✅ Allow")
+    assert phone.toast(query)["text"] == "Allowed"
+    _answer(phone, "Made it.")
+    assert os.path.exists(target)
+    (record,) = [r for r in claude_home.audit() if r["action"] == "permission_answer"]
+    assert (record["answer"], record["via"]) == ("allow", "hook_decision")
+
+
+def test_a_codex_command_denied_with_a_reason_tells_the_model(codex_daemon, codex_api,
+                                                              fake_telegram, claude_home):
+    phone = Phone(fake_telegram)
+    target = os.path.join(claude_home.project, "denied")
+    codex_api.script("E2E-CXDENY", _escalated(f"touch {target}"), fr.text("Left it alone."))
+    _start(claude_home, codex_daemon, "--ask-for-approval", "on-request", "--sandbox",
+           "read-only")
+    phone.say("/cx E2E-CXDENY make the file")
+
+    request = _request(phone, f"touch {target}")
+    phone.say("not in this folder", reply_to=request["message_id"])
+    _answer(phone, "Left it alone.")
+    assert not os.path.exists(target)
+    outputs = [o for r in codex_api.requests_with("E2E-CXDENY") for o in r.tool_outputs()]
+    assert "not in this folder" in json.dumps(outputs), outputs
