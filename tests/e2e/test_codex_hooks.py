@@ -124,15 +124,19 @@ def test_exec_fires_the_trusted_hook_for_each_event(codex_home, fake_responses, 
     assert run.returncode == 0, _describe(run)
     assert "Both steps ran." in run.stdout
     stop = hook_socket.wait_event("Stop")
+    hook_socket.wait_event("SessionEnd")  # fired as exec ends (its hook trusted as Codex hashes it)
     events = hook_socket.hook_events()
     names = hook_socket.names()
     assert names[:2] == ["SessionStart", "UserPromptSubmit"], names
-    assert names[-1] == "Stop", names
+    assert names[-2:] == ["Stop", "SessionEnd"], names
     # tagged with the session aipager started Codex in; one Codex session throughout
     assert {e["session"] for e in events} == {codex_home.session}
     assert len({e["session_id"] for e in events}) == 1
     for event in events:
-        missing = [k for k in COMMON if k not in event]
+        # SessionEnd (as exec ends) names no model or permission mode
+        want = [k for k in COMMON if event["hook_event_name"] != "SessionEnd"
+                or k not in ("model", "permission_mode")]
+        missing = [k for k in want if k not in event]
         assert not missing, f"{event['hook_event_name']} lacks {missing}"
         assert event["transcript_path"].startswith(os.path.join(codex_home.codex_home, "sessions"))
         assert event["cwd"] == codex_home.project

@@ -20,8 +20,10 @@ import pytest
 from e2e.kit import claude as kit
 from e2e.kit.chat import Phone, buttons, text_of
 from e2e.kit.codex import API_KEY, KEY_VAR, codex_binary
-from e2e.kit.daemon import Daemon, write_config
+from e2e.kit.daemon import OWNER_ID, USER_ID, Daemon, write_config
+from e2e.test_team import GROUP, GUEST
 from fakes import openai_responses as fr
+from fakes.telegram_api import TOKEN
 
 pytestmark = pytest.mark.e2e
 
@@ -34,11 +36,9 @@ def codex_api() -> Iterator[fr.FakeResponses]:
     fake.stop()
 
 
-@pytest.fixture
-def codex_daemon(claude_home: kit.ClaudeHome, fake_telegram, fake_anthropic,
-                 codex_api: fr.FakeResponses) -> Iterator[Daemon]:
-    """The daemon for a home whose Codex (``CODEX_HOME``) talks to the fake Responses API,
-    with aipager's hook installed and trusted by ``aipager codex install``."""
+def _codex_home(claude_home: kit.ClaudeHome, codex_api: fr.FakeResponses) -> None:
+    """Codex (``CODEX_HOME``) talking to the fake Responses API, with aipager's hook installed
+    and trusted by ``aipager codex install``."""
     codex_home = os.path.join(claude_home.home, ".codex")
     os.makedirs(codex_home, exist_ok=True)
     with open(os.path.join(codex_home, "config.toml"), "w", encoding="utf-8") as fh:
@@ -53,13 +53,39 @@ def codex_daemon(claude_home: kit.ClaudeHome, fake_telegram, fake_anthropic,
                           env=claude_home.aipager_env(), capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    write_config(claude_home)
-    proc = Daemon.for_chat(claude_home, fake_telegram.base, fake_anthropic.base_url)
-    proc.start()
-    yield proc
+
+
+def _running(claude_home: kit.ClaudeHome, daemon: Daemon) -> Iterator[Daemon]:
+    daemon.start()
+    yield daemon
     subprocess.run([kit.installed_program("aipager"), "session", "kill", "cx", "--yes"],
                    env=claude_home.aipager_env(), capture_output=True, timeout=30, check=False)
-    proc.stop()
+    daemon.stop()
+
+
+@pytest.fixture
+def codex_daemon(claude_home: kit.ClaudeHome, fake_telegram, fake_anthropic,
+                 codex_api: fr.FakeResponses) -> Iterator[Daemon]:
+    """The daemon for the owner's private chat, its sessions' Codex against the fake."""
+    _codex_home(claude_home, codex_api)
+    write_config(claude_home)
+    yield from _running(claude_home, Daemon.for_chat(claude_home, fake_telegram.base,
+                                                     fake_anthropic.base_url))
+
+
+@pytest.fixture
+def codex_team(claude_home: kit.ClaudeHome, fake_telegram, fake_anthropic,
+               codex_api: fr.FakeResponses) -> Iterator[Daemon]:
+    """The daemon reporting to a group with the owner and a `user` member."""
+    from aipager import config
+
+    _codex_home(claude_home, codex_api)
+    fake_telegram.add_group_chat(GROUP, "team")
+    config.save(claude_home.aipager_env(), config.Config(
+        bot_token=TOKEN, chat_id=GROUP, members=(config.Member(OWNER_ID, "owner", "owner"),
+                                                 config.Member(USER_ID, "user", "guest"))))
+    yield from _running(claude_home, Daemon.for_chat(claude_home, fake_telegram.base,
+                                                     fake_anthropic.base_url))
 
 
 def _start(claude_home: kit.ClaudeHome, daemon: Daemon, *codex_args: str) -> dict:
@@ -139,3 +165,36 @@ def test_a_codex_command_denied_with_a_reason_tells_the_model(codex_daemon, code
     assert not os.path.exists(target)
     outputs = [o for r in codex_api.requests_with("E2E-CXDENY") for o in r.tool_outputs()]
     assert "not in this folder" in json.dumps(outputs), outputs
+
+
+SECRET = "E2E-CANARY-OWNERS-SSH-KEY"
+
+
+def test_a_member_can_neither_read_the_owners_key_nor_run_a_bang_command(
+        codex_team, codex_api, fake_telegram, claude_home):
+    """A `user` member's task on Codex: the floor refuses its read of ~/.ssh at PreToolUse
+    (the model is told, the key never leaves), and ``!cmd`` (Codex runs it unsandboxed, no
+    approval, no hook) reaches the model as words, never run."""
+    phone = Phone(fake_telegram, GROUP)
+    ssh = os.path.join(claude_home.home, ".ssh")
+    os.makedirs(ssh, exist_ok=True)
+    with open(os.path.join(ssh, "id_rsa"), "w", encoding="utf-8") as fh:
+        fh.write(SECRET + "\n")
+    bang = os.path.join(claude_home.project, "bang")
+    codex_api.script("E2E-CXSSH", fr.shell(f"cat {ssh}/id_rsa"), fr.text("Could not read it."))
+    codex_api.script("E2E-CXBANG", fr.text("That was text to me."))
+    _start(claude_home, codex_team, "--ask-for-approval", "on-request", "--sandbox",
+           "workspace-write")
+
+    fake_telegram.say("/cx E2E-CXSSH read the key", user=GUEST, chat_id=GROUP)
+    phone.wait_message(lambda m: "Could not read it." in text_of(m), 60, "the member's answer")
+    outputs = json.dumps([o for r in codex_api.requests_with("E2E-CXSSH")
+                          for o in r.tool_outputs()])
+    assert SECRET not in outputs and "safety" in outputs.lower(), outputs
+    assert not any(SECRET in r.text() for r in codex_api.requests)
+
+    fake_telegram.say(f"/cx !touch {bang} E2E-CXBANG", user=GUEST, chat_id=GROUP)
+    phone.wait_message(lambda m: "That was text to me." in text_of(m), 60, "the bang answer")
+    assert not os.path.exists(bang)
+    said = codex_api.requests_with("E2E-CXBANG")[0].text()
+    assert "Via aipager, from" in said and f"!touch {bang}" in said
