@@ -24,7 +24,7 @@ TEXT_FIELDS = frozenset({
     "session", "hook_event_name", "notification_type", "type",
     "session_id", "transcript_path", "cwd", "permission_mode",
     # prompts and turns
-    "prompt", "prompt_id", "last_assistant_message", "source", "reason",
+    "prompt", "prompt_id", "turn_id", "last_assistant_message", "source", "reason",
     "error_type", "error_details", "message", "message_id", "delta",
     # tools and agents
     "tool_name", "tool_use_id", "agent_id", "agent_type", "model_name",
@@ -46,7 +46,11 @@ class FieldCheck:
         self._named: set[str] = set()
 
     def clean(self, ev: dict) -> None:
-        """Remove every text field of ``ev`` whose value is not a string (or null)."""
+        """Remove every text field of ``ev`` whose value is not a string (or null); a turn
+        Codex names by ``turn_id`` (it sends no ``prompt_id``) is named so for the handlers,
+        which tell turns apart by ``prompt_id``."""
+        if "turn_id" in ev and "prompt_id" not in ev and ev["turn_id"].__class__ is str:
+            ev["prompt_id"] = ev["turn_id"]
         bad = None
         for key, value in ev.items():
             # the common case costs one class test per field

@@ -27,8 +27,16 @@ def answer_keys(sess: Session, prompt_id: str, text: str) -> tuple[str, str]:
     return (f"p:{prompt_id}" if prompt_id else "", f"t:{digest}")
 
 
-def deliver_answer(ctx: Ctx, sess: Session, text: str | None, prompt_id: str) -> bool:
+def deliver_answer(ctx: Ctx, sess: Session, text: str | None, prompt_id: str, *,
+                   said: bool = False) -> bool:
     """Emit Claude's answer unless this turn's answer already went out.
+
+    Args:
+        said: ``text`` is what a Stop said (its ``last_assistant_message``), not read from
+            the transcript.  A turn whose answer a Stop already said, and that a Stop ends
+            again with other words, is a new turn under the same prompt (the lead of an
+            agent team answering a teammate's report: Claude Code 2.1.328 fires no
+            UserPromptSubmit for it): its answer goes out too.
 
     Returns:
         True when an ``answer`` output was emitted.
@@ -36,7 +44,10 @@ def deliver_answer(ctx: Ctx, sess: Session, text: str | None, prompt_id: str) ->
     if not text or not text.strip():
         return False
     task_key, text_key = answer_keys(sess, prompt_id, text)
-    if (task_key and task_key in sess.delivered) or (not task_key and text_key in sess.delivered):
+    said_key = f"s:{prompt_id}" if prompt_id and said else ""
+    again = bool(said_key) and said_key in sess.delivered and text_key not in sess.delivered
+    if not again and ((task_key and task_key in sess.delivered)
+                      or (not task_key and text_key in sess.delivered)):
         return False
     body = text
     status = render.live_status(sess)
@@ -45,8 +56,8 @@ def deliver_answer(ctx: Ctx, sess: Session, text: str | None, prompt_id: str) ->
     seq = sess.task.seq if sess.task else 0
     ctx.emit(Answer, sess, body, digest=text_key, task=seq, prompt_id=prompt_id)
     cap = ctx.registry.knobs.delivered_cap
-    for key in (task_key, text_key):
-        if key:
+    for key in (task_key, text_key, said_key):
+        if key and key not in sess.delivered:
             sess.delivered.append(key)
     while len(sess.delivered) > cap:
         sess.delivered.popleft()
@@ -65,7 +76,8 @@ def close_rows(sess: Session, now: float) -> None:
             row.status, row.ended_at = "ended", now
 
 
-def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: str = "") -> None:
+def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: str = "",
+                *, said: bool = False) -> None:
     """The task ended: READY, card fixed, answer once, held messages released."""
     reg = ctx.registry
     now = ctx.now()
@@ -86,7 +98,8 @@ def finish_task(ctx: Ctx, sess: Session, ev: dict, answer: str | None, error: st
         # Claude's latest words are the answer: it says them under the card, which would
         # otherwise quote them just above it.
         task.commentary = ""
-    deliver_answer(ctx, sess, answer, ev.get("prompt_id") or (task.prompt_id if task else ""))
+    deliver_answer(ctx, sess, answer, ev.get("prompt_id") or (task.prompt_id if task else ""),
+                   said=said)
     # a message held for a dialog still open stays held: typed, it would answer it
     requests.release_held(ctx, sess, only="task" if sess.requests else "")
     # The final card follows its answer at once instead of at the next tick.

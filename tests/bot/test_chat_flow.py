@@ -56,7 +56,9 @@ async def test_a_message_becomes_a_prompt_and_the_answer_comes_back_once(chat):
 
     # The same Stop again (a repeated datagram, a replay): nothing new is sent.
     before = len(fake.calls_of("sendMessage"))
-    chat.feed(session, "Stop", prompt_id="p1", last_assistant_message="**Fixed.** again")
+    chat.feed(session, "Stop", prompt_id="p1",
+              last_assistant_message="**Fixed.** The test passes now.\n\n```\n1 passed\n```",
+              replayed=1)
     await chat.bot.outbox_settled() if hasattr(chat.bot, "outbox_settled") else None
     await eventually(lambda: chat.bot.outbox.idle(), what="outbox idle")
     assert len(fake.calls_of("sendMessage")) == before

@@ -53,7 +53,8 @@ def test_recorded_sequence_through_the_hook(daemon, which):
     sess = sessions()["claude-viahook"]
     assert [(r["tool"], r["status"]) for r in sess["rows"]] == [
         ("Bash", "ok"), ("Bash", "failed"), ("Write", "ok"), ("Edit", "ok")]
-    assert len(sess["delivered_answers"]) == 2  # one answer: its turn key and its text key
+    # one answer: its turn key, its text key, and that a Stop said it
+    assert [k[:2] for k in sess["delivered_answers"]] == ["p:", "t:", "s:"]
 
 
 def test_a_status_file_that_cannot_be_written_is_reported_once(daemon):

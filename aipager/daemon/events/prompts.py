@@ -154,10 +154,12 @@ def _ends_seen_in_transcript(ev: dict, sess: Session, ctx: Ctx) -> None:
 def on_stop(ev: dict, sess: Session, ctx: Ctx) -> None:
     _ends_seen_in_transcript(ev, sess, ctx)
     answer = _answer_from(ev, sess, ctx)
+    said = isinstance(ev.get("last_assistant_message"), str) and bool(
+        ev["last_assistant_message"].strip())
     if _late_stop(ev, sess):
-        deliver_answer(ctx, sess, answer, ev["prompt_id"])
+        deliver_answer(ctx, sess, answer, ev["prompt_id"], said=said)
         return
-    finish_task(ctx, sess, ev, answer)
+    finish_task(ctx, sess, ev, answer, said=said)
 
 
 def _api_error(ev: dict) -> tuple[str, str]:
