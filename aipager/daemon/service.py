@@ -22,7 +22,7 @@ import re
 from typing import Any, Callable, Mapping
 
 from aipager import dtach
-from aipager.agents import AGENTS
+from aipager.agents import AGENTS, CLAUDE
 from aipager.chatcommands import RESERVED
 from aipager.daemon import folders
 from aipager.daemon.model import Session, State
@@ -136,6 +136,7 @@ class Service:
         started (no hook runs before the dialog is answered).  A forecast, for asking
         the question early; keys and prompts go by the screen (``_trust``, ``_prompt``)."""
         return (sess.state == State.UNKNOWN and not sess.claude_session_id and bool(sess.cwd)
+                and sess.coding_agent in ("", CLAUDE.name)  # Claude Code's dialog alone
                 and "@" not in sess.name and not folders.is_trusted(sess.cwd, self.trusted()))
 
     # -- prompts -----------------------------------------------------------------------

@@ -92,3 +92,16 @@ def hook():
     sock = HookSocket()
     yield sock
     sock.close()
+
+
+def test_no_claude_trust_question_for_a_codex_session(tmp_path) -> None:
+    from aipager.daemon.model import Session, State
+    from aipager.daemon.service import Service
+
+    service = Service.__new__(Service)
+    service.trusted = lambda: []
+    sess = Session(name="claude-cx", label="cx", registered_at=0.0, state=State.UNKNOWN,
+                   cwd=str(tmp_path))
+    assert service.at_trust_dialog(sess)  # a Claude Code session there would be asked
+    sess.coding_agent = "codex"
+    assert not service.at_trust_dialog(sess)
