@@ -25,10 +25,11 @@ function say(text, ok = true) {
   flash.hidden = !text;
 }
 
-async function act(path, body) {
+async function act(path, body, before = null) {
   try {
     const result = await post(path, body);
     say(result.message || "", result.ok !== false);
+    if (before) before(result);
     refresh();
     return result;
   } catch (err) {
@@ -171,9 +172,12 @@ function mcpForm(req) {
   const send = async (action) => {
     const body = { session: req.session, key: req.key, action };
     if (action === "accept") body.content = formValues(form, req.fields);
-    const result = await act("/api/form", body);
-    if (result && result.ok === false) formSaid.set(req.key, result.message || "");
-    else if (result) formSaid.delete(req.key);
+    // what the server said is kept before the page reads the state again (the refresh
+    // that follows draws the form with it)
+    return act("/api/form", body, (r) => {
+      if (r.ok === false) formSaid.set(req.key, r.message || "");
+      else formSaid.delete(req.key);
+    });
   };
   const said = formSaid.get(req.key);
   form = h("form", { class: "request form", "data-key": req.key, onsubmit: (event) => { event.preventDefault(); send("accept"); } },
