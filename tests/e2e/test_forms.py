@@ -106,3 +106,47 @@ def test_a_declined_form_is_declined(daemon, dtach_session, fake_anthropic, fake
     assert got["result"] == {"action": "decline"}
     results = [b for r in fake_anthropic.requests_with("E2E-FORMNO") for b in r.tool_results()]
     assert "action=decline" in json.dumps(results), results
+
+
+@pytest.fixture
+def web_daemon(claude_home, fake_anthropic):
+    """``aipager start`` with its page and no Telegram."""
+    from e2e.kit.daemon import Daemon
+
+    proc = Daemon.for_chat(claude_home, "", fake_anthropic.base_url)
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def test_a_form_filled_in_on_the_page_reaches_the_mcp_server_exactly(
+        web_daemon, dtach_session, fake_anthropic, claude_home):
+    """The same form on the page in Debian's chromium at phone size: its inputs, Send, and
+    the server gets exactly the values typed."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from e2e.kit.browser import chromium, sign_in_link
+
+    fake_anthropic.script("E2E-FORMWEB", fa.tool(TOOL, {}), fa.text("Released from the page."))
+    tui, answers = _session(claude_home, dtach_session, web_daemon)
+    tui.type("E2E-FORMWEB release it")  # typed at the computer; answered on the page
+    with sync_playwright() as p:
+        chrome = p.chromium.launch(executable_path=chromium(), headless=True)
+        try:
+            page = chrome.new_page(viewport={"width": 390, "height": 844})
+            page.goto(sign_in_link(web_daemon))
+            form = page.locator("form.request.form")
+            expect(form).to_contain_text("Where should the release go?", timeout=40_000)
+            assert _received(answers) == []
+            form.locator("select[name=channel]").select_option("beta")
+            form.locator("input[name=note]").fill("from the page ✓")
+            form.locator("input[name=replicas]").fill("2")
+            form.locator("input[name=notify]").uncheck()
+            form.locator("button[data-act=accept]").click()
+            expect(page.locator("#flash")).to_contain_text("Sent", timeout=20_000)
+        finally:
+            chrome.close()
+    tui.wait_shown("Released from the page.", 40)
+    (got,) = _received(answers)
+    assert got["result"] == {"action": "accept", "content": {
+        "channel": "beta", "note": "from the page ✓", "replicas": 2, "notify": False}}
