@@ -13,7 +13,8 @@ deadline (``wait_ms``):
 - PermissionRequest: 20 s, ``$AIPAGER_PERMISSION_REPLY_DEADLINE`` seconds, at
   most 120 s;
 - Elicitation: 90 s (a form is typed on a phone, not tapped),
-  ``$AIPAGER_ELICITATION_REPLY_DEADLINE`` seconds, at most 600 s.
+  ``$AIPAGER_ELICITATION_REPLY_DEADLINE`` seconds, at most 110 s (Claude Code gives the
+  hook 120: the wait always ends first, so the daemon is told and the socket removed).
 
 Both variables read the same grammar (``deadline_ms``); 0 turns that event's
 wait off.  A valid reply becomes Claude Code's answer on stdout; a timeout
@@ -80,7 +81,7 @@ MAX_MS = 120000
 #: a form is typed on a phone: longer than a tap
 ELICITATION_VAR = "AIPAGER_ELICITATION_REPLY_DEADLINE"
 ELICITATION_DEFAULT_MS = 90000
-ELICITATION_MAX_MS = 600000
+ELICITATION_MAX_MS = 110000
 #: the shortest wait an override gives, for both events
 MIN_MS = 10
 #: the reply datagram's limits, shared with the daemon's side

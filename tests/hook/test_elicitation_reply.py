@@ -174,7 +174,7 @@ def test_no_reply_times_out_quietly_and_tells_the_daemon(kind: str) -> None:
 
 def test_daemon_down_means_no_wait(kind: str) -> None:
     """Nobody listens: the event is spooled, and the hook returns at once although
-    the deadline is ten minutes (the subprocess timeout is far shorter)."""
+    the deadline is the longest there is (the subprocess timeout is far shorter)."""
     env = env_with("600", VAR)
     spool = paths.spool_dir(env)
     os.makedirs(spool, mode=0o700)
