@@ -130,30 +130,33 @@ def _statusline_is_ours(value: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(value, dict) and _program(value.get("command")) == STATUSLINE_NAME
 
 
-def desired_group(event: str, hook_path: str) -> dict[str, Any]:
-    """The matcher group aipager wants for ``event``."""
+def desired_group(event: str, hook_path: str, timeouts: Mapping[str, int] = TIMEOUTS,
+                  tool_events: tuple[str, ...] = wire.TOOL_EVENTS) -> dict[str, Any]:
+    """The matcher group aipager wants for ``event`` (Codex's wiring passes its own
+    ``timeouts`` and ``tool_events``: the same form)."""
     hook: dict[str, Any] = {"type": "command", "command": hook_path}
-    if event in TIMEOUTS:
-        hook["timeout"] = TIMEOUTS[event]
+    if event in timeouts:
+        hook["timeout"] = timeouts[event]
     group: dict[str, Any] = {}
-    if event in wire.TOOL_EVENTS:
+    if event in tool_events:
         group["matcher"] = "*"
     group["hooks"] = [hook]
     return group
 
 
-def _hooks_table(settings: dict[str, Any]) -> dict[str, Any]:
-    table = settings.get("hooks", {})
+def hooks_table(doc: dict[str, Any], where: str = "settings.json") -> dict[str, Any]:
+    """The ``hooks`` object of ``doc`` (Claude Code's settings, Codex's hooks.json)."""
+    table = doc.get("hooks", {})
     if not isinstance(table, dict):
-        msg = '"hooks" in settings.json is not an object; fix it by hand, aipager left it alone'
+        msg = f'"hooks" in {where} is not an object; fix it by hand, aipager left it alone'
         raise SettingsError(msg)
     return table
 
 
-def _strip_ours(groups: Any, event: str) -> tuple[list[Any], int | None]:
+def strip_ours(groups: Any, event: str, where: str = "settings.json") -> tuple[list[Any], int | None]:
     """``groups`` without aipager's hooks, and where the first of them was."""
     if not isinstance(groups, list):
-        msg = f'hooks.{event} in settings.json is not a list; fix it by hand, aipager left it alone'
+        msg = f"hooks.{event} in {where} is not a list; fix it by hand, aipager left it alone"
         raise SettingsError(msg)
     kept: list[Any] = []
     first: int | None = None
@@ -165,8 +168,7 @@ def _strip_ours(groups: Any, event: str) -> tuple[list[Any], int | None]:
         if first is None:
             first = len(kept)
         others = [h for h in inner if not is_ours(h)]
-        # A group the user shares with us keeps their hooks; ours alone goes.
-        if others:
+        if others:  # a group the user shares with us keeps their hooks
             kept.append({**group, "hooks": others})
     return kept, first
 
@@ -179,12 +181,12 @@ def plan_install(settings: dict[str, Any], bins: Binaries) -> dict[str, Any]:
     a second run returns an equal document.
     """
     new = copy.deepcopy(settings)
-    table = _hooks_table(new)
+    table = hooks_table(new)
     events = list(table)
     events += [e for e in wire.HOOK_EVENTS if e not in table]
     out: dict[str, Any] = {}
     for event in events:
-        kept, first = _strip_ours(table.get(event, []), event)
+        kept, first = strip_ours(table.get(event, []), event)
         if event in wire.HOOK_EVENTS:
             where = len(kept) if first is None else first
             kept.insert(where, desired_group(event, bins.hook))
@@ -206,10 +208,10 @@ def plan_uninstall(
     statusLine (``saved_statusline``) is put back if aipager's is in place.
     """
     new = copy.deepcopy(settings)
-    table = _hooks_table(new)
+    table = hooks_table(new)
     out: dict[str, Any] = {}
     for event, groups in table.items():
-        kept, first = _strip_ours(groups, event)
+        kept, first = strip_ours(groups, event)
         if kept or first is None:
             out[event] = kept
     if table and not out:
@@ -232,7 +234,7 @@ def problems(settings: dict[str, Any], bins: Binaries | None) -> list[Problem]:
     fix = "run `aipager config rewire` (or `aipager setup`)"
     found: list[Problem] = []
     try:
-        table = _hooks_table(settings)
+        table = hooks_table(settings)
     except SettingsError as exc:
         return [Problem(str(exc), "edit ~/.claude/settings.json by hand")]
     for event in wire.HOOK_EVENTS:

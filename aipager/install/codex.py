@@ -155,43 +155,16 @@ def trust_key(hooks_path: str, event: str, group_index: int, handler_index: int 
 
 
 def desired_group(event: str, hook_path: str) -> dict[str, Any]:
-    """The matcher group aipager wants for ``event``."""
-    hook: dict[str, Any] = {"type": "command", "command": hook_path}
-    if event in TIMEOUTS:
-        hook["timeout"] = TIMEOUTS[event]
-    group: dict[str, Any] = {}
-    if event in TOOL_EVENTS:
-        group["matcher"] = "*"
-    group["hooks"] = [hook]
-    return group
+    """The matcher group aipager wants for ``event`` (Claude Code's form, Codex's events)."""
+    return claude_code.desired_group(event, hook_path, TIMEOUTS, TOOL_EVENTS)
 
 
 def _table(doc: dict[str, Any]) -> dict[str, Any]:
-    table = doc.get("hooks", {})
-    if not isinstance(table, dict):
-        msg = '"hooks" in hooks.json is not an object; fix it by hand, aipager left it alone'
-        raise SettingsError(msg)
-    return table
+    return claude_code.hooks_table(doc, HOOKS_FILE)
 
 
 def _strip_ours(groups: Any, event: str) -> tuple[list[Any], int | None]:
-    """``groups`` without aipager's hooks, and where the first of them was."""
-    if not isinstance(groups, list):
-        msg = f"hooks.{event} in hooks.json is not a list; fix it by hand, aipager left it alone"
-        raise SettingsError(msg)
-    kept: list[Any] = []
-    first: int | None = None
-    for group in groups:
-        inner = group.get("hooks") if isinstance(group, dict) else None
-        if not isinstance(inner, list) or not any(claude_code.is_ours(h) for h in inner):
-            kept.append(group)
-            continue
-        if first is None:
-            first = len(kept)
-        others = [h for h in inner if not claude_code.is_ours(h)]
-        if others:  # a group the user shares with us keeps their hooks
-            kept.append({**group, "hooks": others})
-    return kept, first
+    return claude_code.strip_ours(groups, event, HOOKS_FILE)
 
 
 def plan_hooks(doc: dict[str, Any], hook_path: str) -> dict[str, Any]:
