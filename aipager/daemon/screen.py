@@ -23,13 +23,19 @@ ENTER = b"\r"
 
 #: a dialog's last row: how to leave it
 _FOOTER = re.compile(r"^\s*(Enter to confirm|Enter to select|Esc to cancel|Esc to go back|"
-                     r"Press Enter)")
+                     r"Press Enter|"
+                     # Codex 0.169.0's ("enter confirm · esc skip", "enter/esc confirm · ^c quit")
+                     r"enter confirm|enter/esc confirm)")
 #: a choice: "❯ 1. Yes" (the selected one) or "  2. No"; a marker column, then the label
 _CHOICE = re.compile(r"^ {0,2}(❯|›|>| ) (?:(\d{1,2})\. )?(\S.*)$")
 #: the rest of a long choice on the row below it
 _MORE = re.compile(r"^ {5,}\S")
 _RULE = re.compile(r"^\s*[─━]{8,}\s*$")
 _INPUT = re.compile(r"^[❯>] ?(.*)$")
+_CODEX_INPUT = re.compile(r"^› (.*)$")
+_CHOICE_NUMBERED = re.compile(r"^ {0,2}› \d{1,2}\. ")
+#: what Codex's empty input line shows
+_CODEX_PLACEHOLDER = "Ask Codex to do anything"
 
 
 class Kind(StrEnum):
@@ -127,6 +133,13 @@ def _prompt(rows: list[str]) -> Prompt | None:
         m = _INPUT.match(rows[i])
         if m and _RULE.match(rows[i - 1]) and any(_RULE.match(r) for r in rows[i + 1:i + 8]):
             return Prompt(m.group(1).strip())
+    # Codex 0.169.0: "› what is typed" (its placeholder when empty), its model and folder
+    # ("GPT-5.5 default · /proj") a row or two below; no rules around it
+    for i in range(len(rows) - 1, -1, -1):
+        m = _CODEX_INPUT.match(rows[i])
+        if m and not _CHOICE_NUMBERED.match(rows[i]) and any(" · " in r for r in rows[i + 1:i + 4]):
+            typed = m.group(1).strip()
+            return Prompt("" if typed == _CODEX_PLACEHOLDER else typed)
     return None
 
 

@@ -155,3 +155,35 @@ def test_write_edit_and_question_dialogs_as_recorded():
     assert asked.options == ("Green calm", "Red loud", "Blue cool", "Type something.",
                              "Chat about this")
     assert asked.selected == 0 and "Which colour should the button be?" in asked.text
+
+
+def test_codex_screens_as_recorded():
+    """Recorded from the real Codex 0.169.0 TUI through the daemon's own watcher: its
+    first-start dialogs are dialogs, its input line an input line (its placeholder empty)."""
+    hooks = screen.read(rows("codex_hooks_review"))
+    assert isinstance(hooks, screen.Dialog) and hooks.kind == screen.Kind.OTHER
+    assert hooks.title == "Hooks need review" and hooks.selected == 0
+    assert hooks.options[1] == "Trust all and continue"
+    offer = screen.read(rows("codex_model_offer"))
+    assert isinstance(offer, screen.Dialog) and offer.options == ("Try new model",
+                                                                  "Use existing model")
+    assert screen.read(rows("codex_idle")) == screen.Prompt("")
+    assert screen.read(rows("codex_typed")) == screen.Prompt("hello therehello there")
+
+
+async def test_a_message_for_codex_at_its_first_start_dialog_waits(rig):
+    """Codex's "Hooks need review" (or its model offer) is up: Enter would pick an answer.
+    The message is held until the screen shows Codex's input line."""
+    daemon, sessions, service = rig
+    daemon.core.registry.get(S).coding_agent = "codex"
+    sessions.screens[S] = rows("codex_hooks_review")
+    got = await service.ask(SendPrompt(OWNER, S, "hello", msg_id=11, chat_id=1))
+    assert isinstance(got, Held) and got.until == "dialog"
+    assert sessions.typed == [] and sessions.keys == []
+    sessions.screens[S] = rows("codex_idle")
+    sess = daemon.core.registry.get(S)
+    for _ in range(40):
+        if sess.queue and sess.queue[0].status != "held":
+            break
+        await asyncio.sleep(0.05)
+    assert [m.status for m in sess.queue] == ["typed"]
