@@ -10,11 +10,19 @@ from __future__ import annotations
 import typer
 
 from aipager.cli._common import env as _env
-from aipager.cli._common import handles_errors, print_problems, report_wiring
-from aipager.install import codex
+from aipager.cli._common import handles_errors
+from aipager.install import claude_code, codex
 
 app = typer.Typer(help="Wire aipager into OpenAI Codex's hooks ($CODEX_HOME/hooks.json, "
                        "default ~/.codex).", no_args_is_help=True)
+
+
+def _report(result: claude_code.Result, changed: str, unchanged: str) -> None:
+    typer.echo(changed if result.changed else unchanged)
+    if result.backup:
+        typer.echo(f"Backup: {result.backup}")
+    for note in result.notes:
+        typer.echo(note)
 
 
 @app.command("install")
@@ -23,9 +31,10 @@ def install() -> None:
     """Add aipager-hook for every Codex event and trust it in config.toml (idempotent;
     your hooks and settings stay)."""
     result = codex.install(_env())
-    report_wiring(result, f"Wired aipager into {result.path}.",
+    _report(result, f"Wired aipager into {result.path}.",
             f"{result.path} already wires and trusts aipager; nothing written.")
-    print_problems(codex.check(_env()))
+    for problem in codex.check(_env()):
+        typer.echo(f"- {problem.what} -> {problem.fix}")
 
 
 @app.command("uninstall")
@@ -33,7 +42,7 @@ def install() -> None:
 def uninstall() -> None:
     """Remove exactly aipager's hooks and their trust entries (yours stay)."""
     result = codex.uninstall(_env())
-    report_wiring(result, f"Removed aipager from {result.path}.",
+    _report(result, f"Removed aipager from {result.path}.",
             f"aipager is not wired in {result.path}; nothing written.")
 
 
@@ -47,5 +56,6 @@ def check() -> None:
         typer.echo(f"Codex wiring OK ({home}/{codex.HOOKS_FILE}, trusted in "
                    f"{home}/{codex.CONFIG_FILE}).")
         return
-    print_problems(found)
+    for problem in found:
+        typer.echo(f"- {problem.what} -> {problem.fix}")
     raise typer.Exit(1)

@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 import orjson
 
-from aipager import __version__, dtach
+from aipager import __version__
 from aipager.proto import paths, trust
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (axstore, deepq, journal, lock, ordered, persist, render,
@@ -35,7 +35,7 @@ from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv
 from aipager.daemon.knobs import Knobs
 from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
-from aipager.daemon.terminal import DtachIO, SessionIO, mark_discovered, new_sockets
+from aipager.daemon.terminal import DtachIO, SessionIO, mark_discovered
 
 log = logging.getLogger("aipager.daemon")
 
@@ -262,11 +262,7 @@ class Daemon(PortCalls):
         live, attached_now = await asyncio.to_thread(look)
         ctx = self.core.ctx
         reg = self.core.registry
-        # which agent runs behind a socket new to the registry: a walk of /proc, off the loop
-        new = new_sockets(reg, live)
-        found = await asyncio.to_thread(lambda: {s: dtach.agent_of(s) for s in new}) \
-            if new else {}
-        mark_discovered(reg, live, lambda sess, why: end_session(ctx, sess, why), found)
+        mark_discovered(reg, live, lambda sess, why: end_session(ctx, sess, why))
         for name in live:
             sess = reg.get(name)
             attached = attached_now.get(name, False)

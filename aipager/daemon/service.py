@@ -214,19 +214,13 @@ class Service:
 
     # -- requests ----------------------------------------------------------------------
 
-    def _answerer_of(self, cmd: AnswerRequest | AnswerQuestion | AnswerForm) -> Session | Result:
-        """The session whose dialog ``cmd`` answers, if its person may answer it (the task's
-        author or an admin: one right for requests, questions and forms); else the result."""
+    async def _answer(self, cmd: AnswerRequest) -> Result:
         sess = self.find(cmd.session)
         why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
         if why is not None:
             return Declined(why)
-        return Gone() if sess is None else sess
-
-    async def _answer(self, cmd: AnswerRequest) -> Result:
-        sess = self._answerer_of(cmd)
-        if not isinstance(sess, Session):
-            return sess
+        if sess is None:
+            return Gone()
         try:
             return await self.port.answer_request(
                 sess.name, cmd.key, cmd.kind, cmd.who.who,
@@ -236,9 +230,12 @@ class Service:
             return Gone()
 
     async def _question(self, cmd: AnswerQuestion) -> Result:
-        sess = self._answerer_of(cmd)
-        if not isinstance(sess, Session):
-            return sess
+        sess = self.find(cmd.session)
+        why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
+        if why is not None:
+            return Declined(why)
+        if sess is None:
+            return Gone()
         try:
             return await self.port.answer_question(sess.name, cmd.key, cmd.who.who,
                                                    cmd.answers)
@@ -248,9 +245,12 @@ class Service:
     async def _form(self, cmd: AnswerForm) -> Result:
         """An MCP server's form: who may answer it is who may answer a permission request
         (the same right, the task's author or an admin)."""
-        sess = self._answerer_of(cmd)
-        if not isinstance(sess, Session):
-            return sess
+        sess = self.find(cmd.session)
+        why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
+        if why is not None:
+            return Declined(why)
+        if sess is None:
+            return Gone()
         return await self.port.answer_form(sess.name, cmd.key, cmd.who.who, cmd.action,
                                            cmd.content)
 

@@ -438,20 +438,13 @@ class _DialogUp(Exception):
                          "it was not submitted")
 
 
-def new_sockets(registry: Registry, live: Mapping[str, str]) -> list[str]:
-    """The sockets of ``live`` whose session the registry has not seen with one yet."""
-    return [sock for name, sock in live.items()
-            if (sess := registry.get(name)) is None or not sess.socket_seen]
-
-
 def mark_discovered(registry: Registry, live: Mapping[str, str],
                     end_session: Callable[[Session, str], None],
-                    agents_found: Mapping[str, Agent | None] | None = None) -> list[str]:
+                    agent_of: Callable[[str], Agent | None] = dtach.agent_of) -> list[str]:
     """Apply one discovery pass to the registry.
 
-    New sockets register their session, with the agent its process runs (``agents_found``:
-    socket → ``dtach.agent_of``, read off the loop for the ``new_sockets``: a session
-    started by hand is known by what runs in it); a session whose
+    New sockets register their session, with the agent its process runs (``agent_of``
+    its socket: a session started by hand is known by what runs in it); a session whose
     socket was seen before and is gone now ends as GONE ("vanished").  Sessions never
     seen with a socket are left alone (events alone do not prove a socket should exist).
 
@@ -462,9 +455,9 @@ def mark_discovered(registry: Registry, live: Mapping[str, str],
         sess = registry.ensure(name)
         if not sess.socket_seen:
             sess.socket_seen = True
-            found = (agents_found or {}).get(live[name])
-            if not sess.coding_agent and found is not None:
-                sess.coding_agent = found.name
+            if not sess.coding_agent:
+                found = agent_of(live[name])
+                sess.coding_agent = found.name if found is not None else ""
             registry.touch(sess)
         if sess.state == State.GONE and sess.end_reason == "vanished":
             # The socket is back (a resumed session): known again, no event yet.
@@ -477,4 +470,4 @@ def mark_discovered(registry: Registry, live: Mapping[str, str],
     return gone
 
 
-__all__ = ["DtachIO", "SessionIO", "mark_discovered", "new_sockets"]
+__all__ = ["DtachIO", "SessionIO", "mark_discovered"]

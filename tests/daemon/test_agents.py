@@ -11,7 +11,7 @@ import pytest
 from aipager import agents
 from aipager.daemon.app import Daemon
 from aipager.daemon.port import InTerminal, Who
-from aipager.daemon.terminal import mark_discovered, new_sockets
+from aipager.daemon.terminal import mark_discovered
 from aipager.policy import chatprompt
 
 from daemon.test_replies import RID, S, HookSocket
@@ -57,11 +57,9 @@ def test_a_codex_prompt_has_its_dollar_made_inert_and_no_mention() -> None:
 
 def test_a_session_started_by_hand_is_known_by_what_runs_in_it(core) -> None:
     reg = core.registry
-    live = {"claude-cx": "/run/cx.sock", "claude-jim": "/run/jim.sock"}
-    assert new_sockets(reg, live) == ["/run/cx.sock", "/run/jim.sock"]
-    mark_discovered(reg, live, lambda sess, why: None,
-                    {"/run/cx.sock": agents.CODEX, "/run/jim.sock": None})
-    assert new_sockets(reg, live) == []  # looked at once
+    mark_discovered(reg, {"claude-cx": "/run/cx.sock", "claude-jim": "/run/jim.sock"},
+                    lambda sess, why: None,
+                    agent_of=lambda sock: agents.CODEX if "cx" in sock else None)
     assert reg.get("claude-cx").coding_agent == "codex"
     assert reg.get("claude-jim").coding_agent == ""
 
