@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from aipager.agents import CLAUDE, Agent
 from aipager.proto import paths, trust
@@ -394,21 +394,28 @@ def create(
     return sock
 
 
+def session_pids(socket_path: str) -> Iterator[int]:
+    """The processes behind a session's socket: below its dtach master (the program it
+    runs and what that started), master by master, in pid order (Linux /proc; a walk of
+    every process: called off the event loop)."""
+    for master in socket_holders(socket_path):
+        yield from sorted(descendants({master}) - {master})
+
+
 def agent_of(socket_path: str) -> Agent | None:
-    """The agent running behind a session's socket, read from its processes (Linux /proc:
-    the dtach master's descendants' command lines), or None."""
+    """The agent running behind a session's socket, read from its processes' command
+    lines, or None."""
     from aipager.agents import of_command
 
-    for master in socket_holders(socket_path):
-        for pid in sorted(descendants({master}) - {master}):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    argv = fh.read().decode("utf-8", "replace").split("\0")
-            except OSError:
-                continue
-            found = of_command(argv)
-            if found is not None:
-                return found
+    for pid in session_pids(socket_path):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        found = of_command(argv)
+        if found is not None:
+            return found
     return None
 
 

@@ -167,6 +167,12 @@ def form_value(actions: Actions, rkey: str, ask: dict, value: Any) -> None:
     show_form(actions, rkey, ask)
 
 
+def restart_form(actions: Actions, rkey: str, ask: dict) -> None:
+    """The form asked again from its first field, with nothing filled in."""
+    ask["step"], ask["values"] = 0, {}
+    show_form(actions, rkey, ask)
+
+
 def form_typed(actions: Actions, rkey: str, ask: dict, text: str, reply_to: int) -> None:
     """A typed value for the field asked now: taken, or why not said (the field is asked
     again)."""

@@ -451,14 +451,15 @@ class ChatNotifier:
         key = request_key(out.session, out.key)
         label = sess.label if sess is not None else out.session
         if not out.fields or not out.reply_addr:
+            # the words alone: in place of a form shown here, else a message of its own
             self.state.asks.pop(key, None)
-            if self.state.shown_text(key) is not None:
-                self.state.show(key, out.text)
-                self.outbox.put(Live(chat_id, out.text, key=key, session=out.session))
-                return
+            shown = self.state.shown_text(key) is not None
             self.state.show(key, out.text)
-            self.outbox.put(Post(chat_id, out.text, key=key, session=out.session, buzz=True),
-                            urgent=True)
+            if shown:
+                self.outbox.put(Live(chat_id, out.text, key=key, session=out.session))
+            else:
+                self.outbox.put(Post(chat_id, out.text, key=key, session=out.session,
+                                     buzz=True), urgent=True)
             return
         handle = self.state.handle("ask", RequestRef(out.session, out.key))
         ask = {"form": True, "server": out.server, "message": out.message,

@@ -50,3 +50,18 @@ def interactive() -> bool:
 def print_json(doc: Any) -> None:
     typer.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
 
+
+def report_wiring(result: Any, changed: str, unchanged: str) -> None:
+    """What a wiring command did (``install.claude_code.Result``: Claude Code's, AX Code's,
+    Codex's): which sentence, the backup it made, its notes."""
+    typer.echo(changed if result.changed else unchanged)
+    if result.backup:
+        typer.echo(f"Backup: {result.backup}")
+    for note in result.notes:
+        typer.echo(note)
+
+
+def print_problems(problems: Any) -> None:
+    """A wiring check's problems, one a line with its fix."""
+    for problem in problems:
+        typer.echo(f"- {problem.what} -> {problem.fix}")

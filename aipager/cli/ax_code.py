@@ -12,9 +12,9 @@ from pathlib import Path
 import typer
 
 from aipager.proto import paths
-from aipager.install import claude_code, ax_code
+from aipager.install import ax_code
 from aipager.cli._common import env as _env
-from aipager.cli._common import handles_errors
+from aipager.cli._common import handles_errors, print_problems, report_wiring
 
 app = typer.Typer(help="Wire aipager into AX Code's project hooks (.ax-code/hooks.json).",
                   no_args_is_help=True)
@@ -45,14 +45,6 @@ def _program(program: Path | None) -> str | None:
     return str(program) if program is not None else None
 
 
-def _report(result: claude_code.Result, changed: str, unchanged: str) -> None:
-    typer.echo(changed if result.changed else unchanged)
-    if result.backup:
-        typer.echo(f"Backup: {result.backup}")
-    for note in result.notes:
-        typer.echo(note)
-
-
 @app.command("install")
 @handles_errors
 def install(project: Path = _PROJECT, form: str = _FORM, ax_code_program: Path | None = _AX_CODE,
@@ -61,11 +53,10 @@ def install(project: Path = _PROJECT, form: str = _FORM, ax_code_program: Path |
     the installed AX Code reads; then check the wiring as `check` does."""
     result = ax_code.install(str(project), _env(), form=_form(form),
                              program=_program(ax_code_program), force=force)
-    _report(result, f"Wired aipager into {result.path}.",
+    report_wiring(result, f"Wired aipager into {result.path}.",
             f"{result.path} already wires aipager; nothing written.")
     # what the installed AX Code will make of it (a forced form it cannot read, say so)
-    for problem in ax_code.check(str(project), _env(), program=_program(ax_code_program)):
-        typer.echo(f"- {problem.what} -> {problem.fix}")
+    print_problems(ax_code.check(str(project), _env(), program=_program(ax_code_program)))
 
 
 @app.command("uninstall")
@@ -73,7 +64,7 @@ def install(project: Path = _PROJECT, form: str = _FORM, ax_code_program: Path |
 def uninstall(project: Path = _PROJECT) -> None:
     """Remove exactly aipager's entries (your hooks stay)."""
     result = ax_code.uninstall(str(project))
-    _report(result, f"Removed aipager from {result.path}.",
+    report_wiring(result, f"Removed aipager from {result.path}.",
             f"aipager is not wired in {result.path}; nothing written.")
 
 
@@ -86,6 +77,5 @@ def check(project: Path = _PROJECT, form: str = _FORM, ax_code_program: Path | N
         typer.echo(f"AX Code wiring OK ({paths.ax_code_hooks(str(project))}).")
         typer.echo(ax_code.TRUST_REMINDER)
         return
-    for problem in found:
-        typer.echo(f"- {problem.what} -> {problem.fix}")
+    print_problems(found)
     raise typer.Exit(1)

@@ -10,19 +10,11 @@ from __future__ import annotations
 import typer
 
 from aipager.cli._common import env as _env
-from aipager.cli._common import handles_errors
-from aipager.install import claude_code, codex
+from aipager.cli._common import handles_errors, print_problems, report_wiring
+from aipager.install import codex
 
 app = typer.Typer(help="Wire aipager into OpenAI Codex's hooks ($CODEX_HOME/hooks.json, "
                        "default ~/.codex).", no_args_is_help=True)
-
-
-def _report(result: claude_code.Result, changed: str, unchanged: str) -> None:
-    typer.echo(changed if result.changed else unchanged)
-    if result.backup:
-        typer.echo(f"Backup: {result.backup}")
-    for note in result.notes:
-        typer.echo(note)
 
 
 @app.command("install")
@@ -31,10 +23,9 @@ def install() -> None:
     """Add aipager-hook for every Codex event and trust it in config.toml (idempotent;
     your hooks and settings stay)."""
     result = codex.install(_env())
-    _report(result, f"Wired aipager into {result.path}.",
+    report_wiring(result, f"Wired aipager into {result.path}.",
             f"{result.path} already wires and trusts aipager; nothing written.")
-    for problem in codex.check(_env()):
-        typer.echo(f"- {problem.what} -> {problem.fix}")
+    print_problems(codex.check(_env()))
 
 
 @app.command("uninstall")
@@ -42,7 +33,7 @@ def install() -> None:
 def uninstall() -> None:
     """Remove exactly aipager's hooks and their trust entries (yours stay)."""
     result = codex.uninstall(_env())
-    _report(result, f"Removed aipager from {result.path}.",
+    report_wiring(result, f"Removed aipager from {result.path}.",
             f"aipager is not wired in {result.path}; nothing written.")
 
 
@@ -56,6 +47,5 @@ def check() -> None:
         typer.echo(f"Codex wiring OK ({home}/{codex.HOOKS_FILE}, trusted in "
                    f"{home}/{codex.CONFIG_FILE}).")
         return
-    for problem in found:
-        typer.echo(f"- {problem.what} -> {problem.fix}")
+    print_problems(found)
     raise typer.Exit(1)

@@ -21,7 +21,8 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 
 import orjson
 
-from aipager import __version__
+from aipager import __version__, dtach
+from aipager.agents import Agent
 from aipager.proto import paths, trust
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (axstore, deepq, journal, lock, ordered, persist, render,
@@ -254,15 +255,21 @@ class Daemon(PortCalls):
             log.exception("daemon service %s failed", getattr(service, "__name__", service))
 
     async def discover(self) -> None:
-        def look() -> tuple[dict[str, str], dict[str, bool]]:
-            # one trip to a thread for both (each trip wakes two threads: it matters idle)
-            live = self.session_io.discover()
-            return live, self.session_io.attached(live)
-
-        live, attached_now = await asyncio.to_thread(look)
-        ctx = self.core.ctx
         reg = self.core.registry
-        mark_discovered(reg, live, lambda sess, why: end_session(ctx, sess, why))
+        # the sessions already seen with a socket, read on the loop before the trip
+        seen = frozenset(s.name for s in reg if s.socket_seen)
+
+        def look() -> tuple[dict[str, str], dict[str, bool], dict[str, Agent | None]]:
+            # one trip to a thread for all three (each trip wakes two threads: it matters
+            # idle); which agent runs behind a new socket is a walk of /proc, so off the loop
+            live = self.session_io.discover()
+            found = {sock: dtach.agent_of(sock) for name, sock in live.items()
+                     if name not in seen}
+            return live, self.session_io.attached(live), found
+
+        live, attached_now, found = await asyncio.to_thread(look)
+        ctx = self.core.ctx
+        mark_discovered(reg, live, lambda sess, why: end_session(ctx, sess, why), found)
         for name in live:
             sess = reg.get(name)
             attached = attached_now.get(name, False)

@@ -372,7 +372,7 @@ class PortCalls:
 
         sess = self.core.registry.get(session)
         encoded = encode.encode(self.env, text, note, cwd=sess.cwd if sess else "",
-                                agent=agents.get(sess.coding_agent) if sess else agents.CLAUDE)
+                                agent=agents.get(sess.coding_agent if sess else ""))
         await self.session_io.type_prompt(session, encoded.text,
                                           note={**note, "text": encoded.text},
                                           submitting=submitting)

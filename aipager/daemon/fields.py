@@ -34,6 +34,13 @@ TEXT_FIELDS = frozenset({
 })
 
 
+def text_field(ev: dict, key: str) -> str:
+    """A text field of an event as the handlers read it: its string, or "" (absent, null,
+    or removed by ``FieldCheck``)."""
+    value = ev.get(key)
+    return value if isinstance(value, str) else ""
+
+
 class FieldCheck:
     """Drops mistyped text fields; counts them and names each field once in the log.
 

@@ -55,8 +55,11 @@ def reply_datagram(request_id: str, decision: dict) -> bytes:
 
 
 def _fits(request_id: str, decision: dict) -> bool:
+    return _fits_data(reply_datagram(request_id, decision))
+
+
+def _fits_data(data: bytes) -> bool:
     # the hook ignores bigger or more nested replies (hookpy/reply.py)
-    data = reply_datagram(request_id, decision)
     return len(data) <= wire.REPLY_MAX and data.count(b"{") + data.count(b"[") <= wire.MAX_BRACKETS
 
 
@@ -243,7 +246,7 @@ def answer_form(ctx: Ctx, sess: Session, req: Request, action: str, content: dic
     if req.answered:
         return ALREADY
     data = form_datagram(req.request_id, action, content)
-    if len(data) > wire.REPLY_MAX or data.count(b"{") + data.count(b"[") > wire.MAX_BRACKETS:
+    if not _fits_data(data):
         msg = "the answer is too long to send to Claude Code"
         raise ValueError(msg)
     if not req.reply_addr or not _send_raw(req.reply_addr, data):
@@ -292,8 +295,7 @@ def late(ctx: Ctx, sess: Session, request_id: str) -> bool:
         # the form is in the terminal now: shown again, answerable there only
         requests.open_request(ctx, sess, req)
         show_form(ctx, sess, req)
-        ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost), lost=lost)
-        return True
-    reopen(ctx, sess, req, late_answer=lost)
+    else:
+        reopen(ctx, sess, req, late_answer=lost)
     ctx.notice(sess, NoticeName.LATE_TAP, render.late_tap(sess.label, lost), lost=lost)
     return True

@@ -6,8 +6,10 @@ choices one a row (``❯`` marks the one Enter would take, with or without ``1.`
 and a footer that says how to leave it ("Enter to confirm · Esc to cancel", "Esc to
 cancel · Tab to amend").  The input line is a row starting with ``❯`` between two rules,
 with no such footer.  These shapes were read off the real 2.1.328
-(``tests/fixtures/screens/*.json``, recorded by ``tests/e2e/test_screen_dialogs.py``);
-anything else is ``None``: not known, so no key is pressed on it.
+(``tests/fixtures/screens/*.json``, recorded by ``tests/e2e/test_screen_dialogs.py``).
+Codex 0.169.0 draws its dialogs the same way under a lower-case footer ("enter confirm ·
+esc skip"), and its input line as "› …" over a "model · folder" row, with no rules
+(``codex_*.json``).  Anything else is ``None``: not known, so no key is pressed on it.
 """
 
 from __future__ import annotations

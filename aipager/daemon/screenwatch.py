@@ -45,14 +45,13 @@ def _packet(kind: int, rows: int = 0, cols: int = 0) -> bytes:
 def session_tty(socket_path: str) -> str | None:
     """The terminal the program behind a dtach socket runs on (``/dev/pts/N``: its
     master's child's standard input, Linux /proc), or None."""
-    for master in dtach.socket_holders(socket_path):
-        for pid in sorted(dtach.descendants({master}) - {master}):
-            try:
-                tty = os.readlink(f"/proc/{pid}/fd/0")
-            except OSError:
-                continue
-            if tty.startswith("/dev/pts/"):
-                return tty
+    for pid in dtach.session_pids(socket_path):
+        try:
+            tty = os.readlink(f"/proc/{pid}/fd/0")
+        except OSError:
+            continue
+        if tty.startswith("/dev/pts/"):
+            return tty
     return None
 
 

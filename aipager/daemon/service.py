@@ -214,13 +214,19 @@ class Service:
 
     # -- requests ----------------------------------------------------------------------
 
-    async def _answer(self, cmd: AnswerRequest) -> Result:
+    def _answerer_of(self, cmd: AnswerRequest | AnswerQuestion | AnswerForm) -> Session | Result:
+        """The session whose dialog ``cmd`` answers, if its person may answer it (the task's
+        author or an admin: one right for requests, questions and forms); else the result."""
         sess = self.find(cmd.session)
         why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
         if why is not None:
             return Declined(why)
-        if sess is None:
-            return Gone()
+        return Gone() if sess is None else sess
+
+    async def _answer(self, cmd: AnswerRequest) -> Result:
+        sess = self._answerer_of(cmd)
+        if not isinstance(sess, Session):
+            return sess
         try:
             return await self.port.answer_request(
                 sess.name, cmd.key, cmd.kind, cmd.who.who,
@@ -230,12 +236,9 @@ class Service:
             return Gone()
 
     async def _question(self, cmd: AnswerQuestion) -> Result:
-        sess = self.find(cmd.session)
-        why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
-        if why is not None:
-            return Declined(why)
-        if sess is None:
-            return Gone()
+        sess = self._answerer_of(cmd)
+        if not isinstance(sess, Session):
+            return sess
         try:
             return await self.port.answer_question(sess.name, cmd.key, cmd.who.who,
                                                    cmd.answers)
@@ -245,12 +248,9 @@ class Service:
     async def _form(self, cmd: AnswerForm) -> Result:
         """An MCP server's form: who may answer it is who may answer a permission request
         (the same right, the task's author or an admin)."""
-        sess = self.find(cmd.session)
-        why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
-        if why is not None:
-            return Declined(why)
-        if sess is None:
-            return Gone()
+        sess = self._answerer_of(cmd)
+        if not isinstance(sess, Session):
+            return sess
         return await self.port.answer_form(sess.name, cmd.key, cmd.who.who, cmd.action,
                                            cmd.content)
 

@@ -440,11 +440,12 @@ class _DialogUp(Exception):
 
 def mark_discovered(registry: Registry, live: Mapping[str, str],
                     end_session: Callable[[Session, str], None],
-                    agent_of: Callable[[str], Agent | None] = dtach.agent_of) -> list[str]:
+                    agents_found: Mapping[str, Agent | None] | None = None) -> list[str]:
     """Apply one discovery pass to the registry.
 
-    New sockets register their session, with the agent its process runs (``agent_of``
-    its socket: a session started by hand is known by what runs in it); a session whose
+    New sockets register their session, with the agent its process runs
+    (``agents_found``: socket → ``dtach.agent_of``, read off the loop for the sessions
+    not yet seen: one started by hand is known by what runs in it); a session whose
     socket was seen before and is gone now ends as GONE ("vanished").  Sessions never
     seen with a socket are left alone (events alone do not prove a socket should exist).
 
@@ -455,9 +456,9 @@ def mark_discovered(registry: Registry, live: Mapping[str, str],
         sess = registry.ensure(name)
         if not sess.socket_seen:
             sess.socket_seen = True
-            if not sess.coding_agent:
-                found = agent_of(live[name])
-                sess.coding_agent = found.name if found is not None else ""
+            found = (agents_found or {}).get(live[name])
+            if not sess.coding_agent and found is not None:
+                sess.coding_agent = found.name
             registry.touch(sess)
         if sess.state == State.GONE and sess.end_reason == "vanished":
             # The socket is back (a resumed session): known again, no event yet.

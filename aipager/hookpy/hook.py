@@ -34,9 +34,6 @@ WHO = "aipager-hook"
 #: status files above this are ignored (no sl_tokens), in both twins
 STATUS_MAX = 1 << 20
 _STATUS_FLAGS = posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK | posix.O_CLOEXEC
-#: the events that wait for the chat's answer (reply.py; spelled here so that the
-#: others skip importing it)
-REPLY_EVENTS = ("PermissionRequest", "Elicitation")
 
 
 
@@ -210,7 +207,7 @@ def _run(raw: bytes, session: str, env, sender: transport.Sender, debug: bool, f
     outcome = None
     if not forwarded:
         rep = None
-        if name in REPLY_EVENTS:
+        if name in wire.REPLY_EVENTS:
             from aipager.hookpy import reply  # only these events wait: the others skip its import
 
             rep = reply.open_reply(env, debug, name) if reply.wanted(name, event) else None

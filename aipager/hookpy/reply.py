@@ -70,9 +70,8 @@ import time
 from aipager.proto import jsonlite, paths, wire
 from aipager.hookpy.common import debug_line
 
-#: the two events that wait (hook.py REPLY_EVENTS; the C side has wire_constants.h's names)
-PERMISSION_REQUEST = "PermissionRequest"
-ELICITATION = "Elicitation"
+#: the two events that wait (the C side has wire_constants.h's names)
+PERMISSION_REQUEST, ELICITATION = wire.REPLY_EVENTS
 #: each event's deadline: the variable read, the wait when it is unset or unreadable,
 #: what an override is clamped to (0 itself turns the wait off)
 PERMISSION_VAR = "AIPAGER_PERMISSION_REPLY_DEADLINE"
@@ -118,7 +117,7 @@ def deadline_ms(env, var: str, default: int, maximum: int) -> int:
 
 
 def wait_ms(env, event: str) -> int:
-    """How long ``event`` (one of hook.py REPLY_EVENTS) waits for its reply; 0: no wait."""
+    """How long ``event`` (one of ``wire.REPLY_EVENTS``) waits for its reply; 0: no wait."""
     if event == ELICITATION:
         return deadline_ms(env, ELICITATION_VAR, ELICITATION_DEFAULT_MS, ELICITATION_MAX_MS)
     return deadline_ms(env, PERMISSION_VAR, DEFAULT_MS, MAX_MS)

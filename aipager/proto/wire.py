@@ -40,6 +40,9 @@ HOOK_EVENTS = (
     "PreModelSwitch",
 )
 
+#: events whose hook waits for the chat's answer (``hookpy.reply``)
+REPLY_EVENTS = ("PermissionRequest", "Elicitation")
+
 #: events that get ``"matcher": "*"`` in settings.json
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PermissionRequest")
 

@@ -57,9 +57,10 @@ def test_a_codex_prompt_has_its_dollar_made_inert_and_no_mention() -> None:
 
 def test_a_session_started_by_hand_is_known_by_what_runs_in_it(core) -> None:
     reg = core.registry
-    mark_discovered(reg, {"claude-cx": "/run/cx.sock", "claude-jim": "/run/jim.sock"},
-                    lambda sess, why: None,
-                    agent_of=lambda sock: agents.CODEX if "cx" in sock else None)
+    live = {"claude-cx": "/run/cx.sock", "claude-jim": "/run/jim.sock"}
+    mark_discovered(reg, live, lambda sess, why: None,
+                    {"/run/cx.sock": agents.CODEX, "/run/jim.sock": None})
+    assert all(s.socket_seen for s in reg)  # looked at once
     assert reg.get("claude-cx").coding_agent == "codex"
     assert reg.get("claude-jim").coding_agent == ""
 

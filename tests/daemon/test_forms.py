@@ -160,3 +160,22 @@ def test_the_reply_datagram_is_one_the_hook_accepts() -> None:
     data = replies.form_datagram(RID, "accept", {"note": "“quoted” ✓"})
     assert orjson.loads(data) == {"v": 1, "request_id": RID, "elicitation": {
         "action": "accept", "content": {"note": "“quoted” ✓"}}}
+
+
+def test_an_answer_sent_as_the_hook_gave_up_leaves_the_form_in_the_terminal(
+        core, notifier, hook: HookSocket) -> None:
+    """The hook's timeout names a form an answer had just closed: it never read the answer,
+    so the form opens again, shown as waiting in the terminal, and the phone is told."""
+    key = _asked(core, elicitation(hook.path))
+    sess = core.registry.get(S)
+    assert replies.answer_form(core.ctx, sess, sess.requests[0], "decline", None,
+                               "@alice") == replies.VIA_HOOK
+    assert sess.requests == []
+    notifier.clear()
+    core.feed({"hook_event_name": "permission_reply_timeout", "session": S,
+               "aipager_request_id": RID})
+    (req,) = sess.requests
+    assert (req.key, req.answered, req.reply_addr) == (key, "", "")
+    (shown,) = notifier.of("form", S)
+    assert shown.data["reply_addr"] == "" and "answer it at the computer" in shown.text
+    assert notifier.notices("late_tap")

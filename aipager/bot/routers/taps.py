@@ -32,7 +32,7 @@ from aipager.bot.outbox import Live
 from aipager.bot.rights import APPROVE, MANAGE, OPEN, PROMPT, like, need
 from aipager.bot.notify import kill_key
 from aipager.bot.flows import (EXPIRED, NextMessage, answer_form, ask_kill, compact,
-                               form_value, model_key, record_answer, said, show_form,
+                               form_value, model_key, record_answer, restart_form, said,
                                show_question)
 from aipager.bot.settingsview import settings_view
 from aipager.daemon.model import Session
@@ -247,16 +247,28 @@ def _open_form(callback_data: FormTap, actions: Actions, sender: Sender,
     return rkey, ask
 
 
+def _form_field(callback_data: FormTap, actions: Actions, sender: Sender,
+                callback_answer: CallbackAnswer) -> tuple[str, dict, dict] | None:
+    """``_open_form``, with the field it asks now; None when it asks none any more (the
+    whole form is shown: an older button)."""
+    found = _open_form(callback_data, actions, sender, callback_answer)
+    if found is None:
+        return None
+    rkey, ask = found
+    if ask["step"] >= len(ask["fields"]):
+        callback_answer.text = _(EXPIRED)
+        return None
+    return rkey, ask, ask["fields"][ask["step"]]
+
+
 async def on_form_pick(query: CallbackQuery, callback_data: FormTap, actions: Actions,
                        sender: Sender, callback_answer: CallbackAnswer) -> None:
     """A choice's option, or yes (1) / no (0), for the field asked now."""
-    found = _open_form(callback_data, actions, sender, callback_answer)
+    found = _form_field(callback_data, actions, sender, callback_answer)
     if found is None:
         return
-    rkey, ask = found
-    step = ask["step"]
-    field = ask["fields"][step] if step < len(ask["fields"]) else None
-    if field is None or field["kind"] not in ("enum", "boolean"):
+    rkey, ask, field = found
+    if field["kind"] not in ("enum", "boolean"):
         callback_answer.text = _(EXPIRED)
         return
     if field["kind"] == "boolean":
@@ -271,12 +283,11 @@ async def on_form_pick(query: CallbackQuery, callback_data: FormTap, actions: Ac
 
 async def on_form_skip(query: CallbackQuery, callback_data: FormTap, actions: Actions,
                        sender: Sender, callback_answer: CallbackAnswer) -> None:
-    found = _open_form(callback_data, actions, sender, callback_answer)
+    found = _form_field(callback_data, actions, sender, callback_answer)
     if found is None:
         return
-    rkey, ask = found
-    step = ask["step"]
-    if step >= len(ask["fields"]) or ask["fields"][step].get("required"):
+    rkey, ask, field = found
+    if field.get("required"):
         callback_answer.text = _(EXPIRED)
         return
     form_value(actions, rkey, ask, None)
@@ -287,16 +298,13 @@ async def on_form_type(query: CallbackQuery, callback_data: FormTap, actions: Ac
                        state: FSMContext) -> None:
     """The tapper's next message in this chat is the value of the field asked now
     (``routers.messages.on_answer_in_words``)."""
-    found = _open_form(callback_data, actions, sender, callback_answer)
+    found = _form_field(callback_data, actions, sender, callback_answer)
     if found is None:
         return
-    rkey, ask = found
-    if ask["step"] >= len(ask["fields"]):
-        callback_answer.text = _(EXPIRED)
-        return
+    rkey, ask, field = found
     await state.set_state(NextMessage.answer)
     await state.set_data({"rkey": rkey})
-    title = ask["fields"][ask["step"]].get("title", "")
+    title = field.get("title", "")
     actions.say(ask["chat"], _("✍️ Send “{field}” as your next message.").format(
         field=title[:80]), session=ask["session"])
 
@@ -306,9 +314,7 @@ async def on_form_restart(query: CallbackQuery, callback_data: FormTap, actions:
     found = _open_form(callback_data, actions, sender, callback_answer)
     if found is None:
         return
-    rkey, ask = found
-    ask["step"], ask["values"] = 0, {}
-    show_form(actions, rkey, ask)
+    restart_form(actions, *found)
 
 
 async def _form_answer(callback_data: FormTap, actions: Actions, sender: Sender,
@@ -324,8 +330,7 @@ async def _form_answer(callback_data: FormTap, actions: Actions, sender: Sender,
     if isinstance(result, Refused):
         # a value the form does not take after all: said, and asked again from the start
         actions.say(ask["chat"], "🤷 " + result.reason, session=ask["session"])
-        ask["step"], ask["values"] = 0, {}
-        show_form(actions, rkey, ask)
+        restart_form(actions, rkey, ask)
     callback_answer.text = words(result, _, done)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from aipager.daemon import render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.fields import text_field
 from aipager.daemon.events.permissions import input_digest
 from aipager.daemon.model import Request, Session
 from aipager.daemon.notifier import Form
@@ -23,23 +24,18 @@ router = EventRouter("forms")
 MESSAGE_MAX = 1000
 
 
-def _str(ev: dict, key: str) -> str:
-    value = ev.get(key)
-    return value if isinstance(value, str) else ""
-
-
 @router.on("Elicitation")
 def on_elicitation(ev: dict, sess: Session, ctx: Ctx) -> None:
-    server = _str(ev, "mcp_server_name")[:100]
-    message = shorten(_str(ev, "message"), MESSAGE_MAX)
+    server = text_field(ev, "mcp_server_name")[:100]
+    message = shorten(text_field(ev, "message"), MESSAGE_MAX)
     schema = ev.get("requested_schema")
-    fields = forms.fields_of(schema) if _str(ev, "mode") in ("", "form") else None
-    request_id = _str(ev, "aipager_request_id")
+    fields = forms.fields_of(schema) if text_field(ev, "mode") in ("", "form") else None
+    request_id = text_field(ev, "aipager_request_id")
     digest = input_digest(f"elicitation:{server}", {"message": message, "schema": schema})
     if any(r.kind == "form" and r.input_digest == digest and not r.answered
            for r in sess.requests):
         return  # the same form again (a journal replay): shown once
-    agent = _str(ev, "agent_id") or None
+    agent = text_field(ev, "agent_id") or None
     # the server's tool call that is waiting for this form: its result closes the request
     prefix = f"mcp__{server}__"
     call = next((r for r in reversed(sess.rows)
@@ -49,7 +45,7 @@ def on_elicitation(ev: dict, sess: Session, ctx: Ctx) -> None:
                   tool_use_id=call.id if call is not None else "", agent=agent,
                   input_digest=digest, description=message, detail=server,
                   request_id=request_id,
-                  reply_addr=_str(ev, "aipager_reply_addr") if fields is not None else "",
+                  reply_addr=text_field(ev, "aipager_reply_addr") if fields is not None else "",
                   form=[f.as_json() for f in fields or ()],
                   terminal_only=fields is None)
     requests.open_request(ctx, sess, req)

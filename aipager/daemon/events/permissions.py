@@ -14,6 +14,7 @@ import orjson
 
 from aipager.daemon import diffs, edits, render, requests
 from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.fields import text_field
 from aipager.daemon.model import Request, Session, State
 from aipager.daemon.notifier import NoticeName, Permission, Question, RequestUpdate
 from aipager.daemon.summaries import request_detail, shorten
@@ -22,11 +23,6 @@ from aipager.daemon.tasks import finish_task
 router = EventRouter("permissions")
 
 QUESTION_TOOL = "AskUserQuestion"
-
-
-def _str(ev: dict, key: str) -> str:
-    value = ev.get(key)
-    return value if isinstance(value, str) else ""
 
 
 def input_digest(tool: str, tool_input: object) -> str:
@@ -69,7 +65,7 @@ def _question_from(ev: dict) -> tuple[str, list[str], bool]:
 
 
 def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
-    agent_id = _str(ev, "agent_id") or None
+    agent_id = text_field(ev, "agent_id") or None
     task = sess.task
     if agent_id and (task is None or task.ended_at is not None):
         # A helper agent of Claude Code asking while no task runs: not Claude asking you.
@@ -78,12 +74,12 @@ def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
     shown = next((r for r in sess.requests if r.kind == "question" and r.input_digest == digest),
                  None)
     if shown is not None:
-        if _str(ev, "hook_event_name") == "PermissionRequest" and not shown.dialog_at:
+        if text_field(ev, "hook_event_name") == "PermissionRequest" and not shown.dialog_at:
             shown.dialog_at = ctx.now()  # the picker is on screen now
             ctx.registry.touch(sess)
         return
     text, options, multi = _question_from(ev)
-    tool_use_id = _str(ev, "tool_use_id")
+    tool_use_id = text_field(ev, "tool_use_id")
     req = Request(key=f"q:{tool_use_id or digest}", kind="question", tool=QUESTION_TOOL,
                   opened_at=ctx.now(), tool_use_id=tool_use_id, agent=agent_id,
                   input_digest=digest, description=text, options=options,
@@ -96,7 +92,7 @@ def _show_question(ctx: Ctx, sess: Session, ev: dict) -> None:
 
 @router.on("PreToolUse")
 def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
-    if _str(ev, "tool_name") == QUESTION_TOOL:
+    if text_field(ev, "tool_name") == QUESTION_TOOL:
         _show_question(ctx, sess, ev)
 
 
@@ -124,17 +120,17 @@ def _answers(req: Request) -> tuple[list[str], list[str]]:
 
 @router.on("PermissionRequest")
 def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
-    tool = _str(ev, "tool_name")
+    tool = text_field(ev, "tool_name")
     if tool == QUESTION_TOOL:
         # Its PreToolUse already showed the question; show it only if that was lost.
         _show_question(ctx, sess, ev)
         return
     tool_input = ev.get("tool_input")
     digest = input_digest(tool, tool_input)
-    agent_id = _str(ev, "agent_id") or None
-    tool_use_id = _str(ev, "tool_use_id")
-    request_id = _str(ev, "aipager_request_id")
-    reply_addr = _str(ev, "aipager_reply_addr")
+    agent_id = text_field(ev, "agent_id") or None
+    tool_use_id = text_field(ev, "tool_use_id")
+    request_id = text_field(ev, "aipager_request_id")
+    reply_addr = text_field(ev, "aipager_reply_addr")
     for req in sess.requests:
         same_call = bool(tool_use_id) and req.tool_use_id == tool_use_id and req.agent == agent_id
         if req.kind == "permission" and req.tool == tool and (same_call or req.input_digest == digest):
@@ -155,10 +151,10 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
                   input_digest=digest, description=description, detail=detail,
                   always_available=always, request_id=request_id, reply_addr=reply_addr,
                   suggestions=suggestions if isinstance(suggestions, list) else [],
-                  cwd=_str(ev, "cwd") if tool == "Bash" else "",
+                  cwd=text_field(ev, "cwd") if tool == "Bash" else "",
                   tool_input=edits.keep(tool, tool_input),
                   subject=edits.subject(tool_input),
-                  agent_name=_str(ev, "agent_type")[:64] if agent_id else "")
+                  agent_name=text_field(ev, "agent_type")[:64] if agent_id else "")
     requests.open_request(ctx, sess, req)
     from aipager.daemon.events.tools import DIFF_TOOLS, diff_preview
 
@@ -169,7 +165,7 @@ def on_permission_request(ev: dict, sess: Session, ctx: Ctx) -> None:
     # loop: up to 512 KB read and diffed), else its own lines.
     preview = diff_preview(tool, tool_input)
     out = _permission(ctx, sess, req, **({"preview": preview} if preview else {}))
-    cwd, read = _str(ev, "cwd") or sess.cwd, ctx.read_text
+    cwd, read = text_field(ev, "cwd") or sess.cwd, ctx.read_text
 
     def with_diff() -> dict[str, str]:
         diff = diffs.unified(tool, tool_input, cwd, read)
@@ -200,9 +196,9 @@ def _permission(ctx: Ctx, sess: Session, req: Request, **data: object) -> Permis
 def _close_answered(ev: dict, sess: Session, ctx: Ctx) -> None:
     if not sess.requests:
         return
-    tool = _str(ev, "tool_name")
-    tool_use_id = _str(ev, "tool_use_id")
-    agent_id = _str(ev, "agent_id") or None
+    tool = text_field(ev, "tool_name")
+    tool_use_id = text_field(ev, "tool_use_id")
+    agent_id = text_field(ev, "agent_id") or None
     digest = input_digest(tool, ev.get("tool_input"))
 
     def answered(req: Request) -> bool:
@@ -226,14 +222,14 @@ router.on("PostToolUse", "PostToolUseFailure")(_close_answered)
 def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     if sess.requests:
         return  # the dialog PermissionRequest already showed
-    mode = _str(ev, "permission_mode") or sess.permission_mode
-    asks = _str(ev, "notification_type") == "agent_needs_input"
+    mode = text_field(ev, "permission_mode") or sess.permission_mode
+    asks = text_field(ev, "notification_type") == "agent_needs_input"
     # Auto mode's dialogs offer choices the hook is never told, in an order of their own
     # (its Bash dialog lists "No" first): answering with Allow's key could pick something
     # else, so they are shown as answerable only in the terminal, which is true.
     auto = asks or mode == "auto"
-    message = _str(ev, "message") or (render.NEEDS_INPUT if asks else render.NEEDS_PERMISSION)
-    agent = _str(ev, "agent_id") or None
+    message = text_field(ev, "message") or (render.NEEDS_INPUT if asks else render.NEEDS_PERMISSION)
+    agent = text_field(ev, "agent_id") or None
     # what it asks about: the requester's call that has not run yet (the Notification
     # names none); the request stays tool-less, closed by that requester's next result
     waiting = next((r for r in reversed(sess.rows)
@@ -252,7 +248,7 @@ def on_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
 @router.on("worker_permission_prompt")
 def on_worker_permission_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     ctx.notice(sess, NoticeName.AT_COMPUTER,
-               render.at_computer(sess.label, shorten(_str(ev, "message"), 200)))
+               render.at_computer(sess.label, shorten(text_field(ev, "message"), 200)))
 
 
 @router.on("idle_prompt")
@@ -264,4 +260,4 @@ def on_idle_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
         return
     if sess.state in (State.WORKING, State.UNKNOWN):
         # Claude is idle but its Stop never arrived: finish the task from the transcript.
-        finish_task(ctx, sess, ev, ctx.read_answer(_str(ev, "transcript_path") or sess.transcript_path))
+        finish_task(ctx, sess, ev, ctx.read_answer(text_field(ev, "transcript_path") or sess.transcript_path))

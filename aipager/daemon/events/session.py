@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aipager.daemon import render
 from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.fields import text_field
 from aipager.daemon.events import compaction
 from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import NoticeName, Reaction
@@ -13,25 +14,20 @@ from aipager.daemon.tasks import close_rows
 router = EventRouter("session")
 
 
-def _str(ev: dict, key: str) -> str:
-    value = ev.get(key)
-    return value if isinstance(value, str) else ""
-
-
 @router.on("SessionStart")
 def on_session_start(ev: dict, sess: Session, ctx: Ctx) -> None:
     reg = ctx.registry
-    source = _str(ev, "source")
-    claude_id = _str(ev, "session_id")
+    source = text_field(ev, "source")
+    claude_id = text_field(ev, "session_id")
     new_conversation = source == "clear" or (
         source != "compact" and bool(claude_id) and claude_id != sess.claude_session_id
     )
     if claude_id:
         sess.claude_session_id = claude_id
-    sess.transcript_path = _str(ev, "transcript_path") or sess.transcript_path
-    sess.cwd = _str(ev, "cwd") or sess.cwd
-    if _str(ev, "model") and not sess.model:
-        sess.model = _str(ev, "model")  # the status line's display name replaces it later
+    sess.transcript_path = text_field(ev, "transcript_path") or sess.transcript_path
+    sess.cwd = text_field(ev, "cwd") or sess.cwd
+    if text_field(ev, "model") and not sess.model:
+        sess.model = text_field(ev, "model")  # the status line's display name replaces it later
     if sess.state == State.GONE:
         sess.gone_at, sess.end_reason = None, ""
     if source == "compact":
@@ -57,7 +53,7 @@ def on_session_start(ev: dict, sess: Session, ctx: Ctx) -> None:
 
 @router.on("SessionEnd")
 def on_session_end(ev: dict, sess: Session, ctx: Ctx) -> None:
-    end_session(ctx, sess, _str(ev, "reason") or "other")
+    end_session(ctx, sess, text_field(ev, "reason") or "other")
 
 
 def end_session(ctx: Ctx, sess: Session, reason: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from aipager.daemon import requests
 from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.fields import text_field
 from aipager.daemon.model import Agent, AgentCall, Session
 from aipager.daemon.summaries import shorten
 
@@ -22,11 +23,6 @@ AGENT_TOOLS = ("Agent", "Task")
 DEFAULT_TYPE = "general-purpose"
 #: waiting calls kept per session (oldest dropped)
 CALLS_CAP = 100
-
-
-def _str(ev: dict, key: str) -> str:
-    value = ev.get(key)
-    return value if isinstance(value, str) else ""
 
 
 def _task_seq(sess: Session, parent: Agent | None) -> int:
@@ -96,10 +92,10 @@ def _running_children(sess: Session, agent_id: str) -> list[Agent]:
 
 @router.on("SubagentStart")
 def on_subagent_start(ev: dict, sess: Session, ctx: Ctx) -> None:
-    agent_id = _str(ev, "agent_id")
+    agent_id = text_field(ev, "agent_id")
     if not agent_id:
         return
-    agent_type = _str(ev, "agent_type") or DEFAULT_TYPE
+    agent_type = text_field(ev, "agent_type") or DEFAULT_TYPE
     agent = sess.agents.get(agent_id)
     if agent is not None:
         if agent.from_stop:
@@ -117,10 +113,10 @@ def on_subagent_start(ev: dict, sess: Session, ctx: Ctx) -> None:
 
 @router.on("SubagentStop")
 def on_subagent_stop(ev: dict, sess: Session, ctx: Ctx) -> None:
-    agent_id = _str(ev, "agent_id")
+    agent_id = text_field(ev, "agent_id")
     agent = sess.agents.get(agent_id)
     if agent is None:
-        agent_type = _str(ev, "agent_type")
+        agent_type = text_field(ev, "agent_type")
         if not agent_id or not agent_type:
             ctx.count("untyped_stop_ignored")  # frequent and meaningless
             return
@@ -142,23 +138,23 @@ def on_subagent_stop(ev: dict, sess: Session, ctx: Ctx) -> None:
 
 @router.on("PreToolUse")
 def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
-    agent_id = _str(ev, "agent_id")
+    agent_id = text_field(ev, "agent_id")
     if agent_id:
         agent = sess.agents.get(agent_id)
         if agent is None:
             # SubagentStart lost: the event carries the type, so the row can still appear.
-            agent = _new_agent(ctx, sess, agent_id, _str(ev, "agent_type"))
+            agent = _new_agent(ctx, sess, agent_id, text_field(ev, "agent_type"))
         elif agent.from_stop:
             pass
         else:
             # A tool call made by a paused agent itself means it continued.
             continue_agent(ctx, sess, agent)
-    if _str(ev, "tool_name") not in AGENT_TOOLS:
+    if text_field(ev, "tool_name") not in AGENT_TOOLS:
         return
     tool_input = ev.get("tool_input")
     if not isinstance(tool_input, dict):
         tool_input = {}
-    tool_use_id = _str(ev, "tool_use_id")
+    tool_use_id = text_field(ev, "tool_use_id")
     if tool_use_id and any(c.tool_use_id == tool_use_id for c in sess.agent_calls):
         return
     sess.agent_calls.append(AgentCall(
@@ -182,13 +178,13 @@ def _started_agent_id(response: object) -> str:
 
 @router.on("PostToolUse")
 def on_post_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
-    if _str(ev, "tool_name") not in AGENT_TOOLS:
+    if text_field(ev, "tool_name") not in AGENT_TOOLS:
         return
     child_id = _started_agent_id(ev.get("tool_response"))
     if not child_id:
         return
-    caller = _str(ev, "agent_id") or None
-    tool_use_id = _str(ev, "tool_use_id")
+    caller = text_field(ev, "agent_id") or None
+    tool_use_id = text_field(ev, "tool_use_id")
     call = next((c for c in sess.agent_calls if tool_use_id and c.tool_use_id == tool_use_id), None)
     child = sess.agents.get(child_id)
     if call is not None:

@@ -7,6 +7,7 @@ agent's row (counted, and its summary becomes the agent's activity).
 from __future__ import annotations
 
 from aipager.daemon.dispatch import Ctx, EventRouter
+from aipager.daemon.fields import text_field
 from aipager.daemon.events.subagents import AGENT_TOOLS
 from aipager.daemon.model import BgCommand, Row, Session, State, Task
 from aipager.daemon.notifier import Diff
@@ -21,11 +22,6 @@ DIFF_TOOLS = ("Write", "Edit", "MultiEdit")
 DIFF_LINES = 40
 
 
-def _str(ev: dict, key: str) -> str:
-    value = ev.get(key)
-    return value if isinstance(value, str) else ""
-
-
 def activate(ctx: Ctx, sess: Session, ev: dict) -> Task:
     """The task a main-loop event belongs to; marks the session working when it is new work.
 
@@ -37,7 +33,7 @@ def activate(ctx: Ctx, sess: Session, ev: dict) -> Task:
     if task is not None and task.ended_at is None and sess.state is State.WORKING:
         return task  # the common case: more work of the running task
     reg = ctx.registry
-    prompt_id = _str(ev, "prompt_id")
+    prompt_id = text_field(ev, "prompt_id")
     if task is not None and task.ended_at is not None and prompt_id and task.prompt_id == prompt_id:
         return task
     if sess.state == State.GONE:
@@ -52,13 +48,13 @@ def activate(ctx: Ctx, sess: Session, ev: dict) -> Task:
 
 def _row_id(ev: dict) -> str:
     # tool_use_id is always present in 2.1.x; the fallback keeps rows apart if not.
-    return _str(ev, "tool_use_id") or f"{_str(ev, 'tool_name')}:{hash(repr(ev.get('tool_input')))}"
+    return text_field(ev, "tool_use_id") or f"{text_field(ev, 'tool_name')}:{hash(repr(ev.get('tool_input')))}"
 
 
 @router.on("PreToolUse")
 def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
-    tool = _str(ev, "tool_name")
-    agent_id = _str(ev, "agent_id") or None
+    tool = text_field(ev, "tool_name")
+    agent_id = text_field(ev, "agent_id") or None
     task = sess.task if agent_id else activate(ctx, sess, ev)
     if agent_id:
         agent = sess.agents.get(agent_id)
@@ -85,8 +81,8 @@ def on_pre_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
 
 
 def _fix_row(ctx: Ctx, sess: Session, ev: dict, status: str, error: str = "") -> None:
-    tool = _str(ev, "tool_name")
-    agent_id = _str(ev, "agent_id") or None
+    tool = text_field(ev, "tool_name")
+    agent_id = text_field(ev, "agent_id") or None
     if not agent_id:
         activate(ctx, sess, ev)
     rid = _row_id(ev)
@@ -118,11 +114,11 @@ def _background_id(response: object) -> str:
 @router.on("PostToolUse")
 def on_post_tool(ev: dict, sess: Session, ctx: Ctx) -> None:
     _fix_row(ctx, sess, ev, "ok")
-    tool = _str(ev, "tool_name")
+    tool = text_field(ev, "tool_name")
     tool_input = ev.get("tool_input")
     if not isinstance(tool_input, dict):
         tool_input = {}
-    agent_id = _str(ev, "agent_id")
+    agent_id = text_field(ev, "agent_id")
     bg_id = _background_id(ev.get("tool_response"))
     if bg_id and tool == "Bash" and not agent_id:
         track_background(ctx, sess, bg_id, str(tool_input.get("command") or ""))
