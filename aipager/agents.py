@@ -11,7 +11,10 @@ serves a session without knowing which agent it runs.  What does differ is here:
 - which characters its input line reads as more than text, beyond what every encoding
   makes inert (``inert``: Codex opens a picker on ``$``);
 - whether a tap may answer its permission dialog with keys once its hook stopped waiting
-  (``dialog_keys``): only where aipager has read that dialog on the real program.
+  (``dialog_keys``): only where aipager has read that dialog on the real program;
+- whether a hook says it started (``announces_start``): Claude Code fires SessionStart at
+  launch; Codex fires it with its first prompt, so its session is known ready from its
+  screen (the input line drawn).
 
 Which agent a running session runs is read from its process (``of_command``), not assumed
 from how it was started: a session started by hand is known by what actually runs in it.
@@ -48,6 +51,8 @@ class Agent:
     inert: str = ""
     #: whether its permission dialog's keys are known (a late tap may press them)
     dialog_keys: bool = False
+    #: whether a hook fires when it has started (else its screen tells)
+    announces_start: bool = True
 
     def binary(self, env: Mapping[str, str]) -> str:
         """The program: ``$<binary_env>``, else on PATH.
@@ -105,6 +110,8 @@ CODEX = Agent(
     },
     # $name opens its skill picker, whose Enter inserts instead of sending
     inert="$",
+    # SessionStart comes with the first prompt (measured on 0.169.0), not at launch
+    announces_start=False,
 )
 
 AGENTS: dict[str, Agent] = {a.name: a for a in (CLAUDE, CODEX)}

@@ -163,6 +163,14 @@ class Setting(StrEnum):
     LANGUAGE = "language"
     #: the permission mode /new starts sessions in (``port.commands.Mode``; "claude": its own)
     MODE = "mode"
+    #: the coding agent /new starts (``aipager.agents``: "claude", "codex")
+    AGENT = "agent"
+
+
+#: a /settings button's value that opens its setting's choices instead of setting one
+MENU = "menu"
+#: a choice list's value that goes back to the settings without changing any
+BACK = "back"
 
 
 class ModelChoice(StrEnum):
@@ -181,7 +189,8 @@ class ModelTap(CallbackData, prefix="m"):
 
 
 class SettingTap(CallbackData, prefix="set"):
-    """A /settings button: ``name`` the setting, ``value`` the new value."""
+    """A /settings button: ``name`` the setting, ``value`` the new value (``MENU``: show its
+    choices; ``BACK``: the settings again, unchanged)."""
 
     name: Setting
     value: str

@@ -7,13 +7,14 @@ from typing import Mapping
 
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager import locales
+from aipager import agents, locales
 from aipager.bot import starting, view
 from aipager.bot.actions import Actions
-from aipager.bot.callbacks import Setting, SettingTap
+from aipager.bot.callbacks import BACK, MENU, Setting, SettingTap
 from aipager.bot.chatstate import STYLES
 from aipager.bot.i18n import N_, _
 from aipager.clients.words import MODE_NAMES
+from aipager.proto.errors import AipagerError
 
 #: the reply styles as /settings shows them, in the person's language (``STYLES`` holds
 #: what Claude is told, in English)
@@ -45,21 +46,54 @@ def voice_model_line(env: Mapping[str, str]) -> str:
              "ahead)").format(name=spec)
 
 
-def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
-                  language: str = "") -> tuple[str, dict | None]:
-    """The chat's settings, and the language of ``user_id`` (``language``: their choice,
-    "" for their Telegram app's)."""
+def agent_name(actions: Actions, agent: agents.Agent) -> str:
+    """An agent as /settings names it: its title, and whether this computer has it."""
+    try:
+        agent.binary(actions.env)
+    except AipagerError:
+        return _("{agent} (not installed on the computer)").format(agent=agent.title)
+    return agent.title
+
+
+def choices_view(actions: Actions, chat_id: int, menu: Setting) -> tuple[str, dict | None]:
+    """One setting's choices, the chosen one marked: a tap on one chooses it (a value each,
+    not a button that steps through them), ‹ Back leaves it as it is."""
     prefs = actions.state.prefs_of(chat_id)
-    styles = list(STYLES)
+    choices: list[tuple[str, str]]
+    if menu == Setting.STYLE:
+        title = _("💬 Reply style")
+        chosen = prefs.get("style") or "own"
+        choices = [(style or "own", _(STYLE_NAMES[style])) for style in STYLES]
+    elif menu == Setting.MODE:
+        title = _("🛡 Mode of new sessions")
+        chosen = starting.new_mode(actions, chat_id).value or "claude"
+        choices = [(mode.value or "claude", _(name)) for mode, name in MODE_NAMES.items()]
+    else:
+        title = _("🧩 Agent of new sessions")
+        chosen = starting.new_agent(actions, chat_id).name
+        choices = [(a.name, agent_name(actions, a)) for a in agents.AGENTS.values()]
+    kb = InlineKeyboardBuilder()
+    for value, name in choices:
+        kb.button(text=("✓ " if value == chosen else "") + name,
+                  callback_data=SettingTap(name=menu, value=value))
+    kb.button(text=_("‹ Back"), callback_data=SettingTap(name=menu, value=BACK))
+    return title, view.markup(kb.adjust(1))
+
+
+def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
+                  language: str = "", menu: Setting | None = None) -> tuple[str, dict | None]:
+    """The chat's settings, and the language of ``user_id`` (``language``: their choice,
+    "" for their Telegram app's); with ``menu``, that setting's choices."""
+    if menu is not None:
+        return choices_view(actions, chat_id, menu)
+    prefs = actions.state.prefs_of(chat_id)
     style = prefs.get("style") or ""
-    next_style = styles[(styles.index(style) + 1) % len(styles)] if style in styles else ""
     diffs = bool(prefs.get("diffs"))
     detail = prefs.get("detail", "full")
     quiet = bool(prefs.get("quiet"))
     voice_now = bool(prefs.get("voice_now"))
     mode = starting.new_mode(actions, chat_id)
-    modes = list(MODE_NAMES)
-    next_mode = modes[(modes.index(mode) + 1) % len(modes)]
+    agent = starting.new_agent(actions, chat_id)
     other_detail = "compact" if detail == "full" else "full"
     lines = [
         _("⚙️ Settings for this chat"),
@@ -72,6 +106,7 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         else _("Quiet while you are at the computer: off"),
         _("Voice notes: sent at once") if voice_now
         else _("Voice notes: shown to you before they are sent"),
+        _("/new starts: {agent}").format(agent=agent_name(actions, agent)),
         _("/new starts sessions in: {mode}").format(mode=_(MODE_NAMES[mode])),
         # the mode the chat was last told of (``privacywatch``: it follows the config)
         _("🔒 Private mode: on (`aipager config private off` on the computer)")
@@ -83,8 +118,7 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         chosen = locales.NAMES.get(language) if language else _("Auto (your Telegram app’s)")
         lines.append(_("Your language: {language}").format(language=chosen))
     kb = InlineKeyboardBuilder()
-    kb.button(text=_("💬 Reply style ›"),
-              callback_data=SettingTap(name=Setting.STYLE, value=next_style or "own"))
+    kb.button(text=_("💬 Reply style ›"), callback_data=SettingTap(name=Setting.STYLE, value=MENU))
     kb.button(text=_("📝 Diff previews: turn off") if diffs else _("📝 Diff previews: turn on"),
               callback_data=SettingTap(name=Setting.DIFFS, value="off" if diffs else "on"))
     kb.button(text=_("🗂 Card detail: {detail}").format(detail=_(DETAIL_NAMES[other_detail])),
@@ -96,9 +130,11 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
               else _("🎙 Voice notes: send at once"),
               callback_data=SettingTap(name=Setting.VOICE_NOW,
                                        value="off" if voice_now else "on"))
-    kb.button(text=_("🛡 Mode of new sessions ›"),
-              callback_data=SettingTap(name=Setting.MODE, value=next_mode.value or "claude"))
-    rows = [1, 1, 1, 1, 1, 1]
+    kb.button(text=_("🛡 Mode of new sessions ›"), callback_data=SettingTap(name=Setting.MODE,
+                                                                          value=MENU))
+    kb.button(text=_("🧩 Agent of new sessions ›"), callback_data=SettingTap(name=Setting.AGENT,
+                                                                           value=MENU))
+    rows = [1, 1, 1, 1, 1, 1, 1]
     if user_id is not None:
         # a person's own language (not the chat's): Auto, then each in its own words
         for value, name in [("auto", _("🌐 Auto"))] + [(loc, locales.NAMES[loc])

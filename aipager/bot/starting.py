@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager import dtach
+from aipager import agents, dtach
 
 from aipager.bot import view
 from aipager.bot.actions import READY_TIMEOUT, Actions, Sender
@@ -66,10 +66,12 @@ class Offer:
             return None
 
 
-def folders_to_offer(actions: Actions) -> tuple[str, ...] | None:
+def folders_to_offer(actions: Actions, agent: agents.Agent = agents.CLAUDE
+                     ) -> tuple[str, ...] | None:
     """The folders to offer, trusted ones first and the default last; None: start in the
-    default folder at once (Claude Code trusts it, or trusts nothing to choose from)."""
-    if actions.privacy().on:
+    default folder at once (Claude Code trusts it, or trusts nothing to choose from, or the
+    agent is not Claude Code, whose trust they are)."""
+    if actions.privacy().on or agent is not agents.CLAUDE:
         return None  # folder names are content: private mode chooses on the page
     trusted = actions.service.trusted()
     default = actions.default_folder
@@ -109,8 +111,11 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
     """Start ``name`` in ``folder`` ("": the default one) and say so; in a folder Claude
     Code does not trust, ask its trust question here.  Returns whether it started."""
     mode = new_mode(actions, chat_id)
+    agent = new_agent(actions, chat_id)
     try:
-        result = await actions.service.ask(StartSession(sender, name, folder, mode=mode))
+        result = await actions.service.ask(StartSession(
+            sender, name, folder, mode=mode,
+            agent="" if agent is agents.CLAUDE else agent.name))
     except InvalidSessionName:
         actions.say(chat_id, _("Cannot start a session named {name}: a name is 1–64 letters "
                                "a–z without accents, digits, - and _, not starting with - "
@@ -132,7 +137,9 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
         session=label) if actions.privacy().on else \
         _("🆕 {session} started in {folder}. Your messages go there now.").format(
             session=label, folder=result.folder)
-    if mode:  # not Claude Code's own: say which (/settings chose it)
+    if agent is not agents.CLAUDE:  # /settings chose another agent: say which
+        said += "\n" + _("🧩 It runs {agent}.").format(agent=agent.title)
+    if mode:  # not the agent's own: say which (/settings chose it)
         said += "\n" + _(MODE_NAMES[mode])
     actions.say(chat_id, said, reply_to=reply_to, session=session)
     sess = actions.registry.get(session)
@@ -181,6 +188,15 @@ def new_mode(actions: Actions, chat_id: int) -> Mode:
         return Mode.CLAUDE
 
 
+def new_agent(actions: Actions, chat_id: int) -> agents.Agent:
+    """The coding agent this chat's /settings chose for new sessions (Claude Code unless
+    another was chosen)."""
+    try:
+        return agents.get(str(actions.state.prefs_of(chat_id).get("agent") or ""))
+    except ValueError:  # an agent an older version offered
+        return agents.CLAUDE
+
+
 def trust_key(session: str, start: int) -> str:
     """The live key of the trust question of one start of ``session``."""
     return f"trust:{session}:{start}"
@@ -217,7 +233,7 @@ def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
                             session=sess.name))
 
 
-__all__ = ["FIRST_WAIT", "Offer", "ask_trust", "folders_to_offer", "new_mode", "offer",
+__all__ = ["FIRST_WAIT", "Offer", "ask_trust", "folders_to_offer", "new_agent", "new_mode", "offer",
            "offer_key", "start", "trust_key", "trust_session"]
 
 
@@ -282,7 +298,7 @@ async def start_session(actions: Actions, message: Message, sender: Sender,
                     reply_to=message.message_id)
         actions.state.current[str(chat_id)] = existing.name
         return
-    choices = folders_to_offer(actions)
+    choices = folders_to_offer(actions, new_agent(actions, chat_id))
     if choices is not None:
         offer(actions, chat_id, message.message_id, name, first, choices)
         return

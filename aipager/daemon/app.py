@@ -22,11 +22,12 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 import orjson
 
 from aipager import __version__, dtach
-from aipager.agents import Agent
+from aipager.agents import AGENTS, CLAUDE, Agent
 from aipager.proto import paths, trust
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (axstore, deepq, journal, lock, ordered, persist, render,
-                            spool, tasks, transcript)
+                            screen, spool, tasks, transcript)
+from aipager.daemon.model import State
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.calls import PortCalls
 from aipager.daemon.core import DaemonCore
@@ -276,6 +277,18 @@ class Daemon(PortCalls):
             if sess is not None and sess.attached != attached:
                 sess.attached = attached
                 reg.touch(sess)
+        await self._ready_by_screen(live)
+
+    async def _ready_by_screen(self, live: Mapping[str, str]) -> None:
+        """A session whose agent fires no hook when it has started (Codex: SessionStart
+        comes with the first prompt) is ready once its screen shows its input line."""
+        reg = self.core.registry
+        for sess in [s for s in reg if s.state == State.UNKNOWN and s.name in live
+                     and not AGENTS.get(s.coding_agent, CLAUDE).announces_start]:
+            rows = await self.session_io.screen(sess.name)
+            if rows and isinstance(screen.read(rows), screen.Prompt) \
+                    and sess.state == State.UNKNOWN:
+                reg.set_state(sess, State.READY)
 
     async def recover_typing(self) -> None:
         """A crash while a chat message was pasted left it in an input box: it is

@@ -301,7 +301,13 @@ async def test_settings_toggle_and_change_what_is_shown(chat):
     assert any(e["type"] == "pre" for e in diff.get("entities") or [])
     message = _message(chat, "Settings for this chat")
     await chat.fake.user_taps(message["message_id"], _data(message, "💬 Reply style ›"))
-    await chat.fake.wait_for("editMessageText", lambda p: "Reply briefly" in p["text"])
+    # a › shows the setting's choices (the one in force marked); a tap on one chooses it
+    await chat.fake.wait_for("editMessageText", lambda p: p["text"] == "💬 Reply style")
+    choices = chat.fake.message(chat.chat_id, message["message_id"])
+    assert "✓ Claude’s own" in str(choices["reply_markup"])
+    await chat.fake.user_taps(message["message_id"],
+                              _data(choices, "Reply briefly, in a few sentences."))
+    await chat.fake.wait_for("editMessageText", lambda p: "Reply style: Reply briefly" in p["text"])
     await chat.fake.user_says("summarise")
     typed = await eventually(lambda: chat.sessions.typed)
     assert typed[0][2]["style"].startswith("Reply briefly")

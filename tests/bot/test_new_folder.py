@@ -48,6 +48,13 @@ async def _message_with(chat, start: str) -> dict:
                 if str(m.get("text", "")).startswith(start))
 
 
+async def _edited(chat, message: dict, text: str) -> dict:
+    """``message`` once it was edited to read ``text``."""
+    await eventually(lambda: chat.fake.message(chat.chat_id, message["message_id"])["text"]
+                     == text, what=f"the message edited to {text!r}")
+    return chat.fake.message(chat.chat_id, message["message_id"])
+
+
 async def _started_in(mark, timeout: float = 10.0) -> str:
     await eventually(lambda: mark.exists() and mark.read_text().strip(), timeout,
                      "the stand-in claude started")
@@ -165,6 +172,11 @@ async def test_new_starts_in_the_permission_mode_settings_chose(chat, fake_claud
     shown = await _message_with(chat, "⚙️ Settings for this chat")
     assert "/new starts sessions in: 🤖 Auto" in shown["text"]
     await chat.fake.user_taps(shown["message_id"], _buttons(shown)["🛡 Mode of new sessions ›"])
+    choices = await _edited(chat, shown, "🛡 Mode of new sessions")
+    assert "✓ 🤖 Auto: ordinary commands run, risky ones ask (Claude Code's own)" in \
+        _buttons(choices)
+    await chat.fake.user_taps(shown["message_id"],
+                              _buttons(choices)["✋ Ask: every edit and command waits for a yes"])
     await eventually(lambda: "✋ Ask" in chat.fake.message(chat.chat_id,
                                                           shown["message_id"])["text"],
                      what="the settings saying the new mode")
@@ -244,3 +256,42 @@ async def test_a_question_of_an_earlier_session_of_the_name_answers_nothing(chat
     await chat.fake.user_taps(new["message_id"], _buttons(new)["✅ Yes, I trust this folder"])
     await eventually(lambda: [k for _, ks in chat.sessions.keys for k in ks] == [DOWN, ENTER],
                      what="the new question answered on the new dialog")
+
+
+async def test_new_starts_the_agent_settings_chose(chat, fake_claude, tmp_path):
+    """/settings › 🧩 Agent › Codex: /new starts Codex (its own program, its own flags), in
+    the default folder at once (the folders offered are the ones Claude Code trusts), and
+    says so; ‹ Back leaves a setting as it was."""
+    _mark, default = fake_claude
+    codex_mark = tmp_path / "codex-started"
+    codex = tmp_path / "codex"
+    codex.write_text(f'#!/bin/sh\necho "$PWD|$*" >> {codex_mark}\nexec sleep 60\n')
+    codex.chmod(codex.stat().st_mode | stat.S_IEXEC)
+    await chat.fake.user_says("/settings")
+    shown = await _message_with(chat, "⚙️ Settings for this chat")
+    assert "/new starts: Claude Code" in shown["text"]
+    await chat.fake.user_taps(shown["message_id"], _buttons(shown)["🧩 Agent of new sessions ›"])
+    choices = await _edited(chat, shown, "🧩 Agent of new sessions")
+    # this computer has no codex yet: the choice says so
+    assert list(_buttons(choices)) == ["✓ Claude Code", "Codex (not installed on the computer)",
+                                       "‹ Back"]
+    await chat.fake.user_taps(shown["message_id"], _buttons(choices)["‹ Back"])
+    back = await _edited(chat, shown, shown["text"])
+    assert chat.bot.state.prefs_of(chat.chat_id).get("agent") is None  # nothing chosen
+    chat.daemon.env["AIPAGER_CODEX_BIN"] = str(codex)
+    await chat.fake.user_taps(shown["message_id"], _buttons(back)["🧩 Agent of new sessions ›"])
+    choices = await _edited(chat, shown, "🧩 Agent of new sessions")
+    await chat.fake.user_taps(shown["message_id"], _buttons(choices)["Codex"])
+    await eventually(lambda: "/new starts: Codex" in chat.fake.message(
+        chat.chat_id, shown["message_id"])["text"], what="the settings saying Codex")
+
+    _trust(chat.daemon.env, str(tmp_path / "elsewhere"))  # Claude Code's: not offered to Codex
+    await chat.fake.user_says("/new cx")
+    said = await _message_with(chat, "🆕 cx started in")
+    assert said["text"] == f"🆕 cx started in {default}. Your messages go there now.\n" \
+        "🧩 It runs Codex."
+    await _started_in(codex_mark)
+    folder, args = codex_mark.read_text().strip().split("|", 1)
+    assert (folder, args) == (str(default), "--no-daemon")
+    assert chat.daemon.core.registry.get("claude-cx").coding_agent == "codex"
+    assert not any("Where should" in t for t in chat.bot_texts())

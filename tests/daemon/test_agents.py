@@ -10,11 +10,14 @@ import pytest
 
 from aipager import agents
 from aipager.daemon.app import Daemon
+from aipager.daemon.model import State
 from aipager.daemon.port import InTerminal, Who
 from aipager.daemon.terminal import mark_discovered
 from aipager.policy import chatprompt
 
 from daemon.test_replies import RID, S, HookSocket
+from fakes.sessionio import FakeSessions
+from support import screens
 
 
 @pytest.mark.parametrize(("argv", "name"), [
@@ -106,3 +109,26 @@ def test_no_claude_trust_question_for_a_codex_session(tmp_path) -> None:
     assert service.at_trust_dialog(sess)  # a Claude Code session there would be asked
     sess.coding_agent = "codex"
     assert not service.at_trust_dialog(sess)
+
+
+async def test_a_codex_session_is_ready_when_its_screen_shows_its_input_line() -> None:
+    """Codex fires SessionStart with its first prompt, not at launch: its session is known
+    ready from its real screen (recorded from 0.169.0), not from a hook or a guess; a
+    first-start dialog on screen keeps it starting; Claude Code waits for its hook."""
+    sessions = FakeSessions()
+    daemon = Daemon(dict(os.environ), session_io=sessions)
+    reg = daemon.core.registry
+    try:
+        for name, agent in (("claude-cx", "codex"), ("claude-cc", "claude")):
+            sessions.live.add(name)
+            sess = reg.ensure(name)
+            sess.coding_agent, sess.socket_seen = agent, True
+        sessions.screens["claude-cx"] = screens.rows("codex_hooks_review")
+        await daemon.discover()
+        assert reg.get("claude-cx").state == State.UNKNOWN  # a dialog: not ready
+        sessions.screens["claude-cx"] = screens.rows("codex_idle")
+        await daemon.discover()
+        assert reg.get("claude-cx").state == State.READY
+        assert reg.get("claude-cc").state == State.UNKNOWN  # its SessionStart says so
+    finally:
+        daemon.journal.close()

@@ -108,14 +108,45 @@ def test_a_phone_prompt_to_codex_is_answered(codex_daemon, codex_api, fake_teleg
                                              claude_home):
     phone = Phone(fake_telegram)
     codex_api.script("E2E-CXHELLO", fr.text("Hello from Codex via the fake."))
-    sess = _start(claude_home, codex_daemon)
-    assert sess["state"] == "unknown"  # Codex fires no hook before its first prompt
+    _start(claude_home, codex_daemon)
+    # Codex fires no hook before its first prompt: its screen's input line says it is ready
+    codex_daemon.wait_session(lambda s: s["state"] == "ready", 30, "Codex ready by its screen",
+                              name="claude-cx")
+    assert not codex_api.requests_with("E2E-CXHELLO")
     phone.say("/cx E2E-CXHELLO say hi, costs $5")
     _answer(phone, "Hello from Codex via the fake.")
     (req,) = codex_api.requests_with("E2E-CXHELLO")[:1]
     said = req.text()
     # typed encoded for Codex's input line: the sender named first, its $ inert
     assert "Via aipager, from" in said and "＄5" in said and "$5" not in said
+
+
+def test_codex_started_from_the_phone_takes_its_first_message(codex_daemon, codex_api,
+                                                              fake_telegram, claude_home):
+    """/settings › 🧩 Agent › Codex, then ``/new cx`` with a first message: the real Codex
+    starts in dtach, its first message waits for its input line (no hook says it started)
+    and is answered."""
+    phone = Phone(fake_telegram)
+    codex_api.script("E2E-CXNEW", fr.text("Codex took the first message."))
+    phone.say("/settings")
+    settings = phone.wait_message(lambda m: "Settings for this chat" in text_of(m), 30,
+                                  "the settings")
+    phone.tap(settings, "🧩 Agent of new sessions ›")
+    choices = phone.wait(lambda snap: (m := snap["messages"].get(
+        (phone.chat_id, settings["message_id"]))) and "Codex" in buttons(m) and m, 30,
+        "the agents offered")
+    phone.tap(choices, "Codex")
+    phone.wait(lambda snap: "/new starts: Codex" in text_of(
+        snap["messages"][(phone.chat_id, settings["message_id"])]), 30, "Codex chosen")
+
+    first = phone.say("/new cx E2E-CXNEW say hello")
+    phone.wait_message(lambda m: "🆕 cx started in" in text_of(m)
+                       and "🧩 It runs Codex." in text_of(m), 60, "the start")
+    _answer(phone, "Codex took the first message.", timeout=90)
+    assert "👀" in phone.reactions(first["message_id"])
+    sess = codex_daemon.wait_session(lambda s: s["coding_agent"] == "codex", 10,
+                                     "the session known as Codex's", name="claude-cx")
+    assert sess["cwd"] == claude_home.project
 
 
 def _escalated(command: str) -> fr.Reply:

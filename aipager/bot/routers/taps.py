@@ -19,11 +19,11 @@ from aiogram.fsm.context import FSMContext
 from aiogram.types import CallbackQuery
 from aiogram.utils.callback_answer import CallbackAnswer
 
-from aipager import locales
+from aipager import agents, locales
 from aipager.bot import changes, i18n, starting, view, voice
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import N_, _
-from aipager.bot.callbacks import (SCOPES, FormAct, FormTap, ModelTap, NewTap, PickTap,
+from aipager.bot.callbacks import (BACK, MENU, SCOPES, FormAct, FormTap, ModelTap, NewTap, PickTap,
                                    QuestionAct, QuestionTap, RequestAct, RequestTap,
                                    SessionAct, SessionTap, Setting, SettingTap, VoiceAct,
                                    VoiceTap)
@@ -580,25 +580,41 @@ async def on_pick_session(query: CallbackQuery, callback_data: PickTap, actions:
 
 
 async def _save_setting(query: CallbackQuery, actions: Actions, name: str, value: object,
-                        callback_answer: CallbackAnswer) -> None:
+                        callback_answer: CallbackAnswer, menu: Setting | None = None) -> None:
+    """Save ``name`` (none: only show) and show the settings again, or ``menu``'s choices."""
     if query.message is None:
         callback_answer.text = _(EXPIRED)
         return
     chat_id = query.message.chat.id
     if name:
         actions.state.set_pref(chat_id, name, value)
-    callback_answer.text = _("Saved.")
+        callback_answer.text = _("Saved.")
     uid = str(query.from_user.id)
     text, markup = settings_view(actions, chat_id, query.from_user.id,
-                                 actions.state.langs.get(uid, ""))
+                                 actions.state.langs.get(uid, ""), menu)
     key = f"settings:{chat_id}:{query.message.message_id}"
     actions.state.set_live(key, chat_id, query.message.message_id)
     actions.outbox.put(Live(chat_id, text, key=key, markup=markup))
 
 
+async def _browsed(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                   callback_answer: CallbackAnswer) -> bool:
+    """A setting's › (its choices shown) or its ‹ Back (the settings again): nothing
+    chosen yet.  Whether the tap was one of those."""
+    if callback_data.value == MENU:
+        await _save_setting(query, actions, "", None, callback_answer, callback_data.name)
+    elif callback_data.value == BACK:
+        await _save_setting(query, actions, "", None, callback_answer)
+    else:
+        return False
+    return True
+
+
 async def on_mode(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
                   callback_answer: CallbackAnswer) -> None:
     """The mode /new starts sessions in."""
+    if await _browsed(query, callback_data, actions, callback_answer):
+        return
     value = "" if callback_data.value == "claude" else callback_data.value
     if value not in {m.value for m in MODE_NAMES}:
         callback_answer.text = _(EXPIRED)
@@ -606,8 +622,21 @@ async def on_mode(query: CallbackQuery, callback_data: SettingTap, actions: Acti
     await _save_setting(query, actions, "mode", value, callback_answer)
 
 
+async def on_agent(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
+                   callback_answer: CallbackAnswer) -> None:
+    """The coding agent /new starts."""
+    if await _browsed(query, callback_data, actions, callback_answer):
+        return
+    if callback_data.value not in agents.AGENTS:
+        callback_answer.text = _(EXPIRED)
+        return
+    await _save_setting(query, actions, "agent", callback_data.value, callback_answer)
+
+
 async def on_style(query: CallbackQuery, callback_data: SettingTap, actions: Actions,
                    callback_answer: CallbackAnswer) -> None:
+    if await _browsed(query, callback_data, actions, callback_answer):
+        return
     value = callback_data.value
     if value not in STYLES and value != "own":
         callback_answer.text = _(EXPIRED)
@@ -724,7 +753,8 @@ def make_router() -> Router:
     tap(on_language, SettingTap.filter(F.name == Setting.LANGUAGE), flags=need(OPEN))  # one's own
     for handler, setting in ((on_style, Setting.STYLE), (on_switch, Setting.DIFFS),
                              (on_detail, Setting.DETAIL), (on_switch, Setting.QUIET),
-                             (on_switch, Setting.VOICE_NOW), (on_mode, Setting.MODE)):
+                             (on_switch, Setting.VOICE_NOW), (on_mode, Setting.MODE),
+                             (on_agent, Setting.AGENT)):
         # a group's settings are the admins' to change; a private chat's, its person's
         tap(handler, SettingTap.filter(F.name == setting), F.message.chat.id < 0,
             flags=need(MANAGE))
