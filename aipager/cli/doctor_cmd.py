@@ -31,7 +31,16 @@ class Check:
     fix: str = ""
 
 
+#: what doctor says of a machine without a config: aipager runs with its page alone
+PAGE_ONLY = ("not set up (page only): `aipager start` serves the page; `aipager setup` "
+             "connects a Telegram chat whenever you like")
+
+
 def _config(env: dict[str, str]) -> tuple[Check, config.Config | None]:
+    """The config file.  None there is no problem: the daemon runs with its page alone
+    (``aipager start`` before ``aipager setup``); a file that is there must be valid."""
+    if not config.exists(env):
+        return Check("telegram", True, PAGE_ONLY), None
     try:
         cfg = config.load(env)
     except AipagerError as exc:
@@ -39,9 +48,7 @@ def _config(env: dict[str, str]) -> tuple[Check, config.Config | None]:
     return Check("config", True, paths.config_file(env)), cfg
 
 
-def _telegram(env: dict[str, str], cfg: config.Config | None) -> list[Check]:
-    if cfg is None:
-        return [Check("token", False, "no config", "run `aipager setup`")]
+def _telegram(env: dict[str, str], cfg: config.Config) -> list[Check]:
     from aipager.install import telegram_check as tg
 
     base = tg.api_base(env)
@@ -112,6 +119,42 @@ def _wiring(env: dict[str, str]) -> list[Check]:
     if not problems:
         return [Check("settings.json", True, paths.claude_settings(env))]
     return [Check("settings.json", False, p.what, p.fix) for p in problems]
+
+
+def _codex_wired(hooks: str) -> bool:
+    """Whether Codex's hooks.json names aipager-hook (``aipager codex install`` ran)."""
+    from aipager.install import codex
+
+    try:
+        return bool(codex.our_handlers(claudefiles.read_settings(hooks)))
+    except AipagerError:
+        return True  # unreadable: the check says how, as `aipager codex check` does
+
+
+def _codex(env: dict[str, str]) -> list[Check]:
+    """Codex's wiring, as `aipager codex check` sees it, when Codex is in use here: its
+    program is found or `aipager codex install` wired it.  Codex is optional: without it
+    nothing is said."""
+    from aipager import agents
+    from aipager.install import codex
+
+    home = codex.codex_home(env)
+    try:
+        program: str | None = agents.get("codex").binary(env)
+    except AipagerError:
+        program = None
+    if program is None and not _codex_wired(os.path.join(home, codex.HOOKS_FILE)):
+        return []
+    found = codex.check(env)
+    if not found:
+        return [Check("codex", True, f"wired and trusted in {home}")]
+    fix = found[0].fix
+    if all(p.what.endswith("aipager-hook is not wired") for p in found):
+        return [Check("codex", False, f"Codex ({program}) is installed but aipager is not "
+                      f"wired into it ({home}/{codex.HOOKS_FILE}): its sessions would not "
+                      "reach the chat nor meet the safety floor", fix)]
+    more = f" (and {len(found) - 1} more: `aipager codex check`)" if len(found) > 1 else ""
+    return [Check("codex", False, found[0].what + more, fix)]
 
 
 def _socket(env: dict[str, str]) -> Check:
@@ -279,6 +322,7 @@ def _host_checks(env: dict[str, str], joined: Any) -> list[Check]:
                                                            "`aipager setup`)", f"`{start}`"))
                for c in _wiring(env)]
     checks += _hooks(env)
+    checks += _codex(env)
     checks.append(_socket(env))
     checks.append(_floor(env))
     checks.append(_saved_state(env))
@@ -317,7 +361,7 @@ def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
         return _host_checks(env, host)
     first, cfg = _config(env)
     checks = [first]
-    if not offline:
+    if not offline and cfg is not None:
         checks += _telegram(env, cfg)
     checks.append(_program("dtach", lambda: dtach.dtach_binary(env),
                            "reinstall aipager (it brings dtach-bin) or install dtach"))
@@ -326,6 +370,7 @@ def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
                            "install Claude Code, or `aipager config claude-path PATH`"))
     checks += _wiring(env)
     checks += _hooks(env)
+    checks += _codex(env)
     checks.append(_socket(env))
     checks.append(_floor(env))
     checks.append(_saved_state(env))

@@ -368,8 +368,72 @@ def test_doctor_on_a_bare_machine(runner, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     result = runner.invoke(app, ["doctor", "--offline"])
     assert result.exit_code == 1
-    for name in ("config", "claude", "settings.json", "daemon"):
+    for name in ("claude", "settings.json", "daemon"):
         assert any(line.startswith("FAIL") and name in line for line in result.output.splitlines())
+
+
+def test_doctor_in_page_only_mode_says_so_instead_of_failing(runner, env, bins, fake_api,
+                                                             fake_daemon, monkeypatch, tmp_path):
+    """Issue 43: without Telegram (`aipager start` before `aipager setup`) doctor said FAIL
+    twice (config, token); the page alone is a way aipager runs, not a problem."""
+    claude = tmp_path / "claude"
+    claude.write_text("#!/bin/sh\n")
+    claude.chmod(0o755)
+    monkeypatch.setenv("AIPAGER_CLAUDE_BIN", str(claude))
+    claude_code.install(env, bins)
+    assert not config.exists(env)
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 0, result.output
+    assert "FAIL" not in result.output and "all good" in result.output
+    assert "ok    telegram       not set up (page only)" in result.output
+    assert "`aipager setup` connects a Telegram chat" in result.output
+    assert fake_api.calls == []  # no token to check: Telegram is not asked anything
+    # a config that is there but broken is still a problem, with its fix
+    os.makedirs(os.path.dirname(paths.config_file(env)), mode=0o700, exist_ok=True)
+    with open(os.open(paths.config_file(env), os.O_WRONLY | os.O_CREAT, 0o600), "w") as fh:
+        fh.write("{oops")
+    broken = runner.invoke(app, ["doctor"])
+    assert broken.exit_code == 1 and "FAIL  config" in broken.output
+    assert broken.output.count("FAIL") == 1
+
+
+def test_doctor_checks_the_codex_wiring_when_codex_is_in_use(runner, configured, env, bins,
+                                                             monkeypatch, tmp_path):
+    """Codex found (or wired before): doctor checks its wiring as `aipager codex check`
+    does and says what to run; without Codex it says nothing of it."""
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("AIPAGER_CODEX_BIN", raising=False)
+
+    def codex_checks():
+        doc = json.loads(runner.invoke(app, ["doctor", "--json", "--offline"]).output)
+        return [c for c in doc if c["name"] == "codex"]
+
+    assert codex_checks() == []  # no Codex here: nothing alarming, nothing at all
+    program = tmp_path / "bin" / "codex"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", str(program.parent))
+    [found] = codex_checks()
+    assert found["ok"] is False and str(program) in found["detail"]
+    assert "not wired" in found["detail"] and found["fix"] == "run `aipager codex install`"
+    text = runner.invoke(app, ["doctor", "--offline"]).output
+    assert "FAIL  codex" in text and "fix: run `aipager codex install`" in text
+
+    assert runner.invoke(app, ["codex", "install"]).exit_code == 0
+    [found] = codex_checks()
+    assert found["ok"] is True and "wired and trusted" in found["detail"]
+
+    # wired, then the trust lost (Codex skips an untrusted hook, silently): said, with the fix
+    (home / "config.toml").write_text("")
+    monkeypatch.setenv("PATH", "/nonexistent")  # Codex moved away: the wiring still counts
+    [found] = codex_checks()
+    assert found["ok"] is False and "not trusted" in found["detail"]
+    assert "`aipager codex check`" in found["detail"]
+    assert found["fix"] == "run `aipager codex install`"
 
 
 # ------------------------------------------------------------------ sessions
