@@ -13,8 +13,7 @@ from aipager.bot.actions import Actions
 from aipager.bot.callbacks import BACK, MENU, Setting, SettingTap
 from aipager.bot.chatstate import STYLES
 from aipager.bot.i18n import N_, _
-from aipager.clients.words import MODE_NAMES
-from aipager.proto.errors import AipagerError
+from aipager.clients.words import MODE_NAMES, agent_label
 
 #: the reply styles as /settings shows them, in the person's language (``STYLES`` holds
 #: what Claude is told, in English)
@@ -46,15 +45,6 @@ def voice_model_line(env: Mapping[str, str]) -> str:
              "ahead)").format(name=spec)
 
 
-def agent_name(actions: Actions, agent: agents.Agent) -> str:
-    """An agent as /settings names it: its title, and whether this computer has it."""
-    try:
-        agent.binary(actions.env)
-    except AipagerError:
-        return _("{agent} (not installed on the computer)").format(agent=agent.title)
-    return agent.title
-
-
 def choices_view(actions: Actions, chat_id: int, menu: Setting) -> tuple[str, dict | None]:
     """One setting's choices, the chosen one marked: a tap on one chooses it (a value each,
     not a button that steps through them), ‹ Back leaves it as it is."""
@@ -71,7 +61,7 @@ def choices_view(actions: Actions, chat_id: int, menu: Setting) -> tuple[str, di
     else:
         title = _("🧩 Agent of new sessions")
         chosen = starting.new_agent(actions, chat_id).name
-        choices = [(a.name, agent_name(actions, a)) for a in agents.AGENTS.values()]
+        choices = [(a.name, agent_label(a, actions.env, _)) for a in agents.AGENTS.values()]
     kb = InlineKeyboardBuilder()
     for value, name in choices:
         kb.button(text=("✓ " if value == chosen else "") + name,
@@ -106,7 +96,7 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         else _("Quiet while you are at the computer: off"),
         _("Voice notes: sent at once") if voice_now
         else _("Voice notes: shown to you before they are sent"),
-        _("/new starts: {agent}").format(agent=agent_name(actions, agent)),
+        _("/new starts: {agent}").format(agent=agent_label(agent, actions.env, _)),
         _("/new starts sessions in: {mode}").format(mode=_(MODE_NAMES[mode])),
         # the mode the chat was last told of (``privacywatch``: it follows the config)
         _("🔒 Private mode: on (`aipager config private off` on the computer)")

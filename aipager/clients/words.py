@@ -8,14 +8,16 @@ surfaces cannot drift apart.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
+from aipager.agents import Agent
 from aipager.locales import N_
 from aipager.port.results import (Already, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
                                   Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
                                   Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.commands import Mode
 from aipager.port.rights import Reason
+from aipager.proto.errors import AipagerError
 
 Tr = Callable[[str], str]
 
@@ -51,6 +53,18 @@ MODE_NAMES: dict[Mode, str] = {
     Mode.EDITS: N_("📝 Edits go through, commands ask"),
     Mode.PLAN: N_("🗺 Plan: Claude reads and plans, changes nothing"),
 }
+
+
+
+def agent_label(agent: Agent, env: Mapping[str, str], tr: Tr) -> str:
+    """An agent as /settings and the page's start form name it: its title, and whether this
+    computer has its program."""
+    try:
+        agent.binary(env)
+    except AipagerError:
+        return tr(N_("{agent} (not installed on the computer)")).format(agent=agent.title)
+    return agent.title
+
 
 _FAILED = {
     "deliver": N_("🤷 Not delivered to {session}: {reason}"),
@@ -168,4 +182,4 @@ def ok(result: Result) -> bool:
     return False
 
 
-__all__ = ["MODE_NAMES", "REASONS", "changes_head", "ok", "reason", "words"]
+__all__ = ["MODE_NAMES", "REASONS", "agent_label", "changes_head", "ok", "reason", "words"]

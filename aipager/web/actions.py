@@ -20,11 +20,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Coroutine, Mapping, Sequence
 
-from aipager import config
+from aipager import agents, config
 from aipager.clients import files, prompts
 from aipager.clients.people import Sender
 from aipager.clients.words import ok as words_ok
-from aipager.clients.words import MODE_NAMES, changes_head, words
+from aipager.clients.words import MODE_NAMES, agent_label, changes_head, words
 from aipager.daemon.model import Session
 from aipager.daemon.notifier import Files, Release
 from aipager.daemon.port import DaemonPort
@@ -244,21 +244,29 @@ class WebActions:
         """Where a new session may start: the trusted folders first, and the default."""
         return {"trusted": self.service.trusted(), "default": self.service.default_folder(),
                 "modes": [{"value": mode.value, "label": _(label)}
-                          for mode, label in MODE_NAMES.items()]}
+                          for mode, label in MODE_NAMES.items()],
+                # the agents a session may run, Claude Code first (its folder trust is what
+                # "trusted" lists)
+                "agents": [{"value": a.name, "label": agent_label(a, self.env, _)}
+                           for a in agents.AGENTS.values()]}
 
     async def trust(self, sess: Session, sender: Sender, yes: bool) -> Result:
         """Answer the folder trust dialog (``yes``), or end the session (its "No, exit")."""
         return self._said(await self.service.ask(TrustFolder(sender, sess.name, yes)))
 
-    async def start(self, name: str, sender: Sender, folder: str = "", mode: str = "") -> Result:
+    async def start(self, name: str, sender: Sender, folder: str = "", mode: str = "",
+                    agent: str = "") -> Result:
         """Start session ``name`` in ``folder`` (an absolute folder on this computer; ""
-        is the default one) in permission ``mode`` ("": Claude Code's own)."""
+        is the default one) in permission ``mode`` ("": the agent's own), running ``agent``
+        ("": Claude Code)."""
         try:
             chosen = Mode(mode)
         except ValueError:
             return self._said(Declined(Reason.NO_MODE, mode))
         try:
-            result = await self.service.ask(StartSession(sender, name, folder, mode=chosen))
+            result = await self.service.ask(StartSession(
+                sender, name, folder, mode=chosen,
+                agent="" if agent == agents.CLAUDE.name else agent))
         except AipagerError as exc:  # a name that is none
             return Result(False, _("Cannot start the session: {error}").format(error=exc))
         return self._said(result)

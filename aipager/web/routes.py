@@ -12,7 +12,7 @@
 ``GET /api/sessions/{name}``           one session and its conversation
 ``GET /api/folders``                   where a session may start: trusted folders first
 ``GET /api/sessions/{name}/changes``    what it changed in its folder (``git diff``)
-``POST /api/sessions``                 ``{"name"[,"folder","mode"]}``: start a session
+``POST /api/sessions``                 ``{"name"[,"folder","mode","agent"]}``: start a session
 ``POST /api/sessions/{name}/prompt``   ``{"text"[,"once"]}``: send a prompt (once per key)
 ``POST /api/sessions/{name}/files``    files for a prompt (multipart): their paths
 ``POST /api/sessions/{name}/stop``     stop the running task
@@ -229,7 +229,8 @@ async def post_session(request: web.Request) -> web.Response:
     body = await _body(request)
     return _reply(await request.app[ACTIONS].start(str(body.get("name") or ""), _sender(request),
                                                    str(body.get("folder") or "").strip(),
-                                                   str(body.get("mode") or "")))
+                                                   str(body.get("mode") or ""),
+                                                   str(body.get("agent") or "")))
 
 
 async def get_folders(request: web.Request) -> web.Response:

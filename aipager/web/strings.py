@@ -82,6 +82,8 @@ PAGE = (
     N_("🔒 private"),
     N_("Mode"),
     N_("permission mode"),
+    N_("Agent"),
+    N_("coding agent"),
     N_("📝 Changes"),
     N_("Changes"),
     N_("← {session}"),

@@ -229,3 +229,46 @@ def test_a_member_can_neither_read_the_owners_key_nor_run_a_bang_command(
     assert not os.path.exists(bang)
     said = codex_api.requests_with("E2E-CXBANG")[0].text()
     assert "Via aipager, from" in said and f"!touch {bang}" in said
+
+
+@pytest.fixture
+def codex_page(claude_home: kit.ClaudeHome, fake_anthropic,
+               codex_api: fr.FakeResponses) -> Iterator[Daemon]:
+    """``aipager start`` with its page and no Telegram, its sessions' Codex against the fake."""
+    _codex_home(claude_home, codex_api)
+    yield from _running(claude_home, Daemon.for_chat(claude_home, "", fake_anthropic.base_url))
+
+
+def test_codex_started_on_the_page_answers_there(codex_page, codex_api, claude_home):
+    """The page in Debian's chromium at phone size: the start form's agent is Codex, the
+    session shows ready once Codex draws its input line, a prompt sent there is answered
+    there."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from e2e.kit.browser import chromium, sign_in_link
+
+    codex_api.script("E2E-CXPAGE", fr.text("Codex answered the page."))
+    with sync_playwright() as p:
+        chrome = p.chromium.launch(executable_path=chromium(), headless=True)
+        try:
+            page = chrome.new_page(viewport={"width": 390, "height": 844})
+            page.goto(sign_in_link(codex_page))
+            form = page.locator("form.new")
+            form.get_by_label("coding agent").select_option("codex")
+            # the folders' trust is Claude Code's: not said of Codex's
+            expect(form.locator("select[name=folder]")).not_to_contain_text("will ask to trust")
+            form.get_by_label("session name").fill("cx")
+            form.get_by_role("button", name="🆕 Start a session").click()
+            card = page.locator("article.session[data-session='claude-cx']")
+            expect(card.locator("h3")).to_contain_text("cx · ready", timeout=60_000)
+            card.get_by_role("link", name="💬 Open").click()
+            page.get_by_label("prompt").fill("E2E-CXPAGE say hi")
+            page.get_by_role("button", name="➤ Send").click()
+            talk = page.locator("ol.talk")
+            expect(talk.locator("li.answer")).to_contain_text("Codex answered the page.",
+                                                              timeout=90_000)
+        finally:
+            chrome.close()
+    sess = codex_page.wait_session(lambda s: s["coding_agent"] == "codex", 10,
+                                   "the session known as Codex's", name="claude-cx")
+    assert sess["cwd"] == claude_home.project

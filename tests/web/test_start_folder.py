@@ -126,3 +126,32 @@ async def test_the_page_starts_a_session_in_the_permission_mode_chosen(web, tmp_
     assert bypass.status == 409
     assert (await bypass.json())["message"] == "There is no permission mode bypassPermissions."
     assert len(web.port.calls("start_session")) == 2
+
+
+async def test_the_page_starts_the_agent_chosen(web, tmp_path):
+    """The start form offers the agents (saying which this computer lacks) and starts the
+    one chosen; an agent aipager does not know is refused and nothing starts."""
+    codex = tmp_path / "codex"
+    codex.write_text("#!/bin/sh\n")
+    codex.chmod(0o755)
+    await web.sign_in()
+    web.port.env["PATH"] = "/nonexistent"
+    web.port.env.pop("AIPAGER_CODEX_BIN", None)
+    found = await (await web.get("/api/folders")).json()
+    assert found["agents"] == [{"value": "claude", "label": "Claude Code (not installed on the "
+                                                             "computer)"},
+                               {"value": "codex", "label": "Codex (not installed on the "
+                                                           "computer)"}]
+    web.port.env["AIPAGER_CODEX_BIN"] = str(codex)
+    found = await (await web.get("/api/folders")).json()
+    assert found["agents"][1] == {"value": "codex", "label": "Codex"}
+    started = await (await web.post("/api/sessions", {"name": "cx", "agent": "codex"})).json()
+    assert started["ok"]
+    claude = await (await web.post("/api/sessions", {"name": "cc", "agent": "claude"})).json()
+    assert claude["ok"]
+    (cx, cc) = web.port.calls("start_session")
+    assert cx[1]["agent"] == "codex" and "agent" not in cc[1]
+    cursor = await web.post("/api/sessions", {"name": "cu", "agent": "cursor"})
+    assert cursor.status == 409
+    assert (await cursor.json())["message"] == "There is no coding agent cursor here."
+    assert len(web.port.calls("start_session")) == 2

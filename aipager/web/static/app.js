@@ -256,15 +256,24 @@ async function startForm(name) {
   // the permission mode it starts in (the server names them in the person's language)
   const mode = h("select", { name: "mode", "aria-label": t("permission mode") },
     (found.modes || []).map((m) => h("option", { value: m.value }, m.label)));
+  // the coding agent it runs (Claude Code first); the folders' trust is Claude Code's own
+  const agents = found.agents || [];
+  const agent = h("select", { name: "agent", "aria-label": t("coding agent"),
+    onchange: () => folder.querySelectorAll("option").forEach((o) => {
+      o.textContent = agent.value === "claude" && !found.trusted.includes(o.value)
+        ? `📁 ${o.value} · ${t("Claude Code will ask to trust it")}` : `📁 ${o.value}`;
+    }) }, agents.map((a) => h("option", { value: a.value }, a.label)));
   const submit = (e) => {
     e.preventDefault();
     const where = other.value.trim() || folder.value;
-    act("/api/sessions", { name: name.value, folder: where, mode: mode.value }).then((r) => {
+    act("/api/sessions", { name: name.value, folder: where, mode: mode.value,
+                           agent: agents.length ? agent.value : "" }).then((r) => {
       if (r && r.ok) { clear("form.new input[name=name]"); clear("form.new input[name=other]"); }
     });
   };
   return h("form", { class: "new", onsubmit: submit },
     h("div", { class: "row" }, name, h("button", { type: "submit" }, t("🆕 Start a session"))),
+    agents.length > 1 ? h("label", { class: "folder" }, t("Agent"), agent) : null,
     h("label", { class: "folder" }, t("Folder"), folder), other,
     (found.modes || []).length ? h("label", { class: "folder" }, t("Mode"), mode) : null);
 }
