@@ -11,9 +11,11 @@ by faster-whisper from the Hugging Face hub into its own cache, once, on first u
 of it by ``aipager voice model NAME``: ``fetch``).  One model is loaded at a time, shared by
 every chat, and dropped ``IDLE_UNLOAD`` seconds after its last use.
 
-The language is the speaker's (their Telegram language) unless the model is near certain of
-another (``pick_language``); an English-only model refuses speech it cannot follow
-(``WrongLanguage``) rather than write English it invented.  A transcript says how much of
+The language is the speaker's (the one they chose in /settings, else their Telegram app's)
+unless the model is near certain of another (``pick_language``), and a transcript says when
+the model heard another language much likelier than the one written (``doubted``); an
+English-only model refuses speech it cannot follow (``WrongLanguage``) rather than write
+English it invented.  A transcript says how much of
 the speech gave no text (``Transcript.unheard``), and a ``Progress`` follows the work.
 """
 from __future__ import annotations
@@ -48,10 +50,25 @@ FETCH_MB = {"tiny": 75, "tiny.en": 75, "base": 145, "base.en": 145, "small": 485
 #: (Spanish written in Japanese script); measured on espeak-ng speech with base: English
 #: 0.94, Spanish 0.87, while Portuguese was guessed Spanish at 0.22 and Vietnamese Thai at 0.30
 NEAR_CERTAIN = 0.8
+#: when the model's own guess is at least this sure of a language other than the one written,
+#: and ``DOUBT_RATIO`` times likelier, the transcript says so (measured with base on espeak-ng:
+#: Vietnamese written as English had vi 0.33 against en 0.035; Spanish as Portuguese, es 0.77
+#: against pt 0.000; while Portuguese rightly written as Portuguese had es 0.18 against pt
+#: 0.074, and Latin 0.40 against pt 0.19, which must not be flagged)
+DOUBT_SURE = 0.3
+DOUBT_RATIO = 4.0
 #: an English-only model's mean log-probability below which it did not follow the speech
 #: (measured with tiny.en on espeak-ng: English -0.42; Spanish -1.07, Vietnamese -1.28,
 #: Portuguese -1.51, each "heard" as fluent invented English)
 FOLLOWED = -0.8
+#: the shortest note transcribed (seconds of audio): a word with Telegram's margins takes
+#: more, and from a note cut to 1 s Whisper base wrote "Please run, you idiot!" and
+#: "PLEASE RUN TO YOU!" for "Please run the unit tests…" (espeak-ng; tiny.en: "Please run,
+#: Matthew.")
+MIN_SECONDS = 1.0
+#: a note of which this many seconds fewer could be read than Telegram says it lasts is cut
+#: short (Telegram gives whole seconds)
+CUT_SLACK = 1.0
 #: the share of the speech that may give no text before the transcript says so
 UNHEARD_SHARE = 0.25
 #: ... and its length (a few seconds unheard in a short note is a cough, a pause)
@@ -100,6 +117,25 @@ class WrongLanguage(VoiceError):
         self.language = language
 
 
+class TooShort(VoiceError):
+    """A note shorter than ``MIN_SECONDS``: too short to hold words, so whatever Whisper
+    wrote of it would be guessed."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"a voice note of {seconds:.1f} s is too short to hold words")
+        self.seconds = seconds
+
+
+class CutShort(VoiceError):
+    """Less of the note could be read than it is long (a file cut short or damaged): a
+    transcript of its start would end in words Whisper made up."""
+
+    def __init__(self, seconds: float, expected: float) -> None:
+        super().__init__(f"only {seconds:.1f} s of a {expected:.0f} s voice note could be read")
+        self.seconds = seconds
+        self.expected = expected
+
+
 class Progress:
     """How far a transcription is, written by its thread and read by the chat's loop (one
     writer; a float and a bool are replaced whole)."""
@@ -122,6 +158,9 @@ class Transcript:
     speech: float = 0.0
     #: seconds of that speech which gave no text (the model dropped them as unsure)
     unheard: float = 0.0
+    #: the language the model heard when it disagrees strongly with ``language`` (``doubted``),
+    #: else ""
+    heard_as: str = ""
 
     @property
     def mostly_unheard(self) -> bool:
@@ -129,15 +168,27 @@ class Transcript:
         return self.unheard >= UNHEARD_SECONDS and self.unheard >= UNHEARD_SHARE * self.speech
 
 
-def model_spec(env: Mapping[str, str], cfg: config.Config | None = None) -> str:
-    """The model to use: ``ENV_MODEL``, else the config's ``voice_model``, else
-    ``DEFAULT_MODEL``; a folder given as ``~/…`` is expanded against the daemon's HOME."""
+def chosen(env: Mapping[str, str], cfg: config.Config | None = None) -> str:
+    """The model as it was named: ``ENV_MODEL``, else the config's ``voice_model``, else
+    the choice made before setup (``voicemodels.read_choice``), else ``DEFAULT_MODEL``."""
+    from aipager.bot import voicemodels
+
     spec = (env.get(ENV_MODEL) or "").strip()
     if not spec and cfg is not None and isinstance(cfg.extra.get(CONFIG_KEY), str):
         spec = cfg.extra[CONFIG_KEY].strip()
-    spec = spec or DEFAULT_MODEL
+    return spec or voicemodels.read_choice(env) or DEFAULT_MODEL
+
+
+def model_spec(env: Mapping[str, str], cfg: config.Config | None = None) -> str:
+    """The model to use (``chosen``): a folder given as ``~/…`` is expanded against the
+    daemon's HOME, and a name aipager has fetched into its own folder is that folder."""
+    from aipager.bot import voicemodels
+
+    spec = chosen(env, cfg)
     if spec == "~" or spec.startswith("~/"):
         spec = paths.home(env) + spec[1:]
+    if not is_folder(spec) and is_model(own := voicemodels.own_folder(env, spec)):
+        return own
     return spec
 
 
@@ -290,6 +341,17 @@ def pick_language(found: str, sure: float, hint: str | None) -> str:
     return hint
 
 
+def doubted(found: str, probs: list[tuple[str, float]], written: str | None) -> str:
+    """The language the model heard (``found``, with every language's probability in
+    ``probs``) when it disagrees strongly with the one ``written``: at least ``DOUBT_SURE``
+    sure of it and ``DOUBT_RATIO`` times likelier; "" when it agrees or is unsure."""
+    if written is None or found == written:
+        return ""
+    likely = dict(probs)
+    sure = likely.get(found, 0.0)
+    return found if sure >= DOUBT_SURE and sure >= DOUBT_RATIO * likely.get(written, 0.0) else ""
+
+
 def followed(logprobs: list[tuple[float, float]], hint: str | None,
              speech: float = 0.0) -> bool:
     """Whether an English-only model followed the speech: (seconds, mean log-probability)
@@ -339,29 +401,54 @@ def _pieces(samples: Any, rate: int = 16000) -> list[tuple[float, Any]]:
             if b > a]
 
 
+def _decode(audio: bytes, expected: float | None) -> Any:
+    """``audio`` as 16 kHz mono samples, when it holds a whole note long enough for words.
+
+    Raises:
+        CutShort: less could be read than ``expected`` seconds (Telegram's duration), or
+            nothing at all (a damaged file).
+        TooShort: under ``MIN_SECONDS``.
+    """
+    try:
+        samples = whisper().decode_audio(io.BytesIO(audio))  # 16 kHz mono
+    except (OSError, EOFError, ValueError) as exc:  # PyAV's errors are OSError/EOFError kinds
+        raise CutShort(0.0, expected or 0.0) from exc
+    seconds = len(samples) / 16000
+    if expected is not None and seconds + CUT_SLACK < expected:
+        raise CutShort(seconds, expected)
+    if seconds < MIN_SECONDS:
+        raise TooShort(seconds)
+    return samples
+
+
 def transcribe(audio: bytes, spec: str, hint: str | None = None,
-               progress: Progress | None = None) -> Transcript:
+               progress: Progress | None = None, expected: float | None = None) -> Transcript:
     """Transcribe ``audio`` (any format FFmpeg reads: Telegram's OGG/Opus, WAV…) with the
     model ``spec``, in the language spoken (``pick_language``; ``hint``: the speaker's
-    Telegram language, ``hint_of``).  Blocking: run it in a thread; ``progress`` follows it.
+    language, ``hint_of``: chosen in /settings, else their Telegram app's).  ``expected``:
+    the note's length as Telegram gives it.  Blocking: run it in a thread; ``progress``
+    follows it.
 
     Raises:
         NotInstalled: no faster-whisper.
         ModelUnavailable: the model cannot be loaded.
         WrongLanguage: an English-only model did not follow the speaker's language.
+        TooShort: a note too short to hold words (``MIN_SECONDS``).
+        CutShort: less of the note could be read than ``expected`` (a file cut short).
     """
     progress = progress or Progress()
+    samples = _decode(audio, expected)  # refused before a model is loaded
     with _models.lock:
         model = _models.get(spec)
-        samples = whisper().decode_audio(io.BytesIO(audio))  # 16 kHz mono
         seconds = len(samples) / 16000
         pieces = _pieces(samples)
         del samples  # the pieces are views of it: nothing is copied
-        language, known = None, model.supported_languages
+        language, known, doubt = None, model.supported_languages, ""
         multilingual = len(known) > 1
         if multilingual:  # from the first piece (Whisper listens to 30 s for it anyway)
-            found, sure, _ = model.detect_language(pieces[0][1], vad_filter=True)
+            found, sure, probs = model.detect_language(pieces[0][1], vad_filter=True)
             language = pick_language(found, sure, hint if hint in known else None)
+            doubt = doubted(found, list(probs or []), language)
         words, spans, logprobs, speech, said = [], [], [], 0.0, language or "en"
         # piece by piece: memory bounded by a piece, not by the note (``PIECE_SECONDS``)
         for offset, piece in pieces:
@@ -382,7 +469,8 @@ def transcribe(audio: bytes, spec: str, hint: str | None = None,
         _models.used = time.monotonic()
     if not multilingual and not followed(logprobs, hint, speech):
         raise WrongLanguage(hint or "")
-    return Transcript(" ".join(words), said, seconds, speech, unheard_seconds(speech, spans))
+    return Transcript(" ".join(words), said, seconds, speech, unheard_seconds(speech, spans),
+                      doubt)
 
 
 def loaded(spec: str) -> bool:
@@ -396,8 +484,9 @@ def unload_idle(now: float) -> bool:
     return _models.unload_idle(now)
 
 
-__all__ = ["CONFIG_KEY", "DEFAULT_MODEL", "ENV_MODEL", "FETCH_MB", "IDLE_UNLOAD",
-           "ModelUnavailable", "NotInstalled", "Progress", "Transcript", "VoiceError",
-           "WrongLanguage", "cuts", "fetch", "followed", "hint_of", "is_folder", "is_model", "loaded", "package_folder",
-           "model_spec", "on_disk", "pick_language", "transcribe", "unheard_seconds",
-           "unload_idle", "whisper"]
+__all__ = ["CONFIG_KEY", "CUT_SLACK", "CutShort", "DEFAULT_MODEL", "ENV_MODEL", "FETCH_MB",
+           "IDLE_UNLOAD", "MIN_SECONDS", "ModelUnavailable", "NotInstalled", "Progress",
+           "TooShort", "Transcript", "VoiceError", "WrongLanguage", "chosen", "cuts",
+           "doubted", "fetch", "followed", "hint_of", "is_folder", "is_model", "loaded",
+           "model_spec", "on_disk", "package_folder", "pick_language", "transcribe",
+           "unheard_seconds", "unload_idle", "whisper"]

@@ -6,9 +6,12 @@ faster-whisper, the optional ``voice`` extra (``bot.speech``: imported at the fi
 note, never at daemon start).  That line is edited as the work goes (the first note says the
 model is being fetched, when it is; then the share done), and becomes the transcript:
 "🎙 heard: …" with ✅ Send / ✏️ Edit / ❌ Cancel (``callbacks.VoiceTap``), in the speaker's
-language unless the model is near certain of another (``speech.pick_language``), with a
-warning when much of the speech gave no text.  ✅ sends it as the speaker's message, through
-the path a typed message takes (``flows.send_text`` → ``Actions.deliver``: the
+language (``hint``: chosen in /settings, else their Telegram app's) unless the model is near
+certain of another (``speech.pick_language``), with a warning when much of the speech gave no
+text, and one when the model heard another language much likelier than the one written
+(``speech.doubted``); a note too short to hold a word, or cut short, is refused
+(``speech.TooShort``, ``speech.CutShort``).  ✅ sends it as the speaker's message, through the
+path a typed message takes (``flows.send_text`` → ``Actions.deliver``: the
 routing, the prompt rule, holds, the permission note); ✏️ makes the speaker's next message
 (aiogram's FSM, ``NextVoice.text``) replace it; ❌ drops it.  Only the speaker's taps act on
 it.  Waiting transcripts live in memory with the dispatcher, as the pickers' messages do: a
@@ -42,7 +45,7 @@ from aiogram.types import CallbackQuery, Message
 from aiogram.utils.callback_answer import CallbackAnswer
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot import order, speech, view
+from aipager.bot import order, speech, view, voicemodels
 from aipager.clients import files
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import VoiceAct, VoiceTap
@@ -51,12 +54,13 @@ from aipager.bot.i18n import N_, _, duration, language_name, ngettext, number
 from aipager.bot.markdown import u16_len
 from aipager.bot.outbox import Live, Post
 from aipager.bot.flows import EXPIRED, send_text
-from aipager.bot.speech import ENV_MODEL, ModelUnavailable, NotInstalled, VoiceError, WrongLanguage
+from aipager.bot.speech import (ENV_MODEL, CutShort, ModelUnavailable, NotInstalled, TooShort,
+                                VoiceError, WrongLanguage)
 
 log = logging.getLogger("aipager.bot")
 
-#: the longest voice note transcribed (seconds): up to a minute of work with base on two
-#: busy cores (bench/voice.py), more with larger models
+#: the longest voice note transcribed (seconds): about 75 s of work with base on two busy
+#: cores (a 278 s note: 73.7–75.9 s, README "Cost"), more with larger models or idle-less cores
 MAX_SECONDS = 300
 #: transcripts waiting for a tap, per dispatcher (older ones' buttons expire)
 PENDING_KEPT = 50
@@ -65,8 +69,13 @@ SHOWN_MAX = 3500
 #: seconds between looks at a transcription's progress (its line is edited when it moved)
 PROGRESS_EVERY = 3.0
 
-VOICE_OFF = N_("🎙 Voice notes are off on this computer: install aipager with its voice extra "
-               "(pip install 'aipager[voice]', or '.[voice]' in a checkout) and restart aipager.")
+#: ``{command}``: the install command of the environment aipager runs from
+#: (``voicemodels.install_command``: its own venv's pip, not whichever is on PATH)
+VOICE_OFF = N_("🎙 Voice notes are off on this computer: add aipager's voice extra (about 450 MB) "
+               "to the environment it runs from: on the computer, run {command} and restart "
+               "aipager.")
+TOO_SHORT = N_("🎙 That voice note is too short to hold words: whatever I wrote of it would be "
+               "guessed. Hold the button while you speak, or type it.")
 NOT_YOURS = N_("Only the person who spoke can send, edit or cancel this.")
 
 
@@ -143,18 +152,19 @@ async def _download(message: Message, file_id: str) -> bytes:
 
 
 def _first_note(spec: str) -> str:
-    """What the "transcribing…" line adds when the model is not in memory: a name not yet
-    fetched is downloaded now, once (``speech.fetch``), which takes a while."""
-    if speech.loaded(spec) or speech.on_disk(spec):
+    """What the "transcribing…" line adds when the model is a name not on this computer:
+    it is fetched now, once (``voicemodels.fetch``), which takes a while.  A folder is
+    never fetched."""
+    if speech.is_folder(spec) or speech.loaded(spec) or speech.on_disk(spec):
         return ""
-    size = speech.FETCH_MB.get(spec)
-    return "\n" + (_("First voice note: fetching the voice model {name} (about {mb} MB) from "
-                     "the Hugging Face hub, once. On the computer, `aipager voice model` "
-                     "fetches it ahead or names a model folder.").format(name=spec, mb=size)
+    size = voicemodels.fetch_mb(spec)
+    return "\n" + (_("First voice note: fetching the voice model {name} (about {mb} MB), once. "
+                     "On the computer, `aipager voice model` fetches it ahead (and says where "
+                     "from) or names a model folder.").format(name=spec, mb=size)
                    if size else
-                   _("First voice note: fetching the voice model {name} from the Hugging Face "
-                     "hub, once. On the computer, `aipager voice model` fetches it ahead or "
-                     "names a model folder.").format(name=spec))
+                   _("First voice note: fetching the voice model {name}, once. On the "
+                     "computer, `aipager voice model` fetches it ahead (and says where from) "
+                     "or names a model folder.").format(name=spec))
 
 
 def _failure(exc: Exception) -> str:
@@ -164,10 +174,17 @@ def _failure(exc: Exception) -> str:
                  "English ({language}): I cannot transcribe it. On the computer, `aipager voice "
                  "model base` sets a multilingual model.").format(
                      language=language_name(exc.language))
+    if isinstance(exc, TooShort):
+        return _(TOO_SHORT)
+    if isinstance(exc, CutShort):
+        return _("🎙 That voice note arrived cut short: only {got} of its {length} could be "
+                 "read, and a transcript of part of it would end in guessed words. Send it "
+                 "again, or type it.").format(got=duration(exc.seconds),
+                                              length=duration(exc.expected))
     if isinstance(exc, ModelUnavailable) and exc.fetching:
-        return _("🎙 The voice model {name} could not be fetched from the Hugging Face hub (is "
-                 "this computer offline?). On the computer, `aipager voice model PATH` names a "
-                 "model folder there, or `aipager voice model {name}` fetches it.").format(
+        return _("🎙 The voice model {name} could not be fetched (is this computer offline?). "
+                 "On the computer, `aipager voice model {name}` tries again and says why, or "
+                 "`aipager voice model PATH` names a model folder there.").format(
                      name=exc.spec)
     if isinstance(exc, ModelUnavailable):
         return _("🎙 {folder} holds no voice model (a CTranslate2 Whisper folder, with "
@@ -176,8 +193,27 @@ def _failure(exc: Exception) -> str:
     return _("🎙 Could not transcribe that voice note; send it again or type it.")
 
 
+def hint(state: Any, user: Any) -> str | None:
+    """The language a speaker's note is expected in: the one they chose in /settings (kept
+    per person), else their Telegram app's (a phone in English says little of the speech)."""
+    if user is None:
+        return None
+    return speech.hint_of(state.langs.get(str(user.id)) or user.language_code)
+
+
+def _doubt(heard: speech.Transcript) -> str:
+    """A line saying the model heard another language, much likelier than the one written
+    (``speech.doubted``): the text may be words invented in the wrong language; else ""."""
+    if not heard.heard_as:
+        return ""
+    return "\n" + _("⚠️ Written in {written}, but to the voice model it sounded more like "
+                    "{heard}: check it against the note. If you speak another language, "
+                    "choose it in /settings.").format(written=language_name(heard.language),
+                                                      heard=language_name(heard.heard_as))
+
+
 def _heard_text(heard: speech.Transcript) -> str:
-    text = _("🎙 heard: {text}").format(text=_shown(heard.text))
+    text = _("🎙 heard: {text}").format(text=_shown(heard.text)) + _doubt(heard)
     if heard.mostly_unheard:
         # Whisper drops a stretch it is unsure of without a word: a transcript much
         # shorter than the note must not pass for all of it
@@ -188,11 +224,11 @@ def _heard_text(heard: speech.Transcript) -> str:
 
 
 async def _transcribe(actions: Actions, chat_id: int, key: str, audio: bytes, spec: str,
-                      hint: str | None) -> speech.Transcript:
+                      hint: str | None, expected: float) -> speech.Transcript:
     """The transcript, with the "transcribing…" line edited as it goes."""
     progress = speech.Progress()
     job = asyncio.ensure_future(asyncio.to_thread(speech.transcribe, audio, spec, hint,
-                                                  progress))
+                                                  progress, expected))
     shown = 0
     while not job.done():
         await asyncio.wait({job}, timeout=PROGRESS_EVERY)
@@ -215,7 +251,8 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
     try:
         await asyncio.to_thread(speech.whisper)  # a first import takes a second or two
     except NotInstalled:
-        actions.say(chat_id, _(VOICE_OFF), reply_to=msg_id)
+        actions.say(chat_id, _(VOICE_OFF).format(command=voicemodels.install_command()),
+                    reply_to=msg_id)
         return
     if voice.duration > MAX_SECONDS or (voice.file_size or 0) > files.DOWNLOAD_MAX:
         minutes, seconds = divmod(voice.duration, 60)
@@ -223,6 +260,9 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
                                "up to {limit}. Send it in parts, or type it.").format(
                                    minutes=minutes, seconds=seconds, limit=duration(MAX_SECONDS)),
                     reply_to=msg_id)
+        return
+    if voice.duration < speech.MIN_SECONDS:  # Telegram's whole seconds: 0
+        actions.say(chat_id, _(TOO_SHORT), reply_to=msg_id)
         return
     handle = actions.state.handle("voice", msg_key(chat_id, msg_id))
     key = _key(handle)
@@ -236,10 +276,11 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
     # minutes of transcribing must not hold the chat's next messages (nor its commands)
     order.step_aside()
     try:
+        if first:  # a name not here yet: the package index, else the hub (voicemodels)
+            spec = await asyncio.to_thread(voicemodels.fetch, actions.env, spec, None, False)
         audio = await _download(message, voice.file_id)
-        user = message.from_user
         heard = await _transcribe(actions, chat_id, key, audio, spec,
-                                  speech.hint_of(user.language_code if user else None))
+                                  hint(actions.state, message.from_user), voice.duration)
     except Exception as exc:  # noqa: BLE001 - Telegram, the audio, the model: say so, go on
         log.warning("transcribing a voice note failed: %s", exc)
         actions.outbox.put(Live(chat_id, _failure(exc), key=key, final=True))
@@ -249,8 +290,8 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
     log.info("voice note: %.1f s of %s audio transcribed (%.1f s of its %.1f s of speech gave "
              "no text)", heard.seconds, heard.language, heard.unheard, heard.speech)
     if not heard.text:
-        actions.outbox.put(Live(chat_id, _("🎙 I heard no words in that voice note."), key=key,
-                                final=True))
+        actions.outbox.put(Live(chat_id, _("🎙 I heard no words in that voice note.")
+                                + _doubt(heard), key=key, final=True))
         return
     if actions.state.prefs_of(chat_id).get("voice_now"):
         # what was heard is still shown (a reply to the note), then goes in as if typed
@@ -357,5 +398,5 @@ async def on_cancel(query: CallbackQuery, callback_data: VoiceTap, actions: Acti
         callback_answer.text = _("Not sent.")
 
 
-__all__ = ["MAX_SECONDS", "NOT_YOURS", "VOICE_OFF", "NextVoice", "on_cancel", "on_edit",
+__all__ = ["MAX_SECONDS", "NOT_YOURS", "TOO_SHORT", "VOICE_OFF", "NextVoice", "hint", "on_cancel", "on_edit",
            "on_edited", "on_send", "on_voice"]

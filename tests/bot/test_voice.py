@@ -208,9 +208,12 @@ async def test_without_the_extra_one_line_says_how_to_enable_it(chat, spoken, mo
     monkeypatch.setitem(sys.modules, "faster_whisper", None)  # as if never installed
     note = await user_sends_voice(chat.fake, spoken)
     said = await chat.fake.wait_for("sendMessage", lambda p: "🎙" in str(p["text"]))
-    assert said["text"] == voice.VOICE_OFF and "\n" not in said["text"]
-    assert "pip install 'aipager[voice]'" in said["text"]
-    shown = next(m for m in chat.fake.bot_messages(chat.chat_id) if m["text"] == voice.VOICE_OFF)
+    hint = voice.VOICE_OFF.format(command=f"{sys.executable} -m pip install 'aipager[voice]'")
+    assert said["text"] == hint and "\n" not in said["text"]
+    # the pip of the venv aipager runs from (issue 43: a bare `pip` is whichever comes first
+    # on PATH, and Debian's refuses to install at all)
+    assert f"{sys.executable} -m pip install 'aipager[voice]'" in said["text"]
+    shown = next(m for m in chat.fake.bot_messages(chat.chat_id) if m["text"] == hint)
     assert shown["reply_to_message"]["message_id"] == note["message_id"]
     assert chat.fake.calls_of("getFile") == []  # not even downloaded
     assert chat.sessions.typed == []
@@ -505,3 +508,115 @@ def test_a_long_note_is_cut_into_pieces_at_its_pauses():
     flat = stt.cuts([1.0] * 700, 0.1, piece=30.0, within=8.0)
     assert flat == [299, 598]
     assert stt.cuts([1.0] * 300, 0.1) == []  # 30 s: one piece
+
+
+# -- issue 43: the language chosen in /settings; notes too short or cut short ---------------
+
+
+@pytest.mark.parametrize("voice_model", [None])
+async def test_the_language_chosen_in_settings_is_the_one_expected(multilingual_env, chat):
+    """A phone in English, Portuguese chosen in /settings (kept per person: what its tap
+    stores, tests/bot/test_languages.py): the note is heard in Portuguese.  Before, the
+    Telegram language won and Portuguese speech became invented English ("Thank you. See
+    you in the next video.")."""
+    session = chat.start("jim")
+    chat.bot.state.langs[str(OWNER["id"])] = "pt_BR"
+    speaker = dict(OWNER, language_code="en")
+    await user_sends_voice(chat.fake, speech(PORTUGUESE, "pt-br"), user=speaker)
+    heard = await _heard(chat, head="🎙 ouvi:")
+    assert "escreva a documentação" in _words(heard["text"]), heard["text"]
+    assert "⚠️" not in heard["text"]  # the model agreed, or was unsure: nothing to say
+    await chat.fake.user_taps(heard["message_id"], _button(heard, "Enviar"), user=speaker)
+    typed = await eventually(lambda: chat.sessions.typed)
+    assert typed[0][0] == session and "escreva a documentação" in _words(typed[0][1])
+    # no choice: the Telegram app's language, as before
+    assert voice.hint(chat.bot.state, type("U", (), {"id": 5, "language_code": "es-ES"})) == "es"
+    assert voice.hint(chat.bot.state, None) is None
+
+
+SPANISH_AS_PORTUGUESE = ("Abre el archivo de configuración y cambia el puerto del servidor, "
+                         "después reinícialo y muéstrame el registro.")
+
+
+@pytest.mark.parametrize("voice_model", [None])
+async def test_the_card_says_when_the_model_heard_another_language(multilingual_env, chat):
+    """Portuguese chosen, Spanish spoken: Whisper base is 77 % sure of Spanish (under the
+    80 % that overrules the speaker) and 0 % of Portuguese, so the Portuguese written is
+    doubtful: the confirm card says so, in the speaker's words."""
+    chat.start("jim")
+    chat.bot.state.langs[str(OWNER["id"])] = "pt_BR"
+    await user_sends_voice(chat.fake, speech(SPANISH_AS_PORTUGUESE, "es"), seconds=7)
+    heard = await _heard(chat, head="🎙 ouvi:")
+    assert "⚠️ Escrito em português, mas para o modelo de voz soou mais como espanhol" in \
+        heard["text"], heard["text"]
+    assert "/settings" in heard["text"] and heard.get("reply_markup")
+
+
+def test_a_strong_disagreement_is_told_apart_from_an_unsure_guess():
+    # measured with base on espeak-ng (speech.DOUBT_SURE): Vietnamese written as English,
+    # Spanish written as Portuguese
+    assert stt.doubted("vi", [("vi", 0.33), ("en", 0.035)], "en") == "vi"
+    assert stt.doubted("es", [("es", 0.77), ("pt", 0.0)], "pt") == "es"
+    # Portuguese rightly written as Portuguese, which base guesses as Spanish or Latin
+    assert stt.doubted("es", [("es", 0.18), ("pt", 0.074)], "pt") == ""
+    assert stt.doubted("la", [("la", 0.40), ("pt", 0.19)], "pt") == ""
+    assert stt.doubted("en", [("en", 0.9)], "en") == "" and stt.doubted("en", [], None) == ""
+    with i18n.use("en"):
+        shown = voice._heard_text(stt.Transcript("hello", "en", 3.0, 3.0, 0.0, "vi"))
+    assert shown == ("🎙 heard: hello\n⚠️ Written in English, but to the voice model it sounded "
+                     "more like Vietnamese: check it against the note. If you speak another "
+                     "language, choose it in /settings.")
+
+
+def _cut(note: bytes, seconds: float) -> bytes:
+    """``note`` (OGG/Opus) as a voice note of its first ``seconds``, whole (encoded again)."""
+    import io
+
+    import av
+    import numpy
+
+    samples = stt.whisper().decode_audio(io.BytesIO(note))[:int(seconds * 16000)]
+    out = io.BytesIO()
+    with av.open(out, "w", format="ogg") as dst:
+        stream = dst.add_stream("libopus", rate=48000, layout="mono")
+        frame = av.AudioFrame.from_ndarray((samples * 32767).astype(numpy.int16).reshape(1, -1),
+                                           format="s16", layout="mono")
+        frame.sample_rate = 16000
+        resample = av.AudioResampler(format="s16", layout="mono", rate=48000)
+        for piece in [*resample.resample(frame), *resample.resample(None)]:
+            for packet in stream.encode(piece):
+                dst.mux(packet)
+        for packet in stream.encode(None):
+            dst.mux(packet)
+    return out.getvalue()
+
+
+async def test_a_note_cut_short_is_refused_rather_than_finished_with_invented_words(chat,
+                                                                                    spoken):
+    """A 3 s note of which the file holds 1 s: Whisper wrote "Please run, you idiot!" (base)
+    and "Please run, Matthew." (tiny.en) of such a start."""
+    chat.start("jim")
+    await user_sends_voice(chat.fake, spoken[:len(spoken) * 2 // 5], seconds=3)
+    said = await _heard(chat, head="🎙 That voice note arrived cut short")
+    assert said["text"].startswith("🎙 That voice note arrived cut short: only 1 second of its "
+                                   "3 seconds could be read"), said["text"]
+    assert "Send it again" in said["text"] and not said.get("reply_markup")
+    assert chat.sessions.typed == []
+
+
+async def test_a_note_too_short_to_hold_words_is_refused(chat, spoken):
+    chat.start("jim")
+    await user_sends_voice(chat.fake, _cut(spoken, 0.6), seconds=1)
+    said = await _heard(chat, head="🎙 That voice note is too short")
+    assert said["text"] == voice.TOO_SHORT and not said.get("reply_markup")
+    # Telegram says 0 s: refused before it is even downloaded
+    files = len(chat.fake.calls_of("getFile"))
+    await user_sends_voice(chat.fake, _cut(spoken, 0.4), seconds=0)
+    await eventually(lambda: [m for m in chat.fake.bot_messages(chat.chat_id)
+                              if m["text"] == voice.TOO_SHORT][1:], what="the second refusal")
+    assert len(chat.fake.calls_of("getFile")) == files
+    assert chat.sessions.typed == []
+    # a word with Telegram's margins is not refused
+    with pytest.raises(stt.TooShort):
+        stt.transcribe(_cut(spoken, 0.6), tiny_model())
+    assert "please" in _words(stt.transcribe(_cut(spoken, 1.2), tiny_model(), None, None, 1).text)

@@ -50,6 +50,8 @@ LONG = {
     "names": "a1b2c3-screenshot-2026-12-06.png, d4e5f6-notes.txt",
     "server": "github-enterprise-releases", "field": "Release note for the changelog",
     "value": "Nightly (every commit on main)",
+    "got": "12 seconds", "length": "4 minutes", "written": "português (Brasil)",
+    "heard": "tiếng Việt",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {

