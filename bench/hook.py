@@ -22,6 +22,8 @@ from aipager.hookpy import entry
 from bench import harness
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures", "events")
+#: Codex 0.169.0's payloads, recorded from the real binary: the same hook serves them
+CODEX_FIXTURES = os.path.join(os.path.dirname(FIXTURES), "codex")
 SESSION = "claude-bench"
 
 
@@ -43,26 +45,28 @@ def _twin(tool: str) -> list[str]:
 
 
 def _payloads(folder: str, only: list[str] | None) -> list[tuple[str, str, str]]:
-    """(case, tool, payload path): every fixture compact, plus a 5 KB PostToolUse."""
+    """(case, tool, payload path): every fixture compact (Claude Code's, then Codex's as
+    ``codex:<event>``), plus a 5 KB PostToolUse."""
     out = []
-    for name in sorted(os.listdir(FIXTURES)):
-        case = name[:-5]
-        if only and case not in only:
-            continue
-        with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
-            event = json.load(fh)
-        tool = "statusline" if case == "statusline" else "hook"
-        path = os.path.join(folder, name)
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(event, fh)
-        out.append((case, tool, path))
-        if case == "PostToolUse":
-            big = dict(event)
-            big["tool_response"] = {"stdout": ('line "q" \\ é\n' * 400)[:4800], "stderr": ""}
-            path5 = os.path.join(folder, "PostToolUse-5KB.json")
-            with open(path5, "w", encoding="utf-8") as fh:
-                json.dump(big, fh)
-            out.append(("PostToolUse-5KB", "hook", path5))
+    for source, prefix in ((FIXTURES, ""), (CODEX_FIXTURES, "codex:")):
+        for name in sorted(os.listdir(source)):
+            case = prefix + name[:-5]
+            if only and case not in only:
+                continue
+            with open(os.path.join(source, name), encoding="utf-8") as fh:
+                event = json.load(fh)
+            tool = "statusline" if case == "statusline" else "hook"
+            path = os.path.join(folder, prefix.rstrip(":") + name)
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(event, fh)
+            out.append((case, tool, path))
+            if case == "PostToolUse":
+                big = dict(event)
+                big["tool_response"] = {"stdout": ('line "q" \\ é\n' * 400)[:4800], "stderr": ""}
+                path5 = os.path.join(folder, "PostToolUse-5KB.json")
+                with open(path5, "w", encoding="utf-8") as fh:
+                    json.dump(big, fh)
+                out.append(("PostToolUse-5KB", "hook", path5))
     return out
 
 
@@ -70,9 +74,9 @@ def run(args) -> list[dict]:
     only = args.events.split(",") if getattr(args, "events", None) else None
     sink = harness.Sink()
     env = {"PATH": "/usr/bin:/bin", "AIPAGER_INSTANCE_DIR": sink.dir, "CLAUDE_DTACH_SESSION": SESSION,
-           # a PermissionRequest would wait (up to 20 s) for a tap nobody sends: measure the
-           # hook's own work, as without the reply wait
-           "AIPAGER_PERMISSION_REPLY_DEADLINE": "0"}
+           # a PermissionRequest (an Elicitation) would wait up to 20 s (90 s) for a tap
+           # nobody sends: measure the hook's own work, as without the reply wait
+           "AIPAGER_PERMISSION_REPLY_DEADLINE": "0", "AIPAGER_ELICITATION_REPLY_DEADLINE": "0"}
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="aipager-bench-payloads-") as folder:
         # Claude Code always passes HOME; without it the policy steps decline
