@@ -46,7 +46,8 @@ from aipager.daemon import render
 from aipager.daemon.model import Session, Task
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Form, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
-                                     RequestAnswered, RequestClosed, RequestUpdate)
+                                     RequestAnswered, RequestClosed, RequestUpdate,
+                                     StateChanged)
 
 log = logging.getLogger("aipager.bot")
 
@@ -149,7 +150,10 @@ class ChatNotifier:
                         self._private(out, sess, chat_id, mode)
                     else:
                         self._show(out, sess, chat_id)
-                    self._status_line(chat_id)
+                    if not isinstance(out, StateChanged):
+                        # (a state alone, a session that started, posts no status line: it
+                        # moves with the cards and requests it sums up, as it always did)
+                        self._status_line(chat_id)
         except Exception:  # noqa: BLE001 - a rendering bug must not break event handling
             log.exception("showing a %s output in the chat failed", out.kind)
 
@@ -184,6 +188,8 @@ class ChatNotifier:
                 self._on_diff(out, sess, chat_id)
             case Files():
                 self._on_files(out, sess, chat_id)
+            case StateChanged():
+                self._on_state(out, sess, chat_id)
 
     # -- private mode ----------------------------------------------------------------
 
@@ -508,6 +514,9 @@ class ChatNotifier:
         if target != chat_id or self.release is None or not str(msg_id).lstrip("-").isdigit():
             return
         self._spawn(self.release(out.session, chat_id, int(msg_id), out.text))
+
+    def _on_state(self, out: StateChanged, sess: Session | None, chat_id: int) -> None:
+        """Nothing: a state with no card is for clients that list sessions (the page)."""
 
     def _on_diff(self, out: Diff, sess: Session | None, chat_id: int) -> None:
         if not self.state.prefs_of(chat_id).get("diffs"):

@@ -31,7 +31,7 @@ from aipager.bot.i18n import N_, _, ngettext
 from aipager.daemon.model import Session, State
 from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Form, Permission, Prompted, Question, Reaction, Release,
-                                     RequestAnswered, RequestClosed, RequestUpdate)
+                                     RequestAnswered, RequestClosed, RequestUpdate, StateChanged)
 from aipager.daemon.render import PLAN_TOOL, elapsed
 
 
@@ -173,7 +173,7 @@ def view(out: Output, label: str, sess: Session | None, now: float) -> Private:
             text = _(words).format(session=label) if words else f"ℹ️ {label} · {out.notice}"
             facts = {k: out.extra[k] for k in _NOTICE_FACTS if k in out.extra}
             return Show(dataclasses.replace(out, text=text, extra=facts))
-        case Reaction() | Release() | RequestUpdate():
+        case Reaction() | Release() | RequestUpdate() | StateChanged():
             return Show(out)
         case Diff() | Prompted():
             return Quiet()

@@ -19,7 +19,8 @@ from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
 from aipager.daemon.events import ROUTERS, compaction
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.notifier import Card, Notifier
+from aipager.daemon.model import Session
+from aipager.daemon.notifier import Card, Notifier, StateChanged
 from aipager.daemon.ordered import OrderedOutputs
 from aipager.daemon.registry import Registry
 from aipager.daemon.transcript import last_answer, task_notifications
@@ -74,6 +75,8 @@ class DaemonCore:
         self._previous: set[int] = set()
         self._gen_start = monotonic()
         self._cards: dict[str, tuple[int, str]] = {}
+        #: session → the state its last card or ``StateChanged`` showed
+        self._states: dict[str, str] = {}
         #: optional observer called with each decoded event after handling (bench, tests)
         self.on_handled: Callable[[dict], None] | None = None
 
@@ -153,7 +156,9 @@ class DaemonCore:
         return False
 
     def flush_cards(self, shown_only: bool = False) -> int:
-        """Emit a ``card`` output for every changed session whose card text changed.
+        """Emit a ``card`` output for every changed session whose card text changed, and a
+        ``StateChanged`` for one whose state changed with no card to show it (a session
+        that started has no task: nothing else would tell the page it is ready).
 
         Args:
             shown_only: only cards already shown for their task (an event's batch: a task's
@@ -169,7 +174,10 @@ class DaemonCore:
         left: set[str] = set()
         for name in sorted(reg.dirty):
             sess = reg.get(name)
-            if sess is None or sess.task is None:
+            if sess is None:
+                continue
+            if sess.task is None:
+                self._state_changed(sess)
                 continue
             shown = self._cards.get(name)
             if shown_only and (shown is None or shown[0] != sess.task.seq):
@@ -178,14 +186,22 @@ class DaemonCore:
             text = render.card(sess, now)
             key = (sess.task.seq, text)
             if shown == key:
+                self._state_changed(sess)
                 continue
             self._cards[name] = key
+            self._states[name] = str(sess.state)
             final = sess.task.ended_at is not None and not sess.work_open()
             self.outputs.emit(Card(name, text, task=sess.task.seq, final=final))
             sent += 1
         reg.dirty.clear()
         reg.dirty.update(left)
         return sent
+
+    def _state_changed(self, sess: Session) -> None:
+        state = str(sess.state)
+        if self._states.get(sess.name) != state:
+            self._states[sess.name] = state
+            self.outputs.emit(StateChanged(sess.name, state, state=state))
 
     def tick(self) -> None:
         """Time-based rules, then cards (called every second or so by the daemon)."""
@@ -200,4 +216,6 @@ class DaemonCore:
         if len(self._cards) > len(reg.sessions):
             # cards of forgotten sessions (the difference bounds what stays stale)
             self._cards = {k: v for k, v in self._cards.items() if k in reg.sessions}
+        if len(self._states) > len(reg.sessions):
+            self._states = {k: v for k, v in self._states.items() if k in reg.sessions}
         self.flush_cards()

@@ -252,10 +252,19 @@ class Files(Output):
     tool_use_id: str = ""
 
 
+@dataclass(frozen=True)
+class StateChanged(Output):
+    """The session's state changed and no card says so (it started and is ready, it came
+    back): a client that lists sessions reads them again.  ``text`` is the state."""
+
+    kind: ClassVar[str] = "state"
+    state: str = ""
+
+
 #: every kind, by name
 KINDS: dict[str, type[Output]] = {cls.kind: cls for cls in (
     Card, Notice, Answer, Permission, Question, Form, RequestClosed, RequestAnswered, RequestUpdate,
-    Reaction, Release, Diff, Files)}
+    Reaction, Release, Diff, Files, StateChanged)}
 
 
 class Notifier(Protocol):

@@ -274,3 +274,32 @@ def test_a_restart_keeps_the_page_signed_in_with_its_conversation_and_draft(
     saved = paths.page_state_file(web_daemon.env)
     assert os.stat(saved).st_mode & 0o777 == 0o600
     assert "token" not in open(saved, encoding="utf-8").read()
+
+
+def test_a_session_started_from_the_page_becomes_ready_there_without_a_reload(
+        web_daemon, browser, claude_home):
+    """Issue 43: a session the page started stayed "• NAME · starting" until a reload: it has
+    no task, so no card said it became ready, and the page reads again only when the
+    daemon shows something."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport=PHONE)
+    page.goto(sign_in_link(web_daemon))
+    expect(page.locator("#sessions")).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator("#live")).to_have_class("dot on", timeout=WAIT_MS)
+    page.evaluate("window.notReloaded = true")
+    # started as the page's own form starts one (its POST), in a folder Claude Code trusts
+    started = page.evaluate("""async (folder) => {
+        const r = await fetch("/api/sessions", {method: "POST",
+            headers: {"Content-Type": "application/json"},
+            body: JSON.stringify({name: "pg", folder})});
+        return await r.json(); }""", claude_home.project)
+    assert started["ok"], started
+    card = page.locator("article.session[data-session='claude-pg']")
+    expect(card.locator("h3")).to_contain_text("pg", timeout=WAIT_MS)
+    web_daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 60,
+                            "pg ready", name="claude-pg")
+    expect(card.locator("h3")).to_contain_text("pg · ready", timeout=10_000)
+    assert page.evaluate("window.notReloaded") is True
+    shot(page, "started-ready-live")
+    _cli(web_daemon, "session", "kill", "pg", "--yes")

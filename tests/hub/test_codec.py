@@ -52,6 +52,7 @@ SAMPLES = [
     notifier.Diff("claude-a", "@@ -1 +1 @@", tool="Edit", row="t1"),
     notifier.Files("claude-a", "caption", files=["/x/a.png"], cwd="/x", task=2,
                    tool_use_id="tu"),
+    notifier.StateChanged("claude-a", "ready", state="ready"),
 ]
 
 

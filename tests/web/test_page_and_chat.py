@@ -1,0 +1,137 @@
+"""The page and the chat of one daemon, on the real path: the real ``Daemon`` fed hook
+datagrams, the real chat over HTTP against the fake Bot API, the real page application
+(signed in as the person at the machine, ``@web``); only the terminal is a fake.
+
+- A session that becomes ready says so on the page's live stream (no card says it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from fakes.sessionio import FakeSessions
+from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
+
+from aipager import config
+
+S = "claude-jim"
+HOST = "127.0.0.1:7180"
+ORIGIN = f"http://{HOST}"
+
+
+class Both:
+    """The chat and the page of one daemon."""
+
+    def __init__(self, fake: FakeBotAPI, daemon: Any, bot: Any, sessions: FakeSessions,
+                 client: TestClient, live: Any) -> None:
+        self.fake, self.daemon, self.bot, self.sessions = fake, daemon, bot, sessions
+        self.client, self.live = client, live
+
+    def feed(self, session: str, event: str, **fields: Any) -> None:
+        key = "type" if event in ("statusline",) else "hook_event_name"
+        self.daemon.deliver([orjson.dumps({key: event, "session": session, **fields})])
+        self.daemon.core.flush_cards()
+
+    def start(self, session: str = S) -> None:
+        self.sessions.live.add(session)
+        self.feed(session, "SessionStart", source="startup", session_id=f"sid-{session}",
+                  cwd="/tmp", transcript_path=f"/nonexistent/{session}.jsonl")
+
+    async def prompt(self, text: str, session: str = S) -> dict:
+        """``text`` sent from the page; Claude Code takes it (the hook's pick-up, then its
+        UserPromptSubmit, as for a phone message). Returns the typed message's note."""
+        response = await self.client.post(f"/api/sessions/{session}/prompt", json={"text": text},
+                                          headers={"Host": HOST, "Origin": ORIGIN})
+        result = await response.json()
+        assert result["outcome"] == "typed", result
+        (typed_session, encoded), = [p for p in self.sessions.pasted if p[0] == session][-1:]
+        note = self.sessions.typed[-1][2]
+        self.feed(session, "queue_pickup", consumed=[{
+            "msg_id": note["msg_id"], "chat_id": note["chat_id"],
+            "author_user_id": note["author_user_id"]}])
+        self.feed(session, "UserPromptSubmit", prompt=encoded, prompt_id=f"p-{note['msg_id']}")
+        return note
+
+
+@pytest.fixture
+def private() -> bool:
+    return False
+
+
+@pytest.fixture
+async def both(private):
+    from aipager.bot.service import ChatBot
+    from aipager.clients.members import Members
+    from aipager.daemon.app import Daemon
+    from aipager.daemon.notifier import FanoutNotifier
+    from aipager.web.actions import WebActions, default_folder
+    from aipager.web.auth import Logins
+    from aipager.web.live import WebNotifier
+    from aipager.web.routes import make_app
+    from aipager.web.service import Settings
+    from aipager.web.who import People
+
+    fake = FakeBotAPI()
+    fake.add_private_chat(OWNER)
+    async with fake.running() as base:
+        env = dict(os.environ, AIPAGER_TELEGRAM_API_BASE=base)
+        cfg = config.Config(bot_token=TOKEN, chat_id=OWNER["id"],
+                            extra={"private": True} if private else {})
+        config.save(env, cfg)
+        bot = ChatBot(env, cfg)
+        sessions = FakeSessions()
+        holder: list = []
+        live = WebNotifier(lambda: holder[0].sessions if holder else None)
+        daemon = Daemon(env, notifier=FanoutNotifier([bot.notifier, live]), session_io=sessions)
+        holder.append(daemon)
+        bot.attach(daemon)
+        spawned: list = []
+        actions = WebActions(daemon, live, default_folder(env, lambda: None), spawned.append)
+        logins = Logins()
+        app = make_app(actions, live, logins, People(env, Members(env, cfg)),
+                       allowed_hosts=Settings().hosts(7180),
+                       allowed_origins=Settings().origins(7180))
+        client = TestClient(TestServer(app))
+        await client.start_server()
+        signed = await client.get(f"/?token={logins.issue()}", headers={"Host": HOST},
+                                  allow_redirects=False)
+        assert signed.status == 303
+        task = asyncio.create_task(bot.run())
+        try:
+            yield Both(fake, daemon, bot, sessions, client, live)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await client.close()
+            for coro in spawned:
+                coro.close()
+
+
+# -- the page's live stream ----------------------------------------------------------------
+
+
+async def test_a_session_that_becomes_ready_is_told_on_the_live_stream(both):
+    """A session the page started is "starting" until Claude Code's SessionStart: no card
+    says it is ready (it has no task), and the page reads again only on an event."""
+    both.sessions.live.add(S)
+    both.daemon.core.registry.ensure(S)  # started from the page: known, not started yet
+    both.daemon.core.flush_cards()
+    shown = await (await both.client.get("/api/sessions", headers={"Host": HOST})).json()
+    assert [(s["name"], s["state"]) for s in shown] == [(S, "unknown")]
+    stream = both.live.subscribe()
+    both.feed(S, "SessionStart", source="startup", session_id="sid-jim", cwd="/tmp",
+              transcript_path="/nonexistent/jim.jsonl")
+    event = stream.get_nowait()
+    assert event["session"] == S
+    shown = await (await both.client.get("/api/sessions", headers={"Host": HOST})).json()
+    assert [(s["name"], s["state"]) for s in shown] == [(S, "ready")]
+    # nothing changed: nothing more is said
+    both.daemon.core.flush_cards()
+    assert stream.empty()
