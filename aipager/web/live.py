@@ -81,6 +81,8 @@ class WebNotifier:
                 # the task's prompt at once (its first card waits for the daemon's tick)
                 self._task_seen(out.session, out.task)
             case Answer():
+                # its prompt first (a short task's answer comes before its first card)
+                self._task_seen(out.session, out.task)
                 self.say(out.session, "answer", out.text, task=out.task)
             case Notice():
                 # what it says in facts too: each page renders it again in its language
@@ -123,21 +125,28 @@ class WebNotifier:
             self._prompt_of(session, seq)
 
     def _prompt_of(self, session: str, seq: int) -> None:
+        """Add task ``seq``'s prompt, unless the conversation has it: typed from this page,
+        or said before a restart (the restarted daemon shows its sessions' cards again and
+        this run has not seen their tasks: the kept conversation has)."""
         view = self._sessions()
         sess = view.get(session) if view is not None else None
         task = sess.task if sess is not None else None
         if task is None or task.seq != seq or not task.prompt:
             return
         ids = {str(a.get("msg_id")) for a in task.authors}
-        sent = [e for e in self.talk.get(session, ()) if e["kind"] == "sent" and e["msg_id"] in ids]
+        talk = self.talk.get(session, ())
+        sent = [e for e in talk if e["kind"] == "sent" and e["msg_id"] in ids]
         if sent:  # typed from this page: already in the conversation
             for entry in sent:
                 entry.update(status="taken", task=seq)
             return
+        if any(e["kind"] == "prompt" and e.get("task") == seq
+               and e.get("started", task.started_at) == task.started_at for e in talk):
+            return  # said already (a task of this session's next life has another start)
         authors = [str(a.get("label") or a.get("user_id") or "") for a in task.authors]
         who = ", ".join(a for a in authors if a) or (
             "the terminal" if task.origin == "terminal" else task.origin)
-        self.say(session, "prompt", task.prompt, task=seq, who=who)
+        self.say(session, "prompt", task.prompt, task=seq, who=who, started=task.started_at)
 
     def _react(self, session: str, msg_id: str, emoji: str) -> None:
         for entry in self.talk.get(session, ()):

@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 import pytest
 
+from aipager.daemon.app import TICK_SECONDS
 from aipager.proto import paths
 from e2e.kit.browser import chromium, shot, sign_in_link, what_pages_show
 from e2e.kit.daemon import BOT_TOKEN, USER_ID, Daemon
@@ -244,13 +246,14 @@ def test_a_restart_keeps_the_page_signed_in_with_its_conversation_and_draft(
     from playwright.sync_api import expect
 
     fake_anthropic.script("E2E-KEEP", fa.text("Kept **answer**."))
+    fake_anthropic.script("E2E-TYPED", fa.text("Typed **here**."))
     with socket.socket() as s:  # the same address after the restart, as a real page has
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     web_daemon.stop()
     web_daemon.extra_env["AIPAGER_WEB_PORT"] = str(port)
     web_daemon.start()
-    dtach_session()
+    tui = dtach_session()
     web_daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 30,
                             "the session ready")
     page = browser.new_page(viewport=PHONE)
@@ -261,13 +264,23 @@ def test_a_restart_keeps_the_page_signed_in_with_its_conversation_and_draft(
     page.get_by_role("button", name="➤ Send").click()
     talk = page.locator("ol.talk")
     expect(talk.locator("li.answer strong")).to_have_text("answer", timeout=WAIT_MS)
+    # the last prompt typed at the computer: a restarted daemon shows its card again
+    tui.type("E2E-TYPED at the keyboard")
+    expect(talk.locator("li.answer strong").nth(1)).to_have_text("here", timeout=WAIT_MS)
+    web_daemon.wait_session(lambda s: s["state"] == "ready", 20, "the task done")
     page.get_by_label("prompt").fill("a draft not sent yet")
 
-    web_daemon.stop()
-    web_daemon.start()
-    page.reload()
-    expect(talk.locator("li.sent")).to_contain_text("E2E-KEEP say it", timeout=WAIT_MS)
-    expect(talk.locator("li.answer strong")).to_have_text("answer")
+    for _restart in range(2):  # each restart once added the last prompt again (issue 43)
+        web_daemon.stop()
+        web_daemon.start()
+        web_daemon.wait_session(lambda s: s["state"] == "ready", 30, "the session back")
+        # its first ticks show the restored cards again (what once said the prompt again)
+        time.sleep(3 * TICK_SECONDS)
+        page.reload()
+        expect(talk.locator("li.sent")).to_contain_text("E2E-KEEP say it", timeout=WAIT_MS)
+        expect(talk.locator("li.answer strong")).to_have_text(["answer", "here"])
+        expect(talk.locator("li.prompt")).to_have_count(1)
+        expect(talk.locator("li.prompt")).to_contain_text("E2E-TYPED at the keyboard")
     expect(page.get_by_label("prompt")).to_have_value("a draft not sent yet")
     assert "Not signed in" not in page.inner_text("body")
     shot(page, "after-restart")

@@ -3,6 +3,7 @@ datagrams, the real chat over HTTP against the fake Bot API, the real page appli
 (signed in as the person at the machine, ``@web``); only the terminal is a fake.
 
 - A session that becomes ready says so on the page's live stream (no card says it).
+- A restart of the daemon adds nothing to the page's conversations.
 """
 
 from __future__ import annotations
@@ -135,3 +136,74 @@ async def test_a_session_that_becomes_ready_is_told_on_the_live_stream(both):
     # nothing changed: nothing more is said
     both.daemon.core.flush_cards()
     assert stream.empty()
+
+
+# -- a restart ------------------------------------------------------------------------------
+
+
+def _restarted_page(env: dict) -> tuple[Any, Any]:
+    """A daemon with its page as ``aipager start`` makes them after a restart: the
+    daemon's saved sessions and the page's kept conversations put back, then its first
+    tick (which shows every restored session's card again)."""
+    from aipager.daemon import persist
+    from aipager.daemon.app import Daemon
+    from aipager.web.auth import Logins
+    from aipager.web.keep import Keeper
+    from aipager.web.live import WebNotifier
+
+    holder: list = []
+    live = WebNotifier(lambda: holder[0].sessions if holder else None)
+    Keeper(env, Logins(), live).load()
+    daemon = Daemon(env, notifier=live, session_io=FakeSessions())
+    holder.append(daemon)
+    persist.restore_saved(env, daemon.core.registry)
+    daemon.core.tick()
+    return daemon, live
+
+
+def test_a_restart_adds_nothing_to_the_pages_conversation():
+    """The page keeps its conversations across a restart, and a restored session's card is
+    shown again: its task's prompt was said once and is not said again, however often the
+    daemon restarts (a prompt typed at the computer, one from the phone)."""
+    env = dict(os.environ)
+    daemon, live = _restarted_page(env)  # the first start: nothing saved yet
+    for name, author in (("claude-ann", None), ("claude-bo", {"msg_id": 7, "chat_id": 42,
+                                                               "author_user_id": 1})):
+        daemon.deliver([orjson.dumps({"hook_event_name": "SessionStart", "session": name,
+                                      "session_id": f"sid-{name}", "source": "startup"})])
+        if author is not None:
+            daemon.deliver([orjson.dumps({"type": "queue_pickup", "session": name,
+                                          "consumed": [author]})])
+        for doc in ({"hook_event_name": "UserPromptSubmit", "prompt": "the last prompt",
+                     "prompt_id": "p1"},
+                    {"hook_event_name": "Stop", "prompt_id": "p1",
+                     "last_assistant_message": "done"}):
+            daemon.deliver([orjson.dumps({**doc, "session": name})])
+            daemon.core.flush_cards()  # (a tick)
+    daemon.save(force=True)
+    live.on_change()  # (no loop: the page's file is written now)
+    said = {name: [(e["kind"], e["text"]) for e in live.conversation(name)]
+            for name in ("claude-ann", "claude-bo")}
+    assert said == {name: [("prompt", "the last prompt"), ("answer", "done")] for name in said}
+
+    for _restart in range(3):
+        daemon, live = _restarted_page(env)
+        for name in said:
+            assert [(e["kind"], e["text"]) for e in live.conversation(name)] == said[name]
+        daemon.save(force=True)
+
+
+def test_a_short_tasks_answer_follows_its_prompt_on_the_page():
+    """A phone message's task that ends before the daemon's next tick (its first card waits
+    for the tick): the page says its prompt, then its answer, not the other way round."""
+    env = dict(os.environ)
+    daemon, live = _restarted_page(env)
+    for doc in ({"hook_event_name": "SessionStart", "session_id": "sid-cy", "source": "startup"},
+                {"type": "queue_pickup", "consumed": [{"msg_id": 7, "chat_id": 42,
+                                                       "author_user_id": 1}]},
+                {"hook_event_name": "UserPromptSubmit", "prompt": "quick one", "prompt_id": "p1"},
+                {"hook_event_name": "Stop", "prompt_id": "p1", "last_assistant_message": "ok"}):
+        daemon.deliver([orjson.dumps({**doc, "session": "claude-cy"})])
+    daemon.core.tick()
+    assert [(e["kind"], e["text"]) for e in live.conversation("claude-cy")] == [
+        ("prompt", "quick one"), ("answer", "ok")]
