@@ -302,7 +302,7 @@ class ChatNotifier:
     def _on_prompted(self, out: Prompted, sess: Session | None, chat_id: int) -> None:
         # silent (the person is at the computer); the card and the answer reply to it
         self.outbox.put(Post(chat_id, self._prompted_words(out, sess),
-                             key=prompt_key(out.session, out.task), session=out.session))
+                             key=private.prompt_key(out.session, out.task), session=out.session))
 
     def _prompted_words(self, out: Prompted, sess: Session | None) -> str:
         """The typed prompt's header in the chat's language (as ``_card_words``): rendered
@@ -310,6 +310,8 @@ class ChatNotifier:
         task = _own_task(sess, out.task) if sess is not None else None
         if sess is None or task is None:
             return out.text
+        if out.by:
+            return render.sent_from_page(sess.label, out.by, task.prompt)
         return render.typed_at_computer(sess.label, task.prompt)
 
     def _on_answer(self, out: Answer, sess: Session | None, chat_id: int) -> None:
@@ -598,23 +600,19 @@ def _formatted_plan(text: str, plan: str) -> tuple[str, list[dict[str, Any]]]:
     return head + body, entities
 
 
-def prompt_key(session: str, task_seq: Any) -> str:
-    """The live-message key of a prompt typed at the computer, as shown in the chat."""
-    return f"typed:{session}:{task_seq}"
-
-
 def _prompt_msg(sess: Session | None, task_seq: Any, state: ChatState | None = None,
                 chat_id: int | None = None) -> int | None:
     """The chat message that started the task (the answer and card reply to it): the
-    sender's message, or the chat's copy of a prompt typed at the computer."""
+    sender's message, or the chat's copy of a prompt it has no message of (typed at the
+    computer, sent from the page: ``Prompted``)."""
     task = sess.task if sess is not None else None
     if sess is None or task is None or task.seq != task_seq:
         return None
-    if not task.authors:
-        return (state.live_id(prompt_key(sess.name, task_seq), chat_id)
+    if not task.authors or (chat_id is not None
+                            and str(task.authors[0].get("chat_id", chat_id)) != str(chat_id)):
+        # the chat's copy; none when the prompt was sent in another chat (the chat moved)
+        return (state.live_id(private.prompt_key(sess.name, task_seq), chat_id)
                 if state is not None else None)
-    if chat_id is not None and str(task.authors[0].get("chat_id", chat_id)) != str(chat_id):
-        return None  # the prompt was sent in another chat (the chat moved since)
     msg_id = task.authors[0].get("msg_id")
     try:
         return int(msg_id)  # type: ignore[arg-type]  # None or junk: the except below

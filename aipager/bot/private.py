@@ -10,7 +10,8 @@ only what ``view`` returns:
 - ``Show``: an output whose usual rendering carries nothing of the work (a reaction on the
   person's own message, their held message released), or a copy of it stripped to such
   facts (a notice keeps its name, the message it is about and a percentage).
-- ``Quiet``: nothing (a diff preview, a prompt typed at the computer).
+- ``Quiet``: nothing (a diff preview, a prompt typed at the computer; one sent from the
+  page says only who sent it there, as the message its answer replies to).
 
 Kinds are named one by one; any other kind, including one added later, rings a bell of
 its session's name and its kind and nothing else: a new output cannot leak by default.
@@ -173,6 +174,10 @@ def view(out: Output, label: str, sess: Session | None, now: float) -> Private:
             text = _(words).format(session=label) if words else f"ℹ️ {label} · {out.notice}"
             facts = {k: out.extra[k] for k in _NOTICE_FACTS if k in out.extra}
             return Show(dataclasses.replace(out, text=text, extra=facts))
+        case Prompted(by=by) if by:
+            # sent from the page: who asked there, not what (the answer replies to it)
+            return Bell(_("🌐 {session} · a prompt from {who} on the page").format(
+                session=label, who=by), key=prompt_key(out.session, out.task))
         case Reaction() | Release() | RequestUpdate() | StateChanged():
             return Show(out)
         case Diff() | Prompted():
@@ -187,6 +192,12 @@ def _asks(text: str, out: Permission | Question | Form) -> Bell:
 
 def card_key(out: Card) -> str:
     return f"card:{out.session}:{out.task}"
+
+
+def prompt_key(session: str, task_seq: Any) -> str:
+    """The live-message key of the chat's copy of a prompt it has no message of (typed at
+    the computer, sent from the page): the task's card and answer reply to it."""
+    return f"typed:{session}:{task_seq}"
 
 
 def card_line(label: str, sess: Session | None, now: float, seq: int) -> str:

@@ -152,6 +152,11 @@ def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) 
     return [s for s in suggestions if isinstance(s, dict) and s.get("type") in types]
 
 
+#: the chat id the page's own messages carry (Telegram never uses 0): a task whose prompt came
+#: from the page has no message of it in the chat (``events.prompts``: a ``Prompted``)
+PAGE_CHAT_ID = 0
+
+
 @dataclass(slots=True)
 class QueuedMessage:
     """A chat message typed into (or held for) the session, until Claude takes it."""

@@ -98,11 +98,14 @@ class Notice(Output):
 
 @dataclass(frozen=True)
 class Prompted(Output):
-    """A prompt typed at the computer (keyboard or ``aipager send``) opened ``task``: the
-    chat shows it, so an answer never arrives without its question."""
+    """A prompt the chat has no message of opened ``task``: typed at the computer (keyboard
+    or ``aipager send``), or sent from the page (``by`` names its sender there).  The chat
+    shows it, so an answer never arrives without its question."""
 
     kind: ClassVar[str] = "prompted"
     task: int = 0
+    #: who sent it from the page ("": typed at the computer)
+    by: str = ""
 
 
 @dataclass(frozen=True)

@@ -187,11 +187,21 @@ def done_after_refusal(label: str, reason: str, took: str) -> str:
 TYPED_SHOWN = 600
 
 
-def typed_at_computer(label: str, prompt: str) -> str:
+def _shown_prompt(prompt: str) -> str:
     text = prompt.strip()
-    if len(text) > TYPED_SHOWN:
-        text = text[:TYPED_SHOWN] + "…"
-    return _("⌨️ {session} · typed at the computer:").format(session=label) + "\n" + text
+    return text[:TYPED_SHOWN] + "…" if len(text) > TYPED_SHOWN else text
+
+
+def typed_at_computer(label: str, prompt: str) -> str:
+    return _("⌨️ {session} · typed at the computer:").format(session=label) + "\n" + \
+        _shown_prompt(prompt)
+
+
+def sent_from_page(label: str, who: str, prompt: str) -> str:
+    """A prompt sent from the page (``who``: its sender, ``@web`` at the machine), as the
+    chat shows it: the page's messages are not in the chat, and the answer replies to this."""
+    return _("🌐 {session} · {who} on the page:").format(session=label, who=who) + "\n" + \
+        _shown_prompt(prompt)
 
 
 def typing_cut(label: str) -> str:

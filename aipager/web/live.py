@@ -17,6 +17,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
+from aipager.daemon.model import PAGE_CHAT_ID
 from aipager.daemon.notifier import (Answer, Card, Files, Form, Notice, Output, Permission,
                                      Prompted, Question, Reaction, Release, RequestAnswered,
                                      RequestClosed)
@@ -29,7 +30,7 @@ TALK_KEPT = 200
 #: events a stream may fall behind before it is closed
 QUEUE_LEN = 256
 #: the chat id the web's own messages carry (Telegram never uses 0)
-WEB_CHAT = 0
+WEB_CHAT = PAGE_CHAT_ID
 
 
 class WebNotifier:

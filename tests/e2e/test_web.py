@@ -316,3 +316,34 @@ def test_a_session_started_from_the_page_becomes_ready_there_without_a_reload(
     assert page.evaluate("window.notReloaded") is True
     shot(page, "started-ready-live")
     _cli(web_daemon, "session", "kill", "pg", "--yes")
+
+
+def test_a_prompt_from_the_page_shows_in_the_chat_and_its_answer_replies_to_it(
+        daemon, browser, dtach_session, fake_anthropic, fake_telegram):
+    """Issue 43: a prompt sent from the page reached Claude Code, and its answer buzzed the
+    phone with no question above it.  The chat now shows it as it shows a prompt typed at
+    the computer (who sent it from the page, and its words), and the answer replies to it."""
+    from playwright.sync_api import expect
+
+    from e2e.kit.chat import Phone, text_of
+
+    fake_anthropic.script("E2E-MIRROR", fa.text("Mirrored **answer**."))
+    dtach_session()
+    daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 30,
+                        "the session ready")
+    phone = Phone(fake_telegram)
+    page = browser.new_page(viewport=PHONE)
+    page.goto(sign_in_link(daemon))
+    page.locator(f"article.session[data-session='{SESSION}']").get_by_role(
+        "link", name="💬 Open").click()
+    page.get_by_label("prompt").fill("E2E-MIRROR asked on the page")
+    page.get_by_role("button", name="➤ Send").click()
+    expect(page.locator("ol.talk li.answer strong")).to_have_text("answer", timeout=WAIT_MS)
+
+    asked = phone.wait_message(lambda m: text_of(m).startswith("🌐 e2e · @web on the page:"),
+                               20, "the page's prompt")
+    assert text_of(asked).endswith("\nE2E-MIRROR asked on the page")
+    (answer,) = phone.wait(lambda snap: [p for p in phone.replies_to(asked["message_id"], snap)
+                                         if "Mirrored" in str(p.get("text"))], 20, "the answer")
+    assert answer.get("disable_notification") in (None, False, "false")  # it rings
+    assert sum("E2E-MIRROR asked on the page" in t for t in phone.sent_texts()) == 1

@@ -31,6 +31,7 @@ SAMPLES = [
     notifier.Notice("claude-a", "62% context", notice=notifier.NoticeName.CONTEXT_WARNING,
                     extra={"pct": 62}),
     notifier.Prompted("claude-a", "typed at the computer", task=4),
+    notifier.Prompted("claude-a", "sent from the page", task=5, by="@web"),
     notifier.Answer("claude-a", "**done**", 9, True, digest="d1", task=4, prompt_id="p"),
     notifier.Permission("claude-a", "Bash: ls", key="k1", tool="Bash", detail="ls",
                         buttons=["allow", "deny", "s0"], scopes=["📁 Allow /x"], separate=True,

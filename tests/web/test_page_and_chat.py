@@ -4,6 +4,9 @@ datagrams, the real chat over HTTP against the fake Bot API, the real page appli
 
 - A session that becomes ready says so on the page's live stream (no card says it).
 - A restart of the daemon adds nothing to the page's conversations.
+- A prompt sent from the page shows in the chat as a prompt typed at the computer does
+  (who sent it, and its words unless private mode keeps them off Telegram), and the card
+  and the answer reply to it: an answer never comes without its question.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from bot.conftest import eventually
 from fakes.sessionio import FakeSessions
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
@@ -207,3 +211,55 @@ def test_a_short_tasks_answer_follows_its_prompt_on_the_page():
     daemon.core.tick()
     assert [(e["kind"], e["text"]) for e in live.conversation("claude-cy")] == [
         ("prompt", "quick one"), ("answer", "ok")]
+
+
+# -- a prompt from the page, in the chat -------------------------------------------------
+
+
+def _message(fake: FakeBotAPI, start: str) -> dict:
+    return next(m for m in fake.bot_messages(OWNER["id"]) if m.get("text", "").startswith(start))
+
+
+async def test_a_prompt_from_the_page_shows_in_the_chat_and_its_answer_replies_to_it(both):
+    both.start()
+    await both.prompt("run the flaky test again")
+    mirrored = await both.fake.wait_for(
+        "sendMessage", lambda p: str(p.get("text", "")).startswith("🌐 jim · @web on the page"))
+    assert mirrored["text"].endswith("\nrun the flaky test again")
+    assert mirrored.get("disable_notification") in (True, "true")  # the answer rings
+    shown = _message(both.fake, "🌐 jim · @web on the page")
+    both.feed(S, "PreToolUse", tool_name="Bash", tool_use_id="t1",
+              tool_input={"command": "pytest -q"})
+    await eventually(lambda: both.bot.state.live_id(f"typed:{S}:1"), what="its id kept")
+    both.feed(S, "Stop", prompt_id=f"p-{both.sessions.typed[-1][2]['msg_id']}",
+              last_assistant_message="It passes **now**.")
+    answer = await both.fake.wait_for("sendMessage", lambda p: "It passes" in str(p["text"]))
+    assert int(answer["reply_parameters"]["message_id"]) == shown["message_id"]
+    assert answer.get("disable_notification") in (None, False, "false")
+    # the page's conversation has it once, as the page's own message
+    talk = (await (await both.client.get(f"/api/sessions/{S}", headers={"Host": HOST}))
+            .json())["conversation"]
+    assert [(e["kind"], e["text"]) for e in talk] == [
+        ("sent", "run the flaky test again"), ("answer", "It passes **now**.")]
+    # said once in the chat
+    assert sum("run the flaky test again" in t
+               for t in (str(p.get("text")) for p in both.fake.calls_of("sendMessage"))) == 1
+
+
+@pytest.mark.parametrize("private", [True])
+async def test_in_private_mode_the_chat_names_who_asked_on_the_page_and_not_what(both):
+    both.start()
+    await both.prompt("the CANARYPROMPT words")
+    line = "🌐 jim · a prompt from @web on the page"
+    await both.fake.wait_for("sendMessage", lambda p: str(p.get("text", "")).startswith(line))
+    shown = _message(both.fake, line)
+    await eventually(lambda: both.bot.state.live_id(f"typed:{S}:1"), what="its id kept")
+    note = both.sessions.typed[-1][2]
+    both.feed(S, "Stop", prompt_id=f"p-{note['msg_id']}",
+              last_assistant_message="The CANARYANSWER.")
+    done = await both.fake.wait_for("sendMessage",
+                                    lambda p: str(p.get("text", "")).startswith("✅ jim · done"))
+    assert int(done["reply_parameters"]["message_id"]) == shown["message_id"]
+    await eventually(lambda: not both.bot.outbox.pending(), timeout=30.0, what="outbox drained")
+    sent = both.fake.everything_received()
+    assert "CANARYPROMPT" not in sent and "CANARYANSWER" not in sent

@@ -9,7 +9,7 @@ from aipager.daemon import render, requests
 from aipager.policy import chatprompt
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events.subagents import finish_agent
-from aipager.daemon.model import Session, State
+from aipager.daemon.model import PAGE_CHAT_ID, Session, State
 from aipager.daemon.notifier import NoticeName, Prompted
 from aipager.daemon.tasks import deliver_answer, finish_task
 
@@ -113,9 +113,27 @@ def on_user_prompt(ev: dict, sess: Session, ctx: Ctx) -> None:
     task = reg.open_task(sess, prompt=chatprompt.words(prompt), prompt_id=prompt_id, origin=origin)
     task.authors, sess.pickup_authors = sess.pickup_authors, []
     reg.set_state(sess, State.WAITING if sess.requests else State.WORKING)
+    who = _from_page(task.authors) if origin == "telegram" else ""
     if origin == "terminal" and sess.claude_session_id:
         # (a session that never started is junk on the control socket: nothing to show)
         ctx.emit(Prompted, sess, render.typed_at_computer(sess.label, prompt), task=task.seq)
+    elif who:
+        # the page's message is not in the chat: its copy there is what the answer replies to
+        ctx.emit(Prompted, sess, render.sent_from_page(sess.label, who, task.prompt),
+                 task=task.seq, by=who)
+
+
+def _from_page(authors: list[dict]) -> str:
+    """Who sent a task's prompt from the page (``@web``, a Mini App's member), when its
+    first author did (the one the chat's answer replies to); "" when nobody did."""
+    if not authors or str(authors[0].get("chat_id")) != str(PAGE_CHAT_ID):
+        return ""
+    names = []
+    for author in authors:
+        if str(author.get("chat_id")) == str(PAGE_CHAT_ID):
+            name = str(author.get("label") or author.get("user_id") or "?")
+            names.append(name if name.startswith("@") else "@" + name)
+    return ", ".join(dict.fromkeys(names))
 
 
 def _answer_from(ev: dict, sess: Session, ctx: Ctx) -> str | None:
