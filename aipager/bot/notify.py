@@ -87,7 +87,8 @@ BUZZING_NOTICES = frozenset({NoticeName.API_ERROR,
                              NoticeName.LATE_TAP, NoticeName.TYPING_CUT,
                              NoticeName.NOT_TAKEN, NoticeName.STILL_WAITING,
                              NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK,
-                             NoticeName.AT_COMPUTER, NoticeName.HOST_STATE})
+                             NoticeName.AT_COMPUTER, NoticeName.START_DIALOG,
+                             NoticeName.HOST_STATE})
 
 
 class ChatNotifier:

@@ -123,6 +123,8 @@ _NOTICE_WORDS = {
                               "it again"),
     NoticeName.NOT_TAKEN: N_("🤷 {session} · this message was not taken; send it again"),
     NoticeName.AT_COMPUTER: N_("🖥 {session} · a teammate waits for an answer at the computer"),
+    NoticeName.START_DIALOG: N_("🖥 {session} · asks something at the computer before it "
+                                "starts"),
     NoticeName.HUB_BAD_RECORD: N_("⚠️ a host sent a record the hub cannot read"),
     NoticeName.HUB_LINK: N_("🔌 the hub's link to its hosts changed"),
     NoticeName.HOST_STATE: N_("🖥 a host went offline or came back"),

@@ -30,7 +30,7 @@ from aipager.bot.i18n import _
 from aipager.bot.outbox import Live
 from aipager.clients.words import MODE_NAMES, words
 from aipager.daemon import folders
-from aipager.daemon.model import Session
+from aipager.daemon.model import Session, State
 from aipager.port.commands import Mode, StartSession
 from aipager.port.results import Started
 from aipager.proto.errors import AipagerError, InvalidSessionName
@@ -41,6 +41,8 @@ log = logging.getLogger("aipager.bot")
 FOLDERS_OFFERED = 5
 #: how long a first message waits for its session to start (its trust dialog answered)
 FIRST_WAIT = 600.0
+#: how long /new waits for the first screen of an agent no hook of which says it started
+FIRST_LOOK = 15.0
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,9 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
         said += "\n" + _(MODE_NAMES[mode])
     actions.say(chat_id, said, reply_to=reply_to, session=session)
     sess = actions.registry.get(session)
+    if sess is not None and not agent.announces_start:
+        # no hook says it started: its screen does, or shows its trust dialog first
+        await _first_look(actions, session)
     if sess is not None and actions.service.at_trust_dialog(sess):
         ask_trust(actions, chat_id, sess)
         if first:  # typed once the dialog is answered and Claude Code started
@@ -154,6 +159,18 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
     if first:
         await _first(actions, chat_id, reply_to, sender, session, first)
     return True
+
+
+async def _first_look(actions: Actions, session: str, timeout: float = FIRST_LOOK) -> None:
+    """Wait until the daemon read a just-started session's screen: its input line (ready)
+    or a dialog (``Session.start_dialog``), or ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        sess = actions.registry.get(session)
+        if sess is None or sess.state != State.UNKNOWN or sess.start_dialog:
+            return
+        await asyncio.sleep(0.1)
 
 
 async def _first(actions: Actions, chat_id: int, msg_id: int, sender: Sender, session: str,
@@ -222,13 +239,15 @@ def ask_trust(actions: Actions, chat_id: int, sess: Session) -> None:
     kb = InlineKeyboardBuilder()
     kb.button(text=_("✅ Yes, I trust this folder"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST))
     kb.button(text=_("🗑 No, end the session"), callback_data=SessionTap(h=handle, act=SessionAct.TRUST_NO))
+    agent = agents.AGENTS.get(sess.coding_agent, agents.CLAUDE).title
     if actions.privacy().on:  # the folder's name is content: the page shows it
-        text = _("📁 Claude Code asks before {session} starts: do you trust the files in its "
-                 "folder? It may read, edit and run them.").format(session=sess.label)
+        text = _("📁 {agent} asks before {session} starts: do you trust the files in its "
+                 "folder? It may read, edit and run them.").format(agent=agent,
+                                                                   session=sess.label)
     else:
-        text = _("📁 Claude Code asks before {session} starts: do you trust the files in "
-                 "{folder}? It may read, edit and run them.").format(session=sess.label,
-                                                                     folder=sess.cwd)
+        text = _("📁 {agent} asks before {session} starts: do you trust the files in "
+                 "{folder}? It may read, edit and run them.").format(
+            agent=agent, session=sess.label, folder=sess.cwd)
     actions.outbox.put(Live(chat_id, text, key=key, markup=view.markup(kb),
                             session=sess.name))
 

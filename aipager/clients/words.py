@@ -115,6 +115,9 @@ def words(result: Result, tr: Tr = N_, done: str = "", *, question: bool = False
         case Held(session=session, until="task", author=author):
             return tr(N_("⏳ queued after {author}'s task in {session}")).format(
                 author=tr(author), session=_label(session))
+        case Held(session=session, until="start"):
+            return tr(N_("⏳ Held for {session}: it has not shown its input line yet; this "
+                         "goes in when it does.")).format(session=_label(session))
         case Held(session=session):
             return tr(N_("⏳ Held for {session}: Claude is waiting for an answer above; "
                          "this goes in when that is settled.")).format(session=_label(session))

@@ -22,11 +22,11 @@ from typing import Any, Awaitable, Callable, Coroutine, Mapping, Sequence
 import orjson
 
 from aipager import __version__, dtach
-from aipager.agents import AGENTS, CLAUDE, Agent
+from aipager.agents import Agent
 from aipager.proto import paths, trust
 from aipager.aio import cancel_and_wait, every
 from aipager.daemon import (axstore, deepq, journal, lock, ordered, persist, render,
-                            screen, spool, tasks, transcript)
+                            spool, tasks, transcript)
 from aipager.daemon.model import State
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.calls import PortCalls
@@ -119,6 +119,8 @@ class Daemon(PortCalls):
         self.facts: list[Callable[[], dict[str, Any]]] = []
         #: session → (mtime_ns, size) of its transcript when last read for an interruption
         self._transcripts: dict[str, tuple[int, int]] = {}
+        #: session → the title of the start dialog its chat was told of (``_ready_by_screen``)
+        self._start_dialogs: dict[str, str] = {}
         #: publishes the owner's safety floor for the hook (at start, then on change)
         self.floor = FloorPublisher(self.env)
         #: what was wrong with the saved state at start (``persist.restore_saved``), or None
@@ -277,18 +279,8 @@ class Daemon(PortCalls):
             if sess is not None and sess.attached != attached:
                 sess.attached = attached
                 reg.touch(sess)
-        await self._ready_by_screen(live)
-
-    async def _ready_by_screen(self, live: Mapping[str, str]) -> None:
-        """A session whose agent fires no hook when it has started (Codex: SessionStart
-        comes with the first prompt) is ready once its screen shows its input line."""
-        reg = self.core.registry
-        for sess in [s for s in reg if s.state == State.UNKNOWN and s.name in live
-                     and not AGENTS.get(s.coding_agent, CLAUDE).announces_start]:
-            rows = await self.session_io.screen(sess.name)
-            if rows and isinstance(screen.read(rows), screen.Prompt) \
-                    and sess.state == State.UNKNOWN:
-                reg.set_state(sess, State.READY)
+        for sess in [s for s in reg if s.name in live and s.state != State.GONE]:
+            await self.read_start(sess.name)
 
     async def recover_typing(self) -> None:
         """A crash while a chat message was pasted left it in an input box: it is
@@ -316,6 +308,9 @@ class Daemon(PortCalls):
             # stamps of forgotten sessions (``limits``): never more than one tick's worth
             self._transcripts = {k: v for k, v in self._transcripts.items()
                                  if k in self.core.registry.sessions}
+        if len(self._start_dialogs) > len(self.core.registry.sessions):
+            self._start_dialogs = {k: v for k, v in self._start_dialogs.items()
+                                   if k in self.core.registry.sessions}
         # a policy file that became unusable (or usable again) shows in `aipager status` at once
         self.save(force=self.floor.problem != problem)
 

@@ -52,6 +52,9 @@ DIALOG_REDRAW = 1.0
 DIALOG_FIRST_LOOK = 15.0
 #: how often a message held for a dialog on screen looks again whether it closed
 SCREEN_POLL = 1.0
+#: how long a just-started session's screen is followed for its input line or a dialog
+#: (then discovery goes on looking, every few seconds)
+START_WATCH = 120.0
 #: how long a model switch is watched for Claude Code saving it in its settings
 MODEL_SAVE_WAIT = 10.0
 #: a message typed into an idle session and not taken this long after its Enter was declined
@@ -69,6 +72,8 @@ class PortCalls:
     notifier: FanoutNotifier
     facts: list[Callable[[], dict[str, Any]]]
     _stopped: dict[str, float]
+    #: session → the title of the start dialog its chat was told of (``read_start``)
+    _start_dialogs: dict[str, str]
 
     # (the process's own: ``app.Daemon``)
     def save(self, *, force: bool = False, stopped: bool = False) -> None:
@@ -299,7 +304,57 @@ class PortCalls:
         sess.socket_seen = True
         sess.cwd = sess.cwd or cwd
         reg.touch(sess)
+        if not runs.announces_start:
+            self._spawn(self._watch_start(session))
         return session
+
+    async def read_start(self, session: str) -> None:
+        """A session whose agent fires no hook when it has started (Codex: SessionStart
+        comes with the first prompt) is ready once its screen shows its input line (and
+        the messages held for its start go in); a
+        dialog it shows first is kept as ``Session.start_dialog`` (its folder trust: the
+        chat's and the page's trust question) or told to its chat once, as the screen
+        words it (a first start's offer, hooks to review)."""
+        sess = self.core.registry.get(session)
+        if sess is None or sess.state == State.GONE:
+            return
+        if sess.state != State.UNKNOWN:
+            if any(m.status == "held" and m.held_for == "start" for m in sess.queue):
+                # it started while its watcher was not there (a restart): they go in now
+                requests.release_held(self.core.ctx, sess, only="start")
+            return
+        agent = agents.AGENTS.get(sess.coding_agent, agents.CLAUDE)
+        if agent.announces_start:
+            return
+        seen = await self.screen(session)
+        if sess.state != State.UNKNOWN:
+            return  # an event came meanwhile
+        reg = self.core.registry
+        if isinstance(seen, screens.Prompt):
+            sess.start_dialog = ""
+            reg.set_state(sess, State.READY)
+            self._start_dialogs.pop(sess.name, None)
+            requests.release_held(self.core.ctx, sess, only="start")
+        elif isinstance(seen, screens.Dialog) \
+                and self._start_dialogs.get(sess.name) != seen.title:
+            self._start_dialogs[sess.name] = seen.title
+            sess.start_dialog = str(seen.kind)
+            reg.touch(sess)
+            if seen.kind != screens.Kind.TRUST:  # the trust question asks that one
+                self.core.ctx.notice(sess, NoticeName.START_DIALOG, render.start_dialog(
+                    sess.label, agent.title, seen.title, seen.options))
+
+    async def _watch_start(self, session: str) -> None:
+        """Follow a just-started session's screen until it is ready (``read_start``), so
+        its first message and its trust question need not wait for discovery."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + START_WATCH
+        while loop.time() < deadline:
+            sess = self.core.registry.get(session)
+            if sess is None or sess.state != State.UNKNOWN:
+                return
+            await self.read_start(session)
+            await self.session_io.screen_changed(session, SCREEN_POLL)
 
     async def stop_session(self, session: str) -> bool:
         """Interrupt the running task: Escape, as Claude Code's TUI expects.  Stops within
@@ -468,6 +523,8 @@ class PortCalls:
             # a dialog no hook announced (a teammate's, one a newer Claude Code adds): no
             # request will close it, so its closing is read off the screen
             self._spawn(self._release_when_no_dialog(session))
+        if held and held_for == "start":
+            self._spawn(self._release_when_started(session))
 
     async def _release_when_no_dialog(self, session: str) -> None:
         while True:
@@ -479,6 +536,19 @@ class PortCalls:
                 return  # a request is open now: its close releases the message
             if seen is None or not isinstance(seen, screens.Dialog):
                 requests.release_held(self.core.ctx, sess, only="dialog")
+                self.save(force=True)
+                return
+            await self.session_io.screen_changed(session, SCREEN_POLL)
+
+    async def _release_when_started(self, session: str) -> None:
+        """Messages held for a start go in once its screen shows the input line (a dialog
+        shown first keeps them: they go in after it is answered)."""
+        while True:
+            sess = self.core.registry.get(session)
+            if sess is None or sess.state == State.GONE:
+                return
+            if isinstance(await self.screen(session), screens.Prompt):
+                requests.release_held(self.core.ctx, sess, only="start")
                 self.save(force=True)
                 return
             await self.session_io.screen_changed(session, SCREEN_POLL)

@@ -220,6 +220,9 @@ class Session:
     #: the coding agent it runs (``aipager.agents``: claude, codex), as started by aipager
     #: or read from its process; "" not known yet (treated as Claude Code)
     coding_agent: str = ""
+    #: the kind of dialog (``screen.Kind``) its screen showed while it was starting, for an
+    #: agent no hook of which says it started (Codex's folder trust); "" none seen
+    start_dialog: str = ""
     permission_mode: str = ""
     model: str = ""
     context_pct: float | None = None

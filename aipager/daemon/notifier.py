@@ -41,6 +41,9 @@ class NoticeName(StrEnum):
     NOT_TAKEN = "not_taken"
     #: a dialog only the computer can answer (a teammate in its own tmux pane asks)
     AT_COMPUTER = "at_computer"
+    #: a session's program shows a dialog before it starts that no hook announced (Codex's
+    #: first-start offers): what it asks, to be answered at the computer
+    START_DIALOG = "start_dialog"
     #: a hub's own: a host sent a record the hub cannot read (``extra``: host, reason)
     HUB_BAD_RECORD = "hub_bad_record"
     #: a hub's own: its link to the hosts failed or is back (``extra``: state, reason)

@@ -7,6 +7,8 @@ chat renders a card again in its own language (``locales.rendering``).
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from aipager.daemon.model import (SCOPED_TYPES, Agent, BgCommand, Request, Row, Session, State,
                                   always_permissions)
 from aipager.daemon.notifier import NoticeName
@@ -158,6 +160,16 @@ def at_computer(label: str, message: str) -> str:
     return _("🖥 {session} · {message}: answer it at the computer (a teammate in its own "
              "terminal pane asks; nothing sent from here can answer it)").format(
         session=label, message=message.rstrip(".") or _("a teammate needs permission"))
+
+
+def start_dialog(label: str, agent: str, title: str, options: Sequence[str]) -> str:
+    """A dialog the program draws before it starts, read off its screen (no hook says it):
+    its question and choices, answered at the computer."""
+    return _("🖥 {session} · before it starts, {agent} asks on its screen: “{question}” "
+             "({choices}). Answer it at the computer (aipager attach {session}); messages "
+             "sent meanwhile wait for it.").format(
+        session=label, agent=agent, question=shorten(title, 120),
+        choices=" / ".join(shorten(o, 60) for o in options[:4]))
 
 
 def still_waiting(label: str) -> str:

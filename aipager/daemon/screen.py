@@ -26,8 +26,9 @@ ENTER = b"\r"
 #: a dialog's last row: how to leave it
 _FOOTER = re.compile(r"^\s*(Enter to confirm|Enter to select|Esc to cancel|Esc to go back|"
                      r"Press Enter|"
-                     # Codex 0.169.0's ("enter confirm · esc skip", "enter/esc confirm · ^c quit")
-                     r"enter confirm|enter/esc confirm)")
+                     # Codex 0.169.0's ("enter confirm · esc skip", "enter/esc confirm · ^c quit",
+                     # "enter continue · esc back" under its folder trust dialog)
+                     r"enter confirm|enter/esc confirm|enter continue)")
 #: a choice: "❯ 1. Yes" (the selected one) or "  2. No"; a marker column, then the label
 _CHOICE = re.compile(r"^ {0,2}(❯|›|>| ) (?:(\d{1,2})\. )?(\S.*)$")
 #: the rest of a long choice on the row below it
@@ -122,6 +123,9 @@ def _dialog(rows: list[str], footer: int) -> Dialog | None:
     if any(o.startswith("Yes, I trust this folder") for o in options) \
             and "Accessing workspace" in text:
         kind = Kind.TRUST
+    elif any(o.startswith("Trust and continue") for o in options) \
+            and "Trust this folder?" in text:
+        kind = Kind.TRUST  # Codex 0.169.0's, in a git project it was never trusted in
     elif "Do you want to proceed?" in text or "Do you want to make this edit" in text \
             or "Do you want to create" in text:
         kind = Kind.PERMISSION
@@ -156,13 +160,19 @@ def choose(dialog: Dialog, index: int) -> list[bytes]:
 
 
 def trust_choice(dialog: Dialog, yes: bool) -> int:
-    """The trust dialog's choice for yes ("Yes, I trust this folder") or no ("No, exit"),
-    found by its words, wherever the dialog puts it."""
-    want = "Yes, I trust" if yes else "No"
+    """The trust dialog's choice for yes (Claude Code's "Yes, I trust this folder", Codex's
+    "Trust and continue") or no (Claude Code's "No, exit"), found by its words, wherever
+    the dialog puts it.
+
+    Raises:
+        ValueError: the dialog has no such choice (Codex's has no "no": its Esc goes on
+            without trusting).
+    """
+    wants = ("Yes, I trust", "Trust and continue") if yes else ("No",)
     for i, label in enumerate(dialog.options):
-        if label.startswith(want):
+        if label.startswith(wants):
             return i
-    msg = f"the trust dialog shows no {want!r} choice"
+    msg = f"the trust dialog shows no {wants[0]!r} choice"
     raise ValueError(msg)
 
 

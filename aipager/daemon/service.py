@@ -131,13 +131,17 @@ class Service:
         return next((s for s in self.port.sessions if name in (s.name, s.label)), None)
 
     def at_trust_dialog(self, sess: Session) -> bool:
-        """Whether ``sess`` will likely stop at Claude Code's folder trust dialog: this
-        machine's session, started in a folder Claude Code does not trust, that has not
-        started (no hook runs before the dialog is answered).  A forecast, for asking
-        the question early; keys and prompts go by the screen (``_trust``, ``_prompt``)."""
-        return (sess.state == State.UNKNOWN and not sess.claude_session_id and bool(sess.cwd)
-                and sess.coding_agent in ("", CLAUDE.name)  # Claude Code's dialog alone
-                and "@" not in sess.name and not folders.is_trusted(sess.cwd, self.trusted()))
+        """Whether ``sess`` stops at its folder trust dialog: this machine's session, not
+        started yet (no hook runs before the dialog is answered), whose screen showed that
+        dialog (Codex, read by ``app.Daemon``), or, for Claude Code, started in a folder it
+        does not trust: a forecast, for asking the question early.  Keys and prompts go by
+        the screen (``_trust``, ``_prompt``)."""
+        if sess.state != State.UNKNOWN or sess.claude_session_id or "@" in sess.name:
+            return False
+        if sess.start_dialog:  # seen on its screen (an agent no hook of which says it started)
+            return sess.start_dialog == Kind.TRUST
+        return (bool(sess.cwd) and sess.coding_agent in ("", CLAUDE.name)  # Claude Code's list
+                and not folders.is_trusted(sess.cwd, self.trusted()))
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -168,7 +172,11 @@ class Service:
             # released while another dialog came up: it waits again, never typed into it
             return Held(sess.name, "dialog")
         if not cmd.queued:
-            held = self._held(sess, cmd.who, on_screen=isinstance(seen, Dialog))
+            # a program still starting whose screen could not be read: keys typed there
+            # could answer a dialog not recognised (Codex's trust took an Enter so)
+            unread = starting and seen is None and "@" not in sess.name
+            held = Held(sess.name, "start") if unread else \
+                self._held(sess, cmd.who, on_screen=isinstance(seen, Dialog))
             if held is not None:
                 # The daemon saves it at once; a ``release`` output says when it may go.
                 self.port.queue_chat_message(sess.name, cmd.msg_id, text, chat_id=cmd.chat_id,
@@ -329,6 +337,13 @@ class Service:
         sess = self.find(cmd.session)
         if sess is None or sess.state == State.GONE:
             return Declined(Reason.NO_TRUST_DIALOG, sess.name if sess else cmd.session)
+        if not cmd.yes:
+            seen = await self.port.screen(sess.name)
+            if isinstance(seen, Dialog) and seen.kind == Kind.TRUST \
+                    and not any(o.startswith("No") for o in seen.options):
+                # Codex's dialog has no "no" (its Esc goes on, untrusted): the no that the
+                # question offers is ending the session, as Claude Code's "No, exit" does
+                return await self._kill(KillSession(cmd.who, cmd.session))
         try:
             chosen = await self.port.answer_dialog(
                 sess.name, Kind.TRUST, lambda dialog: trust_choice(dialog, yes=cmd.yes))

@@ -80,10 +80,11 @@ class Typed:
 @dataclass(frozen=True)
 class Held:
     """The message waits in the daemon until ``until`` is over: another person's
-    ``task`` (``author`` asked for it) or an open ``dialog``."""
+    ``task`` (``author`` asked for it), an open ``dialog``, or a ``start`` whose screen
+    shows no input line yet (nothing is typed into a screen not read)."""
 
     session: str
-    until: Literal["task", "dialog"]
+    until: Literal["task", "dialog", "start"]
     author: str = ""
 
 

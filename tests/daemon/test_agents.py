@@ -125,7 +125,18 @@ async def test_a_codex_session_is_ready_when_its_screen_shows_its_input_line() -
             sess.coding_agent, sess.socket_seen = agent, True
         sessions.screens["claude-cx"] = screens.rows("codex_hooks_review")
         await daemon.discover()
+        await daemon.discover()
         assert reg.get("claude-cx").state == State.UNKNOWN  # a dialog: not ready
+        # its question, as the screen words it, told once
+        (told,) = [n["text"] for n in reg.get("claude-cx").notices]
+        assert told == ("🖥 cx · before it starts, Codex asks on its screen: “Hooks need "
+                        "review” (Review hooks / Trust all and continue / Continue without "
+                        "trusting (hooks won't run)). Answer it at the computer (aipager "
+                        "attach cx); messages sent meanwhile wait for it.")
+        sessions.screens["claude-cx"] = screens.rows("codex_model_offer")
+        await daemon.discover()
+        assert "“Meet GPT-6 Sol” (Try new model / Use existing model)" in \
+            reg.get("claude-cx").notices[-1]["text"]
         sessions.screens["claude-cx"] = screens.rows("codex_idle")
         await daemon.discover()
         assert reg.get("claude-cx").state == State.READY

@@ -15,7 +15,7 @@ from aipager.daemon import screen
 from aipager.daemon.app import Daemon
 from aipager.daemon.service import Service
 from aipager.port.commands import SendPrompt, TrustFolder
-from aipager.port.results import Declined, Held, Trusted, Typed
+from aipager.port.results import Declined, Ended, Held, Trusted, Typed
 from aipager.port.rights import Reason
 from aipager.port.who import Person
 
@@ -187,3 +187,59 @@ async def test_a_message_for_codex_at_its_first_start_dialog_waits(rig):
             break
         await asyncio.sleep(0.05)
     assert [m.status for m in sess.queue] == ["typed"]
+
+
+def test_codexs_folder_trust_dialog_is_a_trust_dialog():
+    """Recorded from the real Codex 0.169.0 in a git project it never trusted: "Trust and
+    continue" is selected as it opens (an Enter trusts the folder); it has no "no"."""
+    seen = screen.read(rows("codex_trust"))
+    assert isinstance(seen, screen.Dialog) and seen.kind == screen.Kind.TRUST
+    assert seen.options == ("Trust and continue", "Back to Agent Command Center")
+    assert seen.selected == 0 and screen.trust_choice(seen, yes=True) == 0
+    with pytest.raises(ValueError, match="no 'No' choice"):
+        screen.trust_choice(seen, yes=False)
+
+
+async def test_a_message_for_codex_at_its_trust_dialog_is_never_typed(rig):
+    daemon, sessions, service = rig
+    daemon.core.registry.get(S).coding_agent = "codex"
+    sessions.screens[S] = rows("codex_trust")
+    got = await service.ask(SendPrompt(OWNER, S, "hello", msg_id=12, chat_id=1))
+    assert got == Declined(Reason.TRUST_FIRST, S)
+    assert sessions.typed == [] and sessions.keys == []
+
+
+async def test_codexs_trust_answered_yes_presses_enter_on_trust_and_no_ends_it(rig):
+    daemon, sessions, service = rig
+    sess = daemon.core.registry.get(S)
+    sess.coding_agent = "codex"
+    sessions.screens[S] = rows("codex_trust")
+    assert await service.ask(TrustFolder(OWNER, S, yes=True)) == Trusted(S, "/srv/app")
+    assert [k for _, ks in sessions.keys for k in ks] == [ENTER]
+    sessions.keys.clear()
+    ended = []
+    daemon.kill_session = lambda label: ended.append(label) or asyncio.sleep(0, True)
+    assert isinstance(await service.ask(TrustFolder(OWNER, S, yes=False)), Ended)
+    assert sessions.keys == [] and ended == ["jim"]  # no key: ending it is the no
+
+
+async def test_a_message_for_a_start_whose_screen_is_unreadable_waits_for_its_input_line(
+        rig, monkeypatch):
+    """A program still starting whose screen is not recognised (a dialog of a version not
+    read yet, a splash): nothing is typed into it; the message goes in once the input line
+    shows."""
+    monkeypatch.setattr("aipager.daemon.service.STARTING_WAIT", 0.2)
+    daemon, sessions, service = rig
+    sess = daemon.core.registry.get(S)
+    sess.coding_agent = "codex"
+    sessions.screens[S] = ["  Something new", "  › 1. Go on", "  enter whatever"]
+    got = await service.ask(SendPrompt(OWNER, S, "hello", msg_id=13, chat_id=1))
+    assert got == Held(S, "start")
+    assert sessions.typed == [] and sessions.keys == []
+    assert [(m.status, m.held_for) for m in sess.queue] == [("held", "start")]
+    sessions.screens[S] = rows("codex_idle")
+    for _ in range(60):
+        if sess.queue and sess.queue[0].status != "held":
+            break
+        await asyncio.sleep(0.05)
+    assert [m.status for m in sess.queue] == ["typed"]  # released: the chat types it now

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from typing import Iterator
 
 import pytest
@@ -128,6 +129,49 @@ def test_codex_started_from_the_phone_takes_its_first_message(codex_daemon, code
     and is answered."""
     phone = Phone(fake_telegram)
     codex_api.script("E2E-CXNEW", fr.text("Codex took the first message."))
+    _choose_codex(phone)
+
+    first = phone.say("/new cx E2E-CXNEW say hello")
+    phone.wait_message(lambda m: "🆕 cx started in" in text_of(m)
+                       and "🧩 It runs Codex." in text_of(m), 60, "the start")
+    _answer(phone, "Codex took the first message.", timeout=90)
+    assert "👀" in phone.reactions(first["message_id"])
+    sess = codex_daemon.wait_session(lambda s: s["coding_agent"] == "codex", 10,
+                                     "the session known as Codex's", name="claude-cx")
+    assert sess["cwd"] == claude_home.project
+
+
+def test_stop_from_the_phone_interrupts_a_codex_task(codex_daemon, codex_api, fake_telegram,
+                                                     claude_home):
+    """⏹ on a Codex task: the key goes to the real TUI, the running command ends, the task
+    ends marked interrupted, and the session takes the next message."""
+    phone = Phone(fake_telegram)
+    mark = os.path.join(claude_home.project, "slept")
+    codex_api.script("E2E-CXSTOP", fr.shell(f"sleep 120 && touch {mark}"), fr.text("Never."))
+    codex_api.script("E2E-CXAFTER", fr.text("Back after the stop."))
+    _start(claude_home, codex_daemon, "--ask-for-approval", "on-request", "--sandbox",
+           "workspace-write")
+    codex_daemon.wait_session(lambda s: s["state"] == "ready", 30, "Codex ready",
+                              name="claude-cx")
+    phone.say("/cx E2E-CXSTOP wait a while")
+    codex_daemon.wait_session(lambda s: s["state"] == "working", 60, "the task running",
+                              name="claude-cx")
+    phone.wait(lambda snap: codex_api.requests_with("E2E-CXSTOP"), 30, "the model asked")
+    phone.say("/stop cx")
+    phone.wait_message(lambda m: "⏹ Stop sent to cx." in text_of(m), 30, "the stop said")
+    sess = codex_daemon.wait_session(lambda s: s["state"] == "ready", 60,
+                                     "the task ended by the stop", name="claude-cx")
+    assert not os.path.exists(mark)
+    assert not any("Never." in text_of(m) for m in phone.messages())
+    # Codex's own Interrupt event ended it: its card says so
+    phone.wait_message(lambda m: "⏹ cx · interrupted" in text_of(m), 30, "the card")
+    phone.say("/cx E2E-CXAFTER again")
+    _answer(phone, "Back after the stop.", timeout=90)
+    assert sess["coding_agent"] == "codex"
+
+
+def _choose_codex(phone: Phone) -> None:
+    """/settings › 🧩 Agent › Codex."""
     phone.say("/settings")
     settings = phone.wait_message(lambda m: "Settings for this chat" in text_of(m), 30,
                                   "the settings")
@@ -139,14 +183,37 @@ def test_codex_started_from_the_phone_takes_its_first_message(codex_daemon, code
     phone.wait(lambda snap: "/new starts: Codex" in text_of(
         snap["messages"][(phone.chat_id, settings["message_id"])]), 30, "Codex chosen")
 
-    first = phone.say("/new cx E2E-CXNEW say hello")
-    phone.wait_message(lambda m: "🆕 cx started in" in text_of(m)
-                       and "🧩 It runs Codex." in text_of(m), 60, "the start")
-    _answer(phone, "Codex took the first message.", timeout=90)
-    assert "👀" in phone.reactions(first["message_id"])
-    sess = codex_daemon.wait_session(lambda s: s["coding_agent"] == "codex", 10,
-                                     "the session known as Codex's", name="claude-cx")
-    assert sess["cwd"] == claude_home.project
+
+def test_codex_asks_to_trust_a_git_project_and_the_phone_answers(
+        codex_daemon, codex_api, fake_telegram, claude_home):
+    """In a git project it never trusted, Codex 0.169.0 opens on "Trust this folder?" with
+    "Trust and continue" selected: read off its screen, it becomes the chat's trust
+    question, and /new's first message is never typed into it (its Enter would trust the
+    folder).  ✅ trusts it; the message goes in after; /diff shows what Codex wrote."""
+    phone = Phone(fake_telegram)
+    subprocess.run(["git", "init", "-q", claude_home.project], check=True, timeout=30)
+    codex_api.script("E2E-CXDIFF", fr.patch(fr.add_file_patch(
+        os.path.join(claude_home.project, "notes.txt"), "written by codex")), fr.text("Wrote it."))
+    _choose_codex(phone)
+    phone.say("/new cx E2E-CXDIFF write the notes")
+    question = phone.wait_message(lambda m: "📁 Codex asks before cx starts" in text_of(m), 60,
+                                  "the trust question")
+    assert claude_home.project in text_of(question)
+    time.sleep(20)  # longer than a message waits for a start's screen: nothing is typed
+    config = open(os.path.join(claude_home.home, ".codex", "config.toml"),
+                  encoding="utf-8").read()
+    assert claude_home.project not in config  # not trusted behind the person's back
+    assert not codex_api.requests_with("E2E-CXDIFF")
+    query = phone.tap(question, "✅ Yes, I trust this folder")
+    assert phone.toast(query)["text"]
+    _answer(phone, "Wrote it.", timeout=90)
+    assert os.path.exists(os.path.join(claude_home.project, "notes.txt"))
+    config = open(os.path.join(claude_home.home, ".codex", "config.toml"),
+                  encoding="utf-8").read()
+    assert claude_home.project in config  # Codex's own record of the trust
+    phone.say("/diff cx")
+    shown = phone.wait_message(lambda m: "+written by codex" in text_of(m), 30, "the diff")
+    assert "notes.txt" in text_of(shown)
 
 
 def _escalated(command: str) -> fr.Reply:

@@ -29,6 +29,7 @@ LONG = {
     "reasons": "/home/someone/secret.key: outside the project; /etc/shadow: unreadable",
     "n": "1.000.000", "percent": "100", "text": "x" * 3500 + "… (+1,234 characters, all sent)",
     "question": "Which database should the new service use for its event log?"[:80],
+    "choices": "Review hooks / Trust all and continue / Continue without trusting (hooks…)",
     "minutes": "12", "seconds": "59", "limit": "5 minutes", "variable": "AIPAGER_VOICE_MODEL",
     "key": "voice_model", "tool": "mcp__github__create_pull_request",
     "message": "backend-worker-2 needs permission for mcp__github__create_pull_request",

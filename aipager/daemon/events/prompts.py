@@ -215,7 +215,8 @@ def api_error_words(ev: dict) -> str:
 
 @router.on("Interrupt")
 def on_interrupt(ev: dict, sess: Session, ctx: Ctx) -> None:
-    """AX Code only: the person cut the turn short; no Stop and no answer follow.
+    """AX Code's and Codex's (Claude Code fires none): the person cut the turn short; no
+    Stop and no answer follow.
 
     The task ends marked interrupted (its card says so), open dialogs close so a
     late tap types nothing, and messages held for the task go out.  An
