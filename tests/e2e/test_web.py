@@ -308,14 +308,16 @@ def test_a_session_started_from_the_page_becomes_ready_there_without_a_reload(
             body: JSON.stringify({name: "pg", folder})});
         return await r.json(); }""", claude_home.project)
     assert started["ok"], started
-    card = page.locator("article.session[data-session='claude-pg']")
-    expect(card.locator("h3")).to_contain_text("pg", timeout=WAIT_MS)
-    web_daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 60,
-                            "pg ready", name="claude-pg")
-    expect(card.locator("h3")).to_contain_text("pg · ready", timeout=10_000)
-    assert page.evaluate("window.notReloaded") is True
-    shot(page, "started-ready-live")
-    _cli(web_daemon, "session", "kill", "pg", "--yes")
+    try:
+        card = page.locator("article.session[data-session='claude-pg']")
+        expect(card.locator("h3")).to_contain_text("pg", timeout=WAIT_MS)
+        web_daemon.wait_session(lambda s: s["claude_session_id"] and s["state"] == "ready", 60,
+                                "pg ready", name="claude-pg")
+        expect(card.locator("h3")).to_contain_text("pg · ready", timeout=10_000)
+        assert page.evaluate("window.notReloaded") is True
+        shot(page, "started-ready-live")
+    finally:  # the daemon started it: nothing else ends it
+        _cli(web_daemon, "session", "kill", "pg", "--yes")
 
 
 def test_a_prompt_from_the_page_shows_in_the_chat_and_its_answer_replies_to_it(
