@@ -15,13 +15,14 @@ from typing import Mapping, Optional
 
 import typer
 
-from aipager import claudefiles, config
+from aipager import agents, claudefiles, config
 from aipager.proto import paths
-from aipager.install import claude_code
+from aipager.install import claude_code, codex
 from aipager.cli._common import env as _env
 from aipager.cli._daemon import daemon_pids
-from aipager.cli._common import handles_errors, interactive
-from aipager.proto.errors import ChatUnreachable, ConfigError, TokenRejected
+from aipager.cli._common import handles_errors, interactive, report_wiring
+from aipager.proto.errors import (AipagerError, ChatUnreachable, ConfigError, SessionError,
+                                  TokenRejected)
 
 
 #: the most read from a token file or stdin: a bot token is under 100 bytes,
@@ -153,7 +154,26 @@ def run_setup(
         typer.echo(f"Claude Code already wired: {result.path}")
     for note in result.notes:
         typer.echo(f"Note: {note}")
+    _wire_codex(env)
     return cfg
+
+
+def _wire_codex(env: Mapping[str, str]) -> None:
+    """Codex on this computer: wired as well (its hooks trusted the way Codex records
+    trust), so a session started with ``--agent codex`` reports as Claude Code's do.  A
+    Codex file aipager cannot edit stops nothing here: it is said, with what to run."""
+    try:
+        agents.CODEX.binary(env)
+    except SessionError:
+        return  # no Codex here: nothing to wire
+    try:
+        result = codex.install(env)
+    except AipagerError as exc:
+        typer.echo(f"Codex found, not wired: {exc} (fix it, then run `aipager codex "
+                   "install`).", err=True)
+        return
+    report_wiring(result, f"Codex found and wired: {result.path} (`aipager codex uninstall` "
+                  "undoes it).", f"Codex already wired: {result.path}")
 
 
 def _group_owner(cfg: config.Config, owner_id: int | None, ask: bool) -> config.Config:

@@ -268,3 +268,31 @@ def test_setup_with_a_group_and_no_owner_warns(runner, fake_api, bins, token_fil
     assert result.exit_code == 0, result.output
     assert "no owner yet" in result.stderr
     assert "reads the group's messages (admin)" in result.output
+
+
+def test_setup_wires_codex_too_when_this_computer_has_it(runner, fake_api, bins, token_file,
+                                                         env, tmp_path, monkeypatch):
+    """Codex found (its program pinned or on PATH): setup wires and trusts aipager's hook in
+    its home as `aipager codex install` does; without Codex it says nothing of it."""
+    from aipager.install import codex
+
+    fake_api.add_private_chat()
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.delenv("AIPAGER_CODEX_BIN", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    args = ["setup", "--token-file", str(token_file), "--chat-id", str(OWNER["id"]), "--yes"]
+    plain = runner.invoke(app, args)
+    assert plain.exit_code == 0, plain.output
+    assert "Codex" not in plain.output and not home.exists()
+
+    program = tmp_path / "codex"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("AIPAGER_CODEX_BIN", str(program))
+    wired = runner.invoke(app, args)
+    assert wired.exit_code == 0, wired.output
+    assert f"Codex found and wired: {home / 'hooks.json'}" in wired.output
+    assert codex.check(dict(os.environ), bins.hook) == []
+    again = runner.invoke(app, args)
+    assert f"Codex already wired: {home / 'hooks.json'}" in again.output

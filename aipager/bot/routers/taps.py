@@ -580,14 +580,17 @@ async def on_pick_session(query: CallbackQuery, callback_data: PickTap, actions:
 
 
 async def _save_setting(query: CallbackQuery, actions: Actions, name: str, value: object,
-                        callback_answer: CallbackAnswer, menu: Setting | None = None) -> None:
-    """Save ``name`` (none: only show) and show the settings again, or ``menu``'s choices."""
+                        callback_answer: CallbackAnswer, menu: Setting | None = None,
+                        saved: bool = True) -> None:
+    """Save ``name`` (none: saved elsewhere, or nothing to save) and show the settings
+    again, or ``menu``'s choices; ``saved``: the toast says so."""
     if query.message is None:
         callback_answer.text = _(EXPIRED)
         return
     chat_id = query.message.chat.id
     if name:
         actions.state.set_pref(chat_id, name, value)
+    if saved:
         callback_answer.text = _("Saved.")
     uid = str(query.from_user.id)
     text, markup = settings_view(actions, chat_id, query.from_user.id,
@@ -602,9 +605,10 @@ async def _browsed(query: CallbackQuery, callback_data: SettingTap, actions: Act
     """A setting's › (its choices shown) or its ‹ Back (the settings again): nothing
     chosen yet.  Whether the tap was one of those."""
     if callback_data.value == MENU:
-        await _save_setting(query, actions, "", None, callback_answer, callback_data.name)
+        await _save_setting(query, actions, "", None, callback_answer, callback_data.name,
+                            saved=False)
     elif callback_data.value == BACK:
-        await _save_setting(query, actions, "", None, callback_answer)
+        await _save_setting(query, actions, "", None, callback_answer, saved=False)
     else:
         return False
     return True
