@@ -166,7 +166,7 @@ def start_dialog(label: str, agent: str, title: str, options: Sequence[str]) -> 
     """A dialog the program draws before it starts, read off its screen (no hook says it):
     its question and choices, answered at the computer."""
     return _("🖥 {session} · before it starts, {agent} asks on its screen: “{question}” "
-             "({choices}). Answer it at the computer (aipager attach {session}); messages "
+             "({choices}). Answer it at the computer (aipager session {session}); messages "
              "sent meanwhile wait for it.").format(
         session=label, agent=agent, question=shorten(title, 120),
         choices=" / ".join(shorten(o, 60) for o in options[:4]))

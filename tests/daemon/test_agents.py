@@ -132,7 +132,7 @@ async def test_a_codex_session_is_ready_when_its_screen_shows_its_input_line() -
         assert told == ("🖥 cx · before it starts, Codex asks on its screen: “Hooks need "
                         "review” (Review hooks / Trust all and continue / Continue without "
                         "trusting (hooks won't run)). Answer it at the computer (aipager "
-                        "attach cx); messages sent meanwhile wait for it.")
+                        "session cx); messages sent meanwhile wait for it.")
         sessions.screens["claude-cx"] = screens.rows("codex_model_offer")
         await daemon.discover()
         assert "“Meet GPT-6 Sol” (Try new model / Use existing model)" in \
