@@ -53,6 +53,8 @@ class Agent:
     dialog_keys: bool = False
     #: whether a hook fires when it has started (else its screen tells)
     announces_start: bool = True
+    #: the arguments that resume conversation ``{id}`` (its SessionStart's ``session_id``)
+    resume: tuple[str, ...] = ("--resume", "{id}")
 
     def binary(self, env: Mapping[str, str]) -> str:
         """The program: ``$<binary_env>``, else on PATH.
@@ -74,6 +76,12 @@ class Agent:
         """The session's arguments: the person's, plus ``always`` unless they chose it."""
         chosen = any(a == opt or a.startswith(opt + "=") for a in args for opt in self.chosen_by)
         return [*args] if chosen or not self.always else [*args, *self.always]
+
+    def resume_args(self, conversation: str) -> tuple[str, ...]:
+        """The arguments that resume ``conversation`` ("": none)."""
+        if not conversation:
+            return ()
+        return tuple(conversation if a == "{id}" else a for a in self.resume)
 
     def mode_args(self, mode: str) -> tuple[str, ...]:
         """The flags of permission mode ``mode`` ("" is the agent's own default).
@@ -112,6 +120,8 @@ CODEX = Agent(
     inert="$",
     # SessionStart comes with the first prompt (measured on 0.169.0), not at launch
     announces_start=False,
+    # a subcommand, which takes the same options (``codex resume --help``, 0.169.0)
+    resume=("resume", "{id}"),
 )
 
 AGENTS: dict[str, Agent] = {a.name: a for a in (CLAUDE, CODEX)}

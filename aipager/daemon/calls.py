@@ -290,10 +290,7 @@ class PortCalls:
         """
         bare = dtach.check_name(label)
         runs = agents.get(agent)
-        if resume_id and runs is not agents.CLAUDE:
-            msg = f"{runs.title} sessions are not resumed from here yet"
-            raise SessionError(msg)
-        args = (("--resume", resume_id) if resume_id else ()) + runs.mode_args(mode)
+        args = runs.resume_args(resume_id) + runs.mode_args(mode)
         await asyncio.to_thread(dtach.create, self.env, bare, args=args, cwd=cwd or None,
                                 agent=runs)
         session = dtach.session_name(bare)

@@ -429,7 +429,8 @@ class Service:
         try:
             session = await self.port.start_session(dtach.check_name(name) + at + host,
                                                     resume_id=sess.claude_session_id,
-                                                    cwd=folder)
+                                                    cwd=folder, **({"agent": sess.coding_agent}
+                                                                   if sess.coding_agent else {}))
         except AipagerError as exc:
             return Failed(str(exc), sess.name, "resume")
         self.port.audit_action("session_resume", cmd.who.audited, session=session)

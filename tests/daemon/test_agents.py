@@ -48,6 +48,10 @@ def test_modes_map_onto_each_agents_flags() -> None:
         agents.CODEX.mode_args("bypassPermissions")
     with pytest.raises(ValueError, match="unknown agent"):
         agents.get("cursor")
+    # a conversation is resumed by an option in Claude Code, by a subcommand in Codex
+    assert agents.CLAUDE.resume_args("c1") == ("--resume", "c1")
+    assert agents.CODEX.resume_args("019a-c2") == ("resume", "019a-c2")
+    assert agents.CODEX.resume_args("") == ()
 
 
 def test_a_codex_prompt_has_its_dollar_made_inert_and_no_mention() -> None:

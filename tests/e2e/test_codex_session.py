@@ -216,6 +216,37 @@ def test_codex_asks_to_trust_a_git_project_and_the_phone_answers(
     assert "notes.txt" in text_of(shown)
 
 
+def test_an_ended_codex_session_is_resumed_from_the_phone(codex_daemon, codex_api,
+                                                          fake_telegram, claude_home):
+    """/resume on a Codex session that ended: `codex resume <its session id>` in dtach, and
+    the next message goes on in the same conversation (the model is sent what came before)."""
+    phone = Phone(fake_telegram)
+    codex_api.script("E2E-CXR1", fr.text("First answer."))
+    codex_api.script("E2E-CXR2", fr.text("Second answer."))
+    _start(claude_home, codex_daemon)
+    phone.say("/cx E2E-CXR1 remember the word kiwi")
+    _answer(phone, "First answer.")
+    done = subprocess.run([kit.installed_program("aipager"), "session", "kill", "cx", "--yes"],
+                          env=claude_home.aipager_env(), capture_output=True, timeout=30,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    codex_daemon.wait_session(lambda s: s["state"] == "gone", 30, "the session ended",
+                              name="claude-cx")
+    phone.say("/resume")
+    picker = phone.wait_message(lambda m: "cx" in json.dumps(buttons(m)), 30, "the picker")
+    label = next(b for b in buttons(picker) if "cx" in b)
+    phone.tap(picker, label)
+    phone.wait_message(lambda m: "↩️ cx resumed in" in text_of(m), 60, "the resume said")
+    sess = codex_daemon.wait_session(lambda s: s["coding_agent"] == "codex"
+                                     and s["state"] != "gone", 30, "resumed as Codex",
+                                     name="claude-cx")
+    phone.say("/cx E2E-CXR2 which word?")
+    _answer(phone, "Second answer.", timeout=90)
+    (second,) = codex_api.requests_with("E2E-CXR2")[:1]
+    assert "E2E-CXR1 remember the word kiwi" in second.text()  # the same conversation
+    assert sess["cwd"] == claude_home.project
+
+
 def _escalated(command: str) -> fr.Reply:
     """Codex's shell call asking to run outside its sandbox: what makes it ask (approval
     policy on-request)."""
