@@ -33,7 +33,7 @@ from aipager.port import forms
 from aipager.port.forms import FormAction
 from aipager.daemon import screen as screens
 from aipager.daemon.terminal import ESCAPE, SessionIO
-from aipager.proto.errors import AipagerError, SessionError, SessionNotFound, SettingsError
+from aipager.proto.errors import AipagerError, SessionNotFound, SettingsError
 from aipager.policy import marker
 
 log = logging.getLogger("aipager.daemon")
