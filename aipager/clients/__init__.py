@@ -2,8 +2,10 @@
 
 - ``people``: who acts (``Sender``) and what their role lets them do here (``refusal``).
 - ``members``: the config's people and the policy's roles → a ``Sender``.
-- ``prompts``: how a person's message becomes a prompt: checked, held or typed with its
-  permission note, audited.
+- ``words``: a command's result as the one sentence every surface shows.
+- ``asking``: a permission request as both show it: its words, its change, its answers.
+- ``prompts``: a person's message as both show it (``words``: without its encoding).
+- ``files``: the files people send, and the copies of what the agent sends, on disk.
 
 Nothing here imports aiogram or aiohttp, nor any client: a client imports this, never
 the other client.

@@ -58,7 +58,7 @@ SAVE_SECONDS = 1.0
 
 
 class LogNotifier:
-    """Logs each output: the daemon's visible trace until the Telegram layer exists."""
+    """Logs each output but cards: the daemon's own trace, beside the chat and the page."""
 
     def emit(self, out: Output) -> None:
         if out.kind != "card":
@@ -79,11 +79,11 @@ class Daemon(PortCalls):
     Args:
         env: where everything lives (``aipager.proto.paths``) and the knobs.
         notifier: where outputs go besides the log and the bounded in-memory record
-            (the chat's ``ChatNotifier``).
+            (``main.compose``'s fan-out to the chat and the page; a joined host's link).
         session_io: dtach access (default ``DtachIO``).
         services: extra long-running coroutines started with the daemon and
-            cancelled at shutdown, each given the daemon (the Telegram bot's
-            polling goes here next round).  One that fails is logged; the
+            cancelled at shutdown, each given the daemon (the chat's polling, the
+            page's server, a hub's link).  One that fails is logged; the
             daemon keeps running.
     """
 
@@ -119,7 +119,7 @@ class Daemon(PortCalls):
         self.facts: list[Callable[[], dict[str, Any]]] = []
         #: session → (mtime_ns, size) of its transcript when last read for an interruption
         self._transcripts: dict[str, tuple[int, int]] = {}
-        #: session → the title of the start dialog its chat was told of (``_ready_by_screen``)
+        #: session → the title of the start dialog its chat was told of (``read_start``)
         self._start_dialogs: dict[str, str] = {}
         #: publishes the owner's safety floor for the hook (at start, then on change)
         self.floor = FloorPublisher(self.env)

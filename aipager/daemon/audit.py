@@ -3,8 +3,8 @@
 Two halves, like the output seam: ``from_event`` is a pure function from one of
 aipager's own datagrams (and the session it names) to a record, and
 ``AuditFile`` is the tiny writer.  Handlers hand records to an ``AuditSink``;
-tests use ``RecordingAudit``.  The bot round adds its Allow/Deny taps as more
-records through the same sink.
+tests use ``RecordingAudit``.  The chat's and the page's answers to requests and
+forms are records through the same sink (``permission_answer``, ``form_answer``).
 
 Records (every one has ``ts`` in UTC ISO-8601 seconds, ``session``, ``action``):
 

@@ -1,8 +1,8 @@
 """Session I/O: which dtach sessions exist, and typing into them.
 
 A thin asyncio layer over ``aipager.dtach`` (same argv builders and typing
-rhythm as the CLI).  ``SessionIO`` is the seam: the daemon and, next round,
-the chat use it; tests pass a fake.
+rhythm as the CLI).  ``SessionIO`` is the seam the daemon types and reads
+screens through (``calls.PortCalls``, ``app.Daemon``); tests pass a fake.
 """
 
 from __future__ import annotations

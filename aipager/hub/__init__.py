@@ -2,11 +2,11 @@
 
 One daemon, the hub, owns the bot; every other machine's daemon joins it as a
 host.  A host's outputs (``aipager.daemon.notifier.Output``) cross the broker
-serialized (``codec``), and the chat's calls on the daemon's port
-(``aipager.daemon.port.DaemonPort``) for a host's session cross it as commands
-(``commands``) that the host runs against its own daemon.  The safety decision
-never crosses: each host's compiled hook decides, and a tap is a command the
-host's daemon answers its own hook with.
+serialized (``codec``), and a use case for a host's session (a command of
+``aipager.port.commands``) crosses it whole (``commands.Ask``, ``usecases``): the host's
+own service decides it and does it on its own daemon.  The safety decision never
+crosses: each host's hook decides, and a tap is a command the host's daemon answers
+its own hook with.
 
 Modules, one purpose each:
 
@@ -18,7 +18,11 @@ Modules, one purpose each:
 - ``server``: the ``nats-server`` configuration (per-host permissions) and the
   embedded server process.
 - ``codec``: Outputs and sessions to and from JSON.
-- ``commands``: the port's calls as records, their results, and running them.
+- ``commands``: what the hub sends a host (``Ask``: a use case; ``PutFile``: a piece of
+  a file), and running it there.
+- ``usecases``: the service's commands and results as JSON.
+- ``shape``: whether a record read from a host holds what its annotations say.
+- ``signing``: commands the hub signs, so a host runs only fresh ones the hub made.
 - ``transfer``: files from the phone sent in pieces to the host whose session they are for.
 - ``streams``: the streams and consumers the hub creates.
 - ``conn``: connecting to the broker.
@@ -26,8 +30,12 @@ Modules, one purpose each:
 - ``host``: a joined host's link (publish outputs, run commands).
 - ``joined``: which hub this machine joined, with which credential (for ``doctor``).
 - ``link``: the hub's link (take outputs, send commands, know the hosts).
-- ``port``: ``HubPort``, the chat's ``DaemonPort`` over the local daemon and the hosts.
-- ``status``: the sessions grouped by host, as ``/status`` could show them.
+- ``port``: ``HubPort``, the clients' ``DaemonPort`` over the local daemon and the hosts.
+- ``view``: what the hub knows of each host (its sessions, when it was last heard from).
+- ``relabel``: a host's texts with its sessions' labels as the hub shows them.
+- ``ration``, ``deadletter``: a host that misbehaves is told of once a period; records
+  the hub cannot read are set aside.
+- ``settings``: the config's ``hub`` object; ``supervise``: a failing link starts again.
 
 Nothing here imports the chat (``aipager.bot``), and the daemon never imports
 this package: ``aipager.main`` puts them together.  ``nats-py``, ``nkeys`` and

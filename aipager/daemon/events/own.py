@@ -145,8 +145,8 @@ def on_memory_cap(ev: dict, sess: Session, ctx: Ctx) -> None:
 
 @router.on(wire.REPORT_ERROR)
 def on_report_error(ev: dict, sess: Session | None, ctx: Ctx) -> None:
-    # Shape only (where, event, tool kind): never payload text.  Kept as counts
-    # for `aipager status` until the problem-report flow exists.
+    # Shape only (where, event, tool kind): never payload text.  Kept as counts (the
+    # saved state's counters) and audited; the first from each place is logged.
     key = limits.family_key(ctx.counters, "report_error", ev.get("where"))
     first = key not in ctx.counters
     ctx.count(key)
