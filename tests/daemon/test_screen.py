@@ -20,6 +20,15 @@ from aipager.port.rights import Reason
 from aipager.port.who import Person
 
 S = "claude-jim"
+
+
+async def _released(sess) -> None:
+    """Wait until the held message of ``sess`` is released (the chat types it then)."""
+    for _ in range(60):
+        if sess.queue and sess.queue[0].status != "held":
+            break
+        await asyncio.sleep(0.05)
+    assert [m.status for m in sess.queue] == ["typed"]
 OWNER = Person(1, "@owner", "owner")
 MEMBER = Person(43, "@bob", "user", may_approve=False, may_manage=False)
 
@@ -135,11 +144,7 @@ async def test_the_held_message_is_released_once_the_screen_shows_no_dialog(rig)
     sess = daemon.core.registry.get(S)
     assert [m.status for m in sess.queue] == ["held"]
     sessions.screens[S] = rows("idle")
-    for _ in range(40):
-        if sess.queue and sess.queue[0].status != "held":
-            break
-        await asyncio.sleep(0.05)
-    assert [m.status for m in sess.queue] == ["typed"]  # released: the chat types it now
+    await _released(sess)  # released: the chat types it now
 
 
 def test_write_edit_and_question_dialogs_as_recorded():
@@ -182,11 +187,7 @@ async def test_a_message_for_codex_at_its_first_start_dialog_waits(rig):
     assert sessions.typed == [] and sessions.keys == []
     sessions.screens[S] = rows("codex_idle")
     sess = daemon.core.registry.get(S)
-    for _ in range(40):
-        if sess.queue and sess.queue[0].status != "held":
-            break
-        await asyncio.sleep(0.05)
-    assert [m.status for m in sess.queue] == ["typed"]
+    await _released(sess)
 
 
 def test_codexs_folder_trust_dialog_is_a_trust_dialog():
@@ -238,8 +239,4 @@ async def test_a_message_for_a_start_whose_screen_is_unreadable_waits_for_its_in
     assert sessions.typed == [] and sessions.keys == []
     assert [(m.status, m.held_for) for m in sess.queue] == [("held", "start")]
     sessions.screens[S] = rows("codex_idle")
-    for _ in range(60):
-        if sess.queue and sess.queue[0].status != "held":
-            break
-        await asyncio.sleep(0.05)
-    assert [m.status for m in sess.queue] == ["typed"]  # released: the chat types it now
+    await _released(sess)  # released: the chat types it now
