@@ -21,6 +21,9 @@ from aipager.port.who import Person
 
 S = "claude-jim"
 
+OWNER = Person(1, "@owner", "owner")
+MEMBER = Person(43, "@bob", "user", may_approve=False, may_manage=False)
+
 
 async def _released(sess) -> None:
     """Wait until the held message of ``sess`` is released (the chat types it then)."""
@@ -29,8 +32,6 @@ async def _released(sess) -> None:
             break
         await asyncio.sleep(0.05)
     assert [m.status for m in sess.queue] == ["typed"]
-OWNER = Person(1, "@owner", "owner")
-MEMBER = Person(43, "@bob", "user", may_approve=False, may_manage=False)
 
 
 def test_the_trust_dialog_opens_on_no_exit():
