@@ -2,8 +2,9 @@
 
 aiogram 3 declares its Telegram types ``defer_build=True`` (build on first use),
 then ``aiogram/types/__init__.py`` calls ``model_rebuild`` on every one of them
-at import: 630-odd validators, each carrying copies of the types it nests,
-~145 MB and ~3 s before the bot has done anything.  The daemon needs a handful
+at import: 630-odd validators, each carrying copies of the types it nests, about
+twice the memory and several times the seconds of this lazy import before the bot has
+done anything (``python -m bench --only bot`` measures both).  The daemon needs a handful
 (the updates it reads, what the methods it calls return).
 
 ``import_aiogram()`` runs that import with the loop's rebuild skipped, keeps the

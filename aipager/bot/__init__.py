@@ -5,8 +5,8 @@ the only sender; ``notify`` turns the daemon's outputs into messages;
 ``routers/`` hold the handlers by concern; ``view`` and ``markdown`` are pure.
 
 aiogram is imported here first, with its models built as they are used rather
-than all at import (``aipager.lazyaiogram``: ~65 MB instead of ~165 MB, 1 s
-instead of 4), before any module of the chat imports it.
+than all at import (``aipager.lazyaiogram``; its cost is the README's figure, from
+``python -m bench --only bot``), before any module of the chat imports it.
 """
 
 from aipager import lazyaiogram as _lazyaiogram
