@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from aipager import locales
+from aipager import agents, locales
 from aipager.clients import asking
 from aipager.clients.people import Sender, refusal
 from aipager.daemon import render
@@ -134,12 +134,14 @@ def form(sess: Session, req: Request, shown: Permission | Question | Form | None
 
 
 def trust(sess: Session, sender: Sender) -> dict[str, Any]:
-    """Claude Code's folder trust dialog, answerable here (``actions.trust``)."""
+    """The agent's folder trust dialog (Claude Code's, Codex's), answerable here
+    (``actions.trust``)."""
+    agent = agents.AGENTS.get(sess.coding_agent, agents.CLAUDE).title
     return {"session": sess.name, "label": sess.label, "key": "trust", "kind": "trust",
             "cwd": sess.cwd, "refused": refusal(sender, "manage", tr=_),
-            "text": _("📁 {session} · Claude Code asks whether you trust the files in {folder}."
-                      " Until you answer, it does nothing.").format(session=sess.label,
-                                                                    folder=sess.cwd),
+            "text": _("📁 {session} · {agent} asks whether you trust the files in {folder}."
+                      " Until you answer, it does nothing.").format(
+                session=sess.label, agent=agent, folder=sess.cwd),
             "answers": [{"act": "yes", "label": _("✅ Yes, I trust this folder")},
                         {"act": "no", "label": _("🗑 No, end the session")}]}
 

@@ -155,3 +155,18 @@ async def test_the_page_starts_the_agent_chosen(web, tmp_path):
     assert cursor.status == 409
     assert (await cursor.json())["message"] == "There is no coding agent cursor here."
     assert len(web.port.calls("start_session")) == 2
+
+
+async def test_codexs_trust_dialog_seen_on_its_screen_is_asked_on_the_page(web, tmp_path):
+    """A Codex session whose screen showed its folder trust dialog (``read_start``) is asked
+    about on the page, in Codex's name; once it started, nothing asks."""
+    await web.sign_in()
+    web.port.add_session(S, State.UNKNOWN)
+    sess = web.port.sessions.get(S)
+    sess.cwd, sess.coding_agent, sess.start_dialog = str(tmp_path), "codex", "trust"
+    (need,) = (await (await web.get("/api/state")).json())["needs"]
+    assert need["kind"] == "trust" and need["text"].startswith(
+        f"📁 jim · Codex asks whether you trust the files in {tmp_path}.")
+    sess.start_dialog = ""  # its input line showed: started
+    web.port.add_session(S, State.READY)
+    assert (await (await web.get("/api/state")).json())["needs"] == []

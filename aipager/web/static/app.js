@@ -85,7 +85,7 @@ function permission(req) {
     req.refused ? null : reason);
 }
 
-// Claude Code's folder trust dialog: until it is answered the session does nothing, and a
+// The agent's folder trust dialog (Claude Code's, Codex's): until it is answered the session does nothing, and a
 // prompt typed into it would answer it (the server refuses prompts meanwhile).
 function trustDialog(req) {
   const buttons = req.answers.map((a) => h("button", {
