@@ -1,4 +1,4 @@
-"""`aipager hub invite|hosts|revoke`: who may join this machine's hub."""
+"""`aipager hub invite|rotate|hosts|revoke`: who may join this machine's hub."""
 
 from __future__ import annotations
 
@@ -38,13 +38,39 @@ def invite(
     listens beyond loopback, the hub's TLS certificate.  Inviting a host again gives it
     a new one (the old file stops working).
     """
+    _mint(name, out, nkey=not password)
+
+
+@app.command("rotate")
+@handles_errors
+def rotate(
+    name: str = typer.Argument(..., help="The host whose credential is replaced."),
+    out: str = typer.Option("", "--out", "-o", metavar="FILE",
+                            help="Where to write the new credential file (default: the hub's "
+                            "invites folder)."),
+) -> None:
+    """Replace a host's credential: the old one stops working at once; the host keeps its
+    name, so what the hub and the host have queued for each other stays."""
+    from aipager.hub import creds
+
+    entry = creds.load_hosts(_env())["hosts"].get(name)
+    if entry is None:
+        typer.echo(f"{name} is not a host of this hub (aipager hub invite {name} adds it).")
+        raise typer.Exit(1)
+    _mint(name, out, nkey="password" not in entry)
+    typer.echo(f"The old credential of {name} no longer works: copy the new file to {name} "
+               "and restart it with the command above.")
+
+
+def _mint(name: str, out: str, *, nkey: bool) -> None:
+    """A fresh credential for ``name`` (an NKey, or a password), written and announced."""
     from aipager.hub import creds, layout, server
 
     env = _env()
     hub = _settings(env)
     url = hub.invite_url()
     made = server.hub_tls(env, hub)
-    who = creds.invite(env, name, url, nkey=not password,
+    who = creds.invite(env, name, url, nkey=nkey,
                        ca=made.ca_pem() if made is not None else "")
     path = out or os.path.join(layout.invites_dir(env), f"{name}.json")
     creds.write_creds(path, who)

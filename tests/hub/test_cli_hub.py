@@ -82,6 +82,19 @@ async def test_the_embedded_server_lets_in_whom_the_hub_invited_and_no_one_else(
         assert vm.seed  # an NKey, let in by the reloaded server
         nc = await _eventually_connect(hub.client_url(), vm)
         await nc.close()
+        # rotated: vm's new credential is let in, its old one refused; same name, same queue
+        result = CliRunner().invoke(app, ["hub", "rotate", "vm", "--out", str(
+            layout.invites_dir(env) + "/vm2.json")])
+        assert result.exit_code == 0 and "old credential of vm no longer works" in \
+            result.output, result.output
+        vm2 = creds.read_creds(layout.invites_dir(env) + "/vm2.json")
+        assert vm2.seed and vm2.seed != vm.seed and vm2.user == "vm"
+        nc = await _eventually_connect(hub.client_url(), vm2)
+        await nc.close()
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await _eventually_refused(hub.client_url(), vm)
+        unknown = CliRunner().invoke(app, ["hub", "rotate", "nobody"])
+        assert unknown.exit_code == 1 and "not a host of this hub" in unknown.output
         # revoked: refused from now on
         result = CliRunner().invoke(app, ["hub", "revoke", "box"])
         assert result.exit_code == 0, result.output
