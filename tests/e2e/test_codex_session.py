@@ -370,3 +370,37 @@ def test_codex_started_on_the_page_answers_there(codex_page, codex_api, claude_h
     sess = codex_page.wait_session(lambda s: s["coding_agent"] == "codex", 10,
                                    "the session known as Codex's", name="claude-cx")
     assert sess["cwd"] == claude_home.project
+
+
+def test_a_codex_session_started_at_the_computer_is_driven_from_the_page(
+        codex_page, codex_api, claude_home):
+    """`aipager session cx --agent codex -- -a on-request`: the page shows it, a prompt sent
+    there asks for a command, ✅ Allow on the page runs it, and the answer is shown there."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from e2e.kit.browser import chromium, sign_in_link
+
+    target = os.path.join(claude_home.project, "from-the-page")
+    codex_api.script("E2E-CXPAGEOK", _escalated(f"touch {target}"), fr.text("Made it here."))
+    _start(claude_home, codex_page, "--ask-for-approval", "on-request", "--sandbox",
+           "read-only")
+    with sync_playwright() as p:
+        chrome = p.chromium.launch(executable_path=chromium(), headless=True)
+        try:
+            page = chrome.new_page(viewport={"width": 390, "height": 844})
+            page.goto(sign_in_link(codex_page))
+            card = page.locator("article.session[data-session='claude-cx']")
+            expect(card.locator("h3")).to_contain_text("cx · ready", timeout=60_000)
+            card.get_by_role("link", name="💬 Open").click()
+            page.get_by_label("prompt").fill("E2E-CXPAGEOK make the file")
+            page.get_by_role("button", name="➤ Send").click()
+            request = page.locator("article.request", has_text=f"touch {target}")
+            expect(request).to_be_visible(timeout=60_000)
+            assert not os.path.exists(target)
+            request.get_by_role("button", name="✅ Allow").click()
+            expect(page.locator("#flash")).to_contain_text("Allowed", timeout=20_000)
+            expect(page.locator("ol.talk li.answer")).to_contain_text("Made it here.",
+                                                                      timeout=90_000)
+        finally:
+            chrome.close()
+    assert os.path.exists(target)
