@@ -388,8 +388,9 @@ cdef int pk_load_note(const char* folder, PkNote* note, double now) noexcept nog
     elif pk_name_time(note.name, &d) < 0:
         return -1
     if now - d > NOTES_TTL_SECONDS:
+        # still read whole: an expired note is matched like the others, and taken when
+        # the prompt is made of it (notes.pickup), else deleted and reported
         note.expired = 1
-        return 0
     # Note.usable.  A note of another version (no "v", or one Python finds
     # unequal to 1: left by an older or newer aipager) stays waiting in
     # Python and is never taken: read so here, so such leftovers keep the

@@ -536,6 +536,9 @@ REGULAR = {
     "styled_reply": ({"note_docs": [USER_STYLED]}, "réponds à ça 日本"),
     "two_notes": ({"note_docs": [USER_STYLED, DEV]}, "réponds à ça 日本\n\nrun the linters"),
     "expired": ({"note_docs": [dict(OWNER, age_s=2 * DAY)]}, "hello"),
+    # an expired note the prompt is made of is taken like the others (notes.pickup); the
+    # compiled side once skipped its text and reported it expired (found by the fuzz)
+    "expired_taken": ({"note_docs": [dict(OWNER, age_s=2 * DAY)]}, "deploy the site"),
     "joins_telegram": (
         {"note_docs": [DEV], "mark": True,
          "snapshot": {"origin": "telegram", "rules": {"denied_tools": ["webfetch"], "commands": ["rm +-rf"]},
@@ -575,7 +578,8 @@ def test_regular_pickup_is_compiled(native_bins, situation) -> None:
     assert [c["note"] for c in pickups[0]["consumed"]] == names
     assert [c["msg_id"] for c in pickups[0]["consumed"]] == [s["msg_id"] for s in specs]
     labels = [a["label"] for a in snap["authors"]]
-    if situation == "owner":
+    if situation in ("owner", "expired_taken"):
+        assert pickups[0]["expired"] == []
         assert snap["exempt"] is True and snap["commands"] == [] and labels == ["olga"]
         assert stdout == b""
         return
