@@ -216,6 +216,11 @@ async def test_starting_asks_for_a_folder_and_the_trust_dialog_is_answered_on_th
         screen.read(rows("trust")) if call == "screen" else
         True if call == "answer_dialog" else None)
     await page.click("article.trust button[data-act=yes]")
+    # the start's own "ok" flash may still show: wait for the answer itself
+    for _ in range(100):
+        if browser_page.port.calls("answer_dialog"):
+            break
+        await asyncio.sleep(0.05)
     await page.wait_for_selector("#flash.ok")
     ((session, kind, _pick), _), = browser_page.port.calls("answer_dialog")
     assert (session, kind) == ("claude-fresh", screen.Kind.TRUST)
