@@ -113,6 +113,9 @@ async def test_a_file_prompt_on_a_host_is_the_phones_not_typed_at_the_computer(m
     box = machines.start_host("box")
     session = box.start("jim")
     await hub_sees(hub, "claude-jim@box")
+    # its session may show (an output) before its first snapshot says the host is online
+    await eventually(lambda: any(h.name == "box" and h.online for h in hub.port.hosts()), 15,
+                     "box online")
     msg = await machines.fake.user_sends_document(b"log line\n", "run.log",
                                                   caption="/jim what failed")
     await eventually(lambda: box.sessions.pasted, 15, "typed on box")
