@@ -500,7 +500,8 @@ class ChatNotifier:
         self._after_hook.pop(key, None)
         if shown is None:
             return
-        line = view.verdict(out.via, out.answer, out.who, time.time(), ask, out.scope)
+        line = view.verdict(out.via, out.answer, out.who, time.time(), ask, out.scope,
+                            out.edited)
         self.outbox.put(Live(chat_id, f"{shown}\n{line}", key=key, session=out.session))
 
     def _on_reaction(self, out: Reaction, sess: Session | None, chat_id: int) -> None:

@@ -166,7 +166,7 @@ def view(out: Output, label: str, sess: Session | None, now: float) -> Private:
         case RequestClosed() | RequestAnswered():
             # its own words only: the message it edits may hold a request shown before
             # private mode was on, and an edit sends the whole text again
-            line = verdict_line(out.via, out.answer, out.who)
+            line = verdict_line(out.via, out.answer, out.who, edited=bool(out.edited))
             return Bell(f"{label} · {line}", key=f"req:{out.session}:{out.key}",
                         edit_only=True)
         case Files():
@@ -218,10 +218,13 @@ def card_line(label: str, sess: Session | None, now: float, seq: int) -> str:
     return " · ".join(parts) + _cost(sess)
 
 
-def verdict_line(via: str, answer: str, who: str) -> str:
-    """Who answered a request, without what was asked or answered."""
+def verdict_line(via: str, answer: str, who: str, *, edited: bool = False) -> str:
+    """Who answered a request, without what was asked or answered (``edited``: allowed as a
+    person corrected it, which is not named either)."""
     if via in ("", "terminal"):
         return _("⌨️ answered in the terminal")
+    if answer == "allow" and edited:
+        return _("✏️ edited and allowed by {who}").format(who=who)
     words = {"allow": N_("✅ allowed by {who}"), "allow_always": N_("🟢 always allowed by {who}"),
              "deny": N_("❌ denied by {who}"), "stop": N_("⏹ stopped by {who}"),
              "question_decline": N_("⏹ declined by {who}")}.get(answer,

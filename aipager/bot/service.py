@@ -17,7 +17,7 @@ import contextlib
 import logging
 import re
 import time
-from typing import Any, Coroutine, Mapping
+from typing import Any, Coroutine, Iterable, Mapping
 
 from aipager import config, locales
 from aipager.clients import members as members_mod
@@ -30,11 +30,11 @@ from aipager.bot.actions import Actions
 from aipager.bot.i18n import N_, _
 from aipager.bot.notify import ChatNotifier
 from aipager.bot.privacywatch import PrivacyWatch
-from aipager.bot.outbox import Action, Outbox, Post
+from aipager.bot.outbox import Action, Live, Outbox, Post
 from aipager.bot.policywatch import PolicyWatch
 from aipager.bot.settle import Settle
 from aipager.bot.strangers import Strangers
-from aipager.daemon.model import State
+from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort, SessionsView
 
 log = logging.getLogger("aipager.bot")
@@ -60,6 +60,34 @@ CLOSE_GRACE = 3.0
 _COMMAND = re.compile(r"^[a-z0-9_]{1,32}$")
 
 RESTARTED = N_("🔄 aipager is running again after an unclean stop; sessions carried on.")
+#: the live key of that notice (one waits unsent at most: a crash loop queues no more)
+RESTARTED_KEY = "daemon:restarted"
+#: the live key of the notice of a clean stop, named by the run it ends (its ``started_at``):
+#: the next start edits that very message to say it runs again
+STOPPED_KEY = "daemon:stopped:{started:.3f}"
+
+
+def stopped_notice(sessions: Iterable[Session]) -> str:
+    """What the chat is told when the daemon stops cleanly (SIGINT/SIGTERM): that it
+    stopped, and which sessions go on working or wait for an answer at the computer."""
+    live = [s for s in sessions if view.is_live(s)]
+    working = sorted(s.label for s in live if s.state == State.WORKING)
+    waiting = sorted(s.label for s in live if s.state == State.WAITING)
+    lines = [_("⏸ aipager stopped on the computer: nothing more from its sessions until it "
+               "runs again, and what you send meanwhile waits for it (up to a day).")]
+    if working:
+        lines.append(_("⏳ Still working there: {sessions}.").format(sessions=", ".join(working)))
+    if waiting:
+        lines.append(_("🔐 Waiting for an answer at the computer: {sessions}.").format(
+            sessions=", ".join(waiting)))
+    return "\n".join(lines)
+
+
+def resumed_notice(stopped_at: float, now: float) -> str:
+    """What the notice of a clean stop says once the next start runs."""
+    return _("⏸ aipager stopped on the computer at {stopped}; ▶️ running again since "
+             "{started}.").format(stopped=time.strftime("%H:%M", time.localtime(stopped_at)),
+                                  started=time.strftime("%H:%M", time.localtime(now)))
 
 
 def close_grace(env: Mapping[str, str]) -> float:
@@ -77,14 +105,19 @@ class ChatBot:
     Args:
         env: paths and knobs (``AIPAGER_TELEGRAM_API_BASE`` points at another Bot API).
         cfg: the loaded config (token, chat, members).
-        unclean: the previous daemon did not stop cleanly (say so in the chat).
+        unclean: the previous daemon did not stop cleanly (say so in the chat, first).
+        last_run: what the previous daemon saved of itself (``daemon`` of its state:
+            ``started_at``, ``stopped_at``): the notice of its clean stop is edited to
+            say this one runs.
     """
 
-    def __init__(self, env: Mapping[str, str], cfg: config.Config, *, unclean: bool = False) -> None:
+    def __init__(self, env: Mapping[str, str], cfg: config.Config, *, unclean: bool = False,
+                 last_run: Mapping[str, Any] | None = None) -> None:
         self.env = dict(env)
         self.members = Members(self.env, cfg)
         self.unclean = unclean
         self.state = chatstate.load(self.env)
+        resumed = self._last_run(unclean, last_run or {})
         base = cfg.extra.get("api_base") if isinstance(cfg.extra.get("api_base"), str) else None
         self.bot = botapi.build_bot(cfg.bot_token, botapi.api_base(self.env) or base)
         self.outbox = Outbox(self.bot, self.state, on_change=self._changed,
@@ -114,8 +147,47 @@ class ChatBot:
         self._chat_locks: dict[int, asyncio.Lock] = {}
         self._clock = time.monotonic
         self._menu_settle: Settle[list[str]] = Settle(self.state.menu, MENU_QUIET, MENU_LONGEST)
+        if resumed is not None:
+            self.outbox.put(resumed)
 
     # -- wiring ---------------------------------------------------------------------
+
+    def _last_run(self, unclean: bool, last_run: Mapping[str, Any]) -> Live | None:
+        """What the chat says of the last run, before anything this one sends: after an
+        unclean stop, that aipager runs again, ahead of what the last run left unsent and of
+        what this one replays (put first in the saved queue the outbox starts from); after a
+        clean stop the chat was told of, the edit of that notice (returned: queued once the
+        outbox is made).  A stop notice the last run could not send any more is dropped: it
+        runs again."""
+        chat_id = self.members.current().chat_id
+        pending = [d for d in self.state.pending if not (
+            isinstance(d, dict) and str(d.get("key") or "").startswith("daemon:stopped:"))]
+        with i18n.use(self.chat_locale(chat_id)):
+            if unclean and not any(isinstance(d, dict) and d.get("key") == RESTARTED_KEY
+                                   for d in pending):
+                pending.insert(0, Post(chat_id, _(RESTARTED), key=RESTARTED_KEY,
+                                         urgent=True).to_json())
+            self.state.pending = pending
+            started, stopped = last_run.get("started_at"), last_run.get("stopped_at")
+            if unclean or not isinstance(started, (int, float)) \
+                    or not isinstance(stopped, (int, float)):
+                return None
+            key = STOPPED_KEY.format(started=started)
+            if self.state.live_id(key, chat_id) is None:
+                return None  # never shown (or forgotten): nothing to edit
+            return Live(chat_id, resumed_notice(stopped, time.time()), key=key)
+
+    def _say_stopped(self) -> None:
+        """The daemon stops cleanly: the chat is told once, with what goes on without it
+        (a new message: the last stop's notice stays as it was)."""
+        if self.port is None:
+            return
+        chat_id = self.members.current().chat_id
+        key = STOPPED_KEY.format(started=self.port.started_at)
+        with i18n.use(self.chat_locale(chat_id)):
+            text = stopped_notice(self._registry())
+        self.state.forget_live(key)
+        self.outbox.put(Post(chat_id, text, key=key), urgent=True)
 
     def attach(self, port: DaemonPort) -> None:
         """Bind to the daemon whose outputs this shows (before it serves)."""
@@ -258,6 +330,8 @@ class ChatBot:
             await polling.poll(self.bot, handle, on_health=health, inbox=self.inbox)
         finally:
             await cancel_and_wait(self._tasks)
+            if self.port.stopping:
+                self._say_stopped()
             await self.outbox.close(close_grace(self.env))
             self._closed = True
             self.save()
@@ -326,14 +400,13 @@ class ChatBot:
                 self.outbox.put(Action(chat_id, "typing"))
 
     async def _introduce(self, dp: Any) -> None:
-        """getMe and the command menu (retried until Telegram answers), then, after an
-        unclean stop or with a damaged chat state, one line in the chat."""
+        """getMe and the command menu (retried until Telegram answers); with a damaged chat
+        state, one line in the chat first."""
         from aiogram.types import BotCommand
 
         chat_id = self.members.current().chat_id
         with i18n.use(self.chat_locale(chat_id)):
-            if self.unclean:
-                self.outbox.put(Post(chat_id, _(RESTARTED)))
+            # (after an unclean stop the chat heard so first of all: ``_last_run``)
             if self.state.damaged:
                 # once: the next save writes a sound file
                 self.outbox.put(Post(chat_id, _("⚠️ aipager: {problem}. Old cards and buttons no "
@@ -401,7 +474,8 @@ def previous_run_unclean(state: Mapping[str, Any]) -> bool:
 
 def chat_bot(env: Mapping[str, str], cfg: config.Config, saved: Mapping[str, Any]) -> ChatBot:
     """The chat side, as the composition root (``aipager.main``) builds it."""
-    return ChatBot(env, cfg, unclean=previous_run_unclean(saved))
+    return ChatBot(env, cfg, unclean=previous_run_unclean(saved),
+                   last_run=saved.get("daemon") or {})
 
 
-__all__ = ["ChatBot", "chat_bot", "previous_run_unclean"]
+__all__ = ["ChatBot", "chat_bot", "previous_run_unclean", "resumed_notice", "stopped_notice"]

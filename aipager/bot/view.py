@@ -183,10 +183,11 @@ def help_text(sessions: Sequence[Session], current: str | None) -> str:
 
 
 def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None,
-            scope: dict | None = None) -> str:
+            scope: dict | None = None, edited: str = "") -> str:
     """The line that replaces a request's buttons once it is answered (``asking.verdict``,
     the page's too; a question's answers above it, from the chat's ``ask``)."""
-    return asking.verdict(via, answer, who, at, answers_text(ask) if ask else "", scope)
+    return asking.verdict(via, answer, who, at, answers_text(ask) if ask else "", scope,
+                          edited)
 
 
 _PICKER = {"use": N_("Which session should get your messages?"),

@@ -140,8 +140,14 @@ def always_rule(sess: Session | None, key: str) -> str:
     req = next((r for r in sess.requests if r.key == key), None)
     if req is None:
         return ""
+    return always_rule_of(req.suggestions)
+
+
+def always_rule_of(suggestions: list) -> str:
+    """The rules and folders ``suggestions`` would have Claude Code remember (at most four),
+    as Claude Code writes them: ``Bash(npm test:*)``, ``folder /srv``."""
     rules = []
-    for s in req.suggestions:
+    for s in suggestions:
         if not isinstance(s, dict):
             continue
         for rule in s.get("rules") or []:
@@ -153,15 +159,60 @@ def always_rule(sess: Session | None, key: str) -> str:
     return ", ".join(rules[:4])
 
 
+#: how long what a toast has Claude Code remember may be (Telegram shows 200 characters)
+GRANTED_MAX = 70
+#: for how long and where Claude Code keeps what a scoped answer had it remember, as a toast
+#: says it
+_KEPT = {"session": N_("For this session only"), "localSettings": N_("In this project, for you"),
+         "projectSettings": N_("In this project, for everyone"),
+         "userSettings": N_("In all your projects"), "cliArg": N_("For this run only")}
+
+
+def granted(scope: dict[str, Any]) -> str:
+    """What a scoped answer granted, as the toast after the tap says it: the call is allowed,
+    and what Claude Code (2.1.328, read on the real program) does with the one suggestion
+    it was handed: a folder makes reads there stop asking (a command that changes a file
+    there still asks), accept-edits mode stops asking for file edits and common file
+    commands in the session's folders, a rule stops asking for what it matches.  Claude
+    Code's own words for where it is kept; "" when ``scope`` is none of those."""
+    where = _KEPT.get(str(scope.get("destination")))
+    if where is None:
+        return ""
+    kind = scope.get("type")
+    if kind == "addDirectories":
+        folders = ", ".join(str(d) for d in scope.get("directories") or [])
+        if not folders:
+            return ""
+        return _("Allowed. {where}, reads in {folders} no longer ask; a change there still "
+                 "asks.").format(where=_(where), folders=render.cut_middle(folders, GRANTED_MAX))
+    if kind == "setMode" and scope.get("mode") == "acceptEdits":
+        return _("Allowed. {where}, file edits and common file commands in the session's "
+                 "folders no longer ask.").format(where=_(where))
+    if kind == "setMode" and scope.get("mode") in render.MODES:
+        return _("Allowed. {where}: {mode}.").format(where=_(where),
+                                                      mode=_(render.MODES[scope["mode"]]))
+    if kind == "addRules":
+        rules = always_rule_of([scope])
+        if not rules:
+            return ""
+        return _("Allowed. {where}, Claude Code no longer asks for {rules}.").format(
+            where=_(where), rules=render.cut_middle(rules, GRANTED_MAX))
+    return ""
+
+
 def verdict(via: str, answer: str, who: str, at: float, answers: str = "",
-            scope: dict[str, Any] | None = None) -> str:
+            scope: dict[str, Any] | None = None, edited: str = "") -> str:
     """Who answered a request, how and when: the line under it once it is answered, in the
     chat (in place of its buttons) and in the page's conversation.  ``via``: ``hook`` or
     ``keys`` ("" or ``terminal``: at the computer); ``answers``: a question's answers,
-    shown above; ``scope``: what a scoped "always" remembered."""
+    shown above; ``scope``: what a scoped "always" remembered; ``edited``: the command or
+    path an edited allow ran with instead of the one shown above."""
     when = time.strftime("%H:%M", time.localtime(at))
     if via in ("", "terminal"):
         return _("⌨️ answered in the terminal")
+    if answer == "allow" and edited:
+        return _("✏️ Edited by {who} · {time}, and allowed with this instead:").format(
+            who=who, time=when) + "\n" + edited
     if answer == "question_answer":
         return (answers + "\n" + _("✅ Answered by {who} · {time}").format(
             who=who, time=when)).strip()
@@ -185,6 +236,6 @@ def verdict(via: str, answer: str, who: str, at: float, answers: str = "",
     return _(words).format(who=who, time=when)
 
 
-__all__ = ["Answer", "Change", "DEFAULT_BUTTONS", "DIFF_SHOWN", "always_rule", "answers",
-           "change", "diff_body", "head", "own_request", "scope_labels", "verdict",
-           "words"]
+__all__ = ["Answer", "Change", "DEFAULT_BUTTONS", "DIFF_SHOWN", "GRANTED_MAX", "always_rule",
+           "always_rule_of", "answers", "change", "diff_body", "granted", "head",
+           "own_request", "scope_labels", "verdict", "words"]

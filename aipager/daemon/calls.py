@@ -72,6 +72,8 @@ class PortCalls:
     notifier: FanoutNotifier
     facts: list[Callable[[], dict[str, Any]]]
     _stopped: dict[str, float]
+    #: set by SIGINT/SIGTERM: the daemon shuts down (``app.Daemon.serve``)
+    stop_event: asyncio.Event
     #: session → the title of the start dialog its chat was told of (``read_start``)
     _start_dialogs: dict[str, str]
 
@@ -92,6 +94,11 @@ class PortCalls:
     def remote(self) -> None:
         """Every session is this machine's own (a hub's port has hosts)."""
         return None
+
+    @property
+    def stopping(self) -> bool:
+        """The daemon shuts down (SIGINT/SIGTERM): what a client says now is its last."""
+        return self.stop_event.is_set()
 
     async def answer_request(self, session: str, key: str, kind: AnswerKind, who: Who, *,
                              reason: str = "", suggestion: int | None = None,
@@ -179,7 +186,12 @@ class PortCalls:
                 await self.stop_session(session)
             except AipagerError as exc:
                 log.warning("stop after deny failed: %s", exc)
-        return ByHook() if result == replies.VIA_HOOK else ByKeys()
+        if result != replies.VIA_HOOK:
+            return ByKeys()
+        # what a scoped button had Claude Code remember, for the words that say so
+        return ByHook(scope=replies.remembered(
+            replies.decision_for(kind, req, who.label, reason, suggestion), suggestion)
+            if kind == "allow_always" else {})
 
     def _refuse_edit(self, sess: Session, req: Request, who: Who, edit: str) -> dict | Refused:
         """The edited tool input, or why it may not run (audited as ``edit_refused``)."""

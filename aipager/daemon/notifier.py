@@ -190,6 +190,9 @@ class _Verdict(Output):
     #: the one suggestion a scoped "always" button remembered (Claude Code's own dict:
     #: a rule, a folder or a mode, with its destination); empty for the others
     scope: dict[str, Any] = field(default_factory=dict)
+    #: an allow of a call a person corrected first (✏️ Edit): the command or path it ran
+    #: with instead of the one Claude asked for; "" for the others
+    edited: str = ""
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,12 @@ class DaemonPort(Protocol):
         this daemon's own)."""
         ...
 
+    @property
+    def stopping(self) -> bool:
+        """The daemon shuts down (SIGINT/SIGTERM), so its clients stop: what one says now is
+        its last (a client stopped for another reason says nothing of a stop)."""
+        ...
+
     # -- chat messages -----------------------------------------------------------------
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,

@@ -300,24 +300,32 @@ def _rules(suggestion: dict) -> str:
 def suggestion_label(suggestion: dict) -> str:
     """One of Claude Code's permission suggestions as a button: what, then where."""
     kind = suggestion.get("type")
-    if kind == "setMode":
-        mode = str(suggestion.get("mode"))
-        what = _(MODES[mode]) if mode in MODES else _("Mode {mode}").format(mode=mode)
-    elif kind == "addDirectories":
-        folders = ", ".join(str(d) for d in suggestion.get("directories") or [])
-        what = _("📁 Allow {folders}").format(folders=folders) if folders else _(
-            "📁 Allow the folder")
-    else:
-        rules = _rules(suggestion)
-        what = _("🟢 Always {rules}").format(rules=rules) if rules else _("🟢 Always allow")
     destination = str(suggestion.get("destination"))
     where = f" · {_(DESTINATIONS[destination])}" if destination in DESTINATIONS else ""
-    # the scope is what the button decides: a long rule or path gives way, in its middle
-    # (its start says what, its end which file), never the scope
-    return _middle_cut(what, max(SCOPE_LABEL_MAX - len(where), 12)) + where
+    if kind == "setMode":
+        mode = str(suggestion.get("mode"))
+        words, named = (MODES[mode], "") if mode in MODES else (N_("Mode {mode}"), mode)
+    elif kind == "addDirectories":
+        # Claude Code 2.1.328 makes the folder one of the session's working folders: reads
+        # there stop asking, but a command or an edit that changes a file there still asks
+        # (the next `touch` in it does): the button says no more than that
+        named = ", ".join(str(d) for d in suggestion.get("directories") or [])
+        words = N_("📁 Allow, and reads in {folders}") if named else N_(
+            "📁 Allow, and reads in the folder")
+    else:
+        named = _rules(suggestion)
+        words = N_("🟢 Always {rules}") if named else N_("🟢 Always allow")
+    said = _(words)
+    if not named:
+        return said + where
+    # the scope is what the button decides, and the words what it grants: a long rule or
+    # path gives way, in its middle (its start says what, its end which file), never those
+    room = SCOPE_LABEL_MAX - len(where) - len(said.format(mode="", folders="", rules=""))
+    return said.format(mode=named, folders=cut_middle(named, max(room, 12)),
+                       rules=cut_middle(named, max(room, 12))) + where
 
 
-def _middle_cut(text: str, most: int) -> str:
+def cut_middle(text: str, most: int) -> str:
     """``text`` in at most ``most`` characters: its middle replaced by "…" when longer."""
     if len(text) <= most:
         return text

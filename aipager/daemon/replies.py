@@ -25,14 +25,15 @@ from typing import Callable
 import orjson
 
 from aipager.proto import wire
-from aipager.daemon import render, requests, tasks
+from aipager.daemon import edits, render, requests, tasks
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.events.forms import show_form
 from aipager.daemon.events.permissions import reopen
-from aipager.daemon.model import (HOOK_ANSWERED_KEPT, SCOPED_TYPES, Request, Session,
+from aipager.daemon.model import (HOOK_ANSWERED_KEPT, SCOPED_TYPES, Request, Row, Session,
                                   always_permissions)
 from aipager.daemon.notifier import NoticeName
+from aipager.daemon.summaries import tool_summary
 
 #: the taps a permission request takes
 KINDS = ("allow", "allow_always", "deny", "stop")
@@ -129,6 +130,14 @@ def decision_for(kind: str, request: Request, who_label: str, reason: str = "",
     raise ValueError(msg)
 
 
+def remembered(decision: dict, suggestion: int | None) -> dict:
+    """The one suggestion a scoped answer's ``decision`` hands Claude Code to remember
+    (``suggestion``: which button), else {} (another answer, or it did not fit a reply)."""
+    chosen = decision.get("updatedPermissions") if suggestion is not None else None
+    return dict(chosen[0]) if isinstance(chosen, list) and len(chosen) == 1 \
+        and isinstance(chosen[0], dict) else {}
+
+
 def send_reply(reply_addr: str, request_id: str, decision: dict) -> bool:
     """Send the decision to the hook waiting on ``reply_addr``; never blocks.
 
@@ -195,10 +204,12 @@ def answer_found(ctx: Ctx, found: tuple[Session, Request] | None, kind: str, who
         req.answered = kind
         sess.hook_answered.append(req)
         del sess.hook_answered[:-HOOK_ANSWERED_KEPT]
+        ran_with = _edited_text(req, edited_input)
+        if ran_with:
+            _show_edit(sess, req, edited_input, who)
         # a scoped button's verdict names what it remembered, not a bare "Always allowed"
-        chosen = decision.get("updatedPermissions") if suggestion is not None else None
         requests.close(ctx, sess, [req], via=via, answer=kind, who=who,
-                       scope=chosen[0] if isinstance(chosen, list) and len(chosen) == 1 else None)
+                       scope=remembered(decision, suggestion) or None, edited=ran_with)
         task = sess.task
         if kind == "stop" and req.agent is None and task is not None and task.ended_at is None:
             # a deny with interrupt ends the turn, and Claude Code says so by no hook (no
@@ -221,6 +232,39 @@ def answer_found(ctx: Ctx, found: tuple[Session, Request] | None, kind: str, who
                      "task": sess.task.seq if sess.task else None})
     ctx.registry.touch(sess)
     return via
+
+
+def _edited_text(req: Request, edited_input: dict | None) -> str:
+    """The corrected command or path an edited allow runs with ("" for any other answer)."""
+    if edited_input is None:
+        return ""
+    value = edited_input.get(edits.EDIT_FIELDS.get(req.tool, ""))
+    return value if isinstance(value, str) else ""
+
+
+#: what an edited call's row on the card ends with: who corrected it
+EDITED_MARK = " · ✏️ "
+
+
+def _show_edit(sess: Session, req: Request, edited_input: dict | None, who: str) -> None:
+    """The call's row on the card names what runs, as corrected, and who corrected it; with
+    no ``edited_input``, as Claude asked it again (a tap the hook never read)."""
+    asked = tool_summary(req.tool, req.tool_input)
+    if edited_input is None:
+        def shows(row: Row) -> bool:
+            return EDITED_MARK in row.summary
+    else:
+        def shows(row: Row) -> bool:
+            return row.summary == asked
+    # Claude Code's PermissionRequest names no tool_use_id: the call's row is the running
+    # one of the same requester and tool that shows it
+    row = sess.row_index.get(req.tool_use_id) if req.tool_use_id else next(
+        (r for r in reversed(sess.rows) if r.status == "running" and r.agent == req.agent
+         and r.tool == req.tool and shows(r)), None)
+    if row is None:
+        return
+    row.summary = asked if edited_input is None else \
+        f"{tool_summary(req.tool, edited_input)}{EDITED_MARK}{who}"
 
 
 def form_datagram(request_id: str, action: str, content: dict | None) -> bytes:
@@ -291,6 +335,8 @@ def late(ctx: Ctx, sess: Session, request_id: str) -> bool:
         return False
     sess.hook_answered.remove(req)
     lost, req.answered, req.reply_addr = req.answered, "", ""
+    if req.kind == "permission" and req.tool_input:
+        _show_edit(sess, req, None, "")  # an edit it carried was never read either
     if req.kind == "form":
         # the form is in the terminal now: shown again, answerable there only
         requests.open_request(ctx, sess, req)

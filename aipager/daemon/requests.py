@@ -35,9 +35,11 @@ def open_request(ctx: Ctx, sess: Session, req: Request) -> None:
 
 
 def close(ctx: Ctx, sess: Session, reqs: Iterable[Request], *, via: str = "", answer: str = "",
-          who: str = "", scope: dict | None = None, after: bool = True) -> None:
+          who: str = "", scope: dict | None = None, edited: str = "",
+          after: bool = True) -> None:
     """Close ``reqs`` of ``sess``: each gets its ``request_closed`` output (``via``,
-    ``answer`` and ``who`` when a tap the hook took closed it).
+    ``answer`` and ``who`` when a tap the hook took closed it; ``edited``: the corrected
+    command or path an edited allow ran with).
 
     Args:
         after: do what follows the last request's close (``after_last``); False when
@@ -53,7 +55,8 @@ def close(ctx: Ctx, sess: Session, reqs: Iterable[Request], *, via: str = "", an
         ctx.emit(RequestClosed, sess, key=req.key, request_id=req.request_id,
                  via="keys" if by_keys else via, answer=req.answered if by_keys else answer,
                  who=req.answered_by if by_keys else who,
-                 scope={} if by_keys else dict(scope or {}))
+                 scope={} if by_keys else dict(scope or {}),
+                 edited="" if by_keys else edited)
     sess.requests[:] = [r for r in sess.requests if all(r is not g for g in gone)]
     if after:
         after_last(ctx, sess)

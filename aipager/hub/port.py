@@ -115,6 +115,11 @@ class HubPort:
     def sessions(self) -> MergedSessions:
         return self._sessions
 
+    @property
+    def stopping(self) -> bool:
+        """The hub's own daemon shuts down."""
+        return self.local.stopping
+
     # -- where a name goes -------------------------------------------------------------
 
     def _label_host(self, label: str) -> tuple[str, str | None]:

@@ -7,8 +7,8 @@ returns it too); the rest belong to the other use cases.  ``Declined`` carries a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from aipager.port.rights import Reason
 
@@ -18,6 +18,10 @@ from aipager.port.rights import Reason
 @dataclass(frozen=True)
 class ByHook:
     """The hook that waited took the decision: Claude Code goes on without its dialog."""
+
+    #: what a scoped answer handed Claude Code to remember (one of its own suggestions: a
+    #: rule, a folder or a mode, with where it is kept); empty for the others
+    scope: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Coroutine, Mapping, Sequence
 
 from aipager import agents, config
-from aipager.clients import files, prompts
+from aipager.clients import asking, files, prompts
 from aipager.clients.people import Sender
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import MODE_NAMES, agent_label, changes_head, words
@@ -35,7 +35,7 @@ from aipager.port.commands import (AnswerForm, AnswerKind, AnswerQuestion, Answe
                                    KillSession, Mode, QuestionAnswer, SendPrompt, ShowChanges,
                                    StartSession, StopTask, TrustFolder)
 from aipager.port.forms import FormAction
-from aipager.port.results import Changes, Declined, Failed, Held, Typed
+from aipager.port.results import ByHook, Changes, Declined, Failed, Held, Typed
 from aipager.port.rights import Reason, check
 from aipager.port.results import Result as PortResult
 from aipager.port.who import Person
@@ -213,7 +213,11 @@ class WebActions:
         result = await self.service.ask(AnswerRequest(
             sender, sess.name, key, kind, reason=reason,
             suggestion=int(act[1:]) if scoped else None))
-        return Result(words_ok(result), words(result, _, _(_DONE.get(act, N_("Always allowed.")))))
+        done = _(_DONE.get(act, N_("Always allowed.")))
+        if isinstance(result, ByHook) and result.scope:
+            # what Claude Code was handed to remember, and for how long (as the chat says it)
+            done = asking.granted(result.scope) or done
+        return Result(words_ok(result), words(result, _, done))
 
     async def answer_question(self, sess: Session | None, key: str, sender: Sender,
                               answers: Sequence[dict[str, Any]] | None) -> Result:

@@ -107,7 +107,7 @@ class WebNotifier:
                     self.say(out.session, "verdict",
                              asked.text.split("\n", 1)[0].removeprefix("🔐").strip(),
                              verdict={"via": out.via, "answer": out.answer, "who": out.who,
-                                      "scope": dict(out.scope)})
+                                      "scope": dict(out.scope), "edited": out.edited})
             case Release() if out.chat_id == str(WEB_CHAT) and self.on_release is not None:
                 self.on_release(out)
             case Reaction():

@@ -75,7 +75,8 @@ def conversation(sess: Session, entries: Iterable[dict[str, Any]]) -> list[dict[
             public["text"] = entry["text"] + "\n" + asking.verdict(
                 str(said.get("via") or ""), str(said.get("answer") or ""),
                 str(said.get("who") or ""), float(entry.get("at") or 0),
-                scope=said.get("scope") if isinstance(said.get("scope"), dict) else None)
+                scope=said.get("scope") if isinstance(said.get("scope"), dict) else None,
+                edited=str(said.get("edited") or ""))
         out.append(public)
     return out
 

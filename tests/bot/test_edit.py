@@ -88,7 +88,9 @@ async def test_the_corrected_command_is_what_the_hook_runs(chat, hook_reply):
     await eventually(lambda: chat.fake.reactions.get((GROUP, sent["message_id"])) == ["👌"],
                      what="👌 on the correction")
     shown = chat.fake.message(GROUP, message["message_id"])["text"]
-    assert "Allowed by @adam" in shown
+    # who edited it, and what ran instead of the command shown above
+    assert "\n✏️ Edited by @adam · " in shown
+    assert shown.endswith(", and allowed with this instead:\nmake deploy ENV=staging")
 
 
 async def test_an_edit_past_the_floor_is_refused_and_the_request_stays(chat, hook_reply):

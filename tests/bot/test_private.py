@@ -329,3 +329,16 @@ async def test_a_file_claude_sends_is_downloaded_from_the_page_and_a_secret_one_
     assert (await private.client.get(f"/api/files/{entry['sent'][0]['id']}",
                                      headers=stranger)).status in (401, 403)
     assert "CANARYFILEBODY" not in private.fake.everything_received()
+
+
+def test_an_edited_allow_says_it_was_edited_and_by_whom_and_not_what_ran():
+    """An allow a person edited first (✏️ Edit): in private mode the request's line says it
+    was edited and who allowed it, never the corrected command or path."""
+    from aipager.bot import private as private_mode
+    from aipager.daemon.notifier import RequestClosed
+
+    out = RequestClosed(session="claude-jim", key="p:t1:", via="hook_decision", answer="allow",
+                        who="@ana", edited="/srv/secret/plan.txt")
+    bell = private_mode.view(out, "jim", None, time.time())
+    assert bell.text == "jim · ✏️ edited and allowed by @ana"
+    assert "/srv" not in bell.text

@@ -224,8 +224,9 @@ def test_enum_acts_pack_as_the_buttons_already_in_the_chat():
 
 
 async def test_a_scoped_button_s_verdict_names_what_it_remembered(chat, hook_reply):
-    """"📁 Allow /srv/data · this session" was reported as "🟢 Always allowed": the line that
-    replaces the buttons says the folder and where it is kept."""
+    """"📁 Allow, and reads in /srv/data · this session" was reported as "🟢 Always allowed":
+    the line that replaces the buttons says the folder and where it is kept, and so does the
+    toast, with what Claude Code does with it (reads there stop asking, changes still ask)."""
     path, sock = hook_reply
     session = chat.start("jim")
     folder = {"type": "addDirectories", "directories": ["/srv/data"], "destination": "session"}
@@ -234,13 +235,17 @@ async def test_a_scoped_button_s_verdict_names_what_it_remembered(chat, hook_rep
               tool_input={"file_path": "/srv/data/a.csv"}, aipager_reply_addr=path,
               aipager_request_id="req-t9", permission_suggestions=[folder, mode])
     message = await _request_message(chat, "/srv/data/a.csv")
-    await chat.fake.user_taps(message["message_id"],
-                              _buttons(message)["📁 Allow /srv/data · this session"])
+    tap = await chat.fake.user_taps(message["message_id"],
+                                    _buttons(message)["📁 Allow, and reads in /srv/data · this session"])
     reply = json.loads(await asyncio.to_thread(sock.recv, 65536))
     assert reply["decision"] == {"behavior": "allow", "updatedPermissions": [folder]}
     edited = await chat.fake.wait_for("editMessageText", lambda p: "@owner" in p["text"])
-    assert "📁 Allow /srv/data · this session · chosen by @owner" in edited["text"]
+    assert "📁 Allow, and reads in /srv/data · this session · chosen by @owner" in edited["text"]
     assert "Always allowed" not in edited["text"]
+    toast = await chat.fake.wait_for("answerCallbackQuery",
+                                     lambda p: p["callback_query_id"] == tap)
+    assert toast["text"] == ("Allowed. For this session only, reads in /srv/data no longer ask; "
+                             "a change there still asks.")
 
 
 async def test_in_auto_mode_its_own_dialog_holds_a_message_and_offers_no_allow(chat):

@@ -188,3 +188,32 @@ async def test_a_large_write_is_still_judged_by_its_path(daemon, hook):
     assert req.tool_input == {} and req.subject == {"file_path": "/srv/app/.gitattributes"}
     got = await daemon.answer_request(S, key, "allow", ADMIN)
     assert isinstance(got, Refused) and hook.received() == []
+
+
+async def test_the_card_and_the_verdict_name_the_edited_call_and_its_editor(daemon, hook):
+    """Claude Code's PermissionRequest names no tool_use_id: the call's running row is found by
+    its requester, tool and summary, and names the corrected path and who corrected it; the
+    request's close carries what ran (the chat's and the page's verdict line)."""
+    from aipager.daemon.notifier import RequestClosed
+
+    asked = {"file_path": "/srv/app/asked.txt", "content": "hi\n"}
+    daemon.core.feed({"hook_event_name": "PreToolUse", "session": S, "tool_name": "Write",
+                      "tool_use_id": "toolu_w", "tool_input": asked})
+    daemon.core.feed({"hook_event_name": "PermissionRequest", "session": S, "tool_name": "Write",
+                      "cwd": "/srv/app", "tool_input": asked, "aipager_request_id": RID,
+                      "aipager_reply_addr": hook.path})
+    key = daemon.core.registry.get(S).requests[0].key
+
+    assert await daemon.answer_request(S, key, "allow", ADMIN,
+                                       edit="/srv/app/edited.txt") == ByHook()
+
+    [row] = daemon.core.registry.get(S).rows
+    assert row.summary == "Write: /srv/app/edited.txt · ✏️ @alice"
+    [closed] = [o for o in daemon.recorder.outputs if isinstance(o, RequestClosed)]
+    assert (closed.answer, closed.who, closed.edited) == ("allow", "@alice",
+                                                           "/srv/app/edited.txt")
+    # the hook gave up before it read the tap: the dialog in the terminal asks the call as
+    # Claude asked it, and so does its row
+    daemon.core.feed({"hook_event_name": "permission_reply_timeout", "session": S,
+                      "aipager_request_id": RID})
+    assert row.summary == "Write: /srv/app/asked.txt"

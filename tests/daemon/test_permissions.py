@@ -28,7 +28,7 @@ def test_request_shows_description_and_real_command(core, notifier):
     assert out.text == "🔐 jim · Bash: run cmd\ntouch /w/x"
     # a folder Claude Code offers to remember is offered too, with where it would be kept
     assert out.data["buttons"] == ["allow", "deny", "stop", "edit", "s0"]
-    assert out.data["scopes"] == ["📁 Allow /w"]
+    assert out.data["scopes"] == ["📁 Allow, and reads in /w"]
     assert (out.data["request_id"], out.data["reply_addr"], out.data["separate"]) == ("r1", "/run/r1.sock", False)
     assert core.registry.get(S).state == State.WAITING
 
@@ -163,7 +163,7 @@ def test_each_suggestion_is_offered_with_its_destination_and_answered_alone(core
                  aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
     (out,) = notifier.of("permission")
     assert out.data["buttons"] == ["allow", "deny", "stop", "edit", "s0", "s1"]
-    assert out.data["scopes"] == ["📁 Allow /home/dev/project · this session",
+    assert out.data["scopes"] == ["📁 Allow, and reads in /home/dev/project · this session",
                                   "✏️ Accept every edit · this session"]
     sent = []
     result = replies.answer(core.ctx, S, out.data["key"], "allow_always", "@ana",
@@ -189,11 +189,16 @@ def test_a_long_scoped_label_keeps_its_scope_and_shortens_the_path_in_its_middle
     folder = "/home/dev/work/clients/acme/backend/services/billing-reports"
     label = render.suggestion_label({"type": "addDirectories", "directories": [folder],
                                      "destination": "projectSettings"})
-    assert len(label) <= render.SCOPE_LABEL_MAX
     assert label.endswith(" · this project, for everyone")
     what = label.removesuffix(" · this project, for everyone")
     head, cut, tail = what.partition("…")
-    assert cut and head.startswith("📁 Allow /home/") and folder.endswith(tail) and len(tail) > 5
+    # what it grants is kept whole too: the path gives way, to no less than 12 characters
+    assert cut and head.startswith("📁 Allow, and reads in /home/") and folder.endswith(tail)
+    assert len(what) == len("📁 Allow, and reads in ") + 12
+    # as Claude Code offers it (for the session), within the width of a phone's button
+    label = render.suggestion_label({"type": "addDirectories", "directories": [folder],
+                                     "destination": "session"})
+    assert len(label) == render.SCOPE_LABEL_MAX and label.endswith("-reports · this session")
 
 
 def test_stop_on_a_request_ends_the_task_even_with_a_message_held_for_the_dialog(core, notifier):

@@ -82,7 +82,7 @@ async def test_no_hook_waits_so_the_daemon_presses_the_dialogs_keys(rig) -> None
     assert sessions.keys == [(S, dialogkeys.permission("allow_always"))]
     [said] = notifier.of("request_answered", S)
     assert said.data == {"key": key, "request_id": "", "via": "keys", "answer": "allow_always",
-                         "who": "@alice", "scope": {}}
+                         "who": "@alice", "scope": {}, "edited": ""}
     # a second tap presses nothing
     assert await daemon.answer_request(S, key, "deny", Who("@bob")) == Already()
     assert len(sessions.keys) == 1

@@ -152,7 +152,7 @@ def test_tap_goes_to_the_waiting_hook_and_closes_the_request(core, notifier, hoo
     assert sess.requests == [] and sess.state == State.WORKING
     closed = notifier.of("request_closed", S)[-1].data
     assert closed == {"key": key, "request_id": RID, "via": "hook_decision", "answer": "deny", "who": "@alice",
-                      "scope": {}}
+                      "scope": {}, "edited": ""}
     record = core.ctx.audit.records[-1]
     assert {k: record[k] for k in ("action", "session", "tool", "answer", "via", "who")} == {
         "action": "permission_answer", "session": S, "tool": "Bash", "answer": "deny",

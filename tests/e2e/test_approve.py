@@ -159,12 +159,56 @@ def test_an_edited_command_is_what_claude_code_runs(
     phone.wait_message(lambda m: "Send the corrected command" in text_of(m), 15, "the ask")
     phone.say(f"touch {edited}")
 
-    _verdict(phone, request, "✅ Allowed")
+    # the verdict says who edited it and what ran instead
+    phone.wait(lambda snap: next(
+        (m for m in phone.messages(snap) if m["message_id"] == request["message_id"]
+         and not buttons(m) and text_of(m).endswith(
+             f", and allowed with this instead:\ntouch {edited}")
+         and "\n✏️ Edited by @owner · " in text_of(m)), None), 15, "the verdict")
     tui.wait_shown("Edited run done.", 30)
     assert os.path.exists(edited) and not os.path.exists(asked)
     (record,) = [r for r in claude_home.audit() if r["action"] == "permission_answer"]
     assert record["edited_input"]["command"] == f"touch {edited}"
     assert record["via"] == "hook_decision"
+
+
+def test_an_edited_write_is_named_as_it_ran_on_the_request_and_the_card(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """✏️ Edit of a Write to another absolute path: Claude Code writes the file there, and
+    the request's verdict and the task's card name that path, saying who edited it (they
+    named the path Claude asked for)."""
+    phone = Phone(fake_telegram)
+    asked = os.path.join(claude_home.project, "as-asked.txt")
+    elsewhere = os.path.join(claude_home.root, "elsewhere")
+    os.makedirs(elsewhere)
+    edited = os.path.join(elsewhere, "as-edited.txt")
+    fake_anthropic.script("E2E-TEDITW", fa.tool("Write", {"file_path": asked,
+                                                         "content": "hello\n"}),
+                          fa.text("Wrote it."))
+    tui = dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TEDITW write the file")
+
+    request = phone.wait_message(lambda m: asked in text_of(m) and "✅ Allow" in buttons(m),
+                                 30, "the request for the write")
+    phone.tap(request, "✏️ Edit")
+    phone.wait_message(lambda m: "Send the corrected path" in text_of(m), 15, "the ask")
+    phone.say(edited)
+
+    closed = phone.wait(lambda snap: next(
+        (m for m in phone.messages(snap) if m["message_id"] == request["message_id"]
+         and not buttons(m) and "✏️ Edited by @owner" in text_of(m)), None),
+        15, "the request's verdict")
+    # what runs, after the line that says who edited it
+    verdict = text_of(closed).split("✏️ Edited by @owner", 1)[1]
+    assert edited in verdict and asked not in verdict, text_of(closed)
+    tui.wait_shown("Wrote it.", 30)
+    assert os.path.exists(edited) and not os.path.exists(asked)
+    sess = daemon.wait_session(_task_done, 20, "the task done")
+    assert edited in sess["card"] and asked not in sess["card"], sess["card"]
+    assert "✏️ @owner" in sess["card"], sess["card"]
+    card = phone.wait_message(lambda m: text_of(m).startswith("✅ e2e · done"), 15, "the card")
+    assert edited in text_of(card) and asked not in text_of(card), text_of(card)
 
 
 def test_an_edit_shows_its_real_diff_before_allow(
@@ -220,7 +264,11 @@ def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unas
     assert label, buttons(request)
     assert label.endswith("· this session")
     query = phone.tap(request, label)
-    assert phone.toast(query)["text"] == "Always allowed"
+    # what Claude Code grants with it, in its own words ("auto-approve file edits and common
+    # file commands"), and for how long
+    assert phone.toast(query)["text"] == ("Allowed. For this session only, file edits and "
+                                          "common file commands in the session's folders no "
+                                          "longer ask.")
 
     phone.wait(lambda snap: any("Both written." in t for t in phone.sent_texts(snap)), 40,
                "the answer")
@@ -232,6 +280,42 @@ def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unas
     assert record["answer"] == "allow_always"
     assert record["scope"] == [{"type": "setMode", "mode": "acceptEdits",
                                 "destination": "session"}]
+
+
+def test_a_folder_allowed_for_the_session_grants_what_its_button_and_toast_say(
+        daemon, dtach_session, fake_anthropic, fake_telegram, claude_home):
+    """Claude Code suggests a folder for the session with a Bash command that writes there.
+    Handed back, it makes the folder one of the session's working folders: a command that
+    only reads there runs unasked, the next one that changes a file there asks again.  The
+    button promised the whole folder; it and its toast now say just that."""
+    phone = Phone(fake_telegram)
+    folder = os.path.join(claude_home.root, "outside")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "notes.txt"), "w", encoding="utf-8") as fh:
+        fh.write("kept\n")
+    fake_anthropic.script("E2E-TFOLDER", fa.bash(f"touch {folder}/first"),
+                          fa.bash(f"cat {folder}/notes.txt"), fa.bash(f"touch {folder}/second"),
+                          fa.text("Folder work done."))
+    dtach_session(*ASKING)
+    _ready(daemon)
+    phone.say("E2E-TFOLDER work in the folder")
+
+    request = _request(phone, f"touch {folder}/first")
+    label = next((b for b in buttons(request) if b.startswith("📁 Allow, and reads in /")), None)
+    assert label and label.endswith(" · this session"), buttons(request)
+    query = phone.tap(request, label)
+    assert phone.toast(query)["text"] == (f"Allowed. For this session only, reads in {folder} "
+                                          "no longer ask; a change there still asks.")
+    _verdict(phone, request, f"{label} · chosen")
+    # a change there asks again; the read before it did not ask
+    again = _request(phone, f"touch {folder}/second")
+    assert not [m for m in phone.messages() if "cat " in text_of(m) and "🔐" in text_of(m)]
+    phone.tap(again, "✅ Allow")
+    phone.wait(lambda snap: any("Folder work done." in t for t in phone.sent_texts(snap)), 40,
+               "the answer")
+    assert os.path.exists(f"{folder}/first") and os.path.exists(f"{folder}/second")
+    results = [b for r in fake_anthropic.requests_with("E2E-TFOLDER") for b in r.tool_results()]
+    assert any("kept" in json.dumps(b.get("content")) for b in results), results
 
 
 def test_stop_tap_refuses_and_ends_the_task_with_no_further_model_call(

@@ -205,6 +205,53 @@ def test_daemon_restarted_mid_task_delivers_the_answer_once(daemon, dtach_sessio
     assert not [t for t in phone.sent_texts(snap) if "unclean stop" in t]
 
 
+def test_the_chat_hears_of_a_clean_stop_and_of_a_crash_before_what_follows(
+        daemon, dtach_session, fake_anthropic, fake_telegram):
+    """A clean stop (SIGTERM) mid-task is told once, naming the session that goes on working,
+    and the next start edits that message to say it runs again; after a kill -9 mid-task,
+    "running again after an unclean stop" comes before the answer the restart delivers."""
+    phone = Phone(fake_telegram)
+    daemon.stop()
+    daemon.extra_env["AIPAGER_STOP_GRACE"] = "3"  # the suite's 0 sends nothing while stopping
+    daemon.start()
+    fake_anthropic.script("E2E-CSTOP", fa.bash("sleep 3; echo before-the-stop"),
+                          fa.text("Answer after the clean stop."))
+    fake_anthropic.script("E2E-CCRASH", fa.bash("sleep 3; echo before-the-crash"),
+                          fa.text("Answer after the crash."))
+    tui = dtach_session(*TUI_ARGS)
+    _ready(daemon)
+
+    msg = phone.say("E2E-CSTOP go")
+    phone.wait_message(lambda m: "Bash: sleep 3; echo before-the-stop" in text_of(m), 30,
+                       "the card")
+    daemon.stop()
+    stopped = [m for m in phone.messages() if text_of(m).startswith("⏸ aipager stopped")]
+    assert len(stopped) == 1, [text_of(m) for m in phone.messages()]
+    assert "⏳ Still working there: e2e." in text_of(stopped[0])
+    tui.wait_shown("Answer after the clean stop.", 30)
+    daemon.start()
+    _settled(phone, msg["message_id"], "e2e", "Answer after the clean stop.")
+    phone.wait(lambda snap: "▶️ running again since" in text_of(
+        phone.message(stopped[0]["message_id"]) or {}), 15, "the stop notice edited")
+    assert len([m for m in phone.messages() if "aipager stopped" in text_of(m)]) == 1
+
+    daemon.wait_session(_task_done, 20, "the first task done")
+    crash = phone.say("E2E-CCRASH go")
+    phone.wait_message(lambda m: "Bash: sleep 3; echo before-the-crash" in text_of(m), 30,
+                       "the card")
+    before = len(phone.calls("sendMessage"))
+    daemon.proc.kill()
+    daemon.proc.wait(10)
+    tui.wait_shown("Answer after the crash.", 30)  # the hooks spool it meanwhile
+    daemon.start()
+    snap = _settled(phone, crash["message_id"], "e2e", "Answer after the crash.")
+    texts = [p["text"] for p in phone.calls("sendMessage", snap)[before:]]
+    restarted = [i for i, t in enumerate(texts) if "running again after an unclean stop" in t]
+    answer = [i for i, t in enumerate(texts) if t.startswith("e2e\nAnswer after the crash.")]
+    assert len(restarted) == 1 and len(answer) == 1 and restarted[0] < answer[0], texts
+    assert not [t for t in texts if "aipager stopped" in t]  # a crash says no clean stop
+
+
 def test_telegram_down_mid_task_the_chat_converges(daemon, dtach_session, fake_anthropic,
                                                    fake_telegram):
     phone = Phone(fake_telegram)

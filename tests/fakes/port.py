@@ -33,6 +33,8 @@ class FakePort:
         self.facts: list[Callable[[], dict[str, Any]]] = []
         #: what ``hosts`` shows (a hub's machines)
         self.machines: list[HostView] = []
+        #: the daemon shuts down (``DaemonPort.stopping``)
+        self.stopping = False
 
     def _ask(self, name: str, *args: Any, **kwargs: Any) -> Any:
         self.asked.append((name, args, kwargs))

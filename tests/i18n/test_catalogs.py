@@ -52,7 +52,7 @@ LONG = {
     "server": "github-enterprise-releases", "field": "Release note for the changelog",
     "value": "Nightly (every commit on main)",
     "got": "12 seconds", "length": "4 minutes", "written": "português (Brasil)",
-    "heard": "tiếng Việt",
+    "heard": "tiếng Việt", "stopped": "23:59", "started": "00:01",
 }
 #: texts shown as a tap's toast (answerCallbackQuery: at most 200 characters)
 TOASTS = {
@@ -71,6 +71,10 @@ TOASTS = {
     "Only the task's author or an admin may answer this.",
     "🔒 This bot is private: it drives somebody's Claude Code sessions.",
     "🔒 You are not a member here: ask an admin for access.",
+    "Allowed. {where}, reads in {folders} no longer ask; a change there still asks.",
+    "Allowed. {where}, file edits and common file commands in the session's folders no "
+    "longer ask.",
+    "Allowed. {where}: {mode}.", "Allowed. {where}, Claude Code no longer asks for {rules}.",
 }
 #: button labels: short enough to read whole on a phone
 BUTTONS = {

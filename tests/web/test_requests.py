@@ -94,3 +94,24 @@ async def test_who_answered_a_request_stays_in_the_conversation_in_the_readers_l
     assert [e["text"] for e in portuguese if e["kind"] == "verdict"] == [
         f"jim · Bash\n✅ Permitido por @ana · {when}"]
     assert (await (await web.get("/api/state")).json())["needs"] == []
+
+
+async def test_an_edited_allow_says_in_the_conversation_who_edited_it_and_what_ran(web):
+    """✏️ Edit then allow: the conversation's verdict names the path the call ran with (not
+    the one Claude asked for, which its head still names) and who edited it."""
+    import time
+
+    from aipager.daemon.notifier import RequestClosed
+
+    await web.sign_in()
+    web.port.add_session(S, State.WAITING)
+    web.live.emit(Permission(session=S, text="🔐 jim · Write\n/srv/app/asked.txt", key=KEY,
+                             tool="Write", detail="/srv/app/asked.txt",
+                             buttons=["allow", "deny", "stop", "edit"]))
+    web.live.emit(RequestClosed(session=S, key=KEY, via="hook_decision", answer="allow",
+                                who="@ana", edited="/srv/other/edited.txt"))
+    when = time.strftime("%H:%M")
+    talk = (await (await web.get(f"/api/sessions/{S}")).json())["conversation"]
+    assert [e["text"] for e in talk if e["kind"] == "verdict"] == [
+        f"jim · Write\n✏️ Edited by @ana · {when}, and allowed with this instead:\n"
+        "/srv/other/edited.txt"]

@@ -36,13 +36,14 @@ from aipager.bot.flows import (EXPIRED, NextMessage, answer_form, ask_kill, comp
                                show_question)
 from aipager.bot.settingsview import settings_view
 from aipager.daemon.model import Session
+from aipager.clients import asking
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import MODE_NAMES, words
 from aipager.port.commands import (AnswerKind, AnswerRequest, KillSession, ResumeSession,
                                    StopTask, SwitchModel, TrustFolder)
 from aipager.port.forms import FormAction
-from aipager.port.results import (Ended, Failed, Refused, Resumed, Stopping, Switching,
-                                  Trusted)
+from aipager.port.results import (ByHook, Ended, Failed, Refused, Resumed, Stopping,
+                                  Switching, Trusted)
 
 log = logging.getLogger("aipager.bot")
 
@@ -62,6 +63,9 @@ async def _request_tap(query: CallbackQuery, callback_data: RequestTap, actions:
     act = callback_data.act
     result = await actions.service.ask(AnswerRequest(
         sender, session, key, kind, suggestion=int(act[1:]) if act in SCOPES else None))
+    if isinstance(result, ByHook) and result.scope:
+        # what Claude Code was handed to remember, and for how long: not "Always allowed"
+        done = asking.granted(result.scope) or done
     callback_answer.text = words(result, _, done)
 
 
