@@ -278,7 +278,7 @@ DESTINATIONS = {"session": N_("this session"), "localSettings": N_("this project
                 "projectSettings": N_("this project, for everyone"),
                 "userSettings": N_("all your projects"), "cliArg": N_("this run")}
 #: what a setMode suggestion switches to
-MODES = {"acceptEdits": N_("✏️ Accept every edit"), "plan": N_("📋 Plan first"),
+MODES = {"acceptEdits": N_("✏️ Accept edits in its folders"), "plan": N_("📋 Plan first"),
          "bypassPermissions": N_("⚠️ Ask nothing"), "default": N_("Ask again"),
          "auto": N_("Auto mode")}
 #: a button's label is cut to this many characters

@@ -168,8 +168,8 @@ async def test_a_portuguese_chat_gets_each_suggestion_button_in_portuguese_same_
     buttons = _buttons(request)
     # the paths and the rule, as Claude Code wrote them; the words around them in Portuguese;
     # each label still carries the tap of the same suggestion
-    assert buttons["📁 Permitir /srv/app · esta sessão"].endswith(":s0")
-    assert buttons["✏️ Aceitar edições · esta sessão"].endswith(":s1")
+    assert buttons["📁 Permitir, e leituras em /srv/app · esta sessão"].endswith(":s0")
+    assert buttons["✏️ Aceitar edições nas pastas dela · esta sessão"].endswith(":s1")
     assert buttons["🟢 Sempre Bash(npm test:*) · este projeto, só para você"].endswith(":s2")
 
 

@@ -164,7 +164,7 @@ def test_each_suggestion_is_offered_with_its_destination_and_answered_alone(core
     (out,) = notifier.of("permission")
     assert out.data["buttons"] == ["allow", "deny", "stop", "edit", "s0", "s1"]
     assert out.data["scopes"] == ["📁 Allow, and reads in /home/dev/project · this session",
-                                  "✏️ Accept every edit · this session"]
+                                  "✏️ Accept edits in its folders · this session"]
     sent = []
     result = replies.answer(core.ctx, S, out.data["key"], "allow_always", "@ana",
                             lambda addr, rid, decision: sent.append(decision) or True,

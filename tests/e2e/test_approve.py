@@ -260,7 +260,7 @@ def test_accept_edits_for_the_session_from_the_phone_lets_the_next_edit_run_unas
     # a Write of a new file: its diff (every line added) shown before anything is allowed
     assert "\n+1" in text_of(request), text_of(request)
     assert any(e.get("language") == "diff" for e in request.get("entities") or [])
-    label = next((b for b in buttons(request) if b.startswith("✏️ Accept every edit")), None)
+    label = next((b for b in buttons(request) if b.startswith("✏️ Accept edits in its folders")), None)
     assert label, buttons(request)
     assert label.endswith("· this session")
     query = phone.tap(request, label)

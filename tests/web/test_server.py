@@ -286,14 +286,14 @@ async def test_the_servers_words_are_in_the_page_users_language(web):
     web.live.emit(Permission(session=S, text="🔐 jim · Bash\nmake test", key=KEY, tool="Bash",
                              detail="make test", buttons=["allow", "deny", "stop", "s0", "s1"],
                              scopes=["📁 Allow, and reads in /srv/app · this session",
-                                     "✏️ Accept every edit · this session"]))
+                                     "✏️ Accept edits in its folders · this session"]))
     state = await (await web.get("/api/state", **{"X-Aipager-Lang": "pt-br"})).json()
     (need,) = state["needs"]
     assert need["text"].startswith("🔐 jim · Bash\nmake test")
     assert [(a["act"], a["label"]) for a in need["answers"]] == [
         ("allow", "✅ Permitir"), ("deny", "❌ Negar"),
         ("s0", "📁 Permitir, e leituras em /srv/app · esta sessão"),
-        ("s1", "✏️ Aceitar edições · esta sessão"), ("stop", "⏹ Parar")]
+        ("s1", "✏️ Aceitar edições nas pastas dela · esta sessão"), ("stop", "⏹ Parar")]
     reader = await web.post("/api/answer", {"session": S, "key": KEY, "act": "allow"},
                             **tma(READER), **{"X-Aipager-Lang": "es"})
     assert (await reader.json())["message"] == "Tu rol no permite responder a las solicitudes de Claude."
