@@ -42,10 +42,15 @@ async def drain_argv(executable):
     # loop's file, or "-")
     ingest = DrainIngest(sock, lambda batch: None, executable=executable)
     await ingest.start()
-    with open(f"/proc/{ingest._proc.pid}/cmdline", "rb") as fh:
-        argv = fh.read().split(b"\\0")
+    for _ in range(200):  # until the child has exec'd (a loaded machine reads its fork first)
+        with open(f"/proc/{ingest._proc.pid}/cmdline", "rb") as fh:
+            argv = [a.decode() for a in fh.read().split(b"\\0") if a]
+        if argv and (argv[0].endswith("aipager-drain") or any(a.endswith("drain.py")
+                                                               for a in argv)):
+            break
+        await asyncio.sleep(0.01)
     await ingest.stop()
-    return [a.decode() for a in argv if a]
+    return argv
 
 def chose(argv):
     return "exe:" + os.path.basename(argv[0]) if len(argv) == 2 else argv[5]

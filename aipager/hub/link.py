@@ -411,7 +411,12 @@ class HubLink:
 
     def _take_output(self, host: str, rec: OutputRecord) -> None:
         if rec.sess is not None:
+            had = self._live_names(host)
             self.view.note_session(host, rec.sess, rec.stamp)
+            now = self._live_names(host)
+            if now != had:  # an output may tell of a session before the next snapshot does
+                log.info("host %s: sessions %s", host, ", ".join(now) or "none")
+                self._changed()
         self.counters["outputs"] += 1
         out = as_hub_output(rec.out, host)
         shown = self.label_of(out.session) if self.label_of is not None else None
