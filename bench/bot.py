@@ -1,4 +1,5 @@
-"""The chat side of the real daemon: edit pacing under a flood, Stop → answer, RSS.
+"""The chat side of the real daemon: edit pacing under a flood, Stop → answer, the 100-session
+minute, RSS.
 
 ``python -m bench --only bot``.  Runs the installed ``aipager start`` against the fake Bot
 API (``tests/fakes/telegram_api.py``, served from a thread of this process; the repo's
@@ -22,6 +23,15 @@ Rows (targets in brackets):
   floors measured in the same turns: a ``sendMessage`` round trip straight to the fake with
   aiohttp, and a ``/bin/true`` spawn.  Turns: ``--rounds`` (at most 21) after ``--warmup``
   (at most 3).
+- **the 100-session minute** — in a daemon of its own: 100 sessions, each a prompt typed at
+  the computer, one tool call and Stop, the Stops evenly over 60 s, each task having run
+  0.5 to 4 s (some long enough for their card to be queued first): each answer's lateness
+  (Stop datagram → the answer at the fake) in the order the tasks finished, p50/p95/max;
+  answers overtaken by one that finished later and the worst such gap [none]; cards still
+  showing "working" when the next answer arrived (a card's last edit follows its answer),
+  and cards or prompt copies first shown after their answer [none]; the chat's writes (most
+  in any second and minute: Telegram's pace), and when the last answer and the last write
+  went after the last Stop.
 - **RSS** — the daemon's VmRSS/VmHWM (``/proc/<pid>/status``) with the bot loaded, idle
   [≤ 72 MB] (after its first heap trim, ``aipager.heap``), with 20 sessions (those of the
   rows above plus 18 with a finished 10-tool task) [≤ 80 MB] and with 100 [≤ 90 MB]; its
@@ -35,12 +45,14 @@ Rows (targets in brackets):
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from itertools import pairwise
 
 from aipager.bot.outbox import EDIT_BURST
 from bench import chatrig
+from bench.harness import percentile
 
 GROUP = "bot"
 FLOOD_EVENTS = 500
@@ -52,6 +64,18 @@ MANY_SESSIONS = 100
 TARGET_EDITS_PER_S = 1
 TARGET_FINAL_S = 0.2
 TARGET_ANSWER_MS = 50.0
+#: the 100-session minute: this many tasks end evenly over this many seconds, each having run
+#: one of these times (some long enough for their card to be shown first, some not)
+MINUTE_SESSIONS = 100
+MINUTE_SECONDS = 60.0
+MINUTE_RUNS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+#: how long the row waits for the last answer and for the chat to be quiet after it
+MINUTE_WAIT_S = 900.0
+#: quiet: no write for this long
+MINUTE_QUIET_S = 5.0
+#: the Bot API calls that write to a chat (what Telegram paces)
+_WRITES = {"sendmessage", "editmessagetext", "setmessagereaction", "sendchataction",
+           "senddocument", "sendphoto"}
 #: the goals with the bot loaded (aiogram's own floor is 65 MB): idle, 20 sessions, 100
 TARGET_IDLE_MB = 72.0
 TARGET_RSS_MB = 80.0
@@ -192,6 +216,124 @@ def stop_to_answer(rig: chatrig.Rig, turns: int, warmup: int) -> list[dict]:
     ]
 
 
+def _first_line(call: chatrig.Call) -> str:
+    return call.text.split("\n", 1)[0]
+
+
+def minute(rig: chatrig.Rig) -> dict:
+    """The 100-session minute (module docstring): each task's Stop, its answer at the fake."""
+    sessions = [chatrig.Session(rig, f"claude-m{i:03d}") for i in range(MINUTE_SESSIONS)]
+    for sess in sessions:
+        sess.start()
+    names = {s.name for s in sessions}
+
+    def started(st: dict) -> bool:
+        return names <= {s["name"] for s in st["state"].get("sessions", [])}
+
+    rig.wait_status(started, 60, f"{MINUTE_SESSIONS} sessions started")
+    time.sleep(3.0)  # what starting them showed (the status line) has gone
+    mark = rig.stamps.mark()
+    t0 = time.monotonic() + 1.0
+    gap = MINUTE_SECONDS / MINUTE_SESSIONS
+    plan: list[tuple[float, int, str]] = []
+    for i in range(MINUTE_SESSIONS):
+        end = t0 + i * gap
+        begin = end - MINUTE_RUNS[i % len(MINUTE_RUNS)]
+        plan.append((begin, i, "prompt"))
+        plan.append((begin + 0.1, i, "pre"))
+        plan.append((begin + 0.2, i, "post"))
+        plan.append((end, i, "stop"))
+    plan.sort()
+    t_stop: list[float] = [0.0] * MINUTE_SESSIONS
+    for at, i, what in plan:
+        _sleep_until(at)
+        sess = sessions[i]
+        if what == "prompt":
+            sess.prompt(f"task {i}")
+        elif what == "pre":
+            sess.pre_tool(f"toolu_m{i:03d}", f"ls m{i}")
+        elif what == "post":
+            sess.post_tool(f"toolu_m{i:03d}", f"ls m{i}", "a\nb\n")
+        else:
+            t_stop[i] = sess.stop(f"{sess.label} finished its task.")
+    # (an answer may ride in its prompt's copy: found by its words wherever they are)
+    said = re.compile(r"^m(\d{3}) finished its task\.$", re.M)
+    arrived: dict[int, chatrig.Call] = {}
+    deadline = time.monotonic() + MINUTE_WAIT_S
+    while len(arrived) < MINUTE_SESSIONS and time.monotonic() < deadline:
+        for c in rig.stamps.of("sendMessage", mark):
+            for number in said.findall(c.text):
+                arrived.setdefault(int(number), c)
+        time.sleep(0.5)
+    # then until the chat is quiet: what still trailed behind the answers (prompt copies,
+    # cards) shows when the chat was current again
+    while time.monotonic() < deadline:
+        last = max((c.t_in for c in rig.stamps.calls[mark:] if c.method.lower() in _WRITES),
+                   default=0.0)
+        if time.monotonic() - last > MINUTE_QUIET_S:
+            break
+        time.sleep(0.5)
+    late = [(arrived[i].t_in - t_stop[i]) for i in range(MINUTE_SESSIONS) if i in arrived]
+    # Overtaken: a later-finished answer reached the chat first; by how much at worst.
+    overtaken, worst = 0, 0.0
+    for i in arrived:
+        first_later = min((arrived[j].t_in for j in arrived if j > i), default=None)
+        if first_later is not None and first_later < arrived[i].t_in:
+            overtaken += 1
+            worst = max(worst, arrived[i].t_in - first_later)
+    # Each answer with its own card: a card shown for the task shows its end (no ⏹ Stop)
+    # before any later answer arrives (its last edit follows its answer), and no card of
+    # the task is first shown after the answer.
+    sends = rig.stamps.of("sendMessage", mark)
+    edits = rig.stamps.of("editMessageText", mark)
+    working_late = card_after = cards = prompts_shown = prompt_after = 0
+    for i, sess in enumerate(sessions):
+        answer = arrived.get(i)
+        head = re.compile(rf"^\S+ {re.escape(sess.label)} · ")
+        card = next((c for c in sends if head.match(_first_line(c))
+                     and "typed at the computer" not in _first_line(c)), None)
+        prompt = next((c for c in sends if _first_line(c).startswith(f"⌨️ {sess.label} · ")),
+                      None)
+        prompts_shown += prompt is not None
+        prompt_after += bool(prompt and answer and prompt.t_in > answer.t_in)
+        if card is None or answer is None:
+            continue
+        cards += 1
+        if card.t_in > answer.t_in:
+            card_after += 1
+            continue
+        upto = min((c.t_in for c in arrived.values() if c.t_in > answer.t_in),
+                   default=float("inf"))
+        shown = [c for c in [card, *edits] if c.message_id == card.message_id
+                 and c.t_in < upto]
+        if "⏹ Stop" in shown[-1].buttons():
+            working_late += 1
+    writes = sorted(c.t_in for c in rig.stamps.calls[mark:]
+                    if c.method.lower() in _WRITES)
+    done_at = max((c.t_in for c in arrived.values()), default=t0)
+    current_at = max(writes, default=t0)
+    return {
+        "group": GROUP, "case": f"{MINUTE_SESSIONS}-session minute: Stop → answer",
+        "answers": len(arrived),
+        "answer_p50_s": round(statistics.median(late), 1) if late else None,
+        "answer_p95_s": round(percentile(late, 0.95), 1) if late else None,
+        "answer_max_s": round(max(late), 1) if late else None,
+        "late_in_finish_order_s": " ".join(f"{x:.0f}" for x in late),
+        "overtaken_answers": overtaken,
+        "worst_overtaken_s": round(worst, 1),
+        "cards_shown": cards, "cards_working_at_next_answer": working_late,
+        "cards_after_answer": card_after, "prompts_shown": prompts_shown,
+        "prompts_after_answer": prompt_after,
+        "chat_writes": len(writes),
+        "max_writes_in_1s": _max_in_window(writes),
+        "max_writes_in_60s": _max_in_window(writes, 60.0),
+        "last_answer_after_last_stop_s": round(done_at - max(t_stop), 1),
+        "chat_current_after_last_stop_s": round(current_at - max(t_stop), 1),
+        "met": (len(arrived) == MINUTE_SESSIONS and overtaken == 0 and not working_late
+                and not card_after and not prompt_after),
+    }
+
+
 def _mb(kb: int | None) -> float | None:
     return None if kb is None else round(kb / 1024, 1)
 
@@ -287,6 +429,10 @@ def run(args) -> list[dict]:
         rows.append(row)
         count = more_sessions(rig, MANY_SESSIONS)
         row = rss(rig, f"daemon RSS: bot, {count} sessions", count, floor, TARGET_MANY_MB)
+        row["daemon_log_errors"] = rig.log_problems()
+        rows.append(row)
+    with chatrig.Rig() as rig:  # a daemon of its own: the rows above measure memory
+        row = minute(rig)
         row["daemon_log_errors"] = rig.log_problems()
         rows.append(row)
     rows.append(rss_floors())

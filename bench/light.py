@@ -14,6 +14,12 @@ same row, measured in this run:
   reaction and "typing…" every 2.5 s, an answer every 15 s; the most writes in any second
   and any minute, and how late the answers went [floors: 1/s after a burst of
   ``PRIVATE_BURST``, answers 0 s late].
+- **one host bursting**: the same outbox and clock, a private chat: one hub host ("box")
+  puts 2,000 notices from 20 sessions in 10 s while 20 other hosts each finish a task (the
+  prompt's copy, then the answer) one every 1.5 s from the second 2; how late the other
+  hosts' answers went [floor 2 s], when the bursting host's last message went after its
+  burst [floor 60 s: current within a minute], how many of its messages were sent, and how
+  many of its notices the counts said were left out.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import glob
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,6 +37,13 @@ import time
 
 GROUP = "light"
 IDLE_SECONDS = 5.0
+#: one host's burst (``_burst``): this many notices from its sessions over this many seconds,
+#: while this many other hosts each finish a task; simulated up to a cap
+BURST_EVENTS = 2000
+BURST_SESSIONS = 20
+BURST_SECONDS = 10.0
+BURST_HOSTS = 20
+BURST_CAP_S = 2400.0
 MB = 1024 * 1024
 
 
@@ -150,7 +164,65 @@ async def _pace() -> list[dict]:
             {"case": "100 sessions: card texts coalesced", "value": box.counters["coalesced"]}]
 
 
+async def _burst() -> list[dict]:
+    """One host bursts while the others each finish a task (module docstring)."""
+    from aipager.bot.chatstate import ChatState
+    from aipager.bot.outbox import Outbox, Post
+
+    now = [1000.0]
+    writes: list[tuple[float, str]] = []
+    box = Outbox(_Bot(lambda: now[0], writes), ChatState(), clock=lambda: now[0])
+    box.start()
+    chat, start = 1, now[0]
+    answers: dict[str, float] = {}
+    flood: list[tuple[float, str, str]] = []  # (when, session, text): the bursting host's
+    for n in range(BURST_EVENTS):
+        session = f"claude-s{n % BURST_SESSIONS:02d}@box"
+        flood.append((n * BURST_SECONDS / BURST_EVENTS, session, f"box notice {n}"))
+    others = [(2.0 + i * 1.5, f"claude-w@h{i:02d}") for i in range(BURST_HOSTS)]
+    step = put = 0
+    while True:
+        t = step * 0.5
+        while put < len(flood) and flood[put][0] <= t:  # (in time order)
+            _at, session, text = flood[put]
+            box.put(Post(chat, text, session=session), urgent=True)
+            put += 1
+        for at, session in others:
+            if t - 0.5 < at <= t:
+                label = session.removeprefix("claude-")
+                box.put(Post(chat, f"⌨️ {label} · typed at the computer:\ngo",
+                             key=f"prompt:{session}:1", session=session))
+                answers[f"{label} answered."] = now[0]
+                box.put(Post(chat, f"{label}\n{label} answered.", session=session), urgent=True)
+        for lane in box._lanes.values():
+            lane.wake.set()  # the clock moved: a lane waiting for the pace looks again
+        for _ in range(20):
+            await asyncio.sleep(0)
+        if (t > BURST_SECONDS + 60 and box.idle()) or t > BURST_CAP_S:
+            break
+        now[0] += 0.5
+        step += 1
+    await box.close(0.2)
+    late = []
+    for words, put_at in answers.items():
+        sent = next((w for w, text in writes if words in text), None)
+        late.append(float("inf") if sent is None else sent - put_at)
+    box_writes = [w for w, text in writes if text.startswith(("box notice", "📦 s"))]
+    left_out = sum(int(text.split(" · ")[1].split()[0].replace(",", ""))
+                   for _w, text in writes if text.startswith("📦 s"))
+    burst_end = start + BURST_SECONDS
+    return [{"case": f"{BURST_EVENTS} notices from one host, {BURST_HOSTS} hosts answer: "
+                     "other hosts' answers, s late (max)", "value": round(max(late), 1),
+             "p50": round(statistics.median(late), 1), "floor": 2.0},
+            {"case": "the bursting host's chat current, s after its burst",
+             "value": round(max(box_writes) - burst_end, 1) if box_writes else None,
+             "floor": 60.0},
+            {"case": "the bursting host's messages sent / its notices left out",
+             "value": len(box_writes), "left_out": left_out}]
+
+
 def run(args) -> list[dict]:
     rows = [_daemon("page-only"), _daemon("joined host")]
     rows += asyncio.run(_pace())
+    rows += asyncio.run(_burst())
     return rows

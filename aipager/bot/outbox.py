@@ -16,14 +16,35 @@ one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
   together at most ``GLOBAL_PER_SECOND``.  Within it, edits of a chat's live
   messages go out at most once a second (every three seconds in groups), so at
   a hundred sessions cards are coalesced (only their latest text waits), not
-  queued behind each other.  An edit that
-  must wait lets the messages behind it go first: a card's state can arrive
-  later, an answer should not.  Progress (a card, the prompt typed at the
+  queued behind each other.  Progress (a card, the prompt typed at the
   computer) leaves ``SEND_RESERVE`` of the pace to what is owed to the person
-  (``Post.urgent``: the answer, a request), which never overtakes it.  A card's last edit (``Live.final``: its task
-  ended) does not wait for the pace: the edits are a bucket of ``EDIT_BURST``
-  refilled once a gap, and only a last edit may take the one a progress edit
-  leaves, so Stop shows at once and the chat still averages one edit a gap.
+  (``Post.urgent``: the answer, a request).  A card's last edit (``Live.final``:
+  its task ended) does not wait for the pace: the edits are a bucket of
+  ``EDIT_BURST`` refilled once a gap, and only a last edit may take the one a
+  progress edit leaves, so Stop shows at once and the chat still averages one
+  edit a gap.
+- **Turns.** A session's new messages keep their order; edits of messages already
+  shown may wait while others go (a card's state can arrive later, an answer
+  should not).  What is owed is sent before any progress, a turn at a time: a
+  session's turn is its messages up to the owed one (the prompt's copy, the card,
+  the answer), then its card's last edit, all on the reserve.  Why:
+  before, a card waited for a pause in the other sessions' answers that never came
+  in a busy minute, and held its own answer behind ~70 that finished later (issue
+  46); and a prompt's copy or card skipped as "behind a waiting card" arrived after
+  its answer.  Turns go in the order their owed message was put, so answers go in
+  the order their tasks finished, except that a host, or a session, that had
+  ``FAIR_SLACK`` more new messages than another waiting one in the last
+  ``FAIR_WINDOW`` lets that one go first (``_fair``): no host or session takes the
+  chat's whole pace.  The same share orders progress.
+- **Folding.** A chat that is behind says what the backlog would say in fewer
+  messages, rather than all of it late.  A session whose turn comes with more than
+  ``FOLD_AT`` answers or notices in a row waiting sends one message: how many were
+  left out (``folded_notice``), then the newest as it was (``_fold``), so a flood
+  costs its session one message a turn and is current within a minute.  A card
+  never shown whose task ended while its answer waits is left out, as a task too
+  short for its card is (``notify``).  When the pace has no room for a turn's silent
+  prompt copy and its answer apart, the copy carries the answer (``_ride``).  So a
+  busy minute's answers go at the pace itself, one message each.
 - **Strangers last.** A reply to a non-member (``Post.low``) goes only when
   nothing else waits in its chat and, in a group, only while fewer than half
   of the minute's posts are used; at most ``LOW_KEPT`` wait per chat (more are
@@ -52,8 +73,8 @@ import os
 import signal
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, fields, replace
-from typing import Any, Callable, ClassVar, TypeGuard
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, ClassVar, TypeGuard, cast
 
 from aiogram.utils.backoff import Backoff, BackoffConfig
 
@@ -61,8 +82,8 @@ from aipager.aio import cancel_and_wait
 from aipager import locales
 from aipager.bot import i18n
 from aipager.bot.chatstate import LIVE_KEPT, ChatState
-from aipager.bot.i18n import _
-from aipager.bot.markdown import u16_len
+from aipager.bot.i18n import _, ngettext, number
+from aipager.bot.markdown import TELEGRAM_LIMIT, u16_len
 from aipager.bot.rawmethods import EditMessageTextRaw, SendMessageRaw
 
 log = logging.getLogger("aipager.bot")
@@ -95,6 +116,15 @@ LOW_KEPT = 5
 LOW_SENDS_PER_MINUTE = GROUP_SENDS_PER_MINUTE // 2
 #: writes a second to all chats together (Telegram's ceiling for a bot is about 30)
 GLOBAL_PER_SECOND = 30
+#: the span over which each host's and session's new messages are counted (``_fair``)
+FAIR_WINDOW = 60.0
+#: new messages a host (or a session) may have had more than another waiting one in
+#: ``FAIR_WINDOW`` before it lets that one go first (above a turn's usual size: a prompt's
+#: copy, the card, the answer)
+FAIR_SLACK = 4
+#: a session's turn with more answers or notices than this in a row waiting sends them as
+#: one message: how many were left out, then the newest as it was (``Outbox._fold``)
+FOLD_AT = 10
 #: float noise in the pacing arithmetic (a bucket refilled to the second is full)
 _EPSILON = 1e-6
 
@@ -152,6 +182,8 @@ class Post(_Op):
     #: it tells of a message Telegram refused (``refused_notice``): refused in turn, it is
     #: not told of again (a flag, not its text: the text is in the chat's language)
     refusal: bool = False
+    #: it stands for this many messages of its session folded (``folded_notice``)
+    folded: int = 0
 
 
 @dataclass(frozen=True)
@@ -192,6 +224,8 @@ class Upload(_Op):
     session: str = ""
     #: as ``Post.sending``
     sending: bool = False
+    #: as ``Post.urgent`` (an answer's whole text, a request's whole diff)
+    urgent: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,6 +256,17 @@ def refused_notice(error: str) -> str:
     """What the chat says of a message Telegram refused (``error``: Telegram's own words)."""
     return _("⚠️ Telegram refused to show a message ({error}); it is on the computer: "
              "`aipager status`, or the session's terminal.").format(error=error)
+
+
+def folded_notice(session: str, count: int) -> str:
+    """What the chat says in place of ``count`` messages of ``session`` it left out (the
+    newest follows it)."""
+    return ngettext(
+        "📦 {session} · {n} older message left out to catch up (Telegram lets a bot post "
+        "about once a second); the session's terminal has it. The newest:",
+        "📦 {session} · {n} older messages left out to catch up (Telegram lets a bot post "
+        "about once a second); the session's terminal has them all. The newest:",
+        count).format(session=session.removeprefix("claude-"), n=number(count))
 
 
 def from_json(doc: Any) -> Op | None:
@@ -272,6 +317,38 @@ def _kept(op: Op) -> bool:
     return True
 
 
+def _host(session: str) -> str:
+    """The hub host a session runs on (``claude-jim@box``: ``box``); "" for this machine's
+    (a session's own name never holds ``@``)."""
+    return session.rpartition("@")[2] if "@" in session else ""
+
+
+def _foldable(op: Op | str) -> TypeGuard[Post]:
+    """A message of a session that may be folded into a count when its session floods the
+    chat: a plain post (an answer, a notice), not a live message (a request, a question,
+    the prompt's copy: each is edited or answered later), not a count already."""
+    return (isinstance(op, Post) and bool(op.session) and not op.key and not op.low
+            and not op.folded and not op.refusal and not op.sending)
+
+
+@dataclass
+class _Turns:
+    """One look at a lane's queue (``Outbox._turns``), by session ("": the chat's own)."""
+
+    #: the index of each session's first new message: its messages keep their order
+    heads: dict[str, int] = field(default_factory=dict)
+    #: the index of each session's first owed message (``urgent``: an answer, a request)
+    owed: dict[str, int] = field(default_factory=dict)
+    #: each session's waiting last edits (``Live.final``): they end its owed turn
+    finals: dict[str, list[int]] = field(default_factory=dict)
+    #: every waiting edit of a message already shown, in queue order
+    edits: list[tuple[int, Live]] = field(default_factory=list)
+    #: the first reaction or chat action (no order to keep)
+    other: int | None = None
+    #: the first reply to a stranger
+    low: int | None = None
+
+
 class _Lane:
     """One chat's queue.  A coalescing op sits in ``queue`` as its slot name."""
 
@@ -284,6 +361,10 @@ class _Lane:
         self._edit_tokens, self._edit_at = float(EDIT_BURST), -1e9
         #: when each write of the last minute was made (a group's budget)
         self.writes: deque[float] = deque()
+        #: (when, session) of each new message of the last ``FAIR_WINDOW`` (``_fair``)
+        self.posted: deque[tuple[float, str]] = deque()
+        #: the session whose owed message went last: its card's last edit goes next
+        self.closing: str | None = None
         self._tokens, self._tokens_at = float(PRIVATE_BURST), -1e9
         #: network errors and 5xx in a row (``backoff.counter``) and the next wait
         self.backoff = Backoff(RETRY_BACKOFF)
@@ -345,7 +426,8 @@ class Outbox:
         self._running = False
         #: counters for status and the bench
         self.counters: dict[str, int] = {"sent": 0, "edited": 0, "retries": 0, "dropped": 0,
-                                         "rate_limited": 0, "coalesced": 0, "unchanged": 0}
+                                         "rate_limited": 0, "coalesced": 0, "unchanged": 0,
+                                         "folded": 0}
         #: live key → (chat, text, buttons) Telegram last confirmed showing: an edit back to
         #: it (B queued, then A again, coalesced into "A") would only be refused as "message
         #: is not modified" (this run's memory; a restart may spend one such call)
@@ -365,7 +447,7 @@ class Outbox:
     def put(self, op: Op, *, urgent: bool = False) -> None:
         """Queue ``op`` (synchronous; never blocks, never raises for delivery).  ``urgent``:
         saved at once, and a post may use the reserve of the chat's pace (``Post.urgent``)."""
-        if urgent and isinstance(op, Post):
+        if urgent and isinstance(op, (Post, Upload)):
             op = replace(op, urgent=True)
         self._queue(op)
         self._on_change(urgent)
@@ -381,6 +463,8 @@ class Outbox:
         slot = _slot(op)
         if slot is None:
             lane.queue.append(op)
+        elif self._card_left_out(lane, op, slot):
+            return
         else:
             if slot in lane.latest:
                 self.counters["coalesced"] += 1
@@ -390,6 +474,23 @@ class Outbox:
         lane.wake.set()
         if self._running and (lane.task is None or lane.task.done()):
             lane.task = asyncio.get_running_loop().create_task(self._run(op.chat_id, lane))
+
+    def _card_left_out(self, lane: _Lane, op: Op, slot: str) -> bool:
+        """Whether ``op``, a card's last text, is left out with the card still waiting for its
+        first send: its task ended and its answer waits too (the chat is behind).  The
+        answer says what matters, as for a task too short for its card (``notify``), and
+        the card is forgotten as shown so no later text of it follows the answer."""
+        if not (isinstance(op, Live) and op.final and slot in lane.latest
+                and not self._is_edit(op)):
+            return False
+        if not any(isinstance(item, (Post, Upload)) and item.urgent and item.session == op.session
+                   for item in lane.queue):
+            return False
+        del lane.latest[slot]
+        lane.queue.remove(slot)
+        self.state.shown.pop(op.key, None)
+        self.counters["folded"] += 1
+        return True
 
     def pending(self) -> list[Op]:
         """Everything not yet sent, per chat in order (what a restart must not lose)."""
@@ -474,15 +575,13 @@ class Outbox:
             self._on_change(left is None and fresh)
 
     def _next(self, chat_id: int, lane: _Lane, now: float) -> tuple[int | None, float]:
-        """The index of the op to send now, or (None, seconds to wait)."""
+        """The index of the op to send now, or (None, seconds to wait): the first turn owed
+        to the person, else progress (module docstring, "Turns")."""
         group = chat_id < 0
-        edit_gap = EDIT_GAP_GROUP if group else EDIT_GAP
         while lane.writes and now - lane.writes[0] > 60.0:
             lane.writes.popleft()
-        tokens = lane.edit_tokens(now, edit_gap)
-        # A progress edit leaves the last token for a card's last edit (``EDIT_BURST``).
-        edit_wait = max(0.0, (EDIT_BURST - tokens) * edit_gap)
-        final_wait = max(0.0, (1.0 - tokens) * edit_gap)
+        while lane.posted and now - lane.posted[0][0] > FAIR_WINDOW:
+            lane.posted.popleft()
         while self._recent and now - self._recent[0] >= 1.0:
             self._recent.popleft()
         if len(self._recent) >= GLOBAL_PER_SECOND:
@@ -491,61 +590,161 @@ class Outbox:
             # "typing…" is worth nothing late and must not spend what an answer needs
             del lane.latest["action"]
             lane.queue.remove("action")
-        waits = []
-        deferred = low = None
-        #: the sessions of silent ops waiting for the pace (only answers go past them)
-        held: set[str] | None = None
+        turns = self._turns(lane)
+        flows = turns.owed or turns.heads
+        if flows and self._fold(lane, turns.heads[_fair(lane, flows)]):
+            turns = self._turns(lane)  # a flood at the head of the next turn went as one
+        finals = turns.finals.get(lane.closing or "")
+        if finals:
+            # the turn whose answer just went ends with its card's last edit, before any other
+            wait = max(_send_wait(lane, group, now, True), _edit_wait(lane, group, now, True))
+            return (finals[0], 0.0) if wait <= _EPSILON else (None, wait)
+        lane.closing = None
+        if turns.owed:
+            # The owed turn that goes first, whole: its session's messages in order up to
+            # what is owed (the prompt's copy, the card, the answer), on the pace's reserve,
+            # then its card's last edit.  Nothing else goes meanwhile.
+            session = _fair(lane, turns.owed)
+            index = turns.heads[session]
+            if index != turns.owed[session] and _room(lane, group, now) < 2.0:
+                self._ride(lane, index, turns.owed[session])
+            wait = _send_wait(lane, group, now, True)
+            if wait > _EPSILON:
+                return None, wait
+            if index == turns.owed[session]:
+                lane.closing = session
+            return index, 0.0
+        return self._progress(lane, turns, group, now)
+
+    def _fold(self, lane: _Lane, index: int) -> bool:
+        """Whether the session whose message is at ``index`` had more than ``FOLD_AT``
+        answers or notices in a row waiting there (the chat is far behind it): they become
+        one message, ``folded_notice`` with the newest after it (its text, entities and
+        buttons), in the place of the oldest."""
+        head = lane.queue[index]
+        if not _foldable(head):
+            return False
+        run = []
+        for i in range(index, len(lane.queue)):
+            item = lane.queue[i]
+            op = lane.latest.get(item) if isinstance(item, str) else item
+            if op is None or getattr(op, "session", None) != head.session \
+                    or isinstance(op, (React, Action)) or _low(op) or self._is_edit(op):
+                continue  # another's, or no message of its order
+            if not _foldable(op):
+                break
+            run.append(i)
+        if len(run) <= FOLD_AT:
+            return False
+        ops = [cast(Post, lane.queue[i]) for i in run]
+        newest, count = ops[-1], len(ops) - 1
+        with i18n.use(self._locale_for(head.chat_id)):
+            words = folded_notice(head.session, count) + "\n\n"
+        urgent, buzz = any(op.urgent for op in ops), any(op.buzz for op in ops)
+        if u16_len(words + newest.text) <= TELEGRAM_LIMIT:
+            shift = u16_len(words)
+            told = replace(newest, text=words + newest.text, urgent=urgent, buzz=buzz,
+                           folded=count, entities=tuple(
+                               dict(e, offset=int(e.get("offset", 0)) + shift)
+                               for e in newest.entities))
+            run_out = run
+        else:  # the count alone, the newest as it was after it
+            told = Post(head.chat_id, words.strip(), session=head.session, urgent=urgent,
+                        buzz=buzz, folded=count)
+            run_out = run[:-1]
+        for i in reversed(run_out):
+            del lane.queue[i]
+        lane.queue.insert(run[0], told)
+        self.counters["folded"] += count
+        return True
+
+    def _ride(self, lane: _Lane, index: int, owed: int) -> None:
+        """The pace has no room for a turn's silent message (the prompt's copy) and the owed
+        one after it (the answer) apart: the first carries the second (text, entities,
+        buzz), when both are plain posts that fit in one message."""
+        first, second = lane.queue[index], lane.queue[owed]
+        if not (isinstance(first, Post) and isinstance(second, Post) and first.session
+                and not first.urgent and first.markup is None and second.markup is None
+                and not second.key and not first.sending and not second.sending):
+            return
+        for i in range(index + 1, owed):  # nothing of the session's own between them
+            item = lane.queue[i]
+            op = lane.latest.get(item) if isinstance(item, str) else item
+            if getattr(op, "session", None) == first.session and not (
+                    op is None or self._is_edit(op) or isinstance(op, (React, Action))):
+                return
+        head = first.text + "\n\n"
+        if u16_len(head + second.text) > TELEGRAM_LIMIT:
+            return
+        shift = u16_len(head)
+        lane.queue[index] = replace(
+            first, text=head + second.text, urgent=True, buzz=first.buzz or second.buzz,
+            reply_to=first.reply_to or second.reply_to,
+            entities=first.entities + tuple(dict(e, offset=int(e.get("offset", 0)) + shift)
+                                            for e in second.entities))
+        del lane.queue[owed]
+        self.counters["folded"] += 1
+
+    def _turns(self, lane: _Lane) -> _Turns:
+        turns = _Turns()
         for i, item in enumerate(lane.queue):
             op = lane.latest.get(item) if isinstance(item, str) else item
             if op is None:
                 continue
             if _low(op):
-                if low is None:
-                    low = i  # a reply to a stranger goes when nothing else waits
-                continue
-            if self._is_edit(op):
-                wait = final_wait if op.final else edit_wait
-                # the chat's budget too: progress leaves the reserve to a last edit
-                wait = max(wait, _send_wait(lane, group, now, op.final))
-                if wait <= _EPSILON:
-                    if not op.background:
-                        return i, 0.0
-                    if deferred is None:
-                        deferred = i  # the status line goes when no card edit waits
-                    continue
+                if turns.low is None:
+                    turns.low = i  # a reply to a stranger goes when nothing else waits
+            elif isinstance(op, (React, Action)):
+                if turns.other is None:
+                    turns.other = i
+            elif self._is_edit(op):
+                turns.edits.append((i, op))
+                if op.final and not op.background:
+                    turns.finals.setdefault(op.session, []).append(i)
+            else:
+                turns.heads.setdefault(op.session, i)
+                if isinstance(op, (Post, Upload)) and op.urgent:
+                    turns.owed.setdefault(op.session, i)
+        return turns
+
+    def _progress(self, lane: _Lane, turns: _Turns, group: bool,
+                  now: float) -> tuple[int | None, float]:
+        """Nothing owed waits: the first of what may go now (an edit, the fair session's next
+        message, a reaction), leaving the pace's reserve; the status line when no card
+        edit is ready, a stranger's reply when nothing else waits."""
+        ready: list[int] = []
+        waits: list[float] = []
+        deferred = None
+        for i, op in turns.edits:
+            wait = max(_edit_wait(lane, group, now, op.final),
+                       _send_wait(lane, group, now, op.final))  # a last edit takes the reserve
+            if wait > _EPSILON:
                 waits.append(wait)
-                continue  # an edit may wait while what follows goes first
-            urgent = isinstance(op, Post) and op.urgent
-            if isinstance(op, React):  # on a message already shown: no order to keep
-                wait = _send_wait(lane, group, now, False)
-                if wait <= _EPSILON:
-                    return i, 0.0
-                waits.append(wait)
+            elif not op.background:
+                ready.append(i)
+                break
+            elif deferred is None:
+                deferred = i  # the status line goes when no card edit waits
+        send_wait = _send_wait(lane, group, now, False)
+        for index in (turns.heads[_fair(lane, turns.heads)] if turns.heads else None,
+                      turns.other):
+            if index is None:
                 continue
-            session = getattr(op, "session", "")
-            if held is not None and (not urgent or not session or session in held):
-                continue  # behind a silent one that waits: its place is kept
-            send_wait = _send_wait(lane, group, now, urgent)
-            if send_wait > _EPSILON:
-                if urgent or not session:
-                    return None, min([send_wait, *waits])
-                # A card of one session waits for the pace; another session's answer
-                # goes past it (its own session's never does: a person reads its
-                # events in order).
-                held = held or set()
-                held.add(session)
+            if send_wait <= _EPSILON:
+                ready.append(index)
+            else:
                 waits.append(send_wait)
-                continue
-            return i, 0.0
+        if ready:
+            return min(ready), 0.0
         if deferred is not None:
             return deferred, 0.0
         if waits:
             return None, min(waits)
-        if low is not None:
+        if turns.low is not None:
             # Strangers never use the half of a group's minute the team may need.
             if group and len(lane.writes) >= LOW_SENDS_PER_MINUTE:
                 return None, 60.0 - (now - lane.writes[-LOW_SENDS_PER_MINUTE])
-            return low, 0.0
+            return turns.low, 0.0
         return None, 0.05
 
     def _is_edit(self, op: Op) -> TypeGuard[Live]:
@@ -710,6 +909,7 @@ class Outbox:
         from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions, MessageEntity
 
         self._spend(lane)
+        lane.posted.append((self._clock(), op.session))
         entities = op.entities if isinstance(op, Post) else ()
         post: dict[str, Any] = dict(  # (aiogram's types make every field required for mypy)
             chat_id=op.chat_id, text=op.text,
@@ -739,6 +939,7 @@ class Outbox:
         from aiogram.types import BufferedInputFile, FSInputFile
 
         self._spend(lane)
+        lane.posted.append((self._clock(), op.session))
         upload: FSInputFile | BufferedInputFile
         if op.path:
             if not os.path.isfile(op.path):
@@ -767,6 +968,39 @@ def _send_wait(lane: _Lane, group: bool, now: float, urgent: bool) -> float:
             return 60.0 - (now - lane.writes[len(lane.writes) - limit])
         return 0.0
     return max(0.0, (1.0 + reserve - lane.tokens(now)) / PRIVATE_PER_SECOND)
+
+
+def _edit_wait(lane: _Lane, group: bool, now: float, final: bool) -> float:
+    """Seconds until an edit may go: a progress edit needs the edit bucket full (it leaves
+    one edit to a last edit, ``EDIT_BURST``), a last edit one edit."""
+    gap = EDIT_GAP_GROUP if group else EDIT_GAP
+    need = 1.0 if final else float(EDIT_BURST)
+    return max(0.0, (need - lane.edit_tokens(now, gap)) * gap)
+
+
+def _room(lane: _Lane, group: bool, now: float) -> float:
+    """Writes the chat's pace allows now."""
+    if group:
+        return float(GROUP_SENDS_PER_MINUTE - len(lane.writes))
+    return lane.tokens(now)
+
+
+def _fair(lane: _Lane, ranks: dict[str, int]) -> str:
+    """The session whose turn it is among ``ranks`` (session → the queue index of what it
+    waits to send): the earliest, unless its host, or it, had ``FAIR_SLACK`` more new
+    messages in the last ``FAIR_WINDOW`` than another waiting one: then that one's."""
+    if len(ranks) == 1:
+        return next(iter(ranks))
+    by_session: dict[str, int] = {}
+    by_host: dict[str, int] = {}
+    for _at, session in lane.posted:
+        by_session[session] = by_session.get(session, 0) + 1
+        by_host[_host(session)] = by_host.get(_host(session), 0) + 1
+    pool = list(ranks)
+    for used in (lambda s: by_host.get(_host(s), 0), lambda s: by_session.get(s, 0)):
+        least = min(map(used, pool))
+        pool = [s for s in pool if used(s) <= least + FAIR_SLACK]
+    return min(pool, key=ranks.__getitem__)
 
 
 class FileGone(Exception):

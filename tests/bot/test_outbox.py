@@ -254,7 +254,7 @@ async def test_a_private_chat_is_paced_after_a_burst(box):
 async def test_an_answer_takes_the_reserve_progress_leaves(box):
     """Progress (cards) uses the burst down to ``SEND_RESERVE``; the answer (``urgent``)
     then goes at once, the clock standing still; it never overtakes a silent one still
-    waiting (order is kept)."""
+    waiting (order is kept): that one is owed too, and goes on the reserve before it."""
     fake, outbox = box
     now = [1000.0]
     other = Outbox(outbox.bot, ChatState(), clock=lambda: now[0])
@@ -270,10 +270,11 @@ async def test_an_answer_takes_the_reserve_progress_leaves(box):
     other.put(Post(OWNER["id"], "another answer"), urgent=True)
     await asyncio.sleep(0.3)
     assert len(_texts(fake, "sendMessage")) == burst + 1
-    now[0] += 1.0  # one token: the silent one needs two
+    now[0] += 1.0  # one token: the silent one ahead of the answer takes it (two if alone)
     other.put(Action(OWNER["id"]))
+    await eventually(lambda: len(_texts(fake, "sendMessage")) == burst + 2)
     await asyncio.sleep(0.3)
-    assert len(_texts(fake, "sendMessage")) == burst + 1
+    assert len(_texts(fake, "sendMessage")) == burst + 2
     now[0] += 1.0
     other.put(Action(OWNER["id"]))
     await eventually(lambda: len(_texts(fake, "sendMessage")) == burst + 3)
