@@ -663,8 +663,10 @@ class Outbox:
         one after it (the answer) apart: the first carries the second (text, entities,
         buzz), when both are plain posts that fit in one message."""
         first, second = lane.queue[index], lane.queue[owed]
+        # only a prompt's copy carries its answer: other posts (a reply to a command, a
+        # notice) stay the messages they are
         if not (isinstance(first, Post) and isinstance(second, Post) and first.session
-                and not first.urgent and first.markup is None and second.markup is None
+                and first.key.startswith("typed:") and not first.urgent and first.markup is None and second.markup is None
                 and not second.key and not first.sending and not second.sending):
             return
         for i in range(index + 1, owed):  # nothing of the session's own between them

@@ -135,7 +135,7 @@ async def test_an_answer_never_goes_before_its_own_prompt_while_another_card_wai
     answer in one message; with room, each is its own."""
     chat = _Chat()
     prompt = "⌨️ s · typed at the computer:\nhello"
-    chat.box.put(Post(CHAT, prompt, key="prompt:claude-s:1", session="claude-s"))
+    chat.box.put(Post(CHAT, prompt, key="typed:claude-s:1", session="claude-s"))
     chat.box.put(Post(CHAT, _answer("claude-s"), session="claude-s"), urgent=True)
     await chat.settle()
     assert chat.bot.texts() == [prompt, _answer("claude-s")]  # a full burst: room for both
@@ -144,7 +144,7 @@ async def test_an_answer_never_goes_before_its_own_prompt_while_another_card_wai
     await chat.settle()
     mark += 2
     chat.box.put(Live(CHAT, "⏳ t · working", key="card:claude-t:1", session="claude-t"))
-    chat.box.put(Post(CHAT, prompt, key="prompt:claude-s:2", session="claude-s"))
+    chat.box.put(Post(CHAT, prompt, key="typed:claude-s:2", session="claude-s"))
     bold = {"type": "bold", "offset": 0, "length": 1}  # the answer's label
     chat.box.put(Post(CHAT, _answer("claude-s"), session="claude-s", entities=(bold,)),
                  urgent=True)
@@ -153,7 +153,7 @@ async def test_an_answer_never_goes_before_its_own_prompt_while_another_card_wai
     assert chat.bot.texts(mark) == [both, "⏳ t · working"]
     [moved] = chat.bot.entities[both]
     assert (moved.offset, moved.length) == (u16_len(f"{prompt}\n\n"), 1)
-    assert chat.box.state.live_id("prompt:claude-s:2") is not None  # the card replies to it
+    assert chat.box.state.live_id("typed:claude-s:2") is not None  # the card replies to it
     await chat.close()
 
 
