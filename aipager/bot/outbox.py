@@ -667,7 +667,8 @@ class Outbox:
         # notice) stay the messages they are
         if not (isinstance(first, Post) and isinstance(second, Post) and first.session
                 and first.key.startswith("typed:") and not first.urgent
-                and first.markup is None and second.markup is None and not second.key and not first.sending and not second.sending):
+                and first.markup is None and second.markup is None and not second.key
+                and not first.sending and not second.sending):
             return
         for i in range(index + 1, owed):  # nothing of the session's own between them
             item = lane.queue[i]
