@@ -531,33 +531,27 @@ class PortCalls:
         if held and held_for == "dialog" and sess is not None and sess.state != State.WAITING:
             # a dialog no hook announced (a teammate's, one a newer Claude Code adds): no
             # request will close it, so its closing is read off the screen
-            self._spawn(self._release_when_no_dialog(session))
+            self._spawn(self._release_when(
+                session, "dialog", lambda seen: not isinstance(seen, screens.Dialog)))
         if held and held_for == "start":
-            self._spawn(self._release_when_started(session))
+            self._spawn(self._release_when(
+                session, "start", lambda seen: isinstance(seen, screens.Prompt)))
 
-    async def _release_when_no_dialog(self, session: str) -> None:
+    async def _release_when(self, session: str, held_for: str,
+                            clear: Callable[[screens.Seen], bool]) -> None:
+        """Messages held for ``held_for`` go in once the screen is ``clear`` of it: for a
+        dialog no hook announced, once none shows (a request opened meanwhile releases
+        them itself when it closes); for a start, once its input line shows (a dialog
+        shown first keeps them until it is answered)."""
         while True:
             seen = await self.screen(session)
             sess = self.core.registry.get(session)
             if sess is None or sess.state == State.GONE:
                 return
-            if sess.state == State.WAITING:
-                return  # a request is open now: its close releases the message
-            if seen is None or not isinstance(seen, screens.Dialog):
-                requests.release_held(self.core.ctx, sess, only="dialog")
-                self.save(force=True)
+            if held_for == "dialog" and sess.state == State.WAITING:
                 return
-            await self.session_io.screen_changed(session, SCREEN_POLL)
-
-    async def _release_when_started(self, session: str) -> None:
-        """Messages held for a start go in once its screen shows the input line (a dialog
-        shown first keeps them: they go in after it is answered)."""
-        while True:
-            sess = self.core.registry.get(session)
-            if sess is None or sess.state == State.GONE:
-                return
-            if isinstance(await self.screen(session), screens.Prompt):
-                requests.release_held(self.core.ctx, sess, only="start")
+            if clear(seen):
+                requests.release_held(self.core.ctx, sess, only=held_for)
                 self.save(force=True)
                 return
             await self.session_io.screen_changed(session, SCREEN_POLL)
