@@ -15,6 +15,12 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task]) -> None:
     for task in tasks:
         task.cancel()
     for task in tasks:
+        # a library that swallowed the cancel (a wait_for finishing as it came) leaves the
+        # task running: it is asked again until it ends
+        while not task.done():
+            await asyncio.wait({task}, timeout=1.0)
+            if not task.done():
+                task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
 

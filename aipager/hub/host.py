@@ -211,6 +211,7 @@ class HostLink:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the broker is away: try again
+                stop_if_cancelled()  # nats-py may have turned the cancel into its error
                 log.debug("publish %d to the hub failed (%s); trying again", seq, exc)
                 await asyncio.sleep(0.2)
                 continue
@@ -234,6 +235,7 @@ class HostLink:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the broker is away: next round
+                stop_if_cancelled()  # nats-py may have turned the cancel into its error
                 log.debug("publishing sessions failed: %s", exc)
                 continue
             self._state_version, self._state_sent = version, now

@@ -255,6 +255,7 @@ class HubLink:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the broker is starting: try again
+                stop_if_cancelled()  # nats-py may have turned the cancel into its error
                 log.warning("setting up the hub's streams failed (%s); trying again", exc)
                 await asyncio.sleep(1.0)
 
@@ -288,6 +289,7 @@ class HubLink:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - next round
+                    stop_if_cancelled()  # nats-py may have turned the cancel into its error
                     log.debug("making the command consumer of %s failed: %s", host, exc)
                     continue
                 self._consumers.add(host)
@@ -487,6 +489,7 @@ class HubLink:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - the broker is away: until the deadline
+                    stop_if_cancelled()  # nats-py may have turned the cancel into its error
                     if time.monotonic() > deadline:
                         log.warning("command %s for %s not sent: %s", cmd_id, host, exc)
                         break

@@ -345,7 +345,9 @@ def test_a_prompt_from_the_page_shows_in_the_chat_and_its_answer_replies_to_it(
     asked = phone.wait_message(lambda m: text_of(m).startswith("🌐 e2e · @web on the page:"),
                                20, "the page's prompt")
     assert text_of(asked).endswith("\nE2E-MIRROR asked on the page")
+    # (the task's card replies to it too, and may quote Claude's words when first sent late)
     (answer,) = phone.wait(lambda snap: [p for p in phone.replies_to(asked["message_id"], snap)
-                                         if "Mirrored" in str(p.get("text"))], 20, "the answer")
+                                         if str(p.get("text")).startswith("e2e\nMirrored")],
+                           20, "the answer")
     assert answer.get("disable_notification") in (None, False, "false")  # it rings
     assert sum("E2E-MIRROR asked on the page" in t for t in phone.sent_texts()) == 1

@@ -127,10 +127,10 @@ class Hub:
             self.tasks.append(asyncio.create_task(self.page.run()))
 
     async def stop(self) -> None:
+        from aipager.aio import cancel_and_wait
+
         for task in reversed(self.tasks):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait({task})
         self.daemon.save(force=True, stopped=True)
         self.daemon.journal.close()
 
@@ -169,9 +169,9 @@ class Host:
         return session
 
     async def stop(self) -> None:
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        from aipager.aio import cancel_and_wait
+
+        await cancel_and_wait({self.task})
         self.daemon.save(force=True, stopped=True)
         self.daemon.journal.close()
 

@@ -111,3 +111,38 @@ def test_status_says_the_hosts_link(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["status"])
     assert "hub: revoked: the hub refused this host's credential (box) since" in result.output
     assert "(as box)" in result.output
+
+
+async def test_a_loop_whose_library_swallowed_the_cancel_is_still_stopped():
+    """A teardown waited eight minutes on a link loop: nats-py can finish a ``wait_for`` as
+    the cancel arrives and so swallow it, and the loop then ran on.  Stopping asks again
+    until the task ends, and a loop that sees its cancel as a library error stops."""
+    from aipager.aio import cancel_and_wait, stop_if_cancelled
+
+    swallowed = []
+
+    async def deaf() -> None:  # swallows the first cancel, as such a library does
+        while True:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                if swallowed:
+                    raise
+                swallowed.append(1)
+
+    async def wrapped() -> None:  # the library turns the cancel into its own error
+        while True:
+            try:
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError as exc:
+                    raise TimeoutError from exc
+            except TimeoutError:
+                stop_if_cancelled()
+
+    tasks = [asyncio.create_task(deaf()), asyncio.create_task(wrapped())]
+    await asyncio.sleep(0)
+    stopping = asyncio.ensure_future(cancel_and_wait(tasks))
+    done, _ = await asyncio.wait({stopping}, timeout=8)  # (each sleep lasts 10 s)
+    assert done == {stopping}, "a task that swallowed its cancel kept running"
+    assert all(t.done() for t in tasks) and swallowed == [1]

@@ -59,17 +59,17 @@ async def test_slash_name_of_namesakes_names_both_and_the_host_form_reaches_one(
                  if m.get("text") == picker["text"] and m.get("reply_markup"))
     await machines.fake.user_taps(shown, next(b for b in buttons
                                               if b["text"] == "h1@vm")["callback_data"])
-    typed = await eventually(lambda: vm.sessions.typed, 10, "typed on vm")
+    typed = await eventually(lambda: vm.sessions.typed, 30, "typed on vm")
     assert typed[0][:2] == ("claude-h1", "run the tests")
 
     # /h1_box: a plain command Telegram delivers in any group (no @: not another bot's)
     await machines.fake.user_says("/h1_box look at the logs")
-    typed = await eventually(lambda: box.sessions.typed, 10, "typed on box")
+    typed = await eventually(lambda: box.sessions.typed, 30, "typed on box")
     assert typed[0][:2] == ("claude-h1", "look at the logs")
     # /h1_vm@ourbot: the form a group in privacy mode always delivers (a command named for
     # this bot; ``/h1@vm`` would read as a command for a bot called vm)
     await machines.fake.user_says("/h1_vm@aipager_test_bot and the lint")
-    typed = await eventually(lambda: vm.sessions.typed[1:], 10, "typed on vm again")
+    typed = await eventually(lambda: vm.sessions.typed[1:], 30, "typed on vm again")
     assert typed[0][:2] == ("claude-h1", "and the lint")
 
     # /help tells the form

@@ -33,7 +33,7 @@ async def test_the_broker_killed_mid_task_loses_nothing_and_doubles_nothing(mach
     session = box.start("jim")
     await hub_sees(hub, "claude-jim@box")
     msg = await machines.fake.user_says("/jim build it")
-    await eventually(lambda: box.sessions.typed, 10, "typed on box")
+    await eventually(lambda: box.sessions.typed, 30, "typed on box")
     box.feed(session, "queue_pickup", consumed=[{"msg_id": msg["message_id"],
                                                 "chat_id": OWNER["id"],
                                                 "author_user_id": OWNER["id"]}])

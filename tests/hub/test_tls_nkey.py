@@ -105,7 +105,7 @@ async def test_a_host_joins_over_tls_with_an_nkey_and_a_prompt_round_trips(tls_h
             session = box.start("jim")
             await hub_sees(hub, "claude-jim@box")
             await fake.user_says("/jim fix the failing test")
-            typed = await eventually(lambda: box.sessions.typed, 10, "the prompt typed on box")
+            typed = await eventually(lambda: box.sessions.typed, 30, "the prompt typed on box")
             assert typed[0][:2] == (session, "fix the failing test")
             box.feed(session, "UserPromptSubmit", prompt="fix the failing test", prompt_id="p1")
             box.feed(session, "Stop", prompt_id="p1", last_assistant_message="Fixed over TLS.")

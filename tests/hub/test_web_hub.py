@@ -52,7 +52,7 @@ async def test_the_page_lists_every_hosts_sessions_and_types_on_the_right_one(ma
                                json={"text": "run the migrations"}) as response:
             assert response.status == 200, await response.text()
             assert (await response.json())["ok"] is True
-        typed = await eventually(lambda: vm.sessions.typed, 10, "typed on vm")
+        typed = await eventually(lambda: vm.sessions.typed, 30, "typed on vm")
         assert typed[0][:2] == ("claude-api", "run the migrations")
         assert box.sessions.typed == [] and hub.sessions.typed == []
 
