@@ -20,7 +20,7 @@ import sys
 
 #: benchmark modules, in the order they run
 MODULES = ("bench.hook", "bench.policy", "bench.ingest", "bench.bot", "bench.permission", "bench.typing",
-           "bench.crash", "bench.hub", "bench.voice", "bench.light", "bench.page")
+           "bench.crash", "bench.hub", "bench.voice", "bench.light", "bench.page", "bench.fleet")
 
 COLUMNS = (
     ("case", "{}", 34),

@@ -169,9 +169,12 @@ class Rig:
         chat_id: the owner's private chat (== the owner's user id).
     """
 
-    def __init__(self, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, extra_env: dict[str, str] | None = None, *,
+                 args: tuple[str, ...] = ("start",), extra: dict[str, Any] | None = None) -> None:
         #: knobs added to the daemon's environment (``AIPAGER_WEB_PORT``…)
         self.extra_env = dict(extra_env or {})
+        #: ``aipager`` arguments that start it (``start --hub``), the config's extra keys
+        self.args, self.extra = args, dict(extra or {})
         self.tg = telegram_fake()
         self.fake = self.tg.FakeBotAPI()
         self.chat_id = self.fake.add_private_chat(self.tg.OWNER)
@@ -198,6 +201,11 @@ class Rig:
         self.close()
 
     def _start(self) -> None:
+        self.prepare()
+        self.launch()
+
+    def prepare(self) -> None:
+        """The daemon's world (folders, config, the fake in its thread), not yet started."""
         from aipager import config
         from aipager.proto import paths
 
@@ -222,11 +230,11 @@ class Rig:
         }
         owner = self.tg.OWNER["id"]
         config.save(self.env, config.Config(bot_token=self.tg.TOKEN, chat_id=self.chat_id,
-                                            members=(config.Member(owner, "owner", "owner"),)))
+                                            members=(config.Member(owner, "owner", "owner"),),
+                                            extra=self.extra))
         self.address = paths.socket_path(self.env)
         self.spool_dir = paths.spool_dir(self.env)
         self.output = os.path.join(self.root, "daemon.out")
-        self.launch()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sock.setblocking(False)
 
@@ -235,7 +243,7 @@ class Rig:
         (getMe, command menu) and polls.  Its output is appended to ``self.output``."""
         mark = self.stamps.mark()
         with open(self.output, "ab") as out:
-            self.proc = subprocess.Popen([program("aipager"), "start"], env=self.env, cwd=self.root,
+            self.proc = subprocess.Popen([program("aipager"), *self.args], env=self.env, cwd=self.root,
                                          stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30

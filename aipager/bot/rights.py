@@ -18,6 +18,10 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Mapping
 
+from aipager.port.commands import (Command, CompactSession, KillSession, ResumeSession, SendPrompt,
+                                   ShowChanges, StartSession, StopTask, SwitchModel)
+from aipager.port.rights import Right
+
 #: the rights (``clients.people.refusal``'s words)
 PROMPT, APPROVE, MANAGE = "prompt", "approve", "manage"
 #: any member may use it; the handler checks the rest (⏹ Stop: the task's author or an
@@ -26,22 +30,32 @@ OPEN = ""
 #: what a tap handler without a ``rights`` flag is held to (the strictest right)
 UNDECLARED = MANAGE
 
-#: each command whose action a button repeats → the right it needs
-COMMANDS: Mapping[str, str] = MappingProxyType({
-    "new": MANAGE,
-    "resume": MANAGE,
-    "kill": MANAGE,
-    "model": MANAGE,
-    "compact": PROMPT,
+#: each chat command whose action a button repeats → the use case it asks the service for
+USE_CASES: Mapping[str, type[Command]] = MappingProxyType({
+    "new": StartSession,
+    "resume": ResumeSession,
+    "kill": KillSession,
+    "model": SwitchModel,
+    "compact": CompactSession,
     # what a session changed: whoever may prompt it may ask Claude the same (the service
     # shows only the files their own task could read)
-    "diff": PROMPT,
+    "diff": ShowChanges,
     # ``/<session>`` makes a session current or sends it text: /status's buttons and the
     # picker of a message with no session do the same
-    "session": PROMPT,
-    # the task's author or an admin: the handlers check, knowing the session
-    "stop": OPEN,
+    "session": SendPrompt,
+    "stop": StopTask,
 })
+
+
+def _flag(right: Right) -> str:
+    # stopping is the task's author's or an admin's: the service checks, knowing the task
+    return OPEN if right == "stop" else right
+
+
+#: each command whose action a button repeats → the right it needs: the right its use
+#: case's record names (``port.commands``), so the chat and the service cannot differ
+COMMANDS: Mapping[str, str] = MappingProxyType({
+    name: _flag(case.right) for name, case in USE_CASES.items()})
 
 
 def need(right: str) -> dict[str, str]:
@@ -55,4 +69,4 @@ def like(command: str) -> dict[str, str]:
     return need(COMMANDS[command])
 
 
-__all__ = ["APPROVE", "COMMANDS", "MANAGE", "OPEN", "PROMPT", "UNDECLARED", "like", "need"]
+__all__ = ["APPROVE", "COMMANDS", "USE_CASES", "MANAGE", "OPEN", "PROMPT", "UNDECLARED", "like", "need"]

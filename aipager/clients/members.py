@@ -58,11 +58,12 @@ def with_rights(policy: Any, user_id: int, label: str, role_name: str, *,
             log.error("role %r of %s cannot be resolved (%s): no rights", role_name, label, exc)
             return Sender(user_id, label, role_name, False, False, False,
                           policy_unusable=isinstance(policy, str))
-        return Sender(user_id, label, role_name)
+        return Sender(user_id, label, role_name, never_held=True)
     # Raw keystrokes (``!cmd``, Claude Code's own commands) only ever for an owner
     # who opted in: they pass no check at all.
     return Sender(user_id, label, role_name, role.may_prompt, role.may_approve,
-                  role.may_manage, exempt=role.exempt, raw_keys=raw_keys and role_name == "owner")
+                  role.may_manage, exempt=role.exempt, raw_keys=raw_keys and role_name == "owner",
+                  never_held=role_name == "owner")
 
 
 class Members:

@@ -97,6 +97,9 @@ class Service:
             routed = remote.route(command)
             if routed is not None:
                 return await remote.ask(*routed)
+        why = self._refusal(command)
+        if why is not None:
+            return Declined(why)
         match command:
             case SendPrompt():
                 return await self._prompt(command)
@@ -122,6 +125,17 @@ class Service:
                 return await self._model(command)
             case ResumeSession():
                 return await self._resume(command)
+
+    def _refusal(self, command: Command) -> Reason | None:
+        """The one rights check: the right the command's record names, for its person
+        (for answering and stopping, knowing who asked for the session's running task)."""
+        if isinstance(command, SendPrompt) and command.queued:
+            return None  # a released message was allowed when it was sent
+        authors = None
+        if command.right in ("approve", "stop"):
+            sess = self.find(getattr(command, "session", ""))
+            authors = task_authors(sess) if sess is not None else None
+        return check(command.who, command.right, authors)
 
     def find(self, name: str) -> Session | None:
         """A session by internal name (``claude-jim``) or label (``jim``)."""
@@ -149,10 +163,6 @@ class Service:
         sess = self._running(cmd.session)
         if isinstance(sess, Declined):
             return sess
-        if not cmd.queued:  # a released message was allowed when it was sent
-            why = check(cmd.who, "prompt")
-            if why is not None:
-                return Declined(why)
         if cmd.who.raw_keys and sess.state != State.WAITING and not cmd.queued:
             return await self._raw_keys(cmd, sess)
         text = chatprompt.clean(cmd.text).strip()
@@ -200,7 +210,7 @@ class Service:
         """Each task keeps the rights of one author: another person's message waits for the
         task to end; text typed while a dialog is up would answer it (``on_screen``: the
         screen shows one, a teammate's or one no hook announced)."""
-        if (sess.state in (State.WORKING, State.WAITING) and who.role != "owner"
+        if (sess.state in (State.WORKING, State.WAITING) and not who.never_held
                 and who.user_id not in task_authors(sess)):
             return Held(sess.name, "task", author_label(sess))
         if sess.state == State.WAITING or on_screen:
@@ -223,12 +233,10 @@ class Service:
     # -- requests ----------------------------------------------------------------------
 
     def _answerer_of(self, cmd: AnswerRequest | AnswerQuestion | AnswerForm) -> Session | Result:
-        """The session whose dialog ``cmd`` answers, if its person may answer it (the task's
-        author or an admin: one right for requests, questions and forms); else the result."""
+        """The session whose dialog ``cmd`` answers (its person's right was checked: the
+        task's author or an admin, one right for requests, questions and forms); else the
+        result."""
         sess = self.find(cmd.session)
-        why = check(cmd.who, "approve", task_authors(sess) if sess is not None else None)
-        if why is not None:
-            return Declined(why)
         return Gone() if sess is None else sess
 
     async def _answer(self, cmd: AnswerRequest) -> Result:
@@ -265,9 +273,6 @@ class Service:
     # -- sessions ----------------------------------------------------------------------
 
     async def _start(self, cmd: StartSession) -> Result:
-        why = check(cmd.who, "manage")
-        if why is not None:
-            return Declined(why)
         folder = cmd.folder
         if folder and (not os.path.isabs(folder) or not os.path.isdir(folder)):
             return Declined(Reason.NO_FOLDER, folder)
@@ -299,9 +304,6 @@ class Service:
 
     async def _stop(self, cmd: StopTask) -> Result:
         sess = self.find(cmd.session)
-        why = check(cmd.who, "stop", task_authors(sess) if sess is not None else None)
-        if why is not None:
-            return Declined(why)
         if sess is None or sess.state == State.GONE:
             return Declined(Reason.NOT_RUNNING, sess.name if sess else cmd.session)
         if sess.state not in (State.WORKING, State.WAITING):
@@ -313,9 +315,6 @@ class Service:
         return Stopping(sess.name, pressed)
 
     async def _kill(self, cmd: KillSession) -> Result:
-        why = check(cmd.who, "manage")
-        if why is not None:
-            return Declined(why)
         sess = self.find(cmd.session)
         if sess is None:
             return Ended(cmd.session, False)
@@ -331,9 +330,6 @@ class Service:
         "No, exit" (found by their words; the dialog opens on "No, exit").  Nothing is
         pressed, and nothing ended, unless the screen shows that dialog: a question left
         from an earlier session of the name ends no running one."""
-        why = check(cmd.who, "manage")
-        if why is not None:
-            return Declined(why)
         sess = self.find(cmd.session)
         if sess is None or sess.state == State.GONE:
             return Declined(Reason.NO_TRUST_DIALOG, sess.name if sess else cmd.session)
@@ -361,9 +357,6 @@ class Service:
     async def _changes(self, cmd: ShowChanges) -> Result:
         """``/diff``: anyone who may prompt the session may see what it changed, as far as
         their own task could read it (their role and the floor, on the session's machine)."""
-        why = check(cmd.who, "prompt")
-        if why is not None:
-            return Declined(why)
         sess = self.find(cmd.session)
         if sess is None:
             return Declined(Reason.NOT_RUNNING, cmd.session)
@@ -385,9 +378,6 @@ class Service:
         return sess
 
     async def _compact(self, cmd: CompactSession) -> Result:
-        why = check(cmd.who, "prompt")
-        if why is not None:
-            return Declined(why)
         sess = self._running(cmd.session)
         if isinstance(sess, Declined):
             return sess
@@ -398,9 +388,6 @@ class Service:
         return Compacting(sess.name)
 
     async def _model(self, cmd: SwitchModel) -> Result:
-        why = check(cmd.who, "manage")
-        if why is not None:
-            return Declined(why)
         if not MODEL_NAME.fullmatch(cmd.model):
             return Declined(Reason.NO_MODEL, cmd.model[:64])
         sess = self._running(cmd.session)
@@ -416,9 +403,6 @@ class Service:
 
     async def _resume(self, cmd: ResumeSession) -> Result:
         """In its own folder when it is still there, else the default one."""
-        why = check(cmd.who, "manage")
-        if why is not None:
-            return Declined(why)
         sess = self.find(cmd.session)
         if sess is None or not sess.claude_session_id:
             return Declined(Reason.NOT_ENDED, sess.name if sess else cmd.session)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
 
 from aipager.port.forms import FormAction
+from aipager.port.rights import Right
 from aipager.port.who import Person
 
 class Mode(StrEnum):
@@ -47,6 +48,8 @@ class AnswerForm:
     """Answer an MCP server's form (an elicitation): ``accept`` with ``content`` (field →
     value, checked against the form before it goes), or ``decline`` / ``cancel`` it."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "approve"
     who: Person
     session: str
     key: str
@@ -62,6 +65,8 @@ class SendPrompt:
     ids); ``queued``: the daemon held it and released it now (typed, never held again).
     ``submitting`` is called once it is pasted, right before its Enter."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "prompt"
     who: Person
     session: str
     text: str
@@ -82,6 +87,8 @@ class AnswerRequest:
     ``edit``: allow the call with this corrected command, path or URL instead, once the
     session's own safety policy allows it (the same check as the hook's)."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "approve"
     who: Person
     session: str
     key: str
@@ -95,6 +102,8 @@ class AnswerRequest:
 class AnswerQuestion:
     """Answer every question of an AskUserQuestion dialog; None declines it."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "approve"
     who: Person
     session: str
     key: str
@@ -105,6 +114,8 @@ class AnswerQuestion:
 class StartSession:
     """Start session ``name`` in ``folder`` ("": the machine's default folder)."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "manage"
     who: Person
     name: str
     folder: str = ""
@@ -118,6 +129,8 @@ class StartSession:
 class StopTask:
     """⏹: interrupt what the session is doing."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "stop"
     who: Person
     session: str
 
@@ -126,6 +139,8 @@ class StopTask:
 class KillSession:
     """End the session (its dtach and Claude Code)."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "manage"
     who: Person
     session: str
 
@@ -134,6 +149,8 @@ class KillSession:
 class TrustFolder:
     """Answer Claude Code's folder trust dialog: trust it, or (``yes=False``) exit."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "manage"
     who: Person
     session: str
     yes: bool = True
@@ -143,6 +160,8 @@ class TrustFolder:
 class CompactSession:
     """Claude Code's own ``/compact`` for the session's conversation."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "prompt"
     who: Person
     session: str
 
@@ -151,6 +170,8 @@ class CompactSession:
 class SwitchModel:
     """The session (alone) goes on with ``model`` (an alias such as ``opus`` or a model id)."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "manage"
     who: Person
     session: str
     model: str
@@ -160,6 +181,8 @@ class SwitchModel:
 class ResumeSession:
     """Start an ended session again with its conversation, in its folder."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "manage"
     who: Person
     session: str
 
@@ -169,6 +192,8 @@ class ShowChanges:
     """``/diff``: what the session changed in its folder (its git work tree), as far as
     the asker's task could read it."""
 
+    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
+    right: ClassVar[Right] = "prompt"
     who: Person
     session: str
 

@@ -35,6 +35,9 @@ class Person:
     #: the owner's policy file cannot be used, so this member has no rights for now
     #: (``members.with_rights``): a refusal says so rather than blame their role
     policy_unusable: bool = False
+    #: their message never waits for another person's task to end (the owner's: every
+    #: task is theirs to steer)
+    never_held: bool = False
 
     @property
     def tag(self) -> str:

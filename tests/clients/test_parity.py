@@ -417,3 +417,62 @@ async def test_a_session_at_its_folder_trust_dialog_is_not_typed_into_from_eithe
     page = await both.page(OWNER, f"/api/sessions/{session}/prompt", {"text": "hello"})
     assert chat == page == f"{both.said('fresh')} waits for you to trust its folder first."
     assert both.sessions.typed == []
+
+
+async def test_a_member_may_neither_end_nor_start_a_session_from_either_surface(both):
+    """Ending and starting sessions is an admin's (``KillSession``/``StartSession`` name
+    the right): a member hears the same refusal on both, and nothing ends or starts."""
+    session = await both.started("jim")
+    chat = await both.reply(GUEST, "/kill jim")
+    page = await both.page(GUEST, f"/api/sessions/{session}/kill", {})
+    assert page and page in chat, (chat, page)
+    chat = await both.reply(GUEST, "/new zed")
+    page = await both.page(GUEST, "/api/sessions", {"name": "zed"})
+    assert page and page in chat, (chat, page)
+    assert both.terminal(session) in both.sessions.live
+    assert both.port.sessions.get(f"claude-zed@{both.host}" if both.host else "claude-zed") \
+        is None
+
+
+async def test_a_members_answer_to_anothers_question_is_refused_alike_and_the_owners_taken(
+        both):
+    """Claude's question (AskUserQuestion) in the owner's task: a member's pick is refused
+    with the same words on both surfaces; the owner's pick on the page reaches the
+    terminal (the picker's keys) and is then closed on the chat too."""
+    session = await both.started("jim")
+    questions = [{"question": "Which colour?", "header": "Colour", "multiSelect": False,
+                  "options": [{"label": "Red", "description": ""},
+                              {"label": "Blue", "description": ""}]}]
+    both.feed(session, "UserPromptSubmit", prompt="pick", prompt_id="p1")
+    both.feed(session, "PreToolUse", tool_name="AskUserQuestion", tool_use_id="q1",
+              tool_input={"questions": questions})
+    both.feed(session, "PermissionRequest", tool_name="AskUserQuestion", tool_use_id="q1",
+              tool_input={"questions": questions})
+
+    async def need() -> dict:
+        async def found() -> dict | None:
+            needs = (await both.page_get(OWNER, f"/api/sessions/{session}"))["needs"]
+            return next((n for n in needs if n.get("key")), None)
+
+        deadline = asyncio.get_running_loop().time() + 10
+        while (got := await found()) is None:
+            assert asyncio.get_running_loop().time() < deadline, "the page never showed it"
+            await asyncio.sleep(0.05)
+        return got
+
+    key = (await need())["key"]
+    message = await eventually(lambda: next(
+        (m for m in both.fake.bot_messages(GROUP) if str(m.get("text", "")).startswith("❓")
+         and "Which colour?" in m["text"]), None), what="the question in the chat")
+    buttons = {b["text"]: b.get("callback_data") for row in
+               message["reply_markup"]["inline_keyboard"] for b in row}
+    pick = next(data for text, data in buttons.items() if "Red" in text)
+    chat = await both.toast(GUEST, message["message_id"], pick)
+    page = await both.page(GUEST, "/api/question", {"session": session, "key": key,
+                                                    "answers": [{"picks": [0]}]})
+    assert chat == page == "Only the task's author or an admin may answer this.", (chat, page)
+    assert both.sessions.keys == []
+    said = await both.page(OWNER, "/api/question", {"session": session, "key": key,
+                                                    "answers": [{"picks": [0]}]})
+    assert said and "Only" not in said, said
+    await eventually(lambda: both.sessions.keys, what="the pick pressed in the terminal")

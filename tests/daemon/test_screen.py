@@ -21,7 +21,7 @@ from aipager.port.who import Person
 
 S = "claude-jim"
 
-OWNER = Person(1, "@owner", "owner")
+OWNER = Person(1, "@owner", "owner", never_held=True)
 MEMBER = Person(43, "@bob", "user", may_approve=False, may_manage=False)
 
 

@@ -17,7 +17,7 @@ from aipager.port.rights import Reason
 from aipager.port.who import Person
 from aipager.proto.errors import SessionError
 
-OWNER = Person(1, "owner", "owner", exempt=True)
+OWNER = Person(1, "owner", "owner", exempt=True, never_held=True)
 MEMBER = Person(2, "ana", "user", may_manage=False, may_approve=False)
 READER = Person(3, "rita", "read_only", may_prompt=False, may_approve=False, may_manage=False)
 

@@ -227,7 +227,7 @@ def test_results_are_frozen_dataclasses():
 
 async def test_a_new_session_in_a_folder_the_host_lacks_starts_in_its_default(tmp_path):
     port = FakePort({"HOME": str(tmp_path), "AIPAGER_HOME": str(tmp_path / "state")})
-    owner = Person(1, "owner", "owner", exempt=True)
+    owner = Person(1, "owner", "owner", exempt=True, never_held=True)
     got = await commands.Ask(StartSession(owner, "web", "/no/such/folder/on/this/host")).run(
         port)
     assert got == Started("claude-web", str(tmp_path))

@@ -290,7 +290,7 @@ async def test_a_replayed_or_old_command_is_refused_by_a_host_that_knows_the_hub
     session = box.start("jim")
     await hub_sees(hub, "claude-jim@box")
     # a command as the hub makes it, the way the hub's own sender publishes it
-    owner = Person(OWNER["id"], "@owner", "owner")
+    owner = Person(OWNER["id"], "@owner", "owner", never_held=True)
     cmd = commands.Ask(SendPrompt(owner, "claude-jim", "replay me", msg_id=77,
                                   chat_id=OWNER["id"]))
     cmd_id = hub.link._send("box", cmd, 10.0)  # the real path: signed with the hub's key

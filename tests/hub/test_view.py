@@ -20,7 +20,7 @@ from aipager.port.results import Declined, Failed, Gone, Started, Typed
 from aipager.port.rights import Reason
 from aipager.port.who import Person
 
-OWNER = Person(1, "owner", "owner", exempt=True)
+OWNER = Person(1, "owner", "owner", exempt=True, never_held=True)
 
 
 def doc(name, state=State.READY, **kw):
