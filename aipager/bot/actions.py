@@ -49,13 +49,15 @@ class Actions:
 
     def __init__(self, port: DaemonPort, state: ChatState, outbox: Outbox,
                  default_folder: Callable[[], str],
-                 privacy: Callable[[], Mode] = lambda: OFF) -> None:
+                 privacy: Callable[[], Mode] = lambda: OFF, service: Service | None = None) -> None:
         self.port = port
         self.env = port.env
         self.state = state
         self.outbox = outbox
         self._default_folder = default_folder
-        self.service = Service(port, default_folder)
+        #: the use cases: the one service ``main`` composed (a chat stood up alone, in a
+        #: test, gets its own over the same port)
+        self.service = service or Service(port, default_folder)
         #: private mode now (``bot.private``): what the chat's own replies may say
         self.privacy = privacy
         #: work a handler left running (a first message waiting for its session to start)

@@ -36,6 +36,7 @@ from aipager.bot.settle import Settle
 from aipager.bot.strangers import Strangers
 from aipager.daemon.model import Session, State
 from aipager.daemon.port import DaemonPort, SessionsView
+from aipager.daemon.service import Service
 
 log = logging.getLogger("aipager.bot")
 
@@ -128,6 +129,8 @@ class ChatBot:
         #: what the last run journaled and left unhandled (``inbox.load``, read once)
         self._left: list[dict[str, Any]] | None = None
         self.port: DaemonPort | None = None
+        #: the use cases (``attach``): None until bound, or for a chat stood up alone
+        self.service: Service | None = None
         #: private mode, read again when the config changes, told once when switched
         self.privacy = PrivacyWatch(self.env, self.members, self.state, self.outbox,
                                     self.chat_locale)
@@ -189,9 +192,11 @@ class ChatBot:
         self.state.forget_live(key)
         self.outbox.put(Post(chat_id, text, key=key), urgent=True)
 
-    def attach(self, port: DaemonPort) -> None:
-        """Bind to the daemon whose outputs this shows (before it serves)."""
+    def attach(self, port: DaemonPort, service: Service | None = None) -> None:
+        """Bind to the daemon whose outputs this shows, and to the service every use case
+        goes through (``main`` composes one for every surface), before it serves."""
         self.port = port
+        self.service = service
         self.notifier.started_at = port.started_at
         # Diff previews are a per-chat setting: the daemon makes them, the notifier
         # shows them only to chats that turned them on.
@@ -299,7 +304,7 @@ class ChatBot:
             msg = "attach the chat to the daemon's port before running it"
             raise RuntimeError(msg)
         actions = Actions(self.port, self.state, self.outbox, self._default_folder,
-                          privacy=self.privacy.mode)
+                          privacy=self.privacy.mode, service=self.service)
         self.notifier.release = actions.release
         dp = self.dispatcher(actions)
         self.outbox.start()

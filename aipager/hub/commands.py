@@ -43,7 +43,7 @@ class HostUnreachable(errors.SessionError):
 class Command:
     name: ClassVar[str] = ""
 
-    async def run(self, port: DaemonPort) -> Any:
+    async def run(self, port: DaemonPort, service: Service | None = None) -> Any:
         raise NotImplementedError
 
 
@@ -59,7 +59,7 @@ class Ask(Command):
     #: the hub's paths in a prompt's text → the files sent ahead (``transfer``)
     files: Mapping[str, str] = field(default_factory=dict)
 
-    async def run(self, port: DaemonPort) -> Result:
+    async def run(self, port: DaemonPort, service: Service | None = None) -> Result:
         command = self.command
         if self.files and isinstance(command, SendPrompt):
             command = dataclasses.replace(
@@ -69,7 +69,8 @@ class Ask(Command):
             # the hub's page offers the hub's folders: one this host lacks is its default
             # (the result names the folder it started in)
             command = dataclasses.replace(command, folder="")
-        return await Service(port, lambda: host_folder(port.env)).ask(command)
+        # this host's one service (``main`` composed it; a command run alone gets its own)
+        return await (service or Service(port, lambda: host_folder(port.env))).ask(command)
 
 
 def host_folder(env: Mapping[str, str]) -> str:
@@ -96,7 +97,7 @@ class PutFile(Command):
     #: copy in that person's folder too ("": in none)
     person: str = ""
 
-    async def run(self, port: DaemonPort) -> None:
+    async def run(self, port: DaemonPort, service: Service | None = None) -> None:
         transfer.put(port.env, self.file_id, self.filename, self.part, self.parts, self.data,
                      self.person)
 

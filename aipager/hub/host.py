@@ -36,6 +36,7 @@ from aipager import __version__
 from aipager.aio import stop_if_cancelled
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
+from aipager.daemon.service import Service
 from aipager.proto.errors import ConfigError, HubRefused
 from aipager.hub import codec, commands, layout, names, signing, supervise
 from aipager.hub.conn import connect, serve
@@ -71,6 +72,8 @@ class HostLink:
         self.host = names.check_host(creds.user)
         self.log = OutLog(layout.link_meta(self.env), layout.link_outbox(self.env))
         self.port: DaemonPort | None = None
+        #: the service that decides the hub's asks (``attach``)
+        self.service: Service | None = None
         self.connected = False
         #: wall-clock time ``connected`` last changed (None before the first try)
         self.since: float | None = None
@@ -92,9 +95,11 @@ class HostLink:
 
     # -- the daemon's side -----------------------------------------------------------
 
-    def attach(self, port: DaemonPort) -> None:
-        """Bind to the daemon whose outputs and sessions this publishes (before it serves)."""
+    def attach(self, port: DaemonPort, service: Service | None = None) -> None:
+        """Bind to the daemon whose outputs and sessions this publishes, and to the service
+        that decides the hub's asks (``main`` composes it), before it serves."""
         self.port = port
+        self.service = service or Service(port, lambda: commands.host_folder(port.env))
         # the hub's chat shows previews where a chat turned them on: make them
         port.set_previews(True)
         port.add_facts(self.facts)
@@ -318,7 +323,7 @@ class HostLink:
 
     async def _run(self, cmd: commands.Command, cmd_id: str, msg: Any) -> None:
         try:
-            value = await cmd.run(self._bound())
+            value = await cmd.run(self._bound(), self.service)
             answer = commands.result_to_json(value)
         except asyncio.CancelledError:
             raise

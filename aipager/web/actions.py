@@ -81,10 +81,13 @@ class WebActions:
     """
 
     def __init__(self, port: DaemonPort, live: WebNotifier, default_folder: Callable[[], str],
-                 spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
+                 spawn: Callable[[Coroutine[Any, Any, Any]], Any],
+                 service: Service | None = None) -> None:
         self.port = port
         self.env = port.env
-        self.service = Service(port, default_folder)
+        #: the use cases: the one service ``main`` composed (a page stood up alone, in a
+        #: test, gets its own over the same port)
+        self.service = service or Service(port, default_folder)
         self.live = live
         self._spawn = spawn
         #: the results of the page's last messages by their key (None: still being sent)

@@ -32,6 +32,7 @@ from aipager.aio import spawn
 from aipager import config
 from aipager.clients.members import Members
 from aipager.daemon.port import DaemonPort, SessionsView
+from aipager.daemon.service import Service
 from aipager.proto.errors import ConfigError
 from aipager.web.actions import WebActions, default_folder
 from aipager.proto import paths
@@ -168,11 +169,12 @@ class WebPage:
     def _config(self) -> config.Config | None:
         return self.members.current() if self.members else None
 
-    def attach(self, port: DaemonPort) -> None:
-        """Bind to the daemon whose sessions the page shows (before it serves)."""
+    def attach(self, port: DaemonPort, service: Service | None = None) -> None:
+        """Bind to the daemon whose sessions the page shows, and to the service every use
+        case goes through (``main`` composes one for every surface), before it serves."""
         self.port = port
         self.actions = WebActions(port, self.notifier, default_folder(self.env, self._config),
-                                  self._spawn)
+                                  self._spawn, service)
         port.add_facts(self.facts)
 
     def facts(self) -> dict[str, Any]:

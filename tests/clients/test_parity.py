@@ -489,7 +489,7 @@ async def test_compact_and_model_do_the_same_here_and_on_a_host(both):
             (str(p["text"]) for p in both.fake.calls_of("sendMessage")[start:]
              if needle in str(p["text"])), None), what=f"the chat's answer to {text}")
 
-    session = await both.started("jim")
+    await both.started("jim")
     jim = both.said("jim")
     assert "may not send messages" in await told(READER, "/compact jim", "may not")
     assert await told(GUEST, "/compact jim", "/compact") == f"📦 /compact sent to {jim}."

@@ -83,3 +83,18 @@ def test_the_page_checks_initdata_against_the_age_it_was_set_up_with():
     with pytest.raises(AuthError, match="too old"):
         page.people.telegram(init_data(owner, auth_date=int(time.time()) - 700))
     assert page.people.telegram(init_data(owner, auth_date=int(time.time()) - 500)).role == "owner"
+
+
+def test_the_chat_and_the_page_ask_one_service_the_root_composed():
+    """One door: ``main`` builds the service of the use cases once and hands it to every
+    surface; neither builds its own."""
+    from aipager.bot.service import ChatBot
+    from aipager.daemon.service import Service
+
+    env = dict(os.environ)
+    daemon = main.compose(env, config.Config(bot_token=TOKEN, chat_id=OWNER_ID))
+    # each surface reports its health to the daemon (``add_facts``): that is how to find them
+    clients = {type(f.__self__): f.__self__ for f in daemon.facts if hasattr(f, "__self__")}
+    chat, page = clients[ChatBot], clients[WebPage]
+    assert isinstance(chat.service, Service) and chat.service.port is daemon
+    assert page.actions.service is chat.service
