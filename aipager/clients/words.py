@@ -44,6 +44,7 @@ REASONS: dict[Reason, str] = {
     Reason.FOLDER_UNKNOWN: N_("aipager does not know {session}'s folder yet."),
     Reason.NO_MODEL: N_("Which model? For example: /model opus, /model sonnet."),
     Reason.NOT_ENDED: N_("{session} has no ended conversation to resume."),
+    Reason.OWNER_ASSIGNS: N_("Only the owner hands out or changes owner and admin roles."),
 }
 
 #: the permission modes a session may start in, as the chat and the page offer them

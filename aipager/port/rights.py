@@ -40,11 +40,16 @@ class Reason(StrEnum):
     FOLDER_UNKNOWN = "folder_unknown"
     NO_MODEL = "no_model"
     NOT_ENDED = "not_ended"
+    OWNER_ASSIGNS = "owner_assigns"
 
 
 #: the reasons that are about the person's rights (a surface may mark them 🔒)
 RIGHTS = frozenset({Reason.POLICY_UNUSABLE, Reason.MAY_NOT_PROMPT, Reason.ADMIN_ONLY,
-                    Reason.MAY_NOT_ANSWER, Reason.AUTHOR_STOPS, Reason.AUTHOR_ANSWERS})
+                    Reason.MAY_NOT_ANSWER, Reason.AUTHOR_STOPS, Reason.AUTHOR_ANSWERS,
+                    Reason.OWNER_ASSIGNS})
+
+#: the roles only the owner hands out, changes or takes away
+STRONG_ROLES = frozenset({"owner", "admin"})
 
 
 def check(person: Person, right: Right, authors: AbstractSet[object] | None = None) -> Reason | None:
@@ -68,4 +73,15 @@ def check(person: Person, right: Right, authors: AbstractSet[object] | None = No
     return None
 
 
-__all__ = ["RIGHTS", "Reason", "Right", "check"]
+def check_assign(person: Person, role: str, current: str | None) -> Reason | None:
+    """Why ``person`` may not make someone ``role`` (whose role is ``current``, None: not a
+    member yet), or None: an admin hands out the other roles, the owner also these."""
+    why = check(person, "manage")
+    if why is not None:
+        return why
+    if person.role != "owner" and (role in STRONG_ROLES or current in STRONG_ROLES):
+        return Reason.OWNER_ASSIGNS
+    return None
+
+
+__all__ = ["RIGHTS", "Reason", "Right", "STRONG_ROLES", "check", "check_assign"]

@@ -129,7 +129,8 @@ class WebActions:
         shown = prompts.words(text)
         # the conversation shows it at once, "sending", unless it is refused outright
         said = self.live.say(sess.name, "sent", shown, msg_id=str(msg_id), who=sender.tag,
-                             status="sending") if shown and sender.may_prompt else None
+                             status="sending") if shown and check(sender, SendPrompt.right) is None \
+            else None
         asked = await self.service.ask(SendPrompt(sender, sess.name, text, msg_id, WEB_CHAT))
         return self._shown(asked, said, sender, msg_id)
 

@@ -46,6 +46,7 @@ from aipager.locales import tr as _
 from aipager.proto import paths
 from aipager.clients.people import Sender
 from aipager.port import forms
+from aipager.port.rights import check
 from aipager.web import audit, strings, views
 from aipager.web.actions import Result, WebActions
 from aipager.web.auth import COOKIE, SESSION_TTL, Logins
@@ -175,7 +176,7 @@ async def get_changes(request: web.Request) -> web.Response:
 
 
 async def get_audit(request: web.Request) -> web.Response:
-    if not _sender(request).may_manage:
+    if check(_sender(request), "manage") is not None:
         raise web.HTTPForbidden(text="only an admin may read the audit log")
     try:
         limit = max(1, min(500, int(request.query.get("limit", "100"))))
@@ -234,7 +235,7 @@ async def post_session(request: web.Request) -> web.Response:
 
 
 async def get_folders(request: web.Request) -> web.Response:
-    if not _sender(request).may_manage:
+    if check(_sender(request), "manage") is not None:  # the right StartSession names
         raise web.HTTPForbidden(text="only an admin starts sessions")
     return web.json_response(await asyncio.to_thread(request.app[ACTIONS].folders))
 

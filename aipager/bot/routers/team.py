@@ -31,13 +31,15 @@ from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
 from aipager.bot.strangers import WINDOW, Strangers
 from aipager.bot.rights import MANAGE, need
+from aipager.clients.words import words
+from aipager.port.results import Declined
+from aipager.port.rights import check_assign
 from aipager.proto.errors import AipagerError, ConfigError
 
 log = logging.getLogger("aipager.bot")
 
 #: how long an invitation code works
 INVITE_SECONDS = 24 * 3600.0
-STRONG = ("owner", "admin")
 #: characters that show as nothing yet are letters or symbols to Unicode (fillers, blank braille)
 _BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
@@ -109,9 +111,9 @@ async def on_members(message: Message, actions: Actions, sender: Sender,
 
 
 def _may_assign(sender: Sender, role: str, current: str | None) -> str | None:
-    if sender.role != "owner" and (role in STRONG or current in STRONG):
-        return _("Only the owner hands out or changes owner and admin roles.")
-    return None
+    """The one rights check's refusal (``port.rights.check_assign``), in the chat's words."""
+    why = check_assign(sender, role, current)
+    return None if why is None else words(Declined(why), _)
 
 
 async def on_role(message: Message, command: CommandObject, actions: Actions, sender: Sender,
