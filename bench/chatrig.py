@@ -276,16 +276,8 @@ class Rig:
             if self._sock is not None:
                 self._sock.close()
                 self._sock = None
-            if self.proc is not None and self.proc.poll() is None:
-                kids = children(self.proc.pid)
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    for pid in [self.proc.pid, *kids]:
-                        with contextlib.suppress(OSError):
-                            os.kill(pid, signal.SIGKILL)
-                    self.proc.wait(5)
+            if self.proc is not None:
+                stop_process(self.proc)
         finally:
             self._stack.close()
 
@@ -433,6 +425,21 @@ def children(pid: int) -> list[int]:
                     found.append(kid)
                     todo.append(kid)
     return found
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM ``proc``; after 20 s, SIGKILL it and the children it had."""
+    if proc.poll() is not None:
+        return
+    kids = children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        for pid in [proc.pid, *kids]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(5)
 
 
 def proc_status(pid: int) -> dict[str, int]:

@@ -74,6 +74,8 @@ class Host:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.setblocking(False)
         self.turns: dict[str, int] = {}
+        #: the children of a daemon killed with ``kill``
+        self.orphans: list[int] = []
 
     def start(self) -> None:
         out = open(os.path.join(self.root, "daemon.out"), "ab")  # noqa: SIM115
@@ -103,24 +105,20 @@ class Host:
         return t
 
     def kill(self) -> None:
+        """``kill -9`` of the daemon alone (its drain lives on, reaped by ``close``)."""
         assert self.proc is not None
+        self.orphans = chatrig.children(self.proc.pid)
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
 
     def close(self) -> None:
         self.sock.close()
-        if self.proc is not None and self.proc.poll() is None:
-            kids = chatrig.children(self.proc.pid)
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                for pid in [self.proc.pid, *kids]:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-        for pid in chatrig.children(self.proc.pid) if self.proc is not None else ():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
+        if self.proc is not None:
+            drains = [*chatrig.children(self.proc.pid), *self.orphans]
+            chatrig.stop_process(self.proc)
+            for pid in drains:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
 
 
 def _wait(pred: Any, timeout: float, what: str) -> Any:
