@@ -33,7 +33,9 @@ async def test_a_prompt_runs_on_the_named_host_and_its_answer_comes_back_once(ma
     sess = await hub_sees(hub, "claude-jim@box")
     assert sess.label == "jim"  # alone: no host needed
     from aipager import __version__  # (the host names its version: the hub asks it)
-    assert hub.link.facts()["hub"]["hosts"]["box"]["version"] == __version__
+    # (with its first snapshot, which may come after the session's first output)
+    await eventually(lambda: hub.link.facts()["hub"]["hosts"]["box"]["version"] == __version__,
+                     20, "box's version known")
 
     msg = await machines.fake.user_says("/jim fix the failing test")
     typed = await eventually(lambda: box.sessions.typed, 30, "the prompt typed on box")

@@ -226,6 +226,22 @@ async def test_starting_asks_for_a_folder_and_the_trust_dialog_is_answered_on_th
     assert (session, kind) == ("claude-fresh", screen.Kind.TRUST)
 
 
+async def test_the_agent_picked_keeps_its_folder_notes_through_a_live_update(browser_page):
+    """The start form's folders say "Claude Code will ask to trust it" only while Claude Code
+    is the agent picked.  A live update redraws the page and puts the picked agent back:
+    the notes followed the default agent again (seen in the Codex e2e on a loaded run)."""
+    page = await browser_page.open("/")
+    folder = "form.new select[name=folder]"
+    assert "will ask to trust" in await page.inner_text(folder)  # HOME: not trusted
+    await page.select_option("form.new select[name=agent]", "codex")
+    assert "will ask to trust" not in await page.inner_text(folder)
+    browser_page.port.add_session(S, State.READY)
+    browser_page.live.emit(Card(session=S, text="✅ jim · ready", task=0))
+    await page.wait_for_selector(f"article.session[data-session='{S}']")
+    assert await page.eval_on_selector("form.new select[name=agent]", "s => s.value") == "codex"
+    assert "will ask to trust" not in await page.inner_text(folder)
+
+
 async def test_a_session_starts_in_the_mode_picked_and_its_changes_read_on_the_phone(
         browser_page):
     from aipager.daemon.worktree import Diff

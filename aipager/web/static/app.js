@@ -468,7 +468,11 @@ function putFields(kept) {
     const was = kept.get(fieldKey(el));
     if (!was) continue;
     if (el.type === "radio" || el.type === "checkbox") el.checked = was.checked;
-    else el.value = was.value;
+    else if (el.value !== was.value) {
+      el.value = was.value;
+      // what hangs on a choice (the folders' trust note on the agent's) follows it again
+      if (el.tagName === "SELECT") el.dispatchEvent(new Event("change"));
+    }
     if (was.focused) {
       el.focus();
       if (was.start !== null && el.setSelectionRange) el.setSelectionRange(was.start, was.end);
