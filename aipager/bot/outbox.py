@@ -80,7 +80,7 @@ from aiogram.utils.backoff import Backoff, BackoffConfig
 
 from aipager.aio import cancel_and_wait
 from aipager import locales
-from aipager.bot import i18n
+from aipager.bot import i18n, private
 from aipager.bot.chatstate import LIVE_KEPT, ChatState
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import TELEGRAM_LIMIT, u16_len
@@ -325,9 +325,12 @@ def _host(session: str) -> str:
 
 def _foldable(op: Op | str) -> TypeGuard[Post]:
     """A message of a session that may be folded into a count when its session floods the
-    chat: a plain post (an answer, a notice), not a live message (a request, a question,
-    the prompt's copy: each is edited or answered later), not a count already."""
-    return (isinstance(op, Post) and bool(op.session) and not op.key and not op.low
+    chat: a plain post (an answer, a notice) or a prompt's silent copy (a burst of tasks
+    typed at the terminal, each a copy and its answer: their answers reply to nothing then),
+    not a live message (a request, a question: each is edited or answered later), not a
+    count already."""
+    return (isinstance(op, Post) and bool(op.session) and not op.low
+            and (not op.key or (op.key.startswith(private.PROMPT_KEY_PREFIX) and not op.urgent))
             and not op.folded and not op.refusal and not op.sending)
 
 
@@ -666,7 +669,7 @@ class Outbox:
         # only a prompt's copy carries its answer: other posts (a reply to a command, a
         # notice) stay the messages they are
         if not (isinstance(first, Post) and isinstance(second, Post) and first.session
-                and first.key.startswith("typed:") and not first.urgent
+                and first.key.startswith(private.PROMPT_KEY_PREFIX) and not first.urgent
                 and first.markup is None and second.markup is None and not second.key
                 and not first.sending and not second.sending):
             return

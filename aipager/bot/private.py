@@ -196,10 +196,14 @@ def card_key(out: Card) -> str:
     return f"card:{out.session}:{out.task}"
 
 
+#: how the key of a prompt's copy begins (``prompt_key``)
+PROMPT_KEY_PREFIX = "typed:"
+
+
 def prompt_key(session: str, task_seq: Any) -> str:
     """The live-message key of the chat's copy of a prompt it has no message of (typed at
     the computer, sent from the page): the task's card and answer reply to it."""
-    return f"typed:{session}:{task_seq}"
+    return f"{PROMPT_KEY_PREFIX}{session}:{task_seq}"
 
 
 def card_line(label: str, sess: Session | None, now: float, seq: int) -> str:

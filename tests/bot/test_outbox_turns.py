@@ -252,3 +252,30 @@ async def test_a_sessions_flood_is_folded_into_a_count_and_its_newest_message():
     await chat.run(FOLD_AT)
     assert chat.bot.texts() == [f"⚠️ calm · notice {i}" for i in range(FOLD_AT)]
     await chat.close()
+
+
+async def test_a_burst_of_tasks_typed_at_the_terminal_folds_prompts_and_answers_alike():
+    """A session runs 100 short tasks typed at its terminal in ten seconds: each is the
+    prompt's silent copy and its answer.  A copy is not a live message (nothing edits it),
+    so its run folds as notices do: the chat is current within a minute, the newest answer
+    shown last, every copy and answer shown or counted once (seen in ``bench/fleet.py``,
+    where one turn a second kept a hub's chat 1,000 s behind)."""
+    from aipager.bot import private
+
+    chat = _Chat()
+    for i in range(100):
+        chat.box.put(Post(CHAT, f"⌨️ loop · typed at the computer:\ntask {i}",
+                          key=private.prompt_key("claude-loop", i), session="claude-loop"))
+        chat.box.put(Post(CHAT, f"loop\nanswer {i}.", session="claude-loop"), urgent=True)
+        if i % 10 == 9:
+            await chat.run(1.0)
+    await chat.run(60)
+    assert chat.box.idle()
+    texts = [t for t in chat.bot.texts() if "loop" in t]
+    assert len(texts) <= 30, len(texts)
+    assert texts[-1].endswith("answer 99.")
+    told = [t for t in texts if t.startswith("📦 loop · ")]
+    left_out = sum(int(t.split(" · ")[1].split()[0].replace(",", "")) for t in told)
+    shown = sum(t.count("task ") + t.count("answer ") for t in texts)
+    assert left_out + shown == 200
+    await chat.close()
