@@ -144,7 +144,8 @@ async def get_state(request: web.Request) -> web.Response:
     sender = _sender(request)
     return web.json_response({
         "me": views.me(sender, request[VIA], request.app[PEOPLE].private()),
-        "sessions": views.sessions(sessions, time.time(), _cards(live)),
+        "sessions": views.sessions(sessions, time.time(), _cards(live),
+                                   views.offline_hosts(actions.port.hosts())),
         "needs": views.needs(sessions, live.asked, sender, actions.at_trust_dialog),
         "seq": live.seq,
     })
@@ -152,14 +153,16 @@ async def get_state(request: web.Request) -> web.Response:
 
 async def get_sessions(request: web.Request) -> web.Response:
     actions, live = request.app[ACTIONS], request.app[LIVE]
-    return web.json_response(views.sessions(actions.port.sessions, time.time(), _cards(live)))
+    return web.json_response(views.sessions(actions.port.sessions, time.time(), _cards(live),
+                                            views.offline_hosts(actions.port.hosts())))
 
 
 async def get_session(request: web.Request) -> web.Response:
     sess = _session(request)
     actions, live = request.app[ACTIONS], request.app[LIVE]
     return web.json_response({
-        "session": views.session(sess, time.time(), _cards(live).get(sess.name)),
+        "session": views.session(sess, time.time(), _cards(live).get(sess.name),
+                                 views.offline_hosts(actions.port.hosts())),
         # what this session waits for, with its buttons (as on the first page; a chat
         # message in private mode opens here)
         "needs": views.needs(list(actions.port.sessions), live.asked, _sender(request),

@@ -38,6 +38,7 @@ PAGE = (
     N_("Or answer in words"),
     N_("Reason (sent with ❌ Deny)"),
     N_("Sessions"),
+    N_("unreachable"),
     N_("action"),
     N_("details"),
     N_("name"),

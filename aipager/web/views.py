@@ -8,13 +8,14 @@ rendered again in it, as the chat does.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import AbstractSet, Any, Callable, Iterable
 
 from aipager import agents, locales
 from aipager.clients import asking
 from aipager.clients.people import Sender, refusal
 from aipager.daemon import render
 from aipager.daemon.model import Request, Session, State
+from aipager.daemon.port import HostView
 from aipager.daemon.notifier import Form, Permission, Question
 from aipager.locales import tr as _
 
@@ -30,8 +31,10 @@ def me(sender: Sender, via: str, private: bool = False) -> dict[str, Any]:
                     "manage": sender.may_manage}}
 
 
-def session(sess: Session, now: float, card: str | None) -> dict[str, Any]:
-    """One session: state, model, context, cost and its live card."""
+def session(sess: Session, now: float, card: str | None,
+            offline: AbstractSet[str] = frozenset()) -> dict[str, Any]:
+    """One session: state, model, context, cost and its live card; ``unreachable`` when it
+    runs on a hub's host in ``offline`` (its state is what the host last said)."""
     task = sess.task
     started = task.started_at if task is not None else None
     running = sess.state in (State.WORKING, State.WAITING) and started is not None
@@ -47,7 +50,14 @@ def session(sess: Session, now: float, card: str | None) -> dict[str, Any]:
         "card": card if card is not None and not _again(sess) else (
             render.card(sess, now) if task else ""),
         "queued": sum(1 for m in sess.queue if m.status == "held"),
+        "unreachable": sess.name.rpartition("@")[2] in offline if "@" in sess.name else False,
     }
+
+
+def offline_hosts(hosts: Iterable[HostView]) -> frozenset[str]:
+    """The hub's hosts that went quiet (heard from once, not now): nothing reaches their
+    sessions."""
+    return frozenset(h.name for h in hosts if not h.local and h.last_seen and not h.online)
 
 
 def _again(sess: Session) -> bool:
@@ -56,9 +66,10 @@ def _again(sess: Session) -> bool:
     return not locales.english() and "@" not in sess.name
 
 
-def sessions(all_sessions: Iterable[Session], now: float, cards: dict[str, str]) -> list[dict]:
+def sessions(all_sessions: Iterable[Session], now: float, cards: dict[str, str],
+             offline: AbstractSet[str] = frozenset()) -> list[dict]:
     ordered = sorted(all_sessions, key=lambda s: (_ORDER.get(s.state, 9), s.label))
-    return [session(s, now, cards.get(s.name)) for s in ordered]
+    return [session(s, now, cards.get(s.name), offline) for s in ordered]
 
 
 def conversation(sess: Session, entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -118,3 +118,46 @@ def test_compose_hub_gives_the_chat_and_the_page_every_output(tmp_path):
         for step in reversed(cleanup):
             step()
     assert os.path.exists(env["HOME"])
+
+
+async def test_the_page_shows_a_quiet_hosts_sessions_unreachable(machines):
+    """A host whose heartbeats stopped: the hub's page shows its sessions as unreachable
+    (their state is only what the host last said), as /status does; a host still heard
+    from shows its own."""
+    import asyncio
+    import time
+
+    hub = machines.start_hub(web=True)
+    box = machines.start_host("box")
+    vm = machines.start_host("vm")
+    box.start("api")
+    vm.start("docs")
+    for name in ("claude-api@box", "claude-docs@vm"):
+        await hub_sees(hub, name)
+    await eventually(lambda: all(hub.link._online.get(h) for h in ("box", "vm")), 20,
+                     "both known online")
+    await box.stop()
+
+    async def box_silent() -> None:  # its heartbeats stopped a minute ago
+        while True:
+            h = hub.link.view.hosts["box"]
+            h.last_seen = min(h.last_seen, time.time() - 60)
+            await asyncio.sleep(0.2)
+
+    keeper = asyncio.ensure_future(box_silent())
+    client, base = await signed_in(hub)
+    try:
+        async def rows() -> dict:
+            async with client.get(f"{base}/api/sessions") as response:
+                listed = await response.json()
+            return {r["name"]: r for r in (listed["sessions"] if isinstance(listed, dict)
+                                          else listed)}
+
+        deadline = time.monotonic() + 20
+        while not (await rows())["claude-api@box"]["unreachable"]:
+            assert time.monotonic() < deadline, "box's session never shown unreachable"
+            await asyncio.sleep(0.2)
+        assert (await rows())["claude-docs@vm"]["unreachable"] is False
+    finally:
+        keeper.cancel()
+        await client.close()

@@ -47,6 +47,8 @@ function clear(selector) {
 // -- pieces ----------------------------------------------------------------------------
 
 function headline(s) {
+  // a hub's host that went quiet: its session's state is only what the host last said
+  if (s.unreachable) return `❔ ${s.label} · ${t("unreachable")}`;
   const parts = [`${ICON[s.state] || "•"} ${s.label}`, s.waiting_for ? (s.waiting_for === "question" || s.waiting_for === "form" ? t("waiting for your answer") : t("waiting for your approval")) : t(WORDS[s.state] || "")];
   if (s.elapsed) parts.push(s.elapsed);
   if (s.model) parts.push(s.model);
