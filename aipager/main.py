@@ -144,6 +144,7 @@ def compose_hub(env: Mapping[str, str], cfg: config.Config,
     hub = settings.from_config(cfg.extra)
     services: list[Callable[[Daemon], Awaitable[Any]]] = [lambda _daemon: heap.keep_trimmed()]
     if hub.embedded:
+        hub_creds.hub_nkey(env)  # (a hub made before: its password becomes a key now)
         embedded = server.EmbeddedServer(env, hub)
         embedded.start()
         cleanup.append(embedded.stop)

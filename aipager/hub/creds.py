@@ -2,7 +2,7 @@
 
 The hub keeps ``hub.json`` (0600)::
 
-    {"hub": {"password": "…"},
+    {"hub": {"seed": "SU…", "nkey": "UA…"},
      "hosts": {"box": {"nkey": "UA…", "created_at": 1760000000},
                "vm": {"password": "…", "created_at": 1760000000}}}
 
@@ -19,6 +19,11 @@ password instead (for a server that takes only those).  ``ca`` is the hub's
 certificate authority (``tls``) when the hub uses TLS: the host trusts that
 and nothing else.  ``hub_key`` is the hub's public signing key: the host runs only
 commands the hub signed, once, while fresh (``signing``).
+
+The hub signs in to its own server with an NKey too (``hub.seed``): the server's
+configuration holds only public keys (and the passwords of hosts invited with
+``--password``).  A hub made when it signed in with a password (``{"hub":
+{"password": …}}``) gets its key as it next starts (``hub_nkey``).
 
 The server grants each user only its own subjects (``server.render_config``):
 a credential is good for one host, never for another's sessions.
@@ -131,22 +136,61 @@ def load_hosts(env: Mapping[str, str]) -> dict[str, Any]:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except FileNotFoundError:
-        doc = {"hub": {"password": _secret()}, "hosts": {}}
+        if _nkeys_available():
+            seed, public = new_nkey()
+            doc = {"hub": {"seed": seed, "nkey": public}, "hosts": {}}
+        else:  # (the hub extra missing: the server still takes a password)
+            doc = {"hub": {"password": _secret()}, "hosts": {}}
         _write_private(path, doc)
         return doc
     except (OSError, ValueError) as exc:
         msg = f"cannot read {path}: {exc}"
         raise ConfigError(msg) from exc
+    hub = doc.get("hub") if isinstance(doc, dict) else None
     if (not isinstance(doc, dict) or not isinstance(doc.get("hosts"), dict)
-            or not isinstance((doc.get("hub") or {}).get("password"), str)):
+            or not isinstance(hub, dict)
+            or not (isinstance(hub.get("password"), str)
+                    or (isinstance(hub.get("seed"), str) and isinstance(hub.get("nkey"), str)))):
         msg = f"{path} is not a hub host list; move it away to start a new one"
         raise ConfigError(msg)
     return doc
 
 
 def hub_creds(env: Mapping[str, str]) -> Creds:
-    """What the hub itself connects to its embedded server with."""
-    return Creds(names.HUB_USER, load_hosts(env)["hub"]["password"])
+    """What the hub itself connects to its embedded server with: its NKey's seed (a hub
+    made before the hub signed in so: its password, until ``hub_nkey`` gives it a key)."""
+    hub = load_hosts(env)["hub"]
+    if isinstance(hub.get("seed"), str):
+        return Creds(names.HUB_USER, seed=hub["seed"])
+    return Creds(names.HUB_USER, hub["password"])
+
+
+def hub_public_key(env: Mapping[str, str]) -> str:
+    """The hub's own NKey's public half ("" for a hub that signs in with a password): all
+    the server's configuration holds of it."""
+    public = load_hosts(env)["hub"].get("nkey")
+    return public if isinstance(public, str) else ""
+
+
+def hub_nkey(env: Mapping[str, str]) -> None:
+    """Give a hub that signs in to its server with a password an NKey instead (its password
+    forgotten), so the server's configuration holds no secret of the hub's.  Called as the
+    hub starts, before it writes that configuration: a hub already running keeps signing
+    in as it did until its next start."""
+    doc = load_hosts(env)
+    if isinstance(doc["hub"].get("seed"), str) or not _nkeys_available():
+        return
+    seed, public = new_nkey()
+    doc["hub"] = {"seed": seed, "nkey": public}
+    _write_private(layout.hosts_file(env), doc)
+
+
+def _nkeys_available() -> bool:
+    try:
+        _nkeys()
+    except ConfigError:
+        return False
+    return True
 
 
 def _host_field(env: Mapping[str, str], key: str) -> dict[str, str]:

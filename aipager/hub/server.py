@@ -104,13 +104,14 @@ def _host_user(login: str, name: str) -> str:
 def render_config(listen: str, store: str, hub_password: str,
                   hosts: Mapping[str, str], *, nkeys: Mapping[str, str] | None = None,
                   tls_files: tls.TlsFiles | None = None,
-                  server_name: str = "aipager_hub") -> str:
+                  server_name: str = "aipager_hub", hub_nkey: str = "") -> str:
     """The server's configuration: JetStream on a file store, the hub's user with every
-    right, one user per host with only its own subjects (``hosts``: name → password,
-    ``nkeys``: name → NKey public key), and TLS required of every client when
-    ``tls_files`` are given."""
+    right (by the public half of its NKey ``hub_nkey``, else its password), one user per
+    host with only its own subjects (``hosts``: name → password, ``nkeys``: name → NKey
+    public key), and TLS required of every client when ``tls_files`` are given."""
     host, port = split_listen(listen)
-    users = [f"    {{user: {_q(names.HUB_USER)}, password: {_q(hub_password)}}}"]
+    users = [f"    {{nkey: {_q(hub_nkey)}}}" if hub_nkey else
+             f"    {{user: {_q(names.HUB_USER)}, password: {_q(hub_password)}}}"]
     for name, password in sorted(hosts.items()):
         users.append(_host_user(f"user: {_q(name)}, password: {_q(password)}", name))
     for name, public in sorted((nkeys or {}).items()):
@@ -136,12 +137,14 @@ def hub_tls(env: Mapping[str, str], settings: HubSettings) -> tls.TlsFiles | Non
 
 
 def write_config(env: Mapping[str, str], settings: HubSettings) -> str:
-    """Write the embedded server's configuration (0600: it holds passwords); returns it."""
+    """Write the embedded server's configuration (0600: a host invited with ``--password``
+    has it there); returns it."""
     layout.make_private(layout.hub_dir(env))
     layout.make_private(layout.store_dir(env))
     text = render_config(settings.listen, layout.store_dir(env),
                          creds.hub_creds(env).password, creds.host_passwords(env),
-                         nkeys=creds.host_nkeys(env), tls_files=hub_tls(env, settings))
+                         nkeys=creds.host_nkeys(env), tls_files=hub_tls(env, settings),
+                         hub_nkey=creds.hub_public_key(env))
     path = layout.server_config(env)
     fsio.write_atomic(path, text.encode(), 0o600, sync=True)
     return path

@@ -105,6 +105,41 @@ async def test_the_embedded_server_lets_in_whom_the_hub_invited_and_no_one_else(
     assert embedded.proc is None and not os.path.exists(layout.server_pid(env))
 
 
+async def test_the_hub_signs_in_with_a_key_and_its_servers_config_holds_no_secret_of_it(
+        hub_config):
+    """The hub's own login is an NKey: ``hub.json`` (0600) keeps its seed, the server's
+    configuration only its public half.  A hub made when it signed in with a password gets
+    a key at its next start (``creds.hub_nkey``), and the old password is refused then."""
+    env, _port = hub_config
+    hub = settings.from_config(config.load(env).extra)
+    old = "an-old-hub-password-from-before-keys"
+    os.makedirs(os.path.dirname(layout.hosts_file(env)), exist_ok=True)
+    with open(layout.hosts_file(env), "w") as fh:
+        json.dump({"hub": {"password": old}, "hosts": {}}, fh)
+    assert creds.hub_creds(env).password == old  # as it signed in before
+    creds.hub_nkey(env)  # (compose_hub, as the hub starts)
+    me = creds.hub_creds(env)
+    assert me.seed.startswith("SU") and not me.password
+    embedded = server.EmbeddedServer(env, hub)
+    embedded.start()
+    try:
+        conf = open(layout.server_config(env)).read()
+        assert creds.hub_public_key(env) in conf
+        assert me.seed not in conf and old not in conf and "password" not in conf
+        nc = await _eventually_connect(hub.client_url(), me)
+        js = nc.jetstream()
+        await js.account_info()  # the hub's every right
+        await nc.close()
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await _eventually_refused(hub.client_url(), creds.Creds("hub", old))
+    finally:
+        embedded.stop()
+    # a new hub starts with a key
+    os.remove(layout.hosts_file(env))
+    assert creds.hub_creds(env).seed and "password" not in json.load(
+        open(layout.hosts_file(env)))["hub"]
+
+
 def _login(who):
     return {"nkeys_seed_str": who.seed} if who.seed else {"user": who.user,
                                                          "password": who.password}
