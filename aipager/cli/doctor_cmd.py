@@ -296,6 +296,14 @@ def link_check(facts: Any, url: str, now: float) -> Check:
     when = (time.strftime(" since %H:%M:%S", time.localtime(since))
             if isinstance(since, (int, float)) and since <= now else "")
     if facts.get("connected"):
+        refused = _refused_commands(facts)
+        if refused:
+            # the link works, but someone with the hub's broker login sent what the hub
+            # did not sign, or sent a command again: none of it ran, and the owner should know
+            return Check("hub link", False, f"connected to {url}{when}; {refused}",
+                         "none of them ran; only the hub's own login may publish commands, "
+                         "so find out who else can read the hub's hub.json (the hub's state "
+                         "folder) or its server's address and login")
         return Check("hub link", True, f"connected to {url}{when}")
     if facts.get("revoked"):
         return Check("hub link", False, f"{facts.get('problem') or 'revoked'}{when}",
@@ -305,6 +313,17 @@ def link_check(facts: Any, url: str, now: float) -> Check:
     return Check("hub link", False, f"not connected{when or ' yet'}: the hub's broker at "
                  f"{url} does not answer", "check that the hub runs (`aipager start --hub`) "
                  "and that this machine reaches it")
+
+
+def _refused_commands(facts: dict[str, Any]) -> str:
+    """What the host refused of the commands it was sent, in words ("" for none)."""
+    replayed = facts.get("commands_replayed") or 0
+    refused = facts.get("commands_refused") or 0
+    if not isinstance(replayed, int) or not isinstance(refused, int) or not replayed + refused:
+        return ""
+    parts = ([f"{refused} unsigned, forged or stale"] if refused else []) + \
+        ([f"{replayed} sent again"] if replayed else [])
+    return f"refused {replayed + refused} command(s) since it started ({', '.join(parts)})"
 
 
 def _host_checks(env: dict[str, str], joined: Any) -> list[Check]:

@@ -315,3 +315,9 @@ async def test_a_replayed_or_old_command_is_refused_by_a_host_that_knows_the_hub
     await asyncio.sleep(0.5)
     assert len([t for t in box.sessions.typed if t[1] == "replay me"]) == 1
     assert session == "claude-jim"
+    # the host's doctor says so (from the facts its daemon saves), though the link works
+    from aipager.cli import doctor_cmd
+
+    said = doctor_cmd.link_check(box.link.facts()["hub_link"], "nats://hub", time.time())
+    assert not said.ok and "refused" in said.detail and "sent again" in said.detail, said
+    assert "none of them ran" in said.fix
