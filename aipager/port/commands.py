@@ -1,7 +1,10 @@
 """The use cases, one frozen record each, every one naming who asks (``Person``).
 
 Session names are internal (``claude-jim``; ``claude-jim@box`` on a hub).  A surface
-builds one, hands it to the service's ``ask`` and renders the result it gets back.
+builds one, hands it to the service's ``ask`` and renders the result it gets back.  Each
+record's ``right`` is what its person needs: ``Service.ask`` checks it once
+(``port.rights.check``) before the use case runs, and the chat's handler flags are read
+off it (``bot.rights``).
 """
 
 from __future__ import annotations
@@ -48,7 +51,6 @@ class AnswerForm:
     """Answer an MCP server's form (an elicitation): ``accept`` with ``content`` (field →
     value, checked against the form before it goes), or ``decline`` / ``cancel`` it."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "approve"
     who: Person
     session: str
@@ -65,7 +67,6 @@ class SendPrompt:
     ids); ``queued``: the daemon held it and released it now (typed, never held again).
     ``submitting`` is called once it is pasted, right before its Enter."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "prompt"
     who: Person
     session: str
@@ -87,7 +88,6 @@ class AnswerRequest:
     ``edit``: allow the call with this corrected command, path or URL instead, once the
     session's own safety policy allows it (the same check as the hook's)."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "approve"
     who: Person
     session: str
@@ -102,7 +102,6 @@ class AnswerRequest:
 class AnswerQuestion:
     """Answer every question of an AskUserQuestion dialog; None declines it."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "approve"
     who: Person
     session: str
@@ -114,7 +113,6 @@ class AnswerQuestion:
 class StartSession:
     """Start session ``name`` in ``folder`` ("": the machine's default folder)."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "manage"
     who: Person
     name: str
@@ -129,7 +127,6 @@ class StartSession:
 class StopTask:
     """⏹: interrupt what the session is doing."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "stop"
     who: Person
     session: str
@@ -139,7 +136,6 @@ class StopTask:
 class KillSession:
     """End the session (its dtach and Claude Code)."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "manage"
     who: Person
     session: str
@@ -149,7 +145,6 @@ class KillSession:
 class TrustFolder:
     """Answer Claude Code's folder trust dialog: trust it, or (``yes=False``) exit."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "manage"
     who: Person
     session: str
@@ -160,7 +155,6 @@ class TrustFolder:
 class CompactSession:
     """Claude Code's own ``/compact`` for the session's conversation."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "prompt"
     who: Person
     session: str
@@ -170,7 +164,6 @@ class CompactSession:
 class SwitchModel:
     """The session (alone) goes on with ``model`` (an alias such as ``opus`` or a model id)."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "manage"
     who: Person
     session: str
@@ -181,7 +174,6 @@ class SwitchModel:
 class ResumeSession:
     """Start an ended session again with its conversation, in its folder."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "manage"
     who: Person
     session: str
@@ -192,7 +184,6 @@ class ShowChanges:
     """``/diff``: what the session changed in its folder (its git work tree), as far as
     the asker's task could read it."""
 
-    #: what its person needs (``port.rights.check``, once, in ``Service.ask``)
     right: ClassVar[Right] = "prompt"
     who: Person
     session: str
