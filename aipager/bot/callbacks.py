@@ -5,9 +5,10 @@ and both are the daemon's business): they carry a short handle from
 ``ChatState.handle`` that the tap resolves again.  A handle the state no longer
 knows (an old button, forged data) resolves to nothing and the tap gets a toast.
 
-Each action is its own handler (``routers/taps.py``: ``SessionTap.filter(F.act ==
-SessionAct.STOP)``).  An act no enum has (forged data, a button of another version)
-fails to unpack, so no tap filter takes it and the catch-all says it expired.  aiogram
+Each action is its own handler (``routers/sessions.py`` and its siblings:
+``SessionTap.filter(F.act == SessionAct.STOP)``).  An act no enum has (forged data, a
+button of another version) fails to unpack, so no tap filter takes it and the catch-all
+says it expired.  aiogram
 packs an enum member as its value, so buttons already in the chat keep working, and
 ``pack`` refuses anything over Telegram's 64 bytes.
 """

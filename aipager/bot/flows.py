@@ -39,9 +39,9 @@ class NextMessage(StatesGroup):
 
     #: the name of the session ``/new`` starts (``routers.messages.on_session_name``)
     session_name = FSMState()
-    #: the answer, in words, to a question (its "Other…" button: ``routers.taps.on_other``)
+    #: the answer, in words, to a question (its "Other…" button: ``routers.questions.on_other``)
     answer = FSMState()
-    #: the corrected command or path of a request (its ✏️ button: ``routers.taps.on_edit``)
+    #: the corrected command or path of a request (its ✏️ button: ``routers.requests.on_edit``)
     edit = FSMState()
 
 

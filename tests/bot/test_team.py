@@ -387,7 +387,13 @@ def test_every_tap_handler_declares_its_right_and_a_commands_buttons_share_it():
     from aipager.bot import rights
     from aipager.bot.routers import commands, taps
 
-    handlers = taps.make_router().callback_query.handlers
+    def every(router):  # the taps come by feature, each its own router
+        yield from router.callback_query.handlers
+        for sub in router.sub_routers:
+            yield from every(sub)
+
+    handlers = list(every(taps.make_router()))
+    assert len(handlers) > 40
     assert all("rights" in h.flags for h in handlers), [h.callback.__name__ for h in handlers
                                                         if "rights" not in h.flags]
     by_name = {h.callback.__name__: h.flags["rights"] for h in handlers}
