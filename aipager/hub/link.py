@@ -366,6 +366,7 @@ class HubLink:
         rec = codec.read_out(msg.data)
         if isinstance(rec, BadRecord):
             return rec.reason
+        self._heard(host, msg)
         taken = self._taken.get(host)
         if taken is not None and taken[0] == rec.epoch and rec.seq <= int(taken[1]):
             self.counters["repeats_skipped"] += 1
@@ -381,6 +382,17 @@ class HubLink:
             log.exception("taking a record from %s failed", host)
             return f"the hub failed on it: {type(exc).__name__}"[:codec.REASON_CHARS]
         return None
+
+    def _heard(self, host: str, msg: Any) -> None:
+        """A record the host published is a sign of life as a snapshot is, as of when the
+        broker stored it (an old one read late says nothing of now): a host whose session
+        the hub learnt of from an output is not "not joined yet" until its first snapshot."""
+        try:
+            at = float(msg.metadata.timestamp.timestamp())
+        except Exception:  # noqa: BLE001 - a message without JetStream metadata
+            return
+        h = self.view.host(host)
+        h.last_seen = max(h.last_seen, min(at, time.time()))
 
     def _set_aside(self, msg: Any, reason: str) -> None:
         """A record that cannot be read: kept in the dead letters, the owner told (rationed)."""

@@ -172,6 +172,33 @@ def test_records_are_taken_once_per_host_epoch_and_number(hub):
     assert list(again.notifier.outputs) == []  # remembered across a restart
 
 
+def test_a_hosts_output_is_a_sign_of_life_as_of_when_the_broker_stored_it(hub):
+    """A session the hub learnt of from an output, before the host's first snapshot: its
+    host is online (a prompt for it was refused "has not joined yet", seen on a loaded
+    CI run); an output stored long ago and read late says nothing of now."""
+    import datetime
+    from types import SimpleNamespace
+
+    from aipager.hub.commands import HostUnreachable
+
+    _, link, _ = hub
+
+    def stored(subject, doc, ago):
+        msg = Msg(subject, doc)
+        at = datetime.datetime.fromtimestamp(time.time() - ago, datetime.timezone.utc)
+        msg.metadata = SimpleNamespace(timestamp=at)
+        return msg
+
+    with pytest.raises(HostUnreachable, match="has not joined yet"):
+        link.check_online("box")
+    assert link._take_one(stored("aipager.box.out", record("output", 1, out=notice("hi")), 0.5)) \
+        is None
+    link.check_online("box")  # online now
+    link._take_one(stored("aipager.vm.out", record("output", 1, out=notice("old")), 3600))
+    with pytest.raises(HostUnreachable, match="offline since"):
+        link.check_online("vm")
+
+
 async def test_an_answer_counts_only_from_the_host_the_command_went_to(hub):
     import asyncio
 
