@@ -117,7 +117,8 @@ def hosts(as_json: bool = typer.Option(False, "--json", help="Machine-readable."
         listed[name] = {"invited_at": entry.get("created_at"),
                         "online": bool(fact.get("online")) and running,
                         "last_seen": fact.get("last_seen") or None,
-                        "version": fact.get("version") or None}
+                        "version": fact.get("version") or None,
+                        "refused": fact.get("refused") or 0}
     if as_json:
         print_json(listed)
         return
@@ -138,7 +139,10 @@ def _host_state(row: dict, running: bool) -> str:
                                                  time.localtime(float(row["last_seen"])))
     else:
         state = "never joined"
-    return state + (f" · aipager {row['version']}" if row["version"] else "")
+    refused = row.get("refused") or 0
+    return state + (f" · aipager {row['version']}" if row["version"] else "") + (
+        f" · refused {refused} command(s) the hub did not sign, or sent again: only the "
+        "hub's login may publish commands" if refused else "")
 
 
 @app.command("revoke")

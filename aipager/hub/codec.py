@@ -92,6 +92,9 @@ class Snapshot:
     heartbeat: float | None
     #: the host's aipager version ("": older than the hubs that read it)
     version: str = ""
+    #: how many commands the host refused since it started (unsigned, forged, stale or
+    #: sent again): someone other than the hub publishes commands (None: not said)
+    refused: int | None = None
 
 
 @dataclass(frozen=True)
@@ -186,8 +189,13 @@ def _read_state(doc: Any) -> StateRecord:
     if not isinstance(version, str) or len(version) > 40:
         msg = "a snapshot's version must be a short text"
         raise CodecError(msg)
+    refused = doc.get("refused")
+    if refused is not None and (isinstance(refused, bool) or not isinstance(refused, int)
+                                or refused < 0):
+        msg = "a snapshot's refused commands must be a count"
+        raise CodecError(msg)
     return Snapshot(tuple(session_from_json(d) for d in docs), _stamp(doc.get("stamp")),
-                    float(heartbeat) if heartbeat is not None else None, version)
+                    float(heartbeat) if heartbeat is not None else None, version, refused)
 
 
 def _stamp(stamp: Any) -> tuple[int, int]:

@@ -234,7 +234,8 @@ class HostLink:
                 continue
             doc = {"sessions": [codec.session_to_json(s) for s in port.sessions],
                    "stamp": _stamp(), "sent_at": time.time(), "heartbeat": HEARTBEAT,
-                   "version": __version__}
+                   "version": __version__, "refused": self.counters["commands_refused"]
+                   + self.counters["commands_replayed"]}
             try:
                 await js.publish(subject, codec.dumps(doc))
             except asyncio.CancelledError:

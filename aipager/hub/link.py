@@ -191,7 +191,7 @@ class HubLink:
         return {"hub": {"url": self.url, "connected": self.connected, **self.counters,
                         "hosts": {h.name: {"online": h.online(now), "last_seen": h.last_seen,
                                            "sessions": len(h.sessions),
-                                           "version": h.version}
+                                           "version": h.version, "refused": h.refused}
                                   for h in self.view.hosts.values()}}}
 
     # -- the service -------------------------------------------------------------------
@@ -467,7 +467,7 @@ class HubLink:
         h = self.view.host(host)
         was_online, had = h.online(), self._live_names(host)
         self.view.note_snapshot(host, rec.sessions, rec.stamp, seen_at, rec.heartbeat,
-                                rec.version)
+                                rec.version, rec.refused)
         now = self._live_names(host)
         if h.online() and not was_online:
             log.info("host %s is online: sessions %s", host, ", ".join(now) or "none")

@@ -32,6 +32,8 @@ class Host:
     snapshot_stamp: tuple[int, int] = (0, 0)
     #: the aipager version its last snapshot named ("": one too old to name it)
     version: str = ""
+    #: the commands it refused since it started, as its last snapshot said (0: none said)
+    refused: int = 0
 
     def online(self, now: float | None = None) -> bool:
         now = time.time() if now is None else now
@@ -59,13 +61,15 @@ class HostsView:
 
     def note_snapshot(self, host: str, sessions: Iterable[Session], st: tuple[int, int],
                       seen_at: float, heartbeat: float | None = None,
-                      version: str | None = None) -> None:
+                      version: str | None = None, refused: int | None = None) -> None:
         """All of a host's sessions (they become the hub's copies); ones it no longer has
         are forgotten.  ``version``: the aipager the host runs (None: not said here)."""
         h = self.host(host)
         h.last_seen = max(h.last_seen, seen_at)
         if version is not None:
             h.version = version
+        if refused is not None:
+            h.refused = refused
         if heartbeat:
             h.heartbeat = float(heartbeat)
         if st <= h.snapshot_stamp:

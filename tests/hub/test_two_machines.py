@@ -321,3 +321,11 @@ async def test_a_replayed_or_old_command_is_refused_by_a_host_that_knows_the_hub
     said = doctor_cmd.link_check(box.link.facts()["hub_link"], "nats://hub", time.time())
     assert not said.ok and "refused" in said.detail and "sent again" in said.detail, said
     assert "none of them ran" in said.fix
+    # and the hub's owner sees it in `aipager hub hosts` (the host's next snapshot says it)
+    from aipager.cli import hub_cmd
+
+    await eventually(lambda: hub.link.facts()["hub"]["hosts"]["box"]["refused"] >= 3, 20,
+                     "the count at the hub")
+    row = {**hub.link.facts()["hub"]["hosts"]["box"], "version": ""}
+    told = hub_cmd._host_state(row, True)
+    assert told.startswith("online · refused ") and "only the hub's login" in told, told
