@@ -110,7 +110,7 @@ async def test_a_tap_answers_the_hosts_own_hook(machines):
     buttons = [b for row in req["reply_markup"]["inline_keyboard"] for b in row]
     allow = next(b for b in buttons if "Allow" in b["text"])
     await machines.fake.user_taps(req_id(req, machines), allow["callback_data"])
-    keys = await eventually(lambda: box.sessions.keys, 10, "keys pressed on box")
+    keys = await eventually(lambda: box.sessions.keys, 30, "keys pressed on box")
     assert keys[0][0] == session
     edited = await machines.fake.wait_for("editMessageText",
                                           lambda p: "make deploy" in str(p.get("text")))
