@@ -194,7 +194,9 @@ class Dispatcher:
         registry = self.ctx.registry
         sess = registry.ensure(name)
         if sess.state is State.GONE and key not in REVIVING:
-            if sess.end_reason != "vanished":
+            if sess.end_reason != "vanished" or key == "SessionEnd":
+                # (its own SessionEnd after its socket was seen gone: the same end, said
+                # once; reviving it to end it again said it twice, a killed session's too)
                 # A late event of a session that ended (events can be reordered):
                 # it must not bring back agents or rows.
                 return IGNORED

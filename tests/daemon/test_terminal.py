@@ -31,6 +31,24 @@ def test_discovery_registers_new_and_ends_vanished(core, notifier):
     assert reg.get("claude-b").state == State.UNKNOWN  # back again (resumed)
 
 
+def test_a_sessions_end_seen_first_by_its_socket_is_said_once(core, notifier):
+    """Killed: discovery sees the socket gone before Claude Code's SessionEnd hook arrives
+    (a loaded machine): the hook's event no longer brings the session back to end it again
+    (the chat said "Session ended" under its own "ended by @owner")."""
+    reg = core.registry
+    end = lambda sess, why: end_session(core.ctx, sess, why)  # noqa: E731
+    mark_discovered(reg, {"claude-b": "/s/b"}, end)
+    core.feed({"hook_event_name": "SessionStart", "session": "claude-b", "session_id": "s",
+               "source": "startup"})
+    mark_discovered(reg, {}, end)
+    core.feed({"hook_event_name": "SessionEnd", "session": "claude-b", "reason": "other"})
+    assert len(notifier.notices("session_end")) == 1
+    assert reg.get("claude-b").state == State.GONE
+    # a session that is clearly alive after all (it works) is still known again
+    core.feed({"hook_event_name": "UserPromptSubmit", "session": "claude-b", "prompt": "x"})
+    assert reg.get("claude-b").state == State.WORKING
+
+
 def _recording_session(name: str, stty: str, out):
     """A dtach session ``name`` whose program writes what it reads to ``out``."""
     env = dict(os.environ)
