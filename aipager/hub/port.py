@@ -180,10 +180,12 @@ class HubPort:
         return qualified(typing.cast(Result, got), machine)
 
     def _other_version(self, host: str) -> str:
-        """Why ``host`` cannot be asked: it runs another aipager than this hub ("": the
-        same, or not heard from yet)."""
+        """Why ``host`` cannot be asked: it runs another minor release of aipager than this
+        hub ("": the same release line, 0.1.x with 0.1.y, or not said yet: a host the hub
+        knows only from an output has sent no snapshot naming its version)."""
         h = self.link.view.hosts.get(host)
-        if h is None or not h.online() or h.version == __version__:
+        if h is None or not h.online() or h.snapshot_stamp == (0, 0) \
+                or _line(h.version) == _line(__version__):
             return ""  # (offline, unknown: the link says so in its own words)
         theirs = f"aipager {h.version}" if h.version else "an older aipager"
         return (f"{host} runs {theirs} and this hub aipager {__version__}: upgrade them "
@@ -344,3 +346,9 @@ def offline_since(link: HubLink, host: str) -> str:
         return ""
     return time.strftime("%H:%M", time.localtime(h.last_seen))
 
+
+def _line(version: str) -> tuple[str, ...] | None:
+    """A release's line (``0.1.3`` → ``("0", "1")``): releases of one line read each
+    other's records (``tests/hub/test_wire_versions.py``); None for none said."""
+    parts = version.split(".")
+    return tuple(parts[:2]) if len(parts) >= 2 and all(parts[:2]) else None

@@ -236,6 +236,12 @@ async def test_a_host_of_another_version_is_not_asked_and_the_words_say_why(hub)
     got = await service.ask(StopTask(OWNER, "claude-web@box"))
     assert isinstance(got, Failed) and "box runs an older aipager" in got.error
     assert sent == []
-    link.view.note_snapshot("box", [doc("web")], (1, 3), time.time(), version=__version__)
+    # a release of the same line (0.1.x with 0.1.y) is asked: they read each other's records
+    major, minor = __version__.split(".")[:2]
+    link.view.note_snapshot("box", [doc("web")], (1, 3), time.time(), version=f"{major}.{minor}.99")
+    await service.ask(StopTask(OWNER, "claude-web@box"))
+    assert sent, "a host of the same release line was not asked"
+    sent.clear()
+    link.view.note_snapshot("box", [doc("web")], (1, 4), time.time(), version=__version__)
     await service.ask(StopTask(OWNER, "claude-web@box"))
     assert len(sent) == 1  # the same version: asked
