@@ -207,6 +207,16 @@ def new_session_folder(env: Mapping[str, str], cfg: Config | None) -> str:
     return env.get("HOME") or os.path.expanduser("~")
 
 
+def default_folder(env: Mapping[str, str]) -> str:
+    """``new_session_folder`` of the config as it is now (read at each start: it can change);
+    HOME without a usable one (before setup, or a joined host, which needs none)."""
+    try:
+        cfg: Config | None = load(env)
+    except ConfigError:
+        cfg = None
+    return new_session_folder(env, cfg)
+
+
 def exists(env: Mapping[str, str]) -> bool:
     """Whether a config file is present (it may still be invalid)."""
     return os.path.isfile(paths.config_file(env))

@@ -80,14 +80,7 @@ def one_service(env: Mapping[str, str], port: DaemonPort) -> Service:
     """The use cases every surface asks (the chat, the page, the hub's hosts): one service
     over ``port``.  A session no folder is named for starts in the config's
     ``new_session_folder`` (read at each start: the config can change), else HOME."""
-    def folder() -> str:
-        try:
-            cfg: config.Config | None = config.load(env)
-        except ConfigError:
-            cfg = None  # (before setup, or a host: no config needed)
-        return config.new_session_folder(env, cfg)
-
-    return Service(port, folder)
+    return Service(port, lambda: config.default_folder(env))
 
 
 #: how often a daemon started before ``aipager setup`` looks for the config (one stat)

@@ -70,17 +70,7 @@ class Ask(Command):
             # (the result names the folder it started in)
             command = dataclasses.replace(command, folder="")
         # this host's one service (``main`` composed it; a command run alone gets its own)
-        return await (service or Service(port, lambda: host_folder(port.env))).ask(command)
-
-
-def host_folder(env: Mapping[str, str]) -> str:
-    """Where a host starts a session no folder was named for: its config's
-    ``new_session_folder`` when it has one, else its HOME."""
-    try:
-        cfg: config.Config | None = config.load(env)
-    except errors.AipagerError:
-        cfg = None  # (a host needs no config: its HOME)
-    return config.new_session_folder(env, cfg)
+        return await (service or Service(port, lambda: config.default_folder(port.env))).ask(command)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import logging
 import time
 from typing import Any, Callable, Mapping
 
-from aipager import __version__
+from aipager import __version__, config
 from aipager.aio import stop_if_cancelled
 from aipager.daemon.notifier import Output
 from aipager.daemon.port import DaemonPort
@@ -99,7 +99,7 @@ class HostLink:
         """Bind to the daemon whose outputs and sessions this publishes, and to the service
         that decides the hub's asks (``main`` composes it), before it serves."""
         self.port = port
-        self.service = service or Service(port, lambda: commands.host_folder(port.env))
+        self.service = service or Service(port, lambda: config.default_folder(port.env))
         # the hub's chat shows previews where a chat turned them on: make them
         port.set_previews(True)
         port.add_facts(self.facts)
