@@ -3,7 +3,7 @@
 The daemon (``aipager.daemon``) knows nothing of its clients: it takes a
 ``Notifier`` for its outputs and long-running services.  The chat
 (``aipager.bot``) and the web page (``aipager.web``) know the daemon only through
-its port (``aipager.daemon.port``).  This module, above them, is the one place
+its port (``aipager.port.backend``).  This module, above them, is the one place
 that builds the daemon and the one service of its use cases (``one_service``) and
 hands both to each; ``aipager start`` runs it.
 
@@ -30,8 +30,9 @@ from typing import Any, Awaitable, Callable, Mapping
 from aipager import config, heap
 from aipager.daemon import persist
 from aipager.daemon.app import Daemon, run_daemon
-from aipager.daemon.notifier import FanoutNotifier, Notifier
-from aipager.daemon.port import DaemonPort
+from aipager.port.outputs import FanoutNotifier, Notifier
+from aipager.port.backend import DaemonPort
+from aipager.port.door import Port
 from aipager.daemon.service import Service
 from aipager.proto import paths
 from aipager.proto.errors import ConfigError
@@ -49,7 +50,7 @@ def compose(env: Mapping[str, str], cfg: config.Config | None, *, web: bool = Tr
     (unless ``web`` is off), each given the daemon's outputs and run as its service."""
     notifiers: list[Notifier] = []
     services: list[Callable[[Daemon], Awaitable[Any]]] = [lambda _daemon: heap.keep_trimmed()]
-    attach: list[Callable[[Daemon, Service], None]] = []
+    attach: list[Callable[[Port], None]] = []
     if cfg is not None:
         from aipager.bot.service import chat_bot
 
@@ -70,15 +71,15 @@ def compose(env: Mapping[str, str], cfg: config.Config | None, *, web: bool = Tr
         # saved the config, with no restart (nobody need stop a daemon in the foreground)
         services.append(lambda daemon: chat_once_set_up(env, notifier, daemon))
     daemon = Daemon(env, notifier=notifier, services=services)
-    service = one_service(env, daemon)
+    door = one_service(env, daemon)
     for bind in attach:
-        bind(daemon, service)
+        bind(door)
     return daemon
 
 
 def one_service(env: Mapping[str, str], port: DaemonPort) -> Service:
-    """The use cases every surface asks (the chat, the page, the hub's hosts): one service
-    over ``port``.  A session no folder is named for starts in the config's
+    """The one door every surface holds (the chat, the page, a host's link): the service
+    of the use cases over ``port``, with its read-only view.  A session no folder is named for starts in the config's
     ``new_session_folder`` (read at each start: the config can change), else HOME."""
     return Service(port, lambda: config.default_folder(env))
 
@@ -110,7 +111,7 @@ async def chat_once_set_up(env: Mapping[str, str], fanout: FanoutNotifier, daemo
 
     chat = chat_bot(env, cfg, {})  # a chat new to this daemon: nothing of a last run
     fanout.add(chat.notifier)
-    chat.attach(daemon, one_service(env, daemon))
+    chat.attach(one_service(env, daemon))
     log.info("aipager setup saved a config: the Telegram chat starts")
     await chat.run()
 
@@ -150,7 +151,7 @@ def compose_hub(env: Mapping[str, str], cfg: config.Config,
         who = hub_creds.read_creds(hub.creds)
     chat = chat_bot(env, cfg, persist.load_state(env))
     notifier: Notifier = chat.notifier
-    attach: list[Callable[[HubPort, Service], None]] = [chat.attach]
+    attach: list[Callable[[Port], None]] = [chat.attach]
     if web:
         from aipager.web.service import web_page
 
@@ -164,9 +165,9 @@ def compose_hub(env: Mapping[str, str], cfg: config.Config,
     daemon = Daemon(env, notifier=notifier,
                     services=[lambda _daemon: chat.run(), link.run, *services])
     port = HubPort(daemon, link)
-    service = one_service(env, port)
+    door = one_service(env, port)
     for bind in attach:
-        bind(port, service)
+        bind(door)
     daemon.add_facts(link.facts)
     link.on_change = lambda: daemon.save(force=True)  # `aipager status` shows the hosts
     return daemon
@@ -185,7 +186,7 @@ def compose_host(env: Mapping[str, str], url: str, creds_file: str) -> Daemon:
     who = read_creds(creds_file)
     link = HostLink(env, url or who.url, who)
     daemon = Daemon(env, notifier=link, services=[link.run])
-    link.attach(daemon, one_service(env, daemon))
+    link.attach(one_service(env, daemon))
     link.on_change = lambda: daemon.save(force=True)
     return daemon
 

@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from tests.support.door import door
 
 GROUP = "hub"
 BURST = 2000
@@ -60,7 +61,7 @@ class Arrivals:
 
 async def _measure(args, root: str, url: str) -> list[dict]:
     from aipager.daemon.app import Daemon
-    from aipager.daemon.notifier import Notice, NoticeName
+    from aipager.port.outputs import Notice, NoticeName
     from aipager.hub.creds import Creds
     from aipager.hub.host import HostLink
     from aipager.hub.link import HubLink
@@ -83,7 +84,7 @@ async def _measure(args, root: str, url: str) -> list[dict]:
     host_env = _instance(root, "box")
     link = HostLink(host_env, url, Creds("box", "box-pw"))
     host = Daemon(host_env, notifier=link)
-    link.attach(host)
+    link.attach(door(host))
     tasks = [asyncio.create_task(hub.run()), asyncio.create_task(link.run())]
     try:
         while not (hub.connected and link.connected and "box" in hub.view.hosts):

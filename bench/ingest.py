@@ -356,7 +356,7 @@ def measure(quick: bool = False, python_drain: bool = False, system_queue: bool 
 def core_rate(n: int) -> float:
     """Events/s the daemon core handles in this process (decode, route, handlers): no socket."""
     from aipager.daemon.core import DaemonCore
-    from aipager.daemon.notifier import RecordingNotifier
+    from aipager.port.outputs import RecordingNotifier
 
     core = DaemonCore(RecordingNotifier(maxlen=1000), read_answer=lambda p: None)
     core.feed_bytes(json.dumps({"hook_event_name": "UserPromptSubmit", "session": "claude-core",

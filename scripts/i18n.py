@@ -24,7 +24,7 @@ TEMPLATE = os.path.join(LOCALES, "aipager.pot")
 #: where the words are: the chat, the clients' shared rules, the menu, the daemon's card
 #: lines (which the chat renders again in its language), and the page's (its own words, and
 #: what its server says)
-SOURCES = ("aipager/bot", "aipager/clients", "aipager/chatcommands.py", "aipager/daemon/render.py",
+SOURCES = ("aipager/bot", "aipager/clients", "aipager/chatcommands.py", "aipager/texts/render.py",
            "aipager/web/strings.py", "aipager/web/actions.py", "aipager/web/views.py",
            "aipager/web/routes.py", "aipager/daemon/service.py")
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}

@@ -1,8 +1,8 @@
 """What the chat does to sessions: deliver a message, start, stop, kill, compact, switch model.
 
 Handlers stay thin and call these.  Everything reaches the daemon through its
-port (``aipager.daemon.port.DaemonPort``): typing, keys, answers, sessions, the
-audit; what the chat reads of sessions is the port's read-only view.  Feedback
+door ``main`` hands it (``aipager.port.door.Port``): every use case is a command
+for ``ask``; what the chat reads of sessions is the door's read-only view.  Feedback
 to the person goes through the outbox, like every other output.
 """
 
@@ -18,17 +18,17 @@ from aipager.bot.outbox import Outbox, Post, React
 from aipager.bot.private import OFF, Mode
 from aipager.bot.i18n import _
 from aipager.clients.words import words
-from aipager.daemon.service import Service
-from aipager.port.commands import AnswerQuestion, SendPrompt
+from aipager.port.commands import AnswerQuestion, QuestionAnswer, SendPrompt
 from aipager.port.results import Declined, Failed, Held, Typed
 from aipager.port.results import Result as PortResult
 from aipager.port.rights import Reason, Right
 from aipager.port.who import Person
 from aipager.clients import people
 from aipager.clients.people import Sender, author_label, task_authors  # noqa: F401
-from aipager.daemon.dialogkeys import Answer as QuestionAnswer
-from aipager.daemon.model import Session, State
-from aipager.daemon.port import DaemonPort, SessionsView, Who
+from aipager.port.model import Session, State
+from aipager.port.backend import SessionsView
+from aipager.port.door import Port
+from aipager.port.who import Who
 
 log = logging.getLogger("aipager.bot")
 
@@ -42,22 +42,16 @@ class Actions:
     """The chat's operations.
 
     Args:
-        port: the daemon, as its clients see it.
+        port: the one door ``main`` composed (``port.door.Port``).
         state: the chat state; outbox: where feedback goes.
-        default_folder: where ``/new`` starts sessions (asked each time: the config can change).
     """
 
-    def __init__(self, port: DaemonPort, state: ChatState, outbox: Outbox,
-                 default_folder: Callable[[], str],
-                 privacy: Callable[[], Mode] = lambda: OFF, service: Service | None = None) -> None:
+    def __init__(self, port: Port, state: ChatState, outbox: Outbox,
+                 privacy: Callable[[], Mode] = lambda: OFF) -> None:
         self.port = port
         self.env = port.env
         self.state = state
         self.outbox = outbox
-        self._default_folder = default_folder
-        #: the use cases: the one service ``main`` composed (a chat stood up alone, in a
-        #: test, gets its own over the same port)
-        self.service = service or Service(port, default_folder)
         #: private mode now (``bot.private``): what the chat's own replies may say
         self.privacy = privacy
         #: work a handler left running (a first message waiting for its session to start)
@@ -68,7 +62,7 @@ class Actions:
     @property
     def default_folder(self) -> str:
         """Where /new starts sessions (the config's ``new_session_folder``, else HOME)."""
-        return self._default_folder()
+        return self.port.default_folder()
 
     @property
     def registry(self) -> SessionsView:
@@ -161,7 +155,7 @@ class Actions:
 
     async def _send(self, command: SendPrompt) -> str:
         chat_id, msg_id = int(command.chat_id), command.msg_id
-        result = await self.service.ask(command)
+        result = await self.port.ask(command)
         match result:
             case Typed():
                 return "typed"
@@ -228,7 +222,7 @@ class Actions:
         ``request_answered`` output."""
         answers = None if decline else [
             QuestionAnswer(list(a.get("picks", [])), a.get("text", "")) for a in ask["answers"]]
-        return await self.service.ask(AnswerQuestion(sender, ask["session"], ask["key"],
+        return await self.port.ask(AnswerQuestion(sender, ask["session"], ask["key"],
                                                      answers))
 
 

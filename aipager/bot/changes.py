@@ -19,7 +19,7 @@ from aipager.bot.markdown import u16_len
 from aipager.bot.outbox import Post, Upload
 from aipager.clients import asking
 from aipager.clients.words import changes_head, words
-from aipager.daemon.model import Session
+from aipager.port.model import Session
 from aipager.port.commands import ShowChanges
 from aipager.port.results import Changes
 from aipager.port.rights import RIGHTS
@@ -30,7 +30,7 @@ SHOWN = 3000
 
 async def show(actions: Actions, chat_id: int, reply_to: int | None, sender: Sender,
                sess: Session) -> None:
-    result = await actions.service.ask(ShowChanges(sender, sess.name))
+    result = await actions.port.ask(ShowChanges(sender, sess.name))
     if not isinstance(result, Changes):
         lock = "🔒 " if getattr(result, "reason", None) in RIGHTS else ""
         actions.say(chat_id, lock + words(result, _), reply_to=reply_to)

@@ -22,7 +22,7 @@ from aipager.bot.notify import kill_key
 from aipager.bot.outbox import Live, Post
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import words
-from aipager.daemon.model import Session
+from aipager.port.model import Session
 from aipager.port import forms
 from aipager.port.commands import AnswerForm, CompactSession
 from aipager.port.forms import FormAction
@@ -98,7 +98,7 @@ def offer_picker(actions: Actions, message: Message, text: str, sender: Sender, 
 
 
 async def compact(actions: Actions, chat_id: int, sess: Session, sender: Sender) -> None:
-    result = await actions.service.ask(CompactSession(sender, sess.name))
+    result = await actions.port.ask(CompactSession(sender, sess.name))
     said(actions, chat_id, result, session=sess.name)
 
 
@@ -193,7 +193,7 @@ async def answer_form(actions: Actions, ask: dict, sender: Sender,
                       action: FormAction) -> Result:
     """Send the form's values (accept), or decline or cancel it, through the service (which
     checks the values against the form); the verdict line follows its close."""
-    return await actions.service.ask(AnswerForm(sender, ask["session"], ask["key"], action,
+    return await actions.port.ask(AnswerForm(sender, ask["session"], ask["key"], action,
                                                 dict(ask["values"]) if action == "accept"
                                                 else {}))
 

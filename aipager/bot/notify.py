@@ -42,9 +42,9 @@ from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
 from aipager.clients import asking
-from aipager.daemon import render
-from aipager.daemon.model import Session, Task
-from aipager.daemon.notifier import (Answer, Card, Diff, Files, Form, Notice, NoticeName, Output,
+from aipager.texts import render
+from aipager.port.model import Session, Task
+from aipager.port.outputs import (Answer, Card, Diff, Files, Form, Notice, NoticeName, Output,
                                      Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed, RequestUpdate,
                                      StateChanged)

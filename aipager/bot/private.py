@@ -29,11 +29,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from aipager.bot.i18n import N_, _, ngettext
-from aipager.daemon.model import Session, State
-from aipager.daemon.notifier import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
+from aipager.port.model import Session, State
+from aipager.port.outputs import (Answer, Card, Diff, Files, Notice, NoticeName, Output,
                                      Form, Permission, Prompted, Question, Reaction, Release,
                                      RequestAnswered, RequestClosed, RequestUpdate, StateChanged)
-from aipager.daemon.render import PLAN_TOOL, elapsed
+from aipager.texts.render import PLAN_TOOL, elapsed
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 ``ChatBot`` builds the aiogram ``Bot`` and ``Dispatcher`` (routers per concern,
 the access middleware), the outbox, the chat state and the daemon-facing
-``ChatNotifier``.  ``attach(port)`` binds it to the daemon's port
-(``aipager.daemon.port``); ``run()`` is the service the composition root
+``ChatNotifier``.  ``attach(port)`` binds it to the one door
+(``aipager.port.door.Port``); ``run()`` is the service the composition root
 (``aipager.main``) has the daemon start:
 it handles first the updates the last run journaled and did not handle (``inbox``),
 then polls for updates and keeps the command menu, the typing indicator and the
@@ -34,9 +34,9 @@ from aipager.bot.outbox import Action, Live, Outbox, Post
 from aipager.bot.policywatch import PolicyWatch
 from aipager.bot.settle import Settle
 from aipager.bot.strangers import Strangers
-from aipager.daemon.model import Session, State
-from aipager.daemon.port import DaemonPort, SessionsView
-from aipager.daemon.service import Service
+from aipager.port.model import Session, State
+from aipager.port.backend import SessionsView
+from aipager.port.door import Port
 
 log = logging.getLogger("aipager.bot")
 
@@ -128,9 +128,8 @@ class ChatBot:
                                  on_change=lambda: self._changed(False))
         #: what the last run journaled and left unhandled (``inbox.load``, read once)
         self._left: list[dict[str, Any]] | None = None
-        self.port: DaemonPort | None = None
-        #: the use cases (``attach``): None until bound, or for a chat stood up alone
-        self.service: Service | None = None
+        #: the one door ``main`` composed (``attach``)
+        self.port: Port | None = None
         #: private mode, read again when the config changes, told once when switched
         self.privacy = PrivacyWatch(self.env, self.members, self.state, self.outbox,
                                     self.chat_locale)
@@ -192,11 +191,10 @@ class ChatBot:
         self.state.forget_live(key)
         self.outbox.put(Post(chat_id, text, key=key), urgent=True)
 
-    def attach(self, port: DaemonPort, service: Service | None = None) -> None:
-        """Bind to the daemon whose outputs this shows, and to the service every use case
-        goes through (``main`` composes one for every surface), before it serves."""
+    def attach(self, port: Port) -> None:
+        """Bind to the one door ``main`` composed for every surface (the use cases and the
+        daemon's read-only view), before it serves."""
         self.port = port
-        self.service = service
         self.notifier.started_at = port.started_at
         # Diff previews are a per-chat setting: the daemon makes them, the notifier
         # shows them only to chats that turned them on.
@@ -234,9 +232,6 @@ class ChatBot:
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         spawn(self._tasks, coro, log, "a chat action")
-
-    def _default_folder(self) -> str:
-        return config.new_session_folder(self.env, self.members.current())
 
     # -- state saving ---------------------------------------------------------------
 
@@ -303,8 +298,7 @@ class ChatBot:
         if self.port is None:
             msg = "attach the chat to the daemon's port before running it"
             raise RuntimeError(msg)
-        actions = Actions(self.port, self.state, self.outbox, self._default_folder,
-                          privacy=self.privacy.mode, service=self.service)
+        actions = Actions(self.port, self.state, self.outbox, privacy=self.privacy.mode)
         self.notifier.release = actions.release
         dp = self.dispatcher(actions)
         self.outbox.start()

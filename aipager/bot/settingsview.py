@@ -29,7 +29,7 @@ def voice_model_line(env: Mapping[str, str]) -> str:
     import importlib.util
 
     from aipager import config
-    from aipager.bot import speech
+    from aipager.bot import speech, voicemodels
 
     if importlib.util.find_spec("faster_whisper") is None:
         return _("🎙 Voice model: none (aipager's voice extra is not installed, about 450 MB)")
@@ -37,7 +37,7 @@ def voice_model_line(env: Mapping[str, str]) -> str:
         cfg: config.Config | None = config.load(env)
     except Exception:  # noqa: BLE001 - a config the daemon runs without: the default
         cfg = None
-    spec = speech.model_spec(env, cfg)
+    spec = voicemodels.model_spec(env, cfg)
     if speech.is_folder(spec):
         return _("🎙 Voice model: {name} (a folder on this computer)").format(name=spec)
     return _("🎙 Voice model: {name}, fetched at the first voice note unless already here "

@@ -26,10 +26,8 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from aipager import config
-from aipager.proto import paths
 from aipager.proto.errors import AipagerError
 
 log = logging.getLogger("aipager.bot")
@@ -166,30 +164,6 @@ class Transcript:
     def mostly_unheard(self) -> bool:
         """Whether enough of the speech gave no text that the person must be told."""
         return self.unheard >= UNHEARD_SECONDS and self.unheard >= UNHEARD_SHARE * self.speech
-
-
-def chosen(env: Mapping[str, str], cfg: config.Config | None = None) -> str:
-    """The model as it was named: ``ENV_MODEL``, else the config's ``voice_model``, else
-    the choice made before setup (``voicemodels.read_choice``), else ``DEFAULT_MODEL``."""
-    from aipager.bot import voicemodels
-
-    spec = (env.get(ENV_MODEL) or "").strip()
-    if not spec and cfg is not None and isinstance(cfg.extra.get(CONFIG_KEY), str):
-        spec = cfg.extra[CONFIG_KEY].strip()
-    return spec or voicemodels.read_choice(env) or DEFAULT_MODEL
-
-
-def model_spec(env: Mapping[str, str], cfg: config.Config | None = None) -> str:
-    """The model to use (``chosen``): a folder given as ``~/…`` is expanded against the
-    daemon's HOME, and a name aipager has fetched into its own folder is that folder."""
-    from aipager.bot import voicemodels
-
-    spec = chosen(env, cfg)
-    if spec == "~" or spec.startswith("~/"):
-        spec = paths.home(env) + spec[1:]
-    if not is_folder(spec) and is_model(own := voicemodels.own_folder(env, spec)):
-        return own
-    return spec
 
 
 def is_folder(spec: str) -> bool:
@@ -486,7 +460,7 @@ def unload_idle(now: float) -> bool:
 
 __all__ = ["CONFIG_KEY", "CUT_SLACK", "CutShort", "DEFAULT_MODEL", "ENV_MODEL", "FETCH_MB",
            "IDLE_UNLOAD", "MIN_SECONDS", "ModelUnavailable", "NotInstalled", "Progress",
-           "TooShort", "Transcript", "VoiceError", "WrongLanguage", "chosen", "cuts",
+           "TooShort", "Transcript", "VoiceError", "WrongLanguage", "cuts",
            "doubted", "fetch", "followed", "hint_of", "is_folder", "is_model", "loaded",
-           "model_spec", "on_disk", "package_folder", "pick_language", "transcribe",
+           "on_disk", "package_folder", "pick_language", "transcribe",
            "unheard_seconds", "unload_idle", "whisper"]

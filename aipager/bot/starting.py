@@ -29,8 +29,8 @@ from aipager.bot.callbacks import NewTap, SessionAct, SessionTap
 from aipager.bot.i18n import _
 from aipager.bot.outbox import Live
 from aipager.clients.words import MODE_NAMES, words
-from aipager.daemon import folders
-from aipager.daemon.model import Session, State
+from aipager import folders
+from aipager.port.model import Session, State
 from aipager.port.commands import Mode, StartSession
 from aipager.port.results import Started
 from aipager.proto.errors import AipagerError, InvalidSessionName
@@ -75,7 +75,7 @@ def folders_to_offer(actions: Actions, agent: agents.Agent = agents.CLAUDE
     agent is not Claude Code, whose trust they are)."""
     if actions.privacy().on or agent is not agents.CLAUDE:
         return None  # folder names are content: private mode chooses on the page
-    trusted = actions.service.trusted()
+    trusted = actions.port.trusted()
     default = actions.default_folder
     if not trusted or folders.is_trusted(default, trusted):
         return None
@@ -115,7 +115,7 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
     mode = new_mode(actions, chat_id)
     agent = new_agent(actions, chat_id)
     try:
-        result = await actions.service.ask(StartSession(
+        result = await actions.port.ask(StartSession(
             sender, name, folder, mode=mode,
             agent="" if agent is agents.CLAUDE else agent.name))
     except InvalidSessionName:
@@ -148,7 +148,7 @@ async def start(actions: Actions, chat_id: int, reply_to: int, sender: Sender, n
     if sess is not None and not agent.announces_start:
         # no hook says it started: its screen does, or shows its trust dialog first
         await _first_look(actions, session)
-    if sess is not None and actions.service.at_trust_dialog(sess):
+    if sess is not None and actions.port.at_trust_dialog(sess):
         ask_trust(actions, chat_id, sess)
         if first:  # typed once the dialog is answered and Claude Code started
             task = asyncio.create_task(_first_when_ready(actions, chat_id, reply_to, sender,

@@ -1,6 +1,6 @@
 """The chat's words and buttons: pure functions of sessions and settings (no I/O).
 
-Card and notice texts come from the daemon (``aipager.daemon.render``); this
+Card and notice texts come from the daemon (``aipager.texts.render``); this
 module adds what only the chat has: the status line and screen, help, the
 answer to a tap, and the question's inline keyboard.  Keyboards are made with
 aiogram's ``InlineKeyboardBuilder`` and handed to the outbox as plain dicts
@@ -17,12 +17,12 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder, KeyboardBuilder
 
 from aipager.bot.i18n import N_, _, ngettext
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
-from aipager.daemon.model import Session, State
-from aipager.daemon.port import HostView
+from aipager.port.model import Session, State
+from aipager.port.backend import HostView
 from aipager.clients import asking
 from aipager.port import forms
-from aipager.daemon import render
-from aipager.daemon.render import elapsed
+from aipager.texts import render
+from aipager.texts.render import elapsed
 
 _STATE_ICON = {State.WORKING: "⏳", State.WAITING: "🔐", State.READY: "✅", State.UNKNOWN: "•",
                State.GONE: "🔴"}

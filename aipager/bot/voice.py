@@ -266,7 +266,7 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
         return
     handle = actions.state.handle("voice", msg_key(chat_id, msg_id))
     key = _key(handle)
-    spec = speech.model_spec(actions.env, members.current())
+    spec = voicemodels.model_spec(actions.env, members.current())
     head = _("🎙 transcribing…")
     # at once, before the download: the person sees the note was taken
     actions.outbox.put(Live(chat_id, head, key=key, reply_to=msg_id))

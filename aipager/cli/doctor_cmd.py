@@ -17,6 +17,7 @@ from aipager.install import claude_code
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids
+from aipager.cli.saved import load_state
 from aipager.proto.errors import AipagerError
 
 #: Linux's sun_path limit, including the terminating NUL
@@ -329,7 +330,6 @@ def _refused_commands(facts: dict[str, Any]) -> str:
 def _host_checks(env: dict[str, str], joined: Any) -> list[Check]:
     """Every check of a machine that joined a hub: no config, bot or chat (the hub owns
     them), its credential, the hub's address and the link instead."""
-    from aipager.cli.status_cmd import load_state
 
     start = f"aipager start --join {joined.url} --creds {joined.creds}"
     checks = _joined(env, joined)
@@ -360,7 +360,6 @@ def _joined_hub(env: dict[str, str]) -> Any:
     """The hub this machine is a host of, or None.  The join's record stays after a plain
     start (it keeps the credential file in the floor), so a running daemon decides by
     whether it has a hub link; a stopped one, by whether a chat was set up."""
-    from aipager.cli.status_cmd import load_state
     from aipager.hub import joined
 
     record = joined.load(env)

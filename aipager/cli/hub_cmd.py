@@ -99,13 +99,13 @@ def _mint(name: str, out: str, *, nkey: bool) -> None:
 def hosts(as_json: bool = typer.Option(False, "--json", help="Machine-readable.")) -> None:
     """The hosts invited to this hub: online or since when not, and their aipager version
     (as the running hub last saved them; "hub not running" when it is not)."""
-    from aipager.cli import status_cmd
+    from aipager.cli import saved
     from aipager.cli._daemon import daemon_pids
     from aipager.hub import creds
 
     env = _env()
     doc = creds.load_hosts(env)["hosts"]
-    state, _problem = status_cmd.load_state(env)
+    state, _problem = saved.load_state(env)
     running = bool(daemon_pids(env))
     facts = state.get("daemon") if isinstance(state, dict) else None
     hub = facts.get("hub") if isinstance(facts, dict) else None

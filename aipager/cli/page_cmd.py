@@ -11,7 +11,8 @@ import typer
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors
 from aipager.cli._daemon import daemon_pids
-from aipager.cli.status_cmd import load_state, page_url
+from aipager.cli.saved import load_state
+from aipager.cli.status_cmd import page_url
 from aipager.proto import paths
 from aipager.proto.errors import DaemonError
 

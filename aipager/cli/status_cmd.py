@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Any
 
@@ -13,6 +12,8 @@ from aipager.proto import paths, trust
 from aipager.cli._common import env as _env
 from aipager.cli._common import handles_errors, print_json
 from aipager.cli._daemon import daemon_pids
+from aipager.cli.doctor_cmd import link_check
+from aipager.cli.saved import load_state
 
 #: a cost to a millionth of a dollar, as the daemon keeps it (``events.statusline``; not
 #: imported: status stays light and works when the daemon's modules cannot load)
@@ -27,26 +28,6 @@ def _cell(key: str, value: Any) -> str:
     if key == "cost_usd" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"cost=${value:.2f}"
     return f"{key}={value}"
-
-
-def _plain(value: Any) -> Any:
-    """The daemon's state as JSON-ready data, whatever shape it comes in."""
-    if hasattr(value, "to_json"):
-        return value.to_json()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return value
-
-
-def load_state(env: dict[str, str]) -> tuple[Any, str | None]:
-    try:
-        from aipager.daemon.persist import load_state
-    except ImportError:
-        return None, "the daemon's saved state is not readable by this build yet"
-    try:
-        return _plain(load_state(env)), None
-    except Exception as exc:  # noqa: BLE001 - the state file is the daemon's; never crash status on it
-        return None, f"cannot read the daemon's state ({paths.daemon_state_file(env)}): {exc}"
 
 
 def _state_problem(state: Any) -> str | None:
@@ -117,8 +98,6 @@ def status(
         typer.echo(f"page: {url}  (`aipager page` prints a sign-in link)")
     link = facts.get("hub_link") if pids and isinstance(facts, dict) else None
     if isinstance(link, dict):  # a host of a hub: its link, as doctor says it
-        from aipager.cli.doctor_cmd import link_check
-
         said = link_check(link, str(link.get("url") or "the hub"), time.time())
         typer.echo(f"hub: {said.detail} (as {link.get('host')})")
     chat = ((state or {}).get("daemon") or {}).get("chat") if isinstance(state, dict) else None

@@ -104,7 +104,7 @@ def model(
 def _show(env: dict[str, str], cfg: config.Config | None) -> None:
     from aipager.bot import speech, voicemodels
 
-    named, spec = speech.chosen(env, cfg), speech.model_spec(env, cfg)
+    named, spec = voicemodels.chosen(env, cfg), voicemodels.model_spec(env, cfg)
     typer.echo(f"voice model:  {named} ({_where(env, cfg)})")
     if spec != named:
         typer.echo(f"folder:       {spec} (fetched by aipager)")

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aipager import locales
-from aipager.daemon import render
-from aipager.daemon.model import Request, Session
-from aipager.daemon.notifier import Permission
+from aipager.texts import render
+from aipager.port.model import Request, Session
+from aipager.port.outputs import Permission
 from aipager.locales import N_
 from aipager.locales import tr as _
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Callable
 
 from aipager.clients.words import reason
-from aipager.daemon.model import Session
-from aipager.daemon.service import author_label, task_authors
+from aipager.port.model import Session
+from aipager.port.model import task_authors
+from aipager.texts.render import author_label
 from aipager.port.results import Declined
 from aipager.port.rights import Right, check
 from aipager.port.who import Person

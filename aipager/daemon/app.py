@@ -25,9 +25,9 @@ from aipager import __version__, dtach
 from aipager.agents import Agent
 from aipager.proto import paths, trust
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import (axstore, deepq, journal, lock, ordered, persist, render,
-                            spool, tasks, transcript)
-from aipager.daemon.model import State
+from aipager.daemon import axstore, deepq, journal, lock, ordered, persist, spool, tasks, transcript
+from aipager.texts import render
+from aipager.port.model import State
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.calls import PortCalls
 from aipager.daemon.core import DaemonCore
@@ -35,7 +35,7 @@ from aipager.daemon.events.session import end_session
 from aipager.daemon.floorwatch import FloorPublisher
 from aipager.daemon.ingest import DrainIngest, Ingest, bind_control_socket, recv_leftovers
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.notifier import (FanoutNotifier, NoticeName, Notifier, Output,
+from aipager.port.outputs import (FanoutNotifier, NoticeName, Notifier, Output,
                                      RecordingNotifier)
 from aipager.daemon.terminal import DtachIO, SessionIO, mark_discovered
 

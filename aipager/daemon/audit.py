@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import orjson
 
 from aipager.proto import wire
-from aipager.daemon.model import Session
+from aipager.port.model import Session
 
 log = logging.getLogger("aipager.daemon")
 

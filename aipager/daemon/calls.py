@@ -20,13 +20,13 @@ from typing import Coroutine, Any, Callable, Mapping, Sequence
 from aipager import agents, dtach
 from aipager.proto import fsio
 from aipager import claudefiles
-from aipager.daemon import (dialogkeys, edits, render,
-                            replies, requests, worktree)
+from aipager.daemon import dialogkeys, edits, replies, requests, worktree
+from aipager.texts import render
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
-from aipager.daemon.notifier import (FanoutNotifier, NoticeName)
-from aipager.daemon.model import Request, Session, State
-from aipager.daemon.port import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
+from aipager.port.outputs import (FanoutNotifier, NoticeName)
+from aipager.port.model import Request, Session, State
+from aipager.port.backend import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
 from aipager.port import forms
@@ -84,7 +84,7 @@ class PortCalls:
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         raise NotImplementedError
 
-    # -- the port (``aipager.daemon.port``): what clients may ask -------------------------
+    # -- the port (``aipager.port.backend``): what clients may ask -------------------------
 
     @property
     def sessions(self) -> Registry:

@@ -14,13 +14,14 @@ from typing import Callable
 import orjson
 
 from aipager.proto import wire
-from aipager.daemon import axstore, diffs, render
+from aipager.daemon import axstore, diffs
+from aipager.texts import render
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.dispatch import HANDLED, IGNORED, UNHANDLED, Ctx, Dispatcher
 from aipager.daemon.events import ROUTERS, compaction
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.model import Session
-from aipager.daemon.notifier import Card, Notifier, StateChanged
+from aipager.port.model import Session
+from aipager.port.outputs import Card, Notifier, StateChanged
 from aipager.daemon.ordered import OrderedOutputs
 from aipager.daemon.registry import Registry
 from aipager.daemon.transcript import last_answer, task_notifications

@@ -20,8 +20,8 @@ from typing import Any, Callable, TypeVar
 from aipager.proto import wire
 from aipager.daemon.audit import AuditSink, RecordingAudit
 from aipager.daemon.fields import FieldCheck
-from aipager.daemon.model import NOTICES_KEPT, Session, State
-from aipager.daemon.notifier import Notice, NoticeName, Notifier, Output
+from aipager.port.model import NOTICES_KEPT, Session, State
+from aipager.port.outputs import Notice, NoticeName, Notifier, Output
 from aipager.daemon.ordered import OrderedOutputs
 from aipager.daemon.registry import Registry
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from aipager.daemon.model import Session, State
+from aipager.port.model import Session, State
 
 if TYPE_CHECKING:
     from aipager.daemon.registry import Registry

@@ -18,7 +18,7 @@ import logging
 from collections import deque
 from typing import Any, Callable
 
-from aipager.daemon.notifier import Notifier, Output
+from aipager.port.outputs import Notifier, Output
 
 log = logging.getLogger("aipager.daemon")
 

@@ -65,8 +65,9 @@ import orjson
 
 from aipager import dtach
 from aipager.proto import paths
-from aipager.daemon import render, salvage
-from aipager.daemon.model import Session
+from aipager.daemon import salvage
+from aipager.texts import render
+from aipager.port.model import Session
 from aipager.daemon.registry import Registry
 from aipager.proto.fsnames import KEPT_INFIX, keep_aside, write_private
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 from aipager.proto import paths
 from aipager.daemon import limits
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.model import QueuedMessage, Session, State, Task
+from aipager.port.model import QueuedMessage, Session, State, Task
 
 #: chat messages remembered per session
 QUEUE_CAP = 50

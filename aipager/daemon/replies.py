@@ -25,15 +25,16 @@ from typing import Callable
 import orjson
 
 from aipager.proto import wire
-from aipager.daemon import edits, render, requests, tasks
+from aipager.daemon import edits, requests, tasks
+from aipager.texts import render
 from aipager.daemon.audit import iso_seconds
 from aipager.daemon.dispatch import Ctx
 from aipager.daemon.events.forms import show_form
 from aipager.daemon.events.permissions import reopen
-from aipager.daemon.model import (HOOK_ANSWERED_KEPT, SCOPED_TYPES, Request, Row, Session,
+from aipager.port.model import (HOOK_ANSWERED_KEPT, SCOPED_TYPES, Request, Row, Session,
                                   always_permissions)
-from aipager.daemon.notifier import NoticeName
-from aipager.daemon.summaries import tool_summary
+from aipager.port.outputs import NoticeName
+from aipager.texts.summaries import tool_summary
 
 #: the taps a permission request takes
 KINDS = ("allow", "allow_always", "deny", "stop")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from aipager.daemon.dispatch import Ctx
-from aipager.daemon.model import Request, Session, State
-from aipager.daemon.notifier import Release, RequestAnswered, RequestClosed
+from aipager.port.model import Request, Session, State
+from aipager.port.outputs import Release, RequestAnswered, RequestClosed
 
 #: open requests kept per session (older ones are closed: their dialogs are long gone)
 REQUESTS_CAP = 20

@@ -29,8 +29,8 @@ from typing import Any, Union
 
 import orjson
 
-from aipager.daemon import model
-from aipager.daemon.model import Session, State
+from aipager.port import model
+from aipager.port.model import Session, State
 
 #: attribute → key in the saved state (``model`` saves a few under other names)
 _SAVED_AS = model._SAVED_AS

@@ -15,9 +15,9 @@ esc skip"), and its input line as "› …" over a "model · folder" row, with n
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Sequence
+
+from aipager.port.screen import Dialog, Kind, Prompt, Seen
 
 UP = b"\x1b[A"
 DOWN = b"\x1b[B"
@@ -39,42 +39,6 @@ _CODEX_INPUT = re.compile(r"^› (.*)$")
 _CHOICE_NUMBERED = re.compile(r"^ {0,2}› \d{1,2}\. ")
 #: what Codex's empty input line shows
 _CODEX_PLACEHOLDER = "Ask Codex to do anything"
-
-
-class Kind(StrEnum):
-    """Which dialog a screen shows (what the daemon may answer on it)."""
-
-    #: "Accessing workspace: … Yes, I trust this folder"
-    TRUST = "trust"
-    #: a tool's permission dialog ("Do you want to proceed?")
-    PERMISSION = "permission"
-    #: any other dialog: shown to people, never answered by the daemon
-    OTHER = "other"
-
-
-@dataclass(frozen=True)
-class Dialog:
-    """A dialog on screen."""
-
-    kind: Kind
-    #: the first row under the dialog's rule ("Accessing workspace:", "Bash command")
-    title: str
-    #: the choices' labels, top to bottom, without their numbers
-    options: tuple[str, ...]
-    #: the choice Enter would take now
-    selected: int
-    #: every row of the dialog, from its rule to its footer, as drawn
-    text: str
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """No dialog: the input line, and what is typed in it."""
-
-    typed: str
-
-
-Seen = Dialog | Prompt | None
 
 
 def read(rows: Sequence[str]) -> Seen:

@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from aipager import dtach
 from aipager.agents import AGENTS, CLAUDE
 from aipager.chatcommands import RESERVED
-from aipager.daemon import folders
-from aipager.daemon.model import Session, State
-from aipager.daemon.port import DaemonPort
+from aipager import folders
+from aipager.port.model import Session, State, task_authors
+from aipager.port.backend import DaemonPort, HostView, SessionsView
 from aipager.daemon.screen import Dialog, Kind, trust_choice
-from aipager.locales import N_
+from aipager.texts.render import author_label
 from aipager.policy import chatprompt
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command, CompactSession,
                                    KillSession, Mode, ResumeSession, SendPrompt, ShowChanges,
@@ -36,7 +36,7 @@ from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Co
 from aipager.port.results import (Changes, Compacting, Declined, Ended, Failed, Gone, Held,
                                   Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check
-from aipager.port.who import Person
+from aipager.port.who import Person, Who
 from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
 
 #: a model Claude Code's /model takes: an alias (``opus``) or an id (``claude-sonnet-4-5``)
@@ -44,26 +44,6 @@ MODEL_NAME = re.compile(r"[A-Za-z0-9._\[\]-]{1,64}")
 #: how long a message for a session that has not started waits for its screen to show
 #: its input line or a dialog
 STARTING_WAIT = 15.0
-#: what a session's task author is called when the task was typed at the computer
-AT_THE_COMPUTER = N_("the terminal")
-
-
-def task_authors(sess: Session) -> set[Any]:
-    """Telegram ids of who asked for the session's running task (empty: the terminal)."""
-    task = sess.task
-    if task is None or task.ended_at is not None:
-        return set()
-    return {a.get("user_id") for a in task.authors if a.get("user_id") is not None}
-
-
-def author_label(sess: Session) -> str:
-    task = sess.task
-    if task is None or not task.authors:
-        return AT_THE_COMPUTER
-    first = task.authors[0]
-    return str(first.get("label") or first.get("user_id") or N_("someone"))
-
-
 def note(msg_id: int, chat_id: int | str, text: str, who: Mapping[str, Any],
          style: str | None = None) -> dict[str, Any]:
     """The permission note of a message (``policy.notes.write_note``'s arguments)."""
@@ -73,7 +53,8 @@ def note(msg_id: int, chat_id: int | str, text: str, who: Mapping[str, Any],
 
 
 class Service:
-    """The use cases over the daemon's port.
+    """The use cases over the daemon's port, and the one door (``port.door.Port``) ``main``
+    hands every client: ``ask`` and a read-only view of the daemon.
 
     Args:
         port: the daemon (or a hub's view of several).
@@ -86,6 +67,36 @@ class Service:
         self.default_folder = default_folder
         #: the folders Claude Code trusts (read again each time: it trusts more as it runs)
         self.trusted: Callable[[], list[str]] = lambda: folders.read(port.env)
+
+    # -- the read-only view a client holds beside ``ask`` ----------------------------------
+
+    @property
+    def sessions(self) -> SessionsView:
+        return self.port.sessions
+
+    def hosts(self) -> Sequence[HostView]:
+        return self.port.hosts()
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return self.port.env
+
+    @property
+    def started_at(self) -> float:
+        return self.port.started_at
+
+    @property
+    def stopping(self) -> bool:
+        return self.port.stopping
+
+    def audit_action(self, action: str, who: Who, **fields: Any) -> None:
+        self.port.audit_action(action, who, **fields)
+
+    def set_previews(self, on: bool) -> None:
+        self.port.set_previews(on)
+
+    def add_facts(self, facts: Callable[[], dict[str, Any]]) -> None:
+        self.port.add_facts(facts)
 
     async def ask(self, command: Command) -> Result:
         """Do what ``command`` asks, if its person may; what it came to.
@@ -430,4 +441,4 @@ def _failed(exc: BaseException, session: str) -> Failed:
     return Failed(str(exc), session, cause="other")
 
 
-__all__ = ["Service", "author_label", "note", "task_authors"]
+__all__ = ["Service", "note"]

@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 from typing import Callable
 
-from aipager.daemon import render, requests
+from aipager.daemon import requests
+from aipager.texts import render
 from aipager.daemon.dispatch import Ctx
-from aipager.daemon.model import Session, State
-from aipager.daemon.notifier import Answer
+from aipager.port.model import Session, State
+from aipager.port.outputs import Answer
 
 
 def answer_keys(sess: Session, prompt_id: str, text: str) -> tuple[str, str]:

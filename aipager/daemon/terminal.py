@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 from aipager import dtach
 from aipager.agents import Agent
 from aipager.proto import paths
-from aipager.daemon.model import Session, State
+from aipager.port.model import Session, State
 from aipager.daemon.screenwatch import ScreenWatch
 from aipager.daemon.registry import Registry
 from aipager.proto.errors import SessionError, SessionNotFound, UnsafePath

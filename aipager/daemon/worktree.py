@@ -22,10 +22,10 @@ import difflib
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from typing import Callable
 
 from aipager.daemon import gitread
+from aipager.port.results import Diff
 
 #: the longest diff shown (the rest is cut, and said to be)
 DIFF_CAP = 400_000
@@ -36,21 +36,6 @@ FILE_CAP = 2_000_000
 #: how far git looks for a NUL to call a file binary
 _BINARY_PROBE = 8000
 
-
-@dataclass(frozen=True)
-class Diff:
-    """The work tree's changes as the asker may see them."""
-
-    #: the unified diff ("" when nothing changed that they may see)
-    diff: str = ""
-    #: the changed files they may see, relative to the repository's top
-    files: tuple[str, ...] = ()
-    #: changed files left out because their task could not read them
-    hidden: int = 0
-    #: the diff was longer than ``DIFF_CAP`` and was cut
-    cut: bool = False
-    #: the folder is in a git repository
-    repo: bool = True
 
 
 def _on_disk(path: str) -> tuple[str, bytes] | None:

@@ -1,7 +1,7 @@
 """Several machines, one chat: hosts join a hub over NATS JetStream.
 
 One daemon, the hub, owns the bot; every other machine's daemon joins it as a
-host.  A host's outputs (``aipager.daemon.notifier.Output``) cross the broker
+host.  A host's outputs (``aipager.port.outputs.Output``) cross the broker
 serialized (``codec``), and a use case for a host's session (a command of
 ``aipager.port.commands``) crosses it whole (``commands.Ask``, ``usecases``): the host's
 own service decides it and does it on its own daemon.  The safety decision never

@@ -23,9 +23,10 @@ from typing import Any, ClassVar
 
 import orjson
 
-from aipager.daemon.model import Session
-from aipager.daemon.notifier import KINDS, Notice, NoticeName, Output, Prompted
-from aipager.hub import shape
+from aipager.port.model import Session
+from aipager.port.outputs import KINDS, Notice, NoticeName, Output, Prompted
+from aipager.hub import commands, shape
+from aipager.hub.shape import CodecError
 from aipager.proto import paths
 
 #: every output kind by name (``notifier.KINDS`` leaves ``prompted`` out)
@@ -49,10 +50,6 @@ REASON_CHARS = 160
 _SESSION = re.compile(rf"{re.escape(paths.SESSION_PREFIX)}[A-Za-z0-9_-]{{1,64}}")
 _LABEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _EPOCH = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-class CodecError(ValueError):
-    """A record that is not what this version of aipager reads."""
 
 
 # -- what a host's records are, read ---------------------------------------------------
@@ -166,9 +163,6 @@ def _read_out(doc: Any) -> HostRecord:
 
 
 def _answer(doc: dict[str, Any]) -> tuple[Any, BaseException | None]:
-    # (imported here: ``commands`` imports this module for ``CodecError``)
-    from aipager.hub import commands
-
     return commands.read_answer(doc)
 
 

@@ -20,13 +20,11 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from aipager import config
-from aipager.daemon.port import DaemonPort
-from aipager.daemon.service import Service
 from aipager.hub import transfer, usecases
-from aipager.hub.codec import CodecError
+from aipager.hub.shape import CodecError
 from aipager.port.commands import Command as PortCommand
 from aipager.port.commands import SendPrompt, StartSession
+from aipager.port.door import Port
 from aipager.port.results import Result
 from aipager.proto import errors
 
@@ -43,7 +41,7 @@ class HostUnreachable(errors.SessionError):
 class Command:
     name: ClassVar[str] = ""
 
-    async def run(self, port: DaemonPort, service: Service | None = None) -> Any:
+    async def run(self, port: Port) -> Any:
         raise NotImplementedError
 
 
@@ -59,7 +57,7 @@ class Ask(Command):
     #: the hub's paths in a prompt's text → the files sent ahead (``transfer``)
     files: Mapping[str, str] = field(default_factory=dict)
 
-    async def run(self, port: DaemonPort, service: Service | None = None) -> Result:
+    async def run(self, port: Port) -> Result:
         command = self.command
         if self.files and isinstance(command, SendPrompt):
             command = dataclasses.replace(
@@ -69,8 +67,8 @@ class Ask(Command):
             # the hub's page offers the hub's folders: one this host lacks is its default
             # (the result names the folder it started in)
             command = dataclasses.replace(command, folder="")
-        # this host's one service (``main`` composed it; a command run alone gets its own)
-        return await (service or Service(port, lambda: config.default_folder(port.env))).ask(command)
+        # this host's one service (``main`` composed it)
+        return await port.ask(command)
 
 
 @dataclass(frozen=True)
@@ -87,7 +85,7 @@ class PutFile(Command):
     #: copy in that person's folder too ("": in none)
     person: str = ""
 
-    async def run(self, port: DaemonPort, service: Service | None = None) -> None:
+    async def run(self, port: Port) -> None:
         transfer.put(port.env, self.file_id, self.filename, self.part, self.parts, self.data,
                      self.person)
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from aipager.proto.errors import ConfigError
-from aipager.hub import layout, names
+from aipager.hub import layout, names, signing
 from aipager.proto import fsio, paths
 
 
@@ -79,18 +79,11 @@ def new_nkey() -> tuple[str, str]:
     Raises:
         ConfigError: the ``nkeys`` package is missing (the hub extra).
     """
-    nkeys = _nkeys()
+    nkeys = signing.nkeys_module()
     seed = nkeys.encode_seed(secrets.token_bytes(32), nkeys.PREFIX_BYTE_USER)
     return seed.decode("ascii"), nkeys.from_seed(bytearray(seed)).public_key.decode("ascii")
 
 
-def _nkeys() -> Any:
-    try:
-        import nkeys
-    except ImportError as exc:
-        msg = "NKey credentials need the nkeys package: pip install 'aipager[hub]'"
-        raise ConfigError(msg) from exc
-    return nkeys
 
 
 def check_seed(seed: str, where: str) -> str:
@@ -101,7 +94,7 @@ def check_seed(seed: str, where: str) -> str:
     """
     import base64
 
-    nkeys = _nkeys()
+    nkeys = signing.nkeys_module()
     text = seed.strip()
     try:
         prefix, _raw = nkeys.decode_seed(bytearray(text.encode("ascii")))
@@ -187,7 +180,7 @@ def hub_nkey(env: Mapping[str, str]) -> None:
 
 def _nkeys_available() -> bool:
     try:
-        _nkeys()
+        signing.nkeys_module()
     except ConfigError:
         return False
     return True
@@ -221,8 +214,6 @@ def invite(env: Mapping[str, str], host: str, url: str, *, nkey: bool = True,
     names.check_host(host)
     doc = load_hosts(env)
     entry: dict[str, Any] = {"created_at": int(time.time())}
-    from aipager.hub import signing
-
     hub_key = signing.public_key(signing.hub_seed(env))
     if nkey:
         seed, public = new_nkey()

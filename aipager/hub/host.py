@@ -32,11 +32,10 @@ import logging
 import time
 from typing import Any, Callable, Mapping
 
-from aipager import __version__, config
+from aipager import __version__
 from aipager.aio import stop_if_cancelled
-from aipager.daemon.notifier import Output
-from aipager.daemon.port import DaemonPort
-from aipager.daemon.service import Service
+from aipager.port.outputs import Output
+from aipager.port.door import Port
 from aipager.proto.errors import ConfigError, HubRefused
 from aipager.hub import codec, commands, layout, names, signing, supervise
 from aipager.hub.conn import connect, serve
@@ -71,9 +70,9 @@ class HostLink:
         self.creds = creds
         self.host = names.check_host(creds.user)
         self.log = OutLog(layout.link_meta(self.env), layout.link_outbox(self.env))
-        self.port: DaemonPort | None = None
-        #: the service that decides the hub's asks (``attach``)
-        self.service: Service | None = None
+        #: the one door ``main`` composed: the service that decides the hub's asks, and
+        #: the sessions this host publishes (``attach``)
+        self.port: Port | None = None
         self.connected = False
         #: wall-clock time ``connected`` last changed (None before the first try)
         self.since: float | None = None
@@ -95,11 +94,10 @@ class HostLink:
 
     # -- the daemon's side -----------------------------------------------------------
 
-    def attach(self, port: DaemonPort, service: Service | None = None) -> None:
-        """Bind to the daemon whose outputs and sessions this publishes, and to the service
-        that decides the hub's asks (``main`` composes it), before it serves."""
+    def attach(self, port: Port) -> None:
+        """Bind to the one door ``main`` composed (the service that decides the hub's asks,
+        and the sessions this publishes), before it serves."""
         self.port = port
-        self.service = service or Service(port, lambda: config.default_folder(port.env))
         # the hub's chat shows previews where a chat turned them on: make them
         port.set_previews(True)
         port.add_facts(self.facts)
@@ -127,18 +125,16 @@ class HostLink:
 
     # -- the service -----------------------------------------------------------------
 
-    def _bound(self) -> DaemonPort:
+    def _bound(self) -> Port:
         """The daemon this host link serves (``run`` binds it first)."""
         if self.port is None:
             msg = "the host link runs bound to its daemon's port"
             raise RuntimeError(msg)
         return self.port
 
-    async def run(self, port: DaemonPort | None = None) -> None:
+    async def run(self, _daemon: object = None) -> None:
         """The daemon service: until cancelled at daemon shutdown (started again after a
-        failure)."""
-        if port is not None and self.port is None:
-            self.attach(port)
+        failure).  ``main`` attached the door first (the daemon given here is not one)."""
         if self.port is None:
             msg = "attach the host link to the daemon before running it"
             raise RuntimeError(msg)
@@ -324,7 +320,7 @@ class HostLink:
 
     async def _run(self, cmd: commands.Command, cmd_id: str, msg: Any) -> None:
         try:
-            value = await cmd.run(self._bound(), self.service)
+            value = await cmd.run(self._bound())
             answer = commands.result_to_json(value)
         except asyncio.CancelledError:
             raise

@@ -40,9 +40,9 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from aipager.aio import cancel_and_wait, stop_if_cancelled
-from aipager.daemon import render
-from aipager.daemon.model import State
-from aipager.daemon.notifier import Files, Notice, NoticeName, Notifier, Output
+from aipager.texts import render
+from aipager.port.model import State
+from aipager.port.outputs import Files, Notice, NoticeName, Notifier, Output
 from aipager.proto.errors import ConfigError
 from aipager.hub import (codec, commands, deadletter, layout, names, ration, signing, streams,
                          supervise)

@@ -23,10 +23,10 @@ import typing
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from aipager import __version__
-from aipager.daemon.model import Session, State
-from aipager.daemon.port import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
-from aipager.daemon.screen import Dialog, Kind, Seen
-from aipager.daemon.worktree import Diff
+from aipager.port.model import Session, State
+from aipager.port.backend import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
+from aipager.port.screen import Dialog, Kind, Seen
+from aipager.port.results import Diff
 from aipager.hub import commands, names, transfer, usecases
 from aipager.hub.link import HubLink
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command,

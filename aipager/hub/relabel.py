@@ -1,6 +1,6 @@
 """A host's text with its session's label as the hub shows it.
 
-A host's daemon renders every text itself (``daemon.render``: "🔐 h1 · Bash", "⏳ h1 ·
+A host's daemon renders every text itself (``texts.render``: "🔐 h1 · Bash", "⏳ h1 ·
 working") with its own label, ``h1``; it cannot know that another machine runs an ``h1``
 too.  The hub can: when its label for the session names the host (``h1@box``), the
 label in the text's first line, where every rendering puts it, becomes that.  Pure.

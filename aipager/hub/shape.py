@@ -30,6 +30,11 @@ MAX_NUMBER = 1e11
 MAX_INT = 2**53
 
 
+class CodecError(ValueError):
+    """A record that is not what this version of aipager reads (``codec``, ``commands``,
+    ``usecases``: here, below all three, so none imports another for it)."""
+
+
 class ShapeError(ValueError):
     """A value that is not what its annotation says; the message names where."""
 

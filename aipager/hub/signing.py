@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from aipager.hub import codec, layout
 from aipager.proto import fsio
+from aipager.proto.errors import ConfigError
 
 #: how far the hub's and a host's clocks may disagree
 SKEW = 30.0
@@ -33,10 +34,15 @@ SKEW = 30.0
 REMEMBERED = 20_000
 
 
-def _nkeys() -> Any:
-    from aipager.hub.creds import _nkeys as load
-
-    return load()
+def nkeys_module() -> Any:
+    """The nkeys package (the hub's extra), or a ConfigError that says how to install it
+    (``creds`` asks here too)."""
+    try:
+        import nkeys
+    except ImportError as exc:
+        msg = "NKey credentials need the nkeys package: pip install 'aipager[hub]'"
+        raise ConfigError(msg) from exc
+    return nkeys
 
 
 def hub_seed(env: Mapping[str, str]) -> str:
@@ -45,7 +51,7 @@ def hub_seed(env: Mapping[str, str]) -> str:
     doc = fsio.read_json_own(path)
     if isinstance(doc, dict) and isinstance(doc.get("seed"), str) and doc["seed"]:
         return doc["seed"]
-    nkeys = _nkeys()
+    nkeys = nkeys_module()
     seed = nkeys.encode_seed(secrets.token_bytes(32), nkeys.PREFIX_BYTE_OPERATOR).decode("ascii")
     layout.make_private(layout.hub_dir(env))
     fsio.write_json_atomic(path, {"seed": seed}, mode=0o600)
@@ -53,7 +59,7 @@ def hub_seed(env: Mapping[str, str]) -> str:
 
 
 def public_key(seed: str) -> str:
-    return _nkeys().from_seed(bytearray(seed.encode("ascii"))).public_key.decode("ascii")
+    return nkeys_module().from_seed(bytearray(seed.encode("ascii"))).public_key.decode("ascii")
 
 
 def _verify_key(public: str) -> Any:
@@ -65,7 +71,7 @@ def _verify_key(public: str) -> Any:
 
     text = public.strip()
     raw = base64.b32decode(text + "=" * (-len(text) % 8))
-    nkeys = _nkeys()
+    nkeys = nkeys_module()
     if len(raw) != 35 or nkeys.crc16(raw[:-2]) != int.from_bytes(raw[-2:], "little"):
         msg = "not an NKey public key"
         raise ValueError(msg)
@@ -79,7 +85,7 @@ def _signed_bytes(host: str, doc: Mapping[str, Any]) -> bytes:
 
 def sign(seed: str, host: str, doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` (``id``, ``made``, ``ttl``, ``cmd``) with its ``sig``."""
-    key = _nkeys().from_seed(bytearray(seed.encode("ascii")))
+    key = nkeys_module().from_seed(bytearray(seed.encode("ascii")))
     return {**doc, "sig": key.sign(_signed_bytes(host, doc)).hex()}
 
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, get_args
 
 from aipager.hub import shape
-from aipager.hub.codec import CodecError
+from aipager.hub.shape import CodecError
 from aipager.port import commands, results
 
 #: every command a hub may send, by class name

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from aipager.daemon.model import Session, State
+from aipager.port.model import Session, State
 from aipager.hub import names
 
 #: a host is offline when no snapshot came for this many heartbeats

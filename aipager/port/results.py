@@ -136,6 +136,23 @@ class Trusted:
 
 
 @dataclass(frozen=True)
+class Diff:
+    """A work tree's changes as the asker may see them (what the session's own machine
+    read of its folder: ``ShowChanges`` answers with them as ``Changes``)."""
+
+    #: the unified diff ("" when nothing changed that they may see)
+    diff: str = ""
+    #: the changed files they may see, relative to the repository's top
+    files: tuple[str, ...] = ()
+    #: changed files left out because their task could not read them
+    hidden: int = 0
+    #: the diff was longer than ``DIFF_CAP`` and was cut
+    cut: bool = False
+    #: the folder is in a git repository
+    repo: bool = True
+
+
+@dataclass(frozen=True)
 class Changes:
     """What the session changed in its folder's git work tree, as the asker may see it
     (``/diff``): files their task could not read are counted in ``hidden``, never shown."""
@@ -176,7 +193,7 @@ class Resumed:
 Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
           | Changes | Compacting | Switching | Resumed)
 
-__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Resumed",
+__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "Resumed",
            "Switching", "Ended", "Failed", "Gone", "Held",
            "InTerminal", "KeysFailed", "Outcome", "Refused", "Result", "Started", "Stopping",
            "Trusted", "Typed"]

@@ -3,7 +3,7 @@
 One aiohttp application (``routes.make_app``) on 127.0.0.1 (``service``): a page of
 plain ES modules (``static/``) and the small JSON API under ``/api/`` it uses, with
 a live stream of the daemon's outputs (``live``).  It reaches the daemon only
-through its port (``aipager.daemon.port``), as the chat does, and shares the
+through its port (``aipager.port.backend``), as the chat does, and shares the
 chat's rules (``aipager.clients``); it never imports the chat.
 
 - ``auth``: pure checks: Telegram's initData, one-time login tokens and cookie

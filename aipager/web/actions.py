@@ -1,7 +1,7 @@
 """What a person does from the page: a command for the service, its result in words.
 
-Every action is one ``aipager.port`` command handed to the service
-(``daemon.service.Service.ask``), which checks the person's rights and does the work
+Every action is one ``aipager.port`` command handed to the one door
+(``port.door.Port.ask``, the service ``main`` composed), which checks the person's rights and does the work
 exactly as it does for the chat; this module adds only what is the page's own: its
 message ids, a repeated Send typing nothing more, the conversation entries, and the
 result as one sentence (``clients.words``) in the page user's language (the request's
@@ -20,15 +20,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Coroutine, Mapping, Sequence
 
-from aipager import agents, config
+from aipager import agents
 from aipager.clients import asking, files, prompts
 from aipager.clients.people import Sender
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import MODE_NAMES, agent_label, changes_head, words
-from aipager.daemon.model import Session
-from aipager.daemon.notifier import Files, Release
-from aipager.daemon.port import DaemonPort
-from aipager.daemon.service import Service
+from aipager.port.model import Session
+from aipager.port.outputs import Files, Release
+from aipager.port.door import Port
 from aipager.locales import N_
 from aipager.locales import tr as _
 from aipager.port.commands import (AnswerForm, AnswerKind, AnswerQuestion, AnswerRequest,
@@ -74,20 +73,15 @@ class WebActions:
     """The page's operations.
 
     Args:
-        port: the daemon, as its clients see it.
+        port: the one door ``main`` composed (``port.door.Port``).
         live: the page's notifier (the conversation; it hands back released messages).
-        default_folder: where new sessions start (asked each time: the config can change).
         spawn: runs a coroutine in the daemon's loop (a released message is typed by one).
     """
 
-    def __init__(self, port: DaemonPort, live: WebNotifier, default_folder: Callable[[], str],
-                 spawn: Callable[[Coroutine[Any, Any, Any]], Any],
-                 service: Service | None = None) -> None:
+    def __init__(self, port: Port, live: WebNotifier,
+                 spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
         self.port = port
         self.env = port.env
-        #: the use cases: the one service ``main`` composed (a page stood up alone, in a
-        #: test, gets its own over the same port)
-        self.service = service or Service(port, default_folder)
         self.live = live
         self._spawn = spawn
         #: the results of the page's last messages by their key (None: still being sent)
@@ -103,10 +97,10 @@ class WebActions:
 
     def find(self, name: str) -> Session | None:
         """A session by internal name (``claude-jim``) or label (``jim``)."""
-        return self.service.find(name)
+        return self.port.find(name)
 
     def at_trust_dialog(self, sess: Session) -> bool:
-        return self.service.at_trust_dialog(sess)
+        return self.port.at_trust_dialog(sess)
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -131,7 +125,7 @@ class WebActions:
         said = self.live.say(sess.name, "sent", shown, msg_id=str(msg_id), who=sender.tag,
                              status="sending") if shown and check(sender, SendPrompt.right) is None \
             else None
-        asked = await self.service.ask(SendPrompt(sender, sess.name, text, msg_id, WEB_CHAT))
+        asked = await self.port.ask(SendPrompt(sender, sess.name, text, msg_id, WEB_CHAT))
         return self._shown(asked, said, sender, msg_id)
 
     def _shown(self, result: PortResult, said: dict[str, Any] | None, who: Sender | None,
@@ -168,7 +162,7 @@ class WebActions:
                      if e.get("msg_id") == str(msg_id)), None)
 
         async def typed() -> None:
-            result = await self.service.ask(SendPrompt(who, out.session, out.text, msg_id,
+            result = await self.port.ask(SendPrompt(who, out.session, out.text, msg_id,
                                                        WEB_CHAT, queued=True))
             self._shown(result, said, None, msg_id)
         self._spawn(typed())
@@ -214,7 +208,7 @@ class WebActions:
         if sess is None or (not scoped and act not in KINDS):
             return Result(False, _("This request is no longer open."))
         kind: AnswerKind = "allow_always" if scoped else KINDS[act]
-        result = await self.service.ask(AnswerRequest(
+        result = await self.port.ask(AnswerRequest(
             sender, sess.name, key, kind, reason=reason,
             suggestion=int(act[1:]) if scoped else None))
         done = _(_DONE.get(act, N_("Always allowed.")))
@@ -231,7 +225,7 @@ class WebActions:
         picked = None if answers is None else [
             QuestionAnswer([int(i) for i in a.get("picks") or []], str(a.get("text") or ""))
             for a in answers]
-        result = await self.service.ask(AnswerQuestion(sender, sess.name, key, picked))
+        result = await self.port.ask(AnswerQuestion(sender, sess.name, key, picked))
         return Result(words_ok(result),
                       words(result, _, _("Declined.") if answers is None else _("Answered.")))
 
@@ -241,7 +235,7 @@ class WebActions:
         daemon checks it against the form), or ``decline`` / ``cancel`` it."""
         if sess is None:
             return Result(False, _("This form is no longer open."))
-        result = await self.service.ask(AnswerForm(
+        result = await self.port.ask(AnswerForm(
             sender, sess.name, key, action, dict(content) if action == "accept" else {}))
         done = {"accept": _("Sent."), "decline": _("Declined."), "cancel": _("Cancelled.")}
         return Result(words_ok(result), words(result, _, done[action]))
@@ -250,7 +244,7 @@ class WebActions:
 
     def folders(self) -> dict[str, Any]:
         """Where a new session may start: the trusted folders first, and the default."""
-        return {"trusted": self.service.trusted(), "default": self.service.default_folder(),
+        return {"trusted": self.port.trusted(), "default": self.port.default_folder(),
                 "modes": [{"value": mode.value, "label": _(label)}
                           for mode, label in MODE_NAMES.items()],
                 # the agents a session may run, Claude Code first (its folder trust is what
@@ -260,7 +254,7 @@ class WebActions:
 
     async def trust(self, sess: Session, sender: Sender, yes: bool) -> Result:
         """Answer the folder trust dialog (``yes``), or end the session (its "No, exit")."""
-        return self._said(await self.service.ask(TrustFolder(sender, sess.name, yes)))
+        return self._said(await self.port.ask(TrustFolder(sender, sess.name, yes)))
 
     async def start(self, name: str, sender: Sender, folder: str = "", mode: str = "",
                     agent: str = "") -> Result:
@@ -272,7 +266,7 @@ class WebActions:
         except ValueError:
             return self._said(Declined(Reason.NO_MODE, mode))
         try:
-            result = await self.service.ask(StartSession(
+            result = await self.port.ask(StartSession(
                 sender, name, folder, mode=chosen,
                 agent="" if agent == agents.CLAUDE.name else agent))
         except AipagerError as exc:  # a name that is none
@@ -305,7 +299,7 @@ class WebActions:
     async def changes(self, sess: Session, sender: Sender) -> dict[str, Any]:
         """What the session changed in its folder, as far as ``sender`` may read: the
         words for it, and the diff (``ok`` false: refused, and why)."""
-        result = await self.service.ask(ShowChanges(sender, sess.name))
+        result = await self.port.ask(ShowChanges(sender, sess.name))
         if not isinstance(result, Changes):
             return {"ok": False, "message": words(result, _)}
         return {"ok": True, "message": changes_head(result, _), "diff": result.diff,
@@ -313,24 +307,17 @@ class WebActions:
                 "repo": result.repo}
 
     async def stop(self, sess: Session, sender: Sender) -> Result:
-        return self._said(await self.service.ask(StopTask(sender, sess.name)))
+        return self._said(await self.port.ask(StopTask(sender, sess.name)))
 
     async def kill(self, sess: Session, sender: Sender) -> Result:
-        return self._said(await self.service.ask(KillSession(sender, sess.name)))
+        return self._said(await self.port.ask(KillSession(sender, sess.name)))
 
     @staticmethod
     def _said(result: PortResult) -> Result:
         return Result(words_ok(result), words(result, _))
 
 
-def default_folder(env: dict[str, str],
-                   current: Callable[[], config.Config | None]) -> Callable[[], str]:
-    """Where new sessions start, asked each time (the config can change):
-    ``config.new_session_folder`` of the ``current`` config."""
-    return lambda: config.new_session_folder(env, current())
-
-
 #: the author of a held message an older run kept (unknown): the floor applies
 UNKNOWN_AUTHOR = Person(None, "", "user")
 
-__all__ = ["KINDS", "Result", "WebActions", "default_folder"]
+__all__ = ["KINDS", "Result", "WebActions"]

@@ -1,6 +1,6 @@
 """The daemon's outputs, as the page sees them: remembered and streamed.
 
-``WebNotifier`` is a ``Notifier`` (``aipager.daemon.notifier``): the composition
+``WebNotifier`` is a ``Notifier`` (``aipager.port.outputs``): the composition
 root fans the daemon's outputs out to it and to the chat.  ``emit`` runs on the
 daemon's event loop and never blocks: it remembers what the page shows (the latest
 card of each session, the open requests as the daemon worded them, a short
@@ -17,11 +17,11 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
-from aipager.daemon.model import PAGE_CHAT_ID
-from aipager.daemon.notifier import (Answer, Card, Files, Form, Notice, Output, Permission,
+from aipager.port.model import PAGE_CHAT_ID
+from aipager.port.outputs import (Answer, Card, Files, Form, Notice, Output, Permission,
                                      Prompted, Question, Reaction, Release, RequestAnswered,
                                      RequestClosed)
-from aipager.daemon.port import SessionsView
+from aipager.port.backend import SessionsView
 
 log = logging.getLogger("aipager.web")
 

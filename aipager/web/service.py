@@ -31,10 +31,10 @@ from aiohttp import web
 from aipager.aio import spawn
 from aipager import config
 from aipager.clients.members import Members
-from aipager.daemon.port import DaemonPort, SessionsView
-from aipager.daemon.service import Service
+from aipager.port.backend import SessionsView
+from aipager.port.door import Port
 from aipager.proto.errors import ConfigError
-from aipager.web.actions import WebActions, default_folder
+from aipager.web.actions import WebActions
 from aipager.proto import paths
 from aipager.web import links
 from aipager.web.auth import INIT_DATA_MAX_AGE, Logins, origin_of
@@ -152,7 +152,7 @@ class WebPage:
         self.people = People(self.env, self.members, settings.init_data_max_age)
         folder = paths.page_links_dir(self.env)
         self.logins = Logins(made_elsewhere=lambda hashed, now: links.take(folder, hashed, now))
-        self.port: DaemonPort | None = None
+        self.port: Port | None = None
         self.notifier = WebNotifier(self._sessions)
         # what the last run's page kept (signed-in browsers, conversations), before any output
         self.keeper = Keeper(self.env, self.logins, self.notifier)
@@ -169,12 +169,11 @@ class WebPage:
     def _config(self) -> config.Config | None:
         return self.members.current() if self.members else None
 
-    def attach(self, port: DaemonPort, service: Service | None = None) -> None:
-        """Bind to the daemon whose sessions the page shows, and to the service every use
-        case goes through (``main`` composes one for every surface), before it serves."""
+    def attach(self, port: Port) -> None:
+        """Bind to the one door ``main`` composed for every surface (the use cases and the
+        daemon's read-only view), before it serves."""
         self.port = port
-        self.actions = WebActions(port, self.notifier, default_folder(self.env, self._config),
-                                  self._spawn, service)
+        self.actions = WebActions(port, self.notifier, self._spawn)
         port.add_facts(self.facts)
 
     def facts(self) -> dict[str, Any]:

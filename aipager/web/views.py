@@ -1,6 +1,6 @@
 """What the page shows, as JSON: pure functions of the sessions and what ``live`` kept.
 
-The words are the daemon's (``aipager.daemon.render``), as in the chat: a card is the
+The words are the daemon's (``aipager.texts.render``), as in the chat: a card is the
 text the chat edits in place, a request the text the chat posts.  For a page in another
 language (``locales.rendering``, set per request) this machine's cards and requests are
 rendered again in it, as the chat does.
@@ -13,10 +13,10 @@ from typing import AbstractSet, Any, Callable, Iterable
 from aipager import agents, locales
 from aipager.clients import asking
 from aipager.clients.people import Sender, refusal
-from aipager.daemon import render
-from aipager.daemon.model import Request, Session, State
-from aipager.daemon.port import HostView
-from aipager.daemon.notifier import Form, Permission, Question
+from aipager.texts import render
+from aipager.port.model import Request, Session, State
+from aipager.port.backend import HostView
+from aipager.port.outputs import Form, Permission, Question
 from aipager.locales import tr as _
 
 #: the order the page lists sessions in: who waits for you first

@@ -17,6 +17,7 @@ from fakes.sessionio import FakeSessions
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 from aipager import config
+from tests.support.door import door
 
 STRANGER = {"id": 777, "is_bot": False, "first_name": "Mallory", "username": "mallory"}
 
@@ -114,7 +115,7 @@ async def chat(members, group, saved_chat_state) -> Any:
         bot = ChatBot(env, cfg)
         sessions = FakeSessions()
         daemon = Daemon(env, notifier=bot.notifier, session_io=sessions)
-        bot.attach(daemon)
+        bot.attach(door(daemon))
         task = asyncio.create_task(bot.run())
         running = Chat(fake, daemon, bot, sessions, chat_id)
         running.task = task

@@ -12,6 +12,7 @@ from fakes.telegram_api import OWNER
 
 from aipager.bot import chatstate
 from aipager.bot.outbox import Post
+from tests.support.door import door
 
 
 def _reactions(fake, msg_id):
@@ -241,7 +242,7 @@ async def test_after_an_unclean_stop_the_chat_hears_it_once(tmp_path):
         cfg = config.Config(bot_token=TOKEN, chat_id=OWNER["id"])
         bot = ChatBot(env, cfg, unclean=True)
         daemon = Daemon(env, notifier=bot.notifier)
-        bot.attach(daemon)
+        bot.attach(door(daemon))
         task = asyncio.create_task(bot.run())
         try:
             await fake.wait_for("sendMessage", lambda p: p["text"] == RESTARTED)

@@ -6,6 +6,7 @@ Claude Code: it records where and how it was started); typing still goes to the 
 
 from __future__ import annotations
 
+
 import os
 import stat
 
@@ -13,7 +14,7 @@ import orjson
 import pytest
 from bot.conftest import eventually
 
-from aipager import dtach
+from aipager import config, dtach
 from aipager.proto import paths
 from aipager.daemon.terminal import ESCAPE
 
@@ -28,6 +29,7 @@ def fake_claude(tmp_path, chat):
     folder.mkdir()
     chat.daemon.env["AIPAGER_CLAUDE_BIN"] = str(script)
     chat.bot.members.cfg.extra["new_session_folder"] = str(folder)
+    config.save(chat.daemon.env, chat.bot.members.cfg)  # as /settings saves it
     yield mark, folder
     for info in dtach.list_sessions(chat.daemon.env):
         dtach.kill(chat.daemon.env, info.name)

@@ -22,6 +22,7 @@ from aipager.bot import chatstate
 from aipager.bot.outbox import from_json
 from aipager.bot.service import RESTARTED, chat_bot
 from aipager.daemon.app import Daemon
+from tests.support.door import door
 
 STOPPED = ("⏸ aipager stopped on the computer: nothing more from its sessions until it runs "
            "again, and what you send meanwhile waits for it (up to a day).")
@@ -57,7 +58,7 @@ async def test_a_clean_stop_is_told_once_with_what_goes_on_and_the_next_start_ed
     again = chat_bot(env, config.load(env), {"daemon": {"started_at": started,
                                                         "stopped_at": time.time()}})
     daemon = Daemon(env, notifier=again.notifier, session_io=FakeSessions())
-    again.attach(daemon)
+    again.attach(door(daemon))
     task = asyncio.create_task(again.run())
     try:
         edited = await chat.fake.wait_for(
@@ -106,7 +107,7 @@ async def test_after_an_unclean_stop_running_again_comes_before_what_the_restart
             bot.save()
         sessions = FakeSessions()
         daemon = Daemon(env, notifier=bot.notifier, session_io=sessions)
-        bot.attach(daemon)
+        bot.attach(door(daemon))
         sessions.live.add("claude-jim")
         daemon.core.feed({"hook_event_name": "SessionStart", "session": "claude-jim",
                           "session_id": "sid-jim", "cwd": "/tmp", "source": "startup"})

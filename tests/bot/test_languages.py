@@ -174,7 +174,7 @@ async def test_a_portuguese_chat_gets_each_suggestion_button_in_portuguese_same_
 
 
 async def test_a_spanish_chat_gets_the_notices_the_daemon_and_the_outbox_say_in_spanish(chat):
-    from aipager.daemon.notifier import Notice, NoticeName
+    from aipager.port.outputs import Notice, NoticeName
 
     _configure(chat, "es")
     session = chat.start("jim")

@@ -3,6 +3,7 @@ with a tap (the real chat over HTTP, the real daemon, a stand-in ``claude`` in r
 
 from __future__ import annotations
 
+
 import asyncio
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 from support.screens import DOWN, ENTER, at_trust_dialog
 from bot.conftest import eventually
 
-from aipager import dtach
+from aipager import config, dtach
 
 
 @pytest.fixture
@@ -25,6 +26,7 @@ def fake_claude(tmp_path, chat):
     folder.mkdir()
     chat.daemon.env["AIPAGER_CLAUDE_BIN"] = str(script)
     chat.bot.members.cfg.extra["new_session_folder"] = str(folder)
+    config.save(chat.daemon.env, chat.bot.members.cfg)  # as /settings saves it
     yield mark, folder
     for info in dtach.list_sessions(chat.daemon.env):
         dtach.kill(chat.daemon.env, info.name)
@@ -148,6 +150,7 @@ async def test_in_private_mode_new_names_no_folder_in_telegram(chat, fake_claude
     canary.mkdir()
     chat.bot.members.cfg.extra["new_session_folder"] = str(canary)
     chat.bot.members.cfg.extra["private"] = True
+    config.save(chat.daemon.env, chat.bot.members.cfg)
     trusted = tmp_path / "CANARYTRUSTED"
     trusted.mkdir()
     _trust(chat.daemon.env, str(trusted))

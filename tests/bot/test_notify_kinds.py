@@ -9,7 +9,7 @@ import pytest
 from hub.test_codec import SAMPLES
 
 from aipager.bot.notify import ChatNotifier
-from aipager.daemon.notifier import KINDS, Prompted
+from aipager.port.outputs import KINDS, Prompted
 
 
 def test_every_output_kind_has_a_sample():

@@ -14,9 +14,10 @@ from fakes.port import FakePort
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 from aipager import config
-from aipager.daemon.model import State
-from aipager.daemon.notifier import Permission
-from aipager.daemon.port import ByHook, ByKeys, InTerminal, KeysFailed, Who
+from aipager.port.model import State
+from aipager.port.outputs import Permission
+from aipager.port.backend import ByHook, ByKeys, InTerminal, KeysFailed, Who
+from tests.support.door import door
 
 S = "claude-jim"
 KEY = "p:t1:"
@@ -59,7 +60,7 @@ async def rig():
         port = FakePort(env, lambda name, args, kwargs: holder[0].outcome
                         if name.startswith("answer_") else None)
         port.add_session(S, State.WAITING)
-        bot.attach(port)
+        bot.attach(door(port))
         holder.append(Rig(fake, port, bot))
         task = asyncio.create_task(bot.run())
         try:
@@ -148,7 +149,7 @@ async def test_a_shell_command_reaches_the_port_as_words_for_the_daemon_to_encod
 
 
 async def test_status_groups_by_machine_when_the_port_has_several(rig):
-    from aipager.daemon.port import HostView
+    from aipager.port.backend import HostView
 
     rig.port.add_session("claude-web@box", State.WORKING)
     rig.port.machines = [HostView("laptop", local=True),

@@ -26,6 +26,7 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 from web.conftest import init_data
 
 from aipager import config
+from tests.support.door import door
 
 PUBLIC = "https://pager.example"
 CANARIES = ("CANARYANSWER", "CANARYCMD", "CANARYDESC", "CANARYWRITE", "CANARYDIFF",
@@ -74,8 +75,8 @@ async def private(public_url):
     from aipager.bot.service import ChatBot
     from aipager.clients.members import Members
     from aipager.daemon.app import Daemon
-    from aipager.daemon.notifier import FanoutNotifier
-    from aipager.web.actions import WebActions, default_folder
+    from aipager.port.outputs import FanoutNotifier
+    from aipager.web.actions import WebActions
     from aipager.web.auth import Logins
     from aipager.web.live import WebNotifier
     from aipager.web.routes import make_app
@@ -98,9 +99,9 @@ async def private(public_url):
         daemon = Daemon(env, notifier=FanoutNotifier([bot.notifier, live]),
                         session_io=sessions)
         holder.append(daemon)
-        bot.attach(daemon)
+        bot.attach(door(daemon))
         spawned: list = []
-        actions = WebActions(daemon, live, default_folder(env, lambda: None), spawned.append)
+        actions = WebActions(door(daemon), live, spawned.append)
         app = make_app(actions, live, Logins(), People(env, Members(env, cfg)),
                        allowed_hosts=Settings().hosts(7180),
                        allowed_origins=Settings().origins(7180))
@@ -335,7 +336,7 @@ def test_an_edited_allow_says_it_was_edited_and_by_whom_and_not_what_ran():
     """An allow a person edited first (✏️ Edit): in private mode the request's line says it
     was edited and who allowed it, never the corrected command or path."""
     from aipager.bot import private as private_mode
-    from aipager.daemon.notifier import RequestClosed
+    from aipager.port.outputs import RequestClosed
 
     out = RequestClosed(session="claude-jim", key="p:t1:", via="hook_decision", answer="allow",
                         who="@ana", edited="/srv/secret/plan.txt")

@@ -216,7 +216,7 @@ def test_enum_acts_pack_as_the_buttons_already_in_the_chat():
     assert QuestionTap(h=3, act=QuestionAct.OTHER).pack() == "q:3:o:0"
     assert SettingTap(name=Setting.DIFFS, value="on").pack() == "set:diffs:on"
     assert RequestTap.unpack("r:1:s2").act is RequestAct.SCOPE_2
-    from aipager.daemon.render import SCOPES_SHOWN
+    from aipager.texts.render import SCOPES_SHOWN
 
     assert len(SCOPES) == SCOPES_SHOWN  # every suggestion the daemon offers has its act
     with pytest.raises(ValueError):

@@ -19,6 +19,7 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 from aipager import config
 from aipager.proto import paths
 from aipager.bot import chatstate
+from tests.support.door import door
 
 SESSION = "claude-jim"
 
@@ -33,7 +34,7 @@ class Run:
         self.env = env
         self.bot = ChatBot(env, config.load(env))
         self.daemon = Daemon(env, notifier=self.bot.notifier, session_io=sessions)
-        self.bot.attach(self.daemon)
+        self.bot.attach(door(self.daemon))
         sessions.live.add(SESSION)
         self.daemon.deliver([orjson.dumps({
             "hook_event_name": "SessionStart", "session": SESSION, "source": "startup",

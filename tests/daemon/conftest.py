@@ -12,7 +12,7 @@ from aipager.proto import paths
 
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.notifier import RecordingNotifier
+from aipager.port.outputs import RecordingNotifier
 
 
 class Answers:

@@ -10,8 +10,8 @@ import pytest
 
 from aipager import agents
 from aipager.daemon.app import Daemon
-from aipager.daemon.model import State
-from aipager.daemon.port import InTerminal, Who
+from aipager.port.model import State
+from aipager.port.backend import InTerminal, Who
 from aipager.daemon.terminal import mark_discovered
 from aipager.policy import chatprompt
 
@@ -103,7 +103,7 @@ def hook():
 
 
 def test_no_claude_trust_question_for_a_codex_session(tmp_path) -> None:
-    from aipager.daemon.model import Session, State
+    from aipager.port.model import Session, State
     from aipager.daemon.service import Service
 
     service = Service.__new__(Service)

@@ -10,8 +10,8 @@ import orjson
 
 from aipager.daemon import audit
 from aipager.daemon.core import DaemonCore
-from aipager.daemon.model import QueuedMessage, Session, Task
-from aipager.daemon.notifier import RecordingNotifier
+from aipager.port.model import QueuedMessage, Session, Task
+from aipager.port.outputs import RecordingNotifier
 
 S = "claude-jim"
 #: 2026-12-02 13:45:07.9 UTC

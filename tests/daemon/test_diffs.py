@@ -73,7 +73,7 @@ async def test_a_big_diff_is_made_off_the_loop_and_its_request_keeps_its_place(t
 
     from aipager.daemon import ordered
     from aipager.daemon.core import DaemonCore
-    from aipager.daemon.notifier import RecordingNotifier
+    from aipager.port.outputs import RecordingNotifier
 
     big = tmp_path / "big.txt"
     big.write_text("".join(f"line {i}\n" for i in range(60_000))[: diffs.READ_MAX])
@@ -117,7 +117,7 @@ async def test_a_diff_that_fails_still_sends_its_request_in_its_place(tmp_path):
 
     from aipager.daemon import ordered
     from aipager.daemon.core import DaemonCore
-    from aipager.daemon.notifier import RecordingNotifier
+    from aipager.port.outputs import RecordingNotifier
 
     def broken(path: str) -> str | None:
         raise OSError("disk gone")

@@ -16,7 +16,7 @@ from fakes.sessionio import FakeSessions
 
 from aipager.daemon import edits
 from aipager.daemon.app import Daemon
-from aipager.daemon.port import Already, ByHook, Gone, Refused, Who
+from aipager.port.backend import Already, ByHook, Gone, Refused, Who
 from aipager.hookpy import reply as hook_reply
 
 S = "claude-jim"
@@ -194,7 +194,7 @@ async def test_the_card_and_the_verdict_name_the_edited_call_and_its_editor(daem
     """Claude Code's PermissionRequest names no tool_use_id: the call's running row is found by
     its requester, tool and summary, and names the corrected path and who corrected it; the
     request's close carries what ran (the chat's and the page's verdict line)."""
-    from aipager.daemon.notifier import RequestClosed
+    from aipager.port.outputs import RequestClosed
 
     asked = {"file_path": "/srv/app/asked.txt", "content": "hi\n"}
     daemon.core.feed({"hook_event_name": "PreToolUse", "session": S, "tool_name": "Write",

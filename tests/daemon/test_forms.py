@@ -14,8 +14,8 @@ import pytest
 
 from aipager.daemon import replies
 from aipager.daemon.app import Daemon
-from aipager.daemon.model import State
-from aipager.daemon.port import Already, ByHook, Gone, InTerminal, Refused, Who
+from aipager.port.model import State
+from aipager.port.backend import Already, ByHook, Gone, InTerminal, Refused, Who
 
 from daemon.test_replies import RID, S, HookSocket
 

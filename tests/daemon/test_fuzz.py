@@ -10,8 +10,8 @@ from support.sequences import FakeClock
 from aipager.daemon import persist
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.model import State
-from aipager.daemon.notifier import RecordingNotifier
+from aipager.port.model import State
+from aipager.port.outputs import RecordingNotifier
 
 SESSIONS = ("claude-a", "claude-b")
 TOOLS = ("Bash", "Read", "Agent", "AskUserQuestion", "TaskStop")

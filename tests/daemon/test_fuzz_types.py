@@ -23,7 +23,7 @@ import aipager.daemon
 from aipager.daemon import persist, salvage
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.events import statusline
-from aipager.daemon.notifier import RecordingNotifier
+from aipager.port.outputs import RecordingNotifier
 
 S = "claude-fz"
 DAEMON = pathlib.Path(aipager.daemon.__file__).parent

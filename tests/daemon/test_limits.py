@@ -9,7 +9,7 @@ import orjson
 
 from aipager.daemon import limits, persist
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.model import State
+from aipager.port.model import State
 from aipager.daemon.terminal import mark_discovered
 
 CAP = Knobs().orphan_cap

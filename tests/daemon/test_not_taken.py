@@ -14,7 +14,7 @@ from fakes.sessionio import FakeSessions
 from aipager import dtach
 from aipager.daemon import calls
 from aipager.daemon.app import Daemon
-from aipager.daemon.notifier import Notice, NoticeName, RecordingNotifier
+from aipager.port.outputs import Notice, NoticeName, RecordingNotifier
 from aipager.policy import notes
 
 S = "claude-jim"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aipager.daemon.model import State
+from aipager.port.model import State
 
 S = "claude-jim"
 BASH = {"command": "touch /w/x", "description": "run cmd"}
@@ -174,7 +174,7 @@ def test_each_suggestion_is_offered_with_its_destination_and_answered_alone(core
 
 
 def test_a_lone_rule_is_the_one_always_allow_and_carries_its_destination():
-    from aipager.daemon import render
+    from aipager.texts import render
 
     rule = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}],
             "behavior": "allow", "destination": "localSettings"}
@@ -184,7 +184,7 @@ def test_a_lone_rule_is_the_one_always_allow_and_carries_its_destination():
 def test_a_long_scoped_label_keeps_its_scope_and_shortens_the_path_in_its_middle():
     """Cut at 60 characters from the end, "· this project, for everyone" was lost: the button
     no longer said where the permission would be kept."""
-    from aipager.daemon import render
+    from aipager.texts import render
 
     folder = "/home/dev/work/clients/acme/backend/services/billing-reports"
     label = render.suggestion_label({"type": "addDirectories", "directories": [folder],
@@ -206,7 +206,7 @@ def test_stop_on_a_request_ends_the_task_even_with_a_message_held_for_the_dialog
     message held for the dialog, released at once and typed, the transcript's last turn
     was never the interruption, and the card said "working" for ever."""
     from aipager.daemon import replies
-    from aipager.daemon.model import QueuedMessage
+    from aipager.port.model import QueuedMessage
 
     start(core)
     core.feed(perm("t1", aipager_request_id="r1", aipager_reply_addr="/run/r1.sock"))
@@ -263,7 +263,7 @@ def test_a_destructive_command_is_named_on_its_request_and_touch_is_not(core, no
 
 
 def test_what_counts_as_destructive():
-    from aipager.daemon.danger import destructive
+    from aipager.texts.danger import destructive
 
     assert destructive("cd /srv && rm -fr build") == "rm -r"
     assert destructive("sudo rm -r -f /") == "rm -r"

@@ -8,7 +8,7 @@ import stat
 from aipager.proto import paths
 from aipager.daemon import persist
 from aipager.daemon.core import DaemonCore
-from aipager.daemon.notifier import RecordingNotifier
+from aipager.port.outputs import RecordingNotifier
 
 S = "claude-jim"
 
@@ -43,7 +43,7 @@ def test_save_then_load_reports_the_schema(core, clock):
 
 
 def test_saved_state_shows_each_sessions_rendered_card(core, clock):
-    from aipager.daemon import render
+    from aipager.texts import render
 
     env = dict(os.environ)
     core.feed({"hook_event_name": "SessionStart", "session": "claude-idle", "source": "startup"})

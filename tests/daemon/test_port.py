@@ -1,4 +1,4 @@
-"""The daemon's port (``aipager.daemon.port``) as ``Daemon`` implements it: typed outcomes,
+"""The daemon's port (``aipager.port.backend``) as ``Daemon`` implements it: typed outcomes,
 the keystroke fallback taken by the daemon itself, one verdict per request.
 
 The real ``Daemon`` with its event core; the terminal is ``fakes.sessionio.FakeSessions``
@@ -14,10 +14,11 @@ import pytest
 from fakes.sessionio import FakeSessions
 from support.screens import rows
 
-from aipager.daemon import dialogkeys, port
+from aipager.daemon import dialogkeys
+from aipager.port import backend as port
 from aipager.daemon.app import Daemon
-from aipager.daemon.notifier import RecordingNotifier
-from aipager.daemon.port import (Already, ByKeys, DaemonPort, Gone, InTerminal, KeysFailed,
+from aipager.port.outputs import RecordingNotifier
+from aipager.port.backend import (Already, ByKeys, DaemonPort, Gone, InTerminal, KeysFailed,
                                  Who)
 from aipager.daemon.terminal import ESCAPE
 

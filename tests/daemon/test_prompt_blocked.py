@@ -7,7 +7,7 @@ the session "working" with the member's text shown as the owner's."""
 from __future__ import annotations
 
 from aipager.daemon.events.prompts import BLOCKED_PROMPT_SECONDS
-from aipager.daemon.model import QueuedMessage, State
+from aipager.port.model import QueuedMessage, State
 
 S = "claude-jim"
 FAKE_PASTE = '<pasted_content id="1">\n@/home/x/.ssh/id_rsa\n</pasted_content id="1">'

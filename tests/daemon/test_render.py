@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aipager.daemon import render
-from aipager.daemon.model import Agent, BgCommand, Row, Session, State, Task
+from aipager.texts import render
+from aipager.port.model import Agent, BgCommand, Row, Session, State, Task
 
 T0 = 1_800_000_000.0
 

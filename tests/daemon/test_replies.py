@@ -17,8 +17,8 @@ from support import hookrun
 
 from aipager.daemon import replies
 from aipager.daemon.app import Daemon
-from aipager.daemon.model import Request, Session, State
-from aipager.daemon.port import ByHook, Gone, Who
+from aipager.port.model import Request, Session, State
+from aipager.port.backend import ByHook, Gone, Who
 from aipager.hookpy import reply as hook_reply
 
 S = "claude-jim"

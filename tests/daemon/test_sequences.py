@@ -11,8 +11,8 @@ from support.sequences import FakeClock, load_sequence, sequence_names
 from aipager.daemon import persist
 from aipager.daemon.core import DaemonCore
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.model import State
-from aipager.daemon.notifier import RecordingNotifier
+from aipager.port.model import State
+from aipager.port.outputs import RecordingNotifier
 
 NAMES = sequence_names()
 

@@ -9,7 +9,7 @@ import pytest
 from fakes.port import FakePort
 
 from aipager.clients.words import words
-from aipager.daemon.model import State
+from aipager.port.model import State
 from aipager.daemon.service import Service
 from aipager.port.commands import CompactSession, ResumeSession, SwitchModel
 from aipager.port.results import Compacting, Declined, Failed, Resumed, Switching

@@ -16,8 +16,8 @@ from aipager.proto import paths
 from aipager.cli.app import app
 from aipager.daemon import persist, salvage
 from aipager.daemon.core import DaemonCore
-from aipager.daemon.model import State
-from aipager.daemon.notifier import RecordingNotifier
+from aipager.port.model import State
+from aipager.port.outputs import RecordingNotifier
 from aipager.daemon.registry import Registry
 
 

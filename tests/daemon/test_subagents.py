@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aipager.daemon import render
+from aipager.texts import render
 from aipager.daemon.knobs import Knobs
 
 S = "claude-jim"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from aipager.daemon import render
+from aipager.texts import render
 from aipager.daemon.knobs import Knobs
-from aipager.daemon.model import QueuedMessage, State
+from aipager.port.model import QueuedMessage, State
 
 S = "claude-jim"
 

@@ -14,9 +14,9 @@ from fakes.sessionio import FakeSessions
 
 from aipager.agents import CLAUDE
 from aipager.daemon.app import Daemon
-from aipager.daemon.model import State
-from aipager.daemon.notifier import Permission, RecordingNotifier, RequestClosed
-from aipager.daemon.port import ByHook, Who
+from aipager.port.model import State
+from aipager.port.outputs import Permission, RecordingNotifier, RequestClosed
+from aipager.port.backend import ByHook, Who
 
 S = "claude-tm"
 OWNER = Who("@owner", 1, "owner")
@@ -84,7 +84,7 @@ async def test_a_tmux_teammates_prompt_says_answer_it_at_the_computer_with_no_bu
     d.core.feed({"hook_event_name": "Notification", "session": S,
                  "notification_type": "worker_permission_prompt",
                  "message": "worker2 needs permission for Bash"})
-    from aipager.daemon.notifier import Notice
+    from aipager.port.outputs import Notice
 
     (said,) = [o for o in notifier.outputs if isinstance(o, Notice)]
     assert said.notice == "at_computer"

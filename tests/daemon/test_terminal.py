@@ -11,7 +11,7 @@ import pytest
 from aipager import dtach
 from aipager.proto import paths
 from aipager.daemon.events.session import end_session
-from aipager.daemon.model import State
+from aipager.port.model import State
 from aipager.daemon.terminal import DtachIO, mark_discovered
 from aipager.proto.errors import SessionNotFound
 

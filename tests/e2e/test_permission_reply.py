@@ -15,7 +15,7 @@ import os
 import pytest
 
 from aipager.daemon import replies
-from aipager.daemon.model import Request
+from aipager.port.model import Request
 from fakes import anthropic as fa
 
 pytestmark = pytest.mark.e2e

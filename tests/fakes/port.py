@@ -1,6 +1,6 @@
 """A fake daemon port for the chat's tests, in the spirit of httpx's ``MockTransport``.
 
-``FakePort`` is a ``DaemonPort`` (``aipager.daemon.port``) with no daemon behind it: a
+``FakePort`` is a ``DaemonPort`` (``aipager.port.backend``) with no daemon behind it: a
 real ``Registry`` holds the sessions a test sets up, every call is recorded in
 ``asked``, and one ``handler(name, args, kwargs)`` decides what a call returns (an
 ``Outcome`` for answers; None means the default: ``Gone()`` for answers, a session
@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from aipager.daemon.model import State
-from aipager.daemon.port import AnswerKind, Gone, HostView, Outcome, Who
+from aipager.port.model import State
+from aipager.port.backend import AnswerKind, Gone, HostView, Outcome, Who
 from aipager.daemon.registry import Registry
-from aipager.daemon.worktree import Diff
+from aipager.port.results import Diff
 
 Handler = Callable[[str, tuple, dict], Any]
 

@@ -24,6 +24,7 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 from aipager import config
 from aipager.hub import server
 from aipager.hub.creds import Creds
+from tests.support.door import door
 
 HUB_PW = "hub-secret-pw"
 PASSWORDS = {"box": "box-secret-pw", "vm": "vm-secret-pw"}
@@ -110,7 +111,7 @@ class Hub:
         self.signin: list[str] = []
         self.page: Any = None
         if web:  # wired as main.compose_hub wires it
-            from aipager.daemon.notifier import FanoutNotifier
+            from aipager.port.outputs import FanoutNotifier
             from aipager.web.service import web_page
 
             self.page = web_page({**env, "AIPAGER_WEB_PORT": "0"}, cfg, self.signin.append)
@@ -120,10 +121,10 @@ class Hub:
                             timeout=timeout, hosts=lambda: sorted(hosts), before_ack=self.bot.save,
                             local_name="laptop", stable=stable)
         self.port = HubPort(self.daemon, self.link)
-        self.bot.attach(self.port)
+        self.bot.attach(door(self.port))
         self.tasks = [asyncio.create_task(self.bot.run()), asyncio.create_task(self.link.run())]
         if self.page is not None:
-            self.page.attach(self.port)
+            self.page.attach(door(self.port))
             self.tasks.append(asyncio.create_task(self.page.run()))
 
     async def stop(self) -> None:
@@ -153,7 +154,7 @@ class Host:
         self.daemon = Daemon(env, notifier=self.link, session_io=self.sessions)
         restored = persist.restore_saved(env, self.daemon.core.registry)
         self.daemon.journal.seq = restored.journal_seq
-        self.link.attach(self.daemon)
+        self.link.attach(door(self.daemon))
         self.task = asyncio.create_task(self.link.run())
 
     def feed(self, session: str, event: str, **fields: Any) -> None:

@@ -12,7 +12,7 @@ import nats
 from bot.conftest import eventually
 from hub.conftest import PASSWORDS, hub_sees
 
-from aipager.daemon.notifier import NoticeName
+from aipager.port.outputs import NoticeName
 from aipager.hub import codec, deadletter, layout, link, names
 
 BAD_WORDS = "sent a record the hub cannot read"

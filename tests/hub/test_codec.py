@@ -12,8 +12,8 @@ from typing import get_args
 
 from fakes.port import FakePort
 
-from aipager.daemon import notifier
-from aipager.daemon.model import QueuedMessage, Request, Session, State, Task
+from aipager.port import outputs as notifier
+from aipager.port.model import QueuedMessage, Request, Session, State, Task
 from aipager.hub import codec, commands
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command, CompactSession,
                                    KillSession, Mode, QuestionAnswer, ResumeSession, SendPrompt,
@@ -25,6 +25,7 @@ from aipager.port.results import (Already, ByHook, ByKeys, Changes, Compacting, 
 from aipager.port.rights import Reason
 from aipager.port.who import Person
 from aipager.proto.errors import InvalidSessionName, SessionError, SessionNotFound
+from tests.support.door import door
 
 SAMPLES = [
     notifier.Card("claude-a", "card text", 3, task=2, final=True),
@@ -228,12 +229,11 @@ def test_results_are_frozen_dataclasses():
 async def test_a_new_session_in_a_folder_the_host_lacks_starts_in_its_default(tmp_path):
     port = FakePort({"HOME": str(tmp_path), "AIPAGER_HOME": str(tmp_path / "state")})
     owner = Person(1, "owner", "owner", exempt=True, never_held=True)
-    got = await commands.Ask(StartSession(owner, "web", "/no/such/folder/on/this/host")).run(
-        port)
+    got = await commands.Ask(StartSession(owner, "web", "/no/such/folder/on/this/host")).run(door(port))
     assert got == Started("claude-web", str(tmp_path))
     here = tmp_path / "here"
     here.mkdir()
-    got = await commands.Ask(StartSession(owner, "web2", str(here), mode=Mode.PLAN)).run(port)
+    got = await commands.Ask(StartSession(owner, "web2", str(here), mode=Mode.PLAN)).run(door(port))
     assert got == Started("claude-web2", str(here))
     [_, (args, kwargs)] = port.calls("start_session")
     assert args == ("web2",) and kwargs == {"resume_id": "", "cwd": str(here), "mode": "plan"}
@@ -246,10 +246,10 @@ async def test_the_host_decides_with_its_own_service(tmp_path):
     port.add_session("claude-a", State.READY)
     reader = Person(3, "rita", "read_only", may_prompt=False, may_approve=False,
                     may_manage=False)
-    got = await commands.Ask(SendPrompt(reader, "claude-a", "cat ~/.ssh/id_rsa", 5, 42)).run(port)
+    got = await commands.Ask(SendPrompt(reader, "claude-a", "cat ~/.ssh/id_rsa", 5, 42)).run(door(port))
     assert got == Declined(Reason.MAY_NOT_PROMPT)
     assert not port.calls("type_prompt")
-    got = await commands.Ask(SendPrompt(ANA, "claude-a", "run the tests", 6, 42)).run(port)
+    got = await commands.Ask(SendPrompt(ANA, "claude-a", "run the tests", 6, 42)).run(door(port))
     assert got == Typed("claude-a")
     [(args, kwargs)] = port.calls("type_prompt")
     assert args == ("claude-a", "run the tests")

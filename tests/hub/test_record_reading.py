@@ -9,8 +9,8 @@ import random
 
 import orjson
 
-from aipager.daemon.model import Session, Task
-from aipager.daemon.notifier import Notice, NoticeName
+from aipager.port.model import Session, Task
+from aipager.port.outputs import Notice, NoticeName
 from aipager.hub import codec, deadletter, ration, shape, supervise
 from aipager.hub.codec import BadRecord, OutputRecord, ReplyRecord, Snapshot
 

@@ -9,7 +9,7 @@ from bot.conftest import eventually
 from fakes.telegram_api import OWNER
 from hub.conftest import HUB_PW, hub_sees
 
-from aipager.daemon.notifier import NoticeName
+from aipager.port.outputs import NoticeName
 from aipager.hub import names
 from aipager.hub.conn import connect
 from aipager.hub.creds import Creds

@@ -10,7 +10,8 @@ from fakes.telegram_api import OWNER
 from hub.conftest import hub_sees
 from support.screens import rows
 
-from aipager.daemon.model import State
+from aipager.port.model import State
+from tests.support.door import door
 
 
 async def on_screen(machines, pred, timeout=10.0):
@@ -77,7 +78,7 @@ async def test_the_same_name_on_two_machines_is_name_at_host(machines):
     assert {a.label, b.label} == {"api@box", "api@vm"}
     from aipager.bot.actions import Actions
 
-    actions = Actions(hub.port, hub.bot.state, hub.bot.outbox, lambda: "/tmp")
+    actions = Actions(door(hub.port), hub.bot.state, hub.bot.outbox)
     assert actions.find("api@vm").name == "claude-api@vm"
     assert actions.find("api@box").name == "claude-api@box"
     assert actions.find("api") is None  # ambiguous: the chat asks

@@ -9,8 +9,8 @@ import time
 import pytest
 from fakes.sessionio import FakeSessions
 
-from aipager.daemon.model import Session, State
-from aipager.daemon.notifier import Files, Notice, RecordingNotifier
+from aipager.port.model import Session, State
+from aipager.port.outputs import Files, Notice, RecordingNotifier
 from aipager.hub import codec
 from aipager.hub.creds import Creds
 from aipager.hub.link import HubLink, as_hub_output

@@ -10,7 +10,7 @@ from bot.conftest import eventually
 from hub.conftest import hub_sees
 
 from aipager import config, main
-from aipager.daemon.notifier import FanoutNotifier
+from aipager.port.outputs import FanoutNotifier
 from aipager.web.live import WebNotifier
 
 

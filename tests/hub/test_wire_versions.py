@@ -22,7 +22,7 @@ import typing
 
 import pytest
 
-from aipager.daemon.notifier import Notice, NoticeName
+from aipager.port.outputs import Notice, NoticeName
 from aipager.hub import codec, usecases
 from aipager.port.commands import SendPrompt
 from aipager.port.who import Person

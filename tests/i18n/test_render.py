@@ -4,8 +4,8 @@ logs), the caller's language inside ``locales.rendering``."""
 from __future__ import annotations
 
 from aipager import locales
-from aipager.daemon import render
-from aipager.daemon.model import Session, State, Task
+from aipager.texts import render
+from aipager.port.model import Session, State, Task
 
 
 def _working() -> Session:
@@ -41,7 +41,7 @@ def test_plurals_follow_each_languages_rule():
 def test_a_request_without_claude_codes_words_is_said_in_the_chats_language():
     """A Notification with no message gets aipager's own sentence, which is translated;
     Claude Code's own words pass as they came."""
-    from aipager.daemon.model import Request
+    from aipager.port.model import Request
 
     bare = Request(key="n:1", kind="permission", tool="", opened_at=1.0,
                    description=render.NEEDS_PERMISSION)

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from aipager.daemon import encode
-from aipager.daemon.model import Session
+from aipager.port.model import Session
 from aipager.policy import model
 
 MEMBER = {"author_user_id": 7, "author_label": "ann", "role": "user"}

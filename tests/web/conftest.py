@@ -16,12 +16,13 @@ from fakes.port import FakePort
 
 from aipager import config
 from aipager.clients.members import Members
-from aipager.web.actions import WebActions, default_folder
+from aipager.web.actions import WebActions
 from aipager.web.auth import COOKIE, Logins
 from aipager.web.live import WebNotifier
 from aipager.web.routes import make_app
 from aipager.web.service import Settings
 from aipager.web.who import People
+from tests.support.door import door
 
 TOKEN = "123456:" + "A" * 35
 OWNER_ID = 4242
@@ -81,7 +82,7 @@ async def web(cfg):
     port = FakePort(env)
     live = WebNotifier(lambda: port.sessions)
     spawned = []
-    actions = WebActions(port, live, default_folder(env, lambda: None), spawned.append)
+    actions = WebActions(door(port), live, spawned.append)
     logins = Logins()
     people = People(env, Members(env, cfg) if cfg is not None else None)
     server = TestServer(make_app(actions, live, logins, people,

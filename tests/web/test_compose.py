@@ -8,7 +8,7 @@ import time
 import pytest
 
 from aipager import config, main
-from aipager.daemon.notifier import FanoutNotifier
+from aipager.port.outputs import FanoutNotifier
 from aipager.proto.errors import ConfigError
 from aipager.web.live import WebNotifier
 from aipager.web.auth import AuthError
@@ -96,5 +96,5 @@ def test_the_chat_and_the_page_ask_one_service_the_root_composed():
     # each surface reports its health to the daemon (``add_facts``): that is how to find them
     clients = {type(f.__self__): f.__self__ for f in daemon.facts if hasattr(f, "__self__")}
     chat, page = clients[ChatBot], clients[WebPage]
-    assert isinstance(chat.service, Service) and chat.service.port is daemon
-    assert page.actions.service is chat.service
+    assert isinstance(chat.port, Service) and chat.port.port is daemon
+    assert page.actions.port is chat.port

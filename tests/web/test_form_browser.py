@@ -16,7 +16,7 @@ from daemon.test_replies import RID, S, HookSocket
 from playwright.async_api import async_playwright
 
 from aipager.daemon.app import Daemon
-from aipager.web.actions import WebActions, default_folder
+from aipager.web.actions import WebActions
 from aipager.web.auth import Logins
 from aipager.web.live import WebNotifier
 from aipager.web.routes import make_app
@@ -24,6 +24,7 @@ from aipager.web.service import Settings
 from aipager.web.who import People
 
 from .test_page_browser import PHONE, _free_port, _shot, _until
+from tests.support.door import door
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "elicitation.json")
 FORM = "form.request.form"
@@ -73,7 +74,7 @@ async def form_page():
     daemon = Daemon(env, notifier=live)
     found.append(daemon)
     spawned: list = []
-    actions = WebActions(daemon, live, default_folder(env, lambda: None), spawned.append)
+    actions = WebActions(door(daemon), live, spawned.append)
     logins = Logins()
     number = _free_port()
     app = make_app(actions, live, logins, People(env, None),

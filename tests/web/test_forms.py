@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from aipager.daemon.model import Request, State
-from aipager.daemon.notifier import Form
-from aipager.daemon.port import ByHook, Refused
+from aipager.port.model import Request, State
+from aipager.port.outputs import Form
+from aipager.port.backend import ByHook, Refused
 from aipager.port import forms
 
 from .conftest import READER_ID, init_data

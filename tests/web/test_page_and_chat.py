@@ -24,6 +24,7 @@ from fakes.sessionio import FakeSessions
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 from aipager import config
+from tests.support.door import door
 
 S = "claude-jim"
 HOST = "127.0.0.1:7180"
@@ -74,8 +75,8 @@ async def both(private):
     from aipager.bot.service import ChatBot
     from aipager.clients.members import Members
     from aipager.daemon.app import Daemon
-    from aipager.daemon.notifier import FanoutNotifier
-    from aipager.web.actions import WebActions, default_folder
+    from aipager.port.outputs import FanoutNotifier
+    from aipager.web.actions import WebActions
     from aipager.web.auth import Logins
     from aipager.web.live import WebNotifier
     from aipager.web.routes import make_app
@@ -95,9 +96,9 @@ async def both(private):
         live = WebNotifier(lambda: holder[0].sessions if holder else None)
         daemon = Daemon(env, notifier=FanoutNotifier([bot.notifier, live]), session_io=sessions)
         holder.append(daemon)
-        bot.attach(daemon)
+        bot.attach(door(daemon))
         spawned: list = []
-        actions = WebActions(daemon, live, default_folder(env, lambda: None), spawned.append)
+        actions = WebActions(door(daemon), live, spawned.append)
         logins = Logins()
         app = make_app(actions, live, logins, People(env, Members(env, cfg)),
                        allowed_hosts=Settings().hosts(7180),

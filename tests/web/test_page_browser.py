@@ -14,14 +14,15 @@ from playwright.async_api import async_playwright
 from support.screens import rows
 
 from aipager.daemon import screen
-from aipager.daemon.model import Request, State
-from aipager.daemon.notifier import Answer, Card, Permission
-from aipager.web.actions import WebActions, default_folder
+from aipager.port.model import Request, State
+from aipager.port.outputs import Answer, Card, Permission
+from aipager.web.actions import WebActions
 from aipager.web.auth import Logins
 from aipager.web.live import WebNotifier
 from aipager.web.routes import make_app
 from aipager.web.service import Settings
 from aipager.web.who import People
+from tests.support.door import door
 
 S = "claude-jim"
 PHONE = {"width": 390, "height": 844}
@@ -57,7 +58,7 @@ async def browser_page():
     port = FakePort(env)
     live = WebNotifier(lambda: port.sessions)
     spawned: list = []
-    actions = WebActions(port, live, default_folder(env, lambda: None), spawned.append)
+    actions = WebActions(door(port), live, spawned.append)
     logins = Logins()
     number = _free_port()
     app = make_app(actions, live, logins, People(env, None),
@@ -244,7 +245,7 @@ async def test_the_agent_picked_keeps_its_folder_notes_through_a_live_update(bro
 
 async def test_a_session_starts_in_the_mode_picked_and_its_changes_read_on_the_phone(
         browser_page):
-    from aipager.daemon.worktree import Diff
+    from aipager.port.results import Diff
 
     page = await browser_page.open("/")
     await page.fill("form.new input[name=name]", "planner")

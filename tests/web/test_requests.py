@@ -6,8 +6,8 @@ from __future__ import annotations
 from aipager.clients import asking
 from aipager.daemon import diffs
 from aipager.daemon.events.tools import diff_preview
-from aipager.daemon.model import Request, State
-from aipager.daemon.notifier import Permission
+from aipager.port.model import Request, State
+from aipager.port.outputs import Permission
 
 S = "claude-jim"
 KEY = "p:t1:"
@@ -76,7 +76,7 @@ async def test_who_answered_a_request_stays_in_the_conversation_in_the_readers_l
     language; a key answered twice (its keys, then its tool ran) is said once."""
     import time
 
-    from aipager.daemon.notifier import RequestAnswered, RequestClosed
+    from aipager.port.outputs import RequestAnswered, RequestClosed
 
     await web.sign_in()
     web.port.add_session(S, State.WAITING)
@@ -101,7 +101,7 @@ async def test_an_edited_allow_says_in_the_conversation_who_edited_it_and_what_r
     the one Claude asked for, which its head still names) and who edited it."""
     import time
 
-    from aipager.daemon.notifier import RequestClosed
+    from aipager.port.outputs import RequestClosed
 
     await web.sign_in()
     web.port.add_session(S, State.WAITING)

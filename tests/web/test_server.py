@@ -7,10 +7,10 @@ import asyncio
 import json
 import time
 
-from aipager.daemon.model import State, Task
-from aipager.daemon.notifier import (Card, Notice, NoticeName, Permission, Prompted, Reaction,
+from aipager.port.model import State, Task
+from aipager.port.outputs import (Card, Notice, NoticeName, Permission, Prompted, Reaction,
                                      Release)
-from aipager.daemon.port import ByHook, Who
+from aipager.port.backend import ByHook, Who
 
 from .conftest import COOKIE, GUEST_ID, OWNER_ID, READER_ID, init_data
 
@@ -273,7 +273,7 @@ async def test_the_audit_log_is_for_admins(web):
 async def test_the_servers_words_are_in_the_page_users_language(web):
     """The page names its user's language on every call: results, refusals, a request's text
     and its buttons (each suggestion's too, with the same act) come back in it."""
-    from aipager.daemon.model import Request
+    from aipager.port.model import Request
 
     await web.sign_in()
     web.port.add_session(S, State.WAITING)

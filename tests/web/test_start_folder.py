@@ -9,8 +9,8 @@ import json
 from support.screens import rows
 
 from aipager.daemon import screen
-from aipager.daemon.model import State
-from aipager.daemon import folders
+from aipager.port.model import State
+from aipager import folders
 
 S = "claude-jim"
 

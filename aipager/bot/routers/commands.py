@@ -29,7 +29,7 @@ from aipager.bot.settingsview import settings_view
 from aipager.bot.starting import name_and_first, start_session
 from aipager.bot.rights import like
 from aipager.clients.words import words
-from aipager.daemon.model import Session, State
+from aipager.port.model import Session, State
 from aipager.port.commands import StopTask, SwitchModel
 from aipager.port.results import Declined, Stopping
 from aipager.port.rights import RIGHTS
@@ -122,7 +122,7 @@ async def on_stop(message: Message, command: CommandObject, actions: Actions,
     sess = pick_or_run(actions, message, command.args, SessionAct.STOP, busy)
     if sess is None:
         return
-    result = await actions.service.ask(StopTask(sender, sess.name))
+    result = await actions.port.ask(StopTask(sender, sess.name))
     match result:
         case Stopping(pressed=False):
             pass  # a repeated stop says nothing new
@@ -169,7 +169,7 @@ async def on_model(message: Message, command: CommandObject, actions: Actions,
     if sess is None:
         return
     said(actions, message.chat.id,
-         await actions.service.ask(SwitchModel(sender, sess.name, model)), session=sess.name)
+         await actions.port.ask(SwitchModel(sender, sess.name, model)), session=sess.name)
 
 
 def model_picker(actions: Actions, message: Message) -> None:

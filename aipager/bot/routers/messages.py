@@ -100,7 +100,7 @@ async def deny_with_reason(message: Message, actions: Actions, sender: Sender, t
     """A reply to an open permission request denies it with the reply as the reason, which
     Claude reads (a plain ❌ Deny stays one tap)."""
     chat_id = message.chat.id
-    outcome = await actions.service.ask(AnswerRequest(sender, session, key, "deny",
+    outcome = await actions.port.ask(AnswerRequest(sender, session, key, "deny",
                                                       reason=text.strip()))
     reply_to = message.message_id
     match outcome:
@@ -133,7 +133,7 @@ async def on_edit_text(message: Message, actions: Actions, sender: Sender, text:
     if not isinstance(session, str) or not isinstance(key, str):
         raise SkipHandler
     chat_id, reply_to = message.chat.id, message.message_id
-    outcome = await actions.service.ask(AnswerRequest(sender, session, key, "allow", edit=text))
+    outcome = await actions.port.ask(AnswerRequest(sender, session, key, "allow", edit=text))
     match outcome:
         case ByHook() | ByKeys():
             actions.react(chat_id, reply_to, "👌")

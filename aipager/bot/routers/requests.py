@@ -38,7 +38,7 @@ async def _request_tap(query: CallbackQuery, callback_data: RequestTap, actions:
         return
     session, key = ref.session, ref.key
     act = callback_data.act
-    result = await actions.service.ask(AnswerRequest(
+    result = await actions.port.ask(AnswerRequest(
         sender, session, key, kind, suggestion=int(act[1:]) if act in SCOPES else None))
     if isinstance(result, ByHook) and result.scope:
         # what Claude Code was handed to remember, and for how long: not "Always allowed"

@@ -19,7 +19,7 @@ from aipager.bot.outbox import Live
 from aipager.bot.rights import like
 from aipager.bot.notify import kill_key
 from aipager.bot.flows import EXPIRED, ask_kill, compact, said
-from aipager.daemon.model import Session
+from aipager.port.model import Session
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import words
 from aipager.port.commands import KillSession, ResumeSession, StopTask, TrustFolder
@@ -61,7 +61,7 @@ async def on_stop(query: CallbackQuery, callback_data: SessionTap, actions: Acti
     if found is None:
         return
     sess, chat_id = found
-    result = await actions.service.ask(StopTask(sender, sess.name))
+    result = await actions.port.ask(StopTask(sender, sess.name))
     match result:
         case Stopping():  # the toast and the card say it: no message under them
             callback_answer.text = _("Stopping…")
@@ -128,7 +128,7 @@ async def on_kill_yes(query: CallbackQuery, callback_data: SessionTap, actions: 
     # The session's end notice (Claude Code's SessionEnd, or its socket gone) would say
     # "Session ended" under "ended by @who": the stage tells ``notify`` the question says it.
     actions.state.kills[sess.name] = KillStage.BY_CHAT
-    result = await actions.service.ask(KillSession(sender, sess.name))
+    result = await actions.port.ask(KillSession(sender, sess.name))
     ended = isinstance(result, Ended) and result.ended
     # still marked: the notice has not come yet, and the outcome keeps the mark for it
     if not ended and actions.state.kills.get(sess.name) == KillStage.BY_CHAT:
@@ -172,7 +172,7 @@ async def on_resume(query: CallbackQuery, callback_data: SessionTap, actions: Ac
     if found is None:
         return
     sess, chat_id = found
-    result = await actions.service.ask(ResumeSession(sender, sess.name))
+    result = await actions.port.ask(ResumeSession(sender, sess.name))
     if isinstance(result, Resumed):
         actions.state.current[str(chat_id)] = result.session
     said(actions, chat_id, result, session=sess.name)
@@ -214,7 +214,7 @@ async def _trust(query: CallbackQuery, callback_data: SessionTap, actions: Actio
         return
     if not yes:  # "No" ends the session: the question says so, not a second notice too
         actions.state.kills[sess.name] = KillStage.BY_CHAT
-    result = await actions.service.ask(TrustFolder(sender, sess.name, yes))
+    result = await actions.port.ask(TrustFolder(sender, sess.name, yes))
     if not yes and not (isinstance(result, Ended) and result.ended) \
             and actions.state.kills.get(sess.name) == KillStage.BY_CHAT:
         del actions.state.kills[sess.name]

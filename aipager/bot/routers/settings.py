@@ -147,7 +147,7 @@ async def on_model_tap(query: CallbackQuery, callback_data: ModelTap, actions: A
         callback_answer.text = _(EXPIRED)
         return
     model = str(callback_data.model)
-    result = await actions.service.ask(SwitchModel(sender, sess.name, model))
+    result = await actions.port.ask(SwitchModel(sender, sess.name, model))
     if not isinstance(result, Switching):
         callback_answer.text = words(result, _)
         return

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from aipager.daemon import render
+from aipager.texts import render
 from aipager.daemon.dispatch import Ctx, EventRouter
-from aipager.daemon.model import Session
-from aipager.daemon.notifier import NoticeName
+from aipager.port.model import Session
+from aipager.port.outputs import NoticeName
 
 router = EventRouter("compaction")
 

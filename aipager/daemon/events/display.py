@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from aipager.daemon.dispatch import Ctx, EventRouter
-from aipager.daemon.model import Session
-from aipager.daemon.summaries import shorten
+from aipager.port.model import Session
+from aipager.texts.summaries import shorten
 
 router = EventRouter("display")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 
 from aipager.daemon.dispatch import Ctx, EventRouter
-from aipager.daemon.model import Session
-from aipager.daemon.notifier import Files
+from aipager.port.model import Session
+from aipager.port.outputs import Files
 
 router = EventRouter("files")
 

@@ -9,13 +9,14 @@ as does the end of its task.  A form the phone cannot ask (nested fields, a URL 
 
 from __future__ import annotations
 
-from aipager.daemon import render, requests
+from aipager.daemon import requests
+from aipager.texts import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.fields import text_field
 from aipager.daemon.events.permissions import input_digest
-from aipager.daemon.model import Request, Session
-from aipager.daemon.notifier import Form
-from aipager.daemon.summaries import shorten
+from aipager.port.model import Request, Session
+from aipager.port.outputs import Form
+from aipager.texts.summaries import shorten
 from aipager.port import forms
 
 router = EventRouter("forms")

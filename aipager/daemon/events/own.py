@@ -6,11 +6,12 @@ from __future__ import annotations
 import logging
 
 from aipager.proto import wire
-from aipager.daemon import audit, limits, render, replies
+from aipager.daemon import audit, limits, replies
+from aipager.texts import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events import forms
-from aipager.daemon.model import Session
-from aipager.daemon.notifier import NoticeName, Reaction, RequestUpdate
+from aipager.port.model import Session
+from aipager.port.outputs import NoticeName, Reaction, RequestUpdate
 
 router = EventRouter("own")
 

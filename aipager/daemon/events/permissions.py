@@ -12,12 +12,13 @@ import hashlib
 
 import orjson
 
-from aipager.daemon import diffs, edits, render, requests
+from aipager.daemon import diffs, edits, requests
+from aipager.texts import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.fields import text_field
-from aipager.daemon.model import Request, Session, State
-from aipager.daemon.notifier import NoticeName, Permission, Question, RequestUpdate
-from aipager.daemon.summaries import request_detail, shorten
+from aipager.port.model import Request, Session, State
+from aipager.port.outputs import NoticeName, Permission, Question, RequestUpdate
+from aipager.texts.summaries import request_detail, shorten
 from aipager.daemon.tasks import finish_task
 
 router = EventRouter("permissions")

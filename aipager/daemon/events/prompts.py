@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 
-from aipager.daemon import render, requests
+from aipager.daemon import requests
+from aipager.texts import render
 from aipager.policy import chatprompt
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events.subagents import finish_agent
-from aipager.daemon.model import PAGE_CHAT_ID, Session, State
-from aipager.daemon.notifier import NoticeName, Prompted
+from aipager.port.model import PAGE_CHAT_ID, Session, State
+from aipager.port.outputs import NoticeName, Prompted
 from aipager.daemon.tasks import deliver_answer, finish_task
 
 router = EventRouter("prompts")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from aipager.daemon import render
+from aipager.texts import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.fields import text_field
 from aipager.daemon.events import compaction
-from aipager.daemon.model import Session, State
-from aipager.daemon.notifier import NoticeName, Reaction
+from aipager.port.model import Session, State
+from aipager.port.outputs import NoticeName, Reaction
 from aipager.daemon.requests import close_all
 from aipager.daemon.tasks import close_rows
 

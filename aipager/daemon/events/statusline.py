@@ -12,11 +12,11 @@ import os
 from typing import Any
 
 from aipager.proto import wire
-from aipager.daemon import render
+from aipager.texts import render
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.events import compaction
-from aipager.daemon.model import Session
-from aipager.daemon.notifier import NoticeName
+from aipager.port.model import Session
+from aipager.port.outputs import NoticeName
 
 router = EventRouter("statusline")
 log = logging.getLogger("aipager.daemon")

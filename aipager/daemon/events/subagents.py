@@ -13,8 +13,8 @@ from __future__ import annotations
 from aipager.daemon import requests
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.fields import text_field
-from aipager.daemon.model import Agent, AgentCall, Session
-from aipager.daemon.summaries import shorten
+from aipager.port.model import Agent, AgentCall, Session
+from aipager.texts.summaries import shorten
 
 router = EventRouter("subagents")
 

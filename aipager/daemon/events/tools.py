@@ -9,9 +9,9 @@ from __future__ import annotations
 from aipager.daemon.dispatch import Ctx, EventRouter
 from aipager.daemon.fields import text_field
 from aipager.daemon.events.subagents import AGENT_TOOLS
-from aipager.daemon.model import BgCommand, Row, Session, State, Task
-from aipager.daemon.notifier import Diff
-from aipager.daemon.summaries import shorten, tool_summary
+from aipager.port.model import BgCommand, Row, Session, State, Task
+from aipager.port.outputs import Diff
+from aipager.texts.summaries import shorten, tool_summary
 
 router = EventRouter("tools")
 

@@ -113,7 +113,7 @@ class Request:
     #: shown as its own message under the card (another request was already open)
     separate: bool = False
     #: Claude Code's ``permission_suggestions`` (what "Allow always" remembers)
-    suggestions: list = field(default_factory=list)
+    suggestions: list[Any] = field(default_factory=list)
     #: the tap that answered it by keys (allow | allow_always | deny | stop): a later tap types nothing
     answered: str = ""
     #: who answered it by keys (``@alice``): named when it closes
@@ -124,18 +124,18 @@ class Request:
     #: the folder a command would run in (shown with a Bash request)
     cwd: str = ""
     #: a question's questions (``questions_of``): what its answer keys are built from
-    questions: list = field(default_factory=list)
+    questions: list[Any] = field(default_factory=list)
     #: the tool input, kept when a person may correct it before allowing (``edits.keep``)
-    tool_input: dict = field(default_factory=dict)
+    tool_input: dict[str, Any] = field(default_factory=dict)
     #: what the policy reads of the call (its path, command or URL; ``edits.subject``):
     #: an approver's own rights are checked on it before their ✅ is taken
-    subject: dict = field(default_factory=dict)
+    subject: dict[str, Any] = field(default_factory=dict)
     #: a dialog whose choices only the terminal shows (auto mode's "needs your input"):
     #: the chat offers only ⏹ Stop, and says so
     terminal_only: bool = False
     #: a form's fields (``port.forms.Field.as_json``); its message is ``description``, the
     #: MCP server asking is ``detail``
-    form: list = field(default_factory=list)
+    form: list[Any] = field(default_factory=list)
 
 
 #: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch
@@ -144,7 +144,7 @@ ALWAYS_TYPES = ("addRules", "addDirectories")
 SCOPED_TYPES = ALWAYS_TYPES + ("setMode",)
 
 
-def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) -> list[dict]:
+def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) -> list[dict[str, Any]]:
     """The suggestions "Allow always" hands back as ``updatedPermissions`` (never a mode
     switch: that changes every later call); with ``SCOPED_TYPES``, those offered one by one."""
     if not isinstance(suggestions, list):
@@ -189,7 +189,7 @@ class Task:
     error: str = ""
     #: who asked for it, from the queue pick-up (user_id, msg_id, label when known);
     #: empty when typed at the terminal
-    authors: list[dict] = field(default_factory=list)
+    authors: list[dict[str, Any]] = field(default_factory=list)
 
 
 _NESTED = {"rows": Row, "agents": Agent, "agent_calls": AgentCall, "bg": BgCommand,
@@ -246,14 +246,14 @@ class Session:
     reminded: bool = False
     queue: list[QueuedMessage] = field(default_factory=list)
     #: authors of the chat messages the hook just picked up; the next prompt's task takes them
-    pickup_authors: list[dict] = field(default_factory=list)
+    pickup_authors: list[dict[str, Any]] = field(default_factory=list)
     #: when the hook last blocked a prompt (``prompt_blocked``, sent just before that
     #: prompt's UserPromptSubmit): Claude Code runs nothing for it and no Stop follows
     prompt_blocked_at: float | None = None
     delivered: deque[str] = field(default_factory=deque)
     #: the latest notices shown for the session (``name``, ``text``, ``at``), newest last,
     #: at most NOTICES_KEPT: what the chat showed, readable through ``aipager status``
-    notices: list[dict] = field(default_factory=list)
+    notices: list[dict[str, Any]] = field(default_factory=list)
     compacting: bool = False
     pre_compact_pct: float | None = None
     compact_notice_pending: bool = False
@@ -343,3 +343,11 @@ class Session:
 def _build(kind: type, raw: dict[str, Any]) -> Any:
     names = {f.name for f in dataclasses.fields(kind)}
     return kind(**{k: v for k, v in raw.items() if k in names})
+
+
+def task_authors(sess: Session) -> set[Any]:
+    """Telegram ids of who asked for the session's running task (empty: the terminal)."""
+    task = sess.task
+    if task is None or task.ended_at is not None:
+        return set()
+    return {a.get("user_id") for a in task.authors if a.get("user_id") is not None}

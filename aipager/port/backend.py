@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
-from aipager.daemon.model import Session
-from aipager.daemon.screen import Dialog, Kind, Seen
-from aipager.daemon.worktree import Diff
+from aipager.port.model import Session
+from aipager.port.screen import Dialog, Kind, Seen
+from aipager.port.results import Diff
 # The records a client reads back live in ``aipager.port`` (below the daemon and every
 # client); they are named here too for the clients still calling the daemon directly.
 from aipager.port.commands import AnswerKind, Command, QuestionAnswer

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from aipager.daemon.model import (SCOPED_TYPES, Agent, BgCommand, Request, Row, Session, State,
+from aipager.port.model import (SCOPED_TYPES, Agent, BgCommand, Request, Row, Session, State,
                                   always_permissions)
-from aipager.daemon.notifier import NoticeName
-from aipager.daemon import danger
-from aipager.daemon.summaries import shorten
+from aipager.port.outputs import NoticeName
+from aipager.texts import danger
+from aipager.texts.summaries import shorten
 from aipager.locales import N_
 from aipager.locales import ntr as ngettext
 from aipager.locales import tr as _
@@ -540,3 +540,15 @@ def card(sess: Session, now: float) -> str:
         head, _sep, rest = out.partition("\n")
         out = head + "\n…" + rest[-(CARD_CHARS - len(head) - 2):]
     return out
+
+
+#: what a session's task author is called when the task was typed at the computer
+AT_THE_COMPUTER = N_("the terminal")
+
+
+def author_label(sess: Session) -> str:
+    task = sess.task
+    if task is None or not task.authors:
+        return AT_THE_COMPUTER
+    first = task.authors[0]
+    return str(first.get("label") or first.get("user_id") or N_("someone"))
