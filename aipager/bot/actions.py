@@ -13,7 +13,7 @@ import logging
 from typing import Any, Callable
 
 from aipager.bot import inbox, view
-from aipager.bot.chatstate import STYLES, ChatState, msg_key
+from aipager.bot.chatstate import STYLES, ChatState
 from aipager.bot.outbox import Outbox, Post, React
 from aipager.bot.private import OFF, Mode
 from aipager.bot.i18n import _
@@ -22,7 +22,7 @@ from aipager.port.commands import AnswerQuestion, QuestionAnswer, SendPrompt
 from aipager.port.results import Declined, Failed, Held, Typed
 from aipager.port.results import Result as PortResult
 from aipager.port.rights import Reason, Right
-from aipager.port.who import Person
+from aipager.port.who import NOBODY
 from aipager.clients import people
 from aipager.clients.people import Sender, author_label, task_authors  # noqa: F401
 from aipager.port.model import Session, State
@@ -160,13 +160,10 @@ class Actions:
             case Typed():
                 return "typed"
             case Held():
-                # Held (the daemon saved it at once), then its update is handled, durably
-                # (``inbox``): a kill in between holds it again at the next start, in its place.
+                # Held (the daemon saved it at once, with its author), then its update is
+                # handled, durably (``inbox``): a kill in between holds it again at the next
+                # start, in its place.
                 inbox.acting()
-                author = command.who.author()
-                if command.reply_to:
-                    author["reply_to"] = dict(command.reply_to)
-                self.state.authors[msg_key(chat_id, msg_id)] = author
                 self.say(chat_id, words(result, _), reply_to=msg_id, session=command.session)
                 return "held"
             case Failed():
@@ -188,14 +185,11 @@ class Actions:
                                            str(who.get("role", ""))), **fields)
 
     async def release(self, session: str, chat_id: int, msg_id: int, text: str) -> None:
-        """A held message may go in now (the registry's ``release`` output), with the
-        rights of its author (unknown: an older daemon held it, and the floor applies)."""
-        author = self.state.authors.pop(msg_key(chat_id, msg_id), None) or {}
-        who = Person(author.get("user_id"), str(author.get("label", "")),
-                     str(author.get("role") or "user"))
-        await self._send(SendPrompt(who, session, text, msg_id, chat_id,
-                                    style=self._style(chat_id), reply_to=author.get("reply_to"),
-                                    queued=True, submitting=self._acting(chat_id, msg_id)))
+        """A held message may go in now (the registry's ``release`` output): the daemon
+        types it with the author it kept with it."""
+        await self._send(SendPrompt(NOBODY, session, text, msg_id, chat_id,
+                                    style=self._style(chat_id), queued=True,
+                                    submitting=self._acting(chat_id, msg_id)))
 
     # -- session control -----------------------------------------------------------
 

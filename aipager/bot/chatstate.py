@@ -93,8 +93,6 @@ class ChatState:
     reactions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: user id (str) → when the "this bot is private" reply went out
     strangers: dict[str, float] = field(default_factory=dict)
-    #: ``chat:message`` of a held chat message → its author (id, label, role)
-    authors: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the outbox's unsent work (``outbox.Op.to_json``), oldest first
     pending: list[dict[str, Any]] = field(default_factory=list)
     #: live message key → [the text it shows, its buttons' name ("" none, "stop")] (a restart
@@ -224,7 +222,7 @@ class ChatState:
             "version": VERSION, "live": self.live, "routes": self.routes,
             "current": self.current, "handles": self.handles, "next_handle": self.next_handle,
             "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
-            "authors": self.authors, "pending": self.pending, "menu": self.menu,
+            "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "kills": self.kills, "invites": self.invites,
             "asks": self.asks, "taken": self.taken, "handled": self.handled,
             "langs": self.langs, "chat_langs": self.chat_langs, "trusting": self.trusting,
@@ -251,7 +249,7 @@ class ChatState:
         if isinstance(doc.get("trusting"), dict):
             state.trusting = {str(k): v for k, v in doc["trusting"].items()
                               if isinstance(v, str)}
-        for name in ("current", "prefs", "strangers", "authors", "invites", "asks"):
+        for name in ("current", "prefs", "strangers", "invites", "asks"):
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, dict(value))

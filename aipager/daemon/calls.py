@@ -25,7 +25,7 @@ from aipager.texts import render
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.port.outputs import (FanoutNotifier, NoticeName)
-from aipager.port.model import Request, Session, State
+from aipager.port.model import Author, Request, Session, State
 from aipager.port.backend import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
@@ -520,12 +520,13 @@ class PortCalls:
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
                            chat_id: int | str = "", sender: str = "", held: bool = False,
-                           held_for: str = "task") -> None:
+                           held_for: str = "task", author: Author | None = None) -> None:
         """A chat message for ``session``: typed now (👀 until Claude takes it) or, with
         ``held``, waiting for the task to end or (``held_for="dialog"``) for the open dialog
-        to close (a ``release`` output says when)."""
+        to close (a ``release`` output says when); ``author`` is kept with it, saved."""
         self.core.registry.queue_message(session, str(msg_id), text, chat_id=str(chat_id),
-                                         sender=sender, held=held, held_for=held_for)
+                                         sender=sender, held=held, held_for=held_for,
+                                         author=author)
         self.save(force=True)
         sess = self.core.registry.get(session)
         if held and held_for == "dialog" and sess is not None and sess.state != State.WAITING:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 from aipager.proto import paths
 from aipager.daemon import limits
 from aipager.daemon.knobs import Knobs
-from aipager.port.model import QueuedMessage, Session, State, Task
+from aipager.port.model import Author, QueuedMessage, Session, State, Task
 
 #: chat messages remembered per session
 QUEUE_CAP = 50
@@ -120,7 +120,7 @@ class Registry:
 
     def queue_message(self, name: str, msg_id: str, text: str, *, chat_id: str = "",
                       sender: str = "", held: bool = False,
-                      held_for: str = "task") -> QueuedMessage:
+                      held_for: str = "task", author: Author | None = None) -> QueuedMessage:
         """Remember a chat message for session ``name``.
 
         ``held``: it waits for the task to end (released by Stop as a ``release``
@@ -130,7 +130,7 @@ class Registry:
         sess = self.ensure(name)
         msg = QueuedMessage(msg_id=str(msg_id), text=text, queued_at=self.clock(),
                             chat_id=str(chat_id), sender=sender, status="held" if held else "typed",
-                            held_for=held_for)
+                            held_for=held_for, author=author)
         # The same message again (its update handled again after a kill): it replaces itself.
         if msg.msg_id:
             sess.queue[:] = [m for m in sess.queue

@@ -25,7 +25,7 @@ from aipager import dtach
 from aipager.agents import AGENTS, CLAUDE
 from aipager.chatcommands import RESERVED
 from aipager import folders
-from aipager.port.model import Session, State, task_authors
+from aipager.port.model import Author, Session, State, task_authors
 from aipager.port.backend import DaemonPort, HostView, SessionsView
 from aipager.daemon.screen import Dialog, Kind, trust_choice
 from aipager.texts.render import author_label
@@ -36,7 +36,7 @@ from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Co
 from aipager.port.results import (Changes, Compacting, Declined, Ended, Failed, Gone, Held,
                                   Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check
-from aipager.port.who import Person, Who
+from aipager.port.who import NOBODY, Person, Who
 from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
 
 #: a model Claude Code's /model takes: an alias (``opus``) or an id (``claude-sonnet-4-5``)
@@ -186,9 +186,18 @@ class Service:
             if "@" not in sess.name else None
         if isinstance(seen, Dialog) and seen.kind == Kind.TRUST:
             return Declined(Reason.TRUST_FIRST, sess.name)
-        author: dict[str, Any] = cmd.who.author()
-        if cmd.reply_to:
-            author["reply_to"] = dict(cmd.reply_to)
+        # a released message goes in with the author the daemon kept with it, whoever
+        # asks for the release (their surface keeps no authors; an unknown one: the floor)
+        who, reply_to = cmd.who, cmd.reply_to
+        if cmd.queued:
+            kept = next((m.author for m in sess.queue if m.msg_id == str(cmd.msg_id)
+                         and m.chat_id == str(cmd.chat_id)), None)
+            who = Person(kept.user_id, kept.label, kept.role) if kept is not None else NOBODY
+            reply_to = kept.reply_to if kept is not None else None
+        author: dict[str, Any] = who.author()
+        if reply_to:
+            author["reply_to"] = dict(reply_to)
+        kept_as = Author(who.user_id, who.label, who.role, dict(reply_to) if reply_to else None)
         if isinstance(seen, Dialog) and cmd.queued:
             # released while another dialog came up: it waits again, never typed into it
             return Held(sess.name, "dialog")
@@ -202,10 +211,10 @@ class Service:
                 # The daemon saves it at once; a ``release`` output says when it may go.
                 self.port.queue_chat_message(sess.name, cmd.msg_id, text, chat_id=cmd.chat_id,
                                              sender=cmd.who.label, held=True,
-                                             held_for=held.until)
+                                             held_for=held.until, author=kept_as)
                 return held
             self.port.queue_chat_message(sess.name, cmd.msg_id, text, chat_id=cmd.chat_id,
-                                         sender=cmd.who.label)
+                                         sender=cmd.who.label, author=kept_as)
         try:
             await self.port.type_prompt(
                 sess.name, text, note=note(cmd.msg_id, cmd.chat_id, text, author, cmd.style),
@@ -213,7 +222,7 @@ class Service:
         except (AipagerError, ValueError, OSError) as exc:
             self.port.drop_chat_message(sess.name, cmd.msg_id)
             return _failed(exc, sess.name)
-        self.port.audit_action("chat_prompt", cmd.who.audited, session=sess.name,
+        self.port.audit_action("chat_prompt", who.audited, session=sess.name,
                                msg_id=cmd.msg_id, chat_id=cmd.chat_id)
         return Typed(sess.name)
 

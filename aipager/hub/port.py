@@ -23,7 +23,7 @@ import typing
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from aipager import __version__
-from aipager.port.model import Session, State
+from aipager.port.model import Author, Session, State
 from aipager.port.backend import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
 from aipager.port.screen import Dialog, Kind, Seen
 from aipager.port.results import Diff
@@ -228,9 +228,9 @@ class HubPort:
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
                            chat_id: int | str = "", sender: str = "", held: bool = False,
-                           held_for: str = "task") -> None:
+                           held_for: str = "task", author: Author | None = None) -> None:
         self.local.queue_chat_message(session, msg_id, text, chat_id=chat_id, sender=sender,
-                                      held=held, held_for=held_for)
+                                      held=held, held_for=held_for, author=author)
 
     def drop_chat_message(self, session: str, msg_id: int | str) -> None:
         self.local.drop_chat_message(session, msg_id)

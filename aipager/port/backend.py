@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
-from aipager.port.model import Session
+from aipager.port.model import Author, Session
 from aipager.port.screen import Dialog, Kind, Seen
 from aipager.port.results import Diff
 # The records a client reads back live in ``aipager.port`` (below the daemon and every
@@ -104,7 +104,7 @@ class DaemonPort(Protocol):
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
                            chat_id: int | str = "", sender: str = "", held: bool = False,
-                           held_for: str = "task") -> None: ...
+                           held_for: str = "task", author: Author | None = None) -> None: ...
 
     def drop_chat_message(self, session: str, msg_id: int | str) -> None: ...
 

@@ -64,7 +64,8 @@ class SendPrompt:
     """A person's message for a session: typed now with its permission note, or held.
 
     ``msg_id``/``chat_id`` name it on its surface (the chat's message, the page's own
-    ids); ``queued``: the daemon held it and released it now (typed, never held again).
+    ids); ``queued``: the daemon held it and released it now (typed, never held again),
+    with the author the daemon kept with it (``who`` is not read: ``who.NOBODY``).
     ``submitting`` is called once it is pasted, right before its Enter."""
 
     right: ClassVar[Right] = "prompt"

@@ -157,6 +157,32 @@ def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) 
 PAGE_CHAT_ID = 0
 
 
+@dataclass(frozen=True)
+class Author:
+    """Who sent a held message, kept by the daemon with it: its release is typed with their
+    role (the permission note the hook reads), whichever surface asks for the release and
+    across a restart."""
+
+    user_id: int | None = None
+    label: str = ""
+    role: str = "user"
+    #: the message it replies to, shown to Claude (``{"text", "sent_at"}``)
+    reply_to: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, raw: Any) -> Author | None:
+        """From the saved state (or a host's snapshot); None when it is not one."""
+        if isinstance(raw, Author) or raw is None:
+            return raw
+        if not isinstance(raw, dict):
+            return None
+        user_id = raw.get("user_id")
+        reply_to = raw.get("reply_to")
+        return cls(user_id if isinstance(user_id, int) and not isinstance(user_id, bool) else None,
+                   str(raw.get("label") or ""), str(raw.get("role") or "user"),
+                   reply_to if isinstance(reply_to, dict) else None)
+
+
 @dataclass(slots=True)
 class QueuedMessage:
     """A chat message typed into (or held for) the session, until Claude takes it."""
@@ -170,6 +196,12 @@ class QueuedMessage:
     status: str = "held"
     #: what a held message waits for: "task" (its end) or "dialog" (the open dialog to close)
     held_for: str = "task"
+    #: who sent it (a held message is typed later with their rights); None: not known (a
+    #: message an older version held): the floor's role applies
+    author: Author | None = None
+
+    def __post_init__(self) -> None:
+        self.author = Author.read(self.author)
 
 
 @dataclass(slots=True)

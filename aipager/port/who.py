@@ -67,4 +67,8 @@ class Person:
         return words or ["read"]
 
 
-__all__ = ["Person", "Who"]
+#: who a released message names when a surface asks for its release: nobody, since the
+#: daemon kept its author with it (``SendPrompt.queued``); the floor's role
+NOBODY = Person(None, "", "user")
+
+__all__ = ["NOBODY", "Person", "Who"]

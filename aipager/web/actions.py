@@ -37,7 +37,7 @@ from aipager.port.forms import FormAction
 from aipager.port.results import ByHook, Changes, Declined, Failed, Held, Typed
 from aipager.port.rights import Reason, check
 from aipager.port.results import Result as PortResult
-from aipager.port.who import Person
+from aipager.port.who import NOBODY
 from aipager.proto.errors import AipagerError
 from aipager.web.live import WEB_CHAT, WebNotifier
 
@@ -86,8 +86,6 @@ class WebActions:
         self._spawn = spawn
         #: the results of the page's last messages by their key (None: still being sent)
         self._sent: OrderedDict[tuple[str, str], Result | None] = OrderedDict()
-        #: the page's messages waiting in the daemon: msg id → their author (rights)
-        self.held: dict[int, Person] = {}
         # message ids the page makes: past any Telegram message id, unique in a run
         self._ids = itertools.count(int(time.time() * 1000))
         live.on_release = self._released
@@ -126,15 +124,12 @@ class WebActions:
                              status="sending") if shown and check(sender, SendPrompt.right) is None \
             else None
         asked = await self.port.ask(SendPrompt(sender, sess.name, text, msg_id, WEB_CHAT))
-        return self._shown(asked, said, sender, msg_id)
+        return self._shown(asked, said)
 
-    def _shown(self, result: PortResult, said: dict[str, Any] | None, who: Sender | None,
-               msg_id: int) -> Result:
+    def _shown(self, result: PortResult, said: dict[str, Any] | None) -> Result:
         """The page's record of a prompt's result (its conversation entry's status)."""
         match result:
             case Held():
-                if who is not None:
-                    self.held[msg_id] = who
                 status, outcome = "held", "held"
             case Typed():
                 status, outcome = "typed", "typed"
@@ -156,15 +151,14 @@ class WebActions:
             msg_id = int(out.msg_id)
         except ValueError:
             return
-        # its author, with their rights; unknown (an older run held it): the floor applies
-        who = self.held.pop(msg_id, None) or UNKNOWN_AUTHOR
         said = next((e for e in self.live.talk.get(out.session, ())
                      if e.get("msg_id") == str(msg_id)), None)
 
         async def typed() -> None:
-            result = await self.port.ask(SendPrompt(who, out.session, out.text, msg_id,
-                                                       WEB_CHAT, queued=True))
-            self._shown(result, said, None, msg_id)
+            # the daemon types it with the author it kept with it
+            result = await self.port.ask(SendPrompt(NOBODY, out.session, out.text, msg_id,
+                                                    WEB_CHAT, queued=True))
+            self._shown(result, said)
         self._spawn(typed())
 
     # -- files Claude sends ------------------------------------------------------------
@@ -316,8 +310,5 @@ class WebActions:
     def _said(result: PortResult) -> Result:
         return Result(words_ok(result), words(result, _))
 
-
-#: the author of a held message an older run kept (unknown): the floor applies
-UNKNOWN_AUTHOR = Person(None, "", "user")
 
 __all__ = ["KINDS", "Result", "WebActions"]

@@ -597,7 +597,19 @@ async def test_a_members_answer_to_anothers_form_is_refused_alike_in_their_langu
 
 
 async def test_a_form_filled_in_on_either_surface_hands_the_hook_the_same_values(
-        both, hook_reply):
+        both, hook_reply, monkeypatch):
+    from aipager.bot import notify
+    orig = notify.ChatNotifier._verdict
+    def v(self, out, chat_id):
+        key = notify.request_key(out.session, out.key)
+        print("VERDICT", out, key, repr(self.state.shown_text(key)), key in self.state.asks, chat_id)
+        orig(self, out, chat_id)
+    monkeypatch.setattr(notify.ChatNotifier, "_verdict", v)
+    origf = notify.ChatNotifier._on_form
+    def f(self, out, sess, chat_id):
+        print("FORM", out.key, chat_id)
+        origf(self, out, sess, chat_id)
+    monkeypatch.setattr(notify.ChatNotifier, "_on_form", f)
     """The owner fills in the same values on the chat (a field at a time) for one form and
     on the page (the whole form) for the next: both say the same, the waiting hook gets the
     same answer, and the form is closed on both surfaces; answering it again reads the same
@@ -642,6 +654,7 @@ async def test_a_form_filled_in_on_either_surface_hands_the_hook_the_same_values
     assert by_chat["elicitation"] == by_page["elicitation"] == {"action": "accept",
                                                                 "content": VALUES}
     # closed on both surfaces: the page's form on the chat, the chat's on the page
+    n0 = len(both.fake.calls); await asyncio.sleep(8); print("CALLS", [(m, {k: str(v)[:80] for k, v in p.items() if k in ("message_id", "text", "chat_id")}) for m, p in both.fake.calls[n0-6:] if m != "getUpdates"]); print("MID2", repr(_form_text(both, mid2)), both.fake.message(GROUP, mid2).get("reply_markup")); print("MID", repr(_form_text(both, mid)))
     await eventually(lambda: "✅ Sent by" in _form_text(both, mid2), what="closed in the chat")
     assert not _buttons_of(both.fake.message(GROUP, mid2))
     for key in (first, second):

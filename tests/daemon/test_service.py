@@ -3,18 +3,21 @@ right once and answers with a typed result, whichever surface asks."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
+import orjson
 import pytest
 from fakes.port import FakePort
 
 from aipager.clients.words import words
-from aipager.port.model import State
+from aipager.daemon.registry import Registry
+from aipager.port.model import Author, State
 from aipager.daemon.service import Service
-from aipager.port.commands import CompactSession, ResumeSession, SwitchModel
-from aipager.port.results import Compacting, Declined, Failed, Resumed, Switching
+from aipager.port.commands import CompactSession, ResumeSession, SendPrompt, SwitchModel
+from aipager.port.results import Compacting, Declined, Failed, Held, Resumed, Switching, Typed
 from aipager.port.rights import Reason
-from aipager.port.who import Person
+from aipager.port.who import NOBODY, Person
 from aipager.proto.errors import SessionError
 
 OWNER = Person(1, "owner", "owner", exempt=True, never_held=True)
@@ -105,3 +108,48 @@ async def test_an_edited_call_goes_to_the_port_only_with_an_allow_and_the_right(
     got = await service.ask(AnswerRequest(READER, "claude-jim", "p:t1:", "allow", edit="ls"))
     assert got == Declined(Reason.MAY_NOT_ANSWER)
     assert len(port.calls("answer_request")) == 2
+
+
+async def test_a_held_message_goes_in_with_the_author_the_daemon_kept(port):
+    """A member's message waits for another person's task; its release names nobody (no
+    surface keeps authors), and it is typed with the member's role and reply, read from
+    the held message the daemon kept, also after the daemon's state was saved and read
+    back."""
+    service = _service(port)
+    sess = port.registry.get("claude-jim")
+    port.registry.open_task(sess, prompt="refactor")
+    sess.task.authors = [{"user_id": OWNER.user_id, "label": "owner"}]
+    port.registry.set_state(sess, State.WORKING)
+    reply = {"text": "the parser", "sent_at": 1.0}
+    got = await service.ask(SendPrompt(MEMBER, "claude-jim", "add a test", 7, 42, reply_to=reply))
+    assert isinstance(got, Held) and got.until == "task"
+    assert not port.calls("type_prompt")
+    # the daemon restarts: its registry saved and read back
+    saved = orjson.loads(orjson.dumps(port.registry.to_state()))
+    port.registry = Registry()
+    port.registry.restore(saved)
+    [kept] = port.registry.get("claude-jim").queue
+    assert kept.author == Author(MEMBER.user_id, "ana", "user", reply)
+    port.registry.set_state(port.registry.get("claude-jim"), State.READY)
+    got = await service.ask(SendPrompt(NOBODY, "claude-jim", "add a test", 7, 42, queued=True))
+    assert got == Typed("claude-jim")
+    [(_args, kwargs)] = port.calls("type_prompt")
+    note = kwargs["note"]
+    assert (note["author_user_id"], note["author_label"], note["role"]) == (2, "ana", "user")
+    assert note["reply_to"] == reply
+
+
+async def test_a_release_the_daemon_kept_no_author_for_goes_in_with_the_floors_role(port):
+    """A message held by an older version (no author kept) is typed as a ``user``'s, never
+    with the rights of whoever asks for its release."""
+    port.registry.queue_message("claude-jim", "8", "old one", chat_id="42", held=True)
+    saved = port.registry.to_state()
+    saved[0]["queued_messages"][0] = {**dataclasses.asdict(saved[0]["queued_messages"][0]),
+                                      "author": "not a record"}
+    port.registry = Registry()
+    port.registry.restore(saved)
+    assert port.registry.get("claude-jim").queue[0].author is None
+    got = await _service(port).ask(SendPrompt(OWNER, "claude-jim", "old one", 8, 42, queued=True))
+    assert got == Typed("claude-jim")
+    [(_args, kwargs)] = port.calls("type_prompt")
+    assert kwargs["note"]["role"] == "user" and kwargs["note"]["author_user_id"] is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from aipager.port.model import State
+from aipager.port.model import Author, State
 from aipager.port.backend import AnswerKind, Gone, HostView, Outcome, Who
 from aipager.daemon.registry import Registry
 from aipager.port.results import Diff
@@ -56,7 +56,10 @@ class FakePort:
 
     def queue_chat_message(self, session: str, msg_id: int | str, text: str, *,
                            chat_id: int | str = "", sender: str = "", held: bool = False,
-                           held_for: str = "task") -> None:
+                           held_for: str = "task", author: Author | None = None) -> None:
+        # kept in the registry as the daemon keeps it (a release reads its author there)
+        self.registry.queue_message(session, str(msg_id), text, chat_id=str(chat_id),
+                                    sender=sender, held=held, held_for=held_for, author=author)
         self._ask("queue_chat_message", session, msg_id, text, chat_id=chat_id, sender=sender,
                   held=held, held_for=held_for)
 
