@@ -63,6 +63,7 @@ async def _measure(claude: str, base_url: str, rounds: int) -> list[dict]:
     from aipager import dtach
     from aipager.daemon import terminal
     from aipager.policy import chatprompt
+    from aipager.port.model import PromptNote
 
     root = tempfile.mkdtemp(prefix="apbt-", dir="/tmp")
     home, proj, inst = (os.path.join(root, n) for n in ("home", "proj", "inst"))
@@ -95,9 +96,7 @@ async def _measure(claude: str, base_url: str, rounds: int) -> list[dict]:
                                      role="owner").text
             seen = _count(stamps)
             start = time.time()
-            await io.type_prompt(SESSION, text, note={
-                "text": text, "msg_id": i, "chat_id": 1, "author_user_id": 1,
-                "author_label": "owner", "role": "owner"})
+            await io.type_prompt(SESSION, text, note=PromptNote(i, 1, text, 1, "owner", "owner"))
             stamp = await _stamp(stamps, seen)
             if stamp is not None:
                 times[pacing].append((stamp - start) * 1000)

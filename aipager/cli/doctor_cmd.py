@@ -340,12 +340,7 @@ def _host_checks(env: dict[str, str], joined: Any) -> list[Check]:
     checks += [Check(c.name, c.ok, c.detail, c.fix.replace("`aipager config rewire` (or "
                                                            "`aipager setup`)", f"`{start}`"))
                for c in _wiring(env)]
-    checks += _hooks(env)
-    checks += _codex(env)
-    checks.append(_socket(env))
-    checks.append(_floor(env))
-    checks.append(_saved_state(env))
-    checks.append(_private_files(env))
+    checks += _on_this_machine(env)
     daemon = _daemon(env, start)
     checks.append(daemon)
     if daemon.ok:
@@ -387,14 +382,16 @@ def run_checks(env: dict[str, str], offline: bool = False) -> list[Check]:
     checks.append(_program("claude", lambda: dtach.claude_binary(env, pinned),
                            "install Claude Code, or `aipager config claude-path PATH`"))
     checks += _wiring(env)
-    checks += _hooks(env)
-    checks += _codex(env)
-    checks.append(_socket(env))
-    checks.append(_floor(env))
-    checks.append(_saved_state(env))
-    checks.append(_private_files(env))
+    checks += _on_this_machine(env)
     checks.append(_daemon(env))
     return checks
+
+
+def _on_this_machine(env: dict[str, str]) -> list[Check]:
+    """The checks a hub's host and a machine with its own chat share: the hooks, Codex's
+    wiring, the control socket, the floor, the saved state and the private files."""
+    return [*_hooks(env), *_codex(env), _socket(env), _floor(env), _saved_state(env),
+            _private_files(env)]
 
 
 @handles_errors

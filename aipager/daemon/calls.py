@@ -25,7 +25,7 @@ from aipager.texts import render
 from aipager.daemon.audit import AuditFile
 from aipager.daemon.core import DaemonCore
 from aipager.port.outputs import (FanoutNotifier, NoticeName)
-from aipager.port.model import Author, Request, Session, State
+from aipager.port.model import Author, PromptNote, Request, Session, State
 from aipager.port.backend import (Already, AnswerKind, ByHook, ByKeys, Gone, HostView, InTerminal,
                                  KeysFailed, Outcome, Refused, Who)
 from aipager.daemon.registry import Registry
@@ -419,7 +419,7 @@ class PortCalls:
                 log.warning("cannot put Claude Code's model setting back: %s", exc)
                 return
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+    async def type_prompt(self, session: str, text: str, *, note: PromptNote,
                           submitting: Callable[[], None] | None = None) -> None:
         """Type a person's message as a prompt with its permission note.
 
@@ -438,13 +438,13 @@ class PortCalls:
         encoded = encode.encode(self.env, text, note, cwd=sess.cwd if sess else "",
                                 agent=agents.get(sess.coding_agent if sess else ""))
         await self.session_io.type_prompt(session, encoded.text,
-                                          note={**note, "text": encoded.text},
+                                          note=dataclasses.replace(note, text=encoded.text),
                                           submitting=submitting)
         if sess is not None and sess.state == State.READY:
             # Claude was idle: Claude Code submits at once, or declined the text
             self._spawn(self._check_taken(session, note))
 
-    async def _check_taken(self, session: str, note: Mapping[str, Any]) -> None:
+    async def _check_taken(self, session: str, note: PromptNote) -> None:
         """A message typed into an idle session that Claude Code still has not taken after
         ``DECLINE_SECONDS`` was declined (it sits in the input box): the box is emptied, its
         note deleted (a late submission is then blocked by the hook as no message) and its
@@ -454,8 +454,8 @@ class PortCalls:
         await asyncio.sleep(DECLINE_SECONDS)
         sess = self.core.registry.get(session)
         waiting = [n for n in notes.list_notes(self.env, session)
-                   if isinstance(n.doc, dict) and n.doc.get("msg_id") == note.get("msg_id")
-                   and n.doc.get("chat_id") == note.get("chat_id")]
+                   if isinstance(n.doc, dict) and n.doc.get("msg_id") == note.msg_id
+                   and n.doc.get("chat_id") == note.chat_id]
         if not waiting or sess is None or sess.state != State.READY:
             return
         log.warning("Claude Code did not take a chat message in %s: cleared", session)
@@ -463,9 +463,9 @@ class PortCalls:
             fsio.unlink_quiet(found.path)
         with contextlib.suppress(AipagerError, OSError):
             await self.session_io.press(session, [dtach.CLEAR_INPUT])
-        self.drop_chat_message(session, note.get("msg_id", ""))
+        self.drop_chat_message(session, note.msg_id)
         self.core.ctx.notice(sess, NoticeName.NOT_TAKEN, render.not_taken(sess.label),
-                             chat_id=note.get("chat_id"), msg_id=note.get("msg_id"))
+                             chat_id=note.chat_id, msg_id=note.msg_id)
 
     async def type_text(self, session: str, text: str) -> None:
         await self.session_io.type_text(session, text)

@@ -10,18 +10,19 @@ cannot be read leaves every ``@`` inert (fails closed).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from aipager.agents import CLAUDE, Agent
+from aipager.port.model import PromptNote
 from aipager.policy import chatprompt
 from aipager.proto import paths
 from aipager.proto.errors import AipagerError
 
 
-def encode(env: Mapping[str, str], text: str, note: Mapping[str, Any], *,
+def encode(env: Mapping[str, str], text: str, note: PromptNote, *,
            cwd: str, agent: Agent = CLAUDE) -> chatprompt.Encoded:
     """The encoding of ``text`` sent by the note's author (``note``: the permission
-    note's arguments: ``author_user_id``, ``author_label``, ``role``) for ``agent``'s
+    note: ``author_user_id``, ``author_label``, ``role``) for ``agent``'s
     input line: an agent other than Claude Code attaches no mention (its ``@`` is a
     picker whose choice no policy decided) and gets its own signs made inert.
 
@@ -30,19 +31,19 @@ def encode(env: Mapping[str, str], text: str, note: Mapping[str, Any], *,
     """
     from aipager.policy import model
 
-    role = str(note.get("role") or "user")
+    role = note.role or "user"
     mention_ok = None
     try:
-        if note.get("author_user_id") is not None and agent is CLAUDE:
+        if note.author_user_id is not None and agent is CLAUDE:
             # a note with nobody named grants no role (``policy.notes``): nothing attached
             policy = model.current_policy(env)
             # the task will be the sender's: their own uploads are theirs to name
             snap = None if policy.role(role).exempt else model.task_snapshot(
-                policy, role, env, note.get("author_user_id"))
+                policy, role, env, note.author_user_id)
             mention_ok = chatprompt.read_check(snap, cwd, paths.home(env))
     except (AipagerError, ValueError, OSError):
         mention_ok = None  # nothing can be decided: every @ inert
-    return chatprompt.encode(text, label=str(note.get("author_label") or ""), role=role,
+    return chatprompt.encode(text, label=note.author_label, role=role,
                              mention_ok=mention_ok, inert=agent.inert)
 
 

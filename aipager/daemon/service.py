@@ -25,7 +25,7 @@ from aipager import dtach
 from aipager.agents import AGENTS, CLAUDE
 from aipager.chatcommands import RESERVED
 from aipager import folders
-from aipager.port.model import Author, Session, State, task_authors
+from aipager.port.model import Author, PromptNote, Session, State, task_authors
 from aipager.port.backend import DaemonPort, HostView, SessionsView
 from aipager.daemon.screen import Dialog, Kind, trust_choice
 from aipager.texts.render import author_label
@@ -44,14 +44,6 @@ MODEL_NAME = re.compile(r"[A-Za-z0-9._\[\]-]{1,64}")
 #: how long a message for a session that has not started waits for its screen to show
 #: its input line or a dialog
 STARTING_WAIT = 15.0
-def note(msg_id: int, chat_id: int | str, text: str, who: Mapping[str, Any],
-         style: str | None = None) -> dict[str, Any]:
-    """The permission note of a message (``policy.notes.write_note``'s arguments)."""
-    return {"msg_id": msg_id, "chat_id": chat_id, "author_user_id": who.get("user_id"),
-            "author_label": who.get("label", ""), "role": who.get("role", "user"),
-            "text": text, "style": style, "reply_to": who.get("reply_to")}
-
-
 class Service:
     """The use cases over the daemon's port, and the one door (``port.door.Port``) ``main``
     hands every client: ``ask`` and a read-only view of the daemon.
@@ -194,9 +186,6 @@ class Service:
                          and m.chat_id == str(cmd.chat_id)), None)
             who = Person(kept.user_id, kept.label, kept.role) if kept is not None else NOBODY
             reply_to = kept.reply_to if kept is not None else None
-        author: dict[str, Any] = who.author()
-        if reply_to:
-            author["reply_to"] = dict(reply_to)
         kept_as = Author(who.user_id, who.label, who.role, dict(reply_to) if reply_to else None)
         if isinstance(seen, Dialog) and cmd.queued:
             # released while another dialog came up: it waits again, never typed into it
@@ -217,7 +206,9 @@ class Service:
                                          sender=cmd.who.label, author=kept_as)
         try:
             await self.port.type_prompt(
-                sess.name, text, note=note(cmd.msg_id, cmd.chat_id, text, author, cmd.style),
+                sess.name, text, note=PromptNote(
+                    cmd.msg_id, cmd.chat_id, text, who.user_id, who.label, who.role, cmd.style,
+                    dict(reply_to) if reply_to else None),
                 submitting=cmd.submitting)
         except (AipagerError, ValueError, OSError) as exc:
             self.port.drop_chat_message(sess.name, cmd.msg_id)
@@ -450,4 +441,4 @@ def _failed(exc: BaseException, session: str) -> Failed:
     return Failed(str(exc), session, cause="other")
 
 
-__all__ = ["Service", "note"]
+__all__ = ["Service"]

@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 from aipager import dtach
 from aipager.agents import Agent
 from aipager.proto import paths
-from aipager.port.model import Session, State
+from aipager.port.model import PromptNote, Session, State
 from aipager.daemon.screenwatch import ScreenWatch
 from aipager.daemon.registry import Registry
 from aipager.proto.errors import SessionError, SessionNotFound, UnsafePath
@@ -56,7 +56,7 @@ class SessionIO(Protocol):
     def discover(self) -> dict[str, str]:
         """Live sessions: ``claude-NAME`` → dtach socket path (blocking; run in a thread)."""
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+    async def type_prompt(self, session: str, text: str, *, note: PromptNote,
                           submitting: Callable[[], None] | None = None) -> None:
         """Empty the input box, paste an encoded chat message (``policy.chatprompt.encode``,
         the note's ``text``) and press Enter, after writing its permission note; a crash
@@ -181,7 +181,7 @@ class DtachIO:
             await watch.close()
         self._screens.clear()
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+    async def type_prompt(self, session: str, text: str, *, note: PromptNote,
                           submitting: Callable[[], None] | None = None) -> None:
         """Paste into ``session`` (one writer per session at a time).
 
@@ -195,7 +195,7 @@ class DtachIO:
 
         # The last guard for every client: only an encoding reaches Claude Code's input
         # line (``Daemon.type_prompt`` makes it), never raw text its grammar could read.
-        if not chatprompt.is_encoded(text) or note.get("text") != text:
+        if not chatprompt.is_encoded(text) or note.text != text:
             msg = "only an encoded chat message is typed as a prompt (policy.chatprompt)"
             raise ValueError(msg)
         # The box is made empty first: a leftover (a person's draft, text Claude Code
@@ -310,7 +310,7 @@ class DtachIO:
         await self._push(session, [(key, KEY_GAP) for key in keys])
 
     async def _push(self, session: str, writes: Sequence[tuple[bytes, Pause]], *,
-                    note: Mapping[str, Any] | None = None,
+                    note: PromptNote | None = None,
                     submitting: Callable[[], None] | None = None) -> None:
         """Write ``writes`` into ``session``.  With a ``note``, a paste: the typing mark is
         on disk from before the first write until the last (the Enter) is written, and
@@ -418,15 +418,15 @@ class DtachIO:
                 stderr=asyncio.subprocess.DEVNULL)
             await asyncio.wait_for(proc.communicate(dtach.CLEAR_INPUT), dtach.PUSH_TIMEOUT)
 
-    def _write_note(self, session: str, note: Mapping[str, Any]) -> str:
+    def _write_note(self, session: str, note: PromptNote) -> str:
         """Write the message's note and the typing mark naming it; returns the mark."""
         # Imported here: the policy package is only needed once the chat types messages.
         from aipager.policy import notes
 
-        path = notes.write_note(self._env, session, **note)
+        path = notes.write_note(self._env, session, **note.args())
         mark = paths.typing_mark(self._env, session)
-        fsio.write_json_atomic(mark, {"note": path, "chat_id": note.get("chat_id"),
-                                       "msg_id": note.get("msg_id")})
+        fsio.write_json_atomic(mark, {"note": path, "chat_id": note.chat_id,
+                                       "msg_id": note.msg_id})
         return mark
 
 

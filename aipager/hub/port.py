@@ -23,7 +23,7 @@ import typing
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from aipager import __version__
-from aipager.port.model import Author, Session, State
+from aipager.port.model import Author, PromptNote, Session, State
 from aipager.port.backend import AnswerKind, DaemonPort, HostView, Outcome, SessionsView, Who
 from aipager.port.screen import Dialog, Kind, Seen
 from aipager.port.results import Diff
@@ -268,7 +268,7 @@ class HubPort:
     async def switch_model(self, session: str, model: str) -> None:
         await self.local.switch_model(session, model)
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+    async def type_prompt(self, session: str, text: str, *, note: PromptNote,
                           submitting: Callable[[], None] | None = None) -> None:
         await self.local.type_prompt(session, text, note=note, submitting=submitting)
 

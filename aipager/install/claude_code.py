@@ -198,6 +198,23 @@ def plan_install(settings: dict[str, Any], bins: Binaries) -> dict[str, Any]:
     return new
 
 
+def unhooked(doc: dict[str, Any], where: str = "settings.json") -> dict[str, Any]:
+    """``doc`` (Claude Code's settings, or Codex's hooks.json: the same form) without any
+    aipager hook, a new object; an event (or ``hooks``) that held only ours goes."""
+    new = copy.deepcopy(doc)
+    table = hooks_table(new, where)
+    out: dict[str, Any] = {}
+    for event, groups in table.items():
+        kept, first = strip_ours(groups, event, where)
+        if kept or first is None:
+            out[event] = kept
+    if table and not out:
+        del new["hooks"]  # aipager's groups were all it held
+    elif "hooks" in new:
+        new["hooks"] = out
+    return new
+
+
 def plan_uninstall(
     settings: dict[str, Any], saved_statusline: Any = None
 ) -> dict[str, Any]:
@@ -207,17 +224,7 @@ def plan_uninstall(
     removed when aipager's groups were all it held.  The user's earlier
     statusLine (``saved_statusline``) is put back if aipager's is in place.
     """
-    new = copy.deepcopy(settings)
-    table = hooks_table(new)
-    out: dict[str, Any] = {}
-    for event, groups in table.items():
-        kept, first = strip_ours(groups, event)
-        if kept or first is None:
-            out[event] = kept
-    if table and not out:
-        del new["hooks"]  # aipager's groups were all it held
-    elif "hooks" in new:
-        new["hooks"] = out
+    new = unhooked(settings)
     if _statusline_is_ours(new.get("statusLine")):
         if saved_statusline is not None:
             new["statusLine"] = saved_statusline

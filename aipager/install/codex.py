@@ -190,18 +190,7 @@ def plan_hooks(doc: dict[str, Any], hook_path: str) -> dict[str, Any]:
 
 def plan_unhooks(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` without any aipager hook; an event (or ``hooks``) that held only ours goes."""
-    new = copy.deepcopy(doc)
-    table = _table(new)
-    out: dict[str, Any] = {}
-    for event, groups in table.items():
-        kept, first = _strip_ours(groups, event)
-        if kept or first is None:
-            out[event] = kept
-    if table and not out:
-        del new["hooks"]
-    elif "hooks" in new:
-        new["hooks"] = out
-    return new
+    return claude_code.unhooked(doc, HOOKS_FILE)
 
 
 def our_handlers(doc: dict[str, Any]) -> list[tuple[str, int, int, dict[str, Any], dict[str, Any]]]:

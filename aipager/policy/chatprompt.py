@@ -106,8 +106,9 @@ def clean(text: str) -> str:
 
 def label_of(label: str) -> str:
     """The sender as the first line names them: letters, digits, ``_ - .`` and single
-    spaces (a leading ``@`` dropped), at most ``LABEL_CAP`` characters."""
-    kept = "".join(ch if (ch.isalnum() or ch in "_-.") else " " for ch in label)
+    spaces (a leading ``@`` dropped), at most ``LABEL_CAP`` characters; what ``clean``
+    removes goes first (a Hangul filler is a letter Claude Code strips at submit)."""
+    kept = "".join(ch if (ch.isalnum() or ch in "_-.") else " " for ch in clean(label))
     kept = " ".join(kept.split())[:LABEL_CAP].strip()
     return kept or "someone"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
-from aipager.port.model import Author, Session
+from aipager.port.model import Author, PromptNote, Session
 from aipager.port.screen import Dialog, Kind, Seen
 from aipager.port.results import Diff
 # The records a client reads back live in ``aipager.port`` (below the daemon and every
@@ -139,7 +139,7 @@ class DaemonPort(Protocol):
 
     # -- typing ------------------------------------------------------------------------
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+    async def type_prompt(self, session: str, text: str, *, note: PromptNote,
                           submitting: Callable[[], None] | None = None) -> None: ...
 
     async def type_text(self, session: str, text: str) -> None: ...

@@ -47,20 +47,27 @@ class QuestionAnswer:
 
 
 @dataclass(frozen=True)
-class AnswerForm:
+class OnSession:
+    """What every use case for one session names: who asks, and the session (a hub routes
+    the command by it, ``HubPort.route``)."""
+
+    who: Person
+    session: str
+
+
+@dataclass(frozen=True)
+class AnswerForm(OnSession):
     """Answer an MCP server's form (an elicitation): ``accept`` with ``content`` (field →
     value, checked against the form before it goes), or ``decline`` / ``cancel`` it."""
 
     right: ClassVar[Right] = "approve"
-    who: Person
-    session: str
     key: str
     action: FormAction
     content: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class SendPrompt:
+class SendPrompt(OnSession):
     """A person's message for a session: typed now with its permission note, or held.
 
     ``msg_id``/``chat_id`` name it on its surface (the chat's message, the page's own
@@ -69,8 +76,6 @@ class SendPrompt:
     ``submitting`` is called once it is pasted, right before its Enter."""
 
     right: ClassVar[Right] = "prompt"
-    who: Person
-    session: str
     text: str
     msg_id: int
     chat_id: int | str
@@ -82,7 +87,7 @@ class SendPrompt:
 
 
 @dataclass(frozen=True)
-class AnswerRequest:
+class AnswerRequest(OnSession):
     """Allow, always allow (every suggestion, or the one numbered ``suggestion``), deny
     (``reason`` goes to Claude) or deny and stop a permission request.
 
@@ -90,8 +95,6 @@ class AnswerRequest:
     session's own safety policy allows it (the same check as the hook's)."""
 
     right: ClassVar[Right] = "approve"
-    who: Person
-    session: str
     key: str
     kind: AnswerKind
     reason: str = ""
@@ -100,12 +103,10 @@ class AnswerRequest:
 
 
 @dataclass(frozen=True)
-class AnswerQuestion:
+class AnswerQuestion(OnSession):
     """Answer every question of an AskUserQuestion dialog; None declines it."""
 
     right: ClassVar[Right] = "approve"
-    who: Person
-    session: str
     key: str
     answers: Sequence[QuestionAnswer] | None
 
@@ -125,74 +126,60 @@ class StartSession:
 
 
 @dataclass(frozen=True)
-class StopTask:
+class StopTask(OnSession):
     """⏹: interrupt what the session is doing."""
 
     right: ClassVar[Right] = "stop"
-    who: Person
-    session: str
 
 
 @dataclass(frozen=True)
-class KillSession:
+class KillSession(OnSession):
     """End the session (its dtach and Claude Code)."""
 
     right: ClassVar[Right] = "manage"
-    who: Person
-    session: str
 
 
 @dataclass(frozen=True)
-class TrustFolder:
+class TrustFolder(OnSession):
     """Answer Claude Code's folder trust dialog: trust it, or (``yes=False``) exit."""
 
     right: ClassVar[Right] = "manage"
-    who: Person
-    session: str
     yes: bool = True
 
 
 @dataclass(frozen=True)
-class CompactSession:
+class CompactSession(OnSession):
     """Claude Code's own ``/compact`` for the session's conversation."""
 
     right: ClassVar[Right] = "prompt"
-    who: Person
-    session: str
 
 
 @dataclass(frozen=True)
-class SwitchModel:
+class SwitchModel(OnSession):
     """The session (alone) goes on with ``model`` (an alias such as ``opus`` or a model id)."""
 
     right: ClassVar[Right] = "manage"
-    who: Person
-    session: str
     model: str
 
 
 @dataclass(frozen=True)
-class ResumeSession:
+class ResumeSession(OnSession):
     """Start an ended session again with its conversation, in its folder."""
 
     right: ClassVar[Right] = "manage"
-    who: Person
-    session: str
 
 
 @dataclass(frozen=True)
-class ShowChanges:
+class ShowChanges(OnSession):
     """``/diff``: what the session changed in its folder (its git work tree), as far as
     the asker's task could read it."""
 
     right: ClassVar[Right] = "prompt"
-    who: Person
-    session: str
 
 
 Command = (SendPrompt | AnswerRequest | AnswerQuestion | AnswerForm | StartSession | StopTask | KillSession
            | TrustFolder | ShowChanges | CompactSession | SwitchModel | ResumeSession)
 
 __all__ = ["AnswerForm", "AnswerKind", "AnswerQuestion", "AnswerRequest", "Command", "CompactSession",
-           "KillSession", "Mode", "QuestionAnswer", "ResumeSession", "SendPrompt", "ShowChanges",
+           "KillSession", "Mode", "OnSession", "QuestionAnswer", "ResumeSession", "SendPrompt", "ShowChanges",
            "StartSession", "StopTask", "SwitchModel", "TrustFolder"]

@@ -113,7 +113,7 @@ class Request:
     #: shown as its own message under the card (another request was already open)
     separate: bool = False
     #: Claude Code's ``permission_suggestions`` (what "Allow always" remembers)
-    suggestions: list[Any] = field(default_factory=list)
+    suggestions: list = field(default_factory=list)
     #: the tap that answered it by keys (allow | allow_always | deny | stop): a later tap types nothing
     answered: str = ""
     #: who answered it by keys (``@alice``): named when it closes
@@ -124,18 +124,18 @@ class Request:
     #: the folder a command would run in (shown with a Bash request)
     cwd: str = ""
     #: a question's questions (``questions_of``): what its answer keys are built from
-    questions: list[Any] = field(default_factory=list)
+    questions: list = field(default_factory=list)
     #: the tool input, kept when a person may correct it before allowing (``edits.keep``)
-    tool_input: dict[str, Any] = field(default_factory=dict)
+    tool_input: dict = field(default_factory=dict)
     #: what the policy reads of the call (its path, command or URL; ``edits.subject``):
     #: an approver's own rights are checked on it before their ✅ is taken
-    subject: dict[str, Any] = field(default_factory=dict)
+    subject: dict = field(default_factory=dict)
     #: a dialog whose choices only the terminal shows (auto mode's "needs your input"):
     #: the chat offers only ⏹ Stop, and says so
     terminal_only: bool = False
     #: a form's fields (``port.forms.Field.as_json``); its message is ``description``, the
     #: MCP server asking is ``detail``
-    form: list[Any] = field(default_factory=list)
+    form: list = field(default_factory=list)
 
 
 #: suggestion types "Allow always" passes on: a rule or a folder to remember, never a mode switch
@@ -144,7 +144,7 @@ ALWAYS_TYPES = ("addRules", "addDirectories")
 SCOPED_TYPES = ALWAYS_TYPES + ("setMode",)
 
 
-def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) -> list[dict[str, Any]]:
+def always_permissions(suggestions: Any, types: tuple[str, ...] = ALWAYS_TYPES) -> list[dict]:
     """The suggestions "Allow always" hands back as ``updatedPermissions`` (never a mode
     switch: that changes every later call); with ``SCOPED_TYPES``, those offered one by one."""
     if not isinstance(suggestions, list):
@@ -181,6 +181,30 @@ class Author:
         return cls(user_id if isinstance(user_id, int) and not isinstance(user_id, bool) else None,
                    str(raw.get("label") or ""), str(raw.get("role") or "user"),
                    reply_to if isinstance(reply_to, dict) else None)
+
+
+@dataclass(frozen=True)
+class PromptNote:
+    """The permission note of a message typed as a prompt (``policy.notes.write_note``
+    writes it; the hook matches the prompt to it): who sent it, with which role, and
+    exactly the text typed."""
+
+    msg_id: int
+    chat_id: int | str
+    #: exactly what is typed (the encoded form, once ``encode`` made it)
+    text: str
+    #: the sender; None: nobody named, the note carries the floor only
+    author_user_id: int | None = None
+    author_label: str = ""
+    role: str = "user"
+    #: the reply style handed to Claude as extra context
+    style: str | None = None
+    #: the message it replies to (``{"text", "sent_at"}``)
+    reply_to: dict[str, Any] | None = None
+
+    def args(self) -> dict[str, Any]:
+        """As ``policy.notes.write_note`` takes it."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 @dataclass(slots=True)
@@ -221,7 +245,7 @@ class Task:
     error: str = ""
     #: who asked for it, from the queue pick-up (user_id, msg_id, label when known);
     #: empty when typed at the terminal
-    authors: list[dict[str, Any]] = field(default_factory=list)
+    authors: list[dict] = field(default_factory=list)
 
 
 _NESTED = {"rows": Row, "agents": Agent, "agent_calls": AgentCall, "bg": BgCommand,
@@ -278,14 +302,14 @@ class Session:
     reminded: bool = False
     queue: list[QueuedMessage] = field(default_factory=list)
     #: authors of the chat messages the hook just picked up; the next prompt's task takes them
-    pickup_authors: list[dict[str, Any]] = field(default_factory=list)
+    pickup_authors: list[dict] = field(default_factory=list)
     #: when the hook last blocked a prompt (``prompt_blocked``, sent just before that
     #: prompt's UserPromptSubmit): Claude Code runs nothing for it and no Stop follows
     prompt_blocked_at: float | None = None
     delivered: deque[str] = field(default_factory=deque)
     #: the latest notices shown for the session (``name``, ``text``, ``at``), newest last,
     #: at most NOTICES_KEPT: what the chat showed, readable through ``aipager status``
-    notices: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[dict] = field(default_factory=list)
     compacting: bool = False
     pre_compact_pct: float | None = None
     compact_notice_pending: bool = False

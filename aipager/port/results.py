@@ -75,19 +75,23 @@ class Declined:
 
 
 @dataclass(frozen=True)
-class Typed:
-    """The message was pasted into the session (its 👍 follows when Claude takes it)."""
+class OfSession:
+    """A result about one session (named as the asker's port names it)."""
 
     session: str
 
 
 @dataclass(frozen=True)
-class Held:
+class Typed(OfSession):
+    """The message was pasted into the session (its 👍 follows when Claude takes it)."""
+
+
+@dataclass(frozen=True)
+class Held(OfSession):
     """The message waits in the daemon until ``until`` is over: another person's
     ``task`` (``author`` asked for it), an open ``dialog``, or a ``start`` whose screen
     shows no input line yet (nothing is typed into a screen not read)."""
 
-    session: str
     until: Literal["task", "dialog", "start"]
     author: str = ""
 
@@ -114,24 +118,23 @@ class Started:
 
 
 @dataclass(frozen=True)
-class Stopping:
+class Stopping(OfSession):
     """⏹ was pressed (``pressed``), or a stop of the last seconds already was."""
 
-    session: str
     pressed: bool
 
 
 @dataclass(frozen=True)
-class Ended:
+class Ended(OfSession):
     """The session was ended (``ended``), or was not running."""
 
-    session: str
     ended: bool
 
 
 @dataclass(frozen=True)
-class Trusted:
-    session: str
+class Trusted(OfSession):
+    """The folder trust dialog was answered (``TrustFolder``) for ``folder``."""
+
     folder: str
 
 
@@ -168,32 +171,28 @@ class Changes:
 
 
 @dataclass(frozen=True)
-class Compacting:
+class Compacting(OfSession):
     """``/compact`` was typed: Claude Code compacts the conversation (a notice follows)."""
-
-    session: str
 
 
 @dataclass(frozen=True)
-class Switching:
+class Switching(OfSession):
     """The session switches to ``model`` (its status line shows it once done)."""
 
-    session: str
     model: str
 
 
 @dataclass(frozen=True)
-class Resumed:
+class Resumed(OfSession):
     """The ended session runs again with its conversation, in ``folder``."""
 
-    session: str
     folder: str
 
 
 Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
           | Changes | Compacting | Switching | Resumed)
 
-__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "Resumed",
-           "Switching", "Ended", "Failed", "Gone", "Held",
+__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "OfSession",
+           "Resumed", "Switching", "Ended", "Failed", "Gone", "Held",
            "InTerminal", "KeysFailed", "Outcome", "Refused", "Result", "Started", "Stopping",
            "Trusted", "Typed"]

@@ -11,6 +11,7 @@ import os
 import pytest
 from fakes.sessionio import FakeSessions
 
+from aipager.port.model import PromptNote
 from aipager import dtach
 from aipager.daemon import calls
 from aipager.daemon.app import Daemon
@@ -18,7 +19,7 @@ from aipager.port.outputs import Notice, NoticeName, RecordingNotifier
 from aipager.policy import notes
 
 S = "claude-jim"
-NOTE = {"msg_id": 5, "chat_id": -100, "author_user_id": 7, "author_label": "ana", "role": "user"}
+NOTE = PromptNote(5, -100, "", 7, "ana", "user")
 
 
 class NotingSessions(FakeSessions):
@@ -29,9 +30,7 @@ class NotingSessions(FakeSessions):
         self.env = env
 
     async def type_prompt(self, session, text, *, note, submitting=None):
-        notes.write_note(self.env, session, msg_id=note["msg_id"], chat_id=note["chat_id"],
-                         author_user_id=note["author_user_id"], author_label=note["author_label"],
-                         role=note["role"], text=note["text"])
+        notes.write_note(self.env, session, **note.args())
         await super().type_prompt(session, text, note=note, submitting=submitting)
 
 

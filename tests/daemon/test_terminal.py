@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import time
 
 import pytest
 
+from aipager.port.model import PromptNote
 from aipager import dtach
 from aipager.proto import paths
 from aipager.daemon.events.session import end_session
@@ -107,7 +109,7 @@ def _wait_bytes(out, want: bytes) -> bytes:
     return out.read_bytes()
 
 
-NOTE = {"msg_id": 5, "chat_id": -100, "author_user_id": 7, "author_label": "ana", "role": "user"}
+NOTE = PromptNote(5, -100, "", 7, "ana", "user")
 
 
 async def test_a_prompt_goes_in_as_one_paste_then_enter(raw_session):
@@ -117,7 +119,7 @@ async def test_a_prompt_goes_in_as_one_paste_then_enter(raw_session):
 
     env, out = raw_session
     text = chatprompt.encode("line one\nline two\t!not a shell", label="ana", role="user").text
-    await DtachIO(env).type_prompt("claude-raw", text, note=dict(NOTE, text=text))
+    await DtachIO(env).type_prompt("claude-raw", text, note=dataclasses.replace(NOTE, text=text))
     data = _wait_bytes(out, b"\r")
     # the box emptied first (a leftover is never glued on), then one paste, then Enter
     assert data == dtach.CLEAR_INPUT + dtach.PASTE_START + text.encode() + dtach.PASTE_END + b"\r"
@@ -144,7 +146,7 @@ async def test_the_daemons_own_typing_is_not_somebody_at_the_computer(raw_sessio
     # a paste this long waits over half a second before its Enter
     text = chatprompt.encode("x" * 3000, label="ana", role="user").text
     typing = asyncio.ensure_future(
-        io.type_prompt("claude-raw", text, note=dict(NOTE, text=text)))
+        io.type_prompt("claude-raw", text, note=dataclasses.replace(NOTE, text=text)))
     seen = []
     while not typing.done():
         if dtach.attached_clients([sock])[sock]:  # our push is connected now
@@ -172,7 +174,7 @@ async def test_what_is_not_an_encoding_is_never_typed(raw_session, text):
 
     env, out = raw_session
     with pytest.raises(ValueError):
-        await DtachIO(env).type_prompt("claude-raw", text, note=dict(NOTE, text=text))
+        await DtachIO(env).type_prompt("claude-raw", text, note=dataclasses.replace(NOTE, text=text))
     assert notes.list_notes(env, "claude-raw") == []
     assert not (out.exists() and out.read_bytes())
 
@@ -185,7 +187,7 @@ async def test_a_crash_in_the_typing_window_is_cleared_at_the_next_start(raw_ses
     from aipager.proto import fsio
 
     env, out = raw_session
-    note = notes.write_note(env, "claude-raw", text="half typed", **NOTE)
+    note = notes.write_note(env, "claude-raw", **dataclasses.replace(NOTE, text="half typed").args())
     fsio.write_json_atomic(paths.typing_mark(env, "claude-raw"),
                             {"note": note, "chat_id": -100, "msg_id": 5})
     found = await DtachIO(env).recover_typing()

@@ -7,6 +7,7 @@ typing seam (``DtachIO.type_prompt`` with a note), exactly what a queued chat me
 
 from __future__ import annotations
 
+import dataclasses
 import asyncio
 import os
 import re
@@ -14,6 +15,7 @@ import stat
 
 import pytest
 
+from aipager.port.model import PromptNote
 from aipager.proto import paths
 from e2e.kit.daemon import CHAT_ID, OWNER_ID, USER_ID
 from e2e.kit.sequences import record
@@ -31,11 +33,10 @@ def _type_from_chat(home, text: str, *, user_id: int, label: str, role: str, msg
     from aipager.daemon import encode
     from aipager.daemon.terminal import DtachIO
 
-    note = {"msg_id": msg_id, "chat_id": CHAT_ID, "author_user_id": user_id,
-            "author_label": label, "role": role}
+    note = PromptNote(msg_id, CHAT_ID, text, user_id, label, role)
     typed = encode.encode(home.aipager_env(), text, note, cwd=home.project).text
-    asyncio.run(DtachIO(home.aipager_env()).type_prompt(SESSION, typed,
-                                                       note={**note, "text": typed}))
+    asyncio.run(DtachIO(home.aipager_env()).type_prompt(
+        SESSION, typed, note=dataclasses.replace(note, text=typed)))
 
 
 def _finished(seq: int):

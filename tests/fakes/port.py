@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from aipager.port.model import Author, State
+from aipager.port.model import Author, PromptNote, State
 from aipager.port.backend import AnswerKind, Gone, HostView, Outcome, Who
 from aipager.daemon.registry import Registry
 from aipager.port.results import Diff
@@ -103,11 +103,11 @@ class FakePort:
     async def switch_model(self, session: str, model: str) -> None:
         self._ask("switch_model", session, model)
 
-    async def type_prompt(self, session: str, text: str, *, note: Mapping[str, Any],
+    async def type_prompt(self, session: str, text: str, *, note: PromptNote,
                           submitting: Callable[[], None] | None = None) -> None:
         if submitting is not None:
             submitting()
-        self._ask("type_prompt", session, text, note=dict(note))
+        self._ask("type_prompt", session, text, note=note.args())
 
     async def type_text(self, session: str, text: str) -> None:
         self._ask("type_text", session, text)

@@ -39,7 +39,7 @@ class FakeSessions:
                           submitting: Any = None) -> None:
         from aipager.policy import chatprompt
 
-        if not chatprompt.is_encoded(text) or dict(note).get("text") != text:
+        if not chatprompt.is_encoded(text) or note.text != text:
             msg = "not an encoded message"  # as DtachIO refuses it
             raise ValueError(msg)
         if session in self.live and submitting is not None:
@@ -47,7 +47,7 @@ class FakeSessions:
         await self.type_text(session, text)
         # what the person wrote (the encoding's body): what the tests compare; the whole
         # encoding as typed is kept in ``pasted``
-        self.typed[-1] = (session, chatprompt.words(text), dict(note))
+        self.typed[-1] = (session, chatprompt.words(text), note.args())
         self.pasted.append((session, text))
 
     async def type_text(self, session: str, text: str) -> None:
