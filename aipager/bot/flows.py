@@ -143,7 +143,7 @@ async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
         return
     result = await actions.answer_questions(ask, sender)
     if not words_ok(result):
-        actions.say(ask["chat"], words(result, _, question=True) + " " + _("Nothing was typed."))
+        actions.say(ask["chat"], words(result, _, about="question") + " " + _("Nothing was typed."))
 
 
 def show_form(actions: Actions, rkey: str, ask: dict) -> None:

@@ -500,6 +500,10 @@ class ChatNotifier:
         self._after_hook.pop(key, None)
         if shown is None:
             return
+        if ask is not None and ask.get("form"):
+            # the step on screen (or the whole form and "Send this?") is over: what the
+            # form asked stays, the verdict says what was sent
+            shown = "\n".join(view.form_head(out.session.removeprefix("claude-"), ask))
         line = view.verdict(out.via, out.answer, out.who, time.time(), ask, out.scope,
                             out.edited)
         self.outbox.put(Live(chat_id, f"{shown}\n{line}", key=key, session=out.session))

@@ -242,6 +242,13 @@ def _form_value(field: forms.Field, value: object) -> str:
     return field.label_of(value)
 
 
+def form_head(label: str, ask: dict) -> list[str]:
+    """What a form asks, above its steps; alone once it is answered (its verdict line,
+    with the values sent from the chat, replaces the steps and the buttons)."""
+    return [_("📋 {session} · {server} asks").format(session=label, server=ask["server"]),
+            ask["message"]]
+
+
 def form_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
     """A form the chat fills in one field at a time (``ask``: ``{"form": True, "server",
     "message", "fields", "step", "values"}``), then shows whole with ✅ Send; Decline
@@ -251,8 +258,7 @@ def form_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
     fields = [forms.Field.from_json(f) for f in ask["fields"]]
     step = ask.get("step", 0)
     values = ask.get("values") or {}
-    lines = [_("📋 {session} · {server} asks").format(session=label, server=ask["server"]),
-             ask["message"]]
+    lines = form_head(label, ask)
     kb = InlineKeyboardBuilder()
     rows: list[int] = []
 

@@ -8,7 +8,7 @@ surfaces cannot drift apart.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Literal, Mapping
 
 from aipager.agents import Agent
 from aipager.locales import N_
@@ -90,19 +90,26 @@ def reason(declined: Declined, tr: Tr = N_) -> str:
                                                name=subject)
 
 
-def words(result: Result, tr: Tr = N_, done: str = "", *, question: bool = False) -> str:
+def words(result: Result, tr: Tr = N_, done: str = "", *,
+          about: Literal["request", "question", "form"] = "request") -> str:
     """What ``result`` says to the person who asked; ``done``: the words of an answer that
-    went through (the surface's "Allowed", "Answered"…); ``question``: the result of
-    answering Claude's question (not a permission request)."""
+    went through (the surface's "Allowed", "Answered"…); ``about``: what was answered (a
+    permission request, Claude's question, an MCP server's form), named alike on every
+    surface."""
+    question, form = about == "question", about == "form"
     match result:
         case ByHook() | ByKeys():
             return done
         case Already() if question:
             return tr(N_("That question was already answered."))
+        case Already() if form:
+            return tr(N_("That form was already answered."))
         case Already():
             return tr(N_("Already answered."))
         case Gone() if question:
             return tr(N_("This question is no longer open."))
+        case Gone() if form:
+            return tr(N_("This form is no longer open."))
         case Gone():
             return tr(N_("This request is no longer open."))
         case InTerminal():

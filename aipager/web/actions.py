@@ -221,7 +221,8 @@ class WebActions:
             for a in answers]
         result = await self.port.ask(AnswerQuestion(sender, sess.name, key, picked))
         return Result(words_ok(result),
-                      words(result, _, _("Declined.") if answers is None else _("Answered.")))
+                      words(result, _, _("Declined.") if answers is None else _("Answered."),
+                            about="question"))
 
     async def answer_form(self, sess: Session | None, key: str, sender: Sender,
                           action: FormAction, content: Mapping[str, Any]) -> Result:
@@ -232,7 +233,7 @@ class WebActions:
         result = await self.port.ask(AnswerForm(
             sender, sess.name, key, action, dict(content) if action == "accept" else {}))
         done = {"accept": _("Sent."), "decline": _("Declined."), "cancel": _("Cancelled.")}
-        return Result(words_ok(result), words(result, _, done[action]))
+        return Result(words_ok(result), words(result, _, done[action], about="form"))
 
     # -- sessions ----------------------------------------------------------------------
 

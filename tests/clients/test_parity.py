@@ -662,6 +662,12 @@ async def test_a_form_filled_in_on_either_surface_hands_the_hook_the_same_values
                      and not _buttons_of(both.fake.message(GROUP, mid2)), EDITED,
                      "the page's answer closing the form in the chat")
     assert "✅ Sent by" in _form_text(both, mid) and not _buttons_of(both.fake.message(GROUP, mid))
+    # closed, each reads as what it asked and its verdict: the chat's names the values it
+    # sent once, neither keeps a step or the "Send this?" question of a form in progress
+    for message_id in (mid, mid2):
+        text = _form_text(both, message_id)
+        assert "1/4" not in text and "Send this to" not in text, text
+    assert _form_text(both, mid).count("Channel: Beta") == 1
     for key in (first, second):
         assert (await _page_form(both, session, key)) is None, key
     # answered again, from either surface (a phone that still showed the buttons): neither
@@ -703,9 +709,6 @@ async def test_declining_a_form_reads_and_does_the_same_on_either_surface(both, 
     assert got["chat"]["elicitation"] == got["page"]["elicitation"] == {"action": "decline"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a form answered already: the page (the service's Gone) says 'This request is no longer "
-    "open.', the chat (its own form state) 'This form is no longer open.'"))
 async def test_a_form_answered_already_reads_the_same_on_either_surface(both, hook_reply):
     """A form answered (on the page), answered again from both surfaces: the same words."""
     path, sock = hook_reply

@@ -111,7 +111,7 @@ async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: 
     if found is None:
         return
     result = await actions.answer_questions(found[1], sender, decline=True)
-    callback_answer.text = words(result, _, _("Declined."), question=True)
+    callback_answer.text = words(result, _, _("Declined."), about="question")
 
 
 # -- forms (an MCP server's elicitation) ----------------------------------------------------
@@ -219,7 +219,7 @@ async def _form_answer(callback_data: FormTap, actions: Actions, sender: Sender,
         # a value the form does not take after all: said, and asked again from the start
         actions.say(ask["chat"], "🤷 " + result.reason, session=ask["session"])
         restart_form(actions, rkey, ask)
-    callback_answer.text = words(result, _, done)
+    callback_answer.text = words(result, _, done, about="form")
 
 
 async def on_form_send(query: CallbackQuery, callback_data: FormTap, actions: Actions,
