@@ -18,8 +18,9 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Mapping
 
-from aipager.port.commands import (Command, CompactSession, KillSession, ResumeSession, SendPrompt,
-                                   ShowChanges, StartSession, StopTask, SwitchModel)
+from aipager.port.commands import (AssignRole, Command, CompactSession, InviteAs, KillSession,
+                                   ResumeSession, SendPrompt, ShowChanges, StartSession, StopTask,
+                                   SwitchModel)
 from aipager.port.rights import Right
 
 #: the rights (``clients.people.refusal``'s words)
@@ -44,6 +45,9 @@ USE_CASES: Mapping[str, type[Command]] = MappingProxyType({
     # picker of a message with no session do the same
     "session": SendPrompt,
     "stop": StopTask,
+    # the team: handing out roles and inviting (the service decides who may give which)
+    "role": AssignRole,
+    "invite": InviteAs,
 })
 
 

@@ -14,7 +14,8 @@ from aipager.agents import Agent
 from aipager.locales import N_
 from aipager.port.results import (Already, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
                                   Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
-                                  Resumed, Started, Stopping, Switching, Trusted, Typed)
+                                  MayInvite, Resumed, RoleGiven, Started, Stopping, Switching, Trusted,
+                                  Typed)
 from aipager.port.commands import Mode
 from aipager.port.rights import Reason
 from aipager.proto.errors import AipagerError
@@ -77,6 +78,7 @@ _FAILED = {
     "compact": N_("Cannot compact {session}: {error}"),
     "model": N_("Cannot switch {session}: {error}"),
     "resume": N_("Cannot resume {session}: {error}"),
+    "role": N_("🔒 {error}"),
 }
 
 
@@ -155,6 +157,12 @@ def words(result: Result, tr: Tr = N_, done: str = "", *,
         case Resumed(session=session, folder=folder):
             return tr(N_("↩️ {session} resumed in {folder}.")).format(session=_label(session),
                                                                      folder=folder)
+        case RoleGiven(label=label, role="none"):
+            return tr(N_("{label} is not a member now.")).format(label=label)
+        case RoleGiven(label=label, role=role):
+            return tr(N_("{label} is now {role}.")).format(label=label, role=role)
+        case MayInvite(role=role):
+            return tr(N_("One person may be invited as {role}.")).format(role=role)
         case Trusted(session=session, folder=folder):
             return tr(N_("📁 {session} may use {folder}.")).format(session=_label(session),
                                                                  folder=folder)

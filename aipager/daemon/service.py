@@ -21,7 +21,7 @@ import os
 import re
 from typing import Any, Callable, Mapping, Sequence
 
-from aipager import dtach
+from aipager import config, dtach, labels
 from aipager.agents import AGENTS, CLAUDE
 from aipager.chatcommands import RESERVED
 from aipager import folders
@@ -30,14 +30,16 @@ from aipager.port.backend import DaemonPort, HostView, SessionsView
 from aipager.daemon.screen import Dialog, Kind, trust_choice
 from aipager.texts.render import author_label
 from aipager.policy import chatprompt
-from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command, CompactSession,
-                                   KillSession, Mode, ResumeSession, SendPrompt, ShowChanges,
-                                   StartSession, StopTask, SwitchModel, TrustFolder)
+from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
+                                   CompactSession, InviteAs, KillSession, Mode, ResumeSession,
+                                   SendPrompt, ShowChanges, StartSession, StopTask, SwitchModel,
+                                   TrustFolder)
 from aipager.port.results import (Changes, Compacting, Declined, Ended, Failed, Gone, Held,
-                                  Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
-from aipager.port.rights import Reason, check
+                                  MayInvite, Result, Resumed, RoleGiven, Started, Stopping,
+                                  Switching, Trusted, Typed)
+from aipager.port.rights import Reason, check, check_assign
 from aipager.port.who import NOBODY, Person, Who
-from aipager.proto.errors import AipagerError, SessionError, SessionNotFound
+from aipager.proto.errors import AipagerError, ConfigError, SessionError, SessionNotFound
 
 #: a model Claude Code's /model takes: an alias (``opus``) or an id (``claude-sonnet-4-5``)
 MODEL_NAME = re.compile(r"[A-Za-z0-9._\[\]-]{1,64}")
@@ -128,6 +130,10 @@ class Service:
                 return await self._model(command)
             case ResumeSession():
                 return await self._resume(command)
+            case AssignRole():
+                return self._assign(command)
+            case InviteAs():
+                return self._invite(command)
 
     def _refusal(self, command: Command) -> Reason | None:
         """The one rights check: the right the command's record names, for its person
@@ -216,6 +222,53 @@ class Service:
         self.port.audit_action("chat_prompt", who.audited, session=sess.name,
                                msg_id=cmd.msg_id, chat_id=cmd.chat_id)
         return Typed(sess.name)
+
+    # -- the team ------------------------------------------------------------------------
+
+    def _assign(self, cmd: AssignRole) -> Result:
+        """Hand out a role (or take membership away), written to the config file the chat's
+        access re-reads: an admin hands out the others, only the owner ``owner`` and
+        ``admin`` or changes an admin (``rights.check_assign``, with the member's role)."""
+        env = self.port.env
+        try:
+            cfg = config.load(env)
+            current = next((m for m in cfg.members if m.id == cmd.user_id), None)
+            if cmd.role != "none":
+                config.check_role(cmd.role, env)
+            why = check_assign(cmd.who, "user" if cmd.role == "none" else cmd.role,
+                               current.role if current else None)
+            if why is not None:
+                return Declined(why)
+            # a label once given stays (the owner may have set it); a new one is checked
+            label, looked = ((current.label, "") if current and current.label
+                             else labels.label_for(cmd.user_id, cmd.wanted, cfg, env))
+            if cmd.role == "none":
+                looked = ""  # nobody is shown under it
+                new = cfg.without_member(cmd.user_id)
+            else:
+                new = cfg.with_member(config.Member(cmd.user_id, cmd.role, label))
+            config.save(env, new)
+        except ConfigError as exc:
+            return Failed(str(exc), doing="role")
+        if looked:
+            self.port.audit_action("label_refused", cmd.who.audited, target_id=cmd.user_id,
+                                   wanted=cmd.wanted, label=label, looked_like=looked)
+        self.port.audit_action("member_role", cmd.who.audited, target_id=cmd.user_id,
+                               target=label, new_role=cmd.role)
+        return RoleGiven(cmd.user_id, label, cmd.role, looked)
+
+    def _invite(self, cmd: InviteAs) -> Result:
+        """Whether ``cmd.who`` may invite one person as ``cmd.role`` (the chat keeps the
+        code; ``/join`` adds them)."""
+        try:
+            config.check_role(cmd.role, self.port.env)
+        except ConfigError as exc:
+            return Failed(str(exc), doing="role")
+        why = check_assign(cmd.who, cmd.role, None)
+        if why is not None:
+            return Declined(why)
+        self.port.audit_action("member_invite", cmd.who.audited, new_role=cmd.role)
+        return MayInvite(cmd.role)
 
     def _held(self, sess: Session, who: Person, *, on_screen: bool = False) -> Held | None:
         """Each task keeps the rights of one author: another person's message waits for the

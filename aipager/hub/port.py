@@ -29,10 +29,10 @@ from aipager.port.screen import Dialog, Kind, Seen
 from aipager.port.results import Diff
 from aipager.hub import commands, names, transfer, usecases
 from aipager.hub.link import HubLink
-from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command,
-                                   CompactSession, KillSession, QuestionAnswer, ResumeSession, SendPrompt,
-                                   ShowChanges, StartSession, StopTask, SwitchModel,
-                                   TrustFolder)
+from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
+                                   CompactSession, InviteAs, KillSession, OnSession, QuestionAnswer,
+                                   ResumeSession, SendPrompt, ShowChanges, StartSession, StopTask,
+                                   SwitchModel, TrustFolder)
 from aipager.port.forms import FormAction
 from aipager.port.results import Declined, Failed, Result
 from aipager.port.rights import Reason
@@ -151,6 +151,8 @@ class HubPort:
             if host is None or host == self.link.local_name:
                 return None
             return host, dataclasses.replace(command, name=bare)
+        if not isinstance(command, OnSession):
+            return None  # the team's (roles, invites): the hub's own config decides
         bare, host = self._label_host(command.session)
         if host is None or host == self.link.local_name:
             return None
@@ -309,7 +311,7 @@ _DOING: dict[type, Any] = {
     AnswerForm: "answer",
     StartSession: "start", StopTask: "stop", KillSession: "end", TrustFolder: "answer",
     ShowChanges: "diff", CompactSession: "compact", SwitchModel: "model",
-    ResumeSession: "resume"}
+    ResumeSession: "resume", AssignRole: "role", InviteAs: "role"}
 #: reasons whose subject names a session (a host's: named with its host on the hub)
 _SESSION_SUBJECTS = frozenset({
     Reason.NOT_RUNNING, Reason.NOT_WORKING, Reason.TRUST_FIRST, Reason.NO_TRUST_DIALOG,
@@ -319,7 +321,8 @@ _SESSION_SUBJECTS = frozenset({
 def _failed(command: Command, host: str, error: str, cause: Any = "session") -> Failed:
     """``command`` not done on ``host``, for ``error``: named by its session as the hub
     names it."""
-    name = command.name if isinstance(command, StartSession) else command.session
+    name = command.name if isinstance(command, StartSession) else \
+        command.session if isinstance(command, OnSession) else ""
     return Failed(error, names.qualify(name, host), _DOING[type(command)], cause)
 
 

@@ -177,9 +177,32 @@ class ShowChanges(OnSession):
     right: ClassVar[Right] = "prompt"
 
 
-Command = (SendPrompt | AnswerRequest | AnswerQuestion | AnswerForm | StartSession | StopTask | KillSession
-           | TrustFolder | ShowChanges | CompactSession | SwitchModel | ResumeSession)
+@dataclass(frozen=True)
+class AssignRole:
+    """Make member ``user_id`` a ``role`` (``"none"``: not a member any more).  A new
+    member is labelled ``wanted`` (their name) unless it would pass for someone or
+    something else; a member keeps the label they have."""
 
-__all__ = ["AnswerForm", "AnswerKind", "AnswerQuestion", "AnswerRequest", "Command", "CompactSession",
-           "KillSession", "Mode", "OnSession", "QuestionAnswer", "ResumeSession", "SendPrompt", "ShowChanges",
-           "StartSession", "StopTask", "SwitchModel", "TrustFolder"]
+    right: ClassVar[Right] = "manage"
+    who: Person
+    user_id: int
+    role: str
+    wanted: str = ""
+
+
+@dataclass(frozen=True)
+class InviteAs:
+    """May ``who`` invite one person as ``role`` (the chat then makes the code)?"""
+
+    right: ClassVar[Right] = "manage"
+    who: Person
+    role: str
+
+
+Command = (SendPrompt | AnswerRequest | AnswerQuestion | AnswerForm | StartSession | StopTask | KillSession
+           | TrustFolder | ShowChanges | CompactSession | SwitchModel | ResumeSession | AssignRole
+           | InviteAs)
+
+__all__ = ["AnswerForm", "AnswerKind", "AnswerQuestion", "AnswerRequest", "AssignRole", "Command",
+           "CompactSession", "InviteAs", "KillSession", "Mode", "OnSession", "QuestionAnswer", "ResumeSession",
+           "SendPrompt", "ShowChanges", "StartSession", "StopTask", "SwitchModel", "TrustFolder"]

@@ -105,7 +105,7 @@ class Failed:
     session: str = ""
     #: what did not work
     doing: Literal["deliver", "start", "stop", "end", "answer", "diff", "compact", "model",
-                   "resume"] = "deliver"
+                   "resume", "role"] = "deliver"
     #: ``error`` is a session error's own words; ``not_running``: the session was gone;
     #: ``other``: an unexpected error (worded as such)
     cause: Literal["session", "not_running", "other"] = "session"
@@ -189,10 +189,27 @@ class Resumed(OfSession):
     folder: str
 
 
-Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
-          | Changes | Compacting | Switching | Resumed)
+@dataclass(frozen=True)
+class RoleGiven:
+    """Member ``user_id`` is now ``role`` (``"none"``: no member), labelled ``label``;
+    ``looked``: what the name they have looked like, so it was not taken ("" when it was)."""
 
-__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "OfSession",
-           "Resumed", "Switching", "Ended", "Failed", "Gone", "Held",
-           "InTerminal", "KeysFailed", "Outcome", "Refused", "Result", "Started", "Stopping",
-           "Trusted", "Typed"]
+    user_id: int
+    label: str
+    role: str
+    looked: str = ""
+
+
+@dataclass(frozen=True)
+class MayInvite:
+    """One person may be invited as ``role``."""
+
+    role: str
+
+
+Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
+          | Changes | Compacting | Switching | Resumed | RoleGiven | MayInvite)
+
+__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "Ended", "Failed",
+           "Gone", "Held", "InTerminal", "KeysFailed", "MayInvite", "OfSession", "Outcome", "Refused",
+           "Result", "Resumed", "RoleGiven", "Started", "Stopping", "Switching", "Trusted", "Typed"]

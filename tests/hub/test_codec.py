@@ -15,11 +15,11 @@ from fakes.port import FakePort
 from aipager.port import outputs as notifier
 from aipager.port.model import QueuedMessage, Request, Session, State, Task
 from aipager.hub import codec, commands
-from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command, CompactSession,
-                                   KillSession, Mode, QuestionAnswer, ResumeSession, SendPrompt,
+from aipager.port.commands import (AssignRole, InviteAs, AnswerForm, AnswerQuestion, AnswerRequest, Command,
+                                   CompactSession, KillSession, Mode, QuestionAnswer, ResumeSession, SendPrompt,
                                    ShowChanges, StartSession, StopTask, SwitchModel,
                                    TrustFolder)
-from aipager.port.results import (Already, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
+from aipager.port.results import (MayInvite, RoleGiven, Already, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
                                   Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
                                   Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason
@@ -126,6 +126,8 @@ COMMANDS = [
     commands.Ask(CompactSession(ANA, "claude-a")),
     commands.Ask(SwitchModel(ANA, "claude-a", "opus")),
     commands.Ask(ResumeSession(ANA, "claude-a")),
+    commands.Ask(AssignRole(ANA, 42, "user", "bo")),
+    commands.Ask(InviteAs(ANA, "read_only")),
     commands.PutFile("0123456789abcdef0123", "a photo.jpg", 1, 3, "aGVsbG8="),
 ]
 
@@ -187,7 +189,8 @@ RESULTS = [None, True, False, "claude-new", ByHook(), ByKeys(), Already(), Gone(
            Stopping("claude-a", True), Ended("claude-a", False), Trusted("claude-a", "/w"),
            Changes("claude-a", "@@ -1 +1 @@\n-a\n+b\n", ("a.txt", "b c.txt"), 2, True),
            Changes("claude-a", "", repo=False), Compacting("claude-a"),
-           Switching("claude-a", "opus"), Resumed("claude-a", "/w")]
+           Switching("claude-a", "opus"), Resumed("claude-a", "/w"),
+           RoleGiven(42, "42", "user", "a role"), MayInvite("read_only")]
 
 
 def test_every_result_the_service_names_has_a_sample():

@@ -18,69 +18,27 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-import unicodedata
 from typing import Any
 
 from aiogram import Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
-from aipager import config
-from aipager.bot.i18n import N_, _, ngettext, number
+from aipager import config, labels
+from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
 from aipager.bot.strangers import WINDOW, Strangers
-from aipager.bot.rights import MANAGE, need
+from aipager.bot.rights import MANAGE, like, need
 from aipager.clients.words import words
-from aipager.port.results import Declined
-from aipager.port.rights import check_assign
-from aipager.proto.errors import AipagerError, ConfigError
+from aipager.port.commands import AssignRole, InviteAs
+from aipager.port.results import Declined, MayInvite, RoleGiven
+from aipager.proto.errors import ConfigError
 
 log = logging.getLogger("aipager.bot")
 
 #: how long an invitation code works
 INVITE_SECONDS = 24 * 3600.0
-#: characters that show as nothing yet are letters or symbols to Unicode (fillers, blank braille)
-_BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-
-def _folded(label: str) -> str:
-    """``label`` as a reader compares it: compatibility forms (NFKC), accents, invisible,
-    format and space characters, and case all ignored."""
-    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", label))
-    return "".join(c for c in text if c not in _BLANKS
-                   and unicodedata.category(c)[0] not in "CZ"
-                   and unicodedata.category(c) not in ("Mn", "Me")).casefold()
-
-
-def _lookalike(wanted: str, user_id: int, cfg: config.Config, env: Any) -> str:
-    """What ``wanted`` would pass for as ``user_id``'s label, or "" when it is safe."""
-    from aipager.policy import model
-
-    folded = _folded(wanted)
-    if not folded:
-        return N_("nothing")
-    if folded.startswith("@"):
-        return N_("a mention")
-    try:
-        roles = set(model.load_policy(env).roles)
-    except AipagerError:
-        roles = set()
-    if folded in roles | set(config.ROLES) | {"guest"}:
-        return N_("a role")
-    if any(m.id != user_id and folded in (_folded(m.label).lstrip("@"), str(m.id))
-           for m in cfg.members):
-        return N_("another member")
-    return ""
-
-
-def label_for(user: Any, cfg: config.Config, env: Any) -> tuple[str, str, str]:
-    """The label ``user`` gets: (label, the name they have, what it looked like or "")."""
-    wanted = user.username or user.first_name or ""
-    why = _lookalike(wanted, user.id, cfg, env) if wanted else ""
-    return (str(user.id) if why or not wanted else wanted), wanted, why
-
-
 def _shown_as(label: str, looked: str, theirs: bool = False) -> str:
     """The sentence that says a name was not taken (empty when it was)."""
     # The name itself is not repeated: "@owner" in a post would mention the real owner.
@@ -110,12 +68,6 @@ async def on_members(message: Message, actions: Actions, sender: Sender,
     actions.say(message.chat.id, "\n".join(lines))
 
 
-def _may_assign(sender: Sender, role: str, current: str | None) -> str | None:
-    """The one rights check's refusal (``port.rights.check_assign``), in the chat's words."""
-    why = check_assign(sender, role, current)
-    return None if why is None else words(Declined(why), _)
-
-
 async def on_role(message: Message, command: CommandObject, actions: Actions, sender: Sender,
                   members: Members) -> None:
     role = (command.args or "").strip()
@@ -124,46 +76,25 @@ async def on_role(message: Message, command: CommandObject, actions: Actions, se
         actions.say(message.chat.id, _("Reply to someone's message with /role ROLE (for example "
                                        "/role user), or /role none to remove them."), reply_to=message.message_id)
         return
-    cfg = members.current()
-    current = next((m for m in cfg.members if m.id == target.id), None)
-    # A label once given stays (the owner may have set it); a new one is checked.
-    label, wanted, looked = ((current.label, current.label, "") if current and current.label
-                             else label_for(target, cfg, actions.env))
-    if role == "none":
-        looked = ""  # nobody is shown under it
-    try:
-        if role == "none":
-            if why := _may_assign(sender, "user", current.role if current else None):
-                raise ConfigError(why)
-            new = cfg.without_member(target.id)
-        else:
-            config.check_role(role, actions.env)
-            if why := _may_assign(sender, role, current.role if current else None):
-                raise ConfigError(why)
-            new = cfg.with_member(config.Member(target.id, role, label))
-        config.save(actions.env, new)
-    except ConfigError as exc:
-        actions.say(message.chat.id, f"🔒 {exc}", reply_to=message.message_id)
+    result = await actions.port.ask(AssignRole(sender, target.id, role,
+                                               target.username or target.first_name or ""))
+    if not isinstance(result, RoleGiven):
+        lock = "🔒 " if isinstance(result, Declined) else ""
+        actions.say(message.chat.id, lock + words(result, _), reply_to=message.message_id)
         return
-    if looked:
-        actions.audit("label_refused", sender, target_id=target.id, wanted=wanted, label=label,
-                      looked_like=looked)
-    actions.audit("member_role", sender, target_id=target.id, target=label, new_role=role)
     done = (_("{label} is now {role} (by {who}).") if role != "none"
             else _("{label} is not a member now (by {who})."))
-    actions.say(message.chat.id, done.format(label=label, role=role, who=sender.tag)
-                + _shown_as(label, looked, theirs=True))
+    actions.say(message.chat.id, done.format(label=result.label, role=role, who=sender.tag)
+                + _shown_as(result.label, result.looked, theirs=True))
 
 
 async def on_invite(message: Message, command: CommandObject, actions: Actions,
                     sender: Sender) -> None:
     role = (command.args or "user").strip()
-    try:
-        config.check_role(role, actions.env)
-        if why := _may_assign(sender, role, None):
-            raise ConfigError(why)
-    except ConfigError as exc:
-        actions.say(message.chat.id, f"🔒 {exc}", reply_to=message.message_id)
+    result = await actions.port.ask(InviteAs(sender, role))
+    if not isinstance(result, MayInvite):
+        lock = "🔒 " if isinstance(result, Declined) else ""
+        actions.say(message.chat.id, lock + words(result, _), reply_to=message.message_id)
         return
     now = time.time()
     invites = actions.state.invites
@@ -171,7 +102,6 @@ async def on_invite(message: Message, command: CommandObject, actions: Actions,
         del invites[code]
     code = secrets.token_hex(4)
     invites[code] = {"role": role, "by": sender.user_id, "expires": now + INVITE_SECONDS}
-    actions.audit("member_invite", sender, new_role=role)
     actions.say(message.chat.id, _("Invitation for one person as {role}, valid for a day: they "
                                    "send /join {code} here.").format(role=role, code=code))
 
@@ -216,7 +146,8 @@ async def on_join(message: Message, command: CommandObject, actions: Actions, se
                                "mistyped).") + last, reply_to=message.message_id, low=True)
         return
     cfg = members.current()
-    label, wanted, looked = label_for(user, cfg, actions.env)
+    wanted = user.username or user.first_name or ""
+    label, looked = labels.label_for(user.id, wanted, cfg, actions.env)
     try:
         config.save(actions.env, cfg.with_member(config.Member(user.id, invite["role"], label)))
     except ConfigError as exc:
@@ -245,7 +176,7 @@ def make_router() -> Router:
     router = Router(name="team")
     router.message.register(on_whoami, Command("whoami"))
     router.message.register(on_members, Command("members"), flags=need(MANAGE))
-    router.message.register(on_role, Command("role"), flags=need(MANAGE))
-    router.message.register(on_invite, Command("invite"), flags=need(MANAGE))
+    router.message.register(on_role, Command("role"), flags=like("role"))
+    router.message.register(on_invite, Command("invite"), flags=like("invite"))
     router.message.register(on_join, Command("join"))
     return router
