@@ -12,7 +12,7 @@ from typing import Callable, Literal, Mapping
 
 from aipager.agents import Agent
 from aipager.locales import N_
-from aipager.port.results import (Already, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
+from aipager.port.results import (Already, AuditRecords, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
                                   Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
                                   MayInvite, Resumed, RoleGiven, Started, Stopping, Switching, Trusted,
                                   Typed)
@@ -161,6 +161,8 @@ def words(result: Result, tr: Tr = N_, done: str = "", *,
             return tr(N_("{label} is not a member now.")).format(label=label)
         case RoleGiven(label=label, role=role):
             return tr(N_("{label} is now {role}.")).format(label=label, role=role)
+        case AuditRecords(records=records):
+            return tr(N_("{count} audit records.")).format(count=len(records))
         case MayInvite(role=role):
             return tr(N_("One person may be invited as {role}.")).format(role=role)
         case Trusted(session=session, folder=folder):

@@ -28,6 +28,7 @@ counted, never fatal.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ from typing import Any, Protocol
 import orjson
 
 from aipager.proto import wire
+from aipager.proto.fsnames import read_tail
 from aipager.port.model import Session
 
 log = logging.getLogger("aipager.daemon")
@@ -149,3 +151,24 @@ class AuditFile:
         except OSError as exc:
             self.failures += 1
             log.error("cannot append to the audit log %s: %s", self.path, exc)
+
+
+#: how much of the log's end is read
+TAIL_BYTES = 512 * 1024
+
+
+def tail(path: str, limit: int = 100) -> list[dict[str, Any]]:
+    """The audit log's last ``limit`` records (``paths.audit_log``: JSON lines), newest
+    first (a missing log has none; a line that is not a JSON object is skipped)."""
+    lines = read_tail(path, TAIL_BYTES).splitlines()
+    out: list[dict[str, Any]] = []
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+            if len(out) >= limit:
+                break
+    return out

@@ -17,6 +17,7 @@ exact encoding) and audited.  What is up is read off the session's real screen
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from typing import Any, Callable, Mapping, Sequence
@@ -32,17 +33,21 @@ from aipager.texts.render import author_label
 from aipager.policy import chatprompt
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
                                    CompactSession, InviteAs, KillSession, Mode, ResumeSession,
-                                   SendPrompt, ShowChanges, StartSession, StopTask, SwitchModel,
-                                   TrustFolder)
-from aipager.port.results import (Changes, Compacting, Declined, Ended, Failed, Gone, Held,
+                                   ReadAudit, SendPrompt, ShowChanges, StartSession, StopTask,
+                                   SwitchModel, TrustFolder)
+from aipager.port.results import (AuditRecords, Changes, Compacting, Declined, Ended, Failed, Gone, Held,
                                   MayInvite, Result, Resumed, RoleGiven, Started, Stopping,
                                   Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check, check_assign
 from aipager.port.who import NOBODY, Person, Who
+from aipager.daemon import audit
+from aipager.proto import paths
 from aipager.proto.errors import AipagerError, ConfigError, SessionError, SessionNotFound
 
 #: a model Claude Code's /model takes: an alias (``opus``) or an id (``claude-sonnet-4-5``)
 MODEL_NAME = re.compile(r"[A-Za-z0-9._\[\]-]{1,64}")
+#: the most audit records one read returns
+AUDIT_MOST = 500
 #: how long a message for a session that has not started waits for its screen to show
 #: its input line or a dialog
 STARTING_WAIT = 15.0
@@ -134,6 +139,10 @@ class Service:
                 return self._assign(command)
             case InviteAs():
                 return self._invite(command)
+            case ReadAudit():
+                records = await asyncio.to_thread(audit.tail, paths.audit_log(self.port.env),
+                                                  max(1, min(AUDIT_MOST, command.limit)))
+                return AuditRecords(tuple(records))
 
     def _refusal(self, command: Command) -> Reason | None:
         """The one rights check: the right the command's record names, for its person

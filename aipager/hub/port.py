@@ -32,7 +32,7 @@ from aipager.hub.link import HubLink
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
                                    CompactSession, InviteAs, KillSession, OnSession, QuestionAnswer,
                                    ResumeSession, SendPrompt, ShowChanges, StartSession, StopTask,
-                                   SwitchModel, TrustFolder)
+                                   ReadAudit, SwitchModel, TrustFolder)
 from aipager.port.forms import FormAction
 from aipager.port.results import Declined, Failed, Result
 from aipager.port.rights import Reason
@@ -311,7 +311,8 @@ _DOING: dict[type, Any] = {
     AnswerForm: "answer",
     StartSession: "start", StopTask: "stop", KillSession: "end", TrustFolder: "answer",
     ShowChanges: "diff", CompactSession: "compact", SwitchModel: "model",
-    ResumeSession: "resume", AssignRole: "role", InviteAs: "role"}
+    ResumeSession: "resume", AssignRole: "role", InviteAs: "role",
+    ReadAudit: "role"}
 #: reasons whose subject names a session (a host's: named with its host on the hub)
 _SESSION_SUBJECTS = frozenset({
     Reason.NOT_RUNNING, Reason.NOT_WORKING, Reason.TRUST_FIRST, Reason.NO_TRUST_DIALOG,

@@ -199,10 +199,20 @@ class InviteAs:
     role: str
 
 
+@dataclass(frozen=True)
+class ReadAudit:
+    """The audit log's last ``limit`` records (what was done, by whom), newest first."""
+
+    right: ClassVar[Right] = "manage"
+    who: Person
+    limit: int = 100
+
+
 Command = (SendPrompt | AnswerRequest | AnswerQuestion | AnswerForm | StartSession | StopTask | KillSession
            | TrustFolder | ShowChanges | CompactSession | SwitchModel | ResumeSession | AssignRole
-           | InviteAs)
+           | InviteAs | ReadAudit)
 
 __all__ = ["AnswerForm", "AnswerKind", "AnswerQuestion", "AnswerRequest", "AssignRole", "Command",
-           "CompactSession", "InviteAs", "KillSession", "Mode", "OnSession", "QuestionAnswer", "ResumeSession",
-           "SendPrompt", "ShowChanges", "StartSession", "StopTask", "SwitchModel", "TrustFolder"]
+           "CompactSession", "InviteAs", "KillSession", "Mode", "OnSession", "QuestionAnswer", "ReadAudit",
+           "ResumeSession", "SendPrompt", "ShowChanges", "StartSession", "StopTask", "SwitchModel",
+           "TrustFolder"]

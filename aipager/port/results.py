@@ -207,9 +207,17 @@ class MayInvite:
     role: str
 
 
-Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
-          | Changes | Compacting | Switching | Resumed | RoleGiven | MayInvite)
+@dataclass(frozen=True)
+class AuditRecords:
+    """The audit log's last records, newest first (each a JSON object as it was written)."""
 
-__all__ = ["Already", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "Ended", "Failed",
-           "Gone", "Held", "InTerminal", "KeysFailed", "MayInvite", "OfSession", "Outcome", "Refused",
-           "Result", "Resumed", "RoleGiven", "Started", "Stopping", "Switching", "Trusted", "Typed"]
+    records: tuple[dict[str, Any], ...] = ()
+
+
+Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
+          | Changes | Compacting | Switching | Resumed | RoleGiven | MayInvite
+          | AuditRecords)
+
+__all__ = ["Already", "AuditRecords", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "Ended",
+           "Failed", "Gone", "Held", "InTerminal", "KeysFailed", "MayInvite", "OfSession", "Outcome",
+           "Refused", "Result", "Resumed", "RoleGiven", "Started", "Stopping", "Switching", "Trusted", "Typed"]

@@ -43,11 +43,12 @@ from aiohttp import BodyPartReader, web
 
 from aipager import locales
 from aipager.locales import tr as _
-from aipager.proto import paths
 from aipager.clients.people import Sender
 from aipager.port import forms
+from aipager.port.commands import ReadAudit
+from aipager.port.results import AuditRecords
 from aipager.port.rights import check
-from aipager.web import audit, strings, views
+from aipager.web import strings, views
 from aipager.web.actions import Result, WebActions
 from aipager.web.auth import COOKIE, SESSION_TTL, Logins
 from aipager.web.gate import SENDER, VIA, add_headers, make_middlewares
@@ -179,15 +180,14 @@ async def get_changes(request: web.Request) -> web.Response:
 
 
 async def get_audit(request: web.Request) -> web.Response:
-    if check(_sender(request), "manage") is not None:
-        raise web.HTTPForbidden(text="only an admin may read the audit log")
     try:
-        limit = max(1, min(500, int(request.query.get("limit", "100"))))
+        limit = int(request.query.get("limit", "100"))
     except ValueError:
         limit = 100
-    env = request.app[ACTIONS].env
-    records = await asyncio.to_thread(audit.tail, paths.audit_log(env), limit)
-    return web.json_response(records)
+    result = await request.app[ACTIONS].port.ask(ReadAudit(_sender(request), limit))
+    if not isinstance(result, AuditRecords):
+        raise web.HTTPForbidden(text="only an admin may read the audit log")
+    return web.json_response(list(result.records))
 
 
 async def get_file(request: web.Request) -> web.StreamResponse:
