@@ -20,8 +20,8 @@ from aipager.port.commands import (AssignRole, InviteAs, ReadAudit, AnswerForm, 
                                    ShowChanges, StartSession, StopTask, SwitchModel,
                                    TrustFolder)
 from aipager.port.results import (AuditRecords, MayInvite, RoleGiven, Already, ByHook, ByKeys, Changes,
-                                  Compacting, Declined, Ended, Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
-                                  Resumed, Started, Stopping, Switching, Trusted, Typed)
+                                  Compacting, Declined, Ended, Failed, Gone, Held, InTerminal, KeysFailed,
+                                  Refused, Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason
 from aipager.port.who import Person
 from aipager.proto.errors import InvalidSessionName, SessionError, SessionNotFound
