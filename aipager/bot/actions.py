@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Any, Callable
 
+from aipager.bot.asks import QuestionAsk
 from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState
 from aipager.bot.outbox import Outbox, Post, React
@@ -209,14 +210,14 @@ class Actions:
             await asyncio.sleep(0.1)
         return False
 
-    async def answer_questions(self, ask: dict[str, Any], sender: Sender, *,
+    async def answer_questions(self, ask: QuestionAsk, sender: Sender, *,
                                decline: bool = False) -> PortResult:
-        """Answer an AskUserQuestion dialog with ``ask["answers"]``, or decline it (Esc);
+        """Answer an AskUserQuestion dialog with ``ask.answers``, or decline it (Esc);
         the daemon presses its keys, the verdict line follows from its
         ``request_answered`` output."""
         answers = None if decline else [
-            QuestionAnswer(list(a.get("picks", [])), a.get("text", "")) for a in ask["answers"]]
-        return await self.port.ask(AnswerQuestion(sender, ask["session"], ask["key"],
+            QuestionAnswer(list(a.get("picks", [])), a.get("text", "")) for a in ask.answers]
+        return await self.port.ask(AnswerQuestion(sender, ask.session, ask.key,
                                                      answers))
 
 

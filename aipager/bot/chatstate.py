@@ -23,6 +23,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import locales
+from aipager.bot.asks import Ask, ask_from_json, ask_to_json
 from aipager.proto import paths
 from aipager.proto.fsnames import keep_aside, write_private
 
@@ -103,8 +104,8 @@ class ChatState:
     #: session name → the key of its open folder-trust question: one question per start of
     #: the session (an older one, of an earlier session of that name, answers nothing)
     trusting: dict[str, str] = field(default_factory=dict)
-    #: questions being answered from the chat: request key → questions, step, answers
-    asks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: questions and forms being answered from the chat: request key → what is asked
+    asks: dict[str, Ask] = field(default_factory=dict)
     #: one-time invitation codes → {"role", "by", "expires"}
     invites: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the session names last put in the command menu
@@ -224,7 +225,7 @@ class ChatState:
             "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
             "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "kills": self.kills, "invites": self.invites,
-            "asks": self.asks, "taken": self.taken, "handled": self.handled,
+            "asks": {k: ask_to_json(a) for k, a in self.asks.items()}, "taken": self.taken, "handled": self.handled,
             "langs": self.langs, "chat_langs": self.chat_langs, "trusting": self.trusting,
         }
 
@@ -249,7 +250,10 @@ class ChatState:
         if isinstance(doc.get("trusting"), dict):
             state.trusting = {str(k): v for k, v in doc["trusting"].items()
                               if isinstance(v, str)}
-        for name in ("current", "prefs", "strangers", "invites", "asks"):
+        if isinstance(doc.get("asks"), dict):
+            state.asks = {str(k): a for k, v in doc["asks"].items()
+                          if (a := ask_from_json(v)) is not None}
+        for name in ("current", "prefs", "strangers", "invites"):
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, dict(value))

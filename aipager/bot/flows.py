@@ -13,6 +13,7 @@ from aiogram.fsm.state import StatesGroup
 from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
+from aipager.bot.asks import FormAsk, QuestionAsk
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import PickTap, SessionAct, SessionTap
@@ -132,75 +133,75 @@ def model_key(session: str) -> str:
     return f"model:{session}"
 
 
-async def record_answer(actions: Actions, rkey: str, ask: dict, sender: Sender,
+async def record_answer(actions: Actions, rkey: str, ask: QuestionAsk, sender: Sender,
                         answer: dict) -> None:
     """One question answered: the next one is shown, or after the last the keys go in."""
-    ask["answers"].append(answer)
-    ask["step"] += 1
-    ask["toggled"] = []
-    if ask["step"] < len(ask["questions"]):
+    ask.answers.append(answer)
+    ask.step += 1
+    ask.toggled = []
+    if ask.step < len(ask.questions):
         show_question(actions, rkey, ask)
         return
     result = await actions.answer_questions(ask, sender)
     if not words_ok(result):
-        actions.say(ask["chat"], words(result, _, about="question") + " " + _("Nothing was typed."))
+        actions.say(ask.chat, words(result, _, about="question") + " " + _("Nothing was typed."))
 
 
-def show_form(actions: Actions, rkey: str, ask: dict) -> None:
+def show_form(actions: Actions, rkey: str, ask: FormAsk) -> None:
     """The form's message as it is now (the field asked, or the whole form to send)."""
-    session = ask["session"]
-    handle = actions.state.handle("ask", RequestRef(session, ask["key"]))
+    session = ask.session
+    handle = actions.state.handle("ask", RequestRef(session, ask.key))
     text, markup = view.form_view(session.removeprefix("claude-"), ask, handle)
     actions.state.show(rkey, text)
-    actions.outbox.put(Live(ask["chat"], text, key=rkey, markup=markup, session=session))
+    actions.outbox.put(Live(ask.chat, text, key=rkey, markup=markup, session=session))
 
 
-def form_value(actions: Actions, rkey: str, ask: dict, value: Any) -> None:
+def form_value(actions: Actions, rkey: str, ask: FormAsk, value: Any) -> None:
     """The field asked now takes ``value`` (None: left empty); the next one is asked, or
     after the last the whole form is shown with ✅ Send."""
-    field = ask["fields"][ask["step"]]
+    field = ask.fields[ask.step]
     if value is None:
-        ask["values"].pop(field["name"], None)
+        ask.values.pop(field["name"], None)
     else:
-        ask["values"][field["name"]] = value
-    ask["step"] += 1
+        ask.values[field["name"]] = value
+    ask.step += 1
     show_form(actions, rkey, ask)
 
 
-def restart_form(actions: Actions, rkey: str, ask: dict) -> None:
+def restart_form(actions: Actions, rkey: str, ask: FormAsk) -> None:
     """The form asked again from its first field, with nothing filled in."""
-    ask["step"], ask["values"] = 0, {}
+    ask.step, ask.values = 0, {}
     show_form(actions, rkey, ask)
 
 
-def form_typed(actions: Actions, rkey: str, ask: dict, text: str, reply_to: int) -> None:
+def form_typed(actions: Actions, rkey: str, ask: FormAsk, text: str, reply_to: int) -> None:
     """A typed value for the field asked now: taken, or why not said (the field is asked
     again)."""
-    if ask["step"] >= len(ask["fields"]):
-        actions.say(ask["chat"], _("Every field is filled in: tap ✅ Send or ↩️ Start over."),
+    if ask.step >= len(ask.fields):
+        actions.say(ask.chat, _("Every field is filled in: tap ✅ Send or ↩️ Start over."),
                     reply_to=reply_to)
         return
-    field = forms.Field.from_json(ask["fields"][ask["step"]])
+    field = forms.Field.from_json(ask.fields[ask.step])
     try:
         value = forms.parse(field, text)
     except forms.FormError as exc:
-        actions.say(ask["chat"], "🤷 " + str(exc), reply_to=reply_to)
+        actions.say(ask.chat, "🤷 " + str(exc), reply_to=reply_to)
         return
     form_value(actions, rkey, ask, value)
 
 
-async def answer_form(actions: Actions, ask: dict, sender: Sender,
+async def answer_form(actions: Actions, ask: FormAsk, sender: Sender,
                       action: FormAction) -> Result:
     """Send the form's values (accept), or decline or cancel it, through the service (which
     checks the values against the form); the verdict line follows its close."""
-    return await actions.port.ask(AnswerForm(sender, ask["session"], ask["key"], action,
-                                                dict(ask["values"]) if action == "accept"
+    return await actions.port.ask(AnswerForm(sender, ask.session, ask.key, action,
+                                                dict(ask.values) if action == "accept"
                                                 else {}))
 
 
-def show_question(actions: Actions, rkey: str, ask: dict) -> None:
-    session = ask["session"]
-    handle = actions.state.handle("ask", RequestRef(session, ask["key"]))
+def show_question(actions: Actions, rkey: str, ask: QuestionAsk) -> None:
+    session = ask.session
+    handle = actions.state.handle("ask", RequestRef(session, ask.key))
     text, markup = view.question_view(session.removeprefix("claude-"), ask, handle)
     actions.state.show(rkey, text)
-    actions.outbox.put(Live(ask["chat"], text, key=rkey, markup=markup, session=session))
+    actions.outbox.put(Live(ask.chat, text, key=rkey, markup=markup, session=session))

@@ -34,6 +34,7 @@ from typing import Any, Callable, Coroutine
 from aiogram.types import WebAppInfo
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
+from aipager.bot.asks import FormAsk, QuestionAsk
 from aipager import locales
 from aipager.bot import i18n, private, view
 from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
@@ -443,8 +444,7 @@ class ChatNotifier:
                           "multi": out.multi_select}]
         key = request_key(out.session, out.key)
         handle = self.state.handle("ask", RequestRef(out.session, out.key))
-        ask = {"questions": questions, "step": 0, "answers": [], "toggled": [], "chat": chat_id,
-               "session": out.session, "key": out.key}
+        ask = QuestionAsk(out.session, out.key, chat_id, questions)
         self.state.asks[key] = ask
         label = sess.label if sess is not None else out.session
         text, markup = view.question_view(label, ask, handle)
@@ -471,9 +471,7 @@ class ChatNotifier:
                                      buzz=True), urgent=True)
             return
         handle = self.state.handle("ask", RequestRef(out.session, out.key))
-        ask = {"form": True, "server": out.server, "message": out.message,
-               "fields": list(out.fields), "step": 0, "values": {}, "chat": chat_id,
-               "session": out.session, "key": out.key}
+        ask = FormAsk(out.session, out.key, chat_id, out.server, out.message, list(out.fields))
         self.state.asks[key] = ask
         text, markup = view.form_view(label, ask, handle)
         self.state.forget_live(key)
@@ -500,7 +498,7 @@ class ChatNotifier:
         self._after_hook.pop(key, None)
         if shown is None:
             return
-        if ask is not None and ask.get("form"):
+        if ask is not None and isinstance(ask, FormAsk):
             # the step on screen (or the whole form and "Send this?") is over: what the
             # form asked stays, the verdict says what was sent
             shown = "\n".join(view.form_head(out.session.removeprefix("claude-"), ask))

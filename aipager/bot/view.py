@@ -15,6 +15,7 @@ from typing import Sequence
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 from aiogram.utils.keyboard import InlineKeyboardBuilder, KeyboardBuilder
 
+from aipager.bot.asks import Ask, FormAsk, QuestionAsk
 from aipager.bot.i18n import N_, _, ngettext
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.port.model import Session, State
@@ -182,7 +183,7 @@ def help_text(sessions: Sequence[Session], current: str | None) -> str:
     ])
 
 
-def verdict(via: str, answer: str, who: str, at: float, ask: dict | None = None,
+def verdict(via: str, answer: str, who: str, at: float, ask: Ask | None = None,
             scope: dict | None = None, edited: str = "") -> str:
     """The line that replaces a request's buttons once it is answered (``asking.verdict``,
     the page's too; a question's answers above it, from the chat's ``ask``)."""
@@ -200,7 +201,7 @@ def picker_text(action: str) -> str:
     return _(_PICKER.get(action) or N_("Which session?"))
 
 
-def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
+def question_view(label: str, ask: QuestionAsk, handle: int) -> tuple[str, dict | None]:
     """The question the chat shows now (one of an AskUserQuestion call), with its buttons.
 
     ``ask``: ``{"questions": [{question, header, options, multi}], "step": i,
@@ -209,13 +210,13 @@ def question_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]
     """
     from aipager.bot.callbacks import QuestionAct, QuestionTap
 
-    qs = ask["questions"]
-    step = ask.get("step", 0)
+    qs = ask.questions
+    step = ask.step
     q = qs[step]
     count = f" ({step + 1}/{len(qs)})" if len(qs) > 1 else ""
     header = q.get("header") or _("Claude asks")
     lines = [f"❓ {label} · {header}{count}", q["question"]]
-    toggled = set(ask.get("toggled") or [])
+    toggled = set(ask.toggled)
     kb = InlineKeyboardBuilder()
 
     def tap(text: str, act: QuestionAct, i: int = 0) -> None:
@@ -242,22 +243,22 @@ def _form_value(field: forms.Field, value: object) -> str:
     return field.label_of(value)
 
 
-def form_head(label: str, ask: dict) -> list[str]:
+def form_head(label: str, ask: FormAsk) -> list[str]:
     """What a form asks, above its steps; alone once it is answered (its verdict line,
     with the values sent from the chat, replaces the steps and the buttons)."""
-    return [_("📋 {session} · {server} asks").format(session=label, server=ask["server"]),
-            ask["message"]]
+    return [_("📋 {session} · {server} asks").format(session=label, server=ask.server),
+            ask.message]
 
 
-def form_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
+def form_view(label: str, ask: FormAsk, handle: int) -> tuple[str, dict | None]:
     """A form the chat fills in one field at a time (``ask``: ``{"form": True, "server",
     "message", "fields", "step", "values"}``), then shows whole with ✅ Send; Decline
     and Cancel on every step.  Buttons carry ``FormTap`` data."""
     from aipager.bot.callbacks import FormAct, FormTap
 
-    fields = [forms.Field.from_json(f) for f in ask["fields"]]
-    step = ask.get("step", 0)
-    values = ask.get("values") or {}
+    fields = [forms.Field.from_json(f) for f in ask.fields]
+    step = ask.step
+    values = ask.values
     lines = form_head(label, ask)
     kb = InlineKeyboardBuilder()
     rows: list[int] = []
@@ -298,7 +299,7 @@ def form_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
     else:
         lines.append("")
         lines += [f"{f.title}: {_form_value(f, values.get(f.name))}" for f in fields]
-        lines += ["", _("Send this to {server}?").format(server=ask["server"])]
+        lines += ["", _("Send this to {server}?").format(server=ask.server)]
         tap(_("✅ Send"), FormAct.SEND)
         tap(_("↩️ Start over"), FormAct.RESTART)
         rows.append(2)
@@ -309,18 +310,18 @@ def form_view(label: str, ask: dict, handle: int) -> tuple[str, dict | None]:
     return "\n".join(lines), markup(kb)
 
 
-def answers_text(ask: dict) -> str:
+def answers_text(ask: Ask) -> str:
     """``question → answer`` lines for the chat once a question is answered; ``→ answer``
     alone for a lone question, which the message shows just above (it read twice); a
     form's ``field: value`` lines."""
-    if ask.get("form"):
-        fields = [forms.Field.from_json(f) for f in ask["fields"]]
-        values = ask.get("values") or {}
+    if isinstance(ask, FormAsk):
+        fields = [forms.Field.from_json(f) for f in ask.fields]
+        values = ask.values
         return "\n".join(f"{f.title}: {_form_value(f, values.get(f.name))}" for f in fields
                          if f.name in values)
     out = []
-    questions = ask["questions"]
-    for q, a in zip(questions, ask.get("answers") or [], strict=False):
+    questions = ask.questions
+    for q, a in zip(questions, ask.answers, strict=False):
         words = [q["options"][i] for i in a.get("picks", []) if 0 <= i < len(q["options"])]
         if a.get("text"):
             words.append(f"“{a['text']}”")

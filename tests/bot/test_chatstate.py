@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import orjson
 
+from aipager.bot.asks import FormAsk, QuestionAsk
 from aipager.bot.chatstate import ChatState, KillStage, RequestRef
 
 
@@ -53,3 +54,27 @@ def test_an_older_versions_file_loads_into_the_records():
     assert state.shown_text("kill:claude-a") == "🗑 a ended by @me."
     assert state.shown["req"] == ["🔐 a · Bash", ""]
     assert state.kills == {"claude-b": KillStage.ASKED}  # a stage no version wrote is left out
+
+
+def test_a_question_or_form_half_answered_comes_back_typed_and_a_damaged_one_is_left_out():
+    """What the chat asks step by step survives a restart as its record; a saved one an
+    older version wrote (the form's marker, dicts) loads the same; what does not fit is left
+    at its default or out."""
+    state = ChatState()
+    state.asks["req:claude-a:q:1:"] = QuestionAsk("claude-a", "q:1:", -100,
+                                                  [{"question": "Which?", "options": ["a", "b"]}],
+                                                  step=1, answers=[{"picks": [1], "text": ""}],
+                                                  toggled=[0])
+    state.asks["req:claude-a:f:2:"] = FormAsk("claude-a", "f:2:", -100, "releaser", "Ship?",
+                                              [{"name": "channel", "kind": "enum"}], step=1,
+                                              values={"channel": "beta"})
+    doc = orjson.loads(orjson.dumps(state.to_json()))
+    assert doc["asks"]["req:claude-a:f:2:"]["form"] is True
+    doc["asks"]["bad"] = {"session": 5, "key": "x"}
+    doc["asks"]["odd"] = {"session": "claude-b", "key": "q:3:", "chat": "nope", "step": "2",
+                          "questions": [{"question": "Why?"}]}
+    back = ChatState.from_json(doc)
+    assert back.asks["req:claude-a:q:1:"] == state.asks["req:claude-a:q:1:"]
+    assert back.asks["req:claude-a:f:2:"] == state.asks["req:claude-a:f:2:"]
+    assert "bad" not in back.asks
+    assert back.asks["odd"] == QuestionAsk("claude-b", "q:3:", 0, [{"question": "Why?"}])

@@ -24,6 +24,7 @@ from aiogram.dispatcher.event.bases import SkipHandler
 from aiogram.fsm.context import FSMContext
 from aiogram.types import Document, Message, PhotoSize
 
+from aipager.bot.asks import Ask, FormAsk
 from aipager.clients import files
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _, number
@@ -149,13 +150,13 @@ async def on_edit_text(message: Message, actions: Actions, sender: Sender, text:
             actions.say(chat_id, f"🔒 {words_reason(outcome, _)}", reply_to=reply_to)
 
 
-async def _answer_in_words(actions: Actions, rkey: str, ask: dict, sender: Sender,
+async def _answer_in_words(actions: Actions, rkey: str, ask: Ask, sender: Sender,
                            text: str, reply_to: int = 0) -> None:
-    if ask.get("form"):  # an MCP server's form: the value of the field asked now
+    if isinstance(ask, FormAsk):  # an MCP server's form: the value of the field asked now
         form_typed(actions, rkey, ask, text, reply_to)
         return
-    multi = ask["questions"][ask["step"]].get("multi")
-    picks = list(ask.get("toggled") or []) if multi else []
+    multi = ask.questions[ask.step].get("multi")
+    picks = list(ask.toggled) if multi else []
     await record_answer(actions, rkey, ask, sender, {"picks": picks, "text": text.strip()})
 
 
@@ -180,16 +181,16 @@ def replied_question(message: Message, actions: Actions) -> bool | dict[str, obj
         return False
     shown = [message.chat.id, reply.message_id]
     for rkey, ask in actions.state.asks.items():
-        if ask.get("chat") == message.chat.id and actions.state.live.get(rkey) == shown:
+        if ask.chat == message.chat.id and actions.state.live.get(rkey) == shown:
             return {"rkey": rkey, "ask": ask}
     return False
 
 
 async def on_question_reply(message: Message, actions: Actions, sender: Sender, text: str,
-                            rkey: str, ask: dict) -> None:
+                            rkey: str, ask: Ask) -> None:
     """A reply to a question's message answers it in words, as "Other…" then a message."""
     # the task's author or an admin (the role's right: the handler's flag)
-    why = refusal(sender, "approve", actions.registry.get(ask["session"]))
+    why = refusal(sender, "approve", actions.registry.get(ask.session))
     if why:
         actions.say(message.chat.id, f"🔒 {why}", reply_to=message.message_id)
         return

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 
 from aiogram import F, Router
@@ -10,6 +12,7 @@ from aiogram.fsm.context import FSMContext
 from aiogram.types import CallbackQuery
 from aiogram.utils.callback_answer import CallbackAnswer
 
+from aipager.bot.asks import FormAsk, QuestionAsk
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _
 from aipager.bot.callbacks import FormAct, FormTap, QuestionAct, QuestionTap
@@ -27,7 +30,7 @@ log = logging.getLogger("aipager.bot")
 
 
 def _open_question(callback_data: QuestionTap, actions: Actions, sender: Sender,
-                   callback_answer: CallbackAnswer) -> tuple[str, dict] | None:
+                   callback_answer: CallbackAnswer) -> tuple[str, QuestionAsk] | None:
     """The open question a button belongs to, as (request key, ask), if ``sender`` may
     answer it; else None (``callback_answer`` says why)."""
     ref = actions.state.resolve_request("ask", callback_data.h)
@@ -37,7 +40,7 @@ def _open_question(callback_data: QuestionTap, actions: Actions, sender: Sender,
     session, key = ref.session, ref.key
     rkey = f"req:{session}:{key}"
     ask = actions.state.asks.get(rkey)
-    if ask is None:
+    if not isinstance(ask, QuestionAsk):
         callback_answer.text = _("This question is no longer open.")
         return None
     # the task's author or an admin: checked here too, before a first pick is recorded
@@ -49,9 +52,9 @@ def _open_question(callback_data: QuestionTap, actions: Actions, sender: Sender,
     return rkey, ask
 
 
-def _option(callback_data: QuestionTap, ask: dict, callback_answer: CallbackAnswer) -> bool:
+def _option(callback_data: QuestionTap, ask: QuestionAsk, callback_answer: CallbackAnswer) -> bool:
     """Whether the button's option exists in the question shown now."""
-    if 0 <= callback_data.i < len(ask["questions"][ask["step"]]["options"]):
+    if 0 <= callback_data.i < len(ask.questions[ask.step]["options"]):
         return True
     callback_answer.text = EXPIRED
     return False
@@ -74,7 +77,7 @@ async def on_toggle(query: CallbackQuery, callback_data: QuestionTap, actions: A
     if found is None or not _option(callback_data, found[1], callback_answer):
         return
     rkey, ask = found
-    ask["toggled"] = sorted(set(ask.get("toggled") or []) ^ {callback_data.i})
+    ask.toggled = sorted(set(ask.toggled) ^ {callback_data.i})
     show_question(actions, rkey, ask)
 
 
@@ -86,7 +89,7 @@ async def on_submit(query: CallbackQuery, callback_data: QuestionTap, actions: A
         return
     rkey, ask = found
     await record_answer(actions, rkey, ask, sender,
-                        {"picks": list(ask.get("toggled") or []), "text": ""})
+                        {"picks": list(ask.toggled), "text": ""})
     callback_answer.text = _("Answered.")
 
 
@@ -100,9 +103,9 @@ async def on_other(query: CallbackQuery, callback_data: QuestionTap, actions: Ac
     rkey, ask = found
     await state.set_state(NextMessage.answer)
     await state.set_data({"rkey": rkey})
-    q = ask["questions"][ask["step"]]
-    actions.say(ask["chat"], _("✍️ Send your answer to “{question}” as your next message.").format(
-        question=q['question'][:80]), session=ask["session"])
+    q = ask.questions[ask.step]
+    actions.say(ask.chat, _("✍️ Send your answer to “{question}” as your next message.").format(
+        question=q['question'][:80]), session=ask.session)
 
 
 async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
@@ -118,13 +121,13 @@ async def on_decline(query: CallbackQuery, callback_data: QuestionTap, actions: 
 
 
 def _open_form(callback_data: FormTap, actions: Actions, sender: Sender,
-               callback_answer: CallbackAnswer) -> tuple[str, dict] | None:
+               callback_answer: CallbackAnswer) -> tuple[str, FormAsk] | None:
     """The open form a button belongs to, as (its chat key, its state), if ``sender`` may
     answer it; else None (``callback_answer`` says why)."""
     ref = actions.state.resolve_request("ask", callback_data.h)
     rkey = f"req:{ref.session}:{ref.key}" if ref is not None else ""
     ask = actions.state.asks.get(rkey)
-    if ref is None or ask is None or not ask.get("form"):
+    if ref is None or not isinstance(ask, FormAsk):
         callback_answer.text = _("This form is no longer open.")
         return None
     # the task's author or an admin, as for a permission request (checked again on send)
@@ -136,17 +139,17 @@ def _open_form(callback_data: FormTap, actions: Actions, sender: Sender,
 
 
 def _form_field(callback_data: FormTap, actions: Actions, sender: Sender,
-                callback_answer: CallbackAnswer) -> tuple[str, dict, dict] | None:
+                callback_answer: CallbackAnswer) -> tuple[str, FormAsk, dict[str, Any]] | None:
     """``_open_form``, with the field it asks now; None when it asks none any more (the
     whole form is shown: an older button)."""
     found = _open_form(callback_data, actions, sender, callback_answer)
     if found is None:
         return None
     rkey, ask = found
-    if ask["step"] >= len(ask["fields"]):
+    if ask.step >= len(ask.fields):
         callback_answer.text = _(EXPIRED)
         return None
-    return rkey, ask, ask["fields"][ask["step"]]
+    return rkey, ask, ask.fields[ask.step]
 
 
 async def on_form_pick(query: CallbackQuery, callback_data: FormTap, actions: Actions,
@@ -193,8 +196,8 @@ async def on_form_type(query: CallbackQuery, callback_data: FormTap, actions: Ac
     await state.set_state(NextMessage.answer)
     await state.set_data({"rkey": rkey})
     title = field.get("title", "")
-    actions.say(ask["chat"], _("✍️ Send “{field}” as your next message.").format(
-        field=title[:80]), session=ask["session"])
+    actions.say(ask.chat, _("✍️ Send “{field}” as your next message.").format(
+        field=title[:80]), session=ask.session)
 
 
 async def on_form_restart(query: CallbackQuery, callback_data: FormTap, actions: Actions,
@@ -211,13 +214,13 @@ async def _form_answer(callback_data: FormTap, actions: Actions, sender: Sender,
     if found is None:
         return
     rkey, ask = found
-    if action == "accept" and ask["step"] < len(ask["fields"]):
+    if action == "accept" and ask.step < len(ask.fields):
         callback_answer.text = _(EXPIRED)
         return
     result = await answer_form(actions, ask, sender, action)
     if isinstance(result, Refused):
         # a value the form does not take after all: said, and asked again from the start
-        actions.say(ask["chat"], "🤷 " + result.reason, session=ask["session"])
+        actions.say(ask.chat, "🤷 " + result.reason, session=ask.session)
         restart_form(actions, rkey, ask)
     callback_answer.text = words(result, _, done, about="form")
 

@@ -1,0 +1,69 @@
+"""What the chat asks a person step by step, kept in its state until answered: Claude's
+questions (one at a time, their answers gathered) and an MCP server's form (one field at
+a time, its values gathered).  Saved with the chat state (``to_json``) and read back
+field by field (``ask_from_json``: what does not fit is left at its default)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class QuestionAsk:
+    """An AskUserQuestion dialog answered in the chat: ``questions``
+    (``{question, header, options, multi}``), the one shown now (``step``), the answers so
+    far (``{"picks": [...], "text": ...}`` each) and the options toggled on the shown one."""
+
+    session: str
+    key: str
+    #: the chat it is asked in
+    chat: int
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    step: int = 0
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    toggled: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FormAsk:
+    """An MCP server's form filled in in the chat: its ``fields`` (``forms.Field.as_json``),
+    the one asked now (``step``) and the values so far (field name → value)."""
+
+    session: str
+    key: str
+    chat: int
+    server: str = ""
+    message: str = ""
+    fields: list[dict[str, Any]] = field(default_factory=list)
+    step: int = 0
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+Ask = QuestionAsk | FormAsk
+
+
+def ask_to_json(ask: Ask) -> dict[str, Any]:
+    doc = dataclasses.asdict(ask)
+    if isinstance(ask, FormAsk):
+        doc["form"] = True
+    return doc
+
+
+def ask_from_json(doc: Any) -> Ask | None:
+    """An ask as saved (None: not one); a field of the wrong kind keeps its default."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("session"), str) \
+            or not isinstance(doc.get("key"), str):
+        return None
+    kind: type[QuestionAsk] | type[FormAsk] = FormAsk if doc.get("form") else QuestionAsk
+    defaults = {f.name: type(getattr(kind(session="", key="", chat=0), f.name))
+                for f in dataclasses.fields(kind)}
+    kept = {name: doc[name] for name, of in defaults.items()
+            if name in doc and isinstance(doc[name], of) and not isinstance(doc[name], bool)}
+    chat = doc.get("chat")
+    kept["chat"] = chat if isinstance(chat, int) and not isinstance(chat, bool) else 0
+    return kind(**kept)
+
+
+__all__ = ["Ask", "FormAsk", "QuestionAsk", "ask_from_json", "ask_to_json"]
