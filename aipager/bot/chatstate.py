@@ -14,6 +14,8 @@ fresh state and a log line, never a crash; a damaged one is renamed next to itse
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import locales
-from aipager.bot.asks import Ask, ask_from_json, ask_to_json
+from aipager.bot.asks import Ask, Invite, ask_from_json, ask_to_json
 from aipager.proto import paths
 from aipager.proto.fsnames import keep_aside, write_private
 
@@ -107,7 +109,7 @@ class ChatState:
     #: questions and forms being answered from the chat: request key → what is asked
     asks: dict[str, Ask] = field(default_factory=dict)
     #: one-time invitation codes → {"role", "by", "expires"}
-    invites: dict[str, dict[str, Any]] = field(default_factory=dict)
+    invites: dict[str, Invite] = field(default_factory=dict)
     #: the session names last put in the command menu
     menu: list[str] = field(default_factory=list)
     #: the journal number of the last datagram whose outputs the chat took
@@ -224,7 +226,8 @@ class ChatState:
             "current": self.current, "handles": self.handles, "next_handle": self.next_handle,
             "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
             "pending": self.pending, "menu": self.menu,
-            "shown": self.shown, "kills": self.kills, "invites": self.invites,
+            "shown": self.shown, "kills": self.kills,
+            "invites": {code: dataclasses.asdict(i) for code, i in self.invites.items()},
             "asks": {k: ask_to_json(a) for k, a in self.asks.items()}, "taken": self.taken, "handled": self.handled,
             "langs": self.langs, "chat_langs": self.chat_langs, "trusting": self.trusting,
         }
@@ -253,7 +256,10 @@ class ChatState:
         if isinstance(doc.get("asks"), dict):
             state.asks = {str(k): a for k, v in doc["asks"].items()
                           if (a := ask_from_json(v)) is not None}
-        for name in ("current", "prefs", "strangers", "invites"):
+        if isinstance(doc.get("invites"), dict):
+            state.invites = {str(code): i for code, v in doc["invites"].items()
+                             if (i := Invite.read(v)) is not None}
+        for name in ("current", "prefs", "strangers"):
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, dict(value))

@@ -25,6 +25,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
 from aipager import config, labels
+from aipager.bot.asks import Invite
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
@@ -98,10 +99,10 @@ async def on_invite(message: Message, command: CommandObject, actions: Actions,
         return
     now = time.time()
     invites = actions.state.invites
-    for code in [c for c, v in invites.items() if v.get("expires", 0) < now]:
+    for code in [c for c, v in invites.items() if v.expires < now]:
         del invites[code]
     code = secrets.token_hex(4)
-    invites[code] = {"role": role, "by": sender.user_id, "expires": now + INVITE_SECONDS}
+    invites[code] = Invite(role, sender.user_id, now + INVITE_SECONDS)
     actions.say(message.chat.id, _("Invitation for one person as {role}, valid for a day: they "
                                    "send /join {code} here.").format(role=role, code=code))
 
@@ -129,7 +130,7 @@ async def on_join(message: Message, command: CommandObject, actions: Actions, se
     code = (command.args or "").strip()
     invites = actions.state.invites
     invite = invites.get(code) if code else None
-    if invite is None or invite.get("expires", 0) < time.time():
+    if invite is None or invite.expires < time.time():
         if invite is not None:
             del invites[code]
         reason = "expired" if invite else "unknown code" if code else "no code"
@@ -149,17 +150,17 @@ async def on_join(message: Message, command: CommandObject, actions: Actions, se
     wanted = user.username or user.first_name or ""
     label, looked = labels.label_for(user.id, wanted, cfg, actions.env)
     try:
-        config.save(actions.env, cfg.with_member(config.Member(user.id, invite["role"], label)))
+        config.save(actions.env, cfg.with_member(config.Member(user.id, invite.role, label)))
     except ConfigError as exc:
         actions.say(chat_id, _("Could not add you: {error}").format(error=exc))  # the code stays: try again
         return
     del invites[code]
-    who = {"user_id": user.id, "label": label, "role": invite["role"]}
+    who = {"user_id": user.id, "label": label, "role": invite.role}
     if looked:
         actions.audit("label_refused", who, wanted=wanted, label=label, looked_like=looked)
-    actions.audit("member_join", who, invited_by=invite.get("by"))
+    actions.audit("member_join", who, invited_by=invite.by)
     actions.say(chat_id, _("Welcome, {label}: you joined as {role}.").format(
-        label=label, role=invite['role']) + _shown_as(label, looked))
+        label=label, role=invite.role) + _shown_as(label, looked))
 
 
 def _silenced(actions: Actions, strangers: Strangers, chat_id: int, who: dict[str, Any],
