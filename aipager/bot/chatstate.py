@@ -15,7 +15,6 @@ fresh state and a log line, never a crash; a damaged one is renamed next to itse
 from __future__ import annotations
 
 import dataclasses
-
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
