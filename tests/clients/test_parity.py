@@ -479,25 +479,27 @@ async def test_a_members_answer_to_anothers_question_is_refused_alike_and_the_ow
     await eventually(lambda: both.sessions.keys, what="the pick pressed in the terminal")
 
 
+async def _told(both: Surfaces, user: dict, text: str, needle: str) -> str:
+    """What the chat answers ``user``'s ``text`` with (the first message holding ``needle``)."""
+    start = len(both.fake.calls_of("sendMessage"))
+    await both.fake.user_says(text, user=user, chat_id=GROUP)
+    return await eventually(lambda: next(
+        (str(p["text"]) for p in both.fake.calls_of("sendMessage")[start:]
+         if needle in str(p["text"])), None), what=f"the chat's answer to {text}")
+
+
 async def test_compact_and_model_do_the_same_here_and_on_a_host(both):
     """The chat's own use cases (the page offers neither): a member may compact but not
     switch models, the owner may; the same words whether the session is here or on a
     host, and the same keys reach its terminal."""
-    async def told(user: dict, text: str, needle: str) -> str:
-        start = len(both.fake.calls_of("sendMessage"))
-        await both.fake.user_says(text, user=user, chat_id=GROUP)
-        return await eventually(lambda: next(
-            (str(p["text"]) for p in both.fake.calls_of("sendMessage")[start:]
-             if needle in str(p["text"])), None), what=f"the chat's answer to {text}")
-
     await both.started("jim")
     jim = both.said("jim")
-    assert "may not send messages" in await told(READER, "/compact jim", "may not")
-    assert await told(GUEST, "/compact jim", "/compact") == f"📦 /compact sent to {jim}."
+    assert "may not send messages" in await _told(both, READER, "/compact jim", "may not")
+    assert await _told(both, GUEST, "/compact jim", "/compact") == f"📦 /compact sent to {jim}."
     await eventually(lambda: both.sessions.typed or both.sessions.pasted or both.sessions.keys,
                      what="/compact typed")
-    assert await told(GUEST, "/model opus", "🔒") == "🔒 Only an admin may do that here."
-    assert await told(OWNER, "/model opus", "🧠") == f"🧠 {jim}: switching to opus."
+    assert await _told(both, GUEST, "/model opus", "🔒") == "🔒 Only an admin may do that here."
+    assert await _told(both, OWNER, "/model opus", "🧠") == f"🧠 {jim}: switching to opus."
     await eventually(lambda: any("opus" in t[1] for t in both.sessions.typed),
                      what="the switch typed")
 
@@ -762,16 +764,9 @@ async def test_resume_is_an_admins_and_resumes_alike_here_and_on_a_host(both, fa
     await eventually(lambda: getattr(both.port.sessions.get(session), "state", None)
                      == State.GONE, what=f"{session} ended, as the chat sees it")
 
-    async def told(user: dict, text: str, needle: str) -> str:
-        start = len(both.fake.calls_of("sendMessage"))
-        await both.fake.user_says(text, user=user, chat_id=GROUP)
-        return await eventually(lambda: next(
-            (str(p["text"]) for p in both.fake.calls_of("sendMessage")[start:]
-             if needle in str(p["text"])), None), what=f"the chat's answer to {text}")
-
-    refused = await told(GUEST, "/resume", "🔒")
+    refused = await _told(both, GUEST, "/resume", "🔒")
     assert refused == "🔒 Only an admin may do that here.", refused
-    await told(OWNER, "/resume", "Resume which session?")
+    await _told(both, OWNER, "/resume", "Resume which session?")
     picker = next(m for m in reversed(both.fake.bot_messages(GROUP))
                   if "Resume which session?" in str(m.get("text")))
     buttons = _buttons_of(picker)

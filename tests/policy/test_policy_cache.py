@@ -8,10 +8,11 @@ import os
 import pytest
 
 from aipager.daemon import encode
+from aipager.port.model import PromptNote
 from aipager.port.model import Session
 from aipager.policy import model
 
-MEMBER = {"author_user_id": 7, "author_label": "ann", "role": "user"}
+MEMBER = PromptNote(1, 1, "", 7, "ann", "user")
 
 
 def attached(env, sess, text: str) -> bool:
