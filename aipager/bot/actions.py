@@ -142,7 +142,7 @@ class Actions:
                                            submitting=self._acting(chat_id, msg_id)))
 
     def _style(self, chat_id: int) -> str | None:
-        return STYLES.get(self.state.prefs_of(chat_id).get("style") or "") or None
+        return STYLES.get(self.state.prefs_of(chat_id).style) or None
 
     def _acting(self, chat_id: int, msg_id: int) -> Callable[[], None]:
         """Right before its Enter (``DtachIO._push``): 👀, since Claude may take the message

@@ -87,4 +87,43 @@ def ask_from_json(doc: Any) -> Ask | None:
     return kind(**kept)
 
 
-__all__ = ["Ask", "FormAsk", "Invite", "QuestionAsk", "ask_from_json", "ask_to_json"]
+@dataclass(frozen=True)
+class Prefs:
+    """A chat's settings (``/settings``), each with its default."""
+
+    #: the reply style asked of Claude (``chatstate.STYLES``; "": Claude's own)
+    style: str = ""
+    #: diff previews of edits
+    diffs: bool = False
+    #: card detail: full | compact
+    detail: str = "full"
+    #: quiet while a person is at the computer
+    quiet: bool = True
+    #: a voice note is sent at once (else shown first)
+    voice_now: bool = False
+    #: the permission mode /new starts sessions in ("": Claude Code's own)
+    mode: str = ""
+    #: the agent /new starts ("": Claude Code)
+    agent: str = ""
+    #: private mode as this chat was last told of it (``privacywatch``)
+    private: bool = False
+
+    @classmethod
+    def read(cls, doc: Any) -> Prefs:
+        """As saved: each setting of the right kind, the rest at its default."""
+        if not isinstance(doc, dict):
+            return cls()
+        kinds = {f.name: type(getattr(cls(), f.name)) for f in dataclasses.fields(cls)}
+        return cls(**{name: doc[name] for name, of in kinds.items()
+                      if name in doc and type(doc[name]) is of})
+
+    def with_(self, name: str, value: Any) -> Prefs:
+        """This with ``name`` set (a setting it does not have, or a value of another kind,
+        changes nothing)."""
+        current = getattr(self, name, None)
+        if current is None or not isinstance(value, type(current)):
+            return self
+        return dataclasses.replace(self, **{name: type(current)(value)})
+
+
+__all__ = ["Ask", "FormAsk", "Invite", "Prefs", "QuestionAsk", "ask_from_json", "ask_to_json"]

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import locales
-from aipager.bot.asks import Ask, Invite, ask_from_json, ask_to_json
+from aipager.bot.asks import Ask, Invite, Prefs, ask_from_json, ask_to_json
 from aipager.proto import paths
 from aipager.proto.fsnames import keep_aside, write_private
 
@@ -43,9 +43,6 @@ LIVE_KEPT = 500
 #: reaction order: a message's reaction only moves to a higher rank
 REACTION_RANK = {"👀": 1, "👍": 2, "🤷": 2}
 
-#: per-chat settings and their defaults
-DEFAULT_PREFS: dict[str, Any] = {"style": "", "diffs": False, "detail": "full", "quiet": True,
-                                 "voice_now": False}
 #: reply styles offered in /settings (empty: Claude's own)
 STYLES = {"": "Claude's own", "brief": "Reply briefly, in a few sentences.",
           "detailed": "Reply in detail, with the reasoning."}
@@ -89,8 +86,8 @@ class ChatState:
     #: or [kind, session, key] (``request``, ``ask``: a ``RequestRef``)
     handles: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
     next_handle: int = 1
-    #: chat id (str) → settings (see DEFAULT_PREFS)
-    prefs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: chat id (str) → its settings
+    prefs: dict[str, Prefs] = field(default_factory=dict)
     #: ``chat:message`` → reaction shown
     reactions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: user id (str) → when the "this bot is private" reply went out
@@ -211,11 +208,11 @@ class ChatState:
 
     # -- settings --------------------------------------------------------------
 
-    def prefs_of(self, chat_id: int) -> dict[str, Any]:
-        return {**DEFAULT_PREFS, **self.prefs.get(str(chat_id), {})}
+    def prefs_of(self, chat_id: int) -> Prefs:
+        return self.prefs.get(str(chat_id)) or Prefs()
 
     def set_pref(self, chat_id: int, name: str, value: Any) -> None:
-        self.prefs.setdefault(str(chat_id), {})[name] = value
+        self.prefs[str(chat_id)] = self.prefs_of(chat_id).with_(name, value)
 
     # -- persistence -----------------------------------------------------------
 
@@ -223,7 +220,8 @@ class ChatState:
         return {
             "version": VERSION, "live": self.live, "routes": self.routes,
             "current": self.current, "handles": self.handles, "next_handle": self.next_handle,
-            "prefs": self.prefs, "reactions": self.reactions, "strangers": self.strangers,
+            "prefs": {chat: dataclasses.asdict(p) for chat, p in self.prefs.items()},
+            "reactions": self.reactions, "strangers": self.strangers,
             "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "kills": self.kills,
             "invites": {code: dataclasses.asdict(i) for code, i in self.invites.items()},
@@ -258,7 +256,9 @@ class ChatState:
         if isinstance(doc.get("invites"), dict):
             state.invites = {str(code): i for code, v in doc["invites"].items()
                              if (i := Invite.read(v)) is not None}
-        for name in ("current", "prefs", "strangers"):
+        if isinstance(doc.get("prefs"), dict):
+            state.prefs = {str(chat): Prefs.read(p) for chat, p in doc["prefs"].items()}
+        for name in ("current", "strangers"):
             value = doc.get(name)
             if isinstance(value, dict):
                 setattr(state, name, dict(value))

@@ -246,7 +246,7 @@ class ChatNotifier:
         buzz = bell.buzz
         if isinstance(out, Answer):
             self._answered.append((chat_id, out.session, out.task))
-            buzz = buzz and not (bool(self.state.prefs_of(chat_id).get("quiet"))
+            buzz = buzz and not (self.state.prefs_of(chat_id).quiet
                                  and view.at_desk(sess))
         if bell.key:
             self.state.forget_live(bell.key)  # shown again (late answer): a new message
@@ -278,7 +278,7 @@ class ChatNotifier:
         if self._card_needless(out, sess, chat_id):
             return
         prefs = self.state.prefs_of(chat_id)
-        text = view.card_text(self._card_words(out, sess), sess, detail=prefs.get("detail", "full"))
+        text = view.card_text(self._card_words(out, sess), sess, detail=prefs.detail)
         markup = None
         if not final:
             handle = self.state.handle("session", out.session)
@@ -323,7 +323,7 @@ class ChatNotifier:
         reply_to = _prompt_msg(sess, out.task, self.state, chat_id)
         # the answer buzzes once, on its first part, unless the person is at the computer and
         # asked there: what was asked from the phone is answered out loud, terminal or not
-        quiet = (bool(self.state.prefs_of(chat_id).get("quiet")) and view.at_desk(sess)
+        quiet = (self.state.prefs_of(chat_id).quiet and view.at_desk(sess)
                  and not view.asked_from_chat(sess, out.task))
         for i, chunk in enumerate(formatted.messages):
             self.outbox.put(Post(chat_id, chunk.text, entities=_entities(chunk),
@@ -525,7 +525,7 @@ class ChatNotifier:
         """Nothing: a state with no card is for clients that list sessions (the page)."""
 
     def _on_diff(self, out: Diff, sess: Session | None, chat_id: int) -> None:
-        if not self.state.prefs_of(chat_id).get("diffs"):
+        if not self.state.prefs_of(chat_id).diffs:
             return
         label = sess.label if sess is not None else out.session
         body = out.text.replace("```", "'''")

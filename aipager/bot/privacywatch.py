@@ -69,7 +69,7 @@ class PrivacyWatch:
         cfg = self._members.current()
         mode = read_mode(self._env, cfg)
         chat_id = cfg.chat_id
-        told = self._state.prefs_of(chat_id).get(TOLD, False) is True
+        told = self._state.prefs_of(chat_id).private
         if mode.on != told:
             self._state.set_pref(chat_id, TOLD, mode.on)
             self._tell(chat_id, mode)

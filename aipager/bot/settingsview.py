@@ -52,7 +52,7 @@ def choices_view(actions: Actions, chat_id: int, menu: Setting) -> tuple[str, di
     choices: list[tuple[str, str]]
     if menu == Setting.STYLE:
         title = _("💬 Reply style")
-        chosen = prefs.get("style") or "own"
+        chosen = prefs.style or "own"
         choices = [(style or "own", _(STYLE_NAMES[style])) for style in STYLES]
     elif menu == Setting.MODE:
         title = _("🛡 Mode of new sessions")
@@ -77,11 +77,8 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
     if menu is not None:
         return choices_view(actions, chat_id, menu)
     prefs = actions.state.prefs_of(chat_id)
-    style = prefs.get("style") or ""
-    diffs = bool(prefs.get("diffs"))
-    detail = prefs.get("detail", "full")
-    quiet = bool(prefs.get("quiet"))
-    voice_now = bool(prefs.get("voice_now"))
+    style, diffs, detail, quiet = prefs.style, prefs.diffs, prefs.detail, prefs.quiet
+    voice_now = prefs.voice_now
     mode = starting.new_mode(actions, chat_id)
     agent = starting.new_agent(actions, chat_id)
     other_detail = "compact" if detail == "full" else "full"
@@ -100,7 +97,7 @@ def settings_view(actions: Actions, chat_id: int, user_id: int | None = None,
         _("/new starts sessions in: {mode}").format(mode=_(MODE_NAMES[mode])),
         # the mode the chat was last told of (``privacywatch``: it follows the config)
         _("🔒 Private mode: on (`aipager config private off` on the computer)")
-        if prefs.get("private") is True
+        if prefs.private
         else _("Private mode: off (`aipager config private on` on the computer)"),
         voice_model_line(actions.env),
     ]

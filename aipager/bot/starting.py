@@ -200,7 +200,7 @@ async def _first_when_ready(actions: Actions, chat_id: int, msg_id: int, sender:
 def new_mode(actions: Actions, chat_id: int) -> Mode:
     """The permission mode this chat's /settings chose for new sessions."""
     try:
-        return Mode(actions.state.prefs_of(chat_id).get("mode") or "")
+        return Mode(actions.state.prefs_of(chat_id).mode)
     except ValueError:  # a mode an older version offered
         return Mode.CLAUDE
 
@@ -209,7 +209,7 @@ def new_agent(actions: Actions, chat_id: int) -> agents.Agent:
     """The coding agent this chat's /settings chose for new sessions (Claude Code unless
     another was chosen)."""
     try:
-        return agents.get(str(actions.state.prefs_of(chat_id).get("agent") or ""))
+        return agents.get(actions.state.prefs_of(chat_id).agent)
     except ValueError:  # an agent an older version offered
         return agents.CLAUDE
 

@@ -293,7 +293,7 @@ async def on_voice(message: Message, actions: Actions, sender: Sender, members: 
         actions.outbox.put(Live(chat_id, _("🎙 I heard no words in that voice note.")
                                 + _doubt(heard), key=key, final=True))
         return
-    if actions.state.prefs_of(chat_id).get("voice_now"):
+    if actions.state.prefs_of(chat_id).voice_now:
         # what was heard is still shown (a reply to the note), then goes in as if typed
         actions.outbox.put(Live(chat_id, _heard_text(heard), key=key, final=True))
         await send_text(actions, message, sender, heard.text, picks)

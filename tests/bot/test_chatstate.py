@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from aipager.bot.asks import FormAsk, Invite, QuestionAsk
+from aipager.bot.asks import FormAsk, Invite, Prefs, QuestionAsk
 from aipager.bot.chatstate import ChatState, KillStage, RequestRef
 
 
@@ -87,3 +87,18 @@ def test_an_invitation_code_comes_back_typed_and_a_damaged_one_is_left_out():
     doc["invites"]["bad"] = {"role": "user", "by": 7, "expires": "tomorrow"}
     back = ChatState.from_json(doc)
     assert back.invites == {"c0de": Invite("user", 7, 1_900_000_000.0)}
+
+
+def test_a_chats_settings_come_back_typed_and_what_does_not_fit_keeps_its_default():
+    state = ChatState()
+    state.set_pref(-100, "diffs", True)
+    state.set_pref(-100, "style", "brief")
+    state.set_pref(-100, "quiet", "no")  # not a yes/no: nothing changes
+    state.set_pref(-100, "colour", "red")  # no such setting
+    assert state.prefs_of(-100) == Prefs(style="brief", diffs=True)
+    assert state.prefs_of(7) == Prefs()
+    doc = orjson.loads(orjson.dumps(state.to_json()))
+    doc["prefs"]["8"] = {"detail": "compact", "quiet": "yes", "private": True}
+    back = ChatState.from_json(doc)
+    assert back.prefs_of(-100) == Prefs(style="brief", diffs=True)
+    assert back.prefs_of(8) == Prefs(detail="compact", private=True)

@@ -319,7 +319,7 @@ async def test_settings_toggle_and_change_what_is_shown(chat):
                               _data(message, "🔕 Quiet at the computer: turn off"))
     await chat.fake.wait_for("editMessageText",
                              lambda p: "Quiet while you are at the computer: off" in p["text"])
-    assert chat.bot.state.prefs_of(chat.chat_id)["quiet"] is False
+    assert chat.bot.state.prefs_of(chat.chat_id).quiet is False
 
 
 async def test_session_shortcuts_and_unknown_commands(chat):

@@ -280,7 +280,7 @@ async def test_new_starts_the_agent_settings_chose(chat, fake_claude, tmp_path):
                                        "‹ Back"]
     await chat.fake.user_taps(shown["message_id"], _buttons(choices)["‹ Back"])
     back = await _edited(chat, shown, shown["text"])
-    assert chat.bot.state.prefs_of(chat.chat_id).get("agent") is None  # nothing chosen
+    assert chat.bot.state.prefs_of(chat.chat_id).agent == ""  # nothing chosen
     chat.daemon.env["AIPAGER_CODEX_BIN"] = str(codex)
     await chat.fake.user_taps(shown["message_id"], _buttons(back)["🧩 Agent of new sessions ›"])
     choices = await _edited(chat, shown, "🧩 Agent of new sessions")

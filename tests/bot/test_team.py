@@ -222,11 +222,11 @@ async def test_a_groups_settings_are_the_admins_to_change(chat):
     toast = await chat.fake.wait_for("answerCallbackQuery",
                                      lambda p: p["callback_query_id"] == query)
     assert toast["text"] == "Only an admin may do that here."
-    assert not chat.bot.state.prefs_of(GROUP)["diffs"]
+    assert not chat.bot.state.prefs_of(GROUP).diffs
     query = await chat.fake.user_taps(message_id, diffs, user=PEOPLE["admin"], chat_id=GROUP)
     toast = await chat.fake.wait_for("answerCallbackQuery",
                                      lambda p: p["callback_query_id"] == query)
-    assert toast["text"] == "Saved." and chat.bot.state.prefs_of(GROUP)["diffs"]
+    assert toast["text"] == "Saved." and chat.bot.state.prefs_of(GROUP).diffs
     assert len([p for p in chat.fake.calls_of("answerCallbackQuery")]) == 2  # once each
 
 
