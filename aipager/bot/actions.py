@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import Any, Callable
 
-from aipager.bot.asks import QuestionAsk
+from aipager.bot.kept import QuestionAsk
 from aipager.bot import inbox, view
 from aipager.bot.chatstate import STYLES, ChatState
 from aipager.bot.outbox import Outbox, Post, React

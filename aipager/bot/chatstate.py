@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import locales
-from aipager.bot.asks import Ask, Invite, Prefs, ask_from_json, ask_to_json
+from aipager.bot.kept import Ask, Invite, Prefs, ask_from_json, ask_to_json
 from aipager.proto import paths
 from aipager.proto.fsnames import keep_aside, write_private
 

@@ -13,7 +13,7 @@ from aiogram.fsm.state import StatesGroup
 from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot.asks import FormAsk, QuestionAsk
+from aipager.bot.kept import FormAsk, QuestionAsk
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import PickTap, SessionAct, SessionTap

@@ -34,7 +34,7 @@ from typing import Any, Callable, Coroutine
 from aiogram.types import WebAppInfo
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot.asks import FormAsk, QuestionAsk
+from aipager.bot.kept import FormAsk, QuestionAsk
 from aipager import locales
 from aipager.bot import i18n, private, view
 from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap

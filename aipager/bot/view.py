@@ -15,7 +15,7 @@ from typing import Sequence
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 from aiogram.utils.keyboard import InlineKeyboardBuilder, KeyboardBuilder
 
-from aipager.bot.asks import Ask, FormAsk, QuestionAsk
+from aipager.bot.kept import Ask, FormAsk, QuestionAsk
 from aipager.bot.i18n import N_, _, ngettext
 from aipager.chatcommands import COMMANDS, RESERVED, TEAM_COMMANDS  # noqa: F401 - re-exported
 from aipager.port.model import Session, State

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from aipager.bot.asks import FormAsk, Invite, Prefs, QuestionAsk
+from aipager.bot.kept import FormAsk, Invite, Prefs, QuestionAsk
 from aipager.bot.chatstate import ChatState, KillStage, RequestRef
 
 

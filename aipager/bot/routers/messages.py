@@ -24,7 +24,7 @@ from aiogram.dispatcher.event.bases import SkipHandler
 from aiogram.fsm.context import FSMContext
 from aiogram.types import Document, Message, PhotoSize
 
-from aipager.bot.asks import Ask, FormAsk
+from aipager.bot.kept import Ask, FormAsk
 from aipager.clients import files
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _, number

@@ -12,7 +12,7 @@ from aiogram.fsm.context import FSMContext
 from aiogram.types import CallbackQuery
 from aiogram.utils.callback_answer import CallbackAnswer
 
-from aipager.bot.asks import FormAsk, QuestionAsk
+from aipager.bot.kept import FormAsk, QuestionAsk
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _
 from aipager.bot.callbacks import FormAct, FormTap, QuestionAct, QuestionTap

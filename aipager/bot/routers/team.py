@@ -25,7 +25,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
 from aipager import config, labels
-from aipager.bot.asks import Invite
+from aipager.bot.kept import Invite
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members

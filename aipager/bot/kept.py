@@ -1,7 +1,10 @@
-"""What the chat asks a person step by step, kept in its state until answered: Claude's
-questions (one at a time, their answers gathered) and an MCP server's form (one field at
-a time, its values gathered).  Saved with the chat state (``to_json``) and read back
-field by field (``ask_from_json``: what does not fit is left at its default)."""
+"""The records the chat keeps in its state (``chatstate.ChatState``), saved with it and read
+back field by field (what does not fit is left at its default, or out):
+
+- what it asks a person step by step until answered: Claude's questions (one at a time,
+  their answers gathered) and an MCP server's form (one field at a time, its values);
+- an invitation code's promise;
+- a chat's settings."""
 
 from __future__ import annotations
 
