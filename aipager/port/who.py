@@ -57,10 +57,6 @@ class Person:
         """As audit records name them: label, id, role."""
         return Who(self.label, self.user_id, self.role)
 
-    def author(self) -> dict[str, object]:
-        """As a message's permission note and its task's authors name them."""
-        return {"user_id": self.user_id, "label": self.label, "role": self.role}
-
     def rights(self) -> list[str]:
         words = [w for w, ok in (("prompt", self.may_prompt), ("approve", self.may_approve),
                                  ("manage", self.may_manage)) if ok]
