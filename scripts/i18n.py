@@ -26,7 +26,7 @@ TEMPLATE = os.path.join(LOCALES, "aipager.pot")
 #: what its server says)
 SOURCES = ("aipager/bot", "aipager/clients", "aipager/chatcommands.py", "aipager/texts/render.py",
            "aipager/web/strings.py", "aipager/web/actions.py", "aipager/web/views.py",
-           "aipager/web/routes.py", "aipager/daemon/service.py")
+           "aipager/web/routes.py", "aipager/daemon/service.py", "aipager/labels.py")
 KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 
 
