@@ -1,9 +1,9 @@
 """Telling the chat when the owner's policy file stops (or starts again) being usable.
 
 A damaged ``policy.json`` fails closed: every member but the owner has no rights
-(``clients.members.with_rights``), and their messages are refused saying so.  The owner
+(``daemon.people.with_rights``, through the door), and their messages are refused saying so.  The owner
 must hear why, in the chat, or the team is locked out with the reason only in the log:
-``PolicyWatch.check`` posts the file and the problem (``members.load_policy``'s words:
+``PolicyWatch.check`` posts the file and the problem (``people.load_policy``'s words:
 the path and the line, never the decoder's, which could quote a secret) once when the
 file becomes unusable, and one line when it is usable again, so a file fixed and broken
 again is told again.  It runs before every update the chat handles (the refusal and the
@@ -38,7 +38,7 @@ class PolicyWatch:
     Args:
         members: the config's chat and members (the file is read as for a sender).
         outbox: where the line goes (the configured chat).
-        problem: why the file cannot be used now, "" when it can (``members.policy_problem``
+        problem: why the file cannot be used now, "" when it can (``Port.policy_problem``
             over the daemon's environment).
         locale: the chat's language (``i18n.chat_locale``).
     """

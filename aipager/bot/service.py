@@ -20,7 +20,6 @@ import time
 from typing import Any, Coroutine, Iterable, Mapping
 
 from aipager import config, locales
-from aipager.clients import members as members_mod
 from aipager.proto import paths
 from aipager import botapi
 from aipager.aio import cancel_and_wait, every, spawn
@@ -143,7 +142,7 @@ class ChatBot:
         self._dirty = False
         #: tells the chat when the policy file stops or starts being usable
         self.policy = PolicyWatch(self.members, self.outbox,
-                                  lambda: members_mod.policy_problem(self.env), self.chat_locale)
+                                  self._policy_problem, self.chat_locale)
         self._closed = False
         self._tasks: set[asyncio.Task] = set()
         self._chat_locks: dict[int, asyncio.Lock] = {}
@@ -195,11 +194,16 @@ class ChatBot:
         """Bind to the one door ``main`` composed for every surface (the use cases and the
         daemon's read-only view), before it serves."""
         self.port = port
+        self.members.attach(port)
         self.notifier.started_at = port.started_at
         # Diff previews are a per-chat setting: the daemon makes them, the notifier
         # shows them only to chats that turned them on.
         port.set_previews(True)
         port.add_facts(self.facts)
+
+    def _policy_problem(self) -> str:
+        """Why the owner's policy cannot be used, as the door says ("" before it is bound)."""
+        return self.port.policy_problem() if self.port is not None else ""
 
     def facts(self) -> dict[str, Any]:
         """The chat's health for ``aipager status``: Telegram reachable, what waits to be sent."""

@@ -40,7 +40,7 @@ from aipager.port.results import (AuditRecords, Changes, Compacting, Declined, E
                                   Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check, check_assign
 from aipager.port.who import NOBODY, Person, Who
-from aipager.daemon import audit
+from aipager.daemon import audit, people
 from aipager.proto import paths
 from aipager.proto.errors import AipagerError, ConfigError, SessionError, SessionNotFound
 
@@ -90,6 +90,14 @@ class Service:
 
     def audit_action(self, action: str, who: Who, **fields: Any) -> None:
         self.port.audit_action(action, who, **fields)
+
+    def person(self, user_id: int | None, label: str, role: str, *,
+               raw_keys: bool = False) -> Person:
+        return people.with_rights(people.load_policy(self.port.env), user_id, label, role,
+                                  raw_keys=raw_keys)
+
+    def policy_problem(self) -> str:
+        return people.policy_problem(self.port.env)
 
     def set_previews(self, on: bool) -> None:
         self.port.set_previews(on)

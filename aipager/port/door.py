@@ -15,6 +15,7 @@ from aipager.port.backend import HostView, SessionsView
 from aipager.port.model import Session
 from aipager.port.commands import Command
 from aipager.port.results import Result
+from aipager.port.who import Person
 from aipager.port.who import Who
 
 
@@ -45,6 +46,16 @@ class Port(Protocol):
 
     def default_folder(self) -> str:
         """Where a session starts when no folder is named."""
+        ...
+
+    def person(self, user_id: int | None, label: str, role: str, *,
+               raw_keys: bool = False) -> Person:
+        """A person with what their ``role`` lets them do (the owner's policy; none when
+        it cannot be used); ``raw_keys`` counts only for the owner."""
+        ...
+
+    def policy_problem(self) -> str:
+        """Why the owner's policy file cannot be used ("" when it can)."""
         ...
 
     def hosts(self) -> Sequence[HostView]:

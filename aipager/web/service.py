@@ -174,6 +174,7 @@ class WebPage:
         daemon's read-only view), before it serves."""
         self.port = port
         self.actions = WebActions(port, self.notifier, self._spawn)
+        self.people.attach(port)
         port.add_facts(self.facts)
 
     def facts(self) -> dict[str, Any]:

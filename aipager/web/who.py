@@ -13,8 +13,9 @@ from typing import Any, Mapping
 
 from aipager import config
 from aipager.proto import paths
-from aipager.clients.members import Members, load_policy, with_rights
+from aipager.clients.members import Members
 from aipager.clients.people import Sender
+from aipager.port.door import Port
 from aipager.proto.fsnames import file_stamp
 from aipager.web.auth import INIT_DATA_MAX_AGE, AuthError, NotMember, check_init_data
 
@@ -37,6 +38,13 @@ class People:
         self.members = members
         self.max_age = max_age
         self._local: tuple[Any, Sender] | None = None
+        self._port: Port | None = None
+
+    def attach(self, port: Port) -> None:
+        """The door that says what a role may do (and its members' too)."""
+        self._port = port
+        if self.members is not None:
+            self.members.attach(port)
 
     def private(self) -> bool:
         """Whether private mode is on (the page's badge: the chat carries only names,
@@ -48,7 +56,10 @@ class People:
         owner_id = (self.members.owner_id() if self.members is not None else None) or 0
         stamp = (file_stamp(paths.policy_user_file(self.env)), owner_id)
         if self._local is None or self._local[0] != stamp:
-            sender = with_rights(load_policy(self.env), owner_id, LOCAL_LABEL, "owner")
+            if self._port is None:
+                msg = "attach the page's people to the door before resolving anyone"
+                raise RuntimeError(msg)
+            sender = self._port.person(owner_id, LOCAL_LABEL, "owner")
             # the page types prompts only: the owner's raw-keys opt-in is the chat's
             self._local = (stamp, dataclasses.replace(sender, raw_keys=False))
         return self._local[1]

@@ -15,6 +15,8 @@ from aipager.web.auth import AuthError
 from aipager.web.service import Settings, WebPage
 
 from .conftest import OWNER_ID, TOKEN, init_data
+from fakes.port import FakePort
+from support.door import door
 
 
 def _targets(daemon) -> list:
@@ -80,6 +82,7 @@ def test_the_page_checks_initdata_against_the_age_it_was_set_up_with():
     config.save(env, cfg)
     owner = {"id": OWNER_ID, "first_name": "Owner"}
     page = WebPage(env, cfg, Settings(init_data_max_age=600), lambda line: None)
+    page.attach(door(FakePort(env)))
     with pytest.raises(AuthError, match="too old"):
         page.people.telegram(init_data(owner, auth_date=int(time.time()) - 700))
     assert page.people.telegram(init_data(owner, auth_date=int(time.time()) - 500)).role == "owner"
