@@ -75,19 +75,21 @@ def ask_to_json(ask: Ask) -> dict[str, Any]:
     return doc
 
 
+def _read(blank: Any, doc: dict[str, Any]) -> Any:
+    """``blank`` with each of its fields ``doc`` holds a value of the same kind for (as JSON
+    decodes it: a bool is not a number); the others stay as ``blank`` has them."""
+    return dataclasses.replace(blank, **{f.name: doc[f.name] for f in dataclasses.fields(blank)
+                                         if type(doc.get(f.name)) is type(getattr(blank, f.name))})
+
+
 def ask_from_json(doc: Any) -> Ask | None:
     """An ask as saved (None: not one); a field of the wrong kind keeps its default."""
     if not isinstance(doc, dict) or not isinstance(doc.get("session"), str) \
             or not isinstance(doc.get("key"), str):
         return None
     kind: type[QuestionAsk] | type[FormAsk] = FormAsk if doc.get("form") else QuestionAsk
-    defaults = {f.name: type(getattr(kind(session="", key="", chat=0), f.name))
-                for f in dataclasses.fields(kind)}
-    kept = {name: doc[name] for name, of in defaults.items()
-            if name in doc and isinstance(doc[name], of) and not isinstance(doc[name], bool)}
-    chat = doc.get("chat")
-    kept["chat"] = chat if isinstance(chat, int) and not isinstance(chat, bool) else 0
-    return kind(**kept)
+    ask: Ask = _read(kind(session="", key="", chat=0), doc)
+    return ask
 
 
 @dataclass(frozen=True)
@@ -114,11 +116,8 @@ class Prefs:
     @classmethod
     def read(cls, doc: Any) -> Prefs:
         """As saved: each setting of the right kind, the rest at its default."""
-        if not isinstance(doc, dict):
-            return cls()
-        kinds = {f.name: type(getattr(cls(), f.name)) for f in dataclasses.fields(cls)}
-        return cls(**{name: doc[name] for name, of in kinds.items()
-                      if name in doc and type(doc[name]) is of})
+        prefs: Prefs = _read(cls(), doc) if isinstance(doc, dict) else cls()
+        return prefs
 
     def with_(self, name: str, value: Any) -> Prefs:
         """This with ``name`` set (a setting it does not have, or a value of another kind,
