@@ -31,9 +31,9 @@ from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
 from aipager.bot.strangers import WINDOW, Strangers
 from aipager.bot.rights import MANAGE, like, need
-from aipager.clients.words import words
+from aipager.bot.flows import said
 from aipager.port.commands import AssignRole, InviteAs
-from aipager.port.results import Declined, MayInvite, RoleGiven
+from aipager.port.results import MayInvite, RoleGiven
 from aipager.proto.errors import ConfigError
 
 log = logging.getLogger("aipager.bot")
@@ -80,8 +80,7 @@ async def on_role(message: Message, command: CommandObject, actions: Actions, se
     result = await actions.port.ask(AssignRole(sender, target.id, role,
                                                target.username or target.first_name or ""))
     if not isinstance(result, RoleGiven):
-        lock = "🔒 " if isinstance(result, Declined) else ""
-        actions.say(message.chat.id, lock + words(result, _), reply_to=message.message_id)
+        said(actions, message.chat.id, result, reply_to=message.message_id)
         return
     done = (_("{label} is now {role} (by {who}).") if role != "none"
             else _("{label} is not a member now (by {who})."))
@@ -94,8 +93,7 @@ async def on_invite(message: Message, command: CommandObject, actions: Actions,
     role = (command.args or "user").strip()
     result = await actions.port.ask(InviteAs(sender, role))
     if not isinstance(result, MayInvite):
-        lock = "🔒 " if isinstance(result, Declined) else ""
-        actions.say(message.chat.id, lock + words(result, _), reply_to=message.message_id)
+        said(actions, message.chat.id, result, reply_to=message.message_id)
         return
     now = time.time()
     invites = actions.state.invites
