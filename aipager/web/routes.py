@@ -372,8 +372,6 @@ def make_app(actions: WebActions, live: WebNotifier, logins: Logins, people: Peo
                                                          allowed_origins), language],
                           client_max_size=256 * 1024)
     app[ACTIONS], app[LIVE], app[LOGINS], app[PEOPLE] = actions, live, logins, people
-    # who a request acts as, with their role's rights: through the door its actions use
-    people.attach(actions.port)
     app.on_response_prepare.append(add_headers(frame_ancestors))
     r = app.router
     r.add_get("/", index)

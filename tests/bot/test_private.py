@@ -102,7 +102,9 @@ async def private(public_url):
         bot.attach(door(daemon))
         spawned: list = []
         actions = WebActions(door(daemon), live, spawned.append)
-        app = make_app(actions, live, Logins(), People(env, Members(env, cfg)),
+        people = People(env, Members(env, cfg))
+        people.attach(actions.port)  # as WebPage.attach does
+        app = make_app(actions, live, Logins(), people,
                        allowed_hosts=Settings().hosts(7180),
                        allowed_origins=Settings().origins(7180))
         client = TestClient(TestServer(app))

@@ -168,7 +168,9 @@ async def both(request, tmp_path_factory):
         bot.attach(door(port))
         spawned: list = []
         actions = WebActions(door(port), live, spawned.append)
-        app = make_app(actions, live, Logins(), People(env, Members(env, cfg)),
+        people = People(env, Members(env, cfg))
+        people.attach(actions.port)  # as WebPage.attach does
+        app = make_app(actions, live, Logins(), people,
                        allowed_hosts=Settings().hosts(7180),
                        allowed_origins=Settings().origins(7180))
         client = TestClient(TestServer(app))

@@ -85,6 +85,7 @@ async def web(cfg):
     actions = WebActions(door(port), live, spawned.append)
     logins = Logins()
     people = People(env, Members(env, cfg) if cfg is not None else None)
+    people.attach(actions.port)  # as WebPage.attach does
     server = TestServer(make_app(actions, live, logins, people,
                                  allowed_hosts=Settings().hosts(7180),
                                  allowed_origins=Settings().origins(7180)))

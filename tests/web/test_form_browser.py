@@ -77,7 +77,9 @@ async def form_page():
     actions = WebActions(door(daemon), live, spawned.append)
     logins = Logins()
     number = _free_port()
-    app = make_app(actions, live, logins, People(env, None),
+    people = People(env, None)
+    people.attach(actions.port)  # as WebPage.attach does
+    app = make_app(actions, live, logins, people,
                    allowed_hosts=Settings().hosts(number),
                    allowed_origins=Settings().origins(number))
     server = TestServer(app, host="127.0.0.1", port=number)

@@ -100,7 +100,9 @@ async def both(private):
         spawned: list = []
         actions = WebActions(door(daemon), live, spawned.append)
         logins = Logins()
-        app = make_app(actions, live, logins, People(env, Members(env, cfg)),
+        people = People(env, Members(env, cfg))
+        people.attach(actions.port)  # as WebPage.attach does
+        app = make_app(actions, live, logins, people,
                        allowed_hosts=Settings().hosts(7180),
                        allowed_origins=Settings().origins(7180))
         client = TestClient(TestServer(app))

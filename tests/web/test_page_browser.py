@@ -61,7 +61,9 @@ async def browser_page():
     actions = WebActions(door(port), live, spawned.append)
     logins = Logins()
     number = _free_port()
-    app = make_app(actions, live, logins, People(env, None),
+    people = People(env, None)
+    people.attach(actions.port)  # as WebPage.attach does
+    app = make_app(actions, live, logins, people,
                    allowed_hosts=Settings().hosts(number), allowed_origins=Settings().origins(number))
     server = TestServer(app, host="127.0.0.1", port=number)
     await server.start_server()
