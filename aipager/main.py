@@ -3,11 +3,11 @@
 The daemon (``aipager.daemon``) knows nothing of its clients: it takes a
 ``Notifier`` for its outputs and long-running services.  The chat
 (``aipager.bot``) and the web page (``aipager.web``) know the daemon only through
-its port (``aipager.port.backend``).  This module, above them, is the one place
-that builds the daemon and the one service of its use cases (``one_service``) and
-hands both to each; ``aipager start`` runs it.
+the one door this module hands them (``aipager.port.door.Port``).  This module, above
+them, is the one place that builds the daemon and that door, the service of its use cases
+(``one_service``); ``aipager start`` runs it.
 
-Several machines (``aipager.hub``): ``start --hub`` gives the chat a ``HubPort``
+Several machines (``aipager.hub``): ``start --hub`` builds the door over a ``HubPort``
 (the local daemon plus the hosts that joined, through the broker) and runs the
 hub's link (and its embedded ``nats-server``); ``start --join`` runs a daemon
 without a chat whose outputs go to the hub and which runs the hub's commands.

@@ -204,7 +204,7 @@ class PromptNote:
 
     def args(self) -> dict[str, Any]:
         """As ``policy.notes.write_note`` takes it."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return dataclasses.asdict(self)
 
 
 @dataclass(slots=True)
