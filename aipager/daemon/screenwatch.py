@@ -5,9 +5,13 @@ dtach sends every attached client what the program draws; it has no screen of it
 hand a newcomer.  So a watcher, when it attaches, makes Claude Code draw itself whole: a
 session nobody ever attached to has no size yet, and gets one (``DEFAULT_SIZE``); one that
 has a size (someone's terminal) is resized by one column and back, which Claude Code
-answers with a full redraw (a same-size resize draws nothing, measured on 2.1.328).  From
-then on the watcher follows every byte, and follows the pty's size, which a person's
-attach changes (read from the session's own pty: ``pty_size``).
+answers with a full redraw.  A size that came back before the program looked draws nothing
+(measured on 2.1.328: it reads the size when it gets to the signal), so the size goes back
+only once the program has drawn for the narrower one (its redraw begins by erasing the
+screen, ``ESC [2J``), not after a pause: on a loaded machine a pause was too short and the
+watcher was left with a screen never drawn whole.  From then on the watcher follows every
+byte, and follows the pty's size, which a person's attach changes (read from the session's
+own pty: ``pty_size``).
 
 The watcher never types: it speaks dtach's attach protocol (a ``MSG_ATTACH`` packet, then
 window-size packets only) and reads.  ``DtachIO.attached`` leaves it out of the count of
@@ -33,9 +37,11 @@ log = logging.getLogger("aipager.daemon")
 DEFAULT_SIZE = (50, 160)
 #: dtach's packet: type, length, 8 bytes (a ``struct winsize`` or pushed bytes)
 _MSG_ATTACH, _MSG_WINCH = 1, 3
-#: between the two resizes of a redraw: Claude Code draws nothing for a size that
-#: came back before it looked (0.02 s was enough on 2.1.328)
-_JIGGLE_GAP = 0.05
+#: a full redraw begins by erasing the whole screen
+_ERASE = b"\x1b[2J"
+#: how long the narrower size waits for the program's redraw (one that never redraws on a
+#: resize gets its size back then)
+REDRAW_MOST = 3.0
 
 
 def _packet(kind: int, rows: int = 0, cols: int = 0) -> bytes:
@@ -79,16 +85,19 @@ class ScreenWatch:
         socket_path: the session's dtach socket.
         tty_of: finds the session's terminal (``session_tty``; tests give their own).
         size_of: reads a terminal's (rows, columns) (``tty_size``).
+        redraw_most: how long a resize waits for the program's redraw (``REDRAW_MOST``).
     """
 
     def __init__(self, socket_path: str,
                  tty_of: Callable[[str], str | None] = session_tty,
-                 size_of: Callable[[str], tuple[int, int] | None] = tty_size) -> None:
+                 size_of: Callable[[str], tuple[int, int] | None] = tty_size,
+                 redraw_most: float = REDRAW_MOST) -> None:
         import pyte  # ~9 MB: loaded when a first screen is read, not when the daemon starts
 
         self.socket_path = socket_path
         self._tty_of = tty_of
         self._size_of = size_of
+        self._redraw_most = redraw_most
         self._tty: str | None = None
         rows, cols = DEFAULT_SIZE
         self._screen = pyte.Screen(cols, rows)
@@ -98,6 +107,9 @@ class ScreenWatch:
         self._changed = asyncio.Event()
         #: bumped for every chunk drawn
         self.version = 0
+        #: full redraws seen (``_ERASE``), and the end of the last chunk, where one may begin
+        self._erased = 0
+        self._tail = b""
         self.closed = False
 
     @property
@@ -119,6 +131,7 @@ class ScreenWatch:
         writer.write(_packet(_MSG_ATTACH))
         self._tty = await asyncio.to_thread(self._tty_of, self.socket_path)
         size = self._size_of(self._tty) if self._tty else None
+        self._task = asyncio.create_task(self._pump(reader))
         if not size or not all(size):
             rows, cols = DEFAULT_SIZE
             self._screen.resize(rows, cols)
@@ -126,12 +139,24 @@ class ScreenWatch:
         else:
             rows, cols = size
             self._screen.resize(rows, cols)
+            erased = self._erased
             writer.write(_packet(_MSG_WINCH, rows, max(1, cols - 1)))
             await writer.drain()
-            await asyncio.sleep(_JIGGLE_GAP)
+            await self._redrawn_since(erased, self._redraw_most)
             writer.write(_packet(_MSG_WINCH, rows, cols))
         await writer.drain()
-        self._task = asyncio.create_task(self._pump(reader))
+
+    async def _redrawn_since(self, erased: int, most: float) -> bool:
+        """Wait until the program has begun a full redraw after ``erased`` were seen (at
+        most ``most`` seconds); whether it did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + most
+        while self._erased == erased and not self.closed:
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            await self.changed(min(left, 0.1))  # (a chunk may land between check and wait)
+        return self._erased != erased
 
     async def _pump(self, reader: asyncio.StreamReader) -> None:
         try:
@@ -140,6 +165,9 @@ class ScreenWatch:
                 if not data:
                     break
                 self.version += 1
+                if _ERASE in self._tail + data:
+                    self._erased += 1
+                self._tail = data[-(len(_ERASE) - 1):]
                 # a person's attach resizes the pty, and the redraw that follows is only
                 # read right at the new size (an open and an ioctl: microseconds)
                 self._follow_size()
@@ -176,4 +204,4 @@ class ScreenWatch:
                 await self._writer.wait_closed()
 
 
-__all__ = ["DEFAULT_SIZE", "ScreenWatch", "session_tty", "tty_size"]
+__all__ = ["DEFAULT_SIZE", "REDRAW_MOST", "ScreenWatch", "session_tty", "tty_size"]
