@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import locales
-from aipager.bot.kept import Ask, Invite, Prefs, ask_from_json, ask_to_json
+from aipager.bot.kept import Ask, Prefs, ask_from_json, ask_to_json
 from aipager.proto import paths
 from aipager.proto.fsnames import keep_aside, write_private
 
@@ -104,8 +104,6 @@ class ChatState:
     trusting: dict[str, str] = field(default_factory=dict)
     #: questions and forms being answered from the chat: request key → what is asked
     asks: dict[str, Ask] = field(default_factory=dict)
-    #: one-time invitation codes → {"role", "by", "expires"}
-    invites: dict[str, Invite] = field(default_factory=dict)
     #: the session names last put in the command menu
     menu: list[str] = field(default_factory=list)
     #: the journal number of the last datagram whose outputs the chat took
@@ -224,7 +222,6 @@ class ChatState:
             "reactions": self.reactions, "strangers": self.strangers,
             "pending": self.pending, "menu": self.menu,
             "shown": self.shown, "kills": self.kills,
-            "invites": {code: dataclasses.asdict(i) for code, i in self.invites.items()},
             "asks": {k: ask_to_json(a) for k, a in self.asks.items()}, "taken": self.taken, "handled": self.handled,
             "langs": self.langs, "chat_langs": self.chat_langs, "trusting": self.trusting,
         }
@@ -253,9 +250,6 @@ class ChatState:
         if isinstance(doc.get("asks"), dict):
             state.asks = {str(k): a for k, v in doc["asks"].items()
                           if (a := ask_from_json(v)) is not None}
-        if isinstance(doc.get("invites"), dict):
-            state.invites = {str(code): i for code, v in doc["invites"].items()
-                             if (i := Invite.read(v)) is not None}
         if isinstance(doc.get("prefs"), dict):
             state.prefs = {str(chat): Prefs.read(p) for chat, p in doc["prefs"].items()}
         for name in ("current", "strangers"):

@@ -47,27 +47,6 @@ class FormAsk:
 Ask = QuestionAsk | FormAsk
 
 
-@dataclass(frozen=True)
-class Invite:
-    """A one-time invitation code's promise: one person joins as ``role``; made by ``by``,
-    good until ``expires`` (wall clock)."""
-
-    role: str
-    by: int | None
-    expires: float
-
-    @classmethod
-    def read(cls, doc: Any) -> Invite | None:
-        """As saved (None: not one)."""
-        if not isinstance(doc, dict) or not isinstance(doc.get("role"), str):
-            return None
-        by, expires = doc.get("by"), doc.get("expires")
-        if not isinstance(expires, (int, float)) or isinstance(expires, bool):
-            return None
-        return cls(doc["role"], by if isinstance(by, int) and not isinstance(by, bool) else None,
-                   float(expires))
-
-
 def ask_to_json(ask: Ask) -> dict[str, Any]:
     doc = dataclasses.asdict(ask)
     if isinstance(ask, FormAsk):
@@ -128,4 +107,4 @@ class Prefs:
         return dataclasses.replace(self, **{name: type(current)(value)})
 
 
-__all__ = ["Ask", "FormAsk", "Invite", "Prefs", "QuestionAsk", "ask_from_json", "ask_to_json"]
+__all__ = ["Ask", "FormAsk", "Prefs", "QuestionAsk", "ask_from_json", "ask_to_json"]

@@ -14,7 +14,7 @@ from aipager.agents import Agent
 from aipager.locales import N_
 from aipager.port.results import (Already, AuditRecords, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
                                   Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
-                                  MayInvite, Resumed, RoleGiven, Started, Stopping, Switching, Trusted,
+                                  Invitation, Joined, Resumed, RoleGiven, Started, Stopping, Switching, Trusted,
                                   Typed)
 from aipager.port.commands import Mode
 from aipager.port.rights import Reason
@@ -46,6 +46,8 @@ REASONS: dict[Reason, str] = {
     Reason.NO_MODEL: N_("Which model? For example: /model opus, /model sonnet."),
     Reason.NOT_ENDED: N_("{session} has no ended conversation to resume."),
     Reason.OWNER_ASSIGNS: N_("Only the owner hands out or changes owner and admin roles."),
+    Reason.NOT_INVITED: N_("That invitation code is not valid (used, expired or mistyped)."),
+    Reason.MEMBER_ALREADY: N_("You are a member already; the code stays valid."),
 }
 
 #: the permission modes a session may start in, as the chat and the page offer them
@@ -79,6 +81,7 @@ _FAILED = {
     "model": N_("Cannot switch {session}: {error}"),
     "resume": N_("Cannot resume {session}: {error}"),
     "role": N_("🔒 {error}"),
+    "join": N_("Could not add you: {error}"),
 }
 
 
@@ -163,8 +166,12 @@ def words(result: Result, tr: Tr = N_, done: str = "", *,
             return tr(N_("{label} is now {role}.")).format(label=label, role=role)
         case AuditRecords(records=records):
             return tr(N_("{count} audit records.")).format(count=len(records))
-        case MayInvite(role=role):
-            return tr(N_("One person may be invited as {role}.")).format(role=role)
+        case Invitation(role=role, code=code):
+            return tr(N_("Invitation for one person as {role}, valid for a day: they "
+                         "send /join {code} here.")).format(role=role, code=code)
+        case Joined(label=label, role=role):
+            return tr(N_("Welcome, {label}: you joined as {role}.")).format(label=label,
+                                                                            role=role)
         case Trusted(session=session, folder=folder):
             return tr(N_("📁 {session} may use {folder}.")).format(session=_label(session),
                                                                  folder=folder)

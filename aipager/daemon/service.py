@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 from aipager import config, dtach, labels
@@ -32,15 +33,15 @@ from aipager.daemon.screen import Dialog, Kind, trust_choice
 from aipager.texts.render import author_label
 from aipager.policy import chatprompt
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
-                                   CompactSession, InviteAs, KillSession, Mode, ResumeSession,
+                                   CompactSession, InviteAs, JoinTeam, KillSession, Mode, ResumeSession,
                                    ReadAudit, SendPrompt, ShowChanges, StartSession, StopTask,
                                    SwitchModel, TrustFolder)
 from aipager.port.results import (AuditRecords, Changes, Compacting, Declined, Ended, Failed, Gone, Held,
-                                  MayInvite, Result, Resumed, RoleGiven, Started, Stopping,
+                                  Invitation, Joined, Result, Resumed, RoleGiven, Started, Stopping,
                                   Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check, check_assign
 from aipager.port.who import NOBODY, Person, Who
-from aipager.daemon import audit, people
+from aipager.daemon import audit, invites, people
 from aipager.proto import paths
 from aipager.proto.errors import AipagerError, ConfigError, SessionError, SessionNotFound
 
@@ -147,6 +148,8 @@ class Service:
                 return self._assign(command)
             case InviteAs():
                 return self._invite(command)
+            case JoinTeam():
+                return self._join(command)
             case ReadAudit():
                 records = await asyncio.to_thread(audit.tail, paths.audit_log(self.port.env),
                                                   max(1, min(AUDIT_MOST, command.limit)))
@@ -275,8 +278,8 @@ class Service:
         return RoleGiven(cmd.user_id, label, cmd.role, looked)
 
     def _invite(self, cmd: InviteAs) -> Result:
-        """Whether ``cmd.who`` may invite one person as ``cmd.role`` (the chat keeps the
-        code; ``/join`` adds them)."""
+        """A code for one person to join as ``cmd.role`` (``daemon.invites``: good once,
+        for a day), if ``cmd.who`` may hand that role out."""
         try:
             config.check_role(cmd.role, self.port.env)
         except ConfigError as exc:
@@ -284,8 +287,46 @@ class Service:
         why = check_assign(cmd.who, cmd.role, None)
         if why is not None:
             return Declined(why)
+        try:
+            code, expires = invites.make(self.port.env, cmd.role, cmd.who.user_id or 0,
+                                         time.time())
+        except OSError as exc:
+            return Failed(f"cannot keep the invitation: {exc.strerror or exc}", doing="role")
         self.port.audit_action("member_invite", cmd.who.audited, new_role=cmd.role)
-        return MayInvite(cmd.role)
+        return Invitation(cmd.role, code, expires)
+
+    def _join(self, cmd: JoinTeam) -> Result:
+        """A stranger joins with an invitation's code: written to the config as a member of
+        the role the invitation names, labelled as ``_assign`` labels a new member.  The
+        code is used up only once the member is saved."""
+        env = self.port.env
+        try:
+            cfg = config.load(env)
+        except ConfigError as exc:
+            return Failed(str(exc), doing="join")
+        user_id = cmd.who.user_id
+        if user_id is None or any(m.id == user_id for m in cfg.members) \
+                or (cfg.chat_id > 0 and user_id == cfg.chat_id):
+            # nothing is used up: the code stays for the person it was made for
+            return Declined(Reason.MEMBER_ALREADY)
+        try:
+            invite = invites.take(env, cmd.code.strip(), time.time())
+        except OSError as exc:
+            return Failed(f"cannot read the invitations: {exc.strerror or exc}", doing="join")
+        if isinstance(invite, str):
+            return Declined(Reason.NOT_INVITED, invite)
+        label, looked = labels.label_for(user_id, cmd.wanted, cfg, env)
+        try:
+            config.save(env, cfg.with_member(config.Member(user_id, invite.role, label)))
+        except ConfigError as exc:
+            invites.put_back(env, cmd.code.strip(), invite)  # try again: the code stays good
+            return Failed(str(exc), doing="join")
+        who = Who(label, user_id, invite.role)
+        if looked:
+            self.port.audit_action("label_refused", who, wanted=cmd.wanted, label=label,
+                                   looked_like=looked)
+        self.port.audit_action("member_join", who, invited_by=invite.by)
+        return Joined(user_id, label, invite.role, looked, invite.by)
 
     def _held(self, sess: Session, who: Person, *, on_screen: bool = False) -> Held | None:
         """Each task keeps the rights of one author: another person's message waits for the

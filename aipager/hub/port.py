@@ -30,8 +30,8 @@ from aipager.port.results import Diff
 from aipager.hub import commands, names, transfer, usecases
 from aipager.hub.link import HubLink
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
-                                   CompactSession, InviteAs, KillSession, OnSession, QuestionAnswer,
-                                   ResumeSession, SendPrompt, ShowChanges, StartSession, StopTask,
+                                   CompactSession, InviteAs, JoinTeam, KillSession, OnSession,
+                                   QuestionAnswer, ResumeSession, SendPrompt, ShowChanges, StartSession, StopTask,
                                    ReadAudit, SwitchModel, TrustFolder)
 from aipager.port.forms import FormAction
 from aipager.port.results import Declined, Failed, Result
@@ -311,7 +311,7 @@ _DOING: dict[type, Any] = {
     AnswerForm: "answer",
     StartSession: "start", StopTask: "stop", KillSession: "end", TrustFolder: "answer",
     ShowChanges: "diff", CompactSession: "compact", SwitchModel: "model",
-    ResumeSession: "resume", AssignRole: "role", InviteAs: "role",
+    ResumeSession: "resume", AssignRole: "role", InviteAs: "role", JoinTeam: "join",
     ReadAudit: "role"}
 #: reasons whose subject names a session (a host's: named with its host on the hub)
 _SESSION_SUBJECTS = frozenset({

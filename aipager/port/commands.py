@@ -192,11 +192,23 @@ class AssignRole:
 
 @dataclass(frozen=True)
 class InviteAs:
-    """May ``who`` invite one person as ``role`` (the chat then makes the code)?"""
+    """Invite one person as ``role``: the service makes a code, valid for a day and once,
+    that the person hands back with ``JoinTeam``."""
 
     right: ClassVar[Right] = "manage"
     who: Person
     role: str
+
+
+@dataclass(frozen=True)
+class JoinTeam:
+    """``who`` (a stranger: their Telegram id and name) joins with an invitation's ``code``;
+    they are labelled ``wanted`` unless it would pass for someone or something else."""
+
+    right: ClassVar[Right] = "join"
+    who: Person
+    code: str
+    wanted: str = ""
 
 
 @dataclass(frozen=True)
@@ -210,9 +222,9 @@ class ReadAudit:
 
 Command = (SendPrompt | AnswerRequest | AnswerQuestion | AnswerForm | StartSession | StopTask | KillSession
            | TrustFolder | ShowChanges | CompactSession | SwitchModel | ResumeSession | AssignRole
-           | InviteAs | ReadAudit)
+           | InviteAs | JoinTeam | ReadAudit)
 
 __all__ = ["AnswerForm", "AnswerKind", "AnswerQuestion", "AnswerRequest", "AssignRole", "Command",
-           "CompactSession", "InviteAs", "KillSession", "Mode", "OnSession", "QuestionAnswer", "ReadAudit",
+           "CompactSession", "InviteAs", "JoinTeam", "KillSession", "Mode", "OnSession", "QuestionAnswer", "ReadAudit",
            "ResumeSession", "SendPrompt", "ShowChanges", "StartSession", "StopTask", "SwitchModel",
            "TrustFolder"]

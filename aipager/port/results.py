@@ -105,7 +105,7 @@ class Failed:
     session: str = ""
     #: what did not work
     doing: Literal["deliver", "start", "stop", "end", "answer", "diff", "compact", "model",
-                   "resume", "role"] = "deliver"
+                   "resume", "role", "join"] = "deliver"
     #: ``error`` is a session error's own words; ``not_running``: the session was gone;
     #: ``other``: an unexpected error (worded as such)
     cause: Literal["session", "not_running", "other"] = "session"
@@ -201,10 +201,25 @@ class RoleGiven:
 
 
 @dataclass(frozen=True)
-class MayInvite:
-    """One person may be invited as ``role``."""
+class Invitation:
+    """One person may join as ``role`` with ``code`` until ``expires`` (epoch seconds)."""
 
     role: str
+    code: str
+    expires: float
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Member ``user_id`` joined as ``role``, labelled ``label``; ``looked``: what the name
+    they wanted would have passed for (empty: their own name was kept); ``invited_by``: the
+    Telegram id of who made the invitation."""
+
+    user_id: int
+    label: str
+    role: str
+    looked: str = ""
+    invited_by: int = 0
 
 
 @dataclass(frozen=True)
@@ -215,9 +230,9 @@ class AuditRecords:
 
 
 Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
-          | Changes | Compacting | Switching | Resumed | RoleGiven | MayInvite
+          | Changes | Compacting | Switching | Resumed | RoleGiven | Invitation | Joined
           | AuditRecords)
 
 __all__ = ["Already", "AuditRecords", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "Ended",
-           "Failed", "Gone", "Held", "InTerminal", "KeysFailed", "MayInvite", "OfSession", "Outcome",
+           "Failed", "Gone", "Held", "InTerminal", "Invitation", "Joined", "KeysFailed", "OfSession", "Outcome",
            "Refused", "Result", "Resumed", "RoleGiven", "Started", "Stopping", "Switching", "Trusted", "Typed"]

@@ -13,8 +13,8 @@ from typing import AbstractSet, Literal
 
 from aipager.port.who import Person
 
-#: what a command needs
-Right = Literal["prompt", "approve", "stop", "manage"]
+#: what a command needs (``join``: nothing of a role; the invitation's code is the right)
+Right = Literal["prompt", "approve", "stop", "manage", "join"]
 
 
 class Reason(StrEnum):
@@ -41,6 +41,9 @@ class Reason(StrEnum):
     NO_MODEL = "no_model"
     NOT_ENDED = "not_ended"
     OWNER_ASSIGNS = "owner_assigns"
+    #: an invitation code that is none (``subject``: ``no code``, ``unknown code``, ``expired``)
+    NOT_INVITED = "not_invited"
+    MEMBER_ALREADY = "member_already"
 
 
 #: the reasons that are about the person's rights (a surface may mark them 🔒)
@@ -59,6 +62,8 @@ def check(person: Person, right: Right, authors: AbstractSet[object] | None = No
         authors: the Telegram ids of who asked for the session's running task (None: the
             command concerns no task; empty: the task was typed at the computer).
     """
+    if right == "join":
+        return None  # the service checks the code; a stranger has no role to read
     if person.policy_unusable:
         return Reason.POLICY_UNUSABLE
     if right == "prompt" and not person.may_prompt:

@@ -206,6 +206,8 @@ page_links_dir = file_in(state_dir, "page-links")
 #: what the page keeps across a restart: its signed-in browsers (hashes) and conversations
 page_state_file = file_in(state_dir, "page-state.json")
 audit_log = file_in(state_dir, "audit.jsonl")
+#: open invitations to the team, by their codes' hashes (``daemon.invites``)
+invites_file = file_in(state_dir, "invites.json")
 log_file = file_in(state_dir, "daemon.log")
 
 

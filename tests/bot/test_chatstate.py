@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from aipager.bot.kept import FormAsk, Invite, Prefs, QuestionAsk
+from aipager.bot.kept import FormAsk, Prefs, QuestionAsk
 from aipager.bot.chatstate import ChatState, KillStage, RequestRef
 
 
@@ -78,15 +78,6 @@ def test_a_question_or_form_half_answered_comes_back_typed_and_a_damaged_one_is_
     assert back.asks["req:claude-a:f:2:"] == state.asks["req:claude-a:f:2:"]
     assert "bad" not in back.asks
     assert back.asks["odd"] == QuestionAsk("claude-b", "q:3:", 0, [{"question": "Why?"}])
-
-
-def test_an_invitation_code_comes_back_typed_and_a_damaged_one_is_left_out():
-    state = ChatState()
-    state.invites["c0de"] = Invite("user", 7, 1_900_000_000.0)
-    doc = orjson.loads(orjson.dumps(state.to_json()))
-    doc["invites"]["bad"] = {"role": "user", "by": 7, "expires": "tomorrow"}
-    back = ChatState.from_json(doc)
-    assert back.invites == {"c0de": Invite("user", 7, 1_900_000_000.0)}
 
 
 def test_a_chats_settings_come_back_typed_and_what_does_not_fit_keeps_its_default():

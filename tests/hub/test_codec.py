@@ -15,11 +15,12 @@ from fakes.port import FakePort
 from aipager.port import outputs as notifier
 from aipager.port.model import QueuedMessage, Request, Session, State, Task
 from aipager.hub import codec, commands
-from aipager.port.commands import (AssignRole, InviteAs, ReadAudit, AnswerForm, AnswerQuestion, AnswerRequest, Command,
+from aipager.port.commands import (AssignRole, InviteAs, JoinTeam, ReadAudit,
+                                   AnswerForm, AnswerQuestion, AnswerRequest, Command,
                                    CompactSession, KillSession, Mode, QuestionAnswer, ResumeSession, SendPrompt,
                                    ShowChanges, StartSession, StopTask, SwitchModel,
                                    TrustFolder)
-from aipager.port.results import (AuditRecords, MayInvite, RoleGiven, Already, ByHook, ByKeys, Changes,
+from aipager.port.results import (AuditRecords, Invitation, Joined, RoleGiven, Already, ByHook, ByKeys, Changes,
                                   Compacting, Declined, Ended, Failed, Gone, Held, InTerminal, KeysFailed,
                                   Refused, Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason
@@ -128,6 +129,7 @@ COMMANDS = [
     commands.Ask(ResumeSession(ANA, "claude-a")),
     commands.Ask(AssignRole(ANA, 42, "user", "bo")),
     commands.Ask(InviteAs(ANA, "read_only")),
+    commands.Ask(JoinTeam(ANA, "c0de", "ana")),
     commands.Ask(ReadAudit(ANA, 20)),
     commands.PutFile("0123456789abcdef0123", "a photo.jpg", 1, 3, "aGVsbG8="),
 ]
@@ -191,7 +193,8 @@ RESULTS = [None, True, False, "claude-new", ByHook(), ByKeys(), Already(), Gone(
            Changes("claude-a", "@@ -1 +1 @@\n-a\n+b\n", ("a.txt", "b c.txt"), 2, True),
            Changes("claude-a", "", repo=False), Compacting("claude-a"),
            Switching("claude-a", "opus"), Resumed("claude-a", "/w"),
-           RoleGiven(42, "42", "user", "a role"), MayInvite("read_only"),
+           RoleGiven(42, "42", "user", "a role"), Invitation("read_only", "c0de", 1.5),
+           Joined(42, "ana", "user", "", 7),
            AuditRecords(({"action": "member_role", "who": "ana"},))]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from aipager.bot import rights as chat_rights
 from aipager.port import commands
-from aipager.port.rights import Reason, check, check_assign
+from aipager.port.rights import Reason, Right, check, check_assign
 from aipager.port.who import Person
 
 OWNER = Person(1, "owner", "owner", never_held=True)
@@ -20,7 +20,16 @@ READER = Person(4, "rita", "read_only", may_prompt=False, may_approve=False, may
 
 def test_every_use_case_names_its_right() -> None:
     for case in typing.get_args(commands.Command):
-        assert case.right in ("prompt", "approve", "stop", "manage"), case
+        assert case.right in typing.get_args(Right), case
+
+
+def test_joining_needs_no_role_but_every_other_right_does() -> None:
+    # a stranger has no role: the code they bring is checked by the service, not here
+    stranger = Person(9, "nia", "guest", may_prompt=False, may_approve=False, may_manage=False,
+                      policy_unusable=True)
+    assert check(stranger, "join") is None
+    assert all(check(stranger, right) is not None for right in typing.get_args(Right)
+               if right != "join")
 
 
 def test_the_chats_flags_are_the_records_rights() -> None:

@@ -6,40 +6,37 @@ next message on (the access middleware re-reads the file).  Only members who
 may manage (the handlers' ``rights`` flag) list members, change roles and invite;
 only the owner hands out ``owner`` or ``admin`` or changes an admin.
 
-A stranger's ``/join`` is answered within the budgets of ``strangers`` (then
-silence, and even a right code is refused until the window ends); a member's
-``/join`` uses up no code.  A name that would pass for another member, a role
-or a mention (``Sender.tag`` puts an ``@`` before labels) is not taken as a
-label: the person is shown by their id instead.
+The service makes and keeps the invitation codes and adds whoever joins (``InviteAs``,
+``JoinTeam``); the chat words what it did.  A stranger's ``/join`` is answered within the
+budgets of ``strangers`` (then silence, and even a right code is refused until the window
+ends, without asking the service); a member's ``/join`` uses up no code.  A name that
+would pass for another member, a role or a mention (``Sender.tag`` puts an ``@`` before
+labels) is not taken as a label: the person is shown by their id instead.
 """
 
 from __future__ import annotations
 
 import logging
-import secrets
-import time
 from typing import Any
 
 from aiogram import Router
 from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
-from aipager import config, labels
-from aipager.bot.kept import Invite
+from aipager import config
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.access import Members
 from aipager.bot.strangers import WINDOW, Strangers
 from aipager.bot.rights import MANAGE, like, need
 from aipager.bot.flows import said
-from aipager.port.commands import AssignRole, InviteAs
-from aipager.port.results import MayInvite, RoleGiven
-from aipager.proto.errors import ConfigError
+from aipager.port.commands import AssignRole, InviteAs, JoinTeam
+from aipager.clients.words import words
+from aipager.port.results import Declined, Joined, RoleGiven
+from aipager.port.rights import Reason
 
 log = logging.getLogger("aipager.bot")
 
-#: how long an invitation code works
-INVITE_SECONDS = 24 * 3600.0
 def _shown_as(label: str, looked: str, theirs: bool = False) -> str:
     """The sentence that says a name was not taken (empty when it was)."""
     # The name itself is not repeated: "@owner" in a post would mention the real owner.
@@ -91,33 +88,17 @@ async def on_role(message: Message, command: CommandObject, actions: Actions, se
 async def on_invite(message: Message, command: CommandObject, actions: Actions,
                     sender: Sender) -> None:
     role = (command.args or "user").strip()
-    result = await actions.port.ask(InviteAs(sender, role))
-    if not isinstance(result, MayInvite):
-        said(actions, message.chat.id, result, reply_to=message.message_id)
-        return
-    now = time.time()
-    invites = actions.state.invites
-    for code in [c for c, v in invites.items() if v.expires < now]:
-        del invites[code]
-    code = secrets.token_hex(4)
-    invites[code] = Invite(role, sender.user_id, now + INVITE_SECONDS)
-    actions.say(message.chat.id, _("Invitation for one person as {role}, valid for a day: they "
-                                   "send /join {code} here.").format(role=role, code=code))
+    # the code, or why there is none (``words``)
+    said(actions, message.chat.id, await actions.port.ask(InviteAs(sender, role)),
+         reply_to=message.message_id)
 
 
 async def on_join(message: Message, command: CommandObject, actions: Actions, sender: Sender,
-                  members: Members, strangers: Strangers) -> None:
+                  strangers: Strangers) -> None:
     """Reached by anyone: the access middleware lets a stranger's /join pass as a guest."""
     user = message.from_user
     chat_id = message.chat.id
     if user is None:
-        return
-    if members.sender(chat_id, user) is not None:
-        # Nothing is used up: the code stays for the person it was made for.
-        actions.audit("join_refused", sender, reason="member already")
-        actions.say(chat_id, _("{who} is a member already; the code stays valid.").format(
-            who=sender.tag),
-                    reply_to=message.message_id)
         return
     who = {"user_id": user.id, "label": sender.label, "role": sender.role}
     if strangers.locked(chat_id, user.id):
@@ -125,40 +106,29 @@ async def on_join(message: Message, command: CommandObject, actions: Actions, se
         # left for its invitee.
         _silenced(actions, strangers, chat_id, who, "locked out")
         return
-    code = (command.args or "").strip()
-    invites = actions.state.invites
-    invite = invites.get(code) if code else None
-    if invite is None or invite.expires < time.time():
-        if invite is not None:
-            del invites[code]
-        reason = "expired" if invite else "unknown code" if code else "no code"
-        left = strangers.failed(chat_id, user.id)
-        if not strangers.may_reply(chat_id):
-            _silenced(actions, strangers, chat_id, who, reason)
-            return
-        actions.audit("join_refused", who, reason=reason, tries_left=left)
-        minutes = round(WINDOW / 60)
-        last = "" if left else " " + ngettext("No more tries for {n} minute.",
-                                              "No more tries for {n} minutes.",
-                                              minutes).format(n=number(minutes))
-        actions.say(chat_id, _("That invitation code is not valid (used, expired or "
-                               "mistyped).") + last, reply_to=message.message_id, low=True)
-        return
-    cfg = members.current()
     wanted = user.username or user.first_name or ""
-    label, looked = labels.label_for(user.id, wanted, cfg, actions.env)
-    try:
-        config.save(actions.env, cfg.with_member(config.Member(user.id, invite.role, label)))
-    except ConfigError as exc:
-        actions.say(chat_id, _("Could not add you: {error}").format(error=exc))  # the code stays: try again
-        return
-    del invites[code]
-    who = {"user_id": user.id, "label": label, "role": invite.role}
-    if looked:
-        actions.audit("label_refused", who, wanted=wanted, label=label, looked_like=looked)
-    actions.audit("member_join", who, invited_by=invite.by)
-    actions.say(chat_id, _("Welcome, {label}: you joined as {role}.").format(
-        label=label, role=invite.role) + _shown_as(label, looked))
+    result = await actions.port.ask(JoinTeam(sender, (command.args or "").strip(), wanted))
+    match result:
+        case Joined(label=label, looked=looked):
+            actions.say(chat_id, words(result, _) + _shown_as(label, looked))
+        case Declined(reason=Reason.MEMBER_ALREADY):
+            actions.audit("join_refused", sender, reason="member already")
+            actions.say(chat_id, _("{who} is a member already; the code stays valid.").format(
+                who=sender.tag), reply_to=message.message_id)
+        case Declined(reason=Reason.NOT_INVITED, subject=why):
+            left = strangers.failed(chat_id, user.id)
+            if not strangers.may_reply(chat_id):
+                _silenced(actions, strangers, chat_id, who, why)
+                return
+            actions.audit("join_refused", who, reason=why, tries_left=left)
+            minutes = round(WINDOW / 60)
+            last = "" if left else " " + ngettext("No more tries for {n} minute.",
+                                                  "No more tries for {n} minutes.",
+                                                  minutes).format(n=number(minutes))
+            actions.say(chat_id, _("That invitation code is not valid (used, expired or "
+                                   "mistyped).") + last, reply_to=message.message_id, low=True)
+        case _:  # the config could not be written: the code stays, try again
+            said(actions, chat_id, result, reply_to=message.message_id)
 
 
 def _silenced(actions: Actions, strangers: Strangers, chat_id: int, who: dict[str, Any],
