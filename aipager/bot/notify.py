@@ -542,7 +542,7 @@ class ChatNotifier:
     async def _take(self, out: Files, chat_id: int, entry: dict[str, Any]) -> None:
         import asyncio
 
-        from aipager.clients import files
+        from aipager import files
 
         try:
             copies, refused = await asyncio.to_thread(

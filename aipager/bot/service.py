@@ -391,7 +391,7 @@ class ChatBot:
             self.save()
 
     async def _sweep_files(self) -> None:
-        from aipager.clients import files
+        from aipager import files
 
         removed = await asyncio.to_thread(files.sweep, self.env)
         if removed:

@@ -46,7 +46,7 @@ from aiogram.utils.callback_answer import CallbackAnswer
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from aipager.bot import order, speech, view, voicemodels
-from aipager.clients import files
+from aipager import files
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import VoiceAct, VoiceTap
 from aipager.bot.chatstate import msg_key

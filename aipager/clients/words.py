@@ -8,12 +8,13 @@ surfaces cannot drift apart.
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Literal, Mapping
 
 from aipager.agents import Agent
 from aipager.locales import N_
 from aipager.port.results import (Already, AuditRecords, ByHook, ByKeys, Changes, Compacting, Declined, Ended,
-                                  Failed, Gone, Held, InTerminal, KeysFailed, Refused, Result,
+                                  Failed, FileNotKept, FilesKept, Gone, Held, InTerminal, KeysFailed, Refused, Result,
                                   Invitation, Joined, Resumed, RoleGiven, Started, Stopping, Switching, Trusted,
                                   Typed)
 from aipager.port.commands import Mode
@@ -48,6 +49,7 @@ REASONS: dict[Reason, str] = {
     Reason.OWNER_ASSIGNS: N_("Only the owner hands out or changes owner and admin roles."),
     Reason.NOT_INVITED: N_("That invitation code is not valid (used, expired or mistyped)."),
     Reason.MEMBER_ALREADY: N_("You are a member already; the code stays valid."),
+    Reason.NO_FILE: N_("No file came with it."),
 }
 
 #: the permission modes a session may start in, as the chat and the page offer them
@@ -172,6 +174,11 @@ def words(result: Result, tr: Tr = N_, done: str = "", *,
         case Joined(label=label, role=role):
             return tr(N_("Welcome, {label}: you joined as {role}.")).format(label=label,
                                                                             role=role)
+        case FilesKept(paths=kept):
+            return tr(N_("📎 Kept for your message: {names}")).format(
+                names=", ".join(os.path.basename(p) for p in kept))
+        case FileNotKept(name=name, reason=why):
+            return tr(N_("📎 {name} was not saved: {reason}")).format(name=name, reason=why)
         case Trusted(session=session, folder=folder):
             return tr(N_("📁 {session} may use {folder}.")).format(session=_label(session),
                                                                  folder=folder)
@@ -203,7 +210,8 @@ def ok(result: Result) -> bool:
     """Whether the person's wish was done (or is on its way)."""
     match result:
         case (ByHook() | ByKeys() | Typed() | Held() | Started() | Stopping() | Trusted()
-              | Changes() | Compacting() | Switching() | Resumed()):
+              | Changes() | Compacting() | Switching() | Resumed() | RoleGiven() | Invitation()
+              | Joined() | FilesKept() | AuditRecords()):
             return True
         case Ended(ended=ended):
             return ended

@@ -23,7 +23,7 @@ import re
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from aipager import config, dtach, labels
+from aipager import config, dtach, files, labels
 from aipager.agents import AGENTS, CLAUDE
 from aipager.chatcommands import RESERVED
 from aipager import folders
@@ -33,10 +33,12 @@ from aipager.daemon.screen import Dialog, Kind, trust_choice
 from aipager.texts.render import author_label
 from aipager.policy import chatprompt
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
-                                   CompactSession, InviteAs, JoinTeam, KillSession, Mode, ResumeSession,
+                                   CompactSession, InviteAs, JoinTeam, KeepFiles, KillSession, Mode,
+                                   ResumeSession,
                                    ReadAudit, SendPrompt, ShowChanges, StartSession, StopTask,
                                    SwitchModel, TrustFolder)
-from aipager.port.results import (AuditRecords, Changes, Compacting, Declined, Ended, Failed, Gone, Held,
+from aipager.port.results import (AuditRecords, Changes, Compacting, Declined, Ended, Failed,
+                                  FileNotKept, FilesKept, Gone, Held,
                                   Invitation, Joined, Result, Resumed, RoleGiven, Started, Stopping,
                                   Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check, check_assign
@@ -150,6 +152,8 @@ class Service:
                 return self._invite(command)
             case JoinTeam():
                 return self._join(command)
+            case KeepFiles():
+                return await self._keep(command)
             case ReadAudit():
                 records = await asyncio.to_thread(audit.tail, paths.audit_log(self.port.env),
                                                   max(1, min(AUDIT_MOST, command.limit)))
@@ -327,6 +331,24 @@ class Service:
                                    looked_like=looked)
         self.port.audit_action("member_join", who, invited_by=invite.by)
         return Joined(user_id, label, invite.role, looked, invite.by)
+
+    # -- files for a prompt ----------------------------------------------------------------
+
+    async def _keep(self, cmd: KeepFiles) -> Result:
+        """Keep each file in its sender's own folder (``files.save_download``: owner-only,
+        never through a planted link, a name that cannot leave the folder)."""
+        if not cmd.files:
+            return Declined(Reason.NO_FILE)
+        kept: list[str] = []
+        for name, data in cmd.files:
+            try:
+                kept.append(await asyncio.to_thread(files.save_download, self.port.env,
+                                                    cmd.who.user_id or 0, name, data))
+            except (files.FileRefused, AipagerError, OSError) as exc:
+                return FileNotKept(name, str(exc), tuple(kept))
+        self.port.audit_action(f"{cmd.via}_upload", cmd.who.audited, session=cmd.session,
+                               files=len(kept))
+        return FilesKept(tuple(kept))
 
     def _held(self, sess: Session, who: Person, *, on_screen: bool = False) -> Held | None:
         """Each task keeps the rights of one author: another person's message waits for the

@@ -29,10 +29,10 @@ from aipager.port.screen import Dialog, Kind, Seen
 from aipager.port.results import Diff
 from aipager.hub import commands, names, transfer, usecases
 from aipager.hub.link import HubLink
-from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
-                                   CompactSession, InviteAs, JoinTeam, KillSession, OnSession,
+from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command,
+                                   CompactSession, KillSession, OnSession,
                                    QuestionAnswer, ResumeSession, SendPrompt, ShowChanges, StartSession, StopTask,
-                                   ReadAudit, SwitchModel, TrustFolder)
+                                   SwitchModel, TrustFolder)
 from aipager.port.forms import FormAction
 from aipager.port.results import Declined, Failed, Result
 from aipager.port.rights import Reason
@@ -152,7 +152,7 @@ class HubPort:
                 return None
             return host, dataclasses.replace(command, name=bare)
         if not isinstance(command, OnSession):
-            return None  # the team's (roles, invites): the hub's own config decides
+            return None  # the team's (roles, invites) and files kept for a prompt: the hub's own
         bare, host = self._label_host(command.session)
         if host is None or host == self.link.local_name:
             return None
@@ -305,14 +305,14 @@ class HubPort:
                          for name, h in sorted(self.link.view.hosts.items()))]
 
 
-#: what a command did not do, when its host could not be asked (``Failed.doing``)
+#: what a command did not do, when its host could not be asked (``Failed.doing``): the
+#: commands a hub sends to a host (the team's and the files' stay with the hub, ``route``)
 _DOING: dict[type, Any] = {
     SendPrompt: "deliver", AnswerRequest: "answer", AnswerQuestion: "answer",
     AnswerForm: "answer",
     StartSession: "start", StopTask: "stop", KillSession: "end", TrustFolder: "answer",
     ShowChanges: "diff", CompactSession: "compact", SwitchModel: "model",
-    ResumeSession: "resume", AssignRole: "role", InviteAs: "role", JoinTeam: "join",
-    ReadAudit: "role"}
+    ResumeSession: "resume"}
 #: reasons whose subject names a session (a host's: named with its host on the hub)
 _SESSION_SUBJECTS = frozenset({
     Reason.NOT_RUNNING, Reason.NOT_WORKING, Reason.TRUST_FIRST, Reason.NO_TRUST_DIALOG,
@@ -320,8 +320,8 @@ _SESSION_SUBJECTS = frozenset({
 
 
 def _failed(command: Command, host: str, error: str, cause: Any = "session") -> Failed:
-    """``command`` not done on ``host``, for ``error``: named by its session as the hub
-    names it."""
+    """``command`` (one ``route`` sends to a host) not done on ``host``, for ``error``: named
+    by its session as the hub names it."""
     name = command.name if isinstance(command, StartSession) else \
         command.session if isinstance(command, OnSession) else ""
     return Failed(error, names.qualify(name, host), _DOING[type(command)], cause)

@@ -43,7 +43,7 @@ _NAME = re.compile(r"[^A-Za-z0-9._ -]")
 
 
 def hub_inbox(env: Mapping[str, str]) -> str:
-    """Where the chat keeps what the phone sent (``aipager.clients.files.inbox_dir``'s parent)."""
+    """Where the chat keeps what the phone sent (``aipager.files.inbox_dir``'s parent)."""
     return os.path.join(paths.files_dir(env), "in") + os.sep
 
 

@@ -212,6 +212,21 @@ class JoinTeam:
 
 
 @dataclass(frozen=True)
+class KeepFiles:
+    """Files ``who`` sends for a prompt (name and bytes each), kept in their own folder on
+    the machine whose surface they used: the floor lets only their tasks and the owner's
+    read it, and the prompt then names the paths.  Not a session's command (a hub keeps
+    them and sends them on to a host with the prompt), so ``session`` only says what for;
+    ``via``: the surface (audited)."""
+
+    right: ClassVar[Right] = "prompt"
+    who: Person
+    files: tuple[tuple[str, bytes], ...]
+    session: str = ""
+    via: Literal["chat", "page"] = "chat"
+
+
+@dataclass(frozen=True)
 class ReadAudit:
     """The audit log's last ``limit`` records (what was done, by whom), newest first."""
 
@@ -222,9 +237,9 @@ class ReadAudit:
 
 Command = (SendPrompt | AnswerRequest | AnswerQuestion | AnswerForm | StartSession | StopTask | KillSession
            | TrustFolder | ShowChanges | CompactSession | SwitchModel | ResumeSession | AssignRole
-           | InviteAs | JoinTeam | ReadAudit)
+           | InviteAs | JoinTeam | KeepFiles | ReadAudit)
 
 __all__ = ["AnswerForm", "AnswerKind", "AnswerQuestion", "AnswerRequest", "AssignRole", "Command",
-           "CompactSession", "InviteAs", "JoinTeam", "KillSession", "Mode", "OnSession", "QuestionAnswer", "ReadAudit",
-           "ResumeSession", "SendPrompt", "ShowChanges", "StartSession", "StopTask", "SwitchModel",
-           "TrustFolder"]
+           "CompactSession", "InviteAs", "JoinTeam", "KeepFiles", "KillSession", "Mode",
+           "OnSession", "QuestionAnswer", "ReadAudit", "ResumeSession", "SendPrompt", "ShowChanges",
+           "StartSession", "StopTask", "SwitchModel", "TrustFolder"]

@@ -223,6 +223,23 @@ class Joined:
 
 
 @dataclass(frozen=True)
+class FilesKept:
+    """The files sent for a prompt, kept: their ``paths`` on this machine, in order."""
+
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FileNotKept:
+    """File ``name`` could not be kept, for ``reason``; ``kept``: those before it, which
+    were."""
+
+    name: str
+    reason: str
+    kept: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AuditRecords:
     """The audit log's last records, newest first (each a JSON object as it was written)."""
 
@@ -231,8 +248,9 @@ class AuditRecords:
 
 Result = (Outcome | Declined | Typed | Held | Failed | Started | Stopping | Ended | Trusted
           | Changes | Compacting | Switching | Resumed | RoleGiven | Invitation | Joined
-          | AuditRecords)
+          | FilesKept | FileNotKept | AuditRecords)
 
-__all__ = ["Already", "AuditRecords", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff", "Ended",
-           "Failed", "Gone", "Held", "InTerminal", "Invitation", "Joined", "KeysFailed", "OfSession", "Outcome",
-           "Refused", "Result", "Resumed", "RoleGiven", "Started", "Stopping", "Switching", "Trusted", "Typed"]
+__all__ = ["Already", "AuditRecords", "ByHook", "ByKeys", "Changes", "Compacting", "Declined", "Diff",
+           "Ended", "Failed", "FileNotKept", "FilesKept", "Gone", "Held", "InTerminal", "Invitation",
+           "Joined", "KeysFailed", "OfSession", "Outcome", "Refused", "Result", "Resumed", "RoleGiven",
+           "Started", "Stopping", "Switching", "Trusted", "Typed"]

@@ -44,6 +44,7 @@ class Reason(StrEnum):
     #: an invitation code that is none (``subject``: ``no code``, ``unknown code``, ``expired``)
     NOT_INVITED = "not_invited"
     MEMBER_ALREADY = "member_already"
+    NO_FILE = "no_file"
 
 
 #: the reasons that are about the person's rights (a surface may mark them 🔒)

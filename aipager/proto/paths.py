@@ -227,7 +227,7 @@ UPLOADS_PREFIX = "in/u"
 
 
 def uploads_dir(env: Mapping[str, str], user_id: int) -> str:
-    """Where the files ``user_id`` sent from the phone are kept (``clients.files``)."""
+    """Where the files ``user_id`` sent from the phone are kept (``aipager.files``)."""
     return _join(files_dir(env), f"{UPLOADS_PREFIX}{int(user_id)}")
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Coroutine, Mapping, Sequence
 
 from aipager import agents
-from aipager.clients import asking, files, prompts
+from aipager import files
+from aipager.clients import asking, prompts
 from aipager.clients.people import Sender
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import MODE_NAMES, agent_label, changes_head, words
@@ -31,10 +32,11 @@ from aipager.port.door import Port
 from aipager.locales import N_
 from aipager.locales import tr as _
 from aipager.port.commands import (AnswerForm, AnswerKind, AnswerQuestion, AnswerRequest,
-                                   KillSession, Mode, QuestionAnswer, SendPrompt, ShowChanges,
-                                   StartSession, StopTask, TrustFolder)
+                                   KeepFiles, KillSession, Mode, QuestionAnswer, SendPrompt,
+                                   ShowChanges, StartSession, StopTask, TrustFolder)
 from aipager.port.forms import FormAction
-from aipager.port.results import ByHook, Changes, Declined, Failed, Held, Typed
+from aipager.port.results import (ByHook, Changes, Declined, Failed, FileNotKept, FilesKept, Held,
+                                  Typed)
 from aipager.port.rights import Reason, check
 from aipager.port.results import Result as PortResult
 from aipager.port.who import NOBODY
@@ -270,26 +272,13 @@ class WebActions:
 
     async def upload(self, sess: Session, sender: Sender,
                      got: Sequence[tuple[str, bytes]]) -> tuple[Result, list[str]]:
-        """Keep files the page sent for a prompt to ``sess`` in the sender's own folder (the
-        floor lets only their tasks and the owner's read it), as the chat keeps a document;
-        the prompt that names their paths goes through the service as any other."""
-        why = check(sender, "prompt")
-        if why is not None:
-            return self._said(Declined(why)), []
-        if not got:
-            return Result(False, _("No file came with it.")), []
-        kept: list[str] = []
-        for name, data in got:
-            try:
-                kept.append(await asyncio.to_thread(files.save_download, self.env,
-                                                    sender.user_id or 0, name, data))
-            except (files.FileRefused, AipagerError, OSError) as exc:
-                return Result(False, _("📎 {name} was not saved: {reason}").format(
-                    name=name, reason=exc)), kept
-        self.port.audit_action("page_upload", sender.audited, session=sess.name,
-                               files=len(kept))
-        return Result(True, _("📎 Kept for your message: {names}").format(
-            names=", ".join(os.path.basename(p) for p in kept))), kept
+        """Keep files the page sent for a prompt to ``sess`` (``KeepFiles``: in the sender's
+        own folder, as the chat keeps a document); the prompt that names their paths goes
+        through the service as any other.  Returns the words and the paths kept."""
+        result = await self.port.ask(KeepFiles(sender, tuple(got), sess.name, "page"))
+        kept = result.paths if isinstance(result, FilesKept) else \
+            result.kept if isinstance(result, FileNotKept) else ()
+        return self._said(result), list(kept)
 
     async def changes(self, sess: Session, sender: Sender) -> dict[str, Any]:
         """What the session changed in its folder, as far as ``sender`` may read: the

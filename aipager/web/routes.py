@@ -267,7 +267,7 @@ async def post_files(request: web.Request) -> web.Response:
     """Files from the page for a prompt (multipart ``file`` parts): kept in the person's own
     folder as the chat keeps a photo or a document; the answer names their paths, which the
     page puts in the prompt."""
-    from aipager.clients import files
+    from aipager import files
 
     sess = _session(request)
     try:

@@ -13,7 +13,7 @@ import pytest
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER
 
-from aipager.clients import files
+from aipager import files
 
 
 def _mode(path):

@@ -153,3 +153,22 @@ async def test_a_release_the_daemon_kept_no_author_for_goes_in_with_the_floors_r
     assert got == Typed("claude-jim")
     [(_args, kwargs)] = port.calls("type_prompt")
     assert kwargs["note"]["role"] == "user" and kwargs["note"]["author_user_id"] is None
+
+
+async def test_files_for_a_prompt_are_kept_in_their_senders_own_folder_and_a_reader_keeps_none(port):
+    from aipager import files
+    from aipager.port.commands import KeepFiles
+    from aipager.port.results import FilesKept
+
+    service = _service(port)
+    kept = await service.ask(KeepFiles(MEMBER, (("notes.txt", b"hi"), ("../x.sh", b"#!")),
+                                       "claude-jim", "page"))
+    assert isinstance(kept, FilesKept) and len(kept.paths) == 2
+    assert {os.path.dirname(p) for p in kept.paths} == {files.inbox_dir(port.env, MEMBER.user_id)}
+    assert [open(p, "rb").read() for p in kept.paths] == [b"hi", b"#!"]
+    (audited,) = [c for c in port.calls("audit_action") if c[0][0] == "page_upload"]
+    assert audited[1] == {"session": "claude-jim", "files": 2}
+    assert await service.ask(KeepFiles(READER, (("a.txt", b"x"),))) == \
+        Declined(Reason.MAY_NOT_PROMPT)
+    assert not os.path.exists(files.inbox_dir(port.env, READER.user_id))
+    assert await service.ask(KeepFiles(MEMBER, ())) == Declined(Reason.NO_FILE)

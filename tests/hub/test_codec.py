@@ -15,14 +15,15 @@ from fakes.port import FakePort
 from aipager.port import outputs as notifier
 from aipager.port.model import QueuedMessage, Request, Session, State, Task
 from aipager.hub import codec, commands
-from aipager.port.commands import (AssignRole, InviteAs, JoinTeam, ReadAudit,
+from aipager.port.commands import (AssignRole, InviteAs, JoinTeam, KeepFiles, ReadAudit,
                                    AnswerForm, AnswerQuestion, AnswerRequest, Command,
                                    CompactSession, KillSession, Mode, QuestionAnswer, ResumeSession, SendPrompt,
                                    ShowChanges, StartSession, StopTask, SwitchModel,
                                    TrustFolder)
-from aipager.port.results import (AuditRecords, Invitation, Joined, RoleGiven, Already, ByHook, ByKeys, Changes,
-                                  Compacting, Declined, Ended, Failed, Gone, Held, InTerminal, KeysFailed,
-                                  Refused, Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
+from aipager.port.results import (AuditRecords, FileNotKept, FilesKept, Invitation, Joined,
+                                  RoleGiven, Already, ByHook, ByKeys, Changes, Compacting, Declined,
+                                  Ended, Failed, Gone, Held, InTerminal, KeysFailed, Refused,
+                                  Result, Resumed, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason
 from aipager.port.who import Person
 from aipager.proto.errors import InvalidSessionName, SessionError, SessionNotFound
@@ -135,10 +136,23 @@ COMMANDS = [
 ]
 
 
+#: what a hub keeps to itself, never sent to a host (``HubPort.route``): the files a
+#: person sends for a prompt are kept where their surface is and travel as ``PutFile``
+HUBS_OWN = {KeepFiles}
+
+
 def test_every_command_has_a_sample():
     assert {c.name for c in COMMANDS} == set(commands.COMMANDS)
     assert {type(c.command) for c in COMMANDS if isinstance(c, commands.Ask)} == \
-        set(get_args(Command))
+        set(get_args(Command)) - HUBS_OWN
+
+
+def test_what_the_hub_keeps_to_itself_is_never_routed_to_a_host():
+    from aipager.hub.port import HubPort
+
+    keep = KeepFiles(ANA, (("a.txt", b"x"),), "claude-a@box", "chat")
+    hub = object.__new__(HubPort)  # (route reads nothing of the hub's for it)
+    assert hub.route(keep) is None
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: type(getattr(c, "command", c)).__name__)
@@ -194,6 +208,7 @@ RESULTS = [None, True, False, "claude-new", ByHook(), ByKeys(), Already(), Gone(
            Changes("claude-a", "", repo=False), Compacting("claude-a"),
            Switching("claude-a", "opus"), Resumed("claude-a", "/w"),
            RoleGiven(42, "42", "user", "a role"), Invitation("read_only", "c0de", 1.5),
+           FilesKept(("/f/a.txt",)), FileNotKept("b.txt", "too big", ("/f/a.txt",)),
            Joined(42, "ana", "user", "", 7),
            AuditRecords(({"action": "member_role", "who": "ana"},))]
 

@@ -328,9 +328,9 @@ def _read(kind: str, session: str, path: str) -> str:
 
 
 def test_a_members_upload_is_read_by_their_own_task_alone(kind):
-    """What a person sends from the phone lands in their own folder (``clients.files``); the
+    """What a person sends from the phone lands in their own folder (``aipager.files``); the
     built hook lets their task read it, and nobody else's task but the owner's."""
-    from aipager.clients import files as chat_files
+    from aipager import files as chat_files
 
     env = dict(os.environ)
     ann = chat_files.save_download(env, 7, "photo.jpg", b"\xff\xd8 ann's")

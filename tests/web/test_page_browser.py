@@ -347,7 +347,7 @@ async def _until(page, expression: str, timeout: float = 10.0) -> None:
 
 
 async def test_a_file_picked_on_the_phone_joins_the_message_as_its_path(browser_page, tmp_path):
-    from aipager.clients import files
+    from aipager import files
 
     browser_page.port.add_session(S, State.READY)
     page = await browser_page.open("#/s/jim")

@@ -7,7 +7,7 @@ import os
 
 import aiohttp
 
-from aipager.clients import files
+from aipager import files
 from aipager.port.model import State
 
 from .conftest import GUEST_ID, OWNER_ID, READER_ID, init_data

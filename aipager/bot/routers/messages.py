@@ -25,18 +25,18 @@ from aiogram.fsm.context import FSMContext
 from aiogram.types import Document, Message, PhotoSize
 
 from aipager.bot.kept import Ask, FormAsk
-from aipager.clients import files
+from aipager import files
 from aipager.bot.actions import Actions, Sender, refusal
 from aipager.bot.i18n import _, number
 from aipager.bot import voice
-from aipager.bot.flows import NextMessage, form_typed, record_answer, send_text
+from aipager.bot.flows import NextMessage, form_typed, record_answer, said, send_text
 from aipager.bot.starting import name_and_first, start_session
 from aipager.chatcommands import RESERVED
 from aipager.bot.rights import APPROVE, PROMPT, need
 from aipager.clients.words import reason as words_reason
-from aipager.port.commands import AnswerRequest
+from aipager.port.commands import AnswerRequest, KeepFiles
 from aipager.port.results import (Already, ByHook, ByKeys, Declined, Gone, InTerminal,
-                                  KeysFailed, Refused)
+                                  FilesKept, KeysFailed, Refused)
 
 log = logging.getLogger("aipager.bot")
 
@@ -251,10 +251,6 @@ async def on_file(message: Message, actions: Actions, sender: Sender, picks: dic
         if len(data) > files.DOWNLOAD_MAX:
             raise files.FileRefused(_("larger than {limit} MB").format(
                 limit=number(files.DOWNLOAD_MAX // 2**20)))
-        # in the sender's own folder: the floor lets only their tasks (and the owner's) read it
-        # (a chat's sender always has an id; 0 would be a folder nobody owns)
-        path = await asyncio.to_thread(files.save_download, actions.env, sender.user_id or 0,
-                                       name, data)
     except files.FileRefused as exc:
         actions.say(chat_id, _("📎 {name} was not saved: {reason}").format(name=name, reason=exc),
                     reply_to=message.message_id)
@@ -265,6 +261,13 @@ async def on_file(message: Message, actions: Actions, sender: Sender, picks: dic
             name=name),
                     reply_to=message.message_id)
         return
+    # kept by the service in the sender's own folder: the floor lets only their tasks (and
+    # the owner's) read it
+    kept = await actions.port.ask(KeepFiles(sender, ((name, data),)))
+    if not isinstance(kept, FilesKept):
+        said(actions, chat_id, kept, reply_to=message.message_id)
+        return
+    (path,) = kept.paths
     caption = text
     group = message.media_group_id
     if not group:
