@@ -223,6 +223,35 @@ def _copy(folder: str, real: str) -> Outgoing:
     return Outgoing(os.path.join(folder, unique), name, photo)
 
 
+def own_name(copy: str) -> str:
+    """A second name of the daemon's checked copy ``copy`` (a hard link in the same
+    owner-only folder), for one surface to send and remove as it likes: the chat removes
+    what it uploaded while the page still offers it.  The content is the copy's, checked
+    once; ``sweep`` removes the names left.
+
+    Raises:
+        FileRefused: the copy is gone, or its folder is not a private one of ours.
+    """
+    folder, name = os.path.split(copy)
+    dir_fd = private_dir(folder)
+    try:
+        for _ in range(20):
+            unique = f"{secrets.token_hex(3)}-{name.split('-', 1)[-1]}"
+            try:
+                os.link(name, unique, src_dir_fd=dir_fd, dst_dir_fd=dir_fd,
+                        follow_symlinks=False)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                msg = f"the checked copy is gone ({exc.strerror})"
+                raise FileRefused(msg) from exc
+            return os.path.join(folder, unique)
+    finally:
+        os.close(dir_fd)
+    msg = "no free file name"
+    raise FileRefused(msg)
+
+
 def sweep(env: Mapping[str, str], now: float | None = None) -> int:
     """Remove files older than ``MAX_AGE`` from the file folders; returns how many."""
     now = time.time() if now is None else now

@@ -13,9 +13,9 @@ queues (no awaits, no Telegram calls).  What each output kind becomes:
 - ``reaction``: 👀 → 👍/🤷 on the person's message (never backwards).
 - ``release``: a held message is typed now (through ``Actions.release``).
 - ``diff``: a code block, when the chat turned diff previews on.
-- ``files``: copied and re-checked at once (``files.take_for_sending``, in a
-  thread), uploaded after the task's answer (or its final card when there is
-  no answer); refused ones are listed in a notice.
+- ``files``: the daemon's checked copies (``Files.copies``), each under a name of the
+  chat's own, uploaded after the task's answer (or its final card when there is no
+  answer); refused ones are listed in a notice.
 
 In private mode every output goes through ``private.view`` first, and the chat shows
 only what it returns (names, states, counts and buttons to the page; ``_ring``).
@@ -55,6 +55,8 @@ log = logging.getLogger("aipager.bot")
 STATUS_KEY = "status"
 #: answers remembered per notifier (``_answered``)
 ANSWERED_KEPT = 200
+#: tasks whose files were released, remembered (a file sent after the answer goes at once)
+FILES_KEPT = 100
 
 
 def card_key(session: str, task: Any) -> str:
@@ -534,36 +536,32 @@ class ChatNotifier:
                                  session=out.session))
 
     def _on_files(self, out: Files, sess: Session | None, chat_id: int) -> None:
-        entry = self._files.setdefault((out.session, out.task, chat_id),
-                                       {"ops": [], "released": False, "copying": 0})
-        entry["copying"] += 1
-        self._spawn(self._take(out, chat_id, entry))
-
-    async def _take(self, out: Files, chat_id: int, entry: dict[str, Any]) -> None:
-        import asyncio
-
+        """The daemon's checked copies, each under a name of this chat's own (the outbox
+        removes it once uploaded), held until the task's answer; the refusals said."""
         from aipager import files
 
-        try:
-            copies, refused = await asyncio.to_thread(
-                files.take_for_sending, self.env, out.session, list(out.files),
-                out.cwd)
-        finally:
-            entry["copying"] -= 1
-        for i, copy in enumerate(copies):
-            entry["ops"].append(Upload(chat_id, copy.filename, caption=out.text if i == 0 else "",
-                                       path=copy.path, photo=copy.photo, session=out.session))
+        entry = self._files.setdefault((out.session, out.task, chat_id),
+                                       {"ops": [], "released": False})
+        refused = [(r.path, r.reason) for r in out.refused]
+        for copy in out.copies:
+            try:
+                path = files.own_name(copy.path)
+            except files.FileRefused as exc:
+                refused.append((copy.filename, str(exc)))
+                continue
+            first = not any(isinstance(op, Upload) for op in entry["ops"])
+            entry["ops"].append(Upload(chat_id, copy.filename, caption=out.text if first else "",
+                                       path=path, photo=copy.photo, session=out.session))
         if refused:
             label = out.session.removeprefix("claude-")
-            reasons = "; ".join(f"{r['path']}: {r['reason']}" for r in refused)
+            reasons = "; ".join(f"{path}: {why}" for path, why in refused)
             entry["ops"].append(Post(chat_id, _("📎 {session} · not sent: {reasons}").format(
                                          session=label, reasons=reasons),
                                      session=out.session))
         self._flush_files(out.session, out.task, chat_id)
 
     def _release_files(self, session: str, task: Any, chat_id: int) -> None:
-        entry = self._files.setdefault((session, task, chat_id),
-                                       {"ops": [], "released": False, "copying": 0})
+        entry = self._files.setdefault((session, task, chat_id), {"ops": [], "released": False})
         entry["released"] = True
         self._flush_files(session, task, chat_id)
 
@@ -575,8 +573,11 @@ class ChatNotifier:
         ops, entry["ops"] = entry["ops"], []
         for op in ops:
             self.outbox.put(op, urgent=True)
-        if not entry["copying"]:
-            del self._files[key]
+        # the entry stays, released: files sent after the answer (a subagent's) go at once;
+        # the oldest released ones are forgotten
+        released = [k for k, e in self._files.items() if e["released"] and not e["ops"]]
+        for old in released[:max(0, len(released) - FILES_KEPT)]:
+            del self._files[old]
 
     # -- the pinned status line ----------------------------------------------------
 

@@ -25,7 +25,7 @@ from aipager import __version__, dtach
 from aipager.agents import Agent
 from aipager.proto import paths, trust
 from aipager.aio import cancel_and_wait, every
-from aipager.daemon import axstore, deepq, journal, lock, ordered, persist, spool, tasks, transcript
+from aipager.daemon import axstore, deepq, journal, lock, ordered, persist, sendfiles, spool, tasks, transcript
 from aipager.texts import render
 from aipager.port.model import State
 from aipager.daemon.audit import AuditFile
@@ -97,7 +97,9 @@ class Daemon(PortCalls):
         #: every datagram accepted since the last save, so a hard kill loses none (``journal``)
         self.journal = journal.Journal(paths.journal_file(self.env))
         self.core = DaemonCore(self.notifier, knobs=Knobs.from_env(self.env), audit=self.audit,
-                               read_ax_answer=lambda ident: axstore.last_answer(ident, self.env))
+                               read_ax_answer=lambda ident: axstore.last_answer(ident, self.env),
+                               take_files=lambda *args: sendfiles.take(self.env, *args))
+        self.core.outputs.after = sendfiles.drop
         self.session_io = session_io or DtachIO(self.env)
         self.socket_path = paths.socket_path(self.env)
         self.spool_dir = paths.spool_dir(self.env)

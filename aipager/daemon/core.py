@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import orjson
 
@@ -48,6 +48,8 @@ class DaemonCore:
         read_notifications: transcript path → task-notification texts (injectable).
         read_ax_answer: AX Code session id → its last answer (``axstore.last_answer``).
         read_text: file path → its text, for an edit's diff (``diffs.read_text``).
+        take_files: checks and copies the files Claude sends (``sendfiles.take``; none
+            copied without it).
         monotonic: for the repeat window only.
         audit: where safety events are recorded (default: kept in memory).
     """
@@ -59,7 +61,8 @@ class DaemonCore:
                  monotonic: Callable[[], float] = time.monotonic,
                  audit: AuditSink | None = None,
                  read_text: Callable[[str], str | None] = diffs.read_text,
-                 read_ax_answer: Callable[[str], str | None] = axstore.last_answer) -> None:
+                 read_ax_answer: Callable[[str], str | None] = axstore.last_answer,
+                 take_files: Callable[[str, list[str], str], dict[str, Any]] | None = None) -> None:
         self.registry = Registry(clock=clock, knobs=knobs)
         self.notifier = notifier
         #: what handlers and cards emit through: in order, even when an output waits for
@@ -68,6 +71,8 @@ class DaemonCore:
         self.ctx = Ctx(registry=self.registry, notifier=self.outputs, read_answer=read_answer,
                        read_notifications=read_notifications, audit=audit or RecordingAudit(),
                        read_text=read_text, read_ax_answer=read_ax_answer)
+        if take_files is not None:
+            self.ctx.take_files = take_files
         self.dispatcher = Dispatcher(self.ctx, *ROUTERS)
         self.counters = dict.fromkeys(COUNTERS, 0)
         self._monotonic = monotonic

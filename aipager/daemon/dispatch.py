@@ -88,6 +88,9 @@ class Ctx:
     #: file path → its text ("" absent, None unusable): what an edit's diff is made against
     #: (``diffs.read_text`` in the daemon; nothing is read in unit tests)
     read_text: Callable[[str], str | None] = lambda path: None
+    #: (session, paths, cwd) → a ``Files`` output's ``copies`` and ``refused``: the files
+    #: Claude sends, checked and copied (``sendfiles.take`` in the daemon; none in unit tests)
+    take_files: Callable[[str, list[str], str], dict[str, Any]] = lambda s, p, c: {}
     #: diagnostics the daemon reports in its state (counts per own datagram, errors seen)
     counters: dict[str, int] = field(default_factory=dict)
     #: where safety events are recorded (``audit.AuditFile`` in the daemon)

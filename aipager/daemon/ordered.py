@@ -44,11 +44,15 @@ class OrderedOutputs:
     Args:
         inner: where outputs go.
         runner: where ``emit_completed``'s work runs (None: inline).
+        after: called with each output once ``inner`` has it (the daemon removes the
+            copies of files Claude sent, which every surface has named its own by then).
     """
 
-    def __init__(self, inner: Notifier, runner: Runner | None = None) -> None:
+    def __init__(self, inner: Notifier, runner: Runner | None = None,
+                 after: Callable[[Output], None] | None = None) -> None:
         self.inner = inner
         self.runner = runner
+        self.after = after
         self._held: deque[_Slot] = deque()
 
     @property
@@ -58,7 +62,7 @@ class OrderedOutputs:
 
     def emit(self, out: Output) -> None:
         if not self._held:
-            self.inner.emit(out)
+            self._hand_on(out)
             return
         slot = _Slot(out)
         slot.ready = True
@@ -83,7 +87,15 @@ class OrderedOutputs:
     def _release(self) -> None:
         held = self._held
         while held and held[0].ready:
-            self.inner.emit(held.popleft().out)
+            self._hand_on(held.popleft().out)
+
+    def _hand_on(self, out: Output) -> None:
+        self.inner.emit(out)
+        if self.after is not None:
+            try:
+                self.after(out)
+            except Exception:  # noqa: BLE001 - clearing up must not stop the outputs
+                log.exception("after a %s output", out.kind)
 
 
 def _safely(complete: Callable[[], Fields]) -> Fields:

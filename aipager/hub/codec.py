@@ -225,7 +225,15 @@ def output_from_json(doc: Any) -> Output:
     if cls is None:
         msg = f"unknown output kind {doc.get('kind')!r}"
         raise CodecError(msg)
-    kwargs = {f.name: doc[f.name] for f in dataclasses.fields(cls) if f.name in doc}
+    known = shape.hints(cls)  # type: ignore[arg-type]  # (classes hash)
+    try:  # (nested records and enums made: a ``files`` output's copies)
+        kwargs = {f.name: shape.made(doc[f.name], known[f.name])
+                  for f in dataclasses.fields(cls) if f.name in doc and f.name != "notice"}
+    except (TypeError, ValueError) as exc:
+        msg = f"a {cls.kind} output that does not fit: {exc}"
+        raise CodecError(msg) from exc
+    if "notice" in doc:
+        kwargs["notice"] = doc["notice"]
     if not isinstance(kwargs.get("session"), str):
         msg = f"a {cls.kind} output without a session"
         raise CodecError(msg)

@@ -20,7 +20,7 @@ import math
 import types
 import typing
 from collections import abc, deque
-from typing import Any
+from typing import Any, get_args
 
 #: the largest number a host's session or output may hold: every timestamp before the
 #: year 5000 and every count aipager keeps fit under it
@@ -40,7 +40,7 @@ class ShapeError(ValueError):
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
@@ -48,9 +48,9 @@ def check(value: Any, where: str = "") -> None:
     """Raises:
         ShapeError: a field of ``value`` (a dataclass instance), or of one nested in it,
             does not hold what its annotation says."""
-    hints = _hints(type(value))  # type: ignore[arg-type]  # (classes hash)
+    known = hints(type(value))  # type: ignore[arg-type]  # (classes hash)
     for f in dataclasses.fields(value):
-        _check(getattr(value, f.name), hints[f.name], f"{where}.{f.name}" if where else f.name)
+        _check(getattr(value, f.name), known[f.name], f"{where}.{f.name}" if where else f.name)
 
 
 def _check(value: Any, hint: Any, where: str) -> None:
@@ -147,3 +147,43 @@ def _fail(value: Any, hint: Any, where: str) -> typing.NoReturn:
     name = getattr(hint, "__name__", None) or str(hint)
     msg = f"{where}: {type(value).__name__} where {name} belongs"
     raise ShapeError(msg)
+
+
+def build(cls: type, doc: Any) -> Any:
+    """The record ``cls`` a JSON object describes, nested records, enums and tuples made
+    (``made``); unknown fields are ignored.
+
+    Raises:
+        TypeError, ValueError: ``doc`` cannot be one.
+    """
+    if not isinstance(doc, dict):
+        msg = f"{cls.__name__} must be an object, not {type(doc).__name__}"
+        raise TypeError(msg)
+    known = hints(cls)
+    return cls(**{f.name: made(doc[f.name], known[f.name])
+                  for f in dataclasses.fields(cls) if f.init and f.name in doc})
+
+
+def made(raw: Any, hint: Any) -> Any:
+    """``raw`` as JSON gave it, made what ``hint`` names where JSON cannot say it (a
+    record, an enum member, a tuple); the rest is left to ``shape.check``."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        if raw is None:
+            return None
+        for arm in get_args(hint):
+            if arm is not type(None):
+                try:
+                    return made(raw, arm)
+                except (TypeError, ValueError):
+                    continue
+        return raw
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return build(hint, raw)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(raw)
+    if origin in (tuple, abc.Sequence, list) and isinstance(raw, list):
+        item = get_args(hint)[0] if get_args(hint) else Any
+        items = [made(v, item) for v in raw]
+        return tuple(items) if origin is tuple else items
+    return raw

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
-import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, get_args
 
 from aipager.hub import shape
@@ -78,50 +76,11 @@ def _from_json(doc: Any, table: dict[str, type], what: str) -> Any:
         raise CodecError(msg)
     cls = table[doc["record"]]
     try:
-        value = _build(cls, doc)
+        value = shape.build(cls, doc)
         shape.check(value)
     except (TypeError, ValueError) as exc:  # (ShapeError is a ValueError)
         msg = f"a {cls.__name__} {what} that does not fit: {exc}"
         raise CodecError(msg) from exc
-    return value
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _build(cls: type, doc: Any) -> Any:
-    if not isinstance(doc, dict):
-        msg = f"{cls.__name__} must be an object, not {type(doc).__name__}"
-        raise TypeError(msg)
-    hints = _hints(cls)
-    return cls(**{f.name: _value(doc[f.name], hints[f.name])
-                  for f in dataclasses.fields(cls) if f.init and f.name in doc})
-
-
-def _value(value: Any, hint: Any) -> Any:
-    """``value`` as JSON gave it, made what ``hint`` names where JSON cannot say it (a
-    record, an enum member, a tuple); the rest is left to ``shape.check``."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
-        for arm in get_args(hint):
-            if arm is not type(None):
-                try:
-                    return _value(value, arm)
-                except (TypeError, ValueError):
-                    continue
-        return value
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _build(hint, value)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return hint(value)
-    if origin in (tuple, Sequence, list) and isinstance(value, list):
-        item = get_args(hint)[0] if get_args(hint) else Any
-        items = [_value(v, item) for v in value]
-        return tuple(items) if origin is tuple else items
     return value
 
 

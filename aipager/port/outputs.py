@@ -251,14 +251,39 @@ class Diff(Output):
 
 
 @dataclass(frozen=True)
+class FileCopy:
+    """A file Claude sends, checked and copied by the daemon (owner-only, its own name in
+    ``path``): what a surface uploads or offers for download."""
+
+    path: str
+    filename: str
+    photo: bool = False
+
+
+@dataclass(frozen=True)
+class FileRefusal:
+    """A file Claude asked to send that is not sent: ``code`` and ``reason`` say why."""
+
+    path: str
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Files(Output):
-    """SendUserFile ran: ``files`` (absolute paths) of ``task``; ``text`` is its caption."""
+    """SendUserFile ran: ``files`` (absolute paths) of ``task``; ``text`` is its caption.
+
+    The daemon checked each file as the hook did (the floor, secret-shaped names, the
+    task's rules) and copied it at once, so a later change cannot swap what is sent:
+    ``copies`` are what may go, ``refused`` what may not."""
 
     kind: ClassVar[str] = "files"
     files: list[str] = field(default_factory=list)
     cwd: str = ""
     task: int = 0
     tool_use_id: str = ""
+    copies: list[FileCopy] = field(default_factory=list)
+    refused: list[FileRefusal] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ result as one sentence (``clients.words``) in the page user's language (the requ
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import os
@@ -166,29 +165,25 @@ class WebActions:
     # -- files Claude sends ------------------------------------------------------------
 
     def _files(self, out: Files, entry: dict[str, Any]) -> None:
-        """Check each file as the chat does before it uploads one (the floor, secret-shaped
-        names, the task's rules) and copy it at once, so a later change cannot swap what is
-        downloaded; the conversation entry lists the downloads and the refusals."""
-        async def take() -> None:
+        """The daemon's checked copies (``Files.copies``), each under a name of the page's
+        own (the chat removes its own once uploaded), offered for download; the
+        conversation entry lists the downloads and the refusals."""
+        refused = [{"name": os.path.basename(r.path), "reason": r.reason} for r in out.refused]
+        for copy in out.copies:
             try:
-                copies, refused = await asyncio.to_thread(
-                    files.take_for_sending, self.env, out.session, list(out.files), out.cwd)
-            except Exception:  # noqa: BLE001 - a bad folder: said on the entry, logged
-                log.exception("copying the files Claude sent in %s failed", out.session)
-                copies, refused = [], [{"path": p, "code": "unreadable",
-                                        "reason": "could not be copied"} for p in out.files]
-            for copy in copies:
-                key = secrets.token_urlsafe(16)
-                self.downloads[key] = (copy.path, copy.filename)
-                entry["sent"].append({"id": key, "name": copy.filename})
-            while len(self.downloads) > DOWNLOADS_KEPT:
-                self.downloads.popitem(last=False)
-            entry["refused"] = [{"name": os.path.basename(r["path"]), "reason": r["reason"]}
-                                for r in refused]
-            entry["checking"] = False
-            self.live.seq += 1
-            self.live.publish({"kind": "files", "session": out.session, "seq": self.live.seq})
-        self._spawn(take())
+                path = files.own_name(copy.path)
+            except files.FileRefused as exc:
+                refused.append({"name": copy.filename, "reason": str(exc)})
+                continue
+            key = secrets.token_urlsafe(16)
+            self.downloads[key] = (path, copy.filename)
+            entry["sent"].append({"id": key, "name": copy.filename})
+        while len(self.downloads) > DOWNLOADS_KEPT:
+            self.downloads.popitem(last=False)
+        entry["refused"] = refused
+        entry["checking"] = False
+        self.live.seq += 1
+        self.live.publish({"kind": "files", "session": out.session, "seq": self.live.seq})
 
     def download(self, key: str) -> tuple[str, str] | None:
         """The copy of a file Claude sent (its path and name), while it is kept."""

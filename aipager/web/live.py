@@ -93,8 +93,8 @@ class WebNotifier:
                 self.asked[(out.session, out.key)] = out
             case Files():
                 # what Claude sent with SendUserFile waits here (in private mode the chat
-                # only says there is a file); ``on_files`` checks and copies each one, and
-                # fills the entry's ``sent`` (downloads) and ``refused``
+                # only says there is a file); ``on_files`` offers the daemon's checked
+                # copies, filling the entry's ``sent`` (downloads) and ``refused``
                 entry = self.say(out.session, "file", "\n".join(out.files), task=out.task,
                                  files=list(out.files), caption=out.text, sent=[],
                                  refused=[], checking=True)

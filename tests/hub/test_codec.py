@@ -54,8 +54,9 @@ SAMPLES = [
     notifier.Reaction("claude-a", msg_id="5", chat_id="42", emoji="👍"),
     notifier.Release("claude-a", "held text", msg_id="6", chat_id="42"),
     notifier.Diff("claude-a", "@@ -1 +1 @@", tool="Edit", row="t1"),
-    notifier.Files("claude-a", "caption", files=["/x/a.png"], cwd="/x", task=2,
-                   tool_use_id="tu"),
+    notifier.Files("claude-a", "caption", files=["/x/a.png", "/x/.env"], cwd="/x", task=2,
+                   tool_use_id="tu", copies=[notifier.FileCopy("/o/1-a.png", "a.png", True)],
+                   refused=[notifier.FileRefusal("/x/.env", "secret", "a secret")]),
     notifier.StateChanged("claude-a", "ready", state="ready"),
 ]
 

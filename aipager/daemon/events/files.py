@@ -1,6 +1,7 @@
 """Files Claude sends to the chat: a SendUserFile that ran (its PostToolUse; the hook
-refused the others) becomes a ``files`` output.  The chat side copies and re-checks
-the files at once and sends them after the task's answer."""
+refused the others) becomes a ``files`` output.  Its files are checked again and copied
+at once off the event loop (``Ctx.take_files``), and the output carries the copies and
+the refusals; the surfaces send the copies after the task's answer."""
 
 from __future__ import annotations
 
@@ -47,5 +48,8 @@ def on_sent_files(ev: dict, sess: Session, ctx: Ctx) -> None:
     if not files:
         return
     caption = tool_input.get("caption") if isinstance(tool_input, dict) else ""
-    ctx.emit(Files, sess, caption if isinstance(caption, str) else "", files=files, cwd=cwd,
-             task=sess.task.seq if sess.task else 0, tool_use_id=ev.get("tool_use_id"))
+    out = ctx.output(Files, sess, caption if isinstance(caption, str) else "", files=files,
+                     cwd=cwd, task=sess.task.seq if sess.task else 0,
+                     tool_use_id=ev.get("tool_use_id"))
+    take, name = ctx.take_files, sess.name
+    ctx.emit_completed(out, lambda: take(name, files, cwd))
