@@ -13,7 +13,7 @@ from aiogram.fsm.state import StatesGroup
 from aiogram.types import Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot.kept import FormAsk, QuestionAsk
+from aipager.bot.kept import Ask, FormAsk, QuestionAsk
 from aipager.bot import view
 from aipager.bot.actions import Actions, Sender
 from aipager.bot.callbacks import PickTap, SessionAct, SessionTap
@@ -140,18 +140,19 @@ async def record_answer(actions: Actions, rkey: str, ask: QuestionAsk, sender: S
     ask.step += 1
     ask.toggled = []
     if ask.step < len(ask.questions):
-        show_question(actions, rkey, ask)
+        show_ask(actions, rkey, ask)
         return
     result = await actions.answer_questions(ask, sender)
     if not words_ok(result):
         actions.say(ask.chat, words(result, _, about="question") + " " + _("Nothing was typed."))
 
 
-def show_form(actions: Actions, rkey: str, ask: FormAsk) -> None:
-    """The form's message as it is now (the field asked, or the whole form to send)."""
+def show_ask(actions: Actions, rkey: str, ask: Ask) -> None:
+    """A question's or a form's message as it is now (the question or field asked, or the
+    whole form to send), in place of the one shown."""
     session = ask.session
     handle = actions.state.handle("ask", RequestRef(session, ask.key))
-    text, markup = view.form_view(session.removeprefix("claude-"), ask, handle)
+    text, markup = view.ask_view(session.removeprefix("claude-"), ask, handle)
     actions.state.show(rkey, text)
     actions.outbox.put(Live(ask.chat, text, key=rkey, markup=markup, session=session))
 
@@ -165,13 +166,13 @@ def form_value(actions: Actions, rkey: str, ask: FormAsk, value: Any) -> None:
     else:
         ask.values[field["name"]] = value
     ask.step += 1
-    show_form(actions, rkey, ask)
+    show_ask(actions, rkey, ask)
 
 
 def restart_form(actions: Actions, rkey: str, ask: FormAsk) -> None:
     """The form asked again from its first field, with nothing filled in."""
     ask.step, ask.values = 0, {}
-    show_form(actions, rkey, ask)
+    show_ask(actions, rkey, ask)
 
 
 def form_typed(actions: Actions, rkey: str, ask: FormAsk, text: str, reply_to: int) -> None:
@@ -199,9 +200,3 @@ async def answer_form(actions: Actions, ask: FormAsk, sender: Sender,
                                                 else {}))
 
 
-def show_question(actions: Actions, rkey: str, ask: QuestionAsk) -> None:
-    session = ask.session
-    handle = actions.state.handle("ask", RequestRef(session, ask.key))
-    text, markup = view.question_view(session.removeprefix("claude-"), ask, handle)
-    actions.state.show(rkey, text)
-    actions.outbox.put(Live(ask.chat, text, key=rkey, markup=markup, session=session))

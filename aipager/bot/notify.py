@@ -34,7 +34,7 @@ from typing import Any, Callable, Coroutine
 from aiogram.types import WebAppInfo
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
-from aipager.bot.kept import FormAsk, QuestionAsk
+from aipager.bot.kept import Ask, FormAsk, QuestionAsk
 from aipager import locales
 from aipager.bot import i18n, private, view
 from aipager.bot.callbacks import SCOPES, RequestAct, RequestTap, SessionAct, SessionTap
@@ -445,22 +445,13 @@ class ChatNotifier:
             questions = [{"question": out.text, "header": "", "options": out.options,
                           "multi": out.multi_select}]
         key = request_key(out.session, out.key)
-        handle = self.state.handle("ask", RequestRef(out.session, out.key))
-        ask = QuestionAsk(out.session, out.key, chat_id, questions)
-        self.state.asks[key] = ask
-        label = sess.label if sess is not None else out.session
-        text, markup = view.question_view(label, ask, handle)
-        self.state.forget_live(key)
-        self.state.show(key, text)
-        self.outbox.put(Post(chat_id, text, markup=markup, key=key, session=out.session,
-                             buzz=True), urgent=True)
+        self._post_ask(QuestionAsk(out.session, out.key, chat_id, questions), sess, key)
 
     def _on_form(self, out: Form, sess: Session | None, chat_id: int) -> None:
         """An MCP server's form: filled in here step by step (``view.form_view``) while the
         hook waits; once it no longer does, the message says it is in the terminal and its
         buttons go."""
         key = request_key(out.session, out.key)
-        label = sess.label if sess is not None else out.session
         if not out.fields or not out.reply_addr:
             # the words alone: in place of a form shown here, else a message of its own
             self.state.asks.pop(key, None)
@@ -472,13 +463,19 @@ class ChatNotifier:
                 self.outbox.put(Post(chat_id, out.text, key=key, session=out.session,
                                      buzz=True), urgent=True)
             return
-        handle = self.state.handle("ask", RequestRef(out.session, out.key))
-        ask = FormAsk(out.session, out.key, chat_id, out.server, out.message, list(out.fields))
+        self._post_ask(FormAsk(out.session, out.key, chat_id, out.server, out.message,
+                               list(out.fields)), sess, key)
+
+    def _post_ask(self, ask: Ask, sess: Session | None, key: str) -> None:
+        """A question or a form asked in the chat: kept while it is answered there, and
+        posted as a message of its own."""
+        handle = self.state.handle("ask", RequestRef(ask.session, ask.key))
         self.state.asks[key] = ask
-        text, markup = view.form_view(label, ask, handle)
+        label = sess.label if sess is not None else ask.session
+        text, markup = view.ask_view(label, ask, handle)
         self.state.forget_live(key)
         self.state.show(key, text)
-        self.outbox.put(Post(chat_id, text, markup=markup, key=key, session=out.session,
+        self.outbox.put(Post(ask.chat, text, markup=markup, key=key, session=ask.session,
                              buzz=True), urgent=True)
 
     def _on_request_closed(self, out: RequestClosed, sess: Session | None, chat_id: int) -> None:

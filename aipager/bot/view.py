@@ -310,6 +310,15 @@ def form_view(label: str, ask: FormAsk, handle: int) -> tuple[str, dict | None]:
     return "\n".join(lines), markup(kb)
 
 
+def ask_view(label: str, ask: Ask, handle: int) -> tuple[str, dict | None]:
+    """A question's or a form's message as it is now, and its buttons."""
+    match ask:
+        case QuestionAsk():
+            return question_view(label, ask, handle)
+        case FormAsk():
+            return form_view(label, ask, handle)
+
+
 def answers_text(ask: Ask) -> str:
     """``question → answer`` lines for the chat once a question is answered; ``→ answer``
     alone for a lone question, which the message shows just above (it read twice); a

@@ -18,7 +18,7 @@ from aipager.bot.i18n import _
 from aipager.bot.callbacks import FormAct, FormTap, QuestionAct, QuestionTap
 from aipager.bot.rights import APPROVE, need
 from aipager.bot.flows import (EXPIRED, NextMessage, answer_form, form_value, record_answer,
-                               restart_form, show_question)
+                               restart_form, show_ask)
 from aipager.clients.words import words
 from aipager.port.forms import FormAction
 from aipager.port.results import Refused
@@ -78,7 +78,7 @@ async def on_toggle(query: CallbackQuery, callback_data: QuestionTap, actions: A
         return
     rkey, ask = found
     ask.toggled = sorted(set(ask.toggled) ^ {callback_data.i})
-    show_question(actions, rkey, ask)
+    show_ask(actions, rkey, ask)
 
 
 async def on_submit(query: CallbackQuery, callback_data: QuestionTap, actions: Actions,
