@@ -791,3 +791,48 @@ async def test_resume_is_an_admins_and_resumes_alike_here_and_on_a_host(both, fa
     assert [i.session for i in dtach.list_sessions(both.env)] == [both.terminal(session)]
     if both.host:  # started on the host, not on the hub
         assert dtach.list_sessions(both.port.local.env) == []
+
+
+async def _page_upload(both: Surfaces, user: dict, session: str, name: str,
+                       data: bytes) -> tuple[int, dict]:
+    import aiohttp
+
+    form = aiohttp.FormData()
+    form.add_field("file", data, filename=name, content_type="application/octet-stream")
+    response = await both.client.post(f"/api/sessions/{session}/files", data=form, headers={
+        "Host": "127.0.0.1:7180", "Origin": "http://127.0.0.1:7180",
+        "Authorization": f"tma {init_data(user, TOKEN)}"})
+    return response.status, await response.json()
+
+
+async def test_a_file_sent_for_a_prompt_is_kept_alike_and_a_readers_is_refused_alike(both):
+    """``KeepFiles``: a document sent in the chat and the same file uploaded on the page
+    land in the sender's own folder on the machine of the surface they used (a hub keeps
+    them and sends them on with the prompt), audited; a reader's is refused in the same
+    words and kept nowhere."""
+    from aipager import files
+
+    session = await both.started("jim")
+    here = both.port.env  # the surfaces' machine
+    status, page = await _page_upload(both, GUEST, session, "notes.txt", b"the notes")
+    assert status == 200 and page["message"] == "📎 Kept for your message: " + \
+        os.path.basename(page["paths"][0])
+    folder = files.inbox_dir(here, GUEST["id"])
+    # (in a group the bot takes what is addressed to it: the caption mentions it)
+    await both.fake.user_sends_document(b"the notes", "notes.txt", "@aipager_test_bot read it", user=GUEST,
+                                        chat_id=GROUP)
+    kept = await eventually(lambda: sorted(os.listdir(folder)) if os.path.isdir(folder)
+                            and len(os.listdir(folder)) == 2 else None, what="both kept")
+    for name in kept:
+        with open(os.path.join(folder, name), "rb") as fh:
+            assert fh.read() == b"the notes"
+    status, page = await _page_upload(both, READER, session, "a.txt", b"x")
+    sent = await both.fake.user_sends_document(b"x", "a.txt", "@aipager_test_bot read it", user=READER,
+                                               chat_id=GROUP)
+    chat = await both.fake.wait_for(
+        "sendMessage", lambda p: str((p.get("reply_parameters") or {}).get("message_id"))
+        == str(sent["message_id"]))
+    assert status == 409
+    assert chat["text"] == "🔒 " + page["message"] == \
+        "🔒 Your role may not send messages to Claude here."
+    assert not os.path.exists(files.inbox_dir(here, READER["id"]))
