@@ -24,6 +24,8 @@ from typing import Any, Mapping
 import orjson
 
 from aipager import locales
+from aipager.bot import ops
+from aipager.bot.ops import Op
 from aipager.bot.kept import Ask, Prefs, ask_from_json, ask_to_json
 from aipager.proto import paths
 from aipager.proto.fsnames import keep_aside, write_private
@@ -92,8 +94,8 @@ class ChatState:
     reactions: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: user id (str) → when the "this bot is private" reply went out
     strangers: dict[str, float] = field(default_factory=dict)
-    #: the outbox's unsent work (``outbox.Op.to_json``), oldest first
-    pending: list[dict[str, Any]] = field(default_factory=list)
+    #: the outbox's unsent work, oldest first (saved as ``Op.to_json`` gives it)
+    pending: list[Op] = field(default_factory=list)
     #: live message key → [the text it shows, its buttons' name ("" none, "stop")] (a restart
     #: re-emits cards: the same text and buttons, no edit)
     shown: OrderedDict[str, list[str]] = field(default_factory=OrderedDict)
@@ -220,7 +222,7 @@ class ChatState:
             "current": self.current, "handles": self.handles, "next_handle": self.next_handle,
             "prefs": {chat: dataclasses.asdict(p) for chat, p in self.prefs.items()},
             "reactions": self.reactions, "strangers": self.strangers,
-            "pending": self.pending, "menu": self.menu,
+            "pending": [op.to_json() for op in self.pending], "menu": self.menu,
             "shown": self.shown, "kills": self.kills,
             "asks": {k: ask_to_json(a) for k, a in self.asks.items()}, "taken": self.taken, "handled": self.handled,
             "langs": self.langs, "chat_langs": self.chat_langs, "trusting": self.trusting,
@@ -262,7 +264,7 @@ class ChatState:
                 setattr(state, name, {str(k): v for k, v in value.items()
                                       if isinstance(v, str) and v in locales.LOCALES})
         if isinstance(doc.get("pending"), list):
-            state.pending = [op for op in doc["pending"] if isinstance(op, dict)]
+            state.pending = [op for op in map(ops.from_json, doc["pending"]) if op is not None]
         if isinstance(doc.get("menu"), list):
             state.menu = [str(n) for n in doc["menu"]]
         for name in ("next_handle", "taken", "handled"):

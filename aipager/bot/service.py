@@ -161,13 +161,11 @@ class ChatBot:
         outbox is made).  A stop notice the last run could not send any more is dropped: it
         runs again."""
         chat_id = self.members.current().chat_id
-        pending = [d for d in self.state.pending if not (
-            isinstance(d, dict) and str(d.get("key") or "").startswith("daemon:stopped:"))]
+        pending = [op for op in self.state.pending
+                   if not getattr(op, "key", "").startswith("daemon:stopped:")]
         with i18n.use(self.chat_locale(chat_id)):
-            if unclean and not any(isinstance(d, dict) and d.get("key") == RESTARTED_KEY
-                                   for d in pending):
-                pending.insert(0, Post(chat_id, _(RESTARTED), key=RESTARTED_KEY,
-                                         urgent=True).to_json())
+            if unclean and not any(getattr(op, "key", "") == RESTARTED_KEY for op in pending):
+                pending.insert(0, Post(chat_id, _(RESTARTED), key=RESTARTED_KEY, urgent=True))
             self.state.pending = pending
             started, stopped = last_run.get("started_at"), last_run.get("stopped_at")
             if unclean or not isinstance(started, (int, float)) \
@@ -245,7 +243,7 @@ class ChatBot:
             self.save()
 
     def save(self) -> None:
-        self.state.pending = [op.to_json() for op in self.outbox.pending()]
+        self.state.pending = self.outbox.pending()
         self.state.handled = self.inbox.handled()
         try:
             chatstate.save(self.env, self.state)

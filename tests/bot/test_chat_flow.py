@@ -174,7 +174,7 @@ async def test_outbox_ops_left_unsent_survive_a_restart(chat, tmp_path):
     chat.fake.set_outage(True)
     chat.bot.outbox.put(Post(chat.chat_id, "an answer that must arrive"), urgent=True)
     saved = chatstate.load(chat.bot.env)
-    assert [p["text"] for p in saved.pending] == ["an answer that must arrive"]
+    assert [op.text for op in saved.pending] == ["an answer that must arrive"]
     chat.fake.set_outage(False)
     # A new process: a fresh outbox on the saved state sends it.
     outbox = Outbox(chat.bot.bot, saved)

@@ -93,3 +93,16 @@ def test_a_chats_settings_come_back_typed_and_what_does_not_fit_keeps_its_defaul
     back = ChatState.from_json(doc)
     assert back.prefs_of(-100) == Prefs(style="brief", diffs=True)
     assert back.prefs_of(8) == Prefs(detail="compact", private=True)
+
+
+def test_the_outboxs_unsent_work_comes_back_typed_and_a_damaged_op_is_left_out():
+    from aipager.bot.ops import Live, Post, Upload
+
+    state = ChatState(pending=[Post(-100, "answer", key="a", buzz=True),
+                               Live(-100, "card", key="card:jim:1"),
+                               Upload(-100, "a.md", data=b"# whole\n")])
+    doc = orjson.loads(orjson.dumps(state.to_json()))
+    doc["pending"].insert(1, {"kind": "post", "chat_id": "not a chat", "text": 5, "odd": 1})
+    doc["pending"].append({"kind": "teleport", "chat_id": -100})
+    back = ChatState.from_json(doc)
+    assert back.pending == state.pending

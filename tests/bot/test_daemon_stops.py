@@ -19,7 +19,6 @@ from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
 
 from aipager import config
 from aipager.bot import chatstate
-from aipager.bot.outbox import from_json
 from aipager.bot.service import RESTARTED, chat_bot
 from aipager.daemon.app import Daemon
 from tests.support.door import door
@@ -83,13 +82,12 @@ async def test_a_stop_notice_left_unsent_is_dropped_by_the_next_start(chat):
     _stopping(chat)
     await chat.stop()
     env = chat.bot.env
-    assert any(STOPPED in getattr(from_json(d), "text", "")
-               for d in chatstate.load(env).pending)
+    assert any(STOPPED in getattr(op, "text", "") for op in chatstate.load(env).pending)
     chat.fake.set_outage(False)
 
     again = chat_bot(env, config.load(env), {"daemon": {"started_at": chat.daemon.started_at,
                                                         "stopped_at": time.time()}})
-    assert not [d for d in again.state.pending if STOPPED in str(d.get("text"))]
+    assert not [op for op in again.state.pending if STOPPED in getattr(op, "text", "")]
 
 
 async def test_after_an_unclean_stop_running_again_comes_before_what_the_restart_delivers(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import orjson
 import pytest
 from bot.conftest import eventually
 from fakes.telegram_api import OWNER, TOKEN, FakeBotAPI
@@ -14,7 +15,8 @@ from aipager import botapi
 from aipager.bot.chatstate import ChatState
 from aipager.bot.outbox import (LOW_KEPT, LOW_SENDS_PER_MINUTE, PRIVATE_BURST, REPEAT_MARK,
                                  SEND_RESERVE, Action, Live, Outbox, Post, React,
-                                 Upload, from_json)
+                                 Upload)
+from aipager.bot.ops import from_json
 
 OTHER = {"id": 5151, "is_bot": False, "first_name": "Other", "username": "other"}
 
@@ -154,10 +156,11 @@ async def test_unsent_work_is_kept_for_the_next_start(box):
     outbox.put(Live(OWNER["id"], "card", key="c"))
     outbox.put(Upload(OWNER["id"], "a.md", caption="caption", data=b"# full\n"))
     await fake.wait_for("sendMessage", ok=False)
-    pending = [op.to_json() for op in outbox.pending()]
-    assert [p["kind"] for p in pending] == ["post", "live", "upload"]
+    # through the state file's JSON, as a restart reads it
+    saved = ChatState(pending=outbox.pending()).to_json()
+    assert [p["kind"] for p in saved["pending"]] == ["post", "live", "upload"]
     fake.set_outage(False)
-    state = ChatState(pending=pending)
+    state = ChatState.from_json(orjson.loads(orjson.dumps(saved)))
     other = Outbox(outbox.bot, state)
     outbox._running = False  # the old process is gone
     other.start()
@@ -171,7 +174,7 @@ async def test_work_queued_before_start_and_the_last_runs_leftovers_each_go_once
     # A restarted daemon replays its spool (queueing answers, saving the state) before the
     # bot's outbox starts: the save must keep both, and the start must not send twice.
     fake, outbox = box
-    state = ChatState(pending=[Post(OWNER["id"], "left over").to_json()])
+    state = ChatState(pending=[Post(OWNER["id"], "left over")])
     other = Outbox(outbox.bot, state)
     other.put(Post(OWNER["id"], "replayed answer"), urgent=True)
     saved = [op.to_json() for op in other.pending()]  # what ChatBot.save writes now
@@ -373,9 +376,9 @@ def test_every_op_survives_the_saved_state_and_older_records_still_load():
 
 async def test_unsent_work_saved_by_an_older_version_is_sent(box):
     fake, outbox = box
-    state = ChatState(pending=[_old_record("post", text="from before the upgrade"),
-                               _old_record("upload", text="its file", filename="b.md",
-                                           data="IyBvbGQK")])
+    state = ChatState.from_json({"pending": [
+        _old_record("post", text="from before the upgrade"),
+        _old_record("upload", text="its file", filename="b.md", data="IyBvbGQK")]})
     other = Outbox(outbox.bot, state)
     other.start()
     await fake.wait_for("sendMessage", lambda p: p["text"] == "from before the upgrade")

@@ -7,7 +7,7 @@ import pytest
 from bot.conftest import eventually
 
 from aipager.bot import chatstate
-from aipager.bot.outbox import React, from_json
+from aipager.bot.outbox import React
 from aipager.bot.service import CLOSE_GRACE, close_grace
 
 
@@ -50,5 +50,5 @@ async def test_without_a_grace_the_unsent_is_saved_for_the_next_start(chat):
     assert chat.bot.env["AIPAGER_STOP_GRACE"] == "0"  # the suite's setting
     await chat.stop()
     assert not _reacted(chat, message_id)
-    saved = [from_json(doc) for doc in chatstate.load(chat.bot.env).pending]
+    saved = chatstate.load(chat.bot.env).pending
     assert [op.msg_id for op in saved if isinstance(op, React)] == [message_id]
