@@ -189,3 +189,29 @@ def test_an_edit_the_floor_forbids_is_refused_and_the_request_stays_answerable(
     fake_telegram.tap(request["message_id"], buttons(request)["✅ Allow"], chat_id=GROUP)
     tui.wait_shown("Ran as asked.", 30)
     assert os.path.exists(made)
+
+
+def test_an_invitation_made_before_a_restart_lets_the_newcomer_in_once_after_it(
+        team, fake_telegram, claude_home):
+    """/invite in the group, the daemon stopped and started again (the real process), then
+    the newcomer's /join: they are a member with the role the invitation named; the code
+    does not open twice, and the daemon's file holds no code that would."""
+    from aipager import config
+
+    phone = Phone(fake_telegram, GROUP)
+    fake_telegram.say("/invite read_only", user=OWNER, chat_id=GROUP)
+    invite = phone.wait_message(lambda m: "/join " in m.get("text", ""), 30, "the invitation")
+    code = invite["text"].split("/join ", 1)[1].split()[0]
+    team.stop()
+    team.start()
+    with open(paths.invites_file(claude_home.aipager_env()), encoding="utf-8") as fh:
+        assert code not in fh.read()
+    nia = {"id": 777001, "is_bot": False, "first_name": "Nia", "username": "nia"}
+    fake_telegram.say(f"/join {code}", user=nia, chat_id=GROUP)
+    phone.wait_message(lambda m: "Welcome, nia: you joined as read_only." in m.get("text", ""),
+                       30, "the welcome")
+    eve = {"id": 777002, "is_bot": False, "first_name": "Eve", "username": "eve"}
+    fake_telegram.say(f"/join {code}", user=eve, chat_id=GROUP)
+    phone.wait_message(lambda m: "not valid" in m.get("text", ""), 30, "the refusal")
+    roles = {m.id: m.role for m in config.load(claude_home.aipager_env()).members}
+    assert roles.get(777001) == "read_only" and 777002 not in roles
