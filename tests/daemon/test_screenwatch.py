@@ -20,9 +20,11 @@ class SlowProgram:
     """A dtach socket with a program behind it that reads its size ``late`` seconds after
     a resize and, if it changed, redraws: erase, then ``text`` on the first row."""
 
-    def __init__(self, late: float, text: str = "whole") -> None:
+    def __init__(self, late: float, text: str = "whole", split: bool = False) -> None:
         self.late = late
         self.text = text
+        #: the erase's first bytes in one write, the rest a moment later
+        self.split = split
         self.size = (ROWS, COLS)  # the pty's: what the last window-size packet set
         self.drawn_for = (ROWS, COLS)
         self.redraws = 0
@@ -51,8 +53,13 @@ class SlowProgram:
             return  # a size that came back before it looked: nothing drawn
         self.drawn_for = self.size
         self.redraws += 1
+        drawing = b"\x1b[2J\x1b[H" + self.text.encode()
         for writer in self._writers:
-            writer.write(b"\x1b[2J\x1b[H" + self.text.encode())
+            if self.split:
+                writer.write(drawing[:3])
+                asyncio.get_running_loop().call_later(0.15, writer.write, drawing[3:])
+            else:
+                writer.write(drawing)
 
 
 def _watch(program: SlowProgram, redraw_most: float = 3.0) -> ScreenWatch:
@@ -60,26 +67,29 @@ def _watch(program: SlowProgram, redraw_most: float = 3.0) -> ScreenWatch:
                        size_of=lambda _tty: program.size, redraw_most=redraw_most)
 
 
-def test_a_program_slow_to_look_at_its_size_still_draws_itself_whole_for_the_watcher():
-    async def run() -> tuple[list[str], int, tuple[int, int]]:
-        program = SlowProgram(late=0.4)
-        server = await program.serve()
-        watch = _watch(program)
-        try:
-            await watch.start()
-            for _ in range(30):
-                if watch.rows()[0].startswith("whole") and program.drawn_for == (ROWS, COLS):
-                    break
-                await watch.changed(0.1)
-            return watch.rows(), program.redraws, program.drawn_for
-        finally:
-            await watch.close()
-            server.close()
+async def _attached(program: SlowProgram) -> list[str]:
+    """The watcher's screen once the program drew itself whole at its own size again (or
+    after three seconds)."""
+    server = await program.serve()
+    watch = _watch(program)
+    try:
+        await watch.start()
+        for _ in range(30):
+            if watch.rows()[0].startswith("whole") and program.drawn_for == (ROWS, COLS):
+                break
+            await watch.changed(0.1)
+        return watch.rows()
+    finally:
+        await watch.close()
+        server.close()
 
-    rows, redraws, drawn_for = asyncio.run(run())
+
+def test_a_program_slow_to_look_at_its_size_still_draws_itself_whole_for_the_watcher():
+    program = SlowProgram(late=0.4)
+    rows = asyncio.run(_attached(program))
     # drawn for the narrower size, then for its own again: the watcher's screen is whole
     assert rows[0].startswith("whole"), rows
-    assert redraws == 2 and drawn_for == (ROWS, COLS)
+    assert program.redraws == 2 and program.drawn_for == (ROWS, COLS)
 
 
 def test_a_program_that_never_redraws_gets_its_size_back_all_the_same():
@@ -102,30 +112,6 @@ def test_a_program_that_never_redraws_gets_its_size_back_all_the_same():
 
 
 def test_an_erase_split_across_two_reads_is_still_seen_as_a_redraw():
-    async def run() -> list[str]:
-        program = SlowProgram(late=0.2)
-        server = await program.serve()
-        watch = _watch(program)
-
-        def split_look() -> None:  # the erase's first bytes in one write, the rest later
-            if program.size == program.drawn_for:
-                return
-            program.drawn_for = program.size
-            program.redraws += 1
-            for writer in program._writers:
-                writer.write(b"\x1b[2")
-                asyncio.get_running_loop().call_later(0.15, writer.write, b"J\x1b[Hwhole")
-
-        program._look = split_look  # type: ignore[method-assign]
-        try:
-            await watch.start()
-            for _ in range(30):
-                if watch.rows()[0].startswith("whole") and program.drawn_for == (ROWS, COLS):
-                    break
-                await watch.changed(0.1)
-            return watch.rows()
-        finally:
-            await watch.close()
-            server.close()
-
-    assert asyncio.run(run())[0].startswith("whole")
+    program = SlowProgram(late=0.2, split=True)
+    assert asyncio.run(_attached(program))[0].startswith("whole")
+    assert program.redraws == 2
