@@ -521,10 +521,19 @@ def as_hub_output(out: Output, host: str) -> Output:
     Files stay on the host: the chat is told where they are."""
     session = names.qualify(out.session, host)
     if isinstance(out, Files):
-        where = ", ".join(os.path.basename(f) for f in out.files[:5])
-        return Notice(session=session, text=f"📎 {out.session.removeprefix('claude-')}@{host} "
-                      f"sent {len(out.files)} file(s) that stay on {host}: {where}",
-                      notice=NoticeName.FILES_REFUSED, extra={"files": list(out.files)})
+        # what the host's own check refused is said as such, not as a file kept there
+        refused = {r.path: r.reason for r in out.refused}
+        kept = [f for f in out.files if f not in refused]
+        label = f"📎 {out.session.removeprefix('claude-')}@{host}"
+        lines = []
+        if kept:
+            where = ", ".join(os.path.basename(f) for f in kept[:5])
+            lines.append(f"{label} sent {len(kept)} file(s) that stay on {host}: {where}")
+        if refused:
+            why = "; ".join(f"{os.path.basename(p)}: {r}" for p, r in list(refused.items())[:5])
+            lines.append(f"{label} · not sent: {why}")
+        return Notice(session=session, text="\n".join(lines),
+                      notice=NoticeName.FILES_REFUSED, extra={"files": kept})
     return dataclasses.replace(out, session=session, origin=0, replayed=False)
 
 

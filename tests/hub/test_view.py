@@ -10,7 +10,7 @@ import pytest
 from fakes.sessionio import FakeSessions
 
 from aipager.port.model import Session, State
-from aipager.port.outputs import Files, Notice, RecordingNotifier
+from aipager.port.outputs import FileRefusal, Files, Notice, RecordingNotifier
 from aipager.hub import codec
 from aipager.hub.creds import Creds
 from aipager.hub.link import HubLink, as_hub_output
@@ -135,6 +135,17 @@ def test_files_stay_on_their_host_and_the_chat_is_told():
     out = as_hub_output(Files("claude-a", "cap", files=["/h/shot.png"], task=1), "box")
     assert isinstance(out, Notice) and out.session == "claude-a@box"
     assert "shot.png" in out.text and "stay on box" in out.text
+
+
+def test_a_file_the_hosts_check_refused_is_said_refused_not_kept_on_the_host():
+    out = as_hub_output(Files("claude-a", "cap", files=["/h/shot.png", "/h/.env"], task=1,
+                              refused=[FileRefusal("/h/.env", "secret", "looks like a secret")]),
+                        "box")
+    assert isinstance(out, Notice)
+    kept, refused = out.text.split("\n")
+    assert "1 file(s) that stay on box: shot.png" in kept and ".env" not in kept
+    assert refused.endswith("not sent: .env: looks like a secret")
+    assert out.extra == {"files": ["/h/shot.png"]}
 
 
 class Msg:
