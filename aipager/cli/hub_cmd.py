@@ -21,13 +21,16 @@ def _settings(env: dict[str, str]):  # -> HubSettings
     return settings.from_config(extra)
 
 
+#: where ``invite`` and ``rotate`` write the credential file
+OUT = typer.Option("", "--out", "-o", metavar="FILE",
+                   help="Where to write the credential file (default: the hub's invites folder).")
+
+
 @app.command("invite")
 @handles_errors
 def invite(
     name: str = typer.Argument(..., help="The host's name (lowercase letters, digits, - _)."),
-    out: str = typer.Option("", "--out", "-o", metavar="FILE",
-                            help="Where to write the credential file (default: the hub's "
-                            "invites folder)."),
+    out: str = OUT,
     password: bool = typer.Option(False, "--password",
                                   help="A user and password instead of an NKey (for a server "
                                   "that takes only those)."),
@@ -45,9 +48,7 @@ def invite(
 @handles_errors
 def rotate(
     name: str = typer.Argument(..., help="The host whose credential is replaced."),
-    out: str = typer.Option("", "--out", "-o", metavar="FILE",
-                            help="Where to write the new credential file (default: the hub's "
-                            "invites folder)."),
+    out: str = OUT,
 ) -> None:
     """Replace a host's credential: the old one stops working at once; the host keeps its
     name, so what the hub and the host have queued for each other stays."""

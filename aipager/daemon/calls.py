@@ -210,17 +210,26 @@ class PortCalls:
                           edited_input=edited_input, reason=why)
         return Refused(f"the safety policy refuses the edited call: {why}")
 
-    async def answer_question(self, session: str, key: str, who: Who,
-                              answers: Sequence[dialogkeys.Answer] | None) -> Outcome:
-        """Answer question ``key`` of ``session`` with ``answers`` (one per question), or
-        decline it (None): its dialog's keys are pressed once it reads them."""
+    def _open(self, session: str, key: str, kind: str) -> tuple[Session, Request] | Outcome:
+        """The open request ``key`` of ``kind`` in ``session``, or why it cannot be
+        answered: ``Gone`` (no such session or request), ``Already`` (answered)."""
         sess = self.core.registry.get(session)
-        req = next((r for r in sess.requests if r.key == key and r.kind == "question"),
+        req = next((r for r in sess.requests if r.key == key and r.kind == kind),
                    None) if sess is not None else None
         if sess is None or req is None:
             return Gone()
         if req.answered:
             return Already()
+        return sess, req
+
+    async def answer_question(self, session: str, key: str, who: Who,
+                              answers: Sequence[dialogkeys.Answer] | None) -> Outcome:
+        """Answer question ``key`` of ``session`` with ``answers`` (one per question), or
+        decline it (None): its dialog's keys are pressed once it reads them."""
+        found = self._open(session, key, "question")
+        if not isinstance(found, tuple):
+            return found
+        sess, req = found
         action = "question_decline" if answers is None else "question_answer"
         if answers is None:
             keys = dialogkeys.decline()
@@ -251,13 +260,10 @@ class PortCalls:
         required field or a value that does not fit is ``Refused`` with the reason, and
         nothing is sent.  With no hook waiting the form is in the terminal: ``InTerminal``.
         """
-        sess = self.core.registry.get(session)
-        req = next((r for r in sess.requests if r.key == key and r.kind == "form"),
-                   None) if sess is not None else None
-        if sess is None or req is None:
-            return Gone()
-        if req.answered:
-            return Already()
+        found = self._open(session, key, "form")
+        if not isinstance(found, tuple):
+            return found
+        sess, req = found
         if action not in forms.ACTIONS:
             return Refused(f"a form is answered with {', '.join(forms.ACTIONS)}")
         checked = None
