@@ -181,7 +181,6 @@ class WebActions:
         while len(self.downloads) > DOWNLOADS_KEPT:
             self.downloads.popitem(last=False)
         entry["refused"] = refused
-        entry["checking"] = False
         self.live.seq += 1
         self.live.publish({"kind": "files", "session": out.session, "seq": self.live.seq})
 

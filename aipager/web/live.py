@@ -97,7 +97,7 @@ class WebNotifier:
                 # copies, filling the entry's ``sent`` (downloads) and ``refused``
                 entry = self.say(out.session, "file", "\n".join(out.files), task=out.task,
                                  files=list(out.files), caption=out.text, sent=[],
-                                 refused=[], checking=True)
+                                 refused=[])
                 if self.on_files is not None:
                     self.on_files(out, entry)
             case RequestClosed() | RequestAnswered():

@@ -79,7 +79,6 @@ PAGE = (
     N_("not taken"),
     N_("not delivered"),
     N_("a file from Claude"),
-    N_("Checking…"),
     N_("🔒 private"),
     N_("Mode"),
     N_("permission mode"),

@@ -311,8 +311,7 @@ function sentFiles(e) {
   return h("div", { class: "files" },
     e.caption ? h("div", { class: "text" }, e.caption) : null,
     (e.sent || []).map((f) => h("div", {}, h("a", { href: `/api/files/${encodeURIComponent(f.id)}`, download: f.name }, `📎 ${f.name}`))),
-    (e.refused || []).map((r) => h("div", { class: "bad" }, `🚫 ${r.name}: ${r.reason}`)),
-    e.checking ? h("div", { class: "muted" }, t("Checking…")) : null);
+    (e.refused || []).map((r) => h("div", { class: "bad" }, `🚫 ${r.name}: ${r.reason}`)));
 }
 
 async function conversation(label) {
