@@ -9,8 +9,11 @@ refused, never used; files are created with ``O_EXCL | O_NOFOLLOW`` relative
 to the folder's descriptor, so nothing is written through a planted link or
 outside its folder.  Files older than ``MAX_AGE`` are removed by ``sweep``.
 
-Blocking functions: the chat and the page run them in a thread (the page serves its copies
-of what Claude sends to its own signed-in people: private mode keeps files off Telegram).
+Who calls what: the service keeps what a person sends (``save_download``, for
+``KeepFiles``); the daemon checks and copies what Claude sends once (``take_for_sending``,
+``daemon.sendfiles``), and each surface takes a name of its own for a copy (``own_name``:
+the chat uploads and removes its own, the page serves its own to its signed-in people).
+The copying calls block: they run in a worker thread.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ exact encoding) and audited.  What is up is read off the session's real screen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import time
@@ -323,7 +324,8 @@ class Service:
         try:
             config.save(env, cfg.with_member(config.Member(user_id, invite.role, label)))
         except ConfigError as exc:
-            invites.put_back(env, cmd.code.strip(), invite)  # try again: the code stays good
+            with contextlib.suppress(OSError):  # try again: the code stays good
+                invites.put_back(env, cmd.code.strip(), invite)
             return Failed(str(exc), doing="join")
         who = Who(label, user_id, invite.role)
         if looked:
