@@ -56,11 +56,10 @@ one of a few frozen records (``Op``: ``Post``, ``Live``, ``Upload``, ``React``,
   modified" counts as done; an edit of a message that is gone sends a new
   one; an entity or reply problem is retried without it; other refusals are
   logged and dropped, never retried forever, never raised.
-- **Restarts.** What is unsent is written into the chat state
-  (``pending``, ``to_json``: the record's fields and its ``kind``) at every save
-  and put back at the next start (``from_json``, which also reads the one-record
-  layout older versions saved), so an answer accepted by the daemon reaches the
-  chat once even across a restart.
+- **Restarts.** What is unsent is kept in the chat state (``pending``: the op records
+  of ``bot/ops.py``, saved with ``to_json``) at every save and put back at the next start
+  (``ops.from_json``, which also reads the one-record layout older versions saved), so an
+  answer accepted by the daemon reaches the chat once even across a restart.
 """
 
 from __future__ import annotations
