@@ -261,6 +261,9 @@ async def post_prompt(request: web.Request) -> web.Response:
 
 #: files one upload may carry
 UPLOAD_FILES = 10
+#: bytes one upload may carry in all (as much as Telegram lets the chat fetch of one file):
+#: what the daemon holds in memory for it is bounded, whoever sends it
+UPLOAD_TOTAL = 20 * 1024 * 1024
 
 
 async def post_files(request: web.Request) -> web.Response:
@@ -275,6 +278,7 @@ async def post_files(request: web.Request) -> web.Response:
     except (AssertionError, ValueError, KeyError):
         raise web.HTTPBadRequest(text="expected multipart/form-data") from None
     got: list[tuple[str, bytes]] = []
+    total = 0
     while len(got) < UPLOAD_FILES:
         part = await reader.next()
         if part is None:
@@ -285,9 +289,14 @@ async def post_files(request: web.Request) -> web.Response:
         while chunk := await part.read_chunk(1 << 16):
             data += chunk
             if len(data) > files.DOWNLOAD_MAX:
-                return _reply(Result(False, _("📎 {name} is larger than {limit} MB: put it on "
-                                              "the computer another way.").format(
+                return _reply(Result(False, _("📎 {name} is larger than {limit} MB: put it "
+                                              "on the computer another way.").format(
                     name=part.filename or "file", limit=files.DOWNLOAD_MAX >> 20)))
+            if total + len(data) > UPLOAD_TOTAL:
+                return _reply(Result(False, _("📎 These files come to more than {limit} MB "
+                                              "together: send fewer at once.").format(
+                    limit=UPLOAD_TOTAL >> 20)))
+        total += len(data)
         got.append((part.filename or "file", bytes(data)))
     result, kept = await request.app[ACTIONS].upload(sess, _sender(request), got)
     return web.json_response({**result.to_json(), "paths": kept},

@@ -97,3 +97,17 @@ async def test_the_strings_name_the_languages_the_menu_offers(web):
     assert found["locale"] == "es"
     assert [lang["code"] for lang in found["languages"]] == ["en", "pt_BR", "es", "vi"]
     assert found["strings"]["📝 Changes"] == "📝 Cambios"
+
+
+async def test_an_upload_is_bounded_in_all_and_nothing_of_it_is_kept_past_the_bound(web):
+    # (each file under the one-file limit; together over what one upload may carry)
+    from aipager.web.routes import UPLOAD_TOTAL
+
+    web.port.add_session(S, State.READY)
+    await web.sign_in()
+    half = UPLOAD_TOTAL // 2 + 1
+    refused = await _upload(web, _form(("a.bin", b"a" * half), ("b.bin", b"b" * half)))
+    assert refused.status == 409
+    assert (await refused.json())["message"] == (
+        f"📎 These files come to more than {UPLOAD_TOTAL >> 20} MB together: send fewer at once.")
+    assert not os.path.exists(files.inbox_dir(web.port.env, OWNER_ID))
