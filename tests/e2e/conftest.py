@@ -63,7 +63,34 @@ def claude_home(hook_programs: tuple[str, str]) -> Iterator[kit.ClaudeHome]:
     home = kit.make_home()
     kit.wire_hooks(home, *hook_programs)
     yield home
+    _end_sessions_under(home.root)
     shutil.rmtree(home.root, ignore_errors=True)
+
+
+def _end_sessions_under(root: str) -> None:
+    """End every dtach session whose socket is under ``root`` (the ones the daemon started
+    for ``/new`` or the page outlive it, each a Claude Code of some 200 MB): its master and
+    what runs under it, by their pids."""
+    import glob
+    import os
+    import signal
+    import time
+
+    from aipager import dtach
+
+    pids: set[int] = set()
+    for sock in glob.glob(os.path.join(root, "**", "claude-dtach-*.sock"), recursive=True):
+        masters = dtach.socket_holders(sock)
+        pids |= masters | set(dtach.descendants(masters))
+    pids.discard(os.getpid())  # (never the test run itself)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in sorted(pids):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if sig == signal.SIGTERM and pids:
+            time.sleep(0.5)
 
 
 @pytest.fixture
