@@ -116,6 +116,7 @@ _NOTICE_WORDS = {
     NoticeName.SESSION_END: N_("🔴 {session} · ended"),
     NoticeName.SAFETY_BLOCKED: N_("🛑 {session} · blocked by a safety rule"),
     NoticeName.FILES_REFUSED: N_("📎 {session} · a file was not sent"),
+    NoticeName.FILES_ON_HOST: N_("📎 {session} · sent a file that stays on its machine"),
     NoticeName.MEMORY_CAP: N_("🧠 {session} · a hook hit its memory limit"),
     NoticeName.API_ERROR: N_("⚠️ {session} · Claude Code reported an error"),
     NoticeName.LATE_TAP: N_("⌛ {session} · a tap came too late"),

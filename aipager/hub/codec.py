@@ -33,7 +33,7 @@ from aipager.proto import paths
 OUTPUT_KINDS: dict[str, type[Output]] = {**KINDS, Prompted.kind: Prompted}
 
 #: notices only the hub itself makes: a host saying one would speak as the hub
-HUB_ONLY = frozenset({NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK})
+HUB_ONLY = frozenset({NoticeName.HUB_BAD_RECORD, NoticeName.HUB_LINK, NoticeName.FILES_ON_HOST})
 
 #: saved-session keys a hub has no use for (the host renders its own cards)
 _SLIM = ("rows", "agent_calls", "hook_answered", "delivered_answers")

@@ -521,19 +521,15 @@ def as_hub_output(out: Output, host: str) -> Output:
     Files stay on the host: the chat is told where they are."""
     session = names.qualify(out.session, host)
     if isinstance(out, Files):
-        # what the host's own check refused is said as such, not as a file kept there
-        refused = {r.path: r.reason for r in out.refused}
-        kept = [f for f in out.files if f not in refused]
-        label = f"📎 {out.session.removeprefix('claude-')}@{host}"
-        lines = []
-        if kept:
-            where = ", ".join(os.path.basename(f) for f in kept[:5])
-            lines.append(f"{label} sent {len(kept)} file(s) that stay on {host}: {where}")
-        if refused:
-            why = "; ".join(f"{os.path.basename(p)}: {r}" for p, r in list(refused.items())[:5])
-            lines.append(f"{label} · not sent: {why}")
-        return Notice(session=session, text="\n".join(lines),
-                      notice=NoticeName.FILES_REFUSED, extra={"files": kept})
+        # what the host's own check refused is said as such, not as a file kept there;
+        # worded again in each chat's language from ``extra`` (``render.notice``)
+        refused = [{"path": os.path.basename(r.path), "reason": r.reason} for r in out.refused]
+        gone = {r.path for r in out.refused}
+        kept = [os.path.basename(f) for f in out.files if f not in gone]
+        label = f"{out.session.removeprefix('claude-')}@{host}"
+        return Notice(session=session, text=render.files_on_host(label, host, kept, refused),
+                      notice=NoticeName.FILES_ON_HOST,
+                      extra={"host": host, "kept": kept, "refused": refused})
     return dataclasses.replace(out, session=session, origin=0, replayed=False)
 
 

@@ -50,6 +50,9 @@ class NoticeName(StrEnum):
     HUB_LINK = "hub_link"
     #: a hub's own: a host went offline or is back (``extra``: host, state, since)
     HOST_STATE = "host_state"
+    #: a hub's own: Claude sent files on a host, which stay there (``extra``: host, kept
+    #: names, refused ``{path, reason}``)
+    FILES_ON_HOST = "files_on_host"
 
 
 @dataclass(frozen=True)

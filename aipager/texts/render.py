@@ -95,6 +95,21 @@ def files_refused(label: str, files: list[dict]) -> str:
                         session=label, n=n, reasons=reasons)
 
 
+def files_on_host(label: str, host: str, kept: Sequence[str],
+                  refused: Sequence[dict]) -> str:
+    """Files Claude sent on hub host ``host``: the ones kept there (names), and the ones its
+    own check refused (``{path, reason}``), each said as such."""
+    lines = []
+    if kept:
+        lines.append(ngettext("📎 {session} sent {n} file that stays on {host}: {names}",
+                              "📎 {session} sent {n} files that stay on {host}: {names}",
+                              len(kept)).format(session=label, n=len(kept), host=host,
+                                                names=", ".join(kept[:5])))
+    if refused:
+        lines.append(files_refused(label, list(refused)))
+    return "\n".join(lines)
+
+
 def memory_cap(label: str, hook: str, tool: object = None) -> str:
     """A hook stopped at its memory cap: which hook, and for which tool."""
     where = f"{hook} ({tool})" if tool else hook
@@ -386,8 +401,14 @@ def notice(name: str, label: str, extra: dict) -> str | None:
             return not_taken(label)
         case NoticeName.SESSION_END if isinstance(extra.get("reason"), str):
             return session_ended(label, extra["reason"])
-        case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list):
+        case NoticeName.FILES_REFUSED if isinstance(extra.get("files"), list) \
+                and all(isinstance(f, dict) for f in extra["files"]):
             return files_refused(label, extra["files"])
+        case NoticeName.FILES_ON_HOST if isinstance(extra.get("kept"), list) \
+                and isinstance(extra.get("refused"), list):
+            return files_on_host(label, str(extra.get("host", "")),
+                                 [str(k) for k in extra["kept"]],
+                                 [f for f in extra["refused"] if isinstance(f, dict)])
         case NoticeName.SAFETY_BLOCKED if isinstance(extra.get("reason"), str):
             return safety_blocked(label, extra["reason"], str(extra.get("tool") or ""))
         case NoticeName.MEMORY_CAP if isinstance(extra.get("hook"), str):

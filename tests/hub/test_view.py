@@ -134,7 +134,7 @@ def test_a_hosts_result_names_its_sessions_as_the_hub_does():
 def test_files_stay_on_their_host_and_the_chat_is_told():
     out = as_hub_output(Files("claude-a", "cap", files=["/h/shot.png"], task=1), "box")
     assert isinstance(out, Notice) and out.session == "claude-a@box"
-    assert "shot.png" in out.text and "stay on box" in out.text
+    assert out.text == "📎 a@box sent 1 file that stays on box: shot.png"
 
 
 def test_a_file_the_hosts_check_refused_is_said_refused_not_kept_on_the_host():
@@ -143,9 +143,23 @@ def test_a_file_the_hosts_check_refused_is_said_refused_not_kept_on_the_host():
                         "box")
     assert isinstance(out, Notice)
     kept, refused = out.text.split("\n")
-    assert "1 file(s) that stay on box: shot.png" in kept and ".env" not in kept
-    assert refused.endswith("not sent: .env: looks like a secret")
-    assert out.extra == {"files": ["/h/shot.png"]}
+    assert kept == "📎 a@box sent 1 file that stays on box: shot.png"
+    assert refused == "📎 a@box · 1 file not sent: .env: looks like a secret"
+
+
+def test_a_hosts_files_are_said_in_the_chats_language():
+    # (the hub words it in English; each chat words it again from what the notice carries:
+    # this once raised on the names the notice carried, and the notice was lost)
+    from aipager.bot import i18n
+    from aipager.texts import render
+
+    out = as_hub_output(Files("claude-a", "cap", files=["/h/shot.png", "/h/.env"], task=1,
+                              refused=[FileRefusal("/h/.env", "secret", "looks like a secret")]),
+                        "box")
+    with i18n.use("pt_BR"):
+        said = render.notice(out.notice, "a@box", out.extra)
+    assert said is not None and "shot.png" in said and ".env" in said
+    assert said != out.text and "box" in said
 
 
 class Msg:
