@@ -25,7 +25,7 @@ import stat
 import time
 import unicodedata
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 from aipager.proto import paths, trust
 from aipager.proto.errors import AipagerError, UnsafePath
@@ -40,6 +40,8 @@ MAX_AGE = 24 * 3600.0
 #: the longest name kept (bytes of UTF-8), before the unique prefix
 NAME_MAX = 120
 PHOTO_TYPES = (".jpg", ".jpeg", ".png", ".webp", ".gif")
+
+T = TypeVar("T")
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
 
@@ -121,17 +123,26 @@ def _files_root(env: Mapping[str, str]) -> None:
         os.close(fd)
 
 
-def _create(dir_fd: int, name: str) -> tuple[int, str]:
+def _unique(name: str, make: Callable[[str], T]) -> tuple[T, str]:
+    """``make(unique)`` for a fresh ``<random>-name`` (a name taken already is tried
+    again); what it made and the name.
+
+    Raises:
+        FileRefused: twenty names in a row were taken.
+    """
     for _ in range(20):
         unique = f"{secrets.token_hex(3)}-{name}"
         try:
-            fd = os.open(unique, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
-                         dir_fd=dir_fd)
+            return make(unique), unique
         except FileExistsError:
             continue
-        return fd, unique
     msg = "no free file name"
     raise FileRefused(msg)
+
+
+def _create(dir_fd: int, name: str) -> tuple[int, str]:
+    return _unique(name, lambda unique: os.open(
+        unique, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd))
 
 
 def inbox_dir(env: Mapping[str, str], user_id: int) -> str:
@@ -238,21 +249,14 @@ def own_name(copy: str) -> str:
     folder, name = os.path.split(copy)
     dir_fd = private_dir(folder)
     try:
-        for _ in range(20):
-            unique = f"{secrets.token_hex(3)}-{name.split('-', 1)[-1]}"
-            try:
-                os.link(name, unique, src_dir_fd=dir_fd, dst_dir_fd=dir_fd,
-                        follow_symlinks=False)
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                msg = f"the checked copy is gone ({exc.strerror})"
-                raise FileRefused(msg) from exc
-            return os.path.join(folder, unique)
+        _, unique = _unique(name.split("-", 1)[-1], lambda unique: os.link(
+            name, unique, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False))
+    except OSError as exc:  # (a name taken already: ``_unique`` tried another)
+        msg = f"the checked copy is gone ({exc.strerror})"
+        raise FileRefused(msg) from exc
     finally:
         os.close(dir_fd)
-    msg = "no free file name"
-    raise FileRefused(msg)
+    return os.path.join(folder, unique)
 
 
 def sweep(env: Mapping[str, str], now: float | None = None) -> int:
