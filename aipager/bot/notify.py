@@ -42,7 +42,7 @@ from aipager.bot.chatstate import ChatState, KillStage, RequestRef
 from aipager.bot.i18n import _, ngettext, number
 from aipager.bot.markdown import format_answer, to_chunks, u16_len
 from aipager.bot.outbox import Live, Outbox, Post, React, Upload
-from aipager.clients import asking
+from aipager.clients import asking, sentfiles
 from aipager.texts import render
 from aipager.port.model import Session, Task
 from aipager.port.outputs import (Answer, Card, Diff, Files, Form, Notice, NoticeName, Output,
@@ -535,23 +535,16 @@ class ChatNotifier:
     def _on_files(self, out: Files, sess: Session | None, chat_id: int) -> None:
         """The daemon's checked copies, each under a name of this chat's own (the outbox
         removes it once uploaded), held until the task's answer; the refusals said."""
-        from aipager import files
-
         entry = self._files.setdefault((out.session, out.task, chat_id),
                                        {"ops": [], "released": False})
-        refused = [(r.path, r.reason) for r in out.refused]
-        for copy in out.copies:
-            try:
-                path = files.own_name(copy.path)
-            except files.FileRefused as exc:
-                refused.append((copy.filename, str(exc)))
-                continue
+        mine, refused = sentfiles.own_copies(out)
+        for copy, path in mine:
             first = not any(isinstance(op, Upload) for op in entry["ops"])
             entry["ops"].append(Upload(chat_id, copy.filename, caption=out.text if first else "",
                                        path=path, photo=copy.photo, session=out.session))
         if refused:
             label = out.session.removeprefix("claude-")
-            reasons = "; ".join(f"{path}: {why}" for path, why in refused)
+            reasons = "; ".join(f"{r.path}: {r.reason}" for r in refused)
             entry["ops"].append(Post(chat_id, _("📎 {session} · not sent: {reasons}").format(
                                          session=label, reasons=reasons),
                                      session=out.session))

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Coroutine, Mapping, Sequence
 
 from aipager import agents
-from aipager import files
-from aipager.clients import asking, prompts
+from aipager.clients import asking, prompts, sentfiles
 from aipager.clients.people import Sender
 from aipager.clients.words import ok as words_ok
 from aipager.clients.words import MODE_NAMES, agent_label, changes_head, words
@@ -168,19 +167,15 @@ class WebActions:
         """The daemon's checked copies (``Files.copies``), each under a name of the page's
         own (the chat removes its own once uploaded), offered for download; the
         conversation entry lists the downloads and the refusals."""
-        refused = [{"name": os.path.basename(r.path), "reason": r.reason} for r in out.refused]
-        for copy in out.copies:
-            try:
-                path = files.own_name(copy.path)
-            except files.FileRefused as exc:
-                refused.append({"name": copy.filename, "reason": str(exc)})
-                continue
+        mine, refused = sentfiles.own_copies(out)
+        for copy, path in mine:
             key = secrets.token_urlsafe(16)
             self.downloads[key] = (path, copy.filename)
             entry["sent"].append({"id": key, "name": copy.filename})
         while len(self.downloads) > DOWNLOADS_KEPT:
             self.downloads.popitem(last=False)
-        entry["refused"] = refused
+        entry["refused"] = [{"name": os.path.basename(r.path), "reason": r.reason}
+                            for r in refused]
         self.live.seq += 1
         self.live.publish({"kind": "files", "session": out.session, "seq": self.live.seq})
 

@@ -59,3 +59,17 @@ def test_a_files_folder_that_cannot_be_used_refuses_every_file_and_says_so(tmp_p
     assert fields.get("copies", []) == []
     assert [r.path for r in fields["refused"]] == [str(report)]
     assert os.listdir(tmp_path) == ["report.md"]  # nothing written through the link
+
+
+def test_a_copy_gone_before_a_surface_named_it_is_said_not_sent(tmp_path):
+    from aipager.clients.sentfiles import own_copies
+
+    env = dict(os.environ)
+    report = tmp_path / "report.md"
+    report.write_bytes(b"x")
+    fields = sendfiles.take(env, "claude-jim", [str(report)], str(tmp_path))
+    out = Files(session="claude-jim", files=[str(report)], cwd=str(tmp_path), **fields)
+    sendfiles.drop(out)  # (the daemon's name went before this surface took its own)
+    mine, refused = own_copies(out)
+    assert mine == [] and [(r.path, r.code) for r in refused] == [("report.md", "gone")]
+    assert "the checked copy is gone" in refused[0].reason
