@@ -28,7 +28,6 @@ counted, never fatal.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from datetime import UTC, datetime
@@ -164,8 +163,8 @@ def tail(path: str, limit: int = 100) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for line in reversed(lines):
         try:
-            record = json.loads(line)
-        except ValueError:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
             continue
         if isinstance(record, dict):
             out.append(record)

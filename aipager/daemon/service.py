@@ -35,13 +35,11 @@ from aipager.texts.render import author_label
 from aipager.policy import chatprompt
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, AssignRole, Command,
                                    CompactSession, InviteAs, JoinTeam, KeepFiles, KillSession, Mode,
-                                   ResumeSession,
-                                   ReadAudit, SendPrompt, ShowChanges, StartSession, StopTask,
-                                   SwitchModel, TrustFolder)
+                                   ReadAudit, ResumeSession, SendPrompt, ShowChanges, StartSession,
+                                   StopTask, SwitchModel, TrustFolder)
 from aipager.port.results import (AuditRecords, Changes, Compacting, Declined, Ended, Failed,
-                                  FileNotKept, FilesKept, Gone, Held,
-                                  Invitation, Joined, Result, Resumed, RoleGiven, Started, Stopping,
-                                  Switching, Trusted, Typed)
+                                  FileNotKept, FilesKept, Gone, Held, Invitation, Joined, Result,
+                                  Resumed, RoleGiven, Started, Stopping, Switching, Trusted, Typed)
 from aipager.port.rights import Reason, check, check_assign
 from aipager.port.who import NOBODY, Person, Who
 from aipager.daemon import audit, invites, people
@@ -314,8 +312,9 @@ class Service:
                 or (cfg.chat_id > 0 and user_id == cfg.chat_id):
             # nothing is used up: the code stays for the person it was made for
             return Declined(Reason.MEMBER_ALREADY)
+        code = cmd.code.strip()
         try:
-            invite = invites.take(env, cmd.code.strip(), time.time())
+            invite = invites.take(env, code, time.time())
         except OSError as exc:
             return Failed(f"cannot read the invitations: {exc.strerror or exc}", doing="join")
         if isinstance(invite, str):
@@ -325,7 +324,7 @@ class Service:
             config.save(env, cfg.with_member(config.Member(user_id, invite.role, label)))
         except ConfigError as exc:
             with contextlib.suppress(OSError):  # try again: the code stays good
-                invites.put_back(env, cmd.code.strip(), invite)
+                invites.put_back(env, code, invite)
             return Failed(str(exc), doing="join")
         who = Who(label, user_id, invite.role)
         if looked:

@@ -30,8 +30,8 @@ from aipager.port.results import Diff
 from aipager.hub import commands, names, transfer, usecases
 from aipager.hub.link import HubLink
 from aipager.port.commands import (AnswerForm, AnswerQuestion, AnswerRequest, Command,
-                                   CompactSession, KillSession, OnSession,
-                                   QuestionAnswer, ResumeSession, SendPrompt, ShowChanges, StartSession, StopTask,
+                                   CompactSession, KillSession, OnSession, QuestionAnswer,
+                                   ResumeSession, SendPrompt, ShowChanges, StartSession, StopTask,
                                    SwitchModel, TrustFolder)
 from aipager.port.forms import FormAction
 from aipager.port.results import Declined, Failed, Result
